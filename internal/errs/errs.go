@@ -1,0 +1,92 @@
+// Package errs is purerdma's error model, shared by every package: the errno
+// classification behind errors.Is, and the message format of the per-package
+// error types (operation, device, errno, and what to do next).
+package errs
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// ErrNotSupported is the sentinel that EPROTONOSUPPORT, EOPNOTSUPP and
+// ENOTSUP match. The public packages re-export this value.
+var ErrNotSupported = errors.New("operation not supported by this kernel or device")
+
+// Errno returns the errno inside err, or 0 when there is none.
+func Errno(err error) syscall.Errno {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return 0
+}
+
+// Match reports whether an error whose errno is errno matches target in
+// purerdma's model: besides syscall.Errno's own rules, os.ErrPermission
+// matches EPERM and EACCES; os.ErrNotExist matches ENOENT, ENODEV and ENXIO;
+// ErrNotSupported and errors.ErrUnsupported match EPROTONOSUPPORT,
+// EOPNOTSUPP and ENOTSUP.
+func Match(errno syscall.Errno, target error) bool {
+	if errno == 0 {
+		return false
+	}
+	switch target {
+	case ErrNotSupported, errors.ErrUnsupported:
+		return isNotSupported(errno)
+	case os.ErrPermission:
+		return errno == syscall.EPERM || errno == syscall.EACCES
+	case os.ErrNotExist:
+		return errno == syscall.ENOENT || errno == syscall.ENODEV || errno == syscall.ENXIO
+	}
+	return errno.Is(target)
+}
+
+// Is is Match applied to the errno found inside err.
+func Is(err, target error) bool { return Match(Errno(err), target) }
+
+func isNotSupported(errno syscall.Errno) bool {
+	// On Linux ENOTSUP and EOPNOTSUPP are the same number; both are listed
+	// so the rule reads as documented.
+	return errno == syscall.EPROTONOSUPPORT || errno == syscall.EOPNOTSUPP || errno == syscall.ENOTSUP
+}
+
+// Message formats an error the same way in every package:
+//
+//	op dev: errno text (what to do next)
+//
+// dev may be empty. The hint is chosen from the errno; an error without an
+// errno gets none.
+func Message(op, dev string, err error) string {
+	s := op
+	if dev != "" {
+		s += " " + dev
+	}
+	if err == nil {
+		return s
+	}
+	s += ": " + err.Error()
+	if h := Hint(Errno(err)); h != "" {
+		s += " (" + h + ")"
+	}
+	return s
+}
+
+// Hint says, for the errnos users meet most, what to do next.
+func Hint(errno syscall.Errno) string {
+	switch {
+	case errno == syscall.EPERM || errno == syscall.EACCES:
+		return "run as root, or grant access to /dev/infiniband and CAP_NET_RAW where the operation needs it"
+	case errno == syscall.ENOENT || errno == syscall.ENODEV || errno == syscall.ENXIO:
+		return "check that the RDMA device exists and its kernel modules are loaded: ls /sys/class/infiniband"
+	case isNotSupported(errno):
+		return "this kernel or this device's driver does not support it; see the support table in the README"
+	case errno == syscall.EBUSY:
+		return "the object is still in use; destroy what refers to it first"
+	case errno == syscall.ENOTTY:
+		return "the device does not implement this ioctl; is this the right device node?"
+	case errno == syscall.EIO:
+		return "the device was removed or disassociated; reopen it"
+	}
+	return ""
+}

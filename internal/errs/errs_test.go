@@ -1,0 +1,93 @@
+package errs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// testError is shaped like every package's Error type.
+type testError struct {
+	Op, Device string
+	Err        error
+}
+
+func (e *testError) Error() string        { return Message(e.Op, e.Device, e.Err) }
+func (e *testError) Unwrap() error        { return e.Err }
+func (e *testError) Is(target error) bool { return Is(e.Err, target) }
+
+func TestMatchTable(t *testing.T) {
+	for _, tc := range []struct {
+		errno  syscall.Errno
+		target error
+		want   bool
+	}{
+		{syscall.EPERM, os.ErrPermission, true},
+		{syscall.EACCES, os.ErrPermission, true},
+		{syscall.EINVAL, os.ErrPermission, false},
+		{syscall.ENOENT, os.ErrNotExist, true},
+		{syscall.ENODEV, os.ErrNotExist, true},
+		{syscall.ENXIO, os.ErrNotExist, true},
+		{syscall.EBUSY, os.ErrNotExist, false},
+		{syscall.EPROTONOSUPPORT, ErrNotSupported, true},
+		{syscall.EOPNOTSUPP, ErrNotSupported, true},
+		{syscall.ENOTSUP, ErrNotSupported, true},
+		{syscall.EPROTONOSUPPORT, errors.ErrUnsupported, true},
+		{syscall.ENOTTY, ErrNotSupported, false},
+		{syscall.EINVAL, ErrNotSupported, false},
+		{syscall.EEXIST, os.ErrExist, true},
+		{syscall.ETIMEDOUT, os.ErrDeadlineExceeded, false},
+		{0, os.ErrNotExist, false},
+	} {
+		if got := Match(tc.errno, tc.target); got != tc.want {
+			t.Errorf("Match(%v, %v) = %v, want %v", tc.errno, tc.target, got, tc.want)
+		}
+	}
+}
+
+// TestNoCallerNeedsEquality shows that a wrapped error answers errors.Is for
+// the errno itself and for each sentinel, through any number of wrappings, so
+// no caller has to compare errnos with ==.
+func TestNoCallerNeedsEquality(t *testing.T) {
+	base := &testError{Op: "create counters", Device: "rxe0", Err: syscall.EPROTONOSUPPORT}
+	wrapped := fmt.Errorf("attach: %w", base)
+	for _, target := range []error{syscall.EPROTONOSUPPORT, ErrNotSupported, errors.ErrUnsupported} {
+		if !errors.Is(wrapped, target) {
+			t.Errorf("errors.Is(%v, %v) = false", wrapped, target)
+		}
+	}
+	if errors.Is(wrapped, os.ErrPermission) || errors.Is(wrapped, syscall.EINVAL) {
+		t.Errorf("%v matches an unrelated target", wrapped)
+	}
+	var te *testError
+	if !errors.As(wrapped, &te) || te.Device != "rxe0" {
+		t.Errorf("errors.As lost the device: %+v", te)
+	}
+	if Errno(wrapped) != syscall.EPROTONOSUPPORT {
+		t.Errorf("Errno(%v) = %v", wrapped, Errno(wrapped))
+	}
+	if Errno(errors.New("plain")) != 0 {
+		t.Error("Errno of an error without errno is not 0")
+	}
+}
+
+func TestMessage(t *testing.T) {
+	got := Message("open", "uverbs0", syscall.EACCES)
+	if !strings.HasPrefix(got, "open uverbs0: permission denied (") || !strings.Contains(got, "root") {
+		t.Errorf("Message = %q", got)
+	}
+	if got := Message("parse", "", errors.New("short buffer")); got != "parse: short buffer" {
+		t.Errorf("Message without errno = %q", got)
+	}
+	if got := Message("close", "", nil); got != "close" {
+		t.Errorf("Message(nil) = %q", got)
+	}
+	for _, e := range []syscall.Errno{syscall.EPERM, syscall.ENODEV, syscall.EOPNOTSUPP, syscall.EBUSY, syscall.ENOTTY, syscall.EIO} {
+		if Hint(e) == "" {
+			t.Errorf("no hint for %v", e)
+		}
+	}
+}

@@ -1,0 +1,18 @@
+// Package sys is purerdma's one syscall seam: every open, ioctl, read, write,
+// mmap, munmap and poll the library makes goes through it, and it is the only
+// package that imports golang.org/x/sys/unix for them (the model is
+// cilium/ebpf's internal/sys and internal/unix).
+//
+// An [FD] is an owned file descriptor: opened with O_CLOEXEC, closed exactly
+// once however often Close is called, and counted so tests can prove nothing
+// leaks ([Live]). A descriptor opened with O_NONBLOCK goes through the Go
+// runtime poller, so read deadlines work and Close unblocks a pending read.
+//
+// Unit tests replace the kernel behind a descriptor with a [Backend] (see
+// internal/fakekernel); the library code above the seam runs unchanged.
+//
+// Memory whose address the kernel reads from a u64 field must stay alive and
+// unmoved for the call: pass the objects that own it as the keep arguments of
+// [FD.Ioctl], and allocate it on the heap (store its pointer in a heap
+// object, as abi.Request does) — never on a goroutine stack.
+package sys

@@ -1,0 +1,390 @@
+package sys
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Backend stands in for the kernel behind one descriptor in unit tests.
+// Its methods receive exactly what the real system call would, and return
+// errors as syscall.Errno values the way the kernel does.
+type Backend interface {
+	// Ioctl handles ioctl(fd, req, arg). arg points at caller memory that
+	// stays alive for the call.
+	Ioctl(req uint, arg unsafe.Pointer) error
+	// Read handles read(2). It must give up with os.ErrDeadlineExceeded once
+	// deadline (when not zero) has passed, and with os.ErrClosed once Close
+	// was called; it returns syscall.EAGAIN when nonblocking is set and
+	// nothing is queued.
+	Read(p []byte, deadline time.Time, nonblocking bool) (int, error)
+	// Write handles write(2).
+	Write(p []byte) (int, error)
+	// Mmap handles mmap(2) of the descriptor.
+	Mmap(offset int64, length int, prot, flags int) ([]byte, error)
+	// Close is called once, when the FD is closed.
+	Close() error
+}
+
+// FD is an owned file descriptor. Its zero value is not usable; get one from
+// [Open] or [NewFake].
+type FD struct {
+	name        string
+	nonblocking bool
+
+	// Real descriptors.
+	raw  int
+	file *os.File        // set for pollable (O_NONBLOCK) descriptors
+	rc   syscall.RawConn // file's RawConn, cached
+
+	// Fake descriptors.
+	be       Backend
+	deadline atomic.Int64 // unix nanoseconds; 0 = none (fakes only)
+
+	mu     sync.RWMutex // held shared by syscalls on raw, exclusively by Close
+	closed atomic.Bool
+	track  *tracked
+}
+
+// Open opens path with flags|O_CLOEXEC. With O_NONBLOCK in flags the
+// descriptor is registered with the runtime poller. Errors are *os.PathError
+// values wrapping the errno.
+func Open(path string, flags int) (*FD, error) {
+	var raw int
+	var err error
+	for {
+		raw, err = unix.Open(path, flags|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	fd := &FD{name: path, raw: raw, nonblocking: flags&unix.O_NONBLOCK != 0}
+	if fd.nonblocking {
+		fd.file = os.NewFile(uintptr(raw), path)
+		rc, err := fd.file.SyscallConn()
+		if err != nil {
+			fd.file.Close()
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		fd.rc = rc
+	}
+	fd.track = track(path)
+	return fd, nil
+}
+
+// NewFake returns an FD whose system calls go to be instead of the kernel.
+// name is what Name reports (for example "/dev/infiniband/uverbs0").
+func NewFake(name string, be Backend, nonblocking bool) *FD {
+	return &FD{name: name, raw: -1, be: be, nonblocking: nonblocking, track: track(name)}
+}
+
+// Name returns the path the descriptor was opened with.
+func (fd *FD) Name() string { return fd.name }
+
+// Raw returns the descriptor number, or -1 for a fake or closed descriptor.
+// It is meant for attributes that carry a descriptor to the kernel; the
+// number is only valid while fd is open.
+func (fd *FD) Raw() int {
+	if fd.be != nil || fd.closed.Load() {
+		return -1
+	}
+	return fd.raw
+}
+
+// Close closes the descriptor. It is safe to call more than once and from
+// several goroutines; only the first call closes, later calls return nil. It
+// waits for ioctls in flight and unblocks pending reads of a pollable
+// descriptor.
+func (fd *FD) Close() error {
+	if fd == nil || !fd.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	untrack(fd.track)
+	if fd.be != nil {
+		return fd.be.Close()
+	}
+	if fd.file != nil {
+		// os.File.Close wakes readers parked in the poller, then waits
+		// for them before closing the number.
+		err := fd.file.Close()
+		fd.mu.Lock() // wait for ioctls on the number
+		fd.mu.Unlock()
+		return err
+	}
+	fd.mu.Lock()
+	defer fd.mu.Unlock()
+	return unix.Close(fd.raw)
+}
+
+// acquire takes the shared lock for a system call on the raw number.
+func (fd *FD) acquire() error {
+	fd.mu.RLock()
+	if fd.closed.Load() {
+		fd.mu.RUnlock()
+		return os.ErrClosed
+	}
+	return nil
+}
+
+// Ioctl issues ioctl(fd, req, arg). The objects in keep (the owners of any
+// memory whose address is inside *arg) are kept alive until the call
+// returns. The error is the errno, or os.ErrClosed.
+func (fd *FD) Ioctl(req uint, arg unsafe.Pointer, keep ...any) error {
+	if fd.be != nil {
+		if fd.closed.Load() {
+			return os.ErrClosed
+		}
+		err := fd.be.Ioctl(req, arg)
+		runtime.KeepAlive(keep)
+		return err
+	}
+	if err := fd.acquire(); err != nil {
+		return err
+	}
+	var errno syscall.Errno
+	for {
+		_, _, errno = unix.Syscall(unix.SYS_IOCTL, uintptr(fd.raw), uintptr(req), uintptr(arg))
+		if errno != unix.EINTR {
+			break
+		}
+	}
+	fd.mu.RUnlock()
+	runtime.KeepAlive(keep)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// Read reads one record. On a pollable descriptor it waits, through the
+// runtime poller, until data arrives, the read deadline passes
+// (os.ErrDeadlineExceeded) or the descriptor is closed (os.ErrClosed). The
+// error is otherwise the errno.
+func (fd *FD) Read(p []byte) (int, error) {
+	if fd.be != nil {
+		if fd.closed.Load() {
+			return 0, os.ErrClosed
+		}
+		var dl time.Time
+		if ns := fd.deadline.Load(); ns != 0 {
+			dl = time.Unix(0, ns)
+		}
+		return fd.be.Read(p, dl, false)
+	}
+	if fd.file != nil {
+		n, err := fd.file.Read(p)
+		return n, unwrapPathError(err)
+	}
+	if err := fd.acquire(); err != nil {
+		return 0, err
+	}
+	defer fd.mu.RUnlock()
+	for {
+		n, err := unix.Read(fd.raw, p)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
+// ReadNonblocking reads one record if one is queued, and fails with EAGAIN
+// otherwise, whatever the read deadline.
+func (fd *FD) ReadNonblocking(p []byte) (int, error) {
+	if fd.be != nil {
+		if fd.closed.Load() {
+			return 0, os.ErrClosed
+		}
+		return fd.be.Read(p, time.Time{}, true)
+	}
+	if !fd.nonblocking {
+		return 0, fmt.Errorf("read %s: descriptor was not opened with O_NONBLOCK", fd.name)
+	}
+	var n int
+	var rerr error
+	err := fd.rc.Read(func(s uintptr) bool {
+		n, rerr = unix.Read(int(s), p)
+		return rerr != unix.EINTR
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, rerr
+}
+
+// Write writes p in one write(2) call and returns the count the kernel
+// accepted; the error is the errno or os.ErrClosed.
+func (fd *FD) Write(p []byte) (int, error) {
+	if fd.be != nil {
+		if fd.closed.Load() {
+			return 0, os.ErrClosed
+		}
+		return fd.be.Write(p)
+	}
+	if err := fd.acquire(); err != nil {
+		return 0, err
+	}
+	defer fd.mu.RUnlock()
+	for {
+		n, err := unix.Write(fd.raw, p)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
+// SetReadDeadline sets the time after which a pending or future Read fails
+// with os.ErrDeadlineExceeded; the zero time means no deadline. Only
+// pollable (O_NONBLOCK) and fake descriptors support deadlines.
+func (fd *FD) SetReadDeadline(t time.Time) error {
+	if fd.be != nil {
+		if t.IsZero() {
+			fd.deadline.Store(0)
+		} else {
+			fd.deadline.Store(t.UnixNano())
+		}
+		return nil
+	}
+	if fd.file == nil {
+		return os.ErrNoDeadline
+	}
+	return fd.file.SetReadDeadline(t)
+}
+
+// WaitReadable blocks until a read would not block, the read deadline passes
+// (os.ErrDeadlineExceeded) or the descriptor is closed (os.ErrClosed). It
+// consumes nothing. Only pollable descriptors support it.
+func (fd *FD) WaitReadable() error {
+	if fd.file == nil {
+		return os.ErrNoDeadline
+	}
+	var perr error
+	err := fd.rc.Read(func(s uintptr) bool {
+		fds := []unix.PollFd{{Fd: int32(s), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			return false
+		}
+		if err != nil {
+			perr = err
+			return true
+		}
+		if n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLNVAL) != 0 {
+			perr = unix.EIO
+			return true
+		}
+		return n > 0
+	})
+	if err != nil {
+		return err
+	}
+	return perr
+}
+
+// Mmap maps length bytes of the descriptor at offset.
+func (fd *FD) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
+	if length <= 0 {
+		return nil, unix.EINVAL
+	}
+	if fd.be != nil {
+		if fd.closed.Load() {
+			return nil, os.ErrClosed
+		}
+		return fd.be.Mmap(offset, length, prot, flags)
+	}
+	if err := fd.acquire(); err != nil {
+		return nil, err
+	}
+	defer fd.mu.RUnlock()
+	return unix.Mmap(fd.raw, offset, length, prot, flags)
+}
+
+// Munmap unmaps memory returned by Mmap or MmapAnon.
+func Munmap(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return unix.Munmap(b)
+}
+
+// MmapAnon returns length bytes of zeroed, private, anonymous memory outside
+// the Go heap: rings and doorbell records the device keeps using after the
+// call that registered them live there. Release it with Munmap.
+func MmapAnon(length int) ([]byte, error) {
+	if length <= 0 {
+		return nil, unix.EINVAL
+	}
+	return unix.Mmap(-1, 0, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+}
+
+// PageSize is the system page size.
+var PageSize = os.Getpagesize()
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Descriptor accounting, so tests can prove that nothing leaks.
+
+type tracked struct {
+	name  string
+	stack string
+}
+
+var (
+	liveMu sync.Mutex
+	live   = map[*tracked]struct{}{}
+	// TraceStacks makes Live report the stack that opened each descriptor.
+	// Set it in TestMain before anything is opened.
+	TraceStacks bool
+)
+
+func track(name string) *tracked {
+	t := &tracked{name: name}
+	if TraceStacks {
+		buf := make([]byte, 4096)
+		t.stack = string(buf[:runtime.Stack(buf, false)])
+	}
+	liveMu.Lock()
+	live[t] = struct{}{}
+	liveMu.Unlock()
+	return t
+}
+
+func untrack(t *tracked) {
+	liveMu.Lock()
+	delete(live, t)
+	liveMu.Unlock()
+}
+
+// Live describes every FD, real or fake, that was opened and not closed yet,
+// sorted; with TraceStacks each entry includes the opening stack.
+func Live() []string {
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	out := make([]string, 0, len(live))
+	for t := range live {
+		s := t.name
+		if t.stack != "" {
+			s += "\n" + t.stack
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}

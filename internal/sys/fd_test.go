@@ -1,0 +1,218 @@
+package sys
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestMain(m *testing.M) {
+	TraceStacks = true
+	code := m.Run()
+	if l := Live(); len(l) > 0 && code == 0 {
+		for _, s := range l {
+			os.Stderr.WriteString("leaked descriptor: " + s + "\n")
+		}
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func fifo(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestOpenCloexecAndIdempotentClose(t *testing.T) {
+	fd, err := Open("/dev/null", unix.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, err := unix.FcntlInt(uintptr(fd.Raw()), unix.F_GETFD, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags&unix.FD_CLOEXEC == 0 {
+		t.Error("descriptor opened without FD_CLOEXEC")
+	}
+	if len(Live()) != 1 {
+		t.Errorf("Live() = %v, want one entry", Live())
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); errs[i] = fd.Close() }(i)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}
+	if fd.Raw() != -1 {
+		t.Error("Raw after Close is not -1")
+	}
+	if len(Live()) != 0 {
+		t.Errorf("Live() after Close = %v", Live())
+	}
+	if _, err := fd.Write([]byte("x")); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Write after Close: %v, want os.ErrClosed", err)
+	}
+	if err := fd.Ioctl(unix.TIOCINQ, nil); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Ioctl after Close: %v, want os.ErrClosed", err)
+	}
+}
+
+func TestOpenMissing(t *testing.T) {
+	_, err := Open("/dev/infiniband/does-not-exist", unix.O_RDWR)
+	if !errors.Is(err, os.ErrNotExist) || !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("Open of a missing node: %v", err)
+	}
+}
+
+func TestIoctlKeepsErrno(t *testing.T) {
+	fd, err := Open("/dev/null", unix.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	var hdr [24]byte
+	// /dev/null knows no RDMA ioctl: the kernel answers ENOTTY.
+	err = fd.Ioctl(0xC0181B01, unsafe.Pointer(&hdr[0]), &hdr)
+	if !errors.Is(err, syscall.ENOTTY) {
+		t.Fatalf("Ioctl = %v, want ENOTTY", err)
+	}
+}
+
+func TestPollableReadDeadlineAndClose(t *testing.T) {
+	p := fifo(t)
+	fd, err := Open(p, unix.O_RDWR|unix.O_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	if _, err := fd.ReadNonblocking(buf); !errors.Is(err, syscall.EAGAIN) {
+		t.Errorf("ReadNonblocking on an empty fifo: %v, want EAGAIN", err)
+	}
+	if err := fd.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := fd.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("Read past the deadline: %v", err)
+	}
+	if err := fd.WaitReadable(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("WaitReadable past the deadline: %v", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Error("deadline not honoured")
+	}
+	fd.SetReadDeadline(time.Time{})
+	if _, err := fd.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fd.WaitReadable(); err != nil {
+		t.Fatalf("WaitReadable with data queued: %v", err)
+	}
+	n, err := fd.Read(buf)
+	if err != nil || string(buf[:n]) != "hello" {
+		t.Fatalf("Read = %q, %v", buf[:n], err)
+	}
+
+	done := make(chan error)
+	go func() {
+		_, err := fd.Read(buf)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if err := fd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Errorf("pending Read after Close: %v, want os.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not unblock a pending Read")
+	}
+}
+
+func TestDeadlineNeedsPollable(t *testing.T) {
+	fd, err := Open("/dev/null", unix.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	if err := fd.SetReadDeadline(time.Now()); !errors.Is(err, os.ErrNoDeadline) {
+		t.Errorf("SetReadDeadline on a blocking descriptor: %v", err)
+	}
+}
+
+func TestMmapAnon(t *testing.T) {
+	b, err := MmapAnon(PageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[0], b[len(b)-1] = 1, 2
+	if err := Munmap(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MmapAnon(0); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("MmapAnon(0) = %v", err)
+	}
+}
+
+type recordingBackend struct {
+	ioctls  []uint
+	closed  int
+	written []byte
+}
+
+func (b *recordingBackend) Ioctl(req uint, arg unsafe.Pointer) error {
+	b.ioctls = append(b.ioctls, req)
+	return syscall.EPROTONOSUPPORT
+}
+func (b *recordingBackend) Read(p []byte, _ time.Time, _ bool) (int, error) {
+	return 0, syscall.EAGAIN
+}
+func (b *recordingBackend) Write(p []byte) (int, error) {
+	b.written = append(b.written, p...)
+	return len(p), nil
+}
+func (b *recordingBackend) Mmap(int64, int, int, int) ([]byte, error) { return nil, syscall.ENODEV }
+func (b *recordingBackend) Close() error                            { b.closed++; return nil }
+
+func TestFakeBackend(t *testing.T) {
+	be := &recordingBackend{}
+	fd := NewFake("/dev/infiniband/uverbs9", be, false)
+	if err := fd.Ioctl(7, nil); !errors.Is(err, syscall.EPROTONOSUPPORT) {
+		t.Errorf("Ioctl = %v", err)
+	}
+	if n, err := fd.Write([]byte{1, 2}); n != 2 || err != nil {
+		t.Errorf("Write = %d, %v", n, err)
+	}
+	if fd.Raw() != -1 || fd.Name() != "/dev/infiniband/uverbs9" {
+		t.Errorf("Raw/Name = %d %q", fd.Raw(), fd.Name())
+	}
+	fd.Close()
+	fd.Close()
+	if be.closed != 1 {
+		t.Errorf("backend closed %d times, want 1", be.closed)
+	}
+	if err := fd.Ioctl(7, nil); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Ioctl after Close = %v", err)
+	}
+}
