@@ -193,7 +193,7 @@ func (b *recordingBackend) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 func (b *recordingBackend) Mmap(int64, int, int, int) ([]byte, error) { return nil, syscall.ENODEV }
-func (b *recordingBackend) Close() error                            { b.closed++; return nil }
+func (b *recordingBackend) Close() error                              { b.closed++; return nil }
 
 func TestFakeBackend(t *testing.T) {
 	be := &recordingBackend{}
