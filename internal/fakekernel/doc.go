@@ -1,0 +1,30 @@
+// Package fakekernel is a strict, in-process stand-in for the kernel's
+// uverbs device, for unit tests. It sits behind the real syscall seam
+// (internal/sys): code under test opens an *sys.FD from Kernel.Open and runs
+// unchanged, while the fake validates every RDMA_VERBS_IOCTL exactly as
+// Linux 6.12 does (drivers/infiniband/core/uverbs_ioctl.c) and answers with
+// the kernel's errnos:
+//
+//   - an ioctl number other than RDMA_VERBS_IOCTL: ENOTTY;
+//   - header length ≠ 24 + 16 × num_attrs, or above one page: EINVAL;
+//   - reserved1 or reserved2 non-zero: EPROTONOSUPPORT;
+//   - driver_id other than the device's: EINVAL;
+//   - (object, method) not in the device's tree: EPROTONOSUPPORT;
+//   - a disassociated device: EIO;
+//   - per attribute, in array order: unknown and MANDATORY:
+//     EPROTONOSUPPORT (unknown and optional: ignored); given twice: EINVAL;
+//     then the kind's own rules (lengths, reserved attr_data, zero tails,
+//     enum variants, handles: ENOENT/EINVAL/EBUSY, descriptors: EBADF);
+//   - a mandatory attribute missing: EINVAL;
+//   - FLAGS_IN with unknown bits or a length other than 4 or 8, CONST_IN
+//     out of range: EINVAL (the kernel's handlers check these);
+//   - destroying an object something still uses: EBUSY;
+//   - a handler answering EPROTONOSUPPORT is turned into EINVAL.
+//
+// Flag bits of an attribute other than UVERBS_ATTR_F_MANDATORY are ignored,
+// as the kernel ignores them.
+//
+// What a method does once the framework accepts it is the test's Handler:
+// it is function-shaped, in the manner of mdlayher/netlink's nltest. Later
+// packages add per-method and per-driver rules as handlers.
+package fakekernel
