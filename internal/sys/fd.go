@@ -115,16 +115,13 @@ func (fd *FD) Close() error {
 	if fd.be != nil {
 		return fd.be.Close()
 	}
-	if fd.file != nil {
-		// os.File.Close wakes readers parked in the poller, then waits
-		// for them before closing the number.
-		err := fd.file.Close()
-		fd.mu.Lock() // wait for ioctls on the number
-		fd.mu.Unlock()
-		return err
-	}
+	// Wait for ioctls in flight on the number, then close it. Readers
+	// parked in the poller hold no lock: os.File.Close wakes them.
 	fd.mu.Lock()
 	defer fd.mu.Unlock()
+	if fd.file != nil {
+		return fd.file.Close()
+	}
 	return unix.Close(fd.raw)
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -215,4 +216,10 @@ func TestFakeBackend(t *testing.T) {
 	if err := fd.Ioctl(7, nil); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Ioctl after Close = %v", err)
 	}
+}
+
+// TestArch records which architecture the tests run on; `make test-arm64`
+// shows it to prove the arm64 tests really ran under qemu-user.
+func TestArch(t *testing.T) {
+	t.Logf("arch: %s/%s, page size %d", runtime.GOOS, runtime.GOARCH, PageSize)
 }

@@ -1,0 +1,93 @@
+# purerdma — build, test and demo. Everything a fresh Debian machine needs is
+# installed by these targets (as root, from Debian's archive and the Go module
+# proxy). The README names the two entry points: `make demo` and `make test`.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
+
+GO        ?= go
+CACHE     := $(CURDIR)/.cache
+BIN       := $(CACHE)/bin
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(BIN)/staticcheck
+QEMU_ARM64 := /usr/bin/qemu-aarch64-static
+FUZZTIME  ?= 10s
+
+.PHONY: all build test unit generate generate-check lint cross test-arm64 fuzz-smoke deps-apt clean
+
+all: build
+
+## build: the library and commands, cgo-free, for this machine.
+build:
+	CGO_ENABLED=0 $(GO) build ./...
+
+## generate: regenerate abi/ from the Linux 6.12 UAPI headers (downloads them).
+generate:
+	$(GO) generate ./abi
+
+## generate-check: regenerating abi/ must change nothing.
+generate-check: generate
+	@if ! git diff --quiet -- abi || [ -n "$$(git status --porcelain -- abi)" ]; then \
+		echo "abi/ differs from what 'make generate' produces:"; git status --short -- abi; git diff --stat -- abi; exit 1; \
+	fi
+	@echo "generate-check: abi/ is up to date"
+
+$(STATICCHECK):
+	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+## lint: go vet and staticcheck, for amd64 and arm64.
+lint: $(STATICCHECK)
+	$(GO) vet ./...
+	GOARCH=arm64 $(GO) vet ./...
+	$(STATICCHECK) ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	@! git grep -l '^import "C"' -- '*.go' | xargs -r grep -L 'go:build ignore' | grep . || { echo "cgo outside generator inputs"; exit 1; }
+
+## cross: cgo-free builds for linux/amd64 and linux/arm64.
+cross:
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build ./...
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build ./...
+
+## unit: unit tests on this machine, with the race detector.
+unit:
+	$(GO) test -race -count=1 ./...
+
+# Debian packages the targets need; installed once.
+deps-apt:
+	@missing=""; \
+	command -v gcc >/dev/null || missing="$$missing gcc"; \
+	[ -x $(QEMU_ARM64) ] || missing="$$missing qemu-user-static"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y --no-install-recommends $$missing >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null && apt-get install -y --no-install-recommends $$missing >/dev/null; }; \
+	fi
+
+## test-arm64: the unit tests built for linux/arm64 and run under qemu-user.
+test-arm64: deps-apt
+	@echo "== arm64 unit tests under qemu-user ($(QEMU_ARM64)) =="
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec $(QEMU_ARM64) -v -run '^TestArch$$' ./internal/sys | grep -E 'arch|^ok|FAIL'
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec $(QEMU_ARM64) ./...
+
+## fuzz-smoke: every fuzz target for $(FUZZTIME).
+fuzz-smoke:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== fuzz $$pkg $$f ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg | tail -1; \
+		done; \
+	done
+
+## test: everything — generate check, lint, unit tests on amd64 and arm64
+## (qemu-user), fuzz smoke, and the VM tests on both kernels.
+test: deps-apt generate-check lint cross unit test-arm64 fuzz-smoke integration
+	@echo "make test: all passed"
+
+clean:
+	rm -rf $(CACHE) integration/.cache
+
+# The Soft-RoCE VM: `integration` (VM tests on Linux 6.1 and 6.12) and
+# `demo`.
+-include mk/integration.mk
