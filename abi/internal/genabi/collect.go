@@ -15,11 +15,12 @@ import (
 )
 
 type generator struct {
-	cc      string // C compiler
-	work    string // temporary directory
-	srcTree string // unpacked kernel tree (usr/src/linux-headers-...-common)
-	include string // staged userspace include tree
-	banner  string // first line of every generated file
+	cc      string   // C compiler
+	exec    []string // wrapper that runs the probe program, if any
+	work    string   // temporary directory
+	srcTree string   // unpacked kernel tree (usr/src/linux-headers-...-common)
+	include string   // staged userspace include tree
+	banner  string   // first line of every generated file
 
 	types  []*cType          // structs and named unions, in output order
 	byKey  map[string]*cType // "struct NAME" / "union NAME" -> type
@@ -311,9 +312,9 @@ func (g *generator) readDWARF(obj string) ([]*enumInfo, error) {
 }
 
 var (
-	textTypeDef = regexp.MustCompile(`(?m)^\s*(struct|union|enum)\s+(\w+)\s*\{`)
+	textTypeDef  = regexp.MustCompile(`(?m)^\s*(struct|union|enum)\s+(\w+)\s*\{`)
 	textAnonEnum = regexp.MustCompile(`(?m)^\s*enum\s*\{`)
-	cComment    = regexp.MustCompile(`(?s)/\*.*?\*/|//[^\n]*`)
+	cComment     = regexp.MustCompile(`(?s)/\*.*?\*/|//[^\n]*`)
 )
 
 // stripComments blanks C comments, keeping newlines so line numbers stay.

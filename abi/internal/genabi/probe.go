@@ -74,7 +74,8 @@ int main(void) {
 			"A macro that is not an integer constant belongs in skipMacros in collect.go, with the reason.",
 			g.cc, strings.Join(args, " "), err, out)
 	}
-	out, err := command(g.work, bin)
+	run := append(append([]string{}, g.exec...), bin)
+	out, err := command(g.work, run[0], run[1:]...)
 	if err != nil {
 		return fmt.Errorf("running the probe program: %v\n%s", err, out)
 	}
