@@ -268,7 +268,7 @@ func (g *generator) goTypeOf(t dwarf.Type, cprefix string) (*goType, error) {
 	case *dwarf.UcharType:
 		return scalar("uint", t.ByteSize, t.Name)
 	case *dwarf.CharType:
-		return nil, fmt.Errorf("C type %s has arch-dependent signedness; not handled", t.Name)
+		return nil, fmt.Errorf("type %s (plain char) has arch-dependent signedness; not handled", t.Name)
 	case *dwarf.EnumType:
 		typ, err := scalar("uint", t.ByteSize, "enum "+t.EnumName)
 		if err != nil {
@@ -323,7 +323,7 @@ func (g *generator) goTypeOf(t dwarf.Type, cprefix string) (*goType, error) {
 		}
 		return &goType{expr: ct.goName, size: gs.size, align: gs.align, ctype: key}, nil
 	}
-	return nil, fmt.Errorf("C type %s (%T) is not handled", t, t)
+	return nil, fmt.Errorf("type %s (%T) is not handled", t, t)
 }
 
 func scalar(kind string, size int64, cname string) (*goType, error) {
@@ -370,7 +370,7 @@ func pad(fields []*goField, size int64) (*goStruct, error) {
 		gs.fields = append(gs.fields, padField(cur, size-cur))
 	}
 	if size%gs.align != 0 {
-		return nil, fmt.Errorf("C size %d is not a multiple of the Go alignment %d", size, gs.align)
+		return nil, fmt.Errorf("sizeof %d is not a multiple of the Go alignment %d", size, gs.align)
 	}
 	gs.size = size
 	// Go's own layout, for the record: every field must land where C has it.

@@ -71,7 +71,7 @@ int main(void) {
 	args := append(g.cflags(), "-w", "-o", bin, src)
 	if out, err := command(g.work, g.cc, args...); err != nil {
 		return fmt.Errorf("compiling the probe program (%s %s) failed: %v\n%s\n"+
-			"A macro that is not an integer constant belongs in skipMacros in collect.go, with the reason.",
+			"(a macro that is not an integer constant belongs in skipMacros in collect.go, with the reason)",
 			g.cc, strings.Join(args, " "), err, out)
 	}
 	run := append(append([]string{}, g.exec...), bin)

@@ -26,7 +26,7 @@ func (g *generator) stage() error {
 	case strings.HasPrefix(m, "aarch64-"):
 		arch = "arm64"
 	default:
-		return fmt.Errorf("C compiler targets %s; only x86_64 and aarch64 hosts are supported (the ABI files are for 64-bit little-endian Linux)", m)
+		return fmt.Errorf("the C compiler targets %s; only x86_64 and aarch64 hosts are supported (the ABI files are for 64-bit little-endian Linux)", m)
 	}
 
 	g.include = filepath.Join(g.work, "include")
