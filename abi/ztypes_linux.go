@@ -1201,6 +1201,9 @@ type IbUverbsFlowAttr struct {
 
 // IbUverbsCreateFlow is struct ib_uverbs_create_flow from
 // <rdma/ib_user_verbs.h>.
+//
+// The last member flow_attr (struct ib_uverbs_flow_attr) ends with a flexible
+// array member, so that array follows this type in memory too.
 type IbUverbsCreateFlow struct {
 	CompMask uint32
 	QpHandle uint32
@@ -1946,6 +1949,9 @@ type RxeDmaInfo struct {
 }
 
 // RxeSendWqe is struct rxe_send_wqe from <rdma/rdma_user_rxe.h>.
+//
+// The last member dma (struct rxe_dma_info) ends with a flexible array member,
+// so that array follows this type in memory too.
 type RxeSendWqe struct {
 	Wr          RxeSendWr
 	Status      uint32
@@ -1961,6 +1967,9 @@ type RxeSendWqe struct {
 }
 
 // RxeRecvWqe is struct rxe_recv_wqe from <rdma/rdma_user_rxe.h>.
+//
+// The last member dma (struct rxe_dma_info) ends with a flexible array member,
+// so that array follows this type in memory too.
 type RxeRecvWqe struct {
 	WrId     uint64
 	Reserved uint32

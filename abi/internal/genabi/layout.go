@@ -15,6 +15,7 @@ type goType struct {
 	bigEndian bool  // a __be16/__be32/__be64 scalar or array of them
 	ctype     string
 	note      string // trailing comment
+	flexTail  bool   // a struct type ending with a flexible array member
 }
 
 // goField is one Go struct field. Padding fields have name "_".
@@ -32,6 +33,8 @@ type goStruct struct {
 	size   int64
 	align  int64
 	notes  []string // paragraphs for the type's doc comment
+
+	flexTail bool // the C type ends with a flexible array member
 }
 
 // goIdent converts a C identifier to a Go one mechanically: split on "_",
@@ -99,6 +102,7 @@ func (g *generator) structType(st *dwarf.StructType, cprefix string) (*goStruct,
 		return nil, err
 	}
 	gs.notes = notes
+	gs.flexTail = len(notes) > 0 // members only notes trailing flexible arrays
 	return gs, nil
 }
 
@@ -171,6 +175,9 @@ func (g *generator) members(st *dwarf.StructType, base int64, cprefix string, at
 			return fmt.Errorf("member %s: %w", f.Name, err)
 		}
 		*out = append(*out, &goField{name: goIdent(f.Name), cpath: cprefix + f.Name, typ: typ, offset: off})
+		if last && typ.flexTail {
+			*notes = append(*notes, fmt.Sprintf("The last member %s (%s) ends with a flexible array member, so that array follows this type in memory too.", f.Name, typ.ctype))
+		}
 	}
 	return nil
 }
@@ -321,7 +328,7 @@ func (g *generator) goTypeOf(t dwarf.Type, cprefix string) (*goType, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &goType{expr: ct.goName, size: gs.size, align: gs.align, ctype: key}, nil
+		return &goType{expr: ct.goName, size: gs.size, align: gs.align, ctype: key, flexTail: gs.flexTail}, nil
 	}
 	return nil, fmt.Errorf("type %s (%T) is not handled", t, t)
 }
