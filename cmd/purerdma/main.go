@@ -1,0 +1,98 @@
+// Command purerdma is purerdma's multi-call tool: one static, cgo-free
+// binary that does the work of rdma-core's diagnostic tools (ibstat,
+// ibstatus, perfquery, ibv_devices, ibv_devinfo, …) through the library.
+//
+// Run a tool as a subcommand (`purerdma ibstat`) or, busybox-style, through
+// a symlink named after it (`ln -s purerdma ibstat; ./ibstat`). `purerdma
+// help` lists the tools.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// A tool is one subcommand. run gets the arguments after the tool's name.
+type tool struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+// tools is filled by the init functions of the files that implement them.
+var tools = map[string]tool{}
+
+func register(name, summary string, run func(args []string, stdout, stderr io.Writer) error) {
+	if _, dup := tools[name]; dup {
+		panic("purerdma: tool registered twice: " + name)
+	}
+	tools[name] = tool{summary: summary, run: run}
+}
+
+// exitError carries a specific exit status without a message of its own
+// (the tool already printed what the user needs).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	err := run(os.Args, os.Stdout, os.Stderr)
+	if err == nil {
+		return
+	}
+	if ee, ok := err.(exitError); ok {
+		os.Exit(ee.code)
+	}
+	fmt.Fprintln(os.Stderr, "purerdma:", err)
+	os.Exit(1)
+}
+
+// run dispatches on the program name (busybox-style) or on the first
+// argument.
+func run(argv []string, stdout, stderr io.Writer) error {
+	if len(argv) == 0 {
+		return usage(stderr)
+	}
+	name := filepath.Base(argv[0])
+	if t, ok := tools[name]; ok && name != "purerdma" {
+		return t.run(argv[1:], stdout, stderr)
+	}
+	if len(argv) < 2 {
+		return usage(stderr)
+	}
+	switch argv[1] {
+	case "help", "-h", "-help", "--help":
+		listTools(stdout)
+		return nil
+	}
+	t, ok := tools[argv[1]]
+	if !ok {
+		fmt.Fprintf(stderr, "purerdma: unknown tool %q\n", argv[1])
+		listTools(stderr)
+		return exitError{2}
+	}
+	return t.run(argv[2:], stdout, stderr)
+}
+
+func usage(w io.Writer) error {
+	fmt.Fprintln(w, "usage: purerdma TOOL [ARGS...]   (or run it through a symlink named TOOL)")
+	listTools(w)
+	return exitError{2}
+}
+
+func listTools(w io.Writer) {
+	names := make([]string, 0, len(tools))
+	for n := range tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "tools:")
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-12s %s\n", n, tools[n].summary)
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(w, "  (none)")
+	}
+}
