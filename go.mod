@@ -3,8 +3,9 @@ module github.com/purerdma/rdma
 go 1.22
 
 require (
-	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/vishvananda/netlink v1.3.1 // indirect
-	github.com/vishvananda/netns v0.0.5 // indirect
-	golang.org/x/sys v0.30.0 // indirect
+	github.com/google/go-cmp v0.7.0
+	github.com/vishvananda/netlink v1.3.1
+	golang.org/x/sys v0.30.0
 )
+
+require github.com/vishvananda/netns v0.0.5 // indirect
