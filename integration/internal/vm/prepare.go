@@ -1,0 +1,241 @@
+// Package vm is the host side of vmrun: it fetches Debian's kernel and
+// userland packages, builds the guest's initramfs, and boots it with qemu.
+//
+// Everything it downloads or builds is kept under integration/.cache in the
+// repository (git ignores it):
+//
+//	debs/              the pinned .deb files (see packages.go)
+//	kernel/NAME_VER/   an unpacked kernel package plus its vmlinux
+//	userland/HASH/     the userland packages unpacked into one tree
+//	image/LABEL/       the guest init binary and the initramfs (+ .stamp)
+//	guest-bin/         the project's cmd/* built with CGO_ENABLED=0
+//	logs/              console logs of failed runs
+package vm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Options says what to prepare.
+type Options struct {
+	Repo          string // repository root
+	Kernel        string // -kernel label
+	BuildCommands bool   // build the project's cmd/* for the guest's PATH
+	Logf          func(format string, args ...any)
+}
+
+// Prepared is what a boot needs.
+type Prepared struct {
+	Qemu     string
+	Kernel   *Kernel
+	Initrd   string
+	Commands string // directory of the project's commands; "" when there are none
+	Cache    string
+}
+
+// CacheDir returns the cache directory of the repository.
+func CacheDir(repo string) string { return filepath.Join(repo, "integration", ".cache") }
+
+// Prepare installs qemu if needed, downloads and unpacks the packages and
+// (re)builds the guest image and the project's commands. It holds a lock on
+// the cache meanwhile, so that concurrent vmruns do not race.
+func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
+	logf := opt.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	kpkg, err := KernelPackage(opt.Kernel)
+	if err != nil {
+		return nil, err
+	}
+	cache := CacheDir(opt.Repo)
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := lock(filepath.Join(cache, "lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	p := &Prepared{Cache: cache}
+	if p.Qemu, err = EnsureQemu(ctx, logf); err != nil {
+		return nil, err
+	}
+	debDir := filepath.Join(cache, "debs")
+	debs, err := Download(ctx, debDir, append([]Package{kpkg}, userland...), logf)
+	if err != nil {
+		return nil, err
+	}
+	kdeb, udebs := debs[0], debs[1:]
+
+	kdir := filepath.Join(cache, "kernel", kpkg.Name+"_"+kpkg.Version)
+	if _, err := os.Stat(filepath.Join(kdir, ".complete")); err != nil {
+		logf("unpacking %s (once per kernel)", filepath.Base(kdeb))
+	}
+	if p.Kernel, err = UnpackKernel(ctx, kdeb, kdir, opt.Kernel, kpkg); err != nil {
+		return nil, err
+	}
+	udir, err := unpackUserland(ctx, filepath.Join(cache, "userland"), udebs)
+	if err != nil {
+		return nil, err
+	}
+
+	idir := filepath.Join(cache, "image", opt.Kernel)
+	if err := os.MkdirAll(idir, 0o755); err != nil {
+		return nil, err
+	}
+	init := filepath.Join(idir, "init")
+	if err := goBuild(ctx, opt.Repo, init, "./integration/internal/guestinit"); err != nil {
+		return nil, fmt.Errorf("build the guest init: %w", err)
+	}
+	p.Initrd = filepath.Join(idir, "initrd.cpio")
+	built, err := BuildImage(ctx, ImageInputs{Kernel: p.Kernel, Userland: udir, Debs: udebs, Init: init}, p.Initrd)
+	if err != nil {
+		return nil, fmt.Errorf("build the guest image: %w", err)
+	}
+	if built {
+		logf("built the guest image %s for kernel %s", p.Initrd, p.Kernel.Release)
+	}
+	if opt.BuildCommands {
+		if p.Commands, err = buildCommands(ctx, opt.Repo, filepath.Join(cache, "guest-bin")); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// lock takes an exclusive flock on file.
+func lock(file string) (func(), error) {
+	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", file, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// unpackUserland unpacks the userland packages into one tree, named after
+// the set of packages, once.
+func unpackUserland(ctx context.Context, parent string, debs []string) (string, error) {
+	h := sha256.New()
+	for _, d := range debs {
+		fmt.Fprintln(h, filepath.Base(d))
+	}
+	dir := filepath.Join(parent, hex.EncodeToString(h.Sum(nil))[:16])
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
+		return dir, nil
+	}
+	tmp := dir + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", err
+	}
+	for _, d := range debs {
+		if err := unpackDeb(ctx, d, tmp); err != nil {
+			return "", err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	return dir, os.Rename(tmp, dir)
+}
+
+// goTool returns the go command: the one on PATH, else the one in GOROOT.
+func goTool() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("the go command is not on PATH; add Go's bin directory to PATH")
+}
+
+// goEnv is the environment of the builds for the guest: static linux/amd64.
+func goEnv() []string {
+	return append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+}
+
+func goBuild(ctx context.Context, repo, out string, pkgs ...string) error {
+	gobin, err := goTool()
+	if err != nil {
+		return err
+	}
+	args := append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o", out}, pkgs...)
+	cmd := exec.CommandContext(ctx, gobin, args...)
+	cmd.Dir = repo
+	cmd.Env = goEnv()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+	return nil
+}
+
+// buildCommands builds every main package under cmd/ into dir and returns
+// dir, or "" when the repository has no commands yet.
+func buildCommands(ctx context.Context, repo, dir string) (string, error) {
+	if st, err := os.Stat(filepath.Join(repo, "cmd")); err != nil || !st.IsDir() {
+		return "", nil
+	}
+	gobin, err := goTool()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, gobin, "list", "-e", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`, "./cmd/...")
+	cmd.Dir = repo
+	cmd.Env = goEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go list ./cmd/...: %v", err)
+	}
+	pkgs := strings.Fields(string(out))
+	if len(pkgs) == 0 {
+		return "", nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := goBuild(ctx, repo, dir+string(filepath.Separator), pkgs...); err != nil {
+		return "", fmt.Errorf("build the project's commands for the guest: %w\n"+
+			"Fix the build, or run vmrun with -cmds=false to boot without them", err)
+	}
+	keep := map[string]bool{}
+	for _, p := range pkgs {
+		keep[path.Base(p)] = true
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		if !keep[e.Name()] {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return "", err
+			}
+		}
+	}
+	return dir, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
