@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -274,7 +275,7 @@ wait:
 		case <-timeout.C:
 			kill()
 			failure = fmt.Errorf("the guest did not finish within %v (-timeout): the command hangs or is slow, "+
-				"or the guest is stuck", b.Timeout)
+				"or the guest is stuck; raise -timeout if it needs longer", b.Timeout)
 		case <-ctx.Done():
 			kill()
 			failure = fmt.Errorf("interrupted: %w", ctx.Err())
@@ -344,6 +345,7 @@ func (b *Boot) explain(err error, console *ring, qemuOut string) error {
 			if os.WriteFile(name, []byte(c), 0o644) == nil {
 				fmt.Fprintf(&sb, "\nfull console log: %s", name)
 			}
+			pruneLogs(dir, 20)
 		}
 	}
 	sb.WriteString("\nrerun with -v to watch the guest console")
@@ -384,4 +386,26 @@ func (r *ring) find(s string) string {
 		}
 	}
 	return ""
+}
+
+// pruneLogs keeps the newest keep console logs in dir.
+func pruneLogs(dir string, keep int) {
+	logs, _ := filepath.Glob(filepath.Join(dir, "console-*.log"))
+	if len(logs) <= keep {
+		return
+	}
+	type aged struct {
+		name string
+		mod  time.Time
+	}
+	var all []aged
+	for _, l := range logs {
+		if st, err := os.Stat(l); err == nil {
+			all = append(all, aged{l, st.ModTime()})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].mod.After(all[j].mod) })
+	for _, a := range all[min(keep, len(all)):] {
+		os.Remove(a.name)
+	}
 }

@@ -1,0 +1,83 @@
+//go:build integration
+
+package integration_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/purerdma/rdma/integration/vmtest"
+)
+
+func TestPortsActive(t *testing.T) {
+	vmtest.Require(t)
+	for _, dev := range []string{vmtest.Dev0, vmtest.Dev1} {
+		state, err := vmtest.PortState(dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state != "4: ACTIVE" {
+			t.Errorf("%s port 1 state = %q, want %q", dev, state, "4: ACTIVE")
+		}
+		gid, err := vmtest.ReadSysfs(dev, "ports/1/gids/0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(gid, "fe80:") {
+			t.Errorf("%s GID 0 = %q, want the fe80:: link-local address", dev, gid)
+		}
+	}
+}
+
+func TestCharDevices(t *testing.T) {
+	vmtest.Require(t)
+	for _, name := range []string{"uverbs0", "uverbs1", "umad0", "umad1"} {
+		st, err := os.Stat("/dev/infiniband/" + name)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if st.Mode()&os.ModeCharDevice == 0 {
+			t.Errorf("/dev/infiniband/%s is %v, want a character device", name, st.Mode())
+		}
+	}
+}
+
+func TestABIVersions(t *testing.T) {
+	vmtest.Require(t)
+	for file, want := range map[string]string{
+		"/sys/class/infiniband_verbs/abi_version": "6",
+		"/sys/class/infiniband_mad/abi_version":   "5",
+	} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if got := strings.TrimSpace(string(b)); got != want {
+			t.Errorf("%s = %q, want %q", file, got, want)
+		}
+	}
+}
+
+func TestPingpongMovesCounters(t *testing.T) {
+	vmtest.Require(t)
+	before, err := vmtest.HWCounter(vmtest.Dev0, "sent_pkts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := vmtest.Pingpong{Iters: 100}.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := vmtest.HWCounter(vmtest.Dev0, "sent_pkts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kernel %s: %d bytes at %.0f Mbit/s; rxe0 sent_pkts %d -> %d", vmtest.Kernel(), res.Bytes, res.Mbps, before, after)
+	if after < before+100 {
+		t.Errorf("rxe0 sent_pkts went from %d to %d, want at least 100 more", before, after)
+	}
+}

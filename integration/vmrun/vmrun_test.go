@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests boot VMs, so they run only when VMRUN_HARNESS=1 (make -f
+// mk/integration.mk integration-harness sets it).
+func requireHarness(t *testing.T) {
+	t.Helper()
+	if os.Getenv("VMRUN_HARNESS") != "1" {
+		t.Skip("boots VMs; run with VMRUN_HARNESS=1 (make -f mk/integration.mk integration-harness)")
+	}
+}
+
+// vmrun runs vmrun in-process and returns its output.
+func vmrun(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var o, e bytes.Buffer
+	err = run(args, &o, &e)
+	return o.String(), e.String(), err
+}
+
+func TestExitStatus(t *testing.T) {
+	requireHarness(t)
+	_, stderr, err := vmrun(t, "--", "sh", "-c", "exit 3")
+	var status exitStatus
+	if !errors.As(err, &status) || status != 3 {
+		t.Fatalf("run = %v, want exit status 3; stderr:\n%s", err, stderr)
+	}
+}
+
+func TestOutputStreams(t *testing.T) {
+	requireHarness(t)
+	stdout, stderr, err := vmrun(t, "--", "sh", "-c", "echo out; echo err >&2; echo $VMRUN_GUEST $VMRUN_KERNEL; pwd")
+	if err != nil {
+		t.Fatalf("run: %v; stderr:\n%s", err, stderr)
+	}
+	wd, _ := os.Getwd()
+	if want := "out\n1 6.1\n" + wd + "\n"; stdout != want {
+		t.Errorf("stdout = %q, want %q", stdout, want)
+	}
+	if stderr != "err\n" {
+		t.Errorf("stderr = %q, want %q (no console lines)", stderr, "err\n")
+	}
+}
+
+func TestUser(t *testing.T) {
+	requireHarness(t)
+	stdout, stderr, err := vmrun(t, "-user", "alice", "--", "sh", "-c", "id -un; id -u; cat /dev/infiniband/umad0")
+	var status exitStatus
+	if !errors.As(err, &status) || status != 1 {
+		t.Errorf("run = %v, want exit status 1 (umad0 is root's)", err)
+	}
+	if stdout != "alice\n1000\n" {
+		t.Errorf("stdout = %q, want alice and 1000", stdout)
+	}
+	if !strings.Contains(stderr, "Permission denied") {
+		t.Errorf("stderr = %q, want Permission denied", stderr)
+	}
+}
+
+func TestCommandNotFound(t *testing.T) {
+	requireHarness(t)
+	_, stderr, err := vmrun(t, "--", "no-such-command")
+	var status exitStatus
+	if !errors.As(err, &status) || status != 127 {
+		t.Errorf("run = %v, want exit status 127; stderr:\n%s", err, stderr)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	requireHarness(t)
+	start := time.Now()
+	_, _, err := vmrun(t, "-timeout", "12s", "--", "sleep", "600")
+	if err == nil || !strings.Contains(err.Error(), "did not finish within 12s") {
+		t.Fatalf("run = %v, want a timeout error", err)
+	}
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("took %v to give up", d)
+	}
+}
+
+func TestKernelPanic(t *testing.T) {
+	requireHarness(t)
+	_, _, err := vmrun(t, "--", "sh", "-c", "echo c > /proc/sysrq-trigger; sleep 60")
+	if err == nil || !strings.Contains(err.Error(), "kernel panicked") {
+		t.Fatalf("run = %v, want a kernel panic error", err)
+	}
+}
+
+// TestFailingGuestTest runs a package whose VM test fails through go test
+// -exec vmrun: go test must fail and show the test's failure.
+func TestFailingGuestTest(t *testing.T) {
+	requireHarness(t)
+	bin := filepath.Join(t.TempDir(), "vmrun")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command("go", "test", "-tags", "integration", "-count=1", "-exec", bin+" --", "./testdata/failing")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("go test passed, want a failure:\n%s", out)
+	}
+	if !strings.Contains(string(out), "--- FAIL: TestFailsInGuest") ||
+		!strings.Contains(string(out), "this test fails on purpose, in the guest") {
+		t.Errorf("go test output lacks the guest test's failure:\n%s", out)
+	}
+}

@@ -1,0 +1,87 @@
+// Package vmtest helps tests that run inside the vmrun guest, a qemu VM
+// with Debian's kernel and two Soft-RoCE devices: rxe0 on veth0
+// (10.77.0.1) and rxe1 on veth1 (10.77.0.2), both ACTIVE.
+//
+// Such tests carry the build tag "integration" and run through
+//
+//	make -f mk/integration.mk integration
+//
+// which runs go test -tags integration -exec 'vmrun --' for every package
+// that has them, once per kernel. Start each test with [Require], so that
+// the test skips (rather than fails) when someone runs it on the host.
+//
+// The package itself has no build tag: any package's integration tests can
+// import it.
+package vmtest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/purerdma/rdma/integration/internal/vmproto"
+)
+
+// The guest's RDMA devices, the network devices under them and their IPv4
+// addresses (GID 1); GID 0 is the fe80:: link-local address.
+const (
+	Dev0  = "rxe0"
+	Dev1  = "rxe1"
+	Net0  = "veth0"
+	Net1  = "veth1"
+	Addr0 = "10.77.0.1"
+	Addr1 = "10.77.0.2"
+)
+
+// SysfsRoot is where the RDMA devices appear in sysfs.
+const SysfsRoot = "/sys/class/infiniband"
+
+// InGuest reports whether the process runs inside the vmrun guest.
+func InGuest() bool { return os.Getenv(vmproto.EnvGuest) == "1" }
+
+// Require skips the test unless it runs inside the vmrun guest.
+func Require(t testing.TB) {
+	t.Helper()
+	if !InGuest() {
+		t.Skip("needs the vmrun guest; run: make -f mk/integration.mk integration " +
+			"(or go test -tags integration -exec 'go run ./integration/vmrun --' PACKAGE)")
+	}
+}
+
+// Kernel returns the guest's -kernel label ("6.1" or "6.12"), or "" on the
+// host.
+func Kernel() string { return os.Getenv(vmproto.EnvKernel) }
+
+// Repo returns the repository root, which the guest mounts at the same
+// path as the host.
+func Repo() string { return os.Getenv(vmproto.EnvRepo) }
+
+// ReadSysfs reads a sysfs attribute of an RDMA device, relative to
+// /sys/class/infiniband/DEV, without the trailing newline.
+func ReadSysfs(dev, rel string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(SysfsRoot, dev, rel))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(b), "\n"), nil
+}
+
+// PortState returns port 1's state as sysfs spells it, e.g. "4: ACTIVE".
+func PortState(dev string) (string, error) { return ReadSysfs(dev, "ports/1/state") }
+
+// HWCounter reads one of port 1's hw_counters, e.g. "sent_pkts" (rxe has
+// no PMA, hence no ports/1/counters directory).
+func HWCounter(dev, name string) (uint64, error) {
+	s, err := ReadSysfs(dev, "ports/1/hw_counters/"+name)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("hw_counters/%s of %s: %w", name, dev, err)
+	}
+	return v, nil
+}

@@ -1,0 +1,73 @@
+# mk/integration.mk: the VM test bed (integration/README.md).
+#
+# Include it from the top-level Makefile:
+#
+#	include mk/integration.mk
+#
+# or run it on its own from anywhere:
+#
+#	make -f mk/integration.mk integration
+#
+# Targets:
+#   integration          harness tests, then every package's VM tests on each
+#                        kernel in INTEGRATION_KERNELS; fails if any fails
+#   integration-6.1      the VM tests on one kernel (likewise integration-6.12)
+#   integration-harness  host-side tests of vmrun itself (they boot VMs)
+#   integration-prepare  download and build everything the VMs need
+#   vmrun                build vmrun into $(VMRUN)
+#   demo                 boot the VM and show the devices and the project's tools
+#
+# Variables (all may be set by the includer or on the command line):
+#   GO                   the go command (default: go)
+#   INTEGRATION_KERNELS  kernels to test on (default: 6.1 6.12)
+#   VMRUN_FLAGS          extra vmrun flags, e.g. -v
+#   VMRUN_TIMEOUT        limit for one VM run (default: 8m)
+#   DEMO_KERNEL          kernel for make demo (default: 6.1)
+#
+# Every target works from the repository root it finds from this file's
+# own path, so the includer's current directory does not matter.
+
+INTEGRATION_ROOT := $(patsubst %/mk/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+
+GO                  ?= go
+INTEGRATION_KERNELS ?= 6.1 6.12
+VMRUN_FLAGS         ?=
+VMRUN_TIMEOUT       ?= 8m
+DEMO_KERNEL         ?= 6.1
+VMRUN               := $(INTEGRATION_ROOT)/integration/.cache/bin/vmrun
+
+# Packages whose test files change with the integration tag: listing test
+# files with and without the tag and keeping the lines that differ. Only
+# those packages cost a VM boot.
+INTEGRATION_PKGS = { $(GO) list -e -tags integration -f '{{.ImportPath}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' ./... && \
+	$(GO) list -e -f '{{.ImportPath}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' ./... ; } | \
+	sort | uniq -u | cut -d' ' -f1 | sort -u
+
+.PHONY: integration integration-harness integration-prepare vmrun demo \
+	$(addprefix integration-,$(INTEGRATION_KERNELS))
+
+integration: integration-harness $(addprefix integration-,$(INTEGRATION_KERNELS))
+
+vmrun:
+	cd $(INTEGRATION_ROOT) && $(GO) build -o $(VMRUN) ./integration/vmrun
+
+integration-prepare: vmrun
+	cd $(INTEGRATION_ROOT) && for k in $(INTEGRATION_KERNELS); do $(VMRUN) -prepare -kernel $$k || exit; done
+
+# go test runs each package's test binary through vmrun, which boots a VM,
+# runs the binary there (in the package's directory, as on the host) and
+# exits with its status.
+$(addprefix integration-,$(INTEGRATION_KERNELS)): integration-%: vmrun
+	@cd $(INTEGRATION_ROOT) && $(VMRUN) -prepare -kernel $* && \
+	pkgs=$$($(INTEGRATION_PKGS)) && \
+	if [ -z "$$pkgs" ]; then echo "integration-$*: no package has integration tests"; exit 0; fi && \
+	echo "integration-$*: VM tests on kernel $* in:" $$pkgs && \
+	CGO_ENABLED=0 $(GO) test -tags integration -count=1 \
+		-exec '$(VMRUN) -kernel $* -timeout $(VMRUN_TIMEOUT) $(VMRUN_FLAGS) --' $$pkgs
+
+integration-harness: vmrun
+	cd $(INTEGRATION_ROOT) && $(VMRUN) -prepare && \
+	VMRUN_HARNESS=1 $(GO) test -count=1 ./integration/vmrun/
+
+demo: vmrun
+	@cd $(INTEGRATION_ROOT) && $(VMRUN) -kernel $(DEMO_KERNEL) $(VMRUN_FLAGS) -- sh integration/demo.sh
