@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/purerdma/rdma/integration/vmtest"
 )
 
@@ -79,5 +81,42 @@ func TestPingpongMovesCounters(t *testing.T) {
 	t.Logf("kernel %s: %d bytes at %.0f Mbit/s; rxe0 sent_pkts %d -> %d", vmtest.Kernel(), res.Bytes, res.Mbps, before, after)
 	if after < before+100 {
 		t.Errorf("rxe0 sent_pkts went from %d to %d, want at least 100 more", before, after)
+	}
+}
+
+func TestFixedAddresses(t *testing.T) {
+	vmtest.Require(t)
+	for dev, want := range map[string][2]string{
+		vmtest.Dev0: {vmtest.GUID0, vmtest.GID0},
+		vmtest.Dev1: {vmtest.GUID1, vmtest.GID1},
+	} {
+		guid, err := vmtest.ReadSysfs(dev, "node_guid")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gid, err := vmtest.ReadSysfs(dev, "ports/1/gids/0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if guid != want[0] || gid != want[1] {
+			t.Errorf("%s: node_guid %s, GID 0 %s; want %s and %s", dev, guid, gid, want[0], want[1])
+		}
+	}
+}
+
+// TestCaptureGolden captures ibv_devinfo -d rxe0 and compares what it asked
+// the kernel for with the capture stored in testdata (made on 6.1).
+func TestCaptureGolden(t *testing.T) {
+	vmtest.Require(t)
+	got, err := vmtest.Capture(context.Background(), "ibv_devinfo", "-d", vmtest.Dev0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile("testdata/captures/ibv_devinfo-rxe0.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(vmtest.Requests(golden), vmtest.Requests(got)); diff != "" {
+		t.Errorf("ibv_devinfo's requests differ from testdata/captures/ibv_devinfo-rxe0.txt (-golden +now):\n%s\ncapture now:\n%s", diff, got)
 	}
 }

@@ -85,3 +85,13 @@ func HWCounter(dev, name string) (uint64, error) {
 	}
 	return v, nil
 }
+
+// The veth MAC addresses are fixed, so these are the same on every boot.
+const (
+	MAC0  = "52:54:00:12:34:01"
+	MAC1  = "52:54:00:12:34:02"
+	GUID0 = "5054:00ff:fe12:3401" // rxe0's node GUID, as sysfs spells it
+	GUID1 = "5054:00ff:fe12:3402"
+	GID0  = "fe80:0000:0000:0000:5054:00ff:fe12:3401" // rxe0's GID 0
+	GID1  = "fe80:0000:0000:0000:5054:00ff:fe12:3402" // rxe1's GID 0
+)

@@ -255,7 +255,17 @@ func setupRDMA() error {
 			return err
 		}
 	}
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: vmproto.NetDevs[0]}, PeerName: vmproto.NetDevs[1]}
+	var macs [2]net.HardwareAddr
+	for i, m := range vmproto.MACs {
+		if macs[i], err = net.ParseMAC(m); err != nil {
+			return err
+		}
+	}
+	veth := &netlink.Veth{
+		LinkAttrs:        netlink.LinkAttrs{Name: vmproto.NetDevs[0], HardwareAddr: macs[0]},
+		PeerName:         vmproto.NetDevs[1],
+		PeerHardwareAddr: macs[1],
+	}
 	if err := netlink.LinkAdd(veth); err != nil {
 		return fmt.Errorf("add veth pair %s/%s: %w", vmproto.NetDevs[0], vmproto.NetDevs[1], err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/purerdma/rdma/integration/internal/vmproto"
@@ -17,7 +18,7 @@ import (
 
 // imageFormat is part of the image stamp: bump it whenever the code below
 // changes what goes into the image, so that cached images are rebuilt.
-const imageFormat = "vmrun-image-3"
+const imageFormat = "vmrun-image-4"
 
 // wantModules are loaded by the guest's init, with their dependencies.
 var (
@@ -54,9 +55,9 @@ var libDirs = []string{"lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib"
 // ImageInputs is what the initramfs is built from.
 type ImageInputs struct {
 	Kernel   *Kernel
-	Userland string   // the userland packages unpacked into one tree
-	Debs     []string // the userland .deb files (their names go into the stamp)
-	Init     string   // the static guest init binary
+	Userland string            // the userland packages unpacked into one tree
+	Debs     []string          // the userland .deb files (their names go into the stamp)
+	Programs map[string]string // guest path -> host file: the init and other static Go programs
 }
 
 // BuildImage writes the initramfs to dst unless dst.stamp says it was built
@@ -115,13 +116,18 @@ func (in ImageInputs) stamp() (string, error) {
 		fmt.Fprintln(h, filepath.Base(d))
 	}
 	fmt.Fprintln(h, wantModules, guestTools, guestLibs)
-	f, err := os.Open(in.Init)
-	if err != nil {
-		return "", err
+	guests := make([]string, 0, len(in.Programs))
+	for g := range in.Programs {
+		guests = append(guests, g)
 	}
-	defer f.Close()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
+	sort.Strings(guests)
+	for _, g := range guests {
+		fmt.Fprintln(h, g)
+		b, err := os.ReadFile(in.Programs[g])
+		if err != nil {
+			return "", err
+		}
+		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
@@ -135,7 +141,12 @@ func (in ImageInputs) tree(ctx context.Context) (*rootfs, error) {
 	r.mkdirAll("root", 0o700)
 	r.charDev("dev/console", 5, 1, 0o600)
 	r.charDev("dev/null", 1, 3, 0o666)
-	r.hostFile("init", in.Init, 0o755)
+	if _, ok := in.Programs["/init"]; !ok {
+		return nil, fmt.Errorf("no /init among the guest programs")
+	}
+	for g, host := range in.Programs {
+		r.hostFile(g, host, 0o755)
+	}
 	r.hostFile("bin/busybox", filepath.Join(in.Userland, "bin/busybox"), 0o755)
 	r.symlink("bin/sh", "busybox")
 	r.file("etc/passwd", []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"), 0o644)

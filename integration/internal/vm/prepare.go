@@ -25,6 +25,13 @@ import (
 	"syscall"
 )
 
+// guestPrograms are built with CGO_ENABLED=0 into the image: path in the
+// guest -> package.
+var guestPrograms = map[string]string{
+	"/init":                      "./integration/internal/guestinit",
+	"/usr/local/bin/rdmacapture": "./integration/internal/rdmacapture",
+}
+
 // Options says what to prepare.
 type Options struct {
 	Repo          string // repository root
@@ -94,12 +101,17 @@ func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
 	if err := os.MkdirAll(idir, 0o755); err != nil {
 		return nil, err
 	}
-	init := filepath.Join(idir, "init")
-	if err := goBuild(ctx, opt.Repo, init, "./integration/internal/guestinit"); err != nil {
-		return nil, fmt.Errorf("build the guest init: %w", err)
+	// The guest's own Go programs: the init and rdmacapture.
+	progs := map[string]string{}
+	for guest, pkg := range guestPrograms {
+		bin := filepath.Join(idir, path.Base(guest))
+		if err := goBuild(ctx, opt.Repo, bin, pkg); err != nil {
+			return nil, fmt.Errorf("build %s for the guest: %w", pkg, err)
+		}
+		progs[guest] = bin
 	}
 	p.Initrd = filepath.Join(idir, "initrd.cpio")
-	built, err := BuildImage(ctx, ImageInputs{Kernel: p.Kernel, Userland: udir, Debs: udebs, Init: init}, p.Initrd)
+	built, err := BuildImage(ctx, ImageInputs{Kernel: p.Kernel, Userland: udir, Debs: udebs, Programs: progs}, p.Initrd)
 	if err != nil {
 		return nil, fmt.Errorf("build the guest image: %w", err)
 	}

@@ -48,11 +48,14 @@ const (
 	GuestGID = 1000
 )
 
-// Soft-RoCE topology the init creates: a veth pair, one rxe device on each end.
+// Soft-RoCE topology the init creates: a veth pair, one rxe device on each
+// end. The MAC addresses are fixed, so the node GUIDs and GID 0 (derived
+// from them) are the same on every boot, which golden tests rely on.
 var (
 	NetDevs  = [2]string{"veth0", "veth1"}
 	RDMADevs = [2]string{"rxe0", "rxe1"}
 	Addrs    = [2]string{"10.77.0.1", "10.77.0.2"}
+	MACs     = [2]string{"52:54:00:12:34:01", "52:54:00:12:34:02"}
 )
 
 // Share is a host directory exported to the guest over 9p.
