@@ -1,0 +1,265 @@
+package sysfs
+
+import (
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+)
+
+// NodeType is the number in node_type (enum rdma_node_type).
+type NodeType int
+
+// Node types, as the kernel numbers them.
+const (
+	NodeCA          NodeType = 1 // "1: CA" (InfiniBand and RoCE adapters, rxe)
+	NodeSwitch      NodeType = 2 // "2: switch"
+	NodeRouter      NodeType = 3 // "3: router"
+	NodeRNIC        NodeType = 4 // "4: RNIC" (iWARP)
+	NodeUSNIC       NodeType = 5 // "5: usNIC"
+	NodeUSNICUDP    NodeType = 6 // "6: usNIC UDP"
+	NodeUnspecified NodeType = 7 // "7: unspecified"
+)
+
+// String returns the name the kernel prints after the number in node_type
+// ("CA", "switch", …), or "<unknown>".
+func (t NodeType) String() string {
+	switch t {
+	case NodeCA:
+		return "CA"
+	case NodeSwitch:
+		return "switch"
+	case NodeRouter:
+		return "router"
+	case NodeRNIC:
+		return "RNIC"
+	case NodeUSNIC:
+		return "usNIC"
+	case NodeUSNICUDP:
+		return "usNIC UDP"
+	case NodeUnspecified:
+		return "unspecified"
+	}
+	return "<unknown>"
+}
+
+// CA is one RDMA device of /sys/class/infiniband/<name>/: what
+// libibumad's umad_get_ca reads, and what ibstat prints before the ports.
+//
+// Optional attributes are pointers: nil means the file does not exist (rxe
+// has no hca_type, hw_rev or board_id), which is not the same as an empty
+// value (rxe's fw_ver exists and is empty).
+type CA struct {
+	// Name is the device name, the directory's name ("mlx5_0", "rxe0").
+	Name string
+	// NodeType is node_type's number, and NodeTypeName the text after it
+	// as the kernel printed it ("1: CA" gives NodeCA and "CA").
+	NodeType     NodeType
+	NodeTypeName string
+	// NodeGUID is node_guid.
+	NodeGUID GUID
+	// SysImageGUID is sys_image_guid.
+	SysImageGUID GUID
+	// FWVersion is fw_ver (empty on rxe; created by the core since
+	// Linux 4.10, so nil only on older kernels).
+	FWVersion *string
+	// HCAType is hca_type (mlx4, mlx5: "MT4123"; ibstat's "CA type").
+	HCAType *string
+	// HWRev is hw_rev (ibstat's "Hardware version").
+	HWRev *string
+	// BoardID is board_id.
+	BoardID *string
+	// NodeDesc is node_desc (up to 64 characters; writable by root).
+	NodeDesc *string
+	// Parent is parent, the network device a software device sits on
+	// (rxe, siw).
+	Parent *string
+	// Ports are the ports/ entries in increasing order.
+	Ports []*Port
+	// Verbs is the uverbs character device of this CA, nil when there is
+	// none (ib_uverbs not loaded).
+	Verbs *CharDev
+
+	fs *FS
+}
+
+// NumPorts returns the number of ports (ibstat's "Number of ports").
+func (c *CA) NumPorts() int { return len(c.Ports) }
+
+// Port returns the port numbered n, or nil.
+func (c *CA) Port(n int) *Port {
+	for _, p := range c.Ports {
+		if p.Number == n {
+			return p
+		}
+	}
+	return nil
+}
+
+// HwCounters reads the device-wide hw_counters/ directory, which only some
+// drivers provide (hfi1; most drivers have per-port counters only, see
+// [Port.HwCounters]). Its error matches [ErrNotSupported] when the directory
+// does not exist.
+func (c *CA) HwCounters() (HwCounters, error) {
+	return c.fs.hwCounters(path.Join(classInfiniBand, c.Name), c.Name)
+}
+
+// CANames returns the names of the RDMA devices, the entries of
+// /sys/class/infiniband, sorted (what umad_get_cas_names lists, before its
+// filter: libibumad keeps names shorter than 20 characters whose node type
+// is 1 to 3). An empty list means no devices; when class/infiniband itself
+// does not exist (ib_core is not loaded) the error matches os.ErrNotExist.
+func (f *FS) CANames() ([]string, error) {
+	ents, err := f.readDir(classInfiniBand)
+	if err != nil {
+		return nil, &Error{Op: "list CAs", Err: err}
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names, nil
+}
+
+// CAs reads every RDMA device, in name order, with its ports (like
+// ibstat with no arguments). It fails on the first device that cannot be
+// read; a device removed while CAs runs gives an error matching
+// os.ErrNotExist, and calling again skips it.
+func (f *FS) CAs() ([]*CA, error) {
+	names, err := f.CANames()
+	if err != nil {
+		return nil, err
+	}
+	devs, err := f.CharDevs()
+	if err != nil {
+		return nil, err
+	}
+	cas := make([]*CA, 0, len(names))
+	for _, name := range names {
+		ca, err := f.readCA(name, devs)
+		if err != nil {
+			return nil, err
+		}
+		cas = append(cas, ca)
+	}
+	return cas, nil
+}
+
+// CA reads the RDMA device name and its ports (like umad_get_ca, or ibstat
+// NAME). The error matches os.ErrNotExist when there is no such device.
+// Files the kernel always creates (node_type, node_guid, sys_image_guid,
+// ports/) must exist and parse; the others are optional.
+func (f *FS) CA(name string) (*CA, error) {
+	devs, err := f.CharDevs()
+	if err != nil {
+		return nil, err
+	}
+	return f.readCA(name, devs)
+}
+
+func (f *FS) readCA(name string, devs []CharDev) (*CA, error) {
+	ca, err := f.readCAAttrs(name)
+	if err != nil {
+		return nil, &Error{Op: "read CA", Device: name, Err: err}
+	}
+	ents, err := f.readDir(path.Join(classInfiniBand, name, "ports"))
+	if err != nil {
+		return nil, &Error{Op: "read CA", Device: name, Err: err}
+	}
+	for _, e := range ents {
+		n, err := ParsePortName(e.Name())
+		if err != nil {
+			pe := err.(*ParseError)
+			pe.Path = f.display(path.Join(classInfiniBand, name, "ports", e.Name()))
+			return nil, &Error{Op: "read CA", Device: name, Err: pe}
+		}
+		p, err := f.readPort(name, n, devs)
+		if err != nil {
+			return nil, err
+		}
+		ca.Ports = append(ca.Ports, p)
+	}
+	sort.Slice(ca.Ports, func(i, j int) bool { return ca.Ports[i].Number < ca.Ports[j].Number })
+	for i := range devs {
+		if devs[i].Kind == KindUverbs && devs[i].CA == name {
+			d := devs[i]
+			ca.Verbs = &d
+			break
+		}
+	}
+	return ca, nil
+}
+
+func (f *FS) readCAAttrs(name string) (*CA, error) {
+	if !validName(name) {
+		return nil, f.noSuchDevice(classInfiniBand, name)
+	}
+	dir := path.Join(classInfiniBand, name)
+	if _, err := fs.Stat(f.fsys, dir); err != nil {
+		return nil, f.fixPathErr(err, dir)
+	}
+	ca := &CA{Name: name, fs: f}
+	s, err := f.readString(path.Join(dir, "node_type"))
+	if err != nil {
+		return nil, err
+	}
+	n, typeName, err := ParseEnumLine(s)
+	if err != nil {
+		return nil, f.inFile(err, path.Join(dir, "node_type"))
+	}
+	ca.NodeType, ca.NodeTypeName = NodeType(n), typeName
+	for _, g := range []struct {
+		file string
+		dst  *GUID
+	}{{"node_guid", &ca.NodeGUID}, {"sys_image_guid", &ca.SysImageGUID}} {
+		s, err := f.readString(path.Join(dir, g.file))
+		if err != nil {
+			return nil, err
+		}
+		if *g.dst, err = ParseGUID(s); err != nil {
+			return nil, f.inFile(err, path.Join(dir, g.file))
+		}
+	}
+	for _, o := range []struct {
+		file string
+		dst  **string
+	}{
+		{"fw_ver", &ca.FWVersion},
+		{"hca_type", &ca.HCAType},
+		{"hw_rev", &ca.HWRev},
+		{"board_id", &ca.BoardID},
+		{"node_desc", &ca.NodeDesc},
+		{"parent", &ca.Parent},
+	} {
+		if *o.dst, err = f.optString(path.Join(dir, o.file)); err != nil {
+			return nil, err
+		}
+	}
+	return ca, nil
+}
+
+// inFile sets the path of a *ParseError returned by a Parse function.
+func (f *FS) inFile(err error, rel string) error {
+	if pe, ok := err.(*ParseError); ok {
+		pe.Path = f.display(rel)
+	}
+	return err
+}
+
+// ParsePortName parses the name of a ports/ entry: a decimal port number
+// from 1 up, without leading zeros, as the kernel names them (u32; an mlx5
+// device in switchdev mode has one port per representor, so numbers above
+// 255 occur). libibumad refuses a CA with a non-numeric port entry; so does
+// [FS.CA]. (libibumad also caps the port number; that is its business, not
+// this package's.)
+func ParsePortName(name string) (int, error) {
+	const want = "a decimal port number from 1 to 4294967295 without leading zeros"
+	if !allDigits(name) || name[0] == '0' {
+		return 0, parseErr("", name, want)
+	}
+	n, err := strconv.ParseUint(name, 10, 32)
+	if err != nil {
+		return 0, parseErr("", name, want)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,187 @@
+package sysfs
+
+import (
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// CharDevKind says which kind of RDMA character device a [CharDev] is.
+type CharDevKind string
+
+// Character device kinds: the prefix of the device name.
+const (
+	KindUverbs CharDevKind = "uverbs" // /dev/infiniband/uverbsN, one per CA (ib_uverbs)
+	KindUmad   CharDevKind = "umad"   // /dev/infiniband/umadN, one per port (ib_umad)
+	KindISSM   CharDevKind = "issm"   // /dev/infiniband/issmN, per port with an SMI (ib_umad)
+)
+
+// DevDir is where devtmpfs (and udev) create the RDMA character devices.
+const DevDir = "/dev/infiniband"
+
+// CharDev is an RDMA character device as sysfs describes it:
+// /sys/class/infiniband_verbs/uverbsN or /sys/class/infiniband_mad/umadN
+// and issmN.
+type CharDev struct {
+	// Kind is KindUverbs, KindUmad or KindISSM; Name is "uverbs0",
+	// "umad1", …; Index is N.
+	Kind  CharDevKind
+	Name  string
+	Index int
+	// Path is DevDir + "/" + Name, the node devtmpfs creates.
+	Path string
+	// CA is ibdev, the RDMA device it belongs to.
+	CA string
+	// Port is port (umad and issm); 0 for uverbs.
+	Port int
+	// ABIVersion is uverbsN/abi_version, the driver's uverbs ABI (mlx5 1,
+	// rxe 2); nil for umad and issm, whose ABI is the class's (see
+	// [FS.MadABIVersion]).
+	ABIVersion *int
+	// Dev is dev, the "major:minor" device number; nil when the file does
+	// not exist.
+	Dev *DevNumber
+}
+
+// DevNumber is a character device's number.
+type DevNumber struct {
+	Major, Minor uint32
+}
+
+// String returns "major:minor", the format of sysfs's dev files.
+func (d DevNumber) String() string {
+	return strconv.FormatUint(uint64(d.Major), 10) + ":" + strconv.FormatUint(uint64(d.Minor), 10)
+}
+
+// CharDevs reads /sys/class/infiniband_verbs and /sys/class/infiniband_mad
+// and returns every uverbs, umad and issm device, sorted by kind (uverbs,
+// umad, issm) and index. A class directory that does not exist (ib_uverbs or
+// ib_umad not loaded) contributes nothing; it is not an error.
+//
+// This is how libibumad's umad_open_port finds N for a CA and port: by
+// scanning umadN/ibdev and umadN/port.
+func (f *FS) CharDevs() ([]CharDev, error) {
+	var out []CharDev
+	for _, c := range []struct {
+		class string
+		kinds []CharDevKind
+	}{
+		{classVerbs, []CharDevKind{KindUverbs}},
+		{classMad, []CharDevKind{KindUmad, KindISSM}},
+	} {
+		ents, err := f.readDir(c.class)
+		if err != nil {
+			if isAbsent(err) {
+				continue
+			}
+			return nil, &Error{Op: "list character devices", Err: err}
+		}
+		for _, e := range ents {
+			for _, k := range c.kinds {
+				idx, ok := charDevIndex(e.Name(), k)
+				if !ok {
+					continue
+				}
+				d, err := f.readCharDev(c.class, e.Name(), k, idx)
+				if err != nil {
+					return nil, &Error{Op: "read character device", Device: e.Name(), Err: err}
+				}
+				out = append(out, d)
+			}
+		}
+	}
+	rank := map[CharDevKind]int{KindUverbs: 0, KindUmad: 1, KindISSM: 2}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return rank[out[i].Kind] < rank[out[j].Kind]
+		}
+		return out[i].Index < out[j].Index
+	})
+	return out, nil
+}
+
+// charDevIndex parses "uverbs12" as 12 for kind uverbs.
+func charDevIndex(name string, k CharDevKind) (int, bool) {
+	num, ok := strings.CutPrefix(name, string(k))
+	if !ok || !allDigits(num) || len(num) > 9 || (num[0] == '0' && len(num) > 1) {
+		return 0, false
+	}
+	n, _ := strconv.Atoi(num)
+	return n, true
+}
+
+func (f *FS) readCharDev(class, name string, k CharDevKind, idx int) (CharDev, error) {
+	dir := path.Join(class, name)
+	d := CharDev{Kind: k, Name: name, Index: idx, Path: DevDir + "/" + name}
+	rel := path.Join(dir, "ibdev")
+	ibdev, err := f.readString(rel)
+	if err != nil {
+		return d, err
+	}
+	if !validName(ibdev) {
+		return d, parseErr(f.display(rel), ibdev, "an RDMA device name")
+	}
+	d.CA = ibdev
+	if k != KindUverbs {
+		rel := path.Join(dir, "port")
+		s, err := f.readString(rel)
+		if err != nil {
+			return d, err
+		}
+		n, err := ParsePortName(s)
+		if err != nil {
+			return d, f.inFile(err, rel)
+		}
+		d.Port = n
+	} else {
+		v, err := f.optUint(path.Join(dir, "abi_version"), 31, `"%d"`)
+		if err != nil {
+			return d, err
+		}
+		if v != nil {
+			x := int(*v)
+			d.ABIVersion = &x
+		}
+	}
+	dev, err := f.optString(path.Join(dir, "dev"))
+	if err != nil {
+		return d, err
+	}
+	if dev != nil {
+		maj, min, ok := strings.Cut(*dev, ":")
+		a, ok1 := parseUint(maj, 32)
+		b, ok2 := parseUint(min, 32)
+		if !ok || !ok1 || !ok2 || strings.HasPrefix(maj, "0x") || strings.HasPrefix(min, "0x") {
+			return d, parseErr(f.display(path.Join(dir, "dev")), *dev, `"%u:%u"`)
+		}
+		d.Dev = &DevNumber{uint32(a), uint32(b)}
+	}
+	return d, nil
+}
+
+// VerbsABIVersion reads /sys/class/infiniband_verbs/abi_version, the uverbs
+// core ABI (6 since Linux 2.6.x). The error matches os.ErrNotExist when
+// ib_uverbs is not loaded.
+func (f *FS) VerbsABIVersion() (int, error) {
+	return f.abiVersion(classVerbs)
+}
+
+// MadABIVersion reads /sys/class/infiniband_mad/abi_version, the umad ABI
+// (5); libibumad's umad_init and umad_open_port require at least 5. The
+// error matches os.ErrNotExist when ib_umad is not loaded.
+func (f *FS) MadABIVersion() (int, error) {
+	return f.abiVersion(classMad)
+}
+
+func (f *FS) abiVersion(class string) (int, error) {
+	rel := path.Join(class, "abi_version")
+	v, err := f.optUint(rel, 31, `a decimal ABI version ("%d")`)
+	if err == nil && v == nil {
+		_, err = f.readString(rel) // the "does not exist" error, with its path
+	}
+	if err != nil {
+		return 0, &Error{Op: "read ABI version", Err: err}
+	}
+	return int(*v), nil
+}

@@ -1,0 +1,295 @@
+package sysfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Names of the PMA data counters, whose values count 4-octet words.
+const (
+	CounterXmitData = "port_xmit_data"
+	CounterRcvData  = "port_rcv_data"
+)
+
+// naPMA is what counters/ files held on older kernels for a driver without
+// a PMA (Linux since 2018 creates no counters/ for such drivers).
+const naPMA = "N/A (no PMA)"
+
+// Counters are a port's PMA counters (ports/N/counters/, IBA PortCounters
+// and PortCountersExtended, read by the kernel with a Get MAD to the
+// driver on every read): file name → value exactly as the file reads
+// ("symbol_error", "port_xmit_data", …). A counter that reads
+// "N/A (no PMA)" or that the driver fails to fetch is left out: absent,
+// not zero.
+//
+// port_xmit_data and port_rcv_data are kept raw, in IBA's units of 4
+// octets; [Counters.XmitOctets] and [Counters.RcvOctets] convert them.
+type Counters map[string]uint64
+
+// XmitOctets returns port_xmit_data in octets (see [DataOctets]).
+func (c Counters) XmitOctets() (uint64, bool) { return c.octets(CounterXmitData) }
+
+// RcvOctets returns port_rcv_data in octets (see [DataOctets]).
+func (c Counters) RcvOctets() (uint64, bool) { return c.octets(CounterRcvData) }
+
+func (c Counters) octets(name string) (uint64, bool) {
+	v, ok := c[name]
+	if !ok {
+		return 0, false
+	}
+	return DataOctets(v), true
+}
+
+// DataOctets converts a PortXmitData or PortRcvData value (the
+// port_xmit_data and port_rcv_data files, and the same fields of the
+// PortCounters and PortCountersExtended MADs) to octets. IBA defines these
+// counters in units of 4 octets ("divided by 4"), so this multiplies by 4,
+// saturating at math.MaxUint64. It is the one place this package converts
+// them; [Counters] keeps the raw values.
+func DataOctets(words uint64) uint64 {
+	if words > math.MaxUint64/4 {
+		return math.MaxUint64
+	}
+	return words * 4
+}
+
+// HwCounters are a port's (or a device's) hw_counters/ directory: the
+// driver's counter name → value ("%llu"), without lifespan, which is a
+// setting (see [Port.HwCountersLifespan]). Optional counters enabled
+// through netlink are not listed in sysfs ([Netlink.PortStats] shows
+// them).
+type HwCounters map[string]uint64
+
+// lifespanFile is hw_counters/lifespan: how long, in milliseconds, the
+// kernel reuses values it read from the driver.
+const lifespanFile = "lifespan"
+
+// Counters reads the port's PMA counters (counters/). The error matches
+// [ErrNotSupported] when the port has no counters/ directory (a driver
+// without a PMA, such as rxe), and os.ErrPermission when a file is
+// unreadable.
+func (p *Port) Counters() (Counters, error) {
+	f := p.fs
+	dir := path.Join(p.dir(), "counters")
+	ents, err := f.readDir(dir)
+	if err != nil {
+		if isAbsent(err) {
+			err = fmt.Errorf("%s does not exist, the driver has no PMA: %w", f.display(dir), ErrNotSupported)
+		}
+		return nil, &Error{Op: "read PMA counters", Device: p.Name(), Err: err}
+	}
+	buf := bufPool.Get().(*[maxAttr]byte)
+	defer bufPool.Put(buf)
+	c := make(Counters, len(ents))
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		rel := path.Join(dir, e.Name())
+		b, err := f.readInto(rel, buf[:])
+		if err != nil {
+			if pmaUnavailable(err) {
+				continue
+			}
+			return nil, &Error{Op: "read PMA counters", Device: p.Name(), Err: err}
+		}
+		v, ok := ParseCounter(b)
+		if !ok {
+			if string(b) == naPMA {
+				continue
+			}
+			return nil, &Error{Op: "read PMA counters", Device: p.Name(), Err: parseErr(f.display(rel), string(b), `a decimal counter ("%llu") or "N/A (no PMA)"`)}
+		}
+		c[e.Name()] = v
+	}
+	return c, nil
+}
+
+// pmaUnavailable reports whether a counters/ file read failed because the
+// kernel could not get the value from the driver (the PMA query failed) or
+// the file went away, rather than because of the caller (permissions).
+func pmaUnavailable(err error) bool {
+	return isAbsent(err) || isEINVAL(err) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS)
+}
+
+// HwCounters reads the port's hw_counters/ once. For repeated reads use
+// [Port.OpenHwCounters], which does not allocate. The error matches
+// [ErrNotSupported] when the port has no hw_counters/ directory.
+func (p *Port) HwCounters() (HwCounters, error) {
+	return p.fs.hwCounters(p.dir(), p.Name())
+}
+
+func (f *FS) hwCounters(parent, dev string) (HwCounters, error) {
+	s, err := f.openHwCounters(parent, dev)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	m := make(HwCounters, len(s.names))
+	if err := s.Read(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// HwCountersLifespan reads hw_counters/lifespan: how long the kernel serves
+// cached values before it asks the driver again (default 10 ms, rounded to
+// jiffies: 12 ms with HZ=250). The error matches [ErrNotSupported] when
+// the port has no hw_counters/ and os.ErrNotExist when there is no lifespan.
+func (p *Port) HwCountersLifespan() (time.Duration, error) {
+	f := p.fs
+	dir := path.Join(p.dir(), "hw_counters")
+	if ok, err := f.exists(dir); err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("%s does not exist: %w", f.display(dir), ErrNotSupported)
+		}
+		return 0, &Error{Op: "read hw counters lifespan", Device: p.Name(), Err: err}
+	}
+	rel := path.Join(dir, lifespanFile)
+	s, err := f.readString(rel)
+	if err != nil {
+		return 0, &Error{Op: "read hw counters lifespan", Device: p.Name(), Err: err}
+	}
+	v, ok := parseUint(s, 32)
+	if !ok {
+		return 0, &Error{Op: "read hw counters lifespan", Device: p.Name(), Err: parseErr(f.display(rel), s, `milliseconds ("%d")`)}
+	}
+	return time.Duration(v) * time.Millisecond, nil
+}
+
+// HwCounterSet keeps a hw_counters/ directory's files open so that reading
+// them again costs one pread per counter and no allocation: sysfs
+// recomputes an attribute file whenever it is read from offset 0. A set is
+// not safe for concurrent use; Close it when done (it holds one descriptor
+// per counter).
+type HwCounterSet struct {
+	dev   string
+	names []string
+	paths []string
+	files []io.ReaderAt
+	close []io.Closer
+	buf   [32]byte
+}
+
+// OpenHwCounters opens the port's hw_counters/ files (lifespan excepted)
+// for repeated reading with [HwCounterSet.Read]. The error matches
+// [ErrNotSupported] when the port has no hw_counters/ directory.
+func (p *Port) OpenHwCounters() (*HwCounterSet, error) {
+	return p.fs.openHwCounters(p.dir(), p.Name())
+}
+
+func (f *FS) openHwCounters(parent, dev string) (*HwCounterSet, error) {
+	dir := path.Join(parent, "hw_counters")
+	ents, err := f.readDir(dir)
+	if err != nil {
+		if isAbsent(err) {
+			err = fmt.Errorf("%s does not exist, the driver has no hardware counters here: %w", f.display(dir), ErrNotSupported)
+		}
+		return nil, &Error{Op: "read hw counters", Device: dev, Err: err}
+	}
+	s := &HwCounterSet{dev: dev}
+	for _, e := range ents {
+		if e.Name() == lifespanFile || e.IsDir() {
+			continue
+		}
+		rel := path.Join(dir, e.Name())
+		file, err := f.fsys.Open(rel)
+		if err != nil {
+			s.Close()
+			return nil, &Error{Op: "read hw counters", Device: dev, Err: f.fixPathErr(err, rel)}
+		}
+		ra, ok := file.(io.ReaderAt)
+		if !ok {
+			file.Close()
+			s.Close()
+			return nil, &Error{Op: "read hw counters", Device: dev, Err: &fs.PathError{Op: "open", Path: f.display(rel), Err: errors.New("file does not implement io.ReaderAt")}}
+		}
+		s.names = append(s.names, e.Name())
+		s.paths = append(s.paths, f.display(rel))
+		s.files = append(s.files, ra)
+		s.close = append(s.close, file)
+	}
+	return s, nil
+}
+
+// Names returns the counter names in the set, sorted. The slice belongs to
+// the set.
+func (s *HwCounterSet) Names() []string { return s.names }
+
+// Read reads every counter into dst, keyed by name. Once dst holds every
+// name (after the first Read into it) a Read allocates nothing. On error
+// dst may hold some new values.
+func (s *HwCounterSet) Read(dst map[string]uint64) error {
+	for i, name := range s.names {
+		v, err := s.read(i)
+		if err != nil {
+			return err
+		}
+		dst[name] = v
+	}
+	return nil
+}
+
+// ReadValues reads every counter into dst[i], in the order of
+// [HwCounterSet.Names]; dst must be at least that long.
+func (s *HwCounterSet) ReadValues(dst []uint64) error {
+	if len(dst) < len(s.names) {
+		return &Error{Op: "read hw counters", Device: s.dev, Err: fmt.Errorf("destination holds %d values, the set has %d counters", len(dst), len(s.names))}
+	}
+	for i := range s.names {
+		v, err := s.read(i)
+		if err != nil {
+			return err
+		}
+		dst[i] = v
+	}
+	return nil
+}
+
+func (s *HwCounterSet) read(i int) (uint64, error) {
+	if s.files[i] == nil {
+		return 0, &Error{Op: "read hw counters", Device: s.dev, Err: &fs.PathError{Op: "read", Path: s.paths[i], Err: fs.ErrClosed}}
+	}
+	n, err := s.files[i].ReadAt(s.buf[:], 0)
+	if err != nil && err != io.EOF {
+		return 0, &Error{Op: "read hw counters", Device: s.dev, Err: pathErrAt(err, s.paths[i])}
+	}
+	v, ok := ParseCounter(s.buf[:n])
+	if !ok {
+		text := strings.TrimSuffix(string(s.buf[:n]), "\n")
+		return 0, &Error{Op: "read hw counters", Device: s.dev, Err: parseErr(s.paths[i], text, `a decimal 64-bit counter ("%llu")`)}
+	}
+	return v, nil
+}
+
+func pathErrAt(err error, p string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: pe.Op, Path: p, Err: pe.Err}
+	}
+	return &fs.PathError{Op: "read", Path: p, Err: err}
+}
+
+// Close closes the files. It is safe to call more than once; reading a
+// closed set fails with an error matching fs.ErrClosed.
+func (s *HwCounterSet) Close() error {
+	var first error
+	for i, c := range s.close {
+		if c == nil {
+			continue
+		}
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+		s.close[i] = nil
+		s.files[i] = nil
+	}
+	return first
+}

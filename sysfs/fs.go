@@ -1,0 +1,186 @@
+package sysfs
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// DefaultRoot is where sysfs is mounted.
+const DefaultRoot = "/sys"
+
+// Paths of the class directories under the root.
+const (
+	classInfiniBand = "class/infiniband"
+	classVerbs      = "class/infiniband_verbs"
+	classMad        = "class/infiniband_mad"
+)
+
+// FS reads the RDMA part of a sysfs tree. Its methods are safe for
+// concurrent use; every call reads the files afresh (nothing is cached).
+type FS struct {
+	fsys fs.FS
+	root string // shown in error messages; empty for NewFS
+}
+
+// New returns an FS reading the sysfs tree mounted at root ("" means
+// [DefaultRoot]). Tests and tools point root at a copy of the tree, such as
+// the fixtures in this package's testdata. The error matches
+// os.ErrNotExist when root does not exist.
+func New(root string) (*FS, error) {
+	if root == "" {
+		root = DefaultRoot
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, &Error{Op: "open sysfs", Err: err}
+	}
+	if !fi.IsDir() {
+		return nil, &Error{Op: "open sysfs", Err: &fs.PathError{Op: "open", Path: root, Err: syscall.ENOTDIR}}
+	}
+	return &FS{fsys: os.DirFS(root), root: root}, nil
+}
+
+// NewFS returns an FS reading the tree fsys, whose root stands for /sys
+// (it holds class/infiniband, class/infiniband_verbs and
+// class/infiniband_mad). With an [testing/fstest.MapFS] other packages can
+// test their use of this package without files on disk.
+func NewFS(fsys fs.FS) *FS { return &FS{fsys: fsys} }
+
+// display returns the path shown in messages for rel.
+func (f *FS) display(rel string) string {
+	if f.root == "" {
+		return rel
+	}
+	return strings.TrimSuffix(f.root, "/") + "/" + rel
+}
+
+// fixPathErr makes a *fs.PathError show the full path.
+func (f *FS) fixPathErr(err error, rel string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: pe.Op, Path: f.display(rel), Err: pe.Err}
+	}
+	return &fs.PathError{Op: "read", Path: f.display(rel), Err: err}
+}
+
+// maxAttr is the most a sysfs attribute file holds (one page).
+const maxAttr = 4096
+
+// readInto reads the file rel into buf and returns the bytes read, minus one
+// trailing newline.
+func (f *FS) readInto(rel string, buf []byte) ([]byte, error) {
+	file, err := f.fsys.Open(rel)
+	if err != nil {
+		return nil, f.fixPathErr(err, rel)
+	}
+	defer file.Close()
+	n := 0
+	for n < len(buf) {
+		m, err := file.Read(buf[n:])
+		n += m
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, f.fixPathErr(err, rel)
+		}
+		if m == 0 {
+			break
+		}
+	}
+	b := buf[:n]
+	if n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	return b, nil
+}
+
+// bufPool holds attribute-sized read buffers.
+var bufPool = sync.Pool{New: func() any { return new([maxAttr]byte) }}
+
+// readString reads a whole attribute file, minus one trailing newline.
+func (f *FS) readString(rel string) (string, error) {
+	buf := bufPool.Get().(*[maxAttr]byte)
+	defer bufPool.Put(buf)
+	b, err := f.readInto(rel, buf[:])
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// readDir lists a directory, sorted by name.
+func (f *FS) readDir(rel string) ([]fs.DirEntry, error) {
+	ents, err := fs.ReadDir(f.fsys, rel)
+	if err != nil {
+		return nil, f.fixPathErr(err, rel)
+	}
+	return ents, nil
+}
+
+// exists reports whether rel exists; errors other than "does not exist"
+// are returned.
+func (f *FS) exists(rel string) (bool, error) {
+	_, err := fs.Stat(f.fsys, rel)
+	if err == nil {
+		return true, nil
+	}
+	if isAbsent(err) {
+		return false, nil
+	}
+	return false, f.fixPathErr(err, rel)
+}
+
+// isAbsent reports whether err says the file does not exist.
+func isAbsent(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// isEINVAL reports whether the read failed with EINVAL, the kernel's answer
+// for gid_attrs of an empty GID slot and for a rate it cannot compute.
+func isEINVAL(err error) bool { return errors.Is(err, syscall.EINVAL) }
+
+// validName reports whether name can be a single directory entry, so that
+// a caller-supplied CA name cannot reach outside class/infiniband.
+func validName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
+}
+
+// noSuchDevice is the cause for a name that cannot be a device name (empty,
+// "." or "..", or with a slash): ENOENT, without looking.
+func (f *FS) noSuchDevice(dir, name string) error {
+	return &fs.PathError{Op: "open", Path: f.display(dir) + "/" + name, Err: syscall.ENOENT}
+}
+
+// optString reads an optional text attribute: nil when the file does not
+// exist.
+func (f *FS) optString(rel string) (*string, error) {
+	s, err := f.readString(rel)
+	if err != nil {
+		if isAbsent(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &s, nil
+}
+
+// optUint reads an optional "0x%x" or "%u" attribute: nil when the file
+// does not exist.
+func (f *FS) optUint(rel string, bits int, want string) (*uint64, error) {
+	s, err := f.readString(rel)
+	if err != nil {
+		if isAbsent(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	v, ok := parseUint(s, bits)
+	if !ok {
+		return nil, parseErr(f.display(rel), s, want)
+	}
+	return &v, nil
+}

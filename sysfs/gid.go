@@ -1,0 +1,120 @@
+package sysfs
+
+import (
+	"path"
+	"strconv"
+)
+
+// GID types, the values of ports/N/gid_attrs/types/M.
+const (
+	GIDTypeIBRoCEv1 = "IB/RoCE v1" // an InfiniBand GID, or a RoCE v1 GID
+	GIDTypeRoCEv2   = "RoCE v2"
+)
+
+// GIDEntry is one slot of a port's GID table: gids/N with, where the kernel
+// has them, gid_attrs/types/N and gid_attrs/ndevs/N (like the GID lines of
+// ibv_devinfo -v).
+type GIDEntry struct {
+	// Index is the table index N.
+	Index int
+	// GID is gids/N; zero for an empty slot.
+	GID GID
+	// Type is gid_attrs/types/N: GIDTypeIBRoCEv1 or GIDTypeRoCEv2. nil
+	// when the kernel refuses the read (EINVAL: an empty slot) or the file
+	// does not exist (kernels before 4.9).
+	Type *string
+	// NetDev is gid_attrs/ndevs/N, the network device of a RoCE GID; nil
+	// when the kernel refuses the read (EINVAL: an empty slot, or a GID
+	// with no network device, as on InfiniBand) or there is no such file.
+	NetDev *string
+}
+
+// GID reads slot index of the port's GID table, with its attributes. GID 0
+// of an InfiniBand port is the subnet prefix and the port GUID
+// ([GID.Prefix], [GID.InterfaceID]): what libibumad's umad_get_port reads
+// for gid_prefix and port_guid, and ibstatus's "default gid". The error
+// matches os.ErrNotExist when there is no such slot.
+func (p *Port) GID(index int) (GIDEntry, error) {
+	e, err := p.fs.readGID(p.dir(), index)
+	if err != nil {
+		return GIDEntry{}, &Error{Op: "read GID " + strconv.Itoa(index), Device: p.Name(), Err: err}
+	}
+	return e, nil
+}
+
+// GIDs reads the port's GID table and returns the slots that hold a GID
+// (not all zeros), in index order, with their attributes (like the GID
+// lines of ibv_devinfo -v). It reads one file per slot: rxe has 1024
+// slots, mlx5 RoCE ports 256 or more.
+func (p *Port) GIDs() ([]GIDEntry, error) {
+	dir := path.Join(p.dir(), "gids")
+	ents, err := p.fs.readDir(dir)
+	if err != nil {
+		return nil, &Error{Op: "read GIDs", Device: p.Name(), Err: err}
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	var out []GIDEntry
+	for _, i := range sortedIndexes(names) {
+		g, err := p.fs.readGIDValue(p.dir(), i)
+		if err != nil {
+			return nil, &Error{Op: "read GIDs", Device: p.Name(), Err: err}
+		}
+		if g.IsZero() {
+			continue
+		}
+		e := GIDEntry{Index: i, GID: g}
+		if err := p.fs.readGIDAttrs(p.dir(), &e); err != nil {
+			return nil, &Error{Op: "read GIDs", Device: p.Name(), Err: err}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (f *FS) readGID(portDir string, index int) (GIDEntry, error) {
+	g, err := f.readGIDValue(portDir, index)
+	if err != nil {
+		return GIDEntry{}, err
+	}
+	e := GIDEntry{Index: index, GID: g}
+	if g.IsZero() {
+		return e, nil
+	}
+	return e, f.readGIDAttrs(portDir, &e)
+}
+
+func (f *FS) readGIDValue(portDir string, index int) (GID, error) {
+	rel := path.Join(portDir, "gids", strconv.Itoa(index))
+	s, err := f.readString(rel)
+	if err != nil {
+		return GID{}, err
+	}
+	g, err := ParseGID(s)
+	if err != nil {
+		return GID{}, f.inFile(err, rel)
+	}
+	return g, nil
+}
+
+// readGIDAttrs reads gid_attrs/{types,ndevs}/N. EINVAL (the kernel's answer
+// for an empty slot, and for ndevs of a GID without a netdev) and a missing
+// file both leave the attribute nil.
+func (f *FS) readGIDAttrs(portDir string, e *GIDEntry) error {
+	for _, a := range []struct {
+		dir string
+		dst **string
+	}{{"types", &e.Type}, {"ndevs", &e.NetDev}} {
+		s, err := f.readString(path.Join(portDir, "gid_attrs", a.dir, strconv.Itoa(e.Index)))
+		switch {
+		case err == nil:
+			*a.dst = &s
+		case isAbsent(err) || isEINVAL(err):
+		default:
+			return err
+		}
+	}
+	return nil
+}

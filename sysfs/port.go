@@ -1,0 +1,300 @@
+package sysfs
+
+import (
+	"path"
+	"sort"
+	"strconv"
+)
+
+// PortState is the number in ports/N/state (enum ib_port_state).
+type PortState int
+
+// Port states.
+const (
+	PortNOP         PortState = 0 // "0: NOP"
+	PortDown        PortState = 1 // "1: DOWN"
+	PortInit        PortState = 2 // "2: INIT"
+	PortArmed       PortState = 3 // "3: ARMED"
+	PortActive      PortState = 4 // "4: ACTIVE"
+	PortActiveDefer PortState = 5 // "5: ACTIVE_DEFER"
+)
+
+var portStateNames = [...]string{"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}
+
+// String returns the name the kernel prints after the number ("ACTIVE"),
+// or "UNKNOWN" as the kernel does for other values.
+func (s PortState) String() string {
+	if s >= 0 && int(s) < len(portStateNames) {
+		return portStateNames[s]
+	}
+	return "UNKNOWN"
+}
+
+// PhysState is the number in ports/N/phys_state (enum ib_port_phys_state).
+type PhysState int
+
+// Physical port states.
+const (
+	PhysSleep                     PhysState = 1 // "1: Sleep"
+	PhysPolling                   PhysState = 2 // "2: Polling"
+	PhysDisabled                  PhysState = 3 // "3: Disabled"
+	PhysPortConfigurationTraining PhysState = 4 // "4: PortConfigurationTraining"
+	PhysLinkUp                    PhysState = 5 // "5: LinkUp"
+	PhysLinkErrorRecovery         PhysState = 6 // "6: LinkErrorRecovery"
+	PhysPhyTest                   PhysState = 7 // "7: Phy Test"
+)
+
+var physStateNames = [...]string{"<unknown>", "Sleep", "Polling", "Disabled", "PortConfigurationTraining", "LinkUp", "LinkErrorRecovery", "Phy Test"}
+
+// String returns the name the kernel prints after the number ("LinkUp"), or
+// "<unknown>" as the kernel does for 0 and other values.
+func (s PhysState) String() string {
+	if s >= 0 && int(s) < len(physStateNames) {
+		return physStateNames[s]
+	}
+	return "<unknown>"
+}
+
+// Link layers, the values of ports/N/link_layer.
+const (
+	LinkLayerInfiniBand = "InfiniBand"
+	LinkLayerEthernet   = "Ethernet"
+	LinkLayerUnknown    = "Unknown"
+)
+
+// Port is one port of a CA, /sys/class/infiniband/<ca>/ports/<n>/: what
+// libibumad's umad_get_port reads (except the GID, see [Port.GID]) and what
+// ibstat and ibstatus print.
+//
+// state and phys_state must exist and parse. The other attributes are
+// pointers: nil means the file does not exist or, for rate, that the
+// kernel refused to compute it (EINVAL, for a port whose link width is
+// invalid); never a zero that was not read.
+type Port struct {
+	// CA is the device's name and Number the port number.
+	CA     string
+	Number int
+	// State is state's number; StateName the kernel's text after it.
+	State     PortState
+	StateName string
+	// PhysState is phys_state's number; PhysStateName the text after it.
+	PhysState     PhysState
+	PhysStateName string
+	// Rate is rate, parsed.
+	Rate *Rate
+	// LID is lid (base LID; 0 on RoCE), LMC is lid_mask_count.
+	LID *uint32
+	LMC *uint8
+	// SMLID is sm_lid and SMSL is sm_sl.
+	SMLID *uint32
+	SMSL  *uint8
+	// CapMask is cap_mask (IBA PortInfo:CapabilityMask, the port_cap_flags
+	// of ibv_query_port).
+	CapMask *uint32
+	// LinkLayer is link_layer: LinkLayerInfiniBand, LinkLayerEthernet or
+	// LinkLayerUnknown.
+	LinkLayer *string
+	// PKeys is the P_Key table, pkeys/0 … pkeys/N-1 (0x%04x each),
+	// indexed by table index; nil when the port has no pkeys/ directory
+	// (the kernel creates it only for a table of at least one entry). An
+	// index with no file (the kernel leaves no gaps) holds 0, which IBA
+	// defines as an invalid P_Key.
+	PKeys []uint16
+	// Umad and ISSM are the port's umad and issm character devices, nil
+	// when there are none (ib_umad not loaded; no issm on ports without
+	// an SMI on Linux 6.12, §6.4 of the ABI notes).
+	Umad *CharDev
+	ISSM *CharDev
+
+	fs *FS
+}
+
+// Name returns "ca/port", the notation of iproute2's rdma tool ("rxe0/1").
+func (p *Port) Name() string { return portName(p.CA, p.Number) }
+
+func portName(ca string, n int) string { return ca + "/" + strconv.Itoa(n) }
+
+// dir returns the port's directory under the root.
+func (p *Port) dir() string { return portDir(p.CA, p.Number) }
+
+func portDir(ca string, n int) string {
+	return path.Join(classInfiniBand, ca, "ports", strconv.Itoa(n))
+}
+
+// UmadRate returns the rate the way libibumad's umad_get_port stores it in
+// umad_port_t.rate: strtoul of the rate file's text, so the integer part of
+// the Gb/s ("100 Gb/sec (4X EDR)" is 100, "2.5 Gb/sec (1X SDR)" is 2). ok is
+// false when there is no rate.
+func (p *Port) UmadRate() (rate uint32, ok bool) {
+	if p.Rate == nil {
+		return 0, false
+	}
+	return uint32(Strtoul(p.Rate.Raw)), true
+}
+
+// UmadLinkLayer returns link_layer the way umad_get_port fills
+// umad_port_t.link_layer: the file's text, or "IB" when it does not exist.
+func (p *Port) UmadLinkLayer() string {
+	if p.LinkLayer == nil {
+		return "IB"
+	}
+	return *p.LinkLayer
+}
+
+// Port reads port n of the RDMA device ca (like umad_get_port with both
+// given). The error matches os.ErrNotExist when there is no such device or
+// port.
+func (f *FS) Port(ca string, n int) (*Port, error) {
+	if !validName(ca) {
+		return nil, &Error{Op: "read port", Device: portName(ca, n), Err: f.noSuchDevice(classInfiniBand, ca)}
+	}
+	devs, err := f.CharDevs()
+	if err != nil {
+		return nil, err
+	}
+	return f.readPort(ca, n, devs)
+}
+
+func (f *FS) readPort(ca string, n int, devs []CharDev) (*Port, error) {
+	p := &Port{CA: ca, Number: n, fs: f}
+	if err := f.readPortAttrs(p); err != nil {
+		return nil, &Error{Op: "read port", Device: p.Name(), Err: err}
+	}
+	for i := range devs {
+		d := devs[i]
+		if d.CA != ca || d.Port != n {
+			continue
+		}
+		switch d.Kind {
+		case KindUmad:
+			p.Umad = &d
+		case KindISSM:
+			p.ISSM = &d
+		}
+	}
+	return p, nil
+}
+
+func (f *FS) readPortAttrs(p *Port) error {
+	dir := p.dir()
+	for _, e := range []struct {
+		file string
+		num  *int
+		name *string
+	}{
+		{"state", (*int)(&p.State), &p.StateName},
+		{"phys_state", (*int)(&p.PhysState), &p.PhysStateName},
+	} {
+		rel := path.Join(dir, e.file)
+		s, err := f.readString(rel)
+		if err != nil {
+			return err
+		}
+		if *e.num, *e.name, err = ParseEnumLine(s); err != nil {
+			return f.inFile(err, rel)
+		}
+	}
+
+	rel := path.Join(dir, "rate")
+	s, err := f.readString(rel)
+	switch {
+	case err == nil:
+		r, err := ParseRate(s)
+		if err != nil {
+			return f.inFile(err, rel)
+		}
+		p.Rate = &r
+	case isAbsent(err) || isEINVAL(err):
+	default:
+		return err
+	}
+
+	for _, u := range []struct {
+		file string
+		bits int
+		want string
+		set  func(uint64)
+	}{
+		{"lid", 32, `"0x%x"`, func(v uint64) { x := uint32(v); p.LID = &x }},
+		{"sm_lid", 32, `"0x%x"`, func(v uint64) { x := uint32(v); p.SMLID = &x }},
+		{"lid_mask_count", 8, `"%u" (0–255)`, func(v uint64) { x := uint8(v); p.LMC = &x }},
+		{"sm_sl", 8, `"%u" (0–255)`, func(v uint64) { x := uint8(v); p.SMSL = &x }},
+		{"cap_mask", 32, `"0x%08x"`, func(v uint64) { x := uint32(v); p.CapMask = &x }},
+	} {
+		v, err := f.optUint(path.Join(dir, u.file), u.bits, u.want)
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			u.set(*v)
+		}
+	}
+
+	if p.LinkLayer, err = f.optString(path.Join(dir, "link_layer")); err != nil {
+		return err
+	}
+	return f.readPKeys(p)
+}
+
+func (f *FS) readPKeys(p *Port) error {
+	dir := path.Join(p.dir(), "pkeys")
+	ents, err := f.readDir(dir)
+	if err != nil {
+		if isAbsent(err) {
+			return nil
+		}
+		return err
+	}
+	type entry struct {
+		index int
+		value uint16
+	}
+	var list []entry
+	maxIndex := -1
+	for _, e := range ents {
+		idx, ok := parseIndex(e.Name())
+		if !ok {
+			continue
+		}
+		v, err := f.optUint(path.Join(dir, e.Name()), 16, `"0x%04x"`)
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			continue
+		}
+		list = append(list, entry{idx, uint16(*v)})
+		maxIndex = max(maxIndex, idx)
+	}
+	p.PKeys = make([]uint16, maxIndex+1)
+	for _, e := range list {
+		p.PKeys[e.index] = e.value
+	}
+	return nil
+}
+
+// maxTable bounds the index of a table file (pkeys/N, gids/N): larger
+// indexes are ignored rather than allocated for. The kernel's tables are at
+// most 65536 entries.
+const maxTable = 1 << 16
+
+// parseIndex parses a table file's name: a decimal index below maxTable.
+func parseIndex(name string) (int, bool) {
+	if !allDigits(name) || (name[0] == '0' && len(name) > 1) || len(name) > 5 {
+		return 0, false
+	}
+	n, _ := strconv.Atoi(name)
+	return n, n < maxTable
+}
+
+// sortedIndexes returns the table indexes among names, in order.
+func sortedIndexes(names []string) []int {
+	var idx []int
+	for _, n := range names {
+		if i, ok := parseIndex(n); ok {
+			idx = append(idx, i)
+		}
+	}
+	sort.Ints(idx)
+	return idx
+}

@@ -1,0 +1,669 @@
+package sysfs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// fixture opens testdata/name.
+func fixture(t testing.TB, name string) *FS {
+	t.Helper()
+	f, err := New(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+var ignoreFS = cmpopts.IgnoreUnexported(CA{}, Port{})
+
+func uverbs(n int, ca string, abi *int, dev *DevNumber) *CharDev {
+	name := "uverbs" + string(rune('0'+n))
+	return &CharDev{Kind: KindUverbs, Name: name, Index: n, Path: "/dev/infiniband/" + name, CA: ca, ABIVersion: abi, Dev: dev}
+}
+
+func madDev(k CharDevKind, n int, ca string, port int, dev *DevNumber) *CharDev {
+	name := string(k) + string(rune('0'+n))
+	return &CharDev{Kind: k, Name: name, Index: n, Path: "/dev/infiniband/" + name, CA: ca, Port: port, Dev: dev}
+}
+
+func pkeys(n int, first ...uint16) []uint16 {
+	p := make([]uint16, n)
+	copy(p, first)
+	return p
+}
+
+func rxePort(ca string, n int) *Port {
+	return &Port{
+		CA: ca, Number: 1,
+		State: PortActive, StateName: "ACTIVE", PhysState: PhysLinkUp, PhysStateName: "LinkUp",
+		Rate: &Rate{Mbps: 10000, Width: 1, Speed: "FDR10", Raw: "10 Gb/sec (1X FDR10)"},
+		LID:  ptr[uint32](0), LMC: ptr[uint8](0), SMLID: ptr[uint32](0), SMSL: ptr[uint8](0),
+		CapMask: ptr[uint32](0x00010000), LinkLayer: ptr("Ethernet"), PKeys: []uint16{0xffff},
+		Umad: madDev(KindUmad, n, ca, 1, &DevNumber{231, uint32(n)}),
+		ISSM: madDev(KindISSM, n, ca, 1, &DevNumber{231, uint32(64 + n)}),
+	}
+}
+
+func rxeCA(n int, guid GUID, parent string) *CA {
+	name := "rxe" + string(rune('0'+n))
+	return &CA{
+		Name: name, NodeType: NodeCA, NodeTypeName: "CA", NodeGUID: guid, SysImageGUID: guid,
+		FWVersion: ptr(""), NodeDesc: ptr("rxe"), Parent: ptr(parent),
+		Ports: []*Port{rxePort(name, n)},
+		Verbs: uverbs(n, name, ptr(2), &DevNumber{231, uint32(192 + n)}),
+	}
+}
+
+func mlx5CA(guid GUID, fw, hcaType, board, desc string, port *Port, issm bool) *CA {
+	port.Umad = madDev(KindUmad, 0, "mlx5_0", 1, &DevNumber{231, 0})
+	if issm {
+		port.ISSM = madDev(KindISSM, 0, "mlx5_0", 1, &DevNumber{231, 64})
+	}
+	return &CA{
+		Name: "mlx5_0", NodeType: NodeCA, NodeTypeName: "CA", NodeGUID: guid, SysImageGUID: guid,
+		FWVersion: ptr(fw), HCAType: ptr(hcaType), HWRev: ptr("0"), BoardID: ptr(board), NodeDesc: ptr(desc),
+		Ports: []*Port{port},
+		Verbs: uverbs(0, "mlx5_0", ptr(1), &DevNumber{231, 192}),
+	}
+}
+
+// wantCAs is what CAs returns for each fixture built from the documented
+// formats and the rxe capture.
+var wantCAs = map[string][]*CA{
+	"rxe-6.1": {
+		rxeCA(0, 0xacade8fffe375f42, "veth0"),
+		rxeCA(1, 0xacdf59fffef0895d, "veth1"),
+	},
+	"mlx5-ib": {mlx5CA(0x0c42a1030016054e, "20.31.1014", "MT4123", "MT_0000000223", "node01 mlx5_0", &Port{
+		CA: "mlx5_0", Number: 1,
+		State: PortActive, StateName: "ACTIVE", PhysState: PhysLinkUp, PhysStateName: "LinkUp",
+		Rate: &Rate{Mbps: 200000, Width: 4, Speed: "HDR", Raw: "200 Gb/sec (4X HDR)"},
+		LID:  ptr[uint32](0x1a), LMC: ptr[uint8](0), SMLID: ptr[uint32](1), SMSL: ptr[uint8](0),
+		CapMask: ptr[uint32](0xa651e848), LinkLayer: ptr("InfiniBand"), PKeys: pkeys(128, 0xffff, 0x8001),
+	}, true)},
+	"mlx5-eth": {mlx5CA(0xb8599f0300d42a10, "22.36.1010", "MT4125", "MT_0000000359", "node02 mlx5_0", &Port{
+		CA: "mlx5_0", Number: 1,
+		State: PortActive, StateName: "ACTIVE", PhysState: PhysLinkUp, PhysStateName: "LinkUp",
+		Rate: &Rate{Mbps: 100000, Width: 4, Speed: "EDR", Raw: "100 Gb/sec (4X EDR)"},
+		LID:  ptr[uint32](0), LMC: ptr[uint8](0), SMLID: ptr[uint32](0), SMSL: ptr[uint8](0),
+		CapMask: ptr[uint32](0x04010000), LinkLayer: ptr("Ethernet"), PKeys: []uint16{0xffff},
+	}, false)},
+	"hfi1": {{
+		Name: "hfi1_0", NodeType: NodeCA, NodeTypeName: "CA", NodeGUID: 0x001175010179e2d5, SysImageGUID: 0x001175010179e2d5,
+		FWVersion: ptr("1.27.0"), HWRev: ptr("11"), NodeDesc: ptr("node03 hfi1_0"),
+		BoardID: ptr("Intel Omni-Path Host Fabric Interface Adapter 100 Series"),
+		Ports: []*Port{{
+			CA: "hfi1_0", Number: 1,
+			State: PortActive, StateName: "ACTIVE", PhysState: PhysLinkUp, PhysStateName: "LinkUp",
+			Rate: &Rate{Mbps: 100000, Width: 4, Speed: "EDR", Raw: "100 Gb/sec (4X EDR)"},
+			LID:  ptr[uint32](1), LMC: ptr[uint8](0), SMLID: ptr[uint32](1), SMSL: ptr[uint8](0),
+			CapMask: ptr[uint32](0x00490020), LinkLayer: ptr("InfiniBand"), PKeys: pkeys(16, 0xffff, 0x7fff),
+			Umad: madDev(KindUmad, 0, "hfi1_0", 1, nil),
+			ISSM: madDev(KindISSM, 0, "hfi1_0", 1, nil),
+		}},
+		Verbs: uverbs(0, "hfi1_0", nil, nil),
+	}},
+	"iwarp-old": {{
+		Name: "cxgb4_0", NodeType: NodeRNIC, NodeTypeName: "RNIC", NodeGUID: 0x000743a1b2c00000, SysImageGUID: 0x000743a1b2c00000,
+		FWVersion: ptr("1.16.63.0"), HCAType: ptr("cxgb4"), HWRev: ptr("0"), BoardID: ptr("1425.5401"), NodeDesc: ptr("cxgb4_0"),
+		Ports: []*Port{{
+			CA: "cxgb4_0", Number: 1,
+			State: PortActive, StateName: "ACTIVE", PhysState: PhysLinkUp, PhysStateName: "LinkUp",
+			Rate: &Rate{Mbps: 20000, Width: 4, Speed: "DDR", Raw: "20 Gb/sec (4X DDR)"},
+			LID:  ptr[uint32](0), LMC: ptr[uint8](0), SMLID: ptr[uint32](0), SMSL: ptr[uint8](0),
+			CapMask: ptr[uint32](0x00010000), LinkLayer: ptr("Ethernet"),
+		}, {
+			CA: "cxgb4_0", Number: 2,
+			State: PortDown, StateName: "DOWN", PhysState: PhysDisabled, PhysStateName: "Disabled",
+			LID: ptr[uint32](0), LMC: ptr[uint8](0), SMLID: ptr[uint32](0), SMSL: ptr[uint8](0),
+			CapMask: ptr[uint32](0x00010000), LinkLayer: ptr("Ethernet"),
+		}},
+		Verbs: uverbs(0, "cxgb4_0", ptr(3), nil),
+	}},
+}
+
+func TestCAs(t *testing.T) {
+	for name, want := range wantCAs {
+		t.Run(name, func(t *testing.T) {
+			f := fixture(t, name)
+			got, err := f.CAs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(want, got, ignoreFS); d != "" {
+				t.Errorf("CAs() mismatch (-want +got):\n%s", d)
+			}
+			for _, w := range want {
+				ca, err := f.CA(w.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := cmp.Diff(w, ca, ignoreFS); d != "" {
+					t.Errorf("CA(%q) mismatch (-want +got):\n%s", w.Name, d)
+				}
+				if ca.NumPorts() != len(w.Ports) {
+					t.Errorf("NumPorts = %d, want %d", ca.NumPorts(), len(w.Ports))
+				}
+				for _, wp := range w.Ports {
+					p, err := f.Port(w.Name, wp.Number)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if d := cmp.Diff(wp, p, ignoreFS); d != "" {
+						t.Errorf("Port(%q, %d) mismatch (-want +got):\n%s", w.Name, wp.Number, d)
+					}
+					if ca.Port(wp.Number) == nil {
+						t.Errorf("CA.Port(%d) = nil", wp.Number)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAbsentIsNotZero checks, on fixtures where files are missing, that
+// the values are nil rather than zero, and that zeros that were read are
+// not nil.
+func TestAbsentIsNotZero(t *testing.T) {
+	rxe, err := fixture(t, "rxe-6.1").CA("rxe0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rxe.HCAType != nil || rxe.HWRev != nil || rxe.BoardID != nil {
+		t.Errorf("rxe has no hca_type, hw_rev, board_id; got %v %v %v", rxe.HCAType, rxe.HWRev, rxe.BoardID)
+	}
+	if rxe.FWVersion == nil || *rxe.FWVersion != "" {
+		t.Errorf("rxe's fw_ver exists and is empty; got %v", rxe.FWVersion)
+	}
+	p := rxe.Ports[0]
+	if p.LID == nil || *p.LID != 0 || p.SMSL == nil || *p.SMSL != 0 {
+		t.Errorf("rxe's lid and sm_sl read 0: got %v %v", p.LID, p.SMSL)
+	}
+	old, err := fixture(t, "iwarp-old").CA("cxgb4_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := old.Port(2); p.Rate != nil {
+		t.Errorf("port without a rate file: Rate = %+v, want nil", *p.Rate)
+	}
+	if old.Ports[0].PKeys != nil {
+		t.Errorf("port without pkeys/: PKeys = %v, want nil", old.Ports[0].PKeys)
+	}
+	if old.Ports[0].Umad != nil || old.Ports[0].ISSM != nil {
+		t.Errorf("no infiniband_mad class: Umad, ISSM = %v, %v, want nil", old.Ports[0].Umad, old.Ports[0].ISSM)
+	}
+	if old.Ports[0].UmadLinkLayer() != "Ethernet" {
+		t.Errorf("UmadLinkLayer = %q", old.Ports[0].UmadLinkLayer())
+	}
+	if (&Port{}).UmadLinkLayer() != "IB" {
+		t.Error(`UmadLinkLayer without link_layer must be "IB", as in libibumad`)
+	}
+	if r, ok := old.Port(2).UmadRate(); ok {
+		t.Errorf("UmadRate without a rate = %d, true", r)
+	}
+	// counters/ with only "N/A (no PMA)": an empty map, not zeros.
+	c, err := old.Ports[0].Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c) != 0 || c == nil {
+		t.Errorf("all-N/A counters = %#v, want an empty map", c)
+	}
+	if _, ok := c.XmitOctets(); ok {
+		t.Error("XmitOctets of an N/A counter reported ok")
+	}
+	hfi, err := fixture(t, "hfi1").CA("hfi1_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hfi.Verbs.ABIVersion != nil || hfi.Verbs.Dev != nil {
+		t.Errorf("uverbs0 without abi_version and dev: %+v", hfi.Verbs)
+	}
+}
+
+// TestToolOutputs checks the rxe capture against what rdma-core's tools
+// printed on the same VM (shared/reference/soft-roce-vm/tools-output.txt).
+func TestToolOutputs(t *testing.T) {
+	f := fixture(t, "rxe-6.1")
+	for _, tc := range []struct {
+		ca, nodeGUID, portGUID, defaultGID, gid0, gid1 string
+		stats                                          string
+	}{
+		{"rxe0", "0xacade8fffe375f42", "0xacade8fffe375f42", "fe80:0000:0000:0000:acad:e8ff:fe37:5f42",
+			"fe80::acad:e8ff:fe37:5f42", "::ffff:10.77.0.1",
+			"sent_pkts 25019 rcvd_pkts 25019 duplicate_request 10 out_of_seq_request 0 rcvd_rnr_err 0 send_rnr_err 0 rcvd_seq_err 0 ack_deferred 1 retry_exceeded_err 0 retry_rnr_exceeded_err 0 completer_retry_err 3 send_err 0 link_downed 0 rdma_sends 5000 rdma_recvs 5000"},
+		{"rxe1", "0xacdf59fffef0895d", "0xacdf59fffef0895d", "fe80:0000:0000:0000:acdf:59ff:fef0:895d",
+			"fe80::acdf:59ff:fef0:895d", "::ffff:10.77.0.2",
+			"sent_pkts 15011 rcvd_pkts 15011 duplicate_request 5 out_of_seq_request 0 rcvd_rnr_err 0 send_rnr_err 0 rcvd_seq_err 0 ack_deferred 1 retry_exceeded_err 0 retry_rnr_exceeded_err 0 completer_retry_err 2 send_err 0 link_downed 0 rdma_sends 3000 rdma_recvs 3000"},
+	} {
+		ca, err := f.CA(tc.ca)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ca.Ports[0]
+		// ibstat
+		if got := "0x" + strings.ReplaceAll(ca.NodeGUID.String(), ":", ""); got != tc.nodeGUID {
+			t.Errorf("%s Node GUID %s, ibstat printed %s", tc.ca, got, tc.nodeGUID)
+		}
+		if r, ok := p.UmadRate(); !ok || r != 10 || p.Rate.Speed != "FDR10" {
+			t.Errorf(`%s rate %d %q, ibstat printed "Rate: 10 (FDR10)"`, tc.ca, r, p.Rate.Speed)
+		}
+		g0, err := p.GID(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := "0x" + strings.TrimLeft(strings.ReplaceAll(GUID(g0.GID.InterfaceID()).String(), ":", ""), ""); got != tc.portGUID {
+			t.Errorf("%s Port GUID %s, ibstat printed %s", tc.ca, got, tc.portGUID)
+		}
+		// ibstatus
+		if g0.GID.String() != tc.defaultGID {
+			t.Errorf("%s default gid %s, ibstatus printed %s", tc.ca, g0.GID, tc.defaultGID)
+		}
+		if p.Rate.Raw != "10 Gb/sec (1X FDR10)" || p.StateName != "ACTIVE" || p.PhysStateName != "LinkUp" {
+			t.Errorf("%s: %q %q %q", tc.ca, p.Rate.Raw, p.StateName, p.PhysStateName)
+		}
+		// ibv_devinfo -v
+		gids, err := p.GIDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(gids) != 2 || gids[0].GID.Addr().String() != tc.gid0 || gids[1].GID.Addr().String() != tc.gid1 ||
+			*gids[0].Type != GIDTypeRoCEv2 || *gids[1].Type != GIDTypeRoCEv2 {
+			t.Errorf("%s GIDs %+v, ibv_devinfo printed %s and %s, RoCE v2", tc.ca, gids, tc.gid0, tc.gid1)
+		}
+		// rdma statistic show (after the pingpongs)
+		hw, err := p.HwCounters()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields := strings.Fields(tc.stats)
+		want := HwCounters{}
+		for i := 0; i < len(fields); i += 2 {
+			v, _ := ParseCounter([]byte(fields[i+1]))
+			want[fields[i]] = v
+		}
+		if d := cmp.Diff(want, hw); d != "" {
+			t.Errorf("%s hw counters differ from rdma statistic show (-want +got):\n%s", tc.ca, d)
+		}
+	}
+}
+
+func TestGIDs(t *testing.T) {
+	for _, tc := range []struct {
+		fixture, ca string
+		port        int
+		want        []GIDEntry
+	}{
+		{"rxe-6.1", "rxe1", 1, []GIDEntry{
+			{0, mustGID("fe80:0000:0000:0000:acdf:59ff:fef0:895d"), ptr("RoCE v2"), ptr("veth1")},
+			{1, mustGID("0000:0000:0000:0000:0000:ffff:0a4d:0002"), ptr("RoCE v2"), ptr("veth1")},
+		}},
+		{"mlx5-ib", "mlx5_0", 1, []GIDEntry{
+			{0, mustGID("fe80:0000:0000:0000:0c42:a103:0016:054e"), ptr(GIDTypeIBRoCEv1), nil},
+		}},
+		{"mlx5-eth", "mlx5_0", 1, []GIDEntry{
+			{0, mustGID("fe80:0000:0000:0000:ba59:9fff:fed4:2a10"), ptr(GIDTypeIBRoCEv1), ptr("enp94s0f0np0")},
+			{1, mustGID("fe80:0000:0000:0000:ba59:9fff:fed4:2a10"), ptr(GIDTypeRoCEv2), ptr("enp94s0f0np0")},
+			{2, mustGID("0000:0000:0000:0000:0000:ffff:c0a8:0a02"), ptr(GIDTypeIBRoCEv1), ptr("enp94s0f0np0")},
+			{3, mustGID("0000:0000:0000:0000:0000:ffff:c0a8:0a02"), ptr(GIDTypeRoCEv2), ptr("enp94s0f0np0")},
+		}},
+		{"hfi1", "hfi1_0", 1, []GIDEntry{
+			{0, mustGID("fe80:0000:0000:0000:0011:7501:0179:e2d5"), ptr(GIDTypeIBRoCEv1), nil},
+		}},
+		{"iwarp-old", "cxgb4_0", 2, []GIDEntry{
+			{0, mustGID("0007:43a1:b2c0:0001:0000:0000:0000:0000"), nil, nil},
+		}},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			p, err := fixture(t, tc.fixture).Port(tc.ca, tc.port)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.GIDs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("GIDs mismatch (-want +got):\n%s", d)
+			}
+			// An empty slot: zero GID, no attributes, no error.
+			if tc.fixture != "iwarp-old" {
+				e, err := p.GID(len(tc.want))
+				if err != nil || !e.GID.IsZero() || e.Type != nil || e.NetDev != nil {
+					t.Errorf("empty slot %d: %+v, %v", len(tc.want), e, err)
+				}
+			}
+			if _, err := p.GID(5000); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("GID(5000) error %v, want os.ErrNotExist", err)
+			}
+		})
+	}
+}
+
+func mustGID(s string) GID {
+	g, err := ParseGID(s)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+func TestCounters(t *testing.T) {
+	for _, tc := range []struct {
+		fixture, ca      string
+		n                int
+		xmitRaw, rcvRaw  uint64
+		wantNotSupported bool
+	}{
+		{"mlx5-ib", "mlx5_0", 21, 1234567890123, 9876543210, false},
+		{"mlx5-eth", "mlx5_0", 21, 250000000000, 125000000000, false},
+		{"hfi1", "hfi1_0", 21, 77777777, 66666666, false},
+		{"rxe-6.1", "rxe0", 0, 0, 0, true},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			p, err := fixture(t, tc.fixture).Port(tc.ca, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := p.Counters()
+			if tc.wantNotSupported {
+				if !errors.Is(err, ErrNotSupported) || c != nil {
+					t.Fatalf("Counters() = %v, %v; want an error matching ErrNotSupported", c, err)
+				}
+				if !strings.Contains(err.Error(), "no PMA") {
+					t.Errorf("message %q does not say why", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c) != tc.n || c[CounterXmitData] != tc.xmitRaw || c[CounterRcvData] != tc.rcvRaw {
+				t.Errorf("Counters() = %v", c)
+			}
+			if v, ok := c.XmitOctets(); !ok || v != 4*tc.xmitRaw {
+				t.Errorf("XmitOctets = %d, %v; want %d", v, ok, 4*tc.xmitRaw)
+			}
+			if v, ok := c.RcvOctets(); !ok || v != 4*tc.rcvRaw {
+				t.Errorf("RcvOctets = %d, %v; want %d", v, ok, 4*tc.rcvRaw)
+			}
+			if c["link_downed"] != 1 || c["multicast_rcv_packets"] != 7 {
+				t.Errorf("link_downed %d multicast_rcv_packets %d", c["link_downed"], c["multicast_rcv_packets"])
+			}
+		})
+	}
+	if got := DataOctets(1 << 62); got != 1<<64-1 {
+		t.Errorf("DataOctets(2^62) = %d, want saturation", got)
+	}
+}
+
+func TestHwCounters(t *testing.T) {
+	for _, tc := range []struct {
+		fixture, ca string
+		n           int
+		some        map[string]uint64
+		lifespan    time.Duration
+	}{
+		{"rxe-6.1", "rxe0", 15, map[string]uint64{"rcvd_pkts": 25019, "rdma_sends": 5000, "ack_deferred": 1}, 12 * time.Millisecond},
+		{"mlx5-ib", "mlx5_0", 19, map[string]uint64{"rx_write_requests": 4242, "out_of_buffer": 3}, 10 * time.Millisecond},
+		{"mlx5-eth", "mlx5_0", 28, map[string]uint64{"np_cnp_sent": 1<<64 - 1, "rp_cnp_handled": 0}, 10 * time.Millisecond},
+		{"hfi1", "hfi1_0", 11, map[string]uint64{"TxPkt": 123456, "TxWords": 9876543}, 10 * time.Millisecond},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			p, err := fixture(t, tc.fixture).Port(tc.ca, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hw, err := p.HwCounters()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hw) != tc.n {
+				t.Errorf("%d counters, want %d: %v", len(hw), tc.n, hw)
+			}
+			if _, ok := hw[lifespanFile]; ok {
+				t.Error("lifespan is a setting, not a counter")
+			}
+			for k, v := range tc.some {
+				if got, ok := hw[k]; !ok || got != v {
+					t.Errorf("%s = %d, %v; want %d", k, got, ok, v)
+				}
+			}
+			ls, err := p.HwCountersLifespan()
+			if err != nil || ls != tc.lifespan {
+				t.Errorf("lifespan %v, %v; want %v", ls, err, tc.lifespan)
+			}
+
+			s, err := p.OpenHwCounters()
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := map[string]uint64{}
+			if err := s.Read(m); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(map[string]uint64(hw), m); d != "" {
+				t.Errorf("HwCounterSet.Read differs from HwCounters (-want +got):\n%s", d)
+			}
+			vals := make([]uint64, len(s.Names()))
+			if err := s.ReadValues(vals); err != nil {
+				t.Fatal(err)
+			}
+			for i, n := range s.Names() {
+				if vals[i] != hw[n] {
+					t.Errorf("ReadValues[%d] (%s) = %d, want %d", i, n, vals[i], hw[n])
+				}
+			}
+			if err := s.ReadValues(vals[:0]); err == nil && len(vals) > 0 {
+				t.Error("ReadValues into a short slice succeeded")
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Errorf("second Close: %v", err)
+			}
+			if err := s.Read(m); !errors.Is(err, fs.ErrClosed) {
+				t.Errorf("Read after Close: %v, want fs.ErrClosed", err)
+			}
+		})
+	}
+
+	// Device-wide counters (hfi1 only).
+	hfi, err := fixture(t, "hfi1").CA("hfi1_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := hfi.HwCounters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dev) != 15 || dev["DRIVER_KernIntr"] != 987654 || dev["DRIVER_CtxtsOpen"] != 4 {
+		t.Errorf("hfi1 device hw_counters = %v", dev)
+	}
+	mlx, err := fixture(t, "mlx5-ib").CA("mlx5_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mlx.HwCounters(); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("mlx5 device hw_counters: %v, want ErrNotSupported", err)
+	}
+
+	// No hw_counters/ at all.
+	old, err := fixture(t, "iwarp-old").Port("cxgb4_0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.HwCounters(); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("HwCounters without hw_counters/: %v, want ErrNotSupported", err)
+	}
+	if _, err := old.OpenHwCounters(); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("OpenHwCounters without hw_counters/: %v, want ErrNotSupported", err)
+	}
+	if _, err := old.HwCountersLifespan(); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("HwCountersLifespan without hw_counters/: %v, want ErrNotSupported", err)
+	}
+}
+
+func TestCharDevsAndABI(t *testing.T) {
+	f := fixture(t, "rxe-6.1")
+	devs, err := f.CharDevs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range devs {
+		names = append(names, d.Name+"="+d.CA+"/"+string(rune('0'+d.Port))+"@"+d.Dev.String())
+	}
+	want := []string{"uverbs0=rxe0/0@231:192", "uverbs1=rxe1/0@231:193", "umad0=rxe0/1@231:0", "umad1=rxe1/1@231:1", "issm0=rxe0/1@231:64", "issm1=rxe1/1@231:65"}
+	if d := cmp.Diff(want, names); d != "" {
+		t.Errorf("CharDevs (-want +got):\n%s", d)
+	}
+	if v, err := f.VerbsABIVersion(); err != nil || v != 6 {
+		t.Errorf("VerbsABIVersion = %d, %v", v, err)
+	}
+	if v, err := f.MadABIVersion(); err != nil || v != 5 {
+		t.Errorf("MadABIVersion = %d, %v", v, err)
+	}
+	old := fixture(t, "iwarp-old")
+	if _, err := old.MadABIVersion(); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("MadABIVersion without ib_umad: %v, want os.ErrNotExist", err)
+	}
+	// Nothing at all: an empty directory as root.
+	empty, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if devs, err := empty.CharDevs(); err != nil || len(devs) != 0 {
+		t.Errorf("CharDevs on an empty tree = %v, %v", devs, err)
+	}
+	if _, err := empty.CANames(); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("CANames without class/infiniband: %v, want os.ErrNotExist", err)
+	}
+	if _, err := empty.VerbsABIVersion(); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("VerbsABIVersion without ib_uverbs: %v, want os.ErrNotExist", err)
+	}
+}
+
+func TestMissing(t *testing.T) {
+	f := fixture(t, "rxe-6.1")
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"CA nope", func() error { _, err := f.CA("nope"); return err }()},
+		{"CA ..", func() error { _, err := f.CA(".."); return err }()},
+		{"CA ../../etc", func() error { _, err := f.CA("../../etc"); return err }()},
+		{"CA empty", func() error { _, err := f.CA(""); return err }()},
+		{"Port nope/1", func() error { _, err := f.Port("nope", 1); return err }()},
+		{"Port rxe0/2", func() error { _, err := f.Port("rxe0", 2); return err }()},
+		{"Port ../x/1", func() error { _, err := f.Port("../x", 1); return err }()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !errors.Is(tc.err, os.ErrNotExist) {
+				t.Fatalf("error %v does not match os.ErrNotExist", tc.err)
+			}
+			var e *Error
+			if !errors.As(tc.err, &e) || (e.Device == "" && tc.name != "CA empty") {
+				t.Errorf("error %v is not an *Error naming the device", tc.err)
+			}
+			if !errors.Is(tc.err, syscall.ENOENT) {
+				t.Errorf("error %v does not carry ENOENT", tc.err)
+			}
+		})
+	}
+	if _, err := New(filepath.Join(t.TempDir(), "none")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("New(missing) = %v, want os.ErrNotExist", err)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(file); !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("New(file) = %v, want ENOTDIR", err)
+	}
+}
+
+// TestBroken reads every CA of testdata/broken, each broken in one way, and
+// checks the error: which file, what was expected, and how errors.Is sees
+// it. The unreadable files there work as root too: a directory where a file
+// is expected (EISDIR) and a symbolic link to itself (ELOOP).
+func TestBroken(t *testing.T) {
+	f := fixture(t, "broken")
+	type check func(p *Port) error
+	gids := func(p *Port) error { _, err := p.GIDs(); return err }
+	hw := func(p *Port) error { _, err := p.HwCounters(); return err }
+	pma := func(p *Port) error { _, err := p.Counters(); return err }
+	for _, tc := range []struct {
+		ca       string
+		on       check // nil: CA itself fails
+		file     string
+		contains string
+		is       error
+	}{
+		{"badguid", nil, "node_guid", `got "0c42:a103:0016", want four colon-separated`, nil},
+		{"badtype", nil, "node_type", `got "CA", want "%d: %s"`, nil},
+		{"badstate", nil, "ports/1/state", `got "ACTIVE"`, nil},
+		{"badphys", nil, "ports/1/phys_state", `got "5:LinkUp"`, nil},
+		{"badrate", nil, "ports/1/rate", `got "fast", want "%d%s Gb/sec (%dX%s)"`, nil},
+		{"badlid", nil, "ports/1/lid", `got "0xfffffffff", want "0x%x"`, nil},
+		{"badlmc", nil, "ports/1/lid_mask_count", `got "256"`, nil},
+		{"badpkey", nil, "ports/1/pkeys/0", `got "0x1ffff", want "0x%04x"`, nil},
+		{"badportname", nil, "ports/x", `want a decimal port number`, nil},
+		{"nodescdir", nil, "node_desc", "is a directory", syscall.EISDIR},
+		{"typeloop", nil, "node_type", "too many levels of symbolic links", syscall.ELOOP},
+		{"noports", nil, "ports", "no such file", os.ErrNotExist},
+		{"nostate", nil, "ports/1/state", "no such file", os.ErrNotExist},
+		{"badgid", gids, "ports/1/gids/0", `got "fe80::1", want eight`, nil},
+		{"badgidtype", gids, "ports/1/gid_attrs/ndevs/0", "is a directory", syscall.EISDIR},
+		{"badhwcounter", hw, "ports/1/hw_counters/bad", `got "12abc", want a decimal 64-bit counter`, nil},
+		{"badcounter", pma, "ports/1/counters/bad", `got "-1", want a decimal counter`, nil},
+	} {
+		t.Run(tc.ca, func(t *testing.T) {
+			ca, err := f.CA(tc.ca)
+			if tc.on != nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = tc.on(ca.Ports[0])
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Device == "" {
+				t.Errorf("%v: not an *Error with a device", err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, filepath.Join("testdata/broken/class/infiniband", tc.ca, tc.file)) {
+				t.Errorf("%q does not name the file %s", msg, tc.file)
+			}
+			if !strings.Contains(msg, tc.contains) {
+				t.Errorf("%q does not say %q", msg, tc.contains)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("%v does not match %v", err, tc.is)
+			}
+			var pe *ParseError
+			if tc.is == nil && !errors.As(err, &pe) {
+				t.Errorf("%v is not a *ParseError", err)
+			}
+		})
+	}
+	// CAs fails as a whole on the first broken CA.
+	if _, err := f.CAs(); err == nil {
+		t.Error("CAs on the broken tree succeeded")
+	}
+}
