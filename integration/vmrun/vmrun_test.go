@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,5 +114,36 @@ func TestFailingGuestTest(t *testing.T) {
 	if !strings.Contains(string(out), "--- FAIL: TestFailsInGuest") ||
 		!strings.Contains(string(out), "this test fails on purpose, in the guest") {
 		t.Errorf("go test output lacks the guest test's failure:\n%s", out)
+	}
+}
+
+func TestHostProgram(t *testing.T) {
+	repo := t.TempDir()
+	exe := filepath.Join(t.TempDir(), "pkg.test")
+	if err := os.WriteFile(exe, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		copy bool
+	}{
+		{exe, true},                                // go test's binary: copied in
+		{"sh", false},                              // found on the guest's PATH
+		{"/bin/sh", false},                         // the guest's own
+		{filepath.Join(repo, "x"), false},          // in the shared repository
+		{filepath.Join(repo, "..", "nope"), false}, // does not exist
+	} {
+		if _, ok := hostProgram(c.name, repo, repo); ok != c.copy {
+			t.Errorf("hostProgram(%q) = %v, want %v", c.name, ok, c.copy)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{{}, {"-kernel", "5.10", "--", "true"}, {"-shell", "--", "true"}, {"-accel", "hvf", "--", "true"}} {
+		var usage usageError
+		if err := run(args, io.Discard, io.Discard); !errors.As(err, &usage) {
+			t.Errorf("run(%q) = %v, want a usage error", args, err)
+		}
 	}
 }

@@ -434,8 +434,8 @@ func (g *guest) runJob() (int, error) {
 		}
 		return exitErr.ExitCode(), nil
 	default:
-		if w, ok := cmd.Stderr.(io.Writer); ok && !g.job.Shell {
-			fmt.Fprintf(w, "vmrun: %s: %v\n", g.job.Args[0], err)
+		if !g.job.Shell {
+			fmt.Fprintf(cmd.Stderr, "vmrun: %s: %v\n", g.job.Args[0], err)
 		}
 		if errors.Is(err, os.ErrPermission) {
 			return 126, nil

@@ -68,11 +68,6 @@ func (r *rootfs) charDev(p string, major, minor uint32, perm uint32) {
 	r.add(p, &entry{mode: sIFCHR | perm, rdev: [2]uint32{major, minor}})
 }
 
-func (r *rootfs) has(p string) bool {
-	_, ok := r.entries[clean(p)]
-	return ok
-}
-
 // writeCPIO writes the tree, parents before children, with zero times and
 // root ownership so that the same inputs give the same bytes.
 func (r *rootfs) writeCPIO(w io.Writer, open func(string) (io.ReadCloser, int64, error)) error {

@@ -1,0 +1,113 @@
+package vm
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestKernelLabels(t *testing.T) {
+	if got := strings.Join(KernelLabels(), " "); got != "6.1 6.12" {
+		t.Errorf("KernelLabels() = %q, want %q", got, "6.1 6.12")
+	}
+	if _, err := KernelPackage("5.10"); err == nil {
+		t.Error("KernelPackage(5.10) succeeded")
+	}
+}
+
+func TestDebFile(t *testing.T) {
+	dir := t.TempDir()
+	name := "libcap2_1%3a2.66-4+deb12u3+b1_amd64.deb"
+	if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := debFile(dir, Package{"libcap2", "1:2.66-4+deb12u3+b1"}); filepath.Base(got) != name {
+		t.Errorf("debFile = %q, want %s", got, name)
+	}
+	if got := debFile(dir, Package{"libcap2", "1:2.66-4"}); got != "" {
+		t.Errorf("debFile for another version = %q, want none", got)
+	}
+}
+
+// TestCPIO checks the newc archive against the format: each header, name
+// and body 4-byte aligned, parents before children, and the trailer.
+func TestCPIO(t *testing.T) {
+	r := newRootfs()
+	r.file("etc/vmrun/modules", []byte("kernel/x.ko\n"), 0o644)
+	r.symlink("bin/sh", "busybox")
+	r.charDev("dev/console", 5, 1, 0o600)
+	var buf bytes.Buffer
+	if err := r.writeCPIO(&buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	var names []string
+	for off := 0; ; {
+		if off%4 != 0 || len(b) < off+110 || string(b[off:off+6]) != "070701" {
+			t.Fatalf("bad header at %d", off)
+		}
+		field := func(i int) int {
+			v, err := strconv.ParseUint(string(b[off+6+8*i:off+14+8*i]), 16, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return int(v)
+		}
+		mode, size, rmaj, rmin, namesize := field(1), field(6), field(9), field(10), field(11)
+		name := string(b[off+110 : off+110+namesize-1])
+		names = append(names, name)
+		body := (off + 110 + namesize + 3) &^ 3
+		if name == "dev/console" && (mode&0o170000 != sIFCHR || rmaj != 5 || rmin != 1) {
+			t.Errorf("dev/console: mode %o rdev %d:%d", mode, rmaj, rmin)
+		}
+		if name == "bin/sh" && string(b[body:body+size]) != "busybox" {
+			t.Errorf("bin/sh links to %q", b[body:body+size])
+		}
+		off = (body + size + 3) &^ 3
+		if name == "TRAILER!!!" {
+			if off != len(b) {
+				t.Errorf("%d bytes after the trailer", len(b)-off)
+			}
+			break
+		}
+	}
+	want := "bin bin/sh dev dev/console etc etc/vmrun etc/vmrun/modules TRAILER!!!"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("entries = %q, want %q", got, want)
+	}
+}
+
+func TestCPIOHostFile(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "init")
+	if err := os.WriteFile(src, []byte("12345"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := newRootfs()
+	r.hostFile("init", src, 0o755)
+	var buf bytes.Buffer
+	err := r.writeCPIO(&buf, func(name string) (io.ReadCloser, int64, error) {
+		f, err := os.Open(name)
+		return f, 5, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(buf.Bytes(), []byte("init\x00\x0012345")) {
+		t.Errorf("archive lacks init's name and body:\n%q", buf.Bytes())
+	}
+}
+
+func TestVersionLess(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		less bool
+	}{{"6.1", "6.12", true}, {"6.12", "6.1", false}, {"6.9", "6.12", true}, {"6.1", "6.1", false}} {
+		if got := versionLess(c.a, c.b); got != c.less {
+			t.Errorf("versionLess(%s, %s) = %v", c.a, c.b, got)
+		}
+	}
+}
