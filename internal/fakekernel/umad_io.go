@@ -1,0 +1,451 @@
+package fakekernel
+
+// write(), read() and the wire between fake umad ports.
+
+import (
+	"encoding/binary"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/purerdma/rdma/abi"
+)
+
+// umadRecord is one entry of a file's recv_list (struct ib_umad_packet): a
+// received MAD, or a send that timed out.
+type umadRecord struct {
+	hdr    abi.MadHdr // received: filled by recv_handler
+	raw    []byte     // send records: the header as written, status patched
+	data   []byte     // the MAD (received) or its first 24 bytes (send)
+	isSend bool
+}
+
+// umadSend is one entry of a file's send_list: a MAD the kernel still
+// owns, here only requests waiting for their response.
+type umadSend struct {
+	fab      *UmadFabric
+	file     *UmadFile
+	agent    *umadAgent
+	raw      []byte // the header as written
+	hdr      abi.MadHdr
+	mad      []byte // the MAD as sent (TID rewritten)
+	tid      uint64
+	class    uint8
+	response bool
+	timeout  time.Duration
+	retries  uint32
+	active   bool
+	armed    bool // timer is set and has not fired
+	timer    *time.Timer
+}
+
+// Pools, so that steady-state traffic does not allocate. Callers hold
+// fab.mu.
+
+func (fab *UmadFabric) getRecord() *umadRecord {
+	if n := len(fab.recFree); n > 0 {
+		r := fab.recFree[n-1]
+		fab.recFree = fab.recFree[:n-1]
+		return r
+	}
+	return &umadRecord{data: make([]byte, 0, umadMADSize)}
+}
+
+func (fab *UmadFabric) putRecord(r *umadRecord) {
+	r.raw, r.data, r.isSend = r.raw[:0], r.data[:0], false
+	fab.recFree = append(fab.recFree, r)
+}
+
+func (fab *UmadFabric) getSend() *umadSend {
+	if n := len(fab.sndFree); n > 0 {
+		s := fab.sndFree[n-1]
+		fab.sndFree = fab.sndFree[:n-1]
+		return s
+	}
+	s := &umadSend{fab: fab, mad: make([]byte, 0, umadMADSize)}
+	return s
+}
+
+// finish retires a send: its timer is stopped and, when no timer callback
+// can still be running for it, it goes back to the pool.
+func (fab *UmadFabric) finish(s *umadSend) {
+	s.active = false
+	s.file, s.agent = nil, nil
+	if s.armed {
+		s.armed = false
+		if !s.timer.Stop() {
+			return // the callback is pending; it sees !active and pools s
+		}
+	}
+	fab.sndFree = append(fab.sndFree, s)
+}
+
+// Write implements sys.Backend: ib_umad_write, checks in the kernel's
+// order, then the send.
+func (f *UmadFile) Write(p []byte) (int, error) {
+	fab := f.port.fab
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	hs := f.hdrSize()
+	if len(p) < hs+umadRMPPHdr {
+		return 0, syscall.EINVAL
+	}
+	var h abi.MadHdr
+	_ = h.Decode(p, hs)
+	if h.AgentID >= umadMaxAgents {
+		return 0, syscall.EINVAL
+	}
+	a := f.agent(h.AgentID)
+	if a == nil {
+		return 0, syscall.EIO
+	}
+	// rdma_create_user_ah: a RoCE address handle needs a GRH.
+	if f.port.cfg.LinkLayer == UmadEthernet && !h.GRHPresent {
+		return 0, syscall.EINVAL
+	}
+	mad := p[hs:]
+	class := mad[1]
+	if len(mad) < umadDataOffset(class) {
+		return 0, syscall.EINVAL
+	}
+	active := umadIsRMPPClass(class) && mad[26]&umadRMPPFlagActive != 0
+	rmppActive := active && a.kernelRMPP()
+	// ib_create_send_mad: without kernel RMPP a MAD is at most 256 bytes.
+	if !rmppActive && len(mad) > umadMADSize {
+		return 0, syscall.EINVAL
+	}
+
+	s := fab.getSend()
+	s.file, s.agent, s.class, s.active = f, a, class, true
+	s.raw = append(s.raw[:0], p[:hs]...)
+	s.hdr = h
+	s.mad = append(s.mad[:0], mad...)
+	s.response = umadIsResponse(s.mad)
+	s.tid = binary.BigEndian.Uint64(s.mad[8:16])
+	if !s.response {
+		s.tid = uint64(a.hiTID)<<32 | s.tid&0xffffffff
+		binary.BigEndian.PutUint64(s.mad[8:16], s.tid)
+	}
+	// is_duplicate, skipped only for user-RMPP data segments.
+	if !(active && !a.kernelRMPP()) && f.isDuplicate(s) {
+		fab.finish(s)
+		return 0, syscall.EINVAL
+	}
+
+	// A request with a timeout stays on the send list until its
+	// response or its last timeout; anything else completes at once.
+	if h.TimeoutMs != 0 {
+		s.retries = h.Retries
+		f.sends = append(f.sends, s)
+		if h.TimeoutMs < umadForever {
+			s.timeout = time.Duration(h.TimeoutMs) * time.Millisecond
+			s.arm()
+		}
+		fab.transmit(f.port, a, &s.hdr, s.mad)
+		return len(p), nil
+	}
+	fab.transmit(f.port, a, &s.hdr, s.mad)
+	fab.finish(s)
+	return len(p), nil
+}
+
+// isDuplicate is user_mad.c's is_duplicate. Caller holds fab.mu.
+func (f *UmadFile) isDuplicate(s *umadSend) bool {
+	for _, sent := range f.sends {
+		if sent.tid != s.tid || sent.class != s.class {
+			continue
+		}
+		if !s.response {
+			if !sent.response {
+				return true
+			}
+			continue
+		} else if !sent.response {
+			continue
+		}
+		if umadSameDestination(&s.hdr, &sent.hdr) {
+			return true
+		}
+	}
+	return false
+}
+
+func umadSameDestination(a, b *abi.MadHdr) bool {
+	if !a.GRHPresent && !b.GRHPresent {
+		return a.LID == b.LID
+	}
+	if a.GRHPresent && b.GRHPresent {
+		return a.GID == b.GID
+	}
+	return false
+}
+
+func (s *umadSend) arm() {
+	s.armed = true
+	if s.timer == nil {
+		s.timer = time.AfterFunc(s.timeout, s.expire)
+	} else {
+		s.timer.Reset(s.timeout)
+	}
+}
+
+// expire is timeout_sends: resend while retries are left, then hand the
+// send back to the file as a header-only record with status ETIMEDOUT.
+func (s *umadSend) expire() {
+	fab := s.fab
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if !s.active {
+		fab.sndFree = append(fab.sndFree, s) // finish left it to us
+		return
+	}
+	s.armed = false
+	if s.retries > 0 {
+		s.retries--
+		s.arm()
+		fab.transmit(s.file.port, s.agent, &s.hdr, s.mad)
+		return
+	}
+	f := s.file
+	for i, x := range f.sends {
+		if x == s {
+			f.sends = append(f.sends[:i], f.sends[i+1:]...)
+			break
+		}
+	}
+	// send_handler: packet->length = IB_MGMT_MAD_HDR; status = ETIMEDOUT;
+	// queued only while the agent is still registered.
+	if f.agent(s.agent.id) == s.agent {
+		r := fab.getRecord()
+		r.isSend = true
+		r.raw = append(r.raw[:0], s.raw...)
+		binary.LittleEndian.PutUint32(r.raw[4:8], uint32(syscall.ETIMEDOUT))
+		r.data = append(r.data[:0], s.mad[:umadMADHdr]...)
+		f.recv.push(r)
+		f.signal()
+	}
+	s.active = false
+	s.file, s.agent = nil, nil
+	fab.sndFree = append(fab.sndFree, s)
+}
+
+// route finds the port a MAD addressed by h reaches. Caller holds fab.mu.
+func (fab *UmadFabric) route(h *abi.MadHdr) *UmadPort {
+	for _, p := range fab.ports {
+		if p.removed {
+			continue
+		}
+		if h.GRHPresent {
+			if p.cfg.GID == h.GID {
+				return p
+			}
+		} else if p.cfg.LID == h.LID && p.cfg.LinkLayer == UmadInfiniBand {
+			return p
+		}
+	}
+	return nil
+}
+
+// transmit puts one MAD on the wire from agent a of port src. Caller
+// holds fab.mu.
+func (fab *UmadFabric) transmit(src *UmadPort, a *umadAgent, h *abi.MadHdr, mad []byte) {
+	src.sent++
+	dst := fab.route(h)
+	if dst == nil {
+		return // nobody there: lost
+	}
+	fab.arrive(dst, src, a.qpn, h, mad)
+}
+
+// arrive is ib_mad_recv_done on port dst for a MAD that src sent from QP
+// srcQPN to the QP h.QPN. Caller holds fab.mu.
+func (fab *UmadFabric) arrive(dst, src *UmadPort, srcQPN uint32, h *abi.MadHdr, mad []byte) {
+	dqpn := h.QPN
+	switch {
+	case dqpn == 0 && !dst.hasSMI(), dqpn == 1 && dst.cfg.NoGSI, dqpn > 1:
+		return // no such QP here (UD QPs other than 0 and 1 are not modelled)
+	}
+	// validate_mad: IB base version; SMPs only on QP0, GSI MADs only on QP1.
+	if mad[0] != 1 || umadIsSMP(mad[1]) != (dqpn == 0) {
+		return
+	}
+	var a *umadAgent
+	response := umadIsResponse(mad)
+	if response {
+		// Routing by the high 32 bits of the TID, then ib_find_send_mad:
+		// a response nobody waits for is dropped.
+		tid := binary.BigEndian.Uint64(mad[8:16])
+		a = fab.byTID[uint32(tid>>32)]
+		if a == nil || a.file.port != dst {
+			return
+		}
+		var s *umadSend
+		f := a.file
+		for i, x := range f.sends {
+			if x.agent == a && x.tid == tid && x.class == mad[1] && !x.response {
+				s = x
+				f.sends = append(f.sends[:i], f.sends[i+1:]...)
+				break
+			}
+		}
+		if s == nil {
+			return
+		}
+		fab.finish(s)
+	} else {
+		a = dst.find(dqpn, mad)
+		if a == nil {
+			if m := mad[3]; m == umadMethodGet || m == umadMethodSet {
+				fab.unmatched(dst, src, dqpn, srcQPN, h, mad)
+			}
+			return
+		}
+	}
+	f := a.file
+	if f.recv.n > umadMaxRecvList {
+		return
+	}
+	if len(mad) > umadMADSize && !a.kernelRMPP() {
+		return // RMPP segments for a user-RMPP agent are not modelled
+	}
+	r := fab.getRecord()
+	r.data = append(r.data[:0], mad...)
+	for len(r.data) < umadMADSize {
+		r.data = append(r.data, 0) // the wire carries whole 256-byte MADs
+	}
+	// recv_handler fills the header from the work completion.
+	r.hdr = abi.MadHdr{
+		AgentID:    a.id,
+		QPN:        srcQPN,
+		LID:        src.cfg.LID,
+		SL:         h.SL,
+		GRHPresent: h.GRHPresent,
+		PKeyIndex:  h.PKeyIndex,
+	}
+	if h.GRHPresent {
+		r.hdr.GIDIndex = 0
+		r.hdr.HopLimit = h.HopLimit
+		r.hdr.TrafficClass = h.TrafficClass
+		r.hdr.GID = src.cfg.GID
+		r.hdr.FlowLabel = h.FlowLabel & 0xfffff
+	}
+	f.recv.push(r)
+	f.signal()
+}
+
+// find is find_mad_agent for a request. Caller holds fab.mu.
+func (p *UmadPort) find(qpn uint32, mad []byte) *umadAgent {
+	class, version := mad[1], mad[2]
+	if version >= umadMaxVersion {
+		return nil
+	}
+	key := umadClaim{version: version, class: umadConvertClass(class), method: mad[3] &^ umadMethodResp}
+	if umadIsVendor2(class) {
+		if len(mad) < 40 {
+			return nil
+		}
+		key.oui = uint32(mad[37])<<16 | uint32(mad[38])<<8 | uint32(mad[39])
+	}
+	a := p.claims[key]
+	if a == nil || a.qpn != qpn {
+		return nil
+	}
+	return a
+}
+
+// unmatched is generate_unmatched_resp plus agent_send_response: a Get or
+// Set that no agent takes is answered by the MAD layer itself with a
+// GetResp whose status is "unsupported method/attribute". Caller holds
+// fab.mu.
+func (fab *UmadFabric) unmatched(dst, src *UmadPort, dqpn, srcQPN uint32, h *abi.MadHdr, mad []byte) {
+	var resp [umadMADSize]byte
+	copy(resp[:], mad)
+	resp[3] = umadMethodGetResp
+	status := uint16(umadStatusUnsupported)
+	if mad[1] == umadClassSubnDR {
+		status |= umadSMPDirection
+	}
+	binary.BigEndian.PutUint16(resp[4:6], status)
+	dst.sent++
+	back := abi.MadHdr{QPN: srcQPN, LID: dst.cfg.LID, GRHPresent: h.GRHPresent, GID: dst.cfg.GID,
+		HopLimit: h.HopLimit, TrafficClass: h.TrafficClass, PKeyIndex: h.PKeyIndex}
+	fab.arrive(src, dst, dqpn, &back, resp[:])
+}
+
+// Read implements sys.Backend: ib_umad_read. With nonblocking set and
+// nothing queued it fails EAGAIN; otherwise it waits until a record
+// arrives, deadline passes (os.ErrDeadlineExceeded), Interrupt is called
+// (os.ErrDeadlineExceeded) or the file is closed (os.ErrClosed).
+func (f *UmadFile) Read(p []byte, deadline time.Time, nonblocking bool) (int, error) {
+	fab := f.port.fab
+	fab.mu.Lock()
+	hs := f.hdrSize()
+	switch {
+	case f.closed:
+		fab.mu.Unlock()
+		return 0, os.ErrClosed
+	case len(p) < hs:
+		fab.mu.Unlock()
+		return 0, syscall.EINVAL
+	case f.dead:
+		fab.mu.Unlock()
+		return 0, syscall.EIO
+	case f.recv.n == 0 && nonblocking:
+		fab.mu.Unlock()
+		return 0, syscall.EAGAIN
+	case f.recv.n > 0:
+		n, err := f.copyOut(p)
+		fab.mu.Unlock()
+		return n, err
+	}
+	fab.mu.Unlock()
+	var n int
+	err := f.wait(deadline, func() error {
+		var err error
+		n, err = f.copyOut(p)
+		return err
+	})
+	return n, err
+}
+
+// copyOut pops the first record into p, copy_recv_mad / copy_send_mad; on
+// failure the record goes back to the front. Caller holds fab.mu.
+func (f *UmadFile) copyOut(p []byte) (int, error) {
+	fab := f.port.fab
+	hs := f.hdrSize()
+	r := f.recv.pop()
+	if r.isSend {
+		size := hs + len(r.data)
+		if len(p) < size {
+			f.recv.pushFront(r)
+			return 0, syscall.EINVAL
+		}
+		copy(p, r.raw)
+		copy(p[hs:], r.data)
+		fab.putRecord(r)
+		return size, nil
+	}
+	length := len(r.data)
+	seg := min(length, umadMADSize)
+	if len(p) < hs+seg {
+		f.recv.pushFront(r)
+		return 0, syscall.EINVAL
+	}
+	h := r.hdr
+	h.Length = uint32(hs + length)
+	if hs == abi.MadHdrSizeOld {
+		h.PKeyIndex = 0
+	}
+	_ = h.Encode(p, hs)
+	copy(p[hs:], r.data[:seg])
+	if seg < length && len(p) < hs+length {
+		// An RMPP message larger than the buffer: the header (with the
+		// full length) and the first segment are copied, the record
+		// stays queued.
+		f.recv.pushFront(r)
+		return 0, syscall.ENOSPC
+	}
+	copy(p[hs:], r.data)
+	fab.putRecord(r)
+	return hs + length, nil
+}
