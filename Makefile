@@ -90,4 +90,4 @@ clean:
 
 # The Soft-RoCE VM: `integration` (VM tests on Linux 6.1 and 6.12) and
 # `demo`.
--include mk/integration.mk
+include mk/integration.mk
