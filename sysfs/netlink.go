@@ -1,0 +1,194 @@
+package sysfs
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+
+	"github.com/purerdma/rdma/abi"
+)
+
+// Netlink reads RDMA devices and port statistics over RDMA netlink
+// (NETLINK_RDMA, the nldev client): the second source next to sysfs, and
+// the one that reads hardware counters fresh from the driver and includes
+// the optional counters enabled with "rdma statistic set". Requests go
+// through github.com/vishvananda/netlink's nl package (one socket per
+// call, closed afterwards); the replies are decoded here, with every length
+// checked.
+//
+// It is safe for concurrent use. Only devices visible in the caller's
+// network namespace are reported.
+type Netlink struct {
+	exec nlExecFunc
+}
+
+// nlExecFunc sends one nldev request (command cmd, netlink flags besides
+// NLM_F_REQUEST, attributes) and returns the payloads of the replies, each
+// without its nlmsghdr. Errors carry the kernel's errno. Unit tests replace
+// it with a fake kernel.
+type nlExecFunc func(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error)
+
+// nlAttr is one request attribute.
+type nlAttr struct {
+	typ  uint16
+	data []byte
+}
+
+// NewNetlink returns a Netlink client.
+func NewNetlink() *Netlink { return &Netlink{exec: execNetlink} }
+
+// nlType returns the nlmsg_type of an nldev command: RDMA_NL_GET_TYPE.
+func nlType(cmd uint16) uint16 { return abi.RDMA_NL_NLDEV<<10 | cmd }
+
+func execNetlink(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
+	for try := 0; ; try++ {
+		req := nl.NewNetlinkRequest(int(nlType(cmd)), int(flags))
+		for _, a := range attrs {
+			req.AddData(nl.NewRtAttr(int(a.typ), a.data))
+		}
+		msgs, err := req.Execute(unix.NETLINK_RDMA, nlType(cmd))
+		// A dump the kernel says was interrupted by a change (a device
+		// added or removed meanwhile) is retried.
+		if errors.Is(err, nl.ErrDumpInterrupted) && try < 3 {
+			continue
+		}
+		return msgs, err
+	}
+}
+
+// NetlinkDevice is one device of an nldev GET reply (like a line of
+// "rdma dev show").
+type NetlinkDevice struct {
+	// Index is the kernel's device index, which requests address a
+	// device by.
+	Index uint32
+	// Name is the device name.
+	Name string
+	// NumPorts is the number of the last port (RDMA_NLDEV_ATTR_PORT_INDEX
+	// in a GET reply).
+	NumPorts int
+	// NodeGUID and SysImageGUID are the same values as sysfs's node_guid
+	// and sys_image_guid.
+	NodeGUID     GUID
+	SysImageGUID GUID
+	// FWVersion is the firmware version; nil when the device has none
+	// (the kernel leaves the attribute out for an empty string, as for
+	// rxe).
+	FWVersion *string
+	// NodeType is the node type (1 = CA …), nil on kernels without it.
+	NodeType *NodeType
+	// Protocol is "ib", "roce", "iw", "opa" or "usnic" (Linux 5.5 and
+	// later; nil before).
+	Protocol *string
+	// CapFlags are the device capability flags (IB_DEVICE_*).
+	CapFlags *uint64
+}
+
+// Devices lists the RDMA devices (like "rdma dev show"), in the kernel's
+// order (by index). The error matches ErrNotSupported when the kernel has
+// no RDMA netlink (ib_core not loaded: the socket cannot be created).
+func (n *Netlink) Devices() ([]NetlinkDevice, error) {
+	msgs, err := n.exec(abi.RDMA_NLDEV_CMD_GET, unix.NLM_F_DUMP, nil)
+	if err != nil {
+		return nil, &Error{Op: "netlink dev get", Err: err}
+	}
+	devs := make([]NetlinkDevice, 0, len(msgs))
+	for _, m := range msgs {
+		d, err := decodeDevice(m)
+		if err != nil {
+			return nil, &Error{Op: "netlink dev get", Err: err}
+		}
+		devs = append(devs, d)
+	}
+	return devs, nil
+}
+
+// Device returns the device called name (like "rdma dev show NAME"). The
+// error matches os.ErrNotExist when there is none.
+func (n *Netlink) Device(name string) (*NetlinkDevice, error) {
+	devs, err := n.Devices()
+	if err != nil {
+		return nil, err
+	}
+	for i := range devs {
+		if devs[i].Name == name {
+			return &devs[i], nil
+		}
+	}
+	return nil, &Error{Op: "netlink dev get", Device: name, Err: syscall.ENODEV}
+}
+
+// NamedCounter is one hardware counter of a netlink statistics reply.
+type NamedCounter struct {
+	Name  string
+	Value uint64
+}
+
+// PortStats are a port's hardware counters as RDMA netlink reports them
+// (RDMA_NLDEV_CMD_STAT_GET without a resource: "rdma statistic show link
+// DEV/PORT"): the names and values of the port's hw_counters/ in sysfs, but
+// read from the driver for this request, and including enabled optional
+// counters.
+type PortStats struct {
+	// Device and Index identify the device; Port is the port number.
+	Device string
+	Index  uint32
+	Port   int
+	// Counters are in the kernel's (the driver's) order.
+	Counters []NamedCounter
+}
+
+// Map returns the counters as a map, name → value.
+func (s *PortStats) Map() HwCounters {
+	m := make(HwCounters, len(s.Counters))
+	for _, c := range s.Counters {
+		m[c.Name] = c.Value
+	}
+	return m
+}
+
+// PortStats reads the hardware counters of port of the device with index
+// devIndex (like "rdma statistic show link DEV/PORT"). The kernel answers
+// EINVAL (matched with errors.Is(err, syscall.EINVAL)) for an unknown
+// device or port, and for a driver without port statistics.
+func (n *Netlink) PortStats(devIndex uint32, port int) (*PortStats, error) {
+	if port <= 0 || uint64(port) > 0xffffffff {
+		return nil, &Error{Op: "netlink stat get", Device: fmt.Sprintf("index %d port %d", devIndex, port), Err: syscall.EINVAL}
+	}
+	msgs, err := n.exec(abi.RDMA_NLDEV_CMD_STAT_GET, 0, []nlAttr{
+		{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)},
+		{abi.RDMA_NLDEV_ATTR_PORT_INDEX, u32(uint32(port))},
+	})
+	dev := fmt.Sprintf("index %d/%d", devIndex, port)
+	if err != nil {
+		return nil, &Error{Op: "netlink stat get", Device: dev, Err: err}
+	}
+	if len(msgs) != 1 {
+		return nil, &Error{Op: "netlink stat get", Device: dev, Err: fmt.Errorf("the kernel sent %d replies, want 1", len(msgs))}
+	}
+	s, err := decodePortStats(msgs[0])
+	if err != nil {
+		return nil, &Error{Op: "netlink stat get", Device: dev, Err: err}
+	}
+	return &s, nil
+}
+
+// PortStatsByName is [Netlink.PortStats] for the device called name. The
+// error matches os.ErrNotExist when there is no such device.
+func (n *Netlink) PortStatsByName(name string, port int) (*PortStats, error) {
+	d, err := n.Device(name)
+	if err != nil {
+		return nil, err
+	}
+	return n.PortStats(d.Index, port)
+}
+
+func u32(v uint32) []byte {
+	b := make([]byte, 4)
+	binary.NativeEndian.PutUint32(b, v)
+	return b
+}
