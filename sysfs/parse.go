@@ -8,17 +8,21 @@ import (
 
 // ParseEnumLine parses the "number: name" lines of node_type ("1: CA"),
 // ports/N/state ("4: ACTIVE") and ports/N/phys_state ("5: LinkUp"): a
-// decimal number (negative only in theory: state is printed with %d), a
-// colon, one space, and a name that may itself contain spaces ("7: Phy
+// decimal number without leading zeros (negative only in theory: state is
+// printed with %d), a colon, one space, and a name that may itself contain spaces ("7: Phy
 // Test", "6: usNIC UDP"). It returns a *ParseError otherwise.
 func ParseEnumLine(s string) (n int, name string, err error) {
 	num, rest, ok := strings.Cut(s, ": ")
 	if !ok || rest == "" || strings.ContainsAny(rest, "\n\x00") {
 		return 0, "", parseErr("", s, `"%d: %s" (a number, ": " and a name)`)
 	}
+	digits := strings.TrimPrefix(num, "-")
+	if !allDigits(digits) || (digits[0] == '0' && len(digits) > 1) {
+		return 0, "", parseErr("", s, `"%d: %s" (a decimal number without leading zeros before ": ")`)
+	}
 	v, err := strconv.ParseInt(num, 10, 32)
-	if err != nil || (num[0] == '+') {
-		return 0, "", parseErr("", s, `"%d: %s" (a decimal number before ": ")`)
+	if err != nil {
+		return 0, "", parseErr("", s, `"%d: %s" (a 32-bit number before ": ")`)
 	}
 	return int(v), rest, nil
 }
@@ -63,9 +67,10 @@ func (r Rate) String() string {
 }
 
 // ParseRate parses ports/N/rate: "100 Gb/sec (4X EDR)", "2.5 Gb/sec (1X
-// SDR)", "10 Gb/sec (4X)" (older kernels). The rate may have up to three
-// decimals; the width must be a positive number of lanes; the speed name, if
-// any, is one word. It returns a *ParseError otherwise.
+// SDR)", "10 Gb/sec (4X)" (older kernels). The integer part is printed
+// without leading zeros and the rate may have up to three decimals; the
+// width must be a positive number of lanes; the speed name, if any, is one
+// word. It returns a *ParseError otherwise.
 //
 // libibumad does not parse the rate this way: it keeps only what strtoul
 // reads, the integer part ([Port.UmadRate]).
@@ -77,7 +82,7 @@ func ParseRate(s string) (Rate, error) {
 		return bad()
 	}
 	intPart, frac, hasFrac := strings.Cut(num, ".")
-	if !allDigits(intPart) || len(intPart) > 12 || (hasFrac && (len(frac) == 0 || len(frac) > 3 || !allDigits(frac))) {
+	if !allDigits(intPart) || len(intPart) > 12 || (intPart[0] == '0' && len(intPart) > 1) || (hasFrac && (len(frac) == 0 || len(frac) > 3 || !allDigits(frac))) {
 		return bad()
 	}
 	ip, _ := strconv.ParseUint(intPart, 10, 64)
