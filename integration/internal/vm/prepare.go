@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 )
@@ -102,13 +103,17 @@ func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
 		return nil, err
 	}
 	// The guest's own Go programs: the init and rdmacapture.
+	// One go build for all of them: go build -o DIR/ names each binary
+	// after its package's directory.
 	progs := map[string]string{}
+	var pkgs []string
 	for guest, pkg := range guestPrograms {
-		bin := filepath.Join(idir, path.Base(guest))
-		if err := goBuild(ctx, opt.Repo, bin, pkg); err != nil {
-			return nil, fmt.Errorf("build %s for the guest: %w", pkg, err)
-		}
-		progs[guest] = bin
+		pkgs = append(pkgs, pkg)
+		progs[guest] = filepath.Join(idir, path.Base(pkg))
+	}
+	sort.Strings(pkgs)
+	if err := goBuild(ctx, opt.Repo, idir+string(filepath.Separator), pkgs...); err != nil {
+		return nil, fmt.Errorf("build the guest's programs: %w", err)
 	}
 	p.Initrd = filepath.Join(idir, "initrd.cpio")
 	built, err := BuildImage(ctx, ImageInputs{Kernel: p.Kernel, Userland: udir, Debs: udebs, Programs: progs}, p.Initrd)
