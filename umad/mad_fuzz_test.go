@@ -1,0 +1,339 @@
+package umad
+
+// Fuzz targets: one per decoder. Each checks that a decode fails exactly
+// when the input is malformed (and with the documented sentinel), and that
+// what decodes round-trips: decode → encode gives the input with its
+// reserved bits cleared (the expectation comes from the spec layout
+// tables of mad_layout_test.go, not from the codecs), MarshalBinary accepts
+// every decoded value and agrees with Append, and decode → encode → decode
+// gives the same value. Seeds are the golden vectors, via f.Add and
+// testdata/fuzz/<FuzzName>/.
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type madFuzzable interface {
+	madCodec
+	MarshalBinary() ([]byte, error)
+	UnmarshalBinary([]byte) error
+	Validate() error
+}
+
+// madFuzzRoundTrip decodes b as a T. wantErr is the sentinel the decode
+// must fail with (nil: it must succeed); size is the encoded size; mask has
+// the bits of the first size bytes that survive a round trip.
+func madFuzzRoundTrip[T any, P interface {
+	*T
+	madFuzzable
+}](t *testing.T, b []byte, wantErr error, size int, mask []byte) {
+	t.Helper()
+	var v T
+	err := P(&v).Decode(b)
+	if wantErr != nil || err != nil {
+		if !errors.Is(err, wantErr) || (wantErr == nil) != (err == nil) {
+			t.Fatalf("Decode of %d bytes: %v, want %v", len(b), err, wantErr)
+		}
+		return
+	}
+	enc := P(&v).Append(nil)
+	if len(enc) != size {
+		t.Fatalf("Append: %d bytes, want %d", len(enc), size)
+	}
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = b[i] & mask[i]
+	}
+	if !bytes.Equal(enc, want) {
+		t.Fatalf("decode → encode:\n got % x\nwant % x", enc, want)
+	}
+	if err := P(&v).Validate(); err != nil {
+		t.Fatalf("Validate of a decoded value: %v", err)
+	}
+	m, err := P(&v).MarshalBinary()
+	if err != nil || !bytes.Equal(m, enc) {
+		t.Fatalf("MarshalBinary: %v, equal to Append: %v", err, bytes.Equal(m, enc))
+	}
+	var v2 T
+	if err := P(&v2).UnmarshalBinary(enc); err != nil {
+		t.Fatalf("decode of re-encoded: %v", err)
+	}
+	if diff := cmp.Diff(v, v2); diff != "" {
+		t.Fatalf("decode → encode → decode (-first +second):\n%s", diff)
+	}
+}
+
+func madOnes(n int) []byte { return bytes.Repeat([]byte{0xff}, n) }
+
+// madAttrErr is the error an attribute decoder must return for b.
+func madAttrErr(b []byte, size int) error {
+	if len(b) < size {
+		return ErrShortMAD
+	}
+	return nil
+}
+
+// madMADErr is the error a 256-byte MAD decoder must return for b, given
+// which classes it takes.
+func madMADErr(b []byte, classOK func(MgmtClass) bool) error {
+	switch {
+	case len(b) < MADSize:
+		return ErrShortMAD
+	case len(b) > MADSize:
+		return ErrLongMAD
+	case b[0] != BaseVersion:
+		return ErrBaseVersion
+	case !classOK(MgmtClass(b[1])):
+		return ErrWrongClass
+	}
+	return nil
+}
+
+// madMask returns size bytes of ones with bytes [from, to) cleared.
+func madMask(size int, holes ...[2]int) []byte {
+	m := madOnes(size)
+	for _, h := range holes {
+		clear(m[h[0]:h[1]])
+	}
+	return m
+}
+
+// madSMPMask is the round-trip mask of an SMP of class c.
+func madSMPMask(c MgmtClass) []byte {
+	if c == ClassSubnMgmtDirectedRoute {
+		return madMask(MADSize, [2]int{36, 64})
+	}
+	return madMask(MADSize, [2]int{32, 64}, [2]int{128, 256})
+}
+
+var (
+	madPerfMask   = madMask(MADSize, [2]int{MADHeaderSize, PerfDataOffset})
+	madVendorMask = madMask(MADSize, [2]int{VendorOUIOffset, VendorOUIOffset + 1})
+)
+
+func FuzzMADHeader(f *testing.F) {
+	f.Add(madHex(f, madHeaderHex))
+	f.Add(madPerfRespBytes(f))
+	f.Add([]byte{1, 4, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		madFuzzRoundTrip[MADHeader](t, b, madAttrErr(b, MADHeaderSize), MADHeaderSize, madOnes(MADHeaderSize))
+	})
+}
+
+func FuzzRMPPHeader(f *testing.F) {
+	f.Add(madHex(f, madVendorHex)[MADHeaderSize:])
+	f.Add(madOnes(RMPPHeaderSize))
+	f.Add([]byte{1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		madFuzzRoundTrip[RMPPHeader](t, b, madAttrErr(b, RMPPHeaderSize), RMPPHeaderSize, madOnes(RMPPHeaderSize))
+	})
+}
+
+func FuzzSMP(f *testing.F) {
+	f.Add(madDRSMPBytes(f))
+	f.Add(madPad(madHex(f, madLIDSMPHex), MADSize))
+	f.Add(madOnes(MADSize))
+	f.Add(madPerfRespBytes(f))
+	f.Add(madDRSMPBytes(f)[:100])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := madMADErr(b, MgmtClass.IsSubnMgmt)
+		var mask []byte
+		if want == nil {
+			mask = madSMPMask(MgmtClass(b[1]))
+		}
+		madFuzzRoundTrip[SMP](t, b, want, MADSize, mask)
+	})
+}
+
+func FuzzPerfMAD(f *testing.F) {
+	f.Add(madPerfRespBytes(f))
+	f.Add(append(madPerfRespBytes(f), 0))
+	f.Add(madDRSMPBytes(f))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := madMADErr(b, func(c MgmtClass) bool { return c == ClassPerfMgmt })
+		madFuzzRoundTrip[PerfMAD](t, b, want, MADSize, madPerfMask)
+	})
+}
+
+func FuzzVendorMAD(f *testing.F) {
+	f.Add(madPad(madHex(f, madVendorHex), MADSize))
+	f.Add(madOnes(MADSize))
+	f.Add(madPerfRespBytes(f))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := madMADErr(b, MgmtClass.IsVendorRange2)
+		madFuzzRoundTrip[VendorMAD](t, b, want, MADSize, madVendorMask)
+	})
+}
+
+func FuzzRawMAD(f *testing.F) {
+	f.Add(madPerfRespBytes(f))
+	f.Add(madOnes(MADSize))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := madMADErr(b, func(MgmtClass) bool { return true })
+		if errors.Is(want, ErrBaseVersion) {
+			want = nil // raw MADs take any base version
+		}
+		madFuzzRoundTrip[RawMAD](t, b, want, MADSize, madOnes(MADSize))
+	})
+}
+
+// FuzzDecodeMAD checks the dispatcher: it fails only on length, picks the
+// type by class and base version, and what it returns re-encodes to the
+// input (reserved bytes cleared) and decodes again to the same message.
+func FuzzDecodeMAD(f *testing.F) {
+	f.Add(madPerfRespBytes(f))
+	f.Add(madDRSMPBytes(f))
+	f.Add(madPad(madHex(f, madVendorHex), MADSize))
+	f.Add(madPad([]byte{0x80, 0x81}, MADSize))
+	f.Add(madPad([]byte{1, 0x07}, MADSize))
+	f.Add([]byte{1, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeMAD(b)
+		if len(b) != MADSize {
+			if err == nil || m != nil || !(errors.Is(err, ErrShortMAD) || errors.Is(err, ErrLongMAD)) {
+				t.Fatalf("%d bytes: %T, %v", len(b), m, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("DecodeMAD: %v", err)
+		}
+		c := MgmtClass(b[1])
+		mask := madOnes(MADSize)
+		switch m.(type) {
+		case *SMP:
+			if b[0] != 1 || !c.IsSubnMgmt() {
+				t.Fatalf("SMP for % x", b[:2])
+			}
+			mask = madSMPMask(c)
+		case *PerfMAD:
+			if b[0] != 1 || c != ClassPerfMgmt {
+				t.Fatalf("PerfMAD for % x", b[:2])
+			}
+			mask = madPerfMask
+		case *VendorMAD:
+			if b[0] != 1 || !c.IsVendorRange2() {
+				t.Fatalf("VendorMAD for % x", b[:2])
+			}
+			mask = madVendorMask
+		case *RawMAD:
+			if b[0] == 1 && (c.IsSubnMgmt() || c == ClassPerfMgmt || c.IsVendorRange2()) {
+				t.Fatalf("RawMAD for % x", b[:2])
+			}
+		default:
+			t.Fatalf("DecodeMAD returned %T", m)
+		}
+		enc := m.Append(nil)
+		for i := range enc {
+			if enc[i] != b[i]&mask[i] {
+				t.Fatalf("%T: byte %d re-encoded as %#x, want %#x", m, i, enc[i], b[i]&mask[i])
+			}
+		}
+		m2, err := DecodeMAD(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(m, m2); diff != "" {
+			t.Fatalf("(-first +second):\n%s", diff)
+		}
+		if m.MADHeader().TransactionID != m2.MADHeader().TransactionID {
+			t.Fatal("MADHeader")
+		}
+	})
+}
+
+func FuzzNodeInfo(f *testing.F) {
+	f.Add(madHex(f, madNodeInfoHex))
+	f.Add(madOnes(SMPDataSize))
+	f.Add([]byte{1, 1, 1})
+	mask := madDefinedMask(NodeInfoSize, madNodeInfoFields)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		madFuzzRoundTrip[NodeInfo](t, b, madAttrErr(b, NodeInfoSize), NodeInfoSize, mask)
+	})
+}
+
+func FuzzNodeDescription(f *testing.F) {
+	f.Add(madPad([]byte("rxe0 HCA-1"), NodeDescriptionSize))
+	f.Add(bytes.Repeat([]byte("é"), 40))
+	f.Add([]byte("short"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		madFuzzRoundTrip[NodeDescription](t, b, madAttrErr(b, NodeDescriptionSize), NodeDescriptionSize, madOnes(NodeDescriptionSize))
+	})
+}
+
+func FuzzPortInfo(f *testing.F) {
+	f.Add(madHex(f, madPortInfoHex))
+	f.Add(madOnes(PortInfoSize))
+	f.Add(madHex(f, madPortInfoHex)[:PortInfoSize-1])
+	mask := madDefinedMask(PortInfoSize, madPortInfoFields)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		madFuzzRoundTrip[PortInfo](t, b, madAttrErr(b, PortInfoSize), PortInfoSize, mask)
+	})
+}
+
+func FuzzClassPortInfo(f *testing.F) {
+	f.Add(madHex(f, madClassPortInfoHex))
+	f.Add(madOnes(PerfDataSize))
+	f.Add(madOnes(SMPDataSize))
+	mask := madDefinedMask(ClassPortInfoSize, madClassPortInfoFields)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		madFuzzRoundTrip[ClassPortInfo](t, b, madAttrErr(b, ClassPortInfoSize), ClassPortInfoSize, mask)
+	})
+}
+
+func FuzzPortCounters(f *testing.F) {
+	f.Add(madHex(f, madPortCountersHex))
+	f.Add(madOnes(PerfDataSize))
+	f.Add(make([]byte, PortCountersSize-1))
+	mask := madDefinedMask(PortCountersSize, madPortCountersFields)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		madFuzzRoundTrip[PortCounters](t, b, madAttrErr(b, PortCountersSize), PortCountersSize, mask)
+	})
+}
+
+func FuzzPortCountersExtended(f *testing.F) {
+	f.Add(madHex(f, madPortCountersExtHex))
+	f.Add(madOnes(PerfDataSize))
+	f.Add(make([]byte, PortCountersExtendedSize-1))
+	mask := madDefinedMask(PortCountersExtendedSize, madPortCountersExtFields)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		madFuzzRoundTrip[PortCountersExtended](t, b, madAttrErr(b, PortCountersExtendedSize), PortCountersExtendedSize, mask)
+	})
+}
+
+// FuzzDecodeAttribute checks the attribute dispatcher: known (class,
+// attribute) pairs decode to their type and round-trip; other pairs fail
+// with ErrUnknownAttribute; short data fails with ErrShortMAD.
+func FuzzDecodeAttribute(f *testing.F) {
+	f.Add(uint8(ClassSubnMgmt), uint16(SMAttrPortInfo), madHex(f, madPortInfoHex))
+	f.Add(uint8(ClassSubnMgmtDirectedRoute), uint16(SMAttrNodeInfo), madHex(f, madNodeInfoHex))
+	f.Add(uint8(ClassPerfMgmt), uint16(PMAttrPortCounters), madHex(f, madPortCountersHex))
+	f.Add(uint8(ClassPerfMgmt), uint16(PMAttrPortCountersExtended), madHex(f, madPortCountersExtHex))
+	f.Add(uint8(ClassSubnAdm), uint16(AttrClassPortInfo), madHex(f, madClassPortInfoHex))
+	f.Add(uint8(ClassSubnMgmt), uint16(SMAttrSwitchInfo), madOnes(SMPDataSize))
+	f.Fuzz(func(t *testing.T, class uint8, id uint16, data []byte) {
+		a, err := DecodeAttribute(MgmtClass(class), AttrID(id), data)
+		if err != nil {
+			if a != nil || !(errors.Is(err, ErrUnknownAttribute) || errors.Is(err, ErrShortMAD)) {
+				t.Fatalf("%T, %v", a, err)
+			}
+			return
+		}
+		if a.AttributeID() != AttrID(id) {
+			t.Fatalf("%T for attribute %#x", a, id)
+		}
+		enc := a.Append(nil)
+		a2, err := DecodeAttribute(MgmtClass(class), AttrID(id), enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(a, a2); diff != "" {
+			t.Fatalf("(-first +second):\n%s", diff)
+		}
+	})
+}
