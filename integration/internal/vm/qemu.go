@@ -182,6 +182,10 @@ func (b *Boot) run(ctx context.Context, accel string, probe bool) (*Result, erro
 	}
 
 	cmd := exec.Command(b.Qemu, args...)
+	killWithParent(cmd)
+	if b.Logf != nil {
+		b.Logf("%s %s", b.Qemu, strings.Join(args, " "))
+	}
 	var qemuOut bytes.Buffer
 	if b.Job.Shell {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = b.Stdin, b.Stdout, b.Stderr
@@ -210,7 +214,9 @@ func (b *Boot) run(ctx context.Context, accel string, probe bool) (*Result, erro
 				return
 			}
 			defer c.Close()
-			_, _ = io.Copy(s.dst, c)
+			// Keep reading when the destination fails (a closed pipe):
+			// otherwise the guest's writes would block until -timeout.
+			_, _ = io.Copy(&drainOnError{w: s.dst}, c)
 		}()
 	}
 	allMsgs := make(chan vmproto.Message, 8)
@@ -408,4 +414,19 @@ func pruneLogs(dir string, keep int) {
 	for _, a := range all[min(keep, len(all)):] {
 		os.Remove(a.name)
 	}
+}
+
+// drainOnError passes writes to w until one fails, then discards them.
+type drainOnError struct {
+	w      io.Writer
+	failed bool
+}
+
+func (d *drainOnError) Write(p []byte) (int, error) {
+	if !d.failed {
+		if _, err := d.w.Write(p); err != nil {
+			d.failed = true
+		}
+	}
+	return len(p), nil
 }

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package vm
+
+import "os/exec"
+
+func killWithParent(*exec.Cmd) {}
