@@ -1,0 +1,285 @@
+//go:build integration
+
+package sysfs_test
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/vishvananda/netlink"
+
+	"github.com/purerdma/rdma/integration/vmtest"
+	"github.com/purerdma/rdma/sysfs"
+)
+
+// These tests run in the Soft-RoCE VM (make -f mk/integration.mk
+// integration): rxe0 on veth0 and rxe1 on veth1.
+
+// traffic runs ibv_rc_pingpong between rxe0 and rxe1 so that the hardware
+// counters are not all zero.
+func traffic(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := (vmtest.Pingpong{Iters: 200}).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNetlinkAgreesWithSysfs compares the two sources: the device list
+// (names, GUIDs, firmware, ports, node type) and every port's hardware
+// counters. Counter names must be equal; since sysfs is read first (and may
+// serve values up to hw_counters/lifespan old) and netlink asks the driver
+// afresh, each netlink value must be at least the sysfs one.
+func TestNetlinkAgreesWithSysfs(t *testing.T) {
+	vmtest.Require(t)
+	traffic(t)
+
+	fs, err := sysfs.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cas, err := fs.CAs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl := sysfs.NewNetlink()
+	devs, err := nl.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]sysfs.NetlinkDevice{}
+	for _, d := range devs {
+		byName[d.Name] = d
+	}
+	if len(cas) != len(devs) {
+		t.Errorf("sysfs has %d CAs, netlink %d devices", len(cas), len(devs))
+	}
+	for _, want := range []struct{ name, guid string }{{vmtest.Dev0, vmtest.GUID0}, {vmtest.Dev1, vmtest.GUID1}} {
+		var ca *sysfs.CA
+		for _, c := range cas {
+			if c.Name == want.name {
+				ca = c
+			}
+		}
+		d, ok := byName[want.name]
+		if ca == nil || !ok {
+			t.Fatalf("%s: sysfs %v, netlink %v", want.name, ca != nil, ok)
+		}
+		if ca.NodeGUID.String() != want.guid || d.NodeGUID != ca.NodeGUID || d.SysImageGUID != ca.SysImageGUID {
+			t.Errorf("%s GUIDs: sysfs %s %s, netlink %s %s, want %s", want.name, ca.NodeGUID, ca.SysImageGUID, d.NodeGUID, d.SysImageGUID, want.guid)
+		}
+		if d.NumPorts != ca.NumPorts() {
+			t.Errorf("%s ports: sysfs %d, netlink %d", want.name, ca.NumPorts(), d.NumPorts)
+		}
+		if d.NodeType == nil || *d.NodeType != ca.NodeType {
+			t.Errorf("%s node type: sysfs %v, netlink %v", want.name, ca.NodeType, d.NodeType)
+		}
+		// rxe has no firmware: fw_ver exists and is empty in sysfs,
+		// netlink leaves the attribute out.
+		if ca.FWVersion == nil || *ca.FWVersion != "" || d.FWVersion != nil {
+			t.Errorf("%s firmware: sysfs %v, netlink %v", want.name, ca.FWVersion, d.FWVersion)
+		}
+		if d.Protocol != nil && *d.Protocol != "roce" {
+			t.Errorf("%s protocol %q, want roce", want.name, *d.Protocol)
+		}
+		t.Logf("%s: index %d, node GUID %s, %d port(s), protocol %v", d.Name, d.Index, d.NodeGUID, d.NumPorts, deref(d.Protocol))
+
+		for _, p := range ca.Ports {
+			fromSysfs, err := p.HwCounters()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stats, err := nl.PortStats(d.Index, p.Number)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromNetlink := stats.Map()
+			if stats.Device != d.Name || stats.Port != p.Number {
+				t.Errorf("reply for %s/%d, asked %s/%d", stats.Device, stats.Port, d.Name, p.Number)
+			}
+			if diff := cmp.Diff(keys(fromSysfs), keys(fromNetlink)); diff != "" {
+				t.Errorf("%s: counter names differ (-sysfs +netlink):\n%s", p.Name(), diff)
+			}
+			nonzero := 0
+			for name, sv := range fromSysfs {
+				nv, ok := fromNetlink[name]
+				if ok && nv < sv {
+					t.Errorf("%s %s: netlink %d < sysfs %d", p.Name(), name, nv, sv)
+				}
+				if sv != 0 {
+					nonzero++
+				}
+			}
+			if nonzero == 0 {
+				t.Errorf("%s: every counter is 0 after the pingpong", p.Name())
+			}
+			t.Logf("%s: %d counters; sent_pkts sysfs %d netlink %d; rcvd_pkts sysfs %d netlink %d", p.Name(), len(fromNetlink),
+				fromSysfs["sent_pkts"], fromNetlink["sent_pkts"], fromSysfs["rcvd_pkts"], fromNetlink["rcvd_pkts"])
+		}
+	}
+}
+
+// TestVishvanandaNetlinkAgrees checks that vishvananda/netlink's own calls
+// see the same devices, port counts and counter names, and logs how it
+// renders the GUIDs (byte-reversed, from the host-order u64).
+func TestVishvanandaNetlinkAgrees(t *testing.T) {
+	vmtest.Require(t)
+	ours, err := sysfs.NewNetlink().Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	links, err := netlink.RdmaLinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(links) != len(ours) {
+		t.Fatalf("vishvananda: %d links, ours %d", len(links), len(ours))
+	}
+	for i, l := range links {
+		d := ours[i]
+		if l.Attrs.Name != d.Name || l.Attrs.Index != d.Index || int(l.Attrs.NumPorts) != d.NumPorts {
+			t.Errorf("vishvananda %+v, ours %+v", l.Attrs, d)
+		}
+		t.Logf("%s: vishvananda NodeGuid %q, ours %s", d.Name, l.Attrs.NodeGuid, d.NodeGUID)
+		st, err := netlink.RdmaPortStatisticList(l, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := sysfs.NewNetlink().PortStats(d.Index, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(keys(st.Statistics), keys(s.Map())); diff != "" {
+			t.Errorf("%s counter names (-vishvananda +ours):\n%s", d.Name, diff)
+		}
+	}
+}
+
+// TestLiveSysfs reads the real tree: GIDs with their attributes (1024
+// slots, the empty ones failing EINVAL), the missing PMA, the character
+// devices against /dev/infiniband, the ABI versions, and an open
+// HwCounterSet seeing new values after traffic (sysfs recomputes a file
+// read again from offset 0).
+func TestLiveSysfs(t *testing.T) {
+	vmtest.Require(t)
+	fs, err := sysfs.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := fs.VerbsABIVersion(); err != nil || v != 6 {
+		t.Errorf("VerbsABIVersion = %d, %v", v, err)
+	}
+	if v, err := fs.MadABIVersion(); err != nil || v != 5 {
+		t.Errorf("MadABIVersion = %d, %v", v, err)
+	}
+	for _, want := range []struct{ dev, netdev, gid0 string }{{vmtest.Dev0, vmtest.Net0, vmtest.GID0}, {vmtest.Dev1, vmtest.Net1, vmtest.GID1}} {
+		p, err := fs.Port(want.dev, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.State != sysfs.PortActive || p.LinkLayer == nil || *p.LinkLayer != sysfs.LinkLayerEthernet || p.Rate == nil {
+			t.Errorf("%s: %+v", p.Name(), p)
+		}
+		gids, err := p.GIDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(gids) < 1 || gids[0].GID.String() != want.gid0 || deref(gids[0].Type) != sysfs.GIDTypeRoCEv2 || deref(gids[0].NetDev) != want.netdev {
+			t.Errorf("%s GIDs %+v, want GID 0 %s, RoCE v2, %s", p.Name(), gids, want.gid0, want.netdev)
+		}
+		empty, err := p.GID(len(gids) + 5)
+		if err != nil || !empty.GID.IsZero() || empty.Type != nil || empty.NetDev != nil {
+			t.Errorf("%s empty slot: %+v, %v", p.Name(), empty, err)
+		}
+		if _, err := p.Counters(); !errors.Is(err, sysfs.ErrNotSupported) {
+			t.Errorf("%s Counters: %v, want ErrNotSupported (rxe has no PMA)", p.Name(), err)
+		}
+		for _, d := range []*sysfs.CharDev{p.Umad} {
+			if d == nil {
+				t.Fatalf("%s has no umad device", p.Name())
+			}
+			checkDevNode(t, d)
+		}
+		if p.ISSM != nil {
+			checkDevNode(t, p.ISSM)
+		}
+		t.Logf("%s: %d GIDs, rate %q, umad %s, issm %v (kernel %s)", p.Name(), len(gids), p.Rate.Raw, p.Umad.Name, p.ISSM != nil, vmtest.Kernel())
+	}
+	ca, err := fs.CA(vmtest.Dev0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca.Verbs == nil {
+		t.Fatal("rxe0 has no uverbs device")
+	}
+	checkDevNode(t, ca.Verbs)
+
+	p := ca.Ports[0]
+	set, err := p.OpenHwCounters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	before := map[string]uint64{}
+	if err := set.Read(before); err != nil {
+		t.Fatal(err)
+	}
+	traffic(t)
+	lifespan, err := p.HwCountersLifespan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * lifespan)
+	after := map[string]uint64{}
+	if err := set.Read(after); err != nil {
+		t.Fatal(err)
+	}
+	if after["sent_pkts"] <= before["sent_pkts"] || after["rcvd_pkts"] <= before["rcvd_pkts"] {
+		t.Errorf("open set after traffic: sent_pkts %d -> %d, rcvd_pkts %d -> %d", before["sent_pkts"], after["sent_pkts"], before["rcvd_pkts"], after["rcvd_pkts"])
+	}
+	t.Logf("open set: sent_pkts %d -> %d (lifespan %v)", before["sent_pkts"], after["sent_pkts"], lifespan)
+}
+
+// checkDevNode compares a CharDev's dev file with the node devtmpfs made.
+func checkDevNode(t *testing.T, d *sysfs.CharDev) {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(d.Path, &st); err != nil {
+		t.Errorf("%s: %v", d.Path, err)
+		return
+	}
+	if d.Dev == nil {
+		t.Errorf("%s: no dev file in sysfs", d.Name)
+		return
+	}
+	major := uint32((st.Rdev>>8)&0xfff) | uint32((st.Rdev>>32)&^0xfff)
+	minor := uint32(st.Rdev&0xff) | uint32((st.Rdev>>12)&^0xff)
+	if major != d.Dev.Major || minor != d.Dev.Minor {
+		t.Errorf("%s: sysfs dev %s, %s is %d:%d", d.Name, d.Dev, d.Path, major, minor)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFCHR {
+		t.Errorf("%s is not a character device", d.Path)
+	}
+}
+
+func keys[M ~map[string]uint64](m M) []string {
+	k := make([]string, 0, len(m))
+	for n := range m {
+		k = append(k, n)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
