@@ -446,9 +446,12 @@ type Message interface {
 	Append(b []byte) []byte
 	// Decode sets the message from exactly 256 bytes.
 	Decode(b []byte) error
-	// Validate reports field values that Append would truncate.
+	// Validate reports field values that Append would truncate, and a
+	// base version or class the type's Decode would refuse.
 	Validate() error
+	// MarshalBinary is Validate followed by Append.
 	MarshalBinary() ([]byte, error)
+	// UnmarshalBinary is Decode.
 	UnmarshalBinary(b []byte) error
 }
 
@@ -465,7 +468,9 @@ type Attribute interface {
 	Decode(b []byte) error
 	// Validate reports field values that Append would truncate.
 	Validate() error
+	// MarshalBinary is Validate followed by Append.
 	MarshalBinary() ([]byte, error)
+	// UnmarshalBinary is Decode.
 	UnmarshalBinary(b []byte) error
 }
 
