@@ -39,8 +39,9 @@ const (
 // codecs decode (OPA's 0x80 is not supported).
 const BaseVersion = 1
 
-// PermissiveLID is the permissive LID (0xFFFF), used as DrSLID and DrDLID of
-// a directed-route SMP whose path starts at, or ends on, the directed route.
+// PermissiveLID is the permissive LID (0xFFFF). A directed-route SMP has it
+// as DrSLID when the directed part of its route starts at the requester,
+// and as DrDLID when it ends at the destination.
 const PermissiveLID = 0xFFFF
 
 // OUIOpenIB is the OpenIB OUI (IB_OPENIB_OUI), which libibumad registers
@@ -50,7 +51,7 @@ const OUIOpenIB = 0x001405
 // MgmtClass is a MAD's management class (MgmtClass, IBA 13.4.4).
 type MgmtClass uint8
 
-// Management classes (IBA table 114; include/rdma/ib_mad.h).
+// Management classes (include/rdma/ib_mad.h, libibmad mad.h).
 const (
 	ClassSubnMgmt              MgmtClass = 0x01 // SMP, LID-routed (QP0)
 	ClassSubnAdm               MgmtClass = 0x03 // subnet administration (SA)
@@ -135,10 +136,10 @@ func defaultClassVersion(c MgmtClass) uint8 {
 	return 1
 }
 
-// Method is a MAD's method (IBA 13.4.5), response bit included.
+// Method is a MAD's method (IBA 13.4.2), response bit included.
 type Method uint8
 
-// Methods (IBA table 115; libibmad mad.h). The response forms have
+// Methods (libibmad mad.h, include/rdma/ib_mad.h). The response forms have
 // MethodResponseBit set.
 const (
 	MethodGet               Method = 0x01
@@ -221,7 +222,7 @@ func (m Method) String() string {
 // SMP keeps apart in its Direction field.
 type MADStatus uint16
 
-// Status bits and codes (IBA table 116; include/rdma/ib_mad.h).
+// Status bits and codes (include/rdma/ib_mad.h).
 const (
 	StatusBusy                  MADStatus = 0x0001 // busy, try again later
 	StatusRedirectRequired      MADStatus = 0x0002 // see ClassPortInfo for where to
@@ -276,7 +277,7 @@ const (
 	AttrInformInfo    AttrID = 0x0003
 )
 
-// Subnet management attributes (IBA table 145; include/rdma/ib_smi.h).
+// Subnet management attributes (include/rdma/ib_smi.h, libibmad mad.h).
 const (
 	SMAttrNodeDescription          AttrID = 0x0010
 	SMAttrNodeInfo                 AttrID = 0x0011
@@ -295,8 +296,8 @@ const (
 	SMAttrPortInfoExtended         AttrID = 0x0033
 )
 
-// Performance management attributes (IBA table 242; include/rdma/ib_pma.h,
-// libibmad mad.h).
+// Performance management attributes (include/rdma/ib_pma.h, libibmad
+// mad.h).
 const (
 	PMAttrPortSamplesControl            AttrID = 0x0010
 	PMAttrPortSamplesResult             AttrID = 0x0011

@@ -6,7 +6,7 @@ import "encoding/binary"
 const ClassPortInfoSize = 72
 
 // ClassPortInfo is the ClassPortInfo attribute every GSI class supports
-// (IBA 13.4.8.1, table 126; struct ib_class_port_info; libibmad
+// (IBA 13.4.8.1; struct ib_class_port_info; libibmad
 // IB_CPI_*_F): what the class manager supports and where to redirect
 // requests and send traps. Each field is listed with its bit offset (bit 0
 // is the most significant bit of byte 0) and width; the reserved byte at
@@ -39,8 +39,8 @@ type ClassPortInfo struct {
 	TrapQKey        uint32   // TrapQ_Key: 544, 32
 }
 
-// Performance management ClassPortInfo.CapabilityMask bits (IBA 16.1.3.1
-// and errata; include/rdma/ib_pma.h, libibmad iba_types.h).
+// Performance management ClassPortInfo.CapabilityMask bits (include/rdma/ib_pma.h,
+// libibmad iba_types.h).
 const (
 	PMCapAllPortSelect                               = 1 << 8  // PortSelect 0xFF (AllPortSelect) is supported
 	PMCapExtendedWidth                               = 1 << 9  // PortCountersExtended, unicast and multicast counters included

@@ -21,7 +21,7 @@ const PerfClassVersion = 1
 // node at once, where ClassPortInfo.CapabilityMask has PMCapAllPortSelect.
 const AllPortSelect = 0xFF
 
-// PerfMAD is a performance management MAD (class PerfMgmt, IBA 16.1.1,
+// PerfMAD is a performance management MAD (class PerfMgmt, IBA 16.1,
 // struct ib_pma_mad), sent to the PMA on QP1:
 //
 //	bytes 0–23   common header
@@ -120,7 +120,7 @@ func (m *PerfMAD) UnmarshalBinary(b []byte) error { return m.Decode(b) }
 const PortCountersSize = 44
 
 // PortCounters.CounterSelect bits: which counters a Set(PortCounters)
-// clears (IBA 16.1.3.5; include/rdma/ib_pma.h).
+// clears (include/rdma/ib_pma.h).
 const (
 	PCSelSymbolErrorCounter           = 1 << 0
 	PCSelLinkErrorRecoveryCounter     = 1 << 1
@@ -140,8 +140,8 @@ const (
 	PCSelPortRcvPkts                  = 1 << 15
 )
 
-// PortCounters is the PerfMgmt attribute PortCounters (IBA 16.1.3.5, table
-// 247; struct ib_pma_portcounters; libibmad IB_PC_*_F). The counters
+// PortCounters is the PerfMgmt attribute PortCounters (IBA 16.1;
+// struct ib_pma_portcounters; libibmad IB_PC_*_F). The counters
 // saturate: they stop at their maximum rather than wrap. Each field is
 // listed with its bit offset from the start of the attribute (bit 0 is the
 // most significant bit of byte 0) and its width; byte 0 is reserved.
@@ -178,7 +178,7 @@ var errPortCountersShort = madError("PortCounters needs 44 bytes", ErrShortMAD)
 func (p *PortCounters) AttributeID() AttrID { return PMAttrPortCounters }
 
 // XmitDataOctets returns PortXmitData in octets. The PMA counts data in
-// units of 4 octets (IBA 16.1.3.5: the count of data octets divided by 4),
+// units of 4 octets (IBA: the count of data octets divided by 4),
 // so this is 4 × PortXmitData. The counter stops at 0xFFFFFFFF, at which
 // point the result is only a lower bound.
 func (p *PortCounters) XmitDataOctets() uint64 { return 4 * uint64(p.PortXmitData) }
@@ -274,7 +274,7 @@ func (p *PortCounters) UnmarshalBinary(b []byte) error { return p.Decode(b) }
 const PortCountersExtendedSize = 184
 
 // PortCountersExtended.CounterSelect bits: which counters a
-// Set(PortCountersExtended) clears (IBA 16.1.4.8; include/rdma/ib_pma.h).
+// Set(PortCountersExtended) clears (include/rdma/ib_pma.h).
 const (
 	PCExtSelPortXmitData          = 1 << 0
 	PCExtSelPortRcvData           = 1 << 1
@@ -287,7 +287,7 @@ const (
 )
 
 // PortCountersExtended is the PerfMgmt attribute PortCountersExtended (IBA
-// 16.1.4.8; struct ib_pma_portcounters_ext; libibmad IB_PC_EXT_*_F), 64-bit
+// 16.1; struct ib_pma_portcounters_ext; libibmad IB_PC_EXT_*_F), 64-bit
 // counters. Byte offsets; byte 0 is reserved:
 //
 //	1 PortSelect   2 CounterSelect (16 bits)   4 CounterSelect2 (32 bits)

@@ -5,7 +5,7 @@ import "encoding/binary"
 // PortInfoSize is the size of the PortInfo attribute.
 const PortInfoSize = 64
 
-// PortInfo is the SMP attribute PortInfo (IBA 14.2.5.6, table 155; struct
+// PortInfo is the SMP attribute PortInfo (IBA 14.2.5; struct
 // ib_port_info; libibmad IB_PORT_*_F), with the fields later spec releases
 // added after LinkRoundTripLatency (CapabilityMask2, the LinkSpeedExt
 // fields, and the XDR LinkSpeedExt*2 fields libibmad names). Each field is

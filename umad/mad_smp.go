@@ -217,7 +217,7 @@ func (s *SMP) UnmarshalBinary(b []byte) error { return s.Decode(b) }
 // NodeInfoSize is the size of the NodeInfo attribute.
 const NodeInfoSize = 40
 
-// NodeInfo is the SMP attribute NodeInfo (IBA 14.2.5.3, struct
+// NodeInfo is the SMP attribute NodeInfo (IBA 14.2.5, struct
 // ib_node_info; libibmad IB_NODE_*_F). Bit offsets from the start of the
 // attribute, most significant bit first:
 //
@@ -321,7 +321,7 @@ func (n *NodeInfo) UnmarshalBinary(b []byte) error { return n.Decode(b) }
 // NodeDescriptionSize is the size of the NodeDescription attribute.
 const NodeDescriptionSize = 64
 
-// NodeDescription is the SMP attribute NodeDescription (IBA 14.2.5.2): 64
+// NodeDescription is the SMP attribute NodeDescription (IBA 14.2.5): 64
 // bytes of UTF-8 text, padded with NUL bytes, not necessarily
 // NUL-terminated.
 type NodeDescription [NodeDescriptionSize]byte

@@ -3,19 +3,21 @@ package umad
 // Golden vectors for the MAD codecs.
 //
 // Source of every vector in this file: written out by hand, byte by byte,
-// from the IBA Volume 1 layouts (common MAD header 13.4.2, SMP 14.2.1.1 and
-// 14.2.1.2, NodeInfo 14.2.5.3, PortInfo 14.2.5.6, ClassPortInfo 13.4.8.1,
-// PerfMgmt MAD 16.1.1, PortCounters 16.1.3.5, PortCountersExtended
-// 16.1.4.8, vendor MADs 13.4.2 and RMPP 13.6.2.1) as transcribed by
-// rdma-core's libibmad/fields.c (bit offsets) and the kernel's
-// include/rdma/ib_mad.h, ib_smi.h and ib_pma.h (byte layouts). The values
+// from the IBA Volume 1 layouts (common MAD header and vendor MADs 13.4.2,
+// SMPs 14.2.1.1 and 14.2.1.2, NodeInfo and PortInfo 14.2.5, ClassPortInfo
+// 13.4.8.1, PerfMgmt MAD, PortCounters and PortCountersExtended 16.1, RMPP
+// 13.6) as transcribed by rdma-core's libibmad/fields.c (bit offsets) and
+// the kernel's include/rdma/ib_mad.h, ib_smi.h and ib_pma.h (byte
+// layouts). The values
 // are chosen so that every field, and every half of a packed byte, holds a
 // different pattern: a field read from the wrong offset or nibble shows.
 // They are not captures. Replace them with captures of rdma-core's
 // perfquery and smpquery (umad read/write payloads) once the Soft-RoCE
-// capture helper in integration/ exists; note that rxe has no SMA and no
-// PMA, so on rxe the kernel answers a Get(PortCounters) itself with a
-// GetResp of status 0x000c (drivers/infiniband/core/mad.c,
+// capture helper in integration/ exists. Note that rxe has neither SMA nor
+// PMA (no process_mad, and QP0 does not exist on RoCE): no smpquery capture
+// can come from it, and an unclaimed Get(PortCounters) is answered by the
+// kernel's MAD layer itself with a GetResp of status 0x000c
+// (drivers/infiniband/core/mad.c, ib_mad_recv_done and
 // generate_unmatched_resp), which is worth capturing too.
 
 import (
@@ -72,7 +74,7 @@ const madHeaderHex = `
 de ad be ef              # AttributeModifier
 `
 
-// PortInfo: bit offsets of IBA table 155 (libibmad IB_PORT_*_F and the
+// PortInfo: bit offsets of the IBA PortInfo table (libibmad IB_PORT_*_F and the
 // later IB_PORT_CAPMASK2_F, IB_PORT_LINK_SPEED_EXT_*_F and XDR
 // IB_PORT_LINK_SPEED_EXT_*2_F), byte by byte.
 var madPortInfoVec = PortInfo{
@@ -197,7 +199,7 @@ const madNodeInfoHex = `
 01 00 02 c9              # LocalPortNum 1, VendorID 0x0002c9 (24 bits)
 `
 
-// ClassPortInfo: bit offsets of IBA table 126 (libibmad IB_CPI_*_F). The
+// ClassPortInfo: bit offsets of the IBA ClassPortInfo table (libibmad IB_CPI_*_F). The
 // 27-bit CapabilityMask2 has its top bit set to catch a wrong shift.
 var madClassPortInfoVec = ClassPortInfo{
 	BaseVersion:     1,
@@ -241,7 +243,7 @@ fe 80 00 00 00 00 00 00  # bits 320-447 TrapGID fe80::2
 11 22 33 44              # bits 544-575 TrapQ_Key
 `
 
-// PortCounters: bit offsets of IBA table 247 (libibmad IB_PC_*_F; struct
+// PortCounters: bit offsets of the IBA PortCounters table (libibmad IB_PC_*_F; struct
 // ib_pma_portcounters).
 var madPortCountersVec = PortCounters{
 	PortSelect:                   0x01,

@@ -19,7 +19,7 @@ const (
 // one the kernel implements.
 const RMPPVersion1 = 1
 
-// RMPP packet types (RMPPHeader.Type, IBA 13.6.2.1).
+// RMPP packet types (RMPPHeader.Type, IBA 13.6).
 const (
 	RMPPTypeData  = 1
 	RMPPTypeAck   = 2
@@ -37,7 +37,7 @@ const (
 // RMPPNoRespTime is the RMPPHeader.RespTime that means "no time given".
 const RMPPNoRespTime = 0x1F
 
-// RMPPHeader is the RMPP header (IBA 13.6.2.1, struct ib_rmpp_hdr) at bytes
+// RMPPHeader is the RMPP header (IBA 13.6, struct ib_rmpp_hdr) at bytes
 // 24–35 of a MAD of an RMPP-capable class:
 //
 //	byte 0     RMPPVersion
