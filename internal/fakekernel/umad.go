@@ -248,7 +248,7 @@ type UmadFile struct {
 	alreadyUsed bool // an agent was registered once
 	dead        bool // agents_dead
 	closed      bool
-	interrupt   bool
+	interrupts  uint64 // Interrupt calls so far
 	recv        umadQueue
 	sends       []*umadSend // send_list
 
@@ -554,14 +554,15 @@ func (f *UmadFile) Mmap(offset int64, length int, prot, flags int) ([]byte, erro
 	return nil, syscall.ENODEV
 }
 
-// Interrupt makes a Read or WaitReadable that is waiting return
+// Interrupt makes the Reads and WaitReadables in progress return
 // os.ErrDeadlineExceeded now, as moving the descriptor's read deadline
-// into the past does for a real descriptor. (internal/sys does not pass
-// deadline changes on to a Backend, so code above the seam calls this.)
+// into the past does for a real descriptor; later calls are not affected.
+// (internal/sys does not pass deadline changes on to a Backend, so code
+// above the seam calls this.)
 func (f *UmadFile) Interrupt() {
 	fab := f.port.fab
 	fab.mu.Lock()
-	f.interrupt = true
+	f.interrupts++
 	f.signal()
 	fab.mu.Unlock()
 }
@@ -586,6 +587,9 @@ func (f *UmadFile) wait(deadline time.Time, take func() error) error {
 			timer.Stop()
 		}
 	}()
+	fab.mu.Lock()
+	interrupts := f.interrupts
+	fab.mu.Unlock()
 	for {
 		fab.mu.Lock()
 		switch {
@@ -595,8 +599,7 @@ func (f *UmadFile) wait(deadline time.Time, take func() error) error {
 		case f.dead:
 			fab.mu.Unlock()
 			return syscall.EIO
-		case f.interrupt:
-			f.interrupt = false
+		case f.interrupts != interrupts:
 			fab.mu.Unlock()
 			return os.ErrDeadlineExceeded
 		case f.recv.n > 0:
