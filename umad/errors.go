@@ -1,0 +1,152 @@
+package umad
+
+import (
+	"os"
+	"syscall"
+
+	rdma "github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
+)
+
+// Error is the error type of package umad's port and discovery calls: the
+// operation ("open port", "register agent", "send", "receive", …), the
+// device ("mlx5_0/1", or a CA name) and the cause.
+//
+// errors.Is matches it against the cause's errno (syscall.EINVAL, …),
+// against os.ErrPermission (EPERM, EACCES), os.ErrNotExist (ENOENT,
+// ENODEV, ENXIO) and ErrNotSupported (EPROTONOSUPPORT, EOPNOTSUPP), and
+// against the sentinels of this package that the cause wraps (ErrNoDevice,
+// ErrInvalidPort, ErrOpenFailed, ErrWouldBlock, ErrTimeout).
+type Error struct {
+	Op     string
+	Device string
+	Err    error
+}
+
+// Error returns "op device: cause (what to do next)".
+func (e *Error) Error() string { return errs.Message(e.Op, e.Device, e.Err) }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether the cause's errno matches target in purerdma's error
+// model (see the rdma package documentation).
+func (e *Error) Is(target error) bool { return errs.Is(e.Err, target) }
+
+// ErrNotSupported is the library-wide "not supported" sentinel (see
+// rdma.ErrNotSupported). In this package it also matches a QP0 (SMI) agent
+// on a port without an SMI, such as every RoCE port, and a umad ABI other
+// than 5.
+var ErrNotSupported = rdma.ErrNotSupported
+
+// kindError is a sentinel of this package. When errno is set, errors.Is
+// also matches the sentinel against that errno (and the classes it is in).
+type kindError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (k *kindError) Error() string { return k.msg }
+
+func (k *kindError) Unwrap() error {
+	if k.errno == 0 {
+		return nil
+	}
+	return k.errno
+}
+
+// The sentinels. OpenPort's three failures are libibumad's -ENODEV,
+// -EINVAL and -EIO; each is a distinct value errors.Is can tell apart.
+var (
+	// ErrNoDevice: no RDMA device (or no usable port) could be found for
+	// the CA name and port number given (umad_open_port's -ENODEV). It
+	// also matches syscall.ENODEV and os.ErrNotExist.
+	ErrNoDevice error = &kindError{"no such RDMA device or usable port", syscall.ENODEV}
+
+	// ErrInvalidPort: the device exists but the port does not, or it has
+	// no umad device (umad_open_port's -EINVAL). It also matches
+	// syscall.EINVAL.
+	ErrInvalidPort error = &kindError{"no such port, or the port has no umad device", syscall.EINVAL}
+
+	// ErrOpenFailed: the port's /dev/infiniband/umadN could not be opened
+	// (umad_open_port's -EIO). The error also matches the open's own
+	// errno: os.ErrPermission when the node is not accessible (the kernel
+	// creates umad nodes root-only), os.ErrNotExist when the node is
+	// missing.
+	ErrOpenFailed error = &kindError{"cannot open the umad device", 0}
+
+	// ErrWouldBlock: a non-blocking receive (timeout 0) found nothing
+	// queued (umad_recv's -EWOULDBLOCK). It also matches syscall.EAGAIN,
+	// which is syscall.EWOULDBLOCK.
+	ErrWouldBlock error = &kindError{"no MAD queued", syscall.EAGAIN}
+
+	// ErrTimeout: a receive or poll with a timeout found nothing in time
+	// (umad_poll's -ETIMEDOUT). It also matches syscall.ETIMEDOUT and
+	// os.ErrDeadlineExceeded.
+	ErrTimeout error = &timeoutError{}
+)
+
+// timeoutError is ErrTimeout: it matches ETIMEDOUT and
+// os.ErrDeadlineExceeded, and says so through Timeout, like net errors.
+type timeoutError struct{}
+
+func (*timeoutError) Error() string   { return "timed out" }
+func (*timeoutError) Timeout() bool   { return true }
+func (*timeoutError) Unwrap() []error { return []error{syscall.ETIMEDOUT, os.ErrDeadlineExceeded} }
+
+// detailError adds a detail to a cause and ties it to a sentinel (kind);
+// errors.Is and errors.As see both, the cause first, so its errno (EACCES
+// from open, …) is the one purerdma's error model reports.
+type detailError struct {
+	kind   error  // one of the sentinels, or nil
+	detail string // shown before the cause; may be empty
+	cause  error  // may be nil
+}
+
+func (d *detailError) Error() string {
+	switch {
+	case d.cause == nil && d.detail == "":
+		return d.kind.Error()
+	case d.cause == nil:
+		return d.detail
+	case d.detail == "":
+		return d.cause.Error()
+	}
+	return d.detail + ": " + d.cause.Error()
+}
+
+func (d *detailError) Unwrap() []error {
+	out := make([]error, 0, 2)
+	if d.cause != nil {
+		out = append(out, d.cause)
+	}
+	if d.kind != nil {
+		out = append(out, d.kind)
+	}
+	return out
+}
+
+func detail(kind error, text string, cause error) error {
+	return &detailError{kind: kind, detail: text, cause: cause}
+}
+
+// invalid returns an EINVAL cause with a message, for arguments a call
+// refuses before asking the kernel.
+func invalid(text string) error { return detail(nil, text, syscall.EINVAL) }
+
+// errClosed reports a call on a closed Port.
+var errClosed = detail(nil, "port closed", os.ErrClosed)
+
+// errNoSMI builds the cause of a QP0 agent on a port without an SMI.
+func errNoSMI(class uint8, linkLayer string) error {
+	what := "the port has no SMI (QP0)"
+	if linkLayer == linkEthernet {
+		what = "not supported on RoCE (no SMI)"
+	}
+	return detail(nil, "class "+hex8(class)+" needs QP0: "+what, syscall.EPROTONOSUPPORT)
+}
+
+func hex8(v uint8) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{'0', 'x', digits[v>>4], digits[v&15]})
+}

@@ -1,0 +1,499 @@
+package umad
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/sysfs"
+)
+
+// ABIVersion is the umad ABI this package speaks
+// (/sys/class/infiniband_mad/abi_version, IB_USER_MAD_ABI_VERSION).
+const ABIVersion = 5
+
+// Link layers as sysfs and libibumad name them.
+const (
+	linkInfiniBand = "InfiniBand"
+	linkEthernet   = "Ethernet"
+	linkIB         = "IB" // libibumad's value when link_layer does not exist
+)
+
+// Node types and port states libibumad's port selection looks at.
+const (
+	hostNodeSwitch   = 2 // node_type "2: switch"
+	hostPortActive   = 4 // state "4: ACTIVE"
+	hostPhysLinkUp   = 5 // phys_state "5: LinkUp"
+	hostPhysDisabled = 3 // phys_state "3: Disabled"
+	hostCANameLen    = 20
+)
+
+// Host is where umad finds RDMA devices: a sysfs tree and the directory of
+// the umad device nodes. The zero value reads /sys and opens nodes under
+// /dev/infiniband, like libibumad; tests and tools point it elsewhere. The
+// package-level functions (Init, CANames, LookupCA, OpenPort, …) use the
+// zero Host. A Host is safe for concurrent use; every call reads sysfs
+// afresh.
+type Host struct {
+	// SysfsRoot is where sysfs is mounted; "" means /sys.
+	SysfsRoot string
+	// DevDir is the directory of the umadN nodes; "" means
+	// /dev/infiniband.
+	DevDir string
+
+	// open replaces sys.Open in tests: it returns a descriptor on a fake
+	// umad device and the fake's poller (see fakePoller).
+	open func(path string) (*sys.FD, fakePoller, error)
+}
+
+// fakePoller is implemented by the fake umad device of
+// internal/fakekernel. internal/sys passes neither WaitReadable nor
+// deadline changes on to a fake Backend, so a Port on a fake descriptor
+// uses these instead: WaitReadable for Poll, Interrupt to wake a receive
+// when its context is cancelled.
+type fakePoller interface {
+	WaitReadable(deadline time.Time) error
+	Interrupt()
+}
+
+var defaultHost Host
+
+func (h *Host) root() string {
+	if h.SysfsRoot == "" {
+		return sysfs.DefaultRoot
+	}
+	return h.SysfsRoot
+}
+
+func (h *Host) devDir() string {
+	if h.DevDir == "" {
+		return sysfs.DevDir
+	}
+	return h.DevDir
+}
+
+func (h *Host) fs() (*sysfs.FS, error) { return sysfs.New(h.root()) }
+
+// Init checks that the kernel speaks umad ABI 5, as libibumad's umad_init
+// is documented to: it reads class/infiniband_mad/abi_version under the
+// Host's sysfs root. The error matches os.ErrNotExist when the file is
+// missing (ib_umad is not loaded) and ErrNotSupported when the version is
+// not ABIVersion. Nothing else needs initializing; calling Init is
+// optional, since OpenPort makes the same check.
+func (h *Host) Init() error {
+	if err := h.checkABI(); err != nil {
+		return &Error{Op: "check umad ABI", Err: err}
+	}
+	return nil
+}
+
+func (h *Host) checkABI() error {
+	f, err := h.fs()
+	if err != nil {
+		return err
+	}
+	v, err := f.MadABIVersion()
+	if err != nil {
+		return detail(nil, "cannot read the umad ABI version (is the ib_umad module loaded? modprobe ib_umad)", err)
+	}
+	if v != ABIVersion {
+		return detail(nil, fmt.Sprintf("the kernel's umad ABI is version %d, this library speaks %d", v, ABIVersion),
+			syscall.EOPNOTSUPP)
+	}
+	return nil
+}
+
+// Done is umad_done. It does nothing and returns nil: the package holds no
+// global state; close each Port instead.
+func (h *Host) Done() error { return nil }
+
+// CA describes an RDMA device the way libibumad's umad_get_ca fills a
+// umad_ca_t. There is no umad_release_ca: a CA is an ordinary Go value.
+type CA struct {
+	// Name is the device name ("mlx5_0", "rxe0").
+	Name string
+	// NodeType is node_type's number: 1 CA, 2 switch, 3 router.
+	NodeType int
+	// NumPorts is the highest port number.
+	NumPorts int
+	// FirmwareVersion is fw_ver, HardwareVersion hw_rev and Type hca_type
+	// (ibstat's "CA type"); "" when the file does not exist.
+	FirmwareVersion string
+	HardwareVersion string
+	Type            string
+	// NodeGUID is node_guid and SystemImageGUID sys_image_guid.
+	NodeGUID        uint64
+	SystemImageGUID uint64
+	// Ports is indexed by port number: len(Ports) is NumPorts+1, and an
+	// index without a port (0, on a CA) holds nil.
+	Ports []*CAPort
+}
+
+// CAPort describes a port the way libibumad's umad_get_port fills a
+// umad_port_t. There is no umad_release_port: a CAPort is an ordinary Go
+// value.
+//
+// Numbers are read as libibumad reads them, with strtoul(s, NULL, 0):
+// State is 4 for "4: ACTIVE" and Rate is the integer part of the Gb/s ("2.5
+// Gb/sec (1X SDR)" gives 2). Where libibumad fails the whole port because a
+// file is missing or unreadable (a rate the kernel refuses to compute, no
+// pkeys/), the field here is zero or nil instead.
+type CAPort struct {
+	// CA and Number name the port.
+	CA     string
+	Number int
+	// BaseLID is lid, LMC lid_mask_count, SMLID sm_lid and SMSL sm_sl.
+	BaseLID uint32
+	LMC     uint32
+	SMLID   uint32
+	SMSL    uint32
+	// State is state's number (4 = ACTIVE) and PhysState phys_state's
+	// (5 = LinkUp, 3 = Disabled).
+	State     uint32
+	PhysState uint32
+	// Rate is rate's integer part in Gb/s.
+	Rate uint32
+	// CapMask is cap_mask (IBA PortInfo:CapabilityMask), host order.
+	CapMask uint32
+	// GIDPrefix and PortGUID are the two halves of GID 0, as numbers.
+	GIDPrefix uint64
+	PortGUID  uint64
+	// PKeys is the P_Key table, indexed by table index.
+	PKeys []uint16
+	// LinkLayer is link_layer ("InfiniBand", "Ethernet"), or "IB" when
+	// the file does not exist, as libibumad reports it.
+	LinkLayer string
+	// Umad is the port's umad device node ("/dev/infiniband/umad0" under
+	// the Host's DevDir), "" when it has none. (Not in umad_port_t: it is
+	// what umad_open_port looks up.)
+	Umad string
+}
+
+// CANames returns the names of the RDMA devices, sorted, that libibumad's
+// umad_get_cas_names lists: names shorter than 20 characters whose node
+// type is 1 to 3 (CA, switch, router). The error matches os.ErrNotExist
+// when there is no /sys/class/infiniband (ib_core not loaded).
+func (h *Host) CANames() ([]string, error) {
+	f, err := h.fs()
+	if err != nil {
+		return nil, &Error{Op: "list CAs", Err: err}
+	}
+	all, err := f.CANames()
+	if err != nil {
+		return nil, &Error{Op: "list CAs", Err: err}
+	}
+	names := all[:0:0]
+	for _, n := range all {
+		if len(n) < hostCANameLen && h.isIBType(n) {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+// isIBType is libibumad's is_ib_type: node_type read with strtoul is 1–3.
+func (h *Host) isIBType(name string) bool {
+	b, err := os.ReadFile(filepath.Join(h.root(), "class", "infiniband", name, "node_type"))
+	if err != nil {
+		return false
+	}
+	t := sysfs.Strtoul(string(b))
+	return t >= 1 && t <= 3
+}
+
+// LookupCA reads the device name (umad_get_ca). An empty name means the
+// default device, chosen as OpenPort chooses it. The error matches
+// ErrNoDevice when there is no such device (or, for "", none usable).
+func (h *Host) LookupCA(name string) (*CA, error) {
+	if name == "" {
+		ca, _, err := h.resolve("", 0)
+		if err != nil {
+			return nil, &Error{Op: "get CA", Err: err}
+		}
+		name = ca
+	}
+	ca, err := h.readCA(name)
+	if err != nil {
+		return nil, &Error{Op: "get CA", Device: name, Err: err}
+	}
+	return ca, nil
+}
+
+// LookupPort reads a port (umad_get_port), choosing it as the seed's
+// umad_get_port describes: with both a CA name and a port number, that
+// port; with a CA name and port 0, the best port of that CA; with no CA
+// name and a port number, that port on any CA ("a port from any of the
+// local devices, as long as it is port N"); with neither, the default CA
+// and port. "Best" is libibumad's choice (see OpenPort). The error matches
+// ErrNoDevice when nothing fits and ErrInvalidPort when the CA has no such
+// port.
+func (h *Host) LookupPort(ca string, port int) (*CAPort, error) {
+	if port < 0 {
+		return nil, &Error{Op: "get port", Device: ca, Err: invalid(fmt.Sprintf("port number %d is negative", port))}
+	}
+	name, num, err := h.resolve(ca, port)
+	if err != nil {
+		return nil, &Error{Op: "get port", Device: portName(ca, port), Err: err}
+	}
+	c, err := h.readCA(name)
+	if err != nil {
+		return nil, &Error{Op: "get port", Device: portName(name, num), Err: err}
+	}
+	if num >= len(c.Ports) || c.Ports[num] == nil {
+		return nil, &Error{Op: "get port", Device: portName(name, num), Err: detail(ErrInvalidPort, fmt.Sprintf("%s has no port %d", name, num), nil)}
+	}
+	return c.Ports[num], nil
+}
+
+// CAPortGUIDs returns the port GUIDs of the device name
+// (umad_get_ca_portguids), or of the default device when name is "": the
+// slice is indexed by port number, so element 0 is 0 on a CA (whose ports
+// start at 1) and len is NumPorts+1.
+func (h *Host) CAPortGUIDs(name string) ([]uint64, error) {
+	ca, err := h.LookupCA(name)
+	if err != nil {
+		return nil, err
+	}
+	guids := make([]uint64, len(ca.Ports))
+	for i, p := range ca.Ports {
+		if p != nil {
+			guids[i] = p.PortGUID
+		}
+	}
+	return guids, nil
+}
+
+func portName(ca string, port int) string {
+	switch {
+	case ca == "" && port == 0:
+		return ""
+	case ca == "":
+		return fmt.Sprintf("*/%d", port)
+	case port == 0:
+		return ca
+	}
+	return fmt.Sprintf("%s/%d", ca, port)
+}
+
+// readCA reads a device and its ports through package sysfs and converts
+// them to libibumad's view. A missing device matches ErrNoDevice.
+func (h *Host) readCA(name string) (*CA, error) {
+	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+		return nil, detail(ErrNoDevice, fmt.Sprintf("invalid device name %q", name), nil)
+	}
+	f, err := h.fs()
+	if err != nil {
+		return nil, err
+	}
+	sc, err := f.CA(name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			if _, serr := os.Stat(filepath.Join(h.root(), "class", "infiniband", name)); serr != nil {
+				return nil, detail(ErrNoDevice, "", err)
+			}
+		}
+		return nil, err
+	}
+	ca := &CA{
+		Name:            sc.Name,
+		NodeType:        int(sc.NodeType),
+		FirmwareVersion: deref(sc.FWVersion),
+		HardwareVersion: deref(sc.HWRev),
+		Type:            deref(sc.HCAType),
+		NodeGUID:        uint64(sc.NodeGUID),
+		SystemImageGUID: uint64(sc.SysImageGUID),
+	}
+	for _, sp := range sc.Ports {
+		ca.NumPorts = max(ca.NumPorts, sp.Number)
+	}
+	ca.Ports = make([]*CAPort, ca.NumPorts+1)
+	for _, sp := range sc.Ports {
+		ca.Ports[sp.Number] = h.convertPort(sp)
+	}
+	return ca, nil
+}
+
+func (h *Host) convertPort(sp *sysfs.Port) *CAPort {
+	p := &CAPort{
+		CA:        sp.CA,
+		Number:    sp.Number,
+		BaseLID:   derefU32(sp.LID),
+		SMLID:     derefU32(sp.SMLID),
+		CapMask:   derefU32(sp.CapMask),
+		State:     uint32(sp.State),
+		PhysState: uint32(sp.PhysState),
+		PKeys:     sp.PKeys,
+		LinkLayer: sp.UmadLinkLayer(),
+	}
+	if sp.LMC != nil {
+		p.LMC = uint32(*sp.LMC)
+	}
+	if sp.SMSL != nil {
+		p.SMSL = uint32(*sp.SMSL)
+	}
+	if r, ok := sp.UmadRate(); ok {
+		p.Rate = r
+	}
+	if g, err := sp.GID(0); err == nil {
+		p.GIDPrefix, p.PortGUID = g.GID.Prefix(), g.GID.InterfaceID()
+	}
+	if sp.Umad != nil {
+		p.Umad = filepath.Join(h.devDir(), sp.Umad.Name)
+	}
+	return p
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func derefU32(v *uint32) uint32 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
+// isIBLink is libibumad's test for an InfiniBand port.
+func isIBLink(linkLayer string) bool { return linkLayer == linkInfiniBand || linkLayer == linkIB }
+
+// Port kinds resolveCAPort reports.
+const (
+	hostNoPort     = -1
+	hostPortUp     = 0
+	hostPortActiv  = 1
+	hostAnyPortNum = 0
+)
+
+// resolveCAPort is libibumad's resolve_ca_port: with want > 0 it judges
+// that port, otherwise it picks the first ACTIVE InfiniBand port, else the
+// first InfiniBand port that is LinkUp, else the first port of any link
+// layer that is not Disabled. It returns the port and hostPortActiv,
+// hostPortUp or hostNoPort.
+//
+// One deliberate difference: libibumad refuses an explicitly numbered
+// port that is not InfiniBand; here such a port qualifies (ACTIVE, or at
+// least not Disabled), since umad works on RoCE ports too (QP1 only).
+func resolveCAPort(ca *CA, want int) (int, int) {
+	if ca.NodeType == hostNodeSwitch {
+		return 0, hostPortActiv // a switch's management port 0
+	}
+	if want > 0 {
+		if want >= len(ca.Ports) || ca.Ports[want] == nil {
+			return want, hostNoPort
+		}
+		p := ca.Ports[want]
+		switch {
+		case p.State == hostPortActive:
+			return want, hostPortActiv
+		case p.PhysState != hostPhysDisabled:
+			return want, hostPortUp
+		}
+		return want, hostNoPort
+	}
+	up := -1
+	for i, p := range ca.Ports {
+		if p == nil || !isIBLink(p.LinkLayer) {
+			continue
+		}
+		if up < 0 && p.PhysState == hostPhysLinkUp {
+			up = i
+		}
+		if p.State == hostPortActive {
+			return i, hostPortActiv
+		}
+	}
+	if up >= 0 {
+		return up, hostPortUp
+	}
+	for i, p := range ca.Ports {
+		if p != nil && p.PhysState != hostPhysDisabled {
+			return i, hostPortUp
+		}
+	}
+	return 0, hostNoPort
+}
+
+// resolve is libibumad's resolve_ca_name with resolve_ca_port: it turns a
+// possibly empty CA name and a possibly zero port number into a device and
+// port. Devices are tried in name order (libibumad walks readdir order).
+// Where libibumad falls back to the name "mthca0" when nothing fits, this
+// returns ErrNoDevice.
+func (h *Host) resolve(ca string, port int) (string, int, error) {
+	if ca != "" && port != hostAnyPortNum {
+		return ca, port, nil
+	}
+	if ca != "" {
+		c, err := h.readCA(ca)
+		if err != nil {
+			return "", 0, err
+		}
+		num, kind := resolveCAPort(c, 0)
+		if kind == hostNoPort {
+			return "", 0, detail(ErrNoDevice, fmt.Sprintf("%s has no usable port (every port is Disabled)", ca), nil)
+		}
+		return ca, num, nil
+	}
+	names, err := h.CANames()
+	if err != nil {
+		return "", 0, detail(ErrNoDevice, "", err)
+	}
+	found, foundPort := "", 0
+	for _, name := range names {
+		c, err := h.readCA(name)
+		if err != nil {
+			continue // as libibumad: a device it cannot read is skipped
+		}
+		num, kind := resolveCAPort(c, port)
+		switch kind {
+		case hostPortActiv:
+			return name, num, nil
+		case hostPortUp:
+			if found == "" {
+				found, foundPort = name, num
+			}
+		}
+	}
+	if found != "" {
+		return found, foundPort, nil
+	}
+	what := "no RDMA device has a usable port"
+	if port != 0 {
+		what = fmt.Sprintf("no RDMA device has a usable port %d", port)
+	}
+	if len(names) == 0 {
+		what = "no RDMA devices"
+	}
+	return "", 0, detail(ErrNoDevice, what, nil)
+}
+
+// The package-level functions use the zero Host: /sys and /dev/infiniband.
+
+// Init is Host.Init on /sys (umad_init): it checks the umad ABI version.
+func Init() error { return defaultHost.Init() }
+
+// Done is Host.Done (umad_done): it does nothing.
+func Done() error { return defaultHost.Done() }
+
+// CANames is Host.CANames on /sys (umad_get_cas_names).
+func CANames() ([]string, error) { return defaultHost.CANames() }
+
+// LookupCA is Host.LookupCA on /sys (umad_get_ca).
+func LookupCA(name string) (*CA, error) { return defaultHost.LookupCA(name) }
+
+// LookupPort is Host.LookupPort on /sys (umad_get_port).
+func LookupPort(ca string, port int) (*CAPort, error) { return defaultHost.LookupPort(ca, port) }
+
+// CAPortGUIDs is Host.CAPortGUIDs on /sys (umad_get_ca_portguids).
+func CAPortGUIDs(name string) ([]uint64, error) { return defaultHost.CAPortGUIDs(name) }
+
+// OpenPort is Host.OpenPort on /sys and /dev/infiniband (umad_open_port).
+func OpenPort(ca string, port int) (*Port, error) { return defaultHost.OpenPort(ca, port) }

@@ -1,0 +1,261 @@
+package umad
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/purerdma/rdma/internal/sys"
+)
+
+func TestInitChecksABI(t *testing.T) {
+	for _, tc := range []struct {
+		abi     string
+		want    error
+		message string
+	}{
+		{"5", nil, ""},
+		{"4", ErrNotSupported, "umad ABI is version 4, this library speaks 5"},
+		{"6", ErrNotSupported, "version 6"},
+		{"", os.ErrNotExist, "modprobe ib_umad"},
+	} {
+		h := &Host{SysfsRoot: tSysfs(t, tc.abi)}
+		err := h.Init()
+		if tc.want == nil {
+			if err != nil {
+				t.Errorf("abi %q: %v", tc.abi, err)
+			}
+			continue
+		}
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.message) {
+			t.Errorf("abi %q: %v, want an error matching %v saying %q", tc.abi, err, tc.want, tc.message)
+		}
+		// OpenPort makes the same check.
+		if _, err := h.OpenPort("x", 1); !errors.Is(err, tc.want) {
+			t.Errorf("abi %q: OpenPort: %v", tc.abi, err)
+		}
+	}
+	if err := (&Host{}).Done(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCANames(t *testing.T) {
+	root := tSysfs(t, "5",
+		tCA{name: "mlx5_1", ports: []tPort{ib(1, active, linkUp, 2)}},
+		tCA{name: "mlx5_0", ports: []tPort{ib(1, active, linkUp, 1)}},
+		tCA{name: "iwp0", nodeType: "4: RNIC", ports: []tPort{roce(1, active, linkUp, 1)}},
+		tCA{name: "sw0", nodeType: "2: switch"},
+		tCA{name: "a_name_of_twenty_chr", ports: []tPort{ib(1, active, linkUp, 3)}},
+	)
+	got, err := (&Host{SysfsRoot: root}).CANames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"mlx5_0", "mlx5_1", "sw0"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("CANames = %q, want %q (sorted; node types 1–3; names under 20 characters)", got, want)
+	}
+	_, err = (&Host{SysfsRoot: t.TempDir()}).CANames()
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("no class/infiniband: %v", err)
+	}
+}
+
+func TestLookupCA(t *testing.T) {
+	e := newEnv(t, tCA{name: "mlx5_0", guid: 0x0002c903000a0b0c, ports: []tPort{ib(1, active, linkUp, 7), ib(2, down, polling, 0)}})
+	ca, err := e.host.LookupCA("mlx5_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca.Name != "mlx5_0" || ca.NodeType != 1 || ca.NumPorts != 2 || len(ca.Ports) != 3 || ca.Ports[0] != nil ||
+		ca.NodeGUID != 0x0002c903000a0b0c || ca.SystemImageGUID != ca.NodeGUID ||
+		ca.FirmwareVersion != "20.1.2" || ca.Type != "MT4123" || ca.HardwareVersion != "0x0" {
+		t.Fatalf("CA %+v", ca)
+	}
+	p := ca.Ports[1]
+	want := CAPort{CA: "mlx5_0", Number: 1, BaseLID: 7, SMLID: 1, State: 4, PhysState: 5, Rate: 100, CapMask: 0x2651e848,
+		GIDPrefix: 0xfe80000000000000, PortGUID: 0x0002c90000010007, PKeys: []uint16{0xffff}, LinkLayer: "InfiniBand",
+		Umad: "/dev/infiniband/umad0"}
+	if !reflect.DeepEqual(*p, want) {
+		t.Fatalf("port 1:\n got %+v\nwant %+v", *p, want)
+	}
+	if ca.Ports[2].State != 1 || ca.Ports[2].PhysState != 2 || ca.Ports[2].Umad != "/dev/infiniband/umad1" {
+		t.Fatalf("port 2 %+v", ca.Ports[2])
+	}
+	guids, err := e.host.CAPortGUIDs("mlx5_0")
+	if err != nil || !reflect.DeepEqual(guids, []uint64{0, 0x0002c90000010007, 0x0002c90000010000}) {
+		t.Fatalf("CAPortGUIDs = %#x, %v", guids, err)
+	}
+	// The default CA.
+	if ca, err := e.host.LookupCA(""); err != nil || ca.Name != "mlx5_0" {
+		t.Fatalf("LookupCA(\"\") = %v, %v", ca, err)
+	}
+	if _, err := e.host.LookupCA("mlx9_9"); !errors.Is(err, ErrNoDevice) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("LookupCA(missing) = %v", err)
+	}
+	for _, bad := range []string{"../x", ".", "a/b"} {
+		if _, err := e.host.LookupCA(bad); !errors.Is(err, ErrNoDevice) {
+			t.Fatalf("LookupCA(%q) = %v", bad, err)
+		}
+	}
+	// link_layer missing reads as "IB", as in libibumad.
+	root := tSysfs(t, "5", tCA{name: "old", ports: []tPort{{num: 1, state: active, phys: linkUp}}})
+	p2, err := (&Host{SysfsRoot: root}).LookupPort("old", 1)
+	if err != nil || p2.LinkLayer != "IB" {
+		t.Fatalf("no link_layer: %+v, %v", p2, err)
+	}
+}
+
+// TestPortSelection checks the seed's selection rules for umad_get_port
+// and umad_open_port, with libibumad's preferences.
+func TestPortSelection(t *testing.T) {
+	type want struct {
+		ca   string
+		port int
+		err  error
+	}
+	for _, tc := range []struct {
+		name string
+		cas  []tCA
+		ca   string
+		port int
+		want want
+	}{
+		{"both given: taken as given", ibPair(), "mlx5_1", 1, want{"mlx5_1", 1, nil}},
+		{"both given, port down: still taken",
+			[]tCA{{name: "a", ports: []tPort{ib(1, down, disabled, 0)}}}, "a", 1, want{"a", 1, nil}},
+		{"both given, no such port", ibPair(), "mlx5_1", 2, want{err: ErrInvalidPort}},
+		{"both given, no such CA", ibPair(), "mlx9", 1, want{err: ErrNoDevice}},
+		{"CA only: first ACTIVE IB port",
+			[]tCA{{name: "a", ports: []tPort{ib(1, down, linkUp, 0), ib(2, active, linkUp, 5), ib(3, active, linkUp, 6)}}},
+			"a", 0, want{"a", 2, nil}},
+		{"CA only: else first LinkUp IB port",
+			[]tCA{{name: "a", ports: []tPort{ib(1, down, polling, 0), ib(2, down, linkUp, 0), ib(3, down, linkUp, 0)}}},
+			"a", 0, want{"a", 2, nil}},
+		{"CA only: IB preferred over an earlier active RoCE port",
+			[]tCA{{name: "a", ports: []tPort{roce(1, active, linkUp, 1), ib(2, down, linkUp, 0)}}},
+			"a", 0, want{"a", 2, nil}},
+		{"CA only: else first port not Disabled, any link layer",
+			[]tCA{{name: "a", ports: []tPort{roce(1, down, disabled, 1), roce(2, down, polling, 2), ib(3, down, disabled, 0)}}},
+			"a", 0, want{"a", 2, nil}},
+		{"CA only: everything Disabled",
+			[]tCA{{name: "a", ports: []tPort{ib(1, down, disabled, 0)}}}, "a", 0, want{err: ErrNoDevice}},
+		{"port only: that port on any CA, the first with it ACTIVE",
+			[]tCA{
+				{name: "a", ports: []tPort{ib(1, active, linkUp, 1)}},
+				{name: "b", ports: []tPort{ib(1, down, polling, 0), ib(2, down, polling, 0)}},
+				{name: "c", ports: []tPort{ib(1, down, polling, 0), ib(2, active, linkUp, 9)}},
+			}, "", 2, want{"c", 2, nil}},
+		{"port only: else the first CA where it is not Disabled",
+			[]tCA{
+				{name: "a", ports: []tPort{ib(1, active, linkUp, 1)}},
+				{name: "b", ports: []tPort{ib(1, down, polling, 0), ib(2, down, disabled, 0)}},
+				{name: "c", ports: []tPort{ib(1, down, polling, 0), ib(2, down, polling, 0)}},
+			}, "", 2, want{"c", 2, nil}},
+		{"port only: a RoCE port qualifies", rxePair(), "", 1, want{"rxe0", 1, nil}},
+		{"port only: nobody has it", rxePair(), "", 2, want{err: ErrNoDevice}},
+		{"neither: the first CA with an ACTIVE IB port wins over earlier ones",
+			[]tCA{
+				{name: "a", ports: []tPort{ib(1, down, linkUp, 0)}},
+				{name: "b", ports: []tPort{roce(1, active, linkUp, 2)}},
+				{name: "c", ports: []tPort{ib(1, down, polling, 0), ib(2, active, linkUp, 3)}},
+			}, "", 0, want{"c", 2, nil}},
+		{"neither: else the first CA with a usable port",
+			[]tCA{
+				{name: "a", ports: []tPort{ib(1, down, disabled, 0)}},
+				{name: "b", ports: []tPort{ib(1, down, linkUp, 0)}},
+				{name: "c", ports: []tPort{ib(1, down, linkUp, 0)}},
+			}, "", 0, want{"b", 1, nil}},
+		{"neither: RoCE only (rxe0, rxe1)", rxePair(), "", 0, want{"rxe0", 1, nil}},
+		{"neither: a switch's port 0",
+			[]tCA{{name: "sw", nodeType: "2: switch"}}, "", 0, want{err: ErrInvalidPort}},
+		{"neither: no devices", nil, "", 0, want{err: ErrNoDevice}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &Host{SysfsRoot: tSysfs(t, "5", tc.cas...)}
+			p, err := h.LookupPort(tc.ca, tc.port)
+			if tc.want.err != nil {
+				if !errors.Is(err, tc.want.err) {
+					t.Fatalf("LookupPort(%q, %d) = %+v, %v; want %v", tc.ca, tc.port, p, err, tc.want.err)
+				}
+				return
+			}
+			if err != nil || p.CA != tc.want.ca || p.Number != tc.want.port {
+				t.Fatalf("LookupPort(%q, %d) = %+v, %v; want %s/%d", tc.ca, tc.port, p, err, tc.want.ca, tc.want.port)
+			}
+		})
+	}
+	if _, err := (&Host{}).LookupPort("x", -1); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("negative port: %v", err)
+	}
+}
+
+func TestOpenPortErrors(t *testing.T) {
+	cas := []tCA{
+		{name: "mlx5_0", ports: []tPort{ib(1, active, linkUp, 1), {num: 2, state: active, phys: linkUp, linkLayer: linkInfiniBand, noUmad: true}}},
+	}
+	e := newEnv(t, cas...)
+	all := []error{ErrNoDevice, ErrInvalidPort, ErrOpenFailed}
+	check := func(err, want error) {
+		t.Helper()
+		for _, s := range all {
+			if errors.Is(err, s) != (s == want) {
+				t.Fatalf("%v: errors.Is(err, %v) = %v", err, s, !(s == want))
+			}
+		}
+	}
+	_, err := e.host.OpenPort("mlx9_0", 1)
+	check(err, ErrNoDevice)
+	if !errors.Is(err, syscall.ENODEV) {
+		t.Fatalf("ErrNoDevice must match ENODEV: %v", err)
+	}
+	_, err = e.host.OpenPort("mlx5_0", 3)
+	check(err, ErrInvalidPort)
+	_, err = e.host.OpenPort("mlx5_0", 2) // no umad node
+	check(err, ErrInvalidPort)
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "no umad device") {
+		t.Fatalf("%v", err)
+	}
+	_, err = e.host.OpenPort("mlx5_0", -1)
+	check(err, ErrInvalidPort)
+
+	// A node that cannot be opened: permission denied.
+	e.host.open = func(path string) (*sys.FD, fakePoller, error) {
+		return nil, nil, &os.PathError{Op: "open", Path: path, Err: syscall.EACCES}
+	}
+	_, err = e.host.OpenPort("mlx5_0", 1)
+	check(err, ErrOpenFailed)
+	if !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), "udev") || !strings.Contains(err.Error(), "run as root") {
+		t.Fatalf("permission error %q must match os.ErrPermission and say how to grant access", err)
+	}
+	// The real open of a missing node (no fake): ErrOpenFailed, os.ErrNotExist.
+	e.host.open = nil
+	e.host.DevDir = filepath.Join(t.TempDir(), "nodev")
+	_, err = e.host.OpenPort("mlx5_0", 1)
+	check(err, ErrOpenFailed)
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestOpenPortBasics(t *testing.T) {
+	e := newEnv(t, rxePair()...)
+	p := e.open(t, "", 0)
+	if p.CA() != "rxe0" || p.PortNum() != 1 || p.Device() != "/dev/infiniband/umad0" || p.String() != "rxe0/1" ||
+		p.LinkLayer() != "Ethernet" || p.HeaderSize() != 64 || p.FD() != -1 {
+		t.Fatalf("port %v: %s %d %s %s hdr %d fd %d", p, p.CA(), p.PortNum(), p.Device(), p.LinkLayer(), p.HeaderSize(), p.FD())
+	}
+	if e.files[0].HeaderSize() != 64 {
+		t.Fatal("OpenPort must enable the 64-byte header (IB_USER_MAD_ENABLE_PKEY)")
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal("a second Close must return nil")
+	}
+}

@@ -1,0 +1,317 @@
+package umad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"syscall"
+	"time"
+)
+
+// timeoutForever is what Send writes into timeout_ms for a negative
+// timeout: libibumad's -1. The kernel converts timeout_ms with
+// msecs_to_jiffies, which maps every value that is negative as a C int
+// (≥ 2³¹) to MAX_JIFFY_OFFSET, so such a request waits until its response
+// arrives, its agent is unregistered or the port is closed.
+const timeoutForever = math.MaxUint32
+
+// timeoutMs converts Send's timeout to the header's timeout_ms.
+func timeoutMs(d time.Duration) uint32 {
+	switch {
+	case d == 0:
+		return 0
+	case d < 0:
+		return timeoutForever
+	}
+	ms := (d + time.Millisecond - 1) / time.Millisecond // round up: 1ns is not 0
+	if ms >= 1<<31 {
+		return timeoutForever // the kernel would wait for ever anyway
+	}
+	return uint32(ms)
+}
+
+// Send sends the packet's MAD from an agent (umad_send) to the packet's
+// address. It fills the header's agent id, timeout and retries, so the
+// packet keeps them.
+//
+// timeout says whether the MAD is a request that expects a response:
+//   - 0: unsolicited (a response, a trap, a send-only agent's MAD): nothing
+//     comes back;
+//   - > 0: the kernel waits that long (rounded up to milliseconds) for the
+//     response, resends the request retries times, and once all retries
+//     are spent hands the request back through Recv with Status ETIMEDOUT
+//     (the response, when it comes, arrives through Recv as usual);
+//   - < 0: wait for ever: timeout_ms is 0xFFFFFFFF, libibumad's -1, which
+//     the kernel turns into an unbounded wait; retries are then moot. The
+//     request stays pending until its response arrives, the agent is
+//     unregistered or the port is closed (timeouts of 2³¹ ms and more are
+//     the same to the kernel).
+//
+// For a request the kernel replaces the upper 32 bits of the TID with the
+// agent's own value, so that the response finds its way back; only the
+// lower 32 bits are the caller's. A request whose TID and class equal
+// those of a request still pending on the port fails with EINVAL.
+//
+// The MAD must be at least 36 bytes (the kernel's minimum) and, without
+// kernel RMPP, at most 256. Errors carry the kernel's errno: EINVAL for a
+// MAD the kernel refuses, EIO for an agent that is not registered.
+func (p *Port) Send(agent AgentID, pkt *Packet, timeout time.Duration, retries int) error {
+	if err := p.checkSend(agent, pkt, retries); err != nil {
+		return &Error{Op: "send", Device: p.name, Err: err}
+	}
+	pkt.hdr.AgentID = uint32(agent)
+	pkt.hdr.TimeoutMs = timeoutMs(timeout)
+	pkt.hdr.Retries = uint32(retries)
+	pkt.hdr.Status = 0
+	b, err := pkt.wire(int(p.hdr.Load()))
+	if err != nil {
+		return &Error{Op: "send", Device: p.name, Err: invalid(err.Error())}
+	}
+	if debugOn(2) {
+		logDebug("umad: send", slog.String("port", p.name), slog.String("packet", pkt.String()))
+	}
+	n, err := p.fd.Write(b)
+	if err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			err = errClosed
+		}
+		if debugOn(1) {
+			logDebug("umad: send failed", slog.String("port", p.name), slog.Any("err", err))
+		}
+		return &Error{Op: "send", Device: p.name, Err: err}
+	}
+	if n != len(b) {
+		return &Error{Op: "send", Device: p.name, Err: detail(nil, fmt.Sprintf("short write: %d of %d bytes", n, len(b)), syscall.EIO)}
+	}
+	return nil
+}
+
+func (p *Port) checkSend(agent AgentID, pkt *Packet, retries int) error {
+	switch {
+	case pkt == nil:
+		return invalid("nil packet")
+	case agent >= maxAgents:
+		return invalid(fmt.Sprintf("agent id %d is not below 32", agent))
+	case retries < 0 || int64(retries) > math.MaxUint32:
+		return invalid(fmt.Sprintf("retries %d out of range", retries))
+	case pkt.n < pktMinSend:
+		return invalid(fmt.Sprintf("a MAD of %d bytes; the kernel needs at least %d", pkt.n, pktMinSend))
+	case p.hdr.Load() == 56 && pkt.hdr.PKeyIndex != 0:
+		return invalid("P_Key index set, but the port uses the 56-byte header, which has none")
+	}
+	return nil
+}
+
+// Recv receives one MAD into pkt (umad_recv) and returns the id of the
+// agent it was received for. The packet's Status tells a received MAD
+// (0) from a request of this port that timed out (ETIMEDOUT); its Addr is
+// the sender's address, so the packet can be sent straight back as the
+// response once its MAD is edited.
+//
+// timeout < 0 blocks until a MAD arrives; 0 does not block and returns an
+// error matching ErrWouldBlock (and syscall.EAGAIN) when nothing is queued
+// or another receive holds the port; > 0 waits at most that long and then
+// returns an error matching ErrTimeout (syscall.ETIMEDOUT,
+// os.ErrDeadlineExceeded). Close unblocks it with an error matching
+// os.ErrClosed; a removed device gives EIO.
+//
+// When the MAD is an RMPP message larger than the packet (the kernel says
+// ENOSPC and leaves it queued), Recv grows the packet to the size the
+// kernel reports and reads again. Once pkt is large enough, Recv does not
+// allocate.
+func (p *Port) Recv(pkt *Packet, timeout time.Duration) (AgentID, error) {
+	if pkt == nil {
+		return 0, &Error{Op: "receive", Device: p.name, Err: invalid("nil packet")}
+	}
+	if timeout == 0 {
+		if !p.rmu.TryLock() {
+			return 0, &Error{Op: "receive", Device: p.name, Err: ErrWouldBlock}
+		}
+		defer p.rmu.Unlock()
+		p.setDeadline(time.Time{}) // an expired deadline would fail the read
+		id, err := p.recv(pkt, true)
+		if err != nil {
+			return 0, &Error{Op: "receive", Device: p.name, Err: err}
+		}
+		return id, nil
+	}
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	p.setDeadline(deadline)
+	id, err := p.recv(pkt, false)
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = ErrTimeout
+		}
+		return 0, &Error{Op: "receive", Device: p.name, Err: err}
+	}
+	return id, nil
+}
+
+// RecvContext is Recv that waits until a MAD arrives, ctx is done (the
+// error then wraps ctx.Err()) or the port is closed. With a ctx that is
+// never done and has no deadline it does not allocate.
+func (p *Port) RecvContext(ctx context.Context, pkt *Packet) (AgentID, error) {
+	if pkt == nil || ctx == nil {
+		return 0, &Error{Op: "receive", Device: p.name, Err: invalid("nil packet or context")}
+	}
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return 0, &Error{Op: "receive", Device: p.name, Err: err}
+	}
+	deadline, _ := ctx.Deadline()
+	p.setDeadline(deadline)
+	var stop func() bool
+	if ctx.Done() != nil {
+		p.dlMu.Lock()
+		gen := p.dlGen
+		p.dlMu.Unlock()
+		stop = context.AfterFunc(ctx, func() {
+			p.dlMu.Lock()
+			defer p.dlMu.Unlock()
+			if p.dlGen != gen {
+				return // that receive is over
+			}
+			_ = p.fd.SetReadDeadline(time.Unix(1, 0))
+			if p.fake != nil {
+				p.fake.Interrupt()
+			}
+		})
+	}
+	id, err := p.recv(pkt, false)
+	if stop != nil {
+		p.dlMu.Lock()
+		p.dlGen++
+		p.dlMu.Unlock()
+		stop()
+		p.dlSet = true // the wake-up may have moved the deadline
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if cerr := ctx.Err(); cerr != nil {
+				err = cerr
+			} else if !deadline.IsZero() && !time.Now().Before(deadline) {
+				err = context.DeadlineExceeded
+			}
+		}
+		return 0, &Error{Op: "receive", Device: p.name, Err: err}
+	}
+	return id, nil
+}
+
+// setDeadline sets the descriptor's read deadline for the receive about
+// to start, skipping the call when there is none to set or clear. Caller
+// holds rmu.
+func (p *Port) setDeadline(t time.Time) {
+	if t.IsZero() && !p.dlSet {
+		return
+	}
+	_ = p.fd.SetReadDeadline(t)
+	p.dlSet = !t.IsZero()
+}
+
+// maxGrow bounds the ENOSPC-grow-and-reread loop.
+const maxGrow = 4
+
+// recv does one receive, growing pkt on ENOSPC. Caller holds rmu. The
+// error is the cause, untranslated except for closed ports and EAGAIN.
+func (p *Port) recv(pkt *Packet, nonblocking bool) (AgentID, error) {
+	hs := int(p.hdr.Load())
+	pkt.room(pktMAD) // the kernel needs room for at least one whole MAD
+	for tries := 0; ; tries++ {
+		b := pkt.buf[pktSlot-hs:]
+		var n int
+		var err error
+		if nonblocking {
+			n, err = p.fd.ReadNonblocking(b)
+		} else {
+			n, err = p.fd.Read(b)
+		}
+		if err == nil {
+			if n < hs {
+				return 0, detail(nil, fmt.Sprintf("short read: %d bytes", n), syscall.EIO)
+			}
+			_ = pkt.hdr.Decode(b, hs)
+			pkt.n = n - hs
+			if debugOn(2) {
+				logDebug("umad: received", slog.String("port", p.name), slog.String("packet", pkt.String()))
+			}
+			return AgentID(pkt.hdr.AgentID), nil
+		}
+		switch {
+		case errors.Is(err, syscall.ENOSPC) && tries < maxGrow:
+			// The header holds the message's full length; the record is
+			// still queued, and this receive still owns the port.
+			var full uint32
+			if len(b) >= 20 {
+				full = uint32(b[16]) | uint32(b[17])<<8 | uint32(b[18])<<16 | uint32(b[19])<<24
+			}
+			size := int(full) - hs
+			if size <= len(b)-hs || size > pktMaxMAD {
+				return 0, detail(nil, fmt.Sprintf("the kernel reports a %d-byte message", full), syscall.ENOSPC)
+			}
+			if debugOn(1) {
+				logDebug("umad: growing packet for an RMPP message", slog.String("port", p.name), slog.Int("bytes", size))
+			}
+			pkt.room(size)
+			nonblocking = true
+			continue
+		case errors.Is(err, syscall.EAGAIN):
+			return 0, ErrWouldBlock
+		case errors.Is(err, os.ErrClosed):
+			return 0, errClosed
+		}
+		return 0, err
+	}
+}
+
+// Poll waits until a MAD can be received (umad_poll): nil once one is
+// queued. timeout < 0 waits for ever; 0 only looks; > 0 waits at most that
+// long, then returns an error matching ErrTimeout (0 may wait up to a
+// millisecond for the poller to look). Like umad_poll it does
+// not promise that the next Recv finds the MAD when other goroutines
+// receive too: use Recv with timeout 0 for that. A removed device gives an
+// error matching EIO; Close, one matching os.ErrClosed.
+func (p *Port) Poll(timeout time.Duration) error {
+	if timeout == 0 {
+		if !p.rmu.TryLock() {
+			return &Error{Op: "poll", Device: p.name, Err: ErrTimeout}
+		}
+	} else {
+		p.rmu.Lock()
+	}
+	defer p.rmu.Unlock()
+	var deadline time.Time
+	switch {
+	case timeout > 0:
+		deadline = time.Now().Add(timeout)
+	case timeout == 0:
+		// Look once; the runtime poller only looks before a deadline, so
+		// give it a millisecond. (internal/sys has no poll(fd, 0).)
+		deadline = time.Now().Add(time.Millisecond)
+	}
+	var err error
+	if p.fake != nil {
+		err = p.fake.WaitReadable(deadline)
+	} else {
+		p.setDeadline(deadline)
+		err = p.fd.WaitReadable()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = ErrTimeout
+	case errors.Is(err, os.ErrClosed):
+		err = errClosed
+	}
+	return &Error{Op: "poll", Device: p.name, Err: err}
+}
