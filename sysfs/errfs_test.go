@@ -52,6 +52,7 @@ func (f errFile) ReadAt([]byte, int64) (int, error) {
 const rxe0Port = "class/infiniband/rxe0/ports/1/"
 
 func TestInjectedErrno(t *testing.T) {
+	skipInVM(t)
 	rxe := os.DirFS("testdata/rxe-6.1")
 	mlx := os.DirFS("testdata/mlx5-eth")
 	const mlxPort = "class/infiniband/mlx5_0/ports/1/"
@@ -172,6 +173,7 @@ func TestPermission(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("running as root, which reads a mode-000 file; TestInjectedErrno covers EACCES as root")
 	}
+	skipInVM(t)
 	root := copyTree(t, "testdata/rxe-6.1")
 	file := filepath.Join(root, "devices/virtual/infiniband/rxe0/ports/1/lid")
 	if err := os.Chmod(file, 0); err != nil {
