@@ -11,23 +11,23 @@
 //
 // Under the root (default /sys; see [New] and [NewFS]):
 //
-//	class/infiniband/<ca>/                  [FS.CANames], [FS.CAs], [FS.CA]
+//	class/infiniband/<ca>/                  FS.CANames, FS.CAs, FS.CA
 //	    node_type node_guid sys_image_guid  required
 //	    fw_ver hca_type hw_rev board_id     optional (driver-dependent)
 //	    node_desc parent                    optional
-//	    hw_counters/                        device-wide counters, few drivers ([CA.HwCounters])
-//	    ports/<n>/                          [FS.Port], [CA.Ports]
+//	    hw_counters/                        device-wide counters, few drivers (CA.HwCounters)
+//	    ports/<n>/                          FS.Port, CA.Ports
 //	        state phys_state                required: "4: ACTIVE", "5: LinkUp"
 //	        rate lid lid_mask_count sm_lid sm_sl cap_mask link_layer
-//	        pkeys/<i>                       [Port.PKeys]
-//	        gids/<i>                        [Port.GID], [Port.GIDs]
+//	        pkeys/<i>                       Port.PKeys
+//	        gids/<i>                        Port.GID, Port.GIDs
 //	        gid_attrs/types/<i> gid_attrs/ndevs/<i>
-//	        counters/                       PMA counters ([Port.Counters])
-//	        hw_counters/                    driver counters ([Port.HwCounters], [Port.OpenHwCounters])
-//	class/infiniband_verbs/abi_version      [FS.VerbsABIVersion]
-//	class/infiniband_verbs/uverbs<N>/{ibdev,abi_version,dev}    [FS.CharDevs], [CA.Verbs]
-//	class/infiniband_mad/abi_version        [FS.MadABIVersion]
-//	class/infiniband_mad/{umad,issm}<N>/{ibdev,port,dev}        [FS.CharDevs], [Port.Umad], [Port.ISSM]
+//	        counters/                       PMA counters (Port.Counters)
+//	        hw_counters/                    driver counters (Port.HwCounters, Port.OpenHwCounters)
+//	class/infiniband_verbs/abi_version      FS.VerbsABIVersion
+//	class/infiniband_verbs/uverbs<N>/{ibdev,abi_version,dev}    FS.CharDevs, CA.Verbs
+//	class/infiniband_mad/abi_version        FS.MadABIVersion
+//	class/infiniband_mad/{umad,issm}<N>/{ibdev,port,dev}        FS.CharDevs, Port.Umad, Port.ISSM
 //
 // The formats are the kernel's (drivers/infiniband/core/sysfs.c,
 // uverbs_main.c, user_mad.c); the project's ABI notes (kernel-abi.md §6)

@@ -23,11 +23,13 @@ var ErrNotSupported = rdma.ErrNotSupported
 // against os.ErrNotExist (ENOENT, ENODEV, ENXIO: the device or file does not
 // exist), os.ErrPermission (EACCES, EPERM) and [ErrNotSupported].
 type Error struct {
-	Op     string
-	Device string
-	Err    error
+	Op     string // what was being done: "read CA", "read port", "netlink stat get", …
+	Device string // the device, "mlx5_0", or a port, "mlx5_0/1"; may be empty
+	Err    error  // the cause
 }
 
+// Error returns "op device: cause (what to do next)", the message format of
+// every purerdma package.
 func (e *Error) Error() string { return errs.Message(e.Op, e.Device, e.Err) }
 
 // Unwrap returns the cause.
@@ -49,6 +51,7 @@ type ParseError struct {
 	Want string
 }
 
+// Error returns "parse PATH: got TEXT, want WANT".
 func (e *ParseError) Error() string {
 	s := "parse "
 	if e.Path != "" {

@@ -45,7 +45,9 @@ func (p *Port) GID(index int) (GIDEntry, error) {
 // GIDs reads the port's GID table and returns the slots that hold a GID
 // (not all zeros), in index order, with their attributes (like the GID
 // lines of ibv_devinfo -v). It reads one file per slot: rxe has 1024
-// slots, mlx5 RoCE ports 256 or more.
+// slots, mlx5 RoCE ports 256 or more. A slot whose gids/N does not parse is
+// a *ParseError; a GID attribute the kernel refuses (EINVAL) is left nil,
+// other read errors are returned (os.ErrPermission, …).
 func (p *Port) GIDs() ([]GIDEntry, error) {
 	dir := path.Join(p.dir(), "gids")
 	ents, err := p.fs.readDir(dir)

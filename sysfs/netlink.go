@@ -124,8 +124,8 @@ func (n *Netlink) Device(name string) (*NetlinkDevice, error) {
 
 // NamedCounter is one hardware counter of a netlink statistics reply.
 type NamedCounter struct {
-	Name  string
-	Value uint64
+	Name  string // the driver's counter name, as in hw_counters/
+	Value uint64 // the value
 }
 
 // PortStats are a port's hardware counters as RDMA netlink reports them
