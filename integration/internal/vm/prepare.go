@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // guestPrograms are built with CGO_ENABLED=0 into the image: path in the
@@ -69,7 +70,9 @@ func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return nil, err
 	}
-	unlock, err := lock(filepath.Join(cache, "lock"))
+	unlock, err := lock(filepath.Join(cache, "lock"), func() {
+		logf("waiting for another vmrun to finish preparing %s", cache)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -131,12 +134,15 @@ func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
 	return p, nil
 }
 
-// lock takes an exclusive flock on file.
-func lock(file string) (func(), error) {
+// lock takes an exclusive flock on file, calling waiting if someone else
+// holds it for more than a moment (a download, an image build).
+func lock(file string, waiting func()) (func(), error) {
 	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	t := time.AfterFunc(2*time.Second, waiting)
+	defer t.Stop()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", file, err)
