@@ -27,4 +27,16 @@
 // What a method does once the framework accepts it is the test's Handler:
 // it is function-shaped, in the manner of mdlayher/netlink's nltest. Later
 // packages add per-method and per-driver rules as handlers.
+//
+// Verbs (verbs*.go) is such a handler: a simulated device implementing the
+// methods package uverbs uses — GET_CONTEXT, QUERY_CONTEXT, QUERY_PORT,
+// QUERY_GID_TABLE/ENTRY, async event files, CQ and QP create/destroy,
+// PD destroy, and the legacy commands QUERY_DEVICE, EX_QUERY_DEVICE,
+// QUERY_PORT, ALLOC_PD, CREATE_COMP_CHANNEL, REQ_NOTIFY_CQ, MODIFY_QP and
+// QUERY_QP through INVOKE_WRITE — with the kernel's checks and errnos, the
+// QP state machine, and the driver rules of rxe (RXE, rxe.go) and mlx5
+// (MLX5, mlx5.go). Kernel.HandleMmap and Kernel.HandleClose let it model
+// mmap of driver pages and observe teardown; descriptors the device creates
+// (async event files, completion channels) are adopted through
+// sys.FD.Adopt (File implements sys.Adopter).
 package fakekernel

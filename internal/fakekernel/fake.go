@@ -39,6 +39,20 @@ type Kernel struct {
 	mu           sync.Mutex
 	disassociate bool
 	files        map[*File]struct{}
+	mmap         MmapHandler
+	onClose      func(f *File)
+}
+
+// MmapHandler implements mmap(2) of an open file of the device (drivers map
+// queues and doorbell pages). It runs with the file's lock held.
+type MmapHandler func(f *File, offset int64, length, prot, flags int) ([]byte, error)
+
+// HandleMmap installs h as the device's mmap; without one every mmap fails
+// ENODEV, as on a driver without an mmap op.
+func (k *Kernel) HandleMmap(h MmapHandler) {
+	k.mu.Lock()
+	k.mmap = h
+	k.mu.Unlock()
 }
 
 // New returns a fake device that runs h for every call the framework
@@ -110,6 +124,9 @@ type File struct {
 	nextFD  int64
 	objects map[uint32]*Object
 	fds     map[int64]*Object
+
+	// State is the Handler's own per-file state (a driver's ucontext).
+	State any
 }
 
 // HasContext reports whether GET_CONTEXT succeeded on this file.
@@ -155,9 +172,26 @@ func (f *File) Write(p []byte) (int, error) {
 	return 0, syscall.EOPNOTSUPP
 }
 
-// Mmap implements sys.Backend: the fake device maps nothing.
+// Mmap implements sys.Backend through the Kernel's MmapHandler; without one
+// the fake device maps nothing (ENODEV).
 func (f *File) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
-	return nil, syscall.ENODEV
+	f.k.mu.Lock()
+	h := f.k.mmap
+	f.k.mu.Unlock()
+	if h == nil {
+		return nil, syscall.ENODEV
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return h(f, offset, length, prot, flags)
+}
+
+// HandleClose installs h to run when a file of the device is closed, after
+// its objects are gone.
+func (k *Kernel) HandleClose(h func(f *File)) {
+	k.mu.Lock()
+	k.onClose = h
+	k.mu.Unlock()
 }
 
 // Close implements sys.Backend: closing the file destroys every object.
@@ -169,7 +203,11 @@ func (f *File) Close() error {
 	f.mu.Unlock()
 	f.k.mu.Lock()
 	delete(f.k.files, f)
+	h := f.k.onClose
 	f.k.mu.Unlock()
+	if h != nil {
+		h(f)
+	}
 	return nil
 }
 
