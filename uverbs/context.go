@@ -1,0 +1,413 @@
+package uverbs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/sys"
+)
+
+// Context is an open device with its user context: what ibv_open_device
+// returns. It owns every object created through it; Close destroys what is
+// left, in dependency order. A Context and its objects are safe for
+// concurrent use.
+type Context struct {
+	dev  Device
+	fd   *sys.FD
+	api  *abi.API
+	drv  uint32
+	prov provider
+
+	numCompVectors uint32
+	coreSupport    uint64
+	async          *sys.FD    // nil when the kernel has no ASYNC_EVENT object
+	asyncRaw       int        // its number, for EVENT_FD attributes
+	asyncMu        sync.Mutex // one reader of the async event file at a time
+
+	// life is held shared by every operation and exclusively by Close:
+	// Close waits for calls in flight, and calls after it see closed.
+	// Lock order: life, then an object's mu, then objMu.
+	life   sync.RWMutex
+	closed bool
+
+	objMu   sync.Mutex
+	objects map[object]struct{}
+	byUH    map[uint64]object // user handle → CQ or QP, for events
+	nextUH  atomic.Uint64
+	nextSeq uint64
+
+	portMu  sync.Mutex
+	portReq *abi.Request
+	portRsp *abi.IbUverbsQueryPortRespEx
+}
+
+// object is what a Context owns and destroys on Close.
+type object interface {
+	stage() Stage
+	seq() uint64
+	// destroyLocked destroys the object; the caller holds the Context's
+	// life lock (shared or exclusive). It reports EIO as success.
+	destroyLocked(closing bool) error
+}
+
+// Stage orders what Context.Close destroys: lower stages first. Packages
+// building on uverbs (counters, flow) register their objects with OnClose at
+// the stage that keeps the kernel's dependency order (kernel-abi §2.11:
+// flows → counters → QPs → CQs → PDs).
+type Stage int
+
+// The teardown stages, in the order Close runs them.
+const (
+	StageFlow     Stage = 10
+	StageCounters Stage = 20
+	StageQP       Stage = 30
+	StageCQ       Stage = 40
+	StagePD       Stage = 50
+	StageChannel  Stage = 60
+)
+
+// Open opens the device named name (an IB device name such as "rxe0", or a
+// uverbs node such as "uverbs0") and creates its user context, like
+// ibv_open_device on the device ibv_get_device_list returned for it.
+//
+// Errors (all *Error): ENODEV (matches os.ErrNotExist) when there is no such
+// device; ErrNotSupported when purerdma has no provider for the device's
+// driver (the message names the driver) or its driver ABI version; the
+// errno of open(2) (EACCES, EPERM: os.ErrPermission) or of GET_CONTEXT.
+func Open(name string, opts *Options) (*Context, error) {
+	d, err := LookupDevice(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return OpenDevice(d, opts)
+}
+
+// OpenDevice opens d, a device Devices returned; see Open.
+func OpenDevice(d Device, opts *Options) (*Context, error) {
+	prov, err := newProvider(d, opts != nil && opts.Generic)
+	if err != nil {
+		return nil, &Error{Op: "open", Device: d.Name, Err: err}
+	}
+	fd, err := opts.openFile(d.Path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &Error{Op: "open " + d.Path, Device: d.Name, Err: err}
+	}
+	c := &Context{
+		dev:     d,
+		fd:      fd,
+		api:     abi.APIFor(d.DriverID),
+		drv:     d.DriverID,
+		prov:    prov,
+		objects: map[object]struct{}{},
+		byUH:    map[uint64]object{},
+		portRsp: new(abi.IbUverbsQueryPortRespEx),
+	}
+	c.portReq = abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT)
+	if err := c.getContext(); err != nil {
+		fd.Close()
+		return nil, err
+	}
+	if err := c.allocAsyncFD(); err != nil {
+		c.prov.close(c)
+		fd.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Context) getContext() error {
+	ncv := new(uint32)
+	core := new(uint64)
+	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_GET_CONTEXT).
+		Out(abi.UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS, bytesOf(ncv)).
+		Out(abi.UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT, bytesOf(core))
+	in, out := c.prov.contextData()
+	addUHW(r, in, out)
+	if err := c.do(r); err != nil {
+		return c.err("get context", err)
+	}
+	c.numCompVectors = *ncv
+	if r.Valid(abi.UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT) {
+		c.coreSupport = *core
+	}
+	if err := c.prov.contextCreated(c, out); err != nil {
+		return c.err("get context", err)
+	}
+	return nil
+}
+
+// allocAsyncFD creates the async event file (UVERBS_METHOD_ASYNC_EVENT_ALLOC).
+// A kernel without the method (EPROTONOSUPPORT) leaves the context without
+// one: AsyncEvent then fails with ErrNotSupported.
+func (c *Context) allocAsyncFD() error {
+	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_ASYNC_EVENT, abi.UVERBS_METHOD_ASYNC_EVENT_ALLOC).
+		NewFD(abi.UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE)
+	if err := c.do(r); err != nil {
+		if errors.Is(err, syscall.EPROTONOSUPPORT) {
+			return nil
+		}
+		return c.err("alloc async event file", err)
+	}
+	raw, err := r.CreatedFD(abi.UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE)
+	if err != nil {
+		return c.err("alloc async event file", err)
+	}
+	f, err := c.fd.Adopt(raw, "async events of "+c.dev.Name)
+	if err != nil {
+		return c.err("alloc async event file", err)
+	}
+	c.async, c.asyncRaw = f, raw
+	return nil
+}
+
+// Device returns the device the context was opened on.
+func (c *Context) Device() Device { return c.dev }
+
+// DriverID returns the device's driver id (enum rdma_driver_id), which every
+// ioctl request on the context carries.
+func (c *Context) DriverID() uint32 { return c.drv }
+
+// API returns the method table of the device (abi.APIFor(DriverID())), for
+// building requests to run with Invoke.
+func (c *Context) API() *abi.API { return c.api }
+
+// NumCompVectors returns the number of completion vectors the device
+// reported at GET_CONTEXT (ibv_context.num_comp_vectors).
+func (c *Context) NumCompVectors() int { return int(c.numCompVectors) }
+
+// CoreSupport returns the IB_UVERBS_CORE_SUPPORT_* bits the kernel reported
+// at GET_CONTEXT.
+func (c *Context) CoreSupport() uint64 { return c.coreSupport }
+
+func (c *Context) err(op string, err error) error {
+	return &Error{Op: op, Device: c.dev.Name, Err: err}
+}
+
+// enter starts an operation: it holds the life lock shared until leave.
+func (c *Context) enter(op string) error {
+	if c == nil {
+		return &Error{Op: op, Err: errNil}
+	}
+	c.life.RLock()
+	if c.closed {
+		c.life.RUnlock()
+		return c.err(op, os.ErrClosed)
+	}
+	return nil
+}
+
+func (c *Context) leave() { c.life.RUnlock() }
+
+// do marshals r and runs it on the context's descriptor. It does not
+// allocate once r's buffers have grown to size.
+func (c *Context) do(r *abi.Request) error {
+	buf, err := r.Marshal()
+	if err != nil {
+		return err
+	}
+	return c.fd.Ioctl(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(unsafe.SliceData(buf)), r)
+}
+
+// Invoke runs a request built for this context's device (driver id
+// DriverID(), table API()) on its descriptor. It is the building block of
+// packages that add objects to a context (counters, flows); they register
+// those objects with OnClose.
+//
+// Errors: an *Error (Op is the method's name) wrapping the request's build
+// error (EINVAL) or the kernel's errno; ErrClosed-wrapping os.ErrClosed
+// after Close.
+func (c *Context) Invoke(r *abi.Request) error {
+	if r == nil {
+		return &Error{Op: "invoke", Err: errArg("no request")}
+	}
+	op := r.Name()
+	if err := c.enter(op); err != nil {
+		return err
+	}
+	defer c.leave()
+	if err := c.do(r); err != nil {
+		return c.err(op, err)
+	}
+	return nil
+}
+
+// Invoker runs a request on a context's descriptor; see OnClose.
+type Invoker func(r *abi.Request) error
+
+// OnClose registers destroy to run when the context closes, at stage
+// (StageFlow, StageCounters, …), so that objects other packages create
+// through Invoke are destroyed in the kernel's dependency order. Close calls
+// destroy with an Invoker that works while the context is closing (Invoke
+// itself would wait for Close). An EIO from destroy counts as success (the
+// device was removed). The returned cancel unregisters destroy: call it
+// after destroying the object yourself.
+func (c *Context) OnClose(stage Stage, destroy func(invoke Invoker) error) (cancel func()) {
+	h := &hook{c: c, stageV: stage, fn: destroy}
+	c.objMu.Lock()
+	h.seqV = c.nextSeqLocked()
+	c.objects[h] = struct{}{}
+	c.objMu.Unlock()
+	return func() {
+		c.objMu.Lock()
+		delete(c.objects, h)
+		c.objMu.Unlock()
+	}
+}
+
+type hook struct {
+	c      *Context
+	stageV Stage
+	seqV   uint64
+	fn     func(Invoker) error
+}
+
+func (h *hook) stage() Stage { return h.stageV }
+func (h *hook) seq() uint64  { return h.seqV }
+func (h *hook) destroyLocked(bool) error {
+	err := h.fn(func(r *abi.Request) error {
+		if err := h.c.do(r); err != nil {
+			return h.c.err(r.Name(), err)
+		}
+		return nil
+	})
+	if err != nil && !isGone(err) {
+		return err
+	}
+	return nil
+}
+
+func (c *Context) nextSeqLocked() uint64 {
+	c.nextSeq++
+	return c.nextSeq
+}
+
+// track adds o to the objects Close destroys, and to the user-handle map
+// when uh is not 0. It fails with os.ErrClosed after Close began (the
+// caller holds life shared, so that cannot happen; it is a safety net).
+func (c *Context) track(o object, uh uint64) {
+	c.objMu.Lock()
+	c.objects[o] = struct{}{}
+	if uh != 0 {
+		c.byUH[uh] = o
+	}
+	c.objMu.Unlock()
+}
+
+func (c *Context) untrack(o object, uh uint64) {
+	c.objMu.Lock()
+	delete(c.objects, o)
+	if uh != 0 {
+		delete(c.byUH, uh)
+	}
+	c.objMu.Unlock()
+}
+
+func (c *Context) lookupUH(uh uint64) object {
+	c.objMu.Lock()
+	defer c.objMu.Unlock()
+	return c.byUH[uh]
+}
+
+// newUserHandle returns a fresh user_handle for a CQ or QP: the value the
+// kernel echoes in completion and async events.
+func (c *Context) newUserHandle() uint64 { return c.nextUH.Add(1) }
+
+// Close destroys every object the context still owns, in dependency order
+// (flows, counters, QPs, CQs, PDs, completion channels — kernel-abi §2.11),
+// then the driver's context resources, the async event file and the
+// device file, like ibv_close_device after destroying what is left. It
+// waits for calls in flight. After a device was removed (destroys fail EIO:
+// the kernel has already destroyed everything) Close still succeeds. It is
+// safe to call more than once; later calls return nil.
+//
+// Errors: an *Error for the first destroy that failed other than with EIO;
+// everything is released anyway.
+func (c *Context) Close() error {
+	if c == nil {
+		return nil
+	}
+	c.life.Lock()
+	defer c.life.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.objMu.Lock()
+	objs := make([]object, 0, len(c.objects))
+	for o := range c.objects {
+		objs = append(objs, o)
+	}
+	c.objMu.Unlock()
+	// Dependency order first; within a stage, newest first.
+	sort.Slice(objs, func(i, j int) bool {
+		if objs[i].stage() != objs[j].stage() {
+			return objs[i].stage() < objs[j].stage()
+		}
+		return objs[i].seq() > objs[j].seq()
+	})
+	var first error
+	for _, o := range objs {
+		if err := o.destroyLocked(true); err != nil && first == nil {
+			first = err
+		}
+	}
+	c.objMu.Lock()
+	c.objects = map[object]struct{}{}
+	c.byUH = map[uint64]object{}
+	c.objMu.Unlock()
+	c.prov.close(c)
+	if c.async != nil {
+		c.async.Close()
+	}
+	if err := c.fd.Close(); err != nil && first == nil {
+		first = c.err("close", err)
+	}
+	return first
+}
+
+// isGone reports whether err says the device was removed: the kernel then
+// answers EIO and has already destroyed every object.
+func isGone(err error) bool { return errors.Is(err, syscall.EIO) }
+
+// bytesOf returns the memory of *p as a byte slice (the UAPI structs have no
+// pointers and no implicit padding; abi's layout test pins them).
+func bytesOf[T any](p *T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p))
+}
+
+// addUHW adds the driver data attributes when not empty.
+func addUHW(r *abi.Request, in, out []byte) {
+	if len(in) > 0 {
+		r.In(abi.UVERBS_ATTR_UHW_IN, in)
+	}
+	if len(out) > 0 {
+		r.Out(abi.UVERBS_ATTR_UHW_OUT, out)
+	}
+}
+
+// invokeWrite runs a legacy write command through INVOKE_WRITE.
+func (c *Context) invokeWrite(cmd uint32, coreIn, coreOut, drvIn, drvOut []byte) error {
+	return c.do(abi.InvokeWrite(c.api, c.drv, cmd, coreIn, coreOut, drvIn, drvOut))
+}
+
+func (c *Context) String() string {
+	return fmt.Sprintf("uverbs context %s (%s)", c.dev.Name, c.dev.Path)
+}
+
+func ptrOf(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
+
+// addrOf is the user address of b, for the u64 fields of driver data. b
+// must be memory outside the Go heap (sys.MmapAnon, Mmap) or kept alive by
+// the request that carries the address.
+func addrOf(b []byte) uint64 { return uint64(uintptr(ptrOf(b))) }

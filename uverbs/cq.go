@@ -1,0 +1,323 @@
+package uverbs
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/sys"
+)
+
+// CQFlags are the creation flags of a CQ (IB_UVERBS_CQ_FLAGS_*).
+type CQFlags uint32
+
+// The CQ creation flags.
+const (
+	CQTimestampCompletion CQFlags = abi.IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION
+	CQIgnoreOverrun       CQFlags = abi.IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN
+)
+
+// CQAttr describes a CQ to create (ibv_create_cq's arguments).
+type CQAttr struct {
+	// CQE is the minimum number of entries (1 or more); the device may
+	// give more, see CQ.CQE.
+	CQE int
+	// CompVector is the completion vector, below NumCompVectors.
+	CompVector int
+	// Channel, when not nil, receives the CQ's completion events.
+	Channel *CompChannel
+	// Flags are creation flags; drivers may refuse them (rxe: EOPNOTSUPP).
+	Flags CQFlags
+}
+
+// CQ is a completion queue (struct ibv_cq).
+type CQ struct {
+	c       *Context
+	handle  uint32
+	uh      uint64
+	cqe     int
+	channel *CompChannel
+	res     *driverRes
+	seqV    uint64
+
+	mu        sync.Mutex
+	destroyed bool
+	events    [2]uint32 // completion and async events the kernel reported at destroy
+}
+
+// CreateCQ creates a completion queue, like ibv_create_cq:
+// UVERBS_METHOD_CQ_CREATE with the context's async event file, and the
+// provider's driver data and memory (rxe: the queue the kernel returns the
+// mmap offset of; mlx5: the CQE ring and doorbell record, outside the Go
+// heap, and the context's UAR).
+//
+// Errors: an *Error wrapping EINVAL for a CQE below 1 or a completion
+// vector out of range (checked before the call) or the kernel's errno;
+// ErrNotSupported with the generic provider; os.ErrClosed after Close or
+// for a closed channel.
+func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
+	const op = "create cq"
+	if err := c.enter(op); err != nil {
+		return nil, err
+	}
+	defer c.leave()
+	if attr.CQE < 1 || attr.CQE > 1<<30 {
+		return nil, c.err(op, errArg("%d entries: want 1 to %d", attr.CQE, 1<<30))
+	}
+	if attr.CompVector < 0 || attr.CompVector >= int(c.numCompVectors) {
+		return nil, c.err(op, errArg("completion vector %d: the device has %d", attr.CompVector, c.numCompVectors))
+	}
+	if ch := attr.Channel; ch != nil {
+		if ch.c != c {
+			return nil, c.err(op, errArg("the completion channel belongs to another context"))
+		}
+		ch.mu.Lock()
+		closed := ch.closed
+		ch.mu.Unlock()
+		if closed {
+			return nil, c.err(op, os.ErrClosed)
+		}
+	}
+	d, err := c.prov.prepareCQ(c, uint32(attr.CQE))
+	if err != nil {
+		return nil, c.err(op, err)
+	}
+	cq := &CQ{c: c, uh: c.newUserHandle(), res: d}
+	respCQE := new(uint32)
+	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE).
+		NewHandle(abi.UVERBS_ATTR_CREATE_CQ_HANDLE).
+		Out(abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE, bytesOf(respCQE)).
+		InU32(abi.UVERBS_ATTR_CREATE_CQ_CQE, d.cqe).
+		InU64(abi.UVERBS_ATTR_CREATE_CQ_USER_HANDLE, cq.uh)
+	if attr.Channel != nil {
+		r.FD(abi.UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, attr.Channel.raw)
+	}
+	r.InU32(abi.UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, uint32(attr.CompVector))
+	if c.async != nil {
+		r.FD(abi.UVERBS_ATTR_CREATE_CQ_EVENT_FD, c.asyncRaw).Optional(abi.UVERBS_ATTR_CREATE_CQ_EVENT_FD)
+	}
+	if attr.Flags != 0 {
+		r.Flags32(abi.UVERBS_ATTR_CREATE_CQ_FLAGS, uint32(attr.Flags))
+	}
+	d.add(r)
+	if err := c.do(r); err != nil {
+		d.release()
+		return nil, c.err(op, err)
+	}
+	cq.handle, _ = r.Created(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)
+	cq.cqe = int(*respCQE)
+	if err := c.prov.cqCreated(c, d); err != nil {
+		cq.destroyLocked(false)
+		return nil, c.err(op, err)
+	}
+	if ch := attr.Channel; ch != nil {
+		ch.mu.Lock()
+		ch.users++
+		ch.mu.Unlock()
+		cq.channel = ch
+	}
+	c.objMu.Lock()
+	cq.seqV = c.nextSeqLocked()
+	c.objMu.Unlock()
+	c.track(cq, cq.uh)
+	return cq, nil
+}
+
+// Handle returns the kernel's handle of the CQ.
+func (cq *CQ) Handle() uint32 { return cq.handle }
+
+// CQE returns the number of entries the CQ has (at least what was asked).
+func (cq *CQ) CQE() int { return cq.cqe }
+
+// Context returns the context the CQ belongs to.
+func (cq *CQ) Context() *Context { return cq.c }
+
+func (cq *CQ) stage() Stage { return StageCQ }
+func (cq *CQ) seq() uint64  { return cq.seqV }
+
+// ReqNotify arms the CQ so the next completion (the next solicited one
+// with solicitedOnly) produces an event on its completion channel, like
+// ibv_req_notify_cq for providers that arm through the kernel
+// (REQ_NOTIFY_CQ through INVOKE_WRITE).
+//
+// Errors: ErrNotSupported for mlx5, which arms through its doorbell page
+// (the data path is outside this package); the errno otherwise.
+func (cq *CQ) ReqNotify(solicitedOnly bool) error {
+	if cq == nil {
+		return &Error{Op: "req notify cq", Err: errNil}
+	}
+	c := cq.c
+	const op = "req notify cq"
+	if err := c.enter(op); err != nil {
+		return err
+	}
+	defer c.leave()
+	if !c.prov.reqNotify() {
+		return c.err(op, fmt.Errorf("%s arms CQs through its doorbell page: %w", c.prov.name(), ErrNotSupported))
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.destroyed {
+		return c.err(op, os.ErrClosed)
+	}
+	req := new(abi.IbUverbsReqNotifyCq)
+	req.CqHandle = cq.handle
+	if solicitedOnly {
+		req.SolicitedOnly = 1
+	}
+	if err := c.invokeWrite(abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, bytesOf(req), nil, nil, nil); err != nil {
+		return c.err(op, err)
+	}
+	return nil
+}
+
+// Close destroys the CQ, like ibv_destroy_cq (UVERBS_METHOD_CQ_DESTROY),
+// and releases its memory. Closing a closed CQ, or one whose Context was
+// closed, returns nil.
+//
+// Errors: an *Error wrapping EBUSY while a QP still uses the CQ; the CQ
+// then stays usable.
+func (cq *CQ) Close() error {
+	if cq == nil {
+		return nil
+	}
+	if err := cq.c.enter("destroy cq"); err != nil {
+		return nil
+	}
+	defer cq.c.leave()
+	return cq.destroyLocked(false)
+}
+
+func (cq *CQ) destroyLocked(bool) error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.destroyed {
+		return nil
+	}
+	c := cq.c
+	resp := new(abi.IbUverbsDestroyCqResp)
+	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_DESTROY).
+		Handle(abi.UVERBS_ATTR_DESTROY_CQ_HANDLE, cq.handle).
+		Out(abi.UVERBS_ATTR_DESTROY_CQ_RESP, bytesOf(resp))
+	if err := c.do(r); err != nil && !isGone(err) {
+		return c.err("destroy cq", err)
+	}
+	cq.events = [2]uint32{resp.CompEventsReported, resp.AsyncEventsReported}
+	cq.destroyed = true
+	cq.res.release()
+	if ch := cq.channel; ch != nil {
+		ch.mu.Lock()
+		ch.users--
+		ch.mu.Unlock()
+	}
+	c.untrack(cq, cq.uh)
+	return nil
+}
+
+// CompChannel is a completion event channel (struct ibv_comp_channel).
+type CompChannel struct {
+	c    *Context
+	fd   *sys.FD
+	raw  int
+	seqV uint64
+
+	mu     sync.Mutex
+	closed bool
+	users  int
+	rd     sync.Mutex // one reader at a time
+	buf    []byte
+}
+
+// CreateCompChannel creates a completion channel, like
+// ibv_create_comp_channel: write command CREATE_COMP_CHANNEL through
+// INVOKE_WRITE. Its descriptor is non-blocking and goes through the Go
+// runtime poller.
+//
+// Errors: an *Error wrapping the errno, or os.ErrClosed after Close.
+func (c *Context) CreateCompChannel() (*CompChannel, error) {
+	const op = "create completion channel"
+	if err := c.enter(op); err != nil {
+		return nil, err
+	}
+	defer c.leave()
+	resp := new(abi.IbUverbsCreateCompChannelResp)
+	req := new(abi.IbUverbsCreateCompChannel)
+	req.Response = addrOf(bytesOf(resp))
+	if err := c.invokeWrite(abi.IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, bytesOf(req), bytesOf(resp), nil, nil); err != nil {
+		return nil, c.err(op, err)
+	}
+	f, err := c.fd.Adopt(int(int32(resp.Fd)), "completion channel of "+c.dev.Name)
+	if err != nil {
+		return nil, c.err(op, err)
+	}
+	ch := &CompChannel{c: c, fd: f, raw: int(int32(resp.Fd)), buf: make([]byte, 8)}
+	c.objMu.Lock()
+	ch.seqV = c.nextSeqLocked()
+	c.objMu.Unlock()
+	c.track(ch, 0)
+	return ch, nil
+}
+
+func (ch *CompChannel) stage() Stage { return StageChannel }
+func (ch *CompChannel) seq() uint64  { return ch.seqV }
+
+// GetEvent waits for the next completion event, like ibv_get_cq_event,
+// and returns the CQ it is for. It returns when an event arrives, ctx is
+// done (ctx.Err()), or the channel is closed (os.ErrClosed).
+//
+// Errors: ctx.Err(); an *Error wrapping os.ErrClosed or the read errno.
+func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
+	if ch == nil {
+		return nil, &Error{Op: "get cq event", Err: errNil}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ch.rd.Lock()
+	defer ch.rd.Unlock()
+	n, err := readCtx(ctx, ch.fd, ch.buf)
+	if err != nil {
+		return nil, ch.c.readErr(ctx, "get cq event", err)
+	}
+	if n != 8 {
+		return nil, ch.c.err("get cq event", fmt.Errorf("read %d bytes of struct ib_uverbs_comp_event_desc", n))
+	}
+	uh := binary.LittleEndian.Uint64(ch.buf)
+	if cq, ok := ch.c.lookupUH(uh).(*CQ); ok {
+		return cq, nil
+	}
+	return nil, ch.c.err("get cq event", fmt.Errorf("event for unknown CQ user handle %#x", uh))
+}
+
+// Close closes the channel, like ibv_destroy_comp_channel. It is safe to
+// call more than once.
+//
+// Errors: an *Error wrapping EBUSY while CQs still use the channel.
+func (ch *CompChannel) Close() error {
+	if ch == nil {
+		return nil
+	}
+	if err := ch.c.enter("destroy completion channel"); err != nil {
+		return nil
+	}
+	defer ch.c.leave()
+	return ch.destroyLocked(false)
+}
+
+func (ch *CompChannel) destroyLocked(closing bool) error {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.closed {
+		return nil
+	}
+	if ch.users > 0 && !closing {
+		return ch.c.err("destroy completion channel", fmt.Errorf("%d CQs use it: %w", ch.users, errBusy))
+	}
+	ch.closed = true
+	ch.fd.Close()
+	ch.c.untrack(ch, 0)
+	return nil
+}

@@ -1,0 +1,308 @@
+package uverbs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/sys"
+)
+
+// KernelABIVersion is the uverbs ABI this package speaks
+// (IB_USER_VERBS_ABI_VERSION); /sys/class/infiniband_verbs/abi_version
+// must say the same.
+const KernelABIVersion = 6
+
+// Options say where devices are found and how they are opened. A nil
+// *Options means the defaults: the running system.
+type Options struct {
+	// SysfsRoot is where sysfs is mounted; "" means "/sys". With any other
+	// value discovery reads only the tree under it (a fixture) and does
+	// not ask RDMA netlink, which describes the running system.
+	SysfsRoot string
+	// DevDir is where the uverbs character devices are; "" means
+	// "/dev/infiniband".
+	DevDir string
+	// Generic lets Open use the generic provider for drivers this
+	// package has no provider for: it sends no driver data, which is
+	// enough for the context, the device, port and GID queries, PDs and
+	// async events of drivers that accept that; CQ and QP creation then
+	// fail with ErrNotSupported. Without Generic such drivers fail Open
+	// with ErrNotSupported.
+	Generic bool
+
+	// open replaces sys.Open (tests: a fake kernel behind the path).
+	open func(path string) (*sys.FD, error)
+}
+
+func (o *Options) sysfs() string {
+	if o == nil || o.SysfsRoot == "" {
+		return "/sys"
+	}
+	return o.SysfsRoot
+}
+
+func (o *Options) devDir() string {
+	if o == nil || o.DevDir == "" {
+		return "/dev/infiniband"
+	}
+	return o.DevDir
+}
+
+func (o *Options) useNetlink() bool { return o.sysfs() == "/sys" }
+
+func (o *Options) openFile(path string) (*sys.FD, error) {
+	if o != nil && o.open != nil {
+		return o.open(path)
+	}
+	return sys.Open(path, syscall.O_RDWR)
+}
+
+// Device describes one RDMA device with a uverbs node: what
+// ibv_get_device_list returns.
+type Device struct {
+	// Name is the IB device name ("rxe0", "mlx5_0").
+	Name string
+	// Node is the uverbs node's name ("uverbs0") and Path its character
+	// device ("/dev/infiniband/uverbs0").
+	Node, Path string
+	// SysfsPath is the device's directory under class/infiniband.
+	SysfsPath string
+	// ABIVersion is the driver's uverbs ABI version (sysfs
+	// infiniband_verbs/uverbsN/abi_version): 1 for mlx5, 2 for rxe.
+	ABIVersion int
+	// DriverID is the driver (enum rdma_driver_id, abi.RDMA_DRIVER_*), 0
+	// when it could not be learnt.
+	DriverID uint32
+	// NodeGUID is the node GUID in host order (0xacade8fffe375f42 prints
+	// as acad:e8ff:fe37:5f42).
+	NodeGUID uint64
+	// NodeType is the node type from sysfs.
+	NodeType NodeType
+	// Index is the kernel's device index (from netlink), 0 if unknown.
+	Index uint32
+}
+
+// Transport returns the device's transport, as libibverbs derives it from
+// the node type.
+func (d Device) Transport() Transport { return d.NodeType.Transport() }
+
+// Driver names the device's driver: "rxe", "mlx5", … or "driver id N".
+func (d Device) Driver() string { return DriverName(d.DriverID) }
+
+// DriverName names a driver id (enum rdma_driver_id).
+func DriverName(id uint32) string {
+	if n, ok := driverNames[id]; ok {
+		return n
+	}
+	return fmt.Sprintf("driver id %d", id)
+}
+
+var driverNames = map[uint32]string{
+	abi.RDMA_DRIVER_UNKNOWN:    "unknown",
+	abi.RDMA_DRIVER_MLX5:       "mlx5",
+	abi.RDMA_DRIVER_MLX4:       "mlx4",
+	abi.RDMA_DRIVER_CXGB3:      "cxgb3",
+	abi.RDMA_DRIVER_CXGB4:      "cxgb4",
+	abi.RDMA_DRIVER_MTHCA:      "mthca",
+	abi.RDMA_DRIVER_BNXT_RE:    "bnxt_re",
+	abi.RDMA_DRIVER_OCRDMA:     "ocrdma",
+	abi.RDMA_DRIVER_NES:        "nes",
+	abi.RDMA_DRIVER_IRDMA:      "irdma",
+	abi.RDMA_DRIVER_VMW_PVRDMA: "vmw_pvrdma",
+	abi.RDMA_DRIVER_QEDR:       "qedr",
+	abi.RDMA_DRIVER_HNS:        "hns",
+	abi.RDMA_DRIVER_USNIC:      "usnic",
+	abi.RDMA_DRIVER_RXE:        "rxe",
+	abi.RDMA_DRIVER_HFI1:       "hfi1",
+	abi.RDMA_DRIVER_QIB:        "qib",
+	abi.RDMA_DRIVER_EFA:        "efa",
+	abi.RDMA_DRIVER_SIW:        "siw",
+	abi.RDMA_DRIVER_ERDMA:      "erdma",
+	abi.RDMA_DRIVER_MANA:       "mana",
+}
+
+// Devices lists the RDMA devices that have a uverbs node, like
+// ibv_get_device_list: in the kernel's device index order when netlink
+// answers, else by name. No devices (no infiniband_verbs class at all) is
+// an empty list, not an error.
+//
+// The driver of each device comes from RDMA netlink (GET_CHARDEV "uverbs"
+// reports RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID); when netlink is not
+// available, or opts names a sysfs fixture, it is inferred from sysfs: the
+// PCI driver's name (mlx5_core, mlx4_core, efa) or the device name (rxe*,
+// siw*), as rdma-core's providers match them.
+//
+// Errors: an *Error wrapping ErrNotSupported when the kernel's uverbs ABI
+// is not 6; one wrapping the read error when sysfs cannot be read.
+func Devices(opts *Options) ([]Device, error) {
+	root := opts.sysfs()
+	class := filepath.Join(root, "class", "infiniband_verbs")
+	v, err := readInt(filepath.Join(class, "abi_version"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, &Error{Op: "list devices", Err: err}
+	}
+	if v != KernelABIVersion {
+		return nil, &Error{Op: "list devices", Err: fmt.Errorf("kernel uverbs ABI version %d, this package speaks %d: %w", v, KernelABIVersion, ErrNotSupported)}
+	}
+	ents, err := os.ReadDir(class)
+	if err != nil {
+		return nil, &Error{Op: "list devices", Err: err}
+	}
+	var devs []Device
+	for _, e := range ents {
+		node := e.Name()
+		if !strings.HasPrefix(node, "uverbs") {
+			continue
+		}
+		dir := filepath.Join(class, node)
+		name, err := readLine(filepath.Join(dir, "ibdev"))
+		if err != nil {
+			continue // the device went away while we looked
+		}
+		d := Device{
+			Name:      name,
+			Node:      node,
+			Path:      filepath.Join(opts.devDir(), node),
+			SysfsPath: filepath.Join(root, "class", "infiniband", name),
+			NodeType:  NodeUnknown,
+		}
+		d.ABIVersion, _ = readInt(filepath.Join(dir, "abi_version"))
+		if s, err := readLine(filepath.Join(d.SysfsPath, "node_type")); err == nil {
+			if n, err := strconv.Atoi(strings.SplitN(s, ":", 2)[0]); err == nil {
+				d.NodeType = NodeType(n)
+			}
+		}
+		if s, err := readLine(filepath.Join(d.SysfsPath, "node_guid")); err == nil {
+			d.NodeGUID, _ = parseGUID(s)
+		}
+		devs = append(devs, d)
+	}
+	if opts.useNetlink() {
+		netlinkDriverIDs(devs)
+	}
+	for i := range devs {
+		if devs[i].DriverID == abi.RDMA_DRIVER_UNKNOWN {
+			devs[i].DriverID = sysfsDriverID(devs[i])
+		}
+	}
+	sort.SliceStable(devs, func(i, j int) bool {
+		a, b := devs[i], devs[j]
+		if a.Index != b.Index {
+			return a.Index < b.Index
+		}
+		return naturalLess(a.Name, b.Name)
+	})
+	return devs, nil
+}
+
+// LookupDevice returns the device named name (an IB device name such as
+// "rxe0", or a uverbs node name such as "uverbs0").
+//
+// Errors: those of Devices, or an *Error wrapping syscall.ENODEV (which
+// matches os.ErrNotExist) when there is no such device.
+func LookupDevice(name string, opts *Options) (Device, error) {
+	devs, err := Devices(opts)
+	if err != nil {
+		return Device{}, err
+	}
+	for _, d := range devs {
+		if d.Name == name || d.Node == name {
+			return d, nil
+		}
+	}
+	return Device{}, &Error{Op: "open", Device: name, Err: syscall.ENODEV}
+}
+
+// sysfsDriverID infers the driver from sysfs when netlink did not say.
+func sysfsDriverID(d Device) uint32 {
+	if link, err := os.Readlink(filepath.Join(d.SysfsPath, "device", "driver")); err == nil {
+		switch filepath.Base(link) {
+		case "mlx5_core":
+			return abi.RDMA_DRIVER_MLX5
+		case "mlx4_core":
+			return abi.RDMA_DRIVER_MLX4
+		case "efa":
+			return abi.RDMA_DRIVER_EFA
+		}
+	}
+	switch {
+	case strings.HasPrefix(d.Name, "rxe"):
+		return abi.RDMA_DRIVER_RXE
+	case strings.HasPrefix(d.Name, "siw"):
+		return abi.RDMA_DRIVER_SIW
+	}
+	return abi.RDMA_DRIVER_UNKNOWN
+}
+
+func readLine(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(b), "\n"), nil
+}
+
+func readInt(path string) (int, error) {
+	s, err := readLine(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a number", path, s)
+	}
+	return n, nil
+}
+
+// parseGUID parses the sysfs form of a GUID, four colon-separated groups of
+// 16-bit hex ("acad:e8ff:fe37:5f42"), into host order.
+func parseGUID(s string) (uint64, error) {
+	parts := strings.Split(strings.TrimSpace(s), ":")
+	if len(parts) != 4 {
+		return 0, fmt.Errorf("GUID %q: want four groups", s)
+	}
+	var g uint64
+	for _, p := range parts {
+		v, err := strconv.ParseUint(p, 16, 16)
+		if err != nil {
+			return 0, fmt.Errorf("GUID %q: %v", s, err)
+		}
+		g = g<<16 | v
+	}
+	return g, nil
+}
+
+// naturalLess orders names with numbers by value: rxe2 before rxe10.
+func naturalLess(a, b string) bool {
+	pa, na := splitNum(a)
+	pb, nb := splitNum(b)
+	if pa != pb {
+		return a < b
+	}
+	if na != nb {
+		return na < nb
+	}
+	return a < b
+}
+
+func splitNum(s string) (string, int) {
+	i := len(s)
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	n, err := strconv.Atoi(s[i:])
+	if err != nil {
+		return s, -1
+	}
+	return s[:i], n
+}

@@ -1,0 +1,112 @@
+package uverbs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/purerdma/rdma/abi"
+)
+
+func TestDevicesCapturedRXE(t *testing.T) {
+	devs, err := Devices(&Options{SysfsRoot: "testdata/sysfs-rxe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) != 2 {
+		t.Fatalf("%d devices: %+v", len(devs), devs)
+	}
+	for i, want := range []struct {
+		name, node string
+		guid       uint64
+	}{{"rxe0", "uverbs0", 0xacade8fffe375f42}, {"rxe1", "uverbs1", 0xacdf59fffef0895d}} {
+		d := devs[i]
+		if d.Name != want.name || d.Node != want.node || d.Path != "/dev/infiniband/"+want.node || d.NodeGUID != want.guid ||
+			d.DriverID != abi.RDMA_DRIVER_RXE || d.Driver() != "rxe" || d.ABIVersion != 2 || d.NodeType != NodeCA ||
+			d.Transport() != TransportIB {
+			t.Errorf("device %d: %+v", i, d)
+		}
+	}
+	d, err := LookupDevice("uverbs1", &Options{SysfsRoot: "testdata/sysfs-rxe", DevDir: "/dev/x"})
+	if err != nil || d.Name != "rxe1" || d.Path != "/dev/x/uverbs1" {
+		t.Errorf("LookupDevice(uverbs1) = %+v, %v", d, err)
+	}
+	_, err = LookupDevice("mlx5_0", &Options{SysfsRoot: "testdata/sysfs-rxe"})
+	if !errors.Is(err, os.ErrNotExist) || !errors.Is(err, syscall.ENODEV) {
+		t.Errorf("LookupDevice of a missing device: %v", err)
+	}
+}
+
+func TestDevicesEdgeCases(t *testing.T) {
+	// No infiniband_verbs class: no devices, no error.
+	if devs, err := Devices(&Options{SysfsRoot: t.TempDir()}); err != nil || len(devs) != 0 {
+		t.Errorf("empty sysfs: %v, %v", devs, err)
+	}
+	// Another kernel ABI: ErrNotSupported.
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "class", "infiniband_verbs"), 0o755)
+	os.WriteFile(filepath.Join(root, "class", "infiniband_verbs", "abi_version"), []byte("5\n"), 0o644)
+	if _, err := Devices(&Options{SysfsRoot: root}); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("ABI 5: %v", err)
+	}
+	// Natural order: rxe2 before rxe10; unknown drivers are listed with id 0.
+	b := newBed(t, rxeNamed("rxe10"), rxeNamed("rxe2"), rxeNamed("foo0"))
+	devs, err := Devices(b.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range devs {
+		names = append(names, d.Name)
+	}
+	if len(names) != 3 || names[0] != "foo0" || names[1] != "rxe2" || names[2] != "rxe10" || devs[0].DriverID != 0 || devs[0].Driver() != "unknown" {
+		t.Errorf("order %v, %+v", names, devs[0])
+	}
+	if DriverName(99) != "driver id 99" || DriverName(abi.RDMA_DRIVER_MLX5) != "mlx5" {
+		t.Error("DriverName")
+	}
+	if g, err := parseGUID("0001:0203:0405:0607"); err != nil || g != 0x0001020304050607 {
+		t.Errorf("parseGUID = %#x, %v", g, err)
+	}
+	for _, bad := range []string{"", "1:2:3", "zz:0:0:0", "10000:0:0:0"} {
+		if _, err := parseGUID(bad); err == nil {
+			t.Errorf("parseGUID(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestGIDFormats(t *testing.T) {
+	for _, tc := range []struct {
+		hex, ntop string
+	}{
+		{"fe80:0000:0000:0000:acad:e8ff:fe37:5f42", "fe80::acad:e8ff:fe37:5f42"},
+		{"0000:0000:0000:0000:0000:ffff:0a4d:0001", "::ffff:10.77.0.1"},
+		{"0000:0000:0000:0000:0000:0000:0a4d:0001", "::10.77.0.1"},
+		{"0000:0000:0000:0000:0000:0000:0000:0001", "::1"},
+		{"0000:0000:0000:0000:0000:0000:0000:0000", "::"},
+		{"2001:0db8:0000:0001:0000:0000:0000:0001", "2001:db8:0:1::1"},
+		{"2001:0db8:0000:0000:0001:0000:0000:0001", "2001:db8::1:0:0:1"},
+		{"fe80:0000:0001:0000:0000:0000:0000:0000", "fe80:0:1::"},
+		{"0001:0000:0001:0000:0001:0000:0001:0000", "1:0:1:0:1:0:1:0"},
+	} {
+		var g GID
+		var w [8]uint16
+		if _, err := sscanHex(tc.hex, &w); err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range w {
+			g[2*i], g[2*i+1] = byte(x>>8), byte(x)
+		}
+		if g.Hex() != tc.hex || g.String() != tc.ntop {
+			t.Errorf("%s: Hex %s, String %s (want %s)", tc.hex, g.Hex(), g.String(), tc.ntop)
+		}
+	}
+}
+
+func rxeNamed(name string) *fakeVerbs {
+	v := rxe0()
+	v.Name = name
+	return v
+}

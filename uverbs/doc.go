@@ -1,0 +1,64 @@
+// Package uverbs is the verbs object layer of purerdma: it opens an RDMA
+// device's uverbs node, creates the user context and the objects on it, and
+// queries device, port and GID attributes — what libibverbs from rdma-core
+// does, without cgo. It speaks the kernel's RDMA_VERBS_IOCTL interface
+// (abi.Request), carrying the legacy write() commands through
+// UVERBS_METHOD_INVOKE_WRITE, so it needs Linux 5.x or later (tested on 6.1
+// and 6.12).
+//
+// The C API it corresponds to:
+//
+//	ibv_get_device_list, ibv_get_device_name, ibv_get_device_guid  Devices, LookupDevice, Device
+//	ibv_open_device, ibv_close_device                              Open, OpenDevice, Context.Close
+//	ibv_query_device_ex                                            Context.QueryDevice
+//	ibv_query_port                                                 Context.QueryPort
+//	ibv_query_gid_table, ibv_query_gid_ex                          Context.QueryGIDTable, Context.QueryGID
+//	ibv_alloc_pd, ibv_dealloc_pd                                   Context.AllocPD, PD.Close
+//	ibv_create_comp_channel, ibv_destroy_comp_channel              Context.CreateCompChannel, CompChannel.Close
+//	ibv_get_cq_event                                               CompChannel.GetEvent
+//	ibv_create_cq, ibv_destroy_cq, ibv_req_notify_cq               Context.CreateCQ, CQ.Close, CQ.ReqNotify
+//	ibv_create_qp, ibv_modify_qp, ibv_query_qp, ibv_destroy_qp     PD.CreateQP, QP.Modify, QP.Query, QP.Close
+//	ibv_get_async_event                                            Context.AsyncEvent
+//
+// # Providers
+//
+// What a driver needs beyond the core ABI (rdma-core's providers/*) is
+// chosen by the device's driver id, which discovery learns from RDMA
+// netlink (GET_CHARDEV "uverbs") or infers from sysfs:
+//
+//   - rxe (Soft-RoCE): no driver data on the context and PD; CQ and QP
+//     responses carry the mmap offsets of their queues, which are mapped
+//     from the device file.
+//   - mlx5 (ConnectX): alloc_ucontext request v2 with CQE version 1 and
+//     dynamic UARs (one UAR object per context, mapped); CQ and QP buffers
+//     and doorbell records in anonymous memory outside the Go heap; full
+//     driver output buffers where mlx5 writes without checking; RAW_PACKET
+//     QPs with a separate send queue and a 24-bit user index.
+//   - generic (Options.Generic): no driver data, for drivers without a
+//     provider: queries, PDs and events where the driver accepts that; CQs
+//     and QPs fail with ErrNotSupported. Without Generic such drivers fail
+//     Open with ErrNotSupported naming the driver.
+//
+// This package creates and maps queues but has no data path: posting work
+// requests and polling completions are outside its scope.
+//
+// # Objects and teardown
+//
+// A Context owns what is created through it. Closing a Context destroys
+// what is left in the kernel's dependency order (flows and counters that
+// other packages registered with OnClose, then QPs, CQs, PDs, completion
+// channels), then the driver's resources, the async event file and the
+// device file. Every method is safe for concurrent use; Close waits for
+// calls in flight, and calls after it fail with an error matching
+// os.ErrClosed. When the device is removed while open, calls fail with
+// EIO and Close still succeeds.
+//
+// # Errors
+//
+// Errors are *Error values carrying the operation, the device name and the
+// errno. Test them with errors.Is: against the errno (syscall.EBUSY),
+// os.ErrPermission (EPERM, EACCES), os.ErrNotExist (ENOENT, ENODEV, ENXIO),
+// ErrNotSupported (EPROTONOSUPPORT, EOPNOTSUPP, ENOTSUP), os.ErrClosed.
+// Invalid arguments wrap syscall.EINVAL and are reported before any system
+// call.
+package uverbs

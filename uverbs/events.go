@@ -1,0 +1,176 @@
+package uverbs
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/purerdma/rdma/internal/sys"
+)
+
+// EventType is an asynchronous event's type (enum ibv_event_type, the
+// kernel's enum ib_event_type).
+type EventType uint32
+
+// The async event types.
+const (
+	EventCQErr            EventType = 0
+	EventQPFatal          EventType = 1
+	EventQPReqErr         EventType = 2
+	EventQPAccessErr      EventType = 3
+	EventCommEst          EventType = 4
+	EventSQDrained        EventType = 5
+	EventPathMig          EventType = 6
+	EventPathMigErr       EventType = 7
+	EventDeviceFatal      EventType = 8
+	EventPortActive       EventType = 9
+	EventPortErr          EventType = 10
+	EventLIDChange        EventType = 11
+	EventPKeyChange       EventType = 12
+	EventSMChange         EventType = 13
+	EventSRQErr           EventType = 14
+	EventSRQLimitReached  EventType = 15
+	EventQPLastWQEReached EventType = 16
+	EventClientReregister EventType = 17
+	EventGIDChange        EventType = 18
+	EventWQFatal          EventType = 19
+)
+
+var eventNames = [...]string{
+	"CQ_ERR", "QP_FATAL", "QP_REQ_ERR", "QP_ACCESS_ERR", "COMM_EST", "SQ_DRAINED",
+	"PATH_MIG", "PATH_MIG_ERR", "DEVICE_FATAL", "PORT_ACTIVE", "PORT_ERR", "LID_CHANGE",
+	"PKEY_CHANGE", "SM_CHANGE", "SRQ_ERR", "SRQ_LIMIT_REACHED", "QP_LAST_WQE_REACHED",
+	"CLIENT_REREGISTER", "GID_CHANGE", "WQ_FATAL",
+}
+
+func (t EventType) String() string {
+	if int(t) < len(eventNames) {
+		return eventNames[t]
+	}
+	return fmt.Sprintf("EventType(%d)", uint32(t))
+}
+
+// Element kinds of an event.
+func (t EventType) isCQ() bool { return t == EventCQErr }
+func (t EventType) isQP() bool {
+	switch t {
+	case EventQPFatal, EventQPReqErr, EventQPAccessErr, EventCommEst, EventSQDrained,
+		EventPathMig, EventPathMigErr, EventQPLastWQEReached:
+		return true
+	}
+	return false
+}
+func (t EventType) isPort() bool {
+	switch t {
+	case EventPortActive, EventPortErr, EventLIDChange, EventPKeyChange, EventSMChange,
+		EventClientReregister, EventGIDChange:
+		return true
+	}
+	return false
+}
+
+// AsyncEvent is one asynchronous event (struct ibv_async_event), decoded
+// from struct ib_uverbs_async_event_desc.
+type AsyncEvent struct {
+	Type EventType
+	// Element is the raw element: the object's user handle for CQ, QP,
+	// SRQ and WQ events, the port number for port events.
+	Element uint64
+	// CQ, QP or Port is set according to Type (nil/0 when the object is
+	// no longer known, for example destroyed meanwhile).
+	CQ   *CQ
+	QP   *QP
+	Port uint8
+}
+
+func (e AsyncEvent) String() string {
+	switch {
+	case e.CQ != nil:
+		return fmt.Sprintf("%s on CQ %d", e.Type, e.CQ.handle)
+	case e.QP != nil:
+		return fmt.Sprintf("%s on QP %#x", e.Type, e.QP.num)
+	case e.Type.isPort():
+		return fmt.Sprintf("%s on port %d", e.Type, e.Port)
+	}
+	return fmt.Sprintf("%s (element %#x)", e.Type, e.Element)
+}
+
+// AsyncEvent waits for the next asynchronous event of the device, like
+// ibv_get_async_event, and decodes it. It returns when an event arrives,
+// ctx is done (ctx.Err()), or the context is closed.
+//
+// Errors: ctx.Err(); an *Error wrapping ErrNotSupported on kernels without
+// the async event object, os.ErrClosed after Close, or the read errno.
+func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
+	const op = "get async event"
+	if c == nil {
+		return AsyncEvent{}, &Error{Op: op, Err: errNil}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if c.async == nil {
+		return AsyncEvent{}, c.err(op, fmt.Errorf("the kernel has no async event file: %w", ErrNotSupported))
+	}
+	c.asyncMu.Lock()
+	defer c.asyncMu.Unlock()
+	var buf [16]byte
+	n, err := readCtx(ctx, c.async, buf[:])
+	if err != nil {
+		return AsyncEvent{}, c.readErr(ctx, op, err)
+	}
+	if n != len(buf) {
+		return AsyncEvent{}, c.err(op, fmt.Errorf("read %d bytes of struct ib_uverbs_async_event_desc", n))
+	}
+	e := AsyncEvent{
+		Element: binary.LittleEndian.Uint64(buf[0:]),
+		Type:    EventType(binary.LittleEndian.Uint32(buf[8:])),
+	}
+	switch {
+	case e.Type.isCQ():
+		e.CQ, _ = c.lookupUH(e.Element).(*CQ)
+	case e.Type.isQP():
+		e.QP, _ = c.lookupUH(e.Element).(*QP)
+	case e.Type.isPort():
+		e.Port = uint8(e.Element)
+	}
+	return e, nil
+}
+
+// readCtx reads one record from a pollable descriptor, giving up when ctx
+// is done: ctx's deadline becomes the read deadline, and cancellation sets
+// a deadline in the past, which wakes a pending read.
+func readCtx(ctx context.Context, fd *sys.FD, p []byte) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	dl, _ := ctx.Deadline()
+	if err := fd.SetReadDeadline(dl); err != nil {
+		return 0, err
+	}
+	stop := context.AfterFunc(ctx, func() { fd.SetReadDeadline(time.Unix(1, 0)) })
+	n, err := fd.Read(p)
+	stopped := stop()
+	if err == nil {
+		return n, nil
+	}
+	if ctx.Err() != nil && (!stopped || errors.Is(err, os.ErrDeadlineExceeded)) {
+		return n, ctx.Err() // ctx ended while reading
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) && !dl.IsZero() && !time.Now().Before(dl) {
+		return n, context.DeadlineExceeded
+	}
+	return n, err
+}
+
+// readErr wraps a read error; the context's own errors are returned as
+// they are.
+func (c *Context) readErr(_ context.Context, op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return c.err(op, err)
+}

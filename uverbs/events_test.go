@@ -1,0 +1,158 @@
+package uverbs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestAsyncEvents(t *testing.T) {
+	b := newBed(t, rxe0())
+	c := b.open(t, "rxe0")
+	v := b.devs["rxe0"]
+	pd, _ := c.AllocPD()
+	cq, _ := c.CreateCQ(CQAttr{CQE: 4})
+	qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: rcCap()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.PostAsyncEvent(uint32(EventQPFatal), qp.uh)
+	v.PostAsyncEvent(uint32(EventCQErr), cq.uh)
+	v.PostAsyncEvent(uint32(EventPortActive), 1)
+	ctx := context.Background()
+	for _, want := range []func(AsyncEvent) bool{
+		func(e AsyncEvent) bool { return e.Type == EventQPFatal && e.QP == qp },
+		func(e AsyncEvent) bool { return e.Type == EventCQErr && e.CQ == cq },
+		func(e AsyncEvent) bool { return e.Type == EventPortActive && e.Port == 1 },
+	} {
+		e, err := c.AsyncEvent(ctx)
+		if err != nil || !want(e) {
+			t.Fatalf("AsyncEvent = %v, %v", e, err)
+		}
+	}
+	// A deadline ends the wait.
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.AsyncEvent(dctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AsyncEvent past the deadline: %v", err)
+	}
+	// A cancelled context returns at once.
+	cctx, cancel2 := context.WithCancel(ctx)
+	cancel2()
+	if _, err := c.AsyncEvent(cctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("AsyncEvent with a cancelled context: %v", err)
+	}
+}
+
+func TestAsyncEventUnblockedByClose(t *testing.T) {
+	b := newBed(t, rxe0())
+	c, err := Open("rxe0", b.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() {
+		_, err := c.AsyncEvent(context.Background())
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Errorf("pending AsyncEvent after Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not unblock AsyncEvent")
+	}
+}
+
+func TestCompletionChannel(t *testing.T) {
+	b := newBed(t, rxe0())
+	c := b.open(t, "rxe0")
+	v := b.devs["rxe0"]
+	ch, err := c.CreateCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(CQAttr{CQE: 4, Channel: ch, CompVector: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cq.ReqNotify(true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(v.Log(), ","), "req notify cq "+itoa(cq.Handle())) {
+		t.Errorf("REQ_NOTIFY_CQ did not reach the kernel: %v", v.Log())
+	}
+	if !v.PostCompEvent(cq.Handle()) {
+		t.Fatal("the fake has no channel for the CQ")
+	}
+	got, err := ch.GetEvent(context.Background())
+	if err != nil || got != cq {
+		t.Fatalf("GetEvent = %p, %v; want %p", got, err, cq)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := ch.GetEvent(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("GetEvent with nothing queued: %v", err)
+	}
+	wantErrno(t, ch.Close(), syscall.EBUSY)
+	if err := cq.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.GetEvent(context.Background()); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("GetEvent on a closed channel: %v", err)
+	}
+	if _, err := c.CreateCQ(CQAttr{CQE: 4, Channel: ch}); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("CreateCQ with a closed channel: %v", err)
+	}
+}
+
+// Device removal: calls fail EIO naming the device, the async file reports
+// DEVICE_FATAL, nothing panics, and Close succeeds.
+func TestDeviceRemoval(t *testing.T) {
+	b := newBed(t, rxe0())
+	c, err := Open("rxe0", b.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, _ := c.CreateCompChannel()
+	pd, _ := c.AllocPD()
+	cq, _ := c.CreateCQ(CQAttr{CQE: 4, Channel: ch})
+	qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeUD, SendCQ: cq, RecvCQ: cq, Cap: rcCap()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.devs["rxe0"].Remove()
+	_, err = c.QueryPort(1)
+	wantErrno(t, err, syscall.EIO)
+	if !strings.Contains(err.Error(), "rxe0") {
+		t.Errorf("%v does not name the device", err)
+	}
+	_, err = c.CreateCQ(CQAttr{CQE: 4})
+	wantErrno(t, err, syscall.EIO)
+	wantErrno(t, qp.Modify(&QPAttr{State: QPStateErr}, QPAttrState), syscall.EIO)
+	e, err := c.AsyncEvent(context.Background())
+	if err != nil || e.Type != EventDeviceFatal {
+		t.Errorf("AsyncEvent after removal = %v, %v", e, err)
+	}
+	if _, err := c.AsyncEvent(context.Background()); !errors.Is(err, syscall.EIO) {
+		t.Errorf("second AsyncEvent after removal: %v", err)
+	}
+	if err := qp.Close(); err != nil {
+		t.Errorf("QP Close after removal: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close after removal: %v", err)
+	}
+}

@@ -1,0 +1,441 @@
+package uverbs
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"syscall"
+
+	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/sys"
+)
+
+// mlx5Provider is ConnectX (mlx5_ib), following kernel-abi §2.2 and §2.9
+// and rdma-core's providers/mlx5:
+//
+//   - GET_CONTEXT sends struct mlx5_ib_alloc_ucontext_req_v2 with
+//     max_cqe_version 1 (RAW_PACKET QPs need CQE version 1) and lib_caps
+//     4K_UAR|DYN_UAR, so the context has no static UARs;
+//   - CQs and QPs name a UAR object (MLX5_IB_OBJECT_UAR) allocated once per
+//     context and mapped from the device file;
+//   - CQ and QP buffers and doorbell records are anonymous memory outside
+//     the Go heap (the device keeps using them after the call);
+//   - ALLOC_PD and CREATE_CQ always pass a full driver output buffer: mlx5
+//     writes it without checking its length.
+type mlx5Provider struct {
+	req  *abi.Mlx5IbAllocUcontextReqV2
+	resp *abi.Mlx5IbAllocUcontextResp
+
+	mu         sync.Mutex
+	cqeVersion uint8
+	dynUAR     bool
+	uar        *mlx5UAR
+	db         dbPool
+	uidx       uidxPool
+}
+
+type mlx5UAR struct {
+	handle uint32
+	pageID uint32
+	mem    []byte
+}
+
+// mlx5 constants rdma-core uses (providers/mlx5/mlx5.h).
+const (
+	mlx5TotUUARs        = 16   // default total_num_bfregs
+	mlx5LowLatUUARs     = 4    // max(4, 16 - MLX5_MED_BFREGS_TSHOLD)
+	mlx5CQESize         = 64   // CQE size the CQs are created with
+	mlx5SendWQEBB       = 64   // MLX5_SEND_WQE_BB
+	mlx5DataSegSize     = 16   // struct mlx5_wqe_data_seg
+	mlx5CQEInvalidOwner = 0xF0 // MLX5_CQE_INVALID << 4, in op_own
+	mlx5DBRecSize       = 64   // one cache line per doorbell record
+)
+
+func newMlx5Provider() *mlx5Provider {
+	p := &mlx5Provider{
+		req:  new(abi.Mlx5IbAllocUcontextReqV2),
+		resp: new(abi.Mlx5IbAllocUcontextResp),
+	}
+	p.req.TotalNumBfregs = mlx5TotUUARs
+	p.req.NumLowLatencyBfregs = mlx5LowLatUUARs
+	p.req.MaxCqeVersion = 1
+	p.req.LibCaps = abi.MLX5_LIB_CAP_4K_UAR | abi.MLX5_LIB_CAP_DYN_UAR
+	return p
+}
+
+func (p *mlx5Provider) name() string { return "mlx5" }
+
+func (p *mlx5Provider) contextData() ([]byte, []byte) { return bytesOf(p.req), bytesOf(p.resp) }
+
+func (p *mlx5Provider) contextCreated(c *Context, _ []byte) error {
+	p.cqeVersion = p.resp.CqeVersion
+	// A kernel that knows DYN_UAR gives no static bfregs; an older one
+	// ignores the bit and allocates them (then CQs and QPs use the
+	// static UARs and name none).
+	p.dynUAR = p.resp.TotBfregs == 0
+	return nil
+}
+
+func (p *mlx5Provider) queryDeviceData() ([]byte, []byte) {
+	return nil, bytesOf(new(abi.Mlx5IbQueryDeviceResp))
+}
+
+func (p *mlx5Provider) deviceAttr(raw *abi.IbUverbsExQueryDeviceResp, out []byte, a *DeviceAttr) {
+	// rdma-core's mlx5_query_device_ex: "%d.%d.%04d".
+	fw := raw.Base.FwVer
+	a.FWVer = fmt.Sprintf("%d.%d.%04d", (fw>>32)&0xffff, (fw>>16)&0xffff, fw&0xffff)
+	if len(out) < 8 {
+		return
+	}
+	d := (*abi.Mlx5IbQueryDeviceResp)(ptrOf(out))
+	a.TSOCaps = TSOCaps{MaxTSO: d.TsoCaps.MaxTso, SupportedQPTs: d.TsoCaps.SupportedQpts}
+	a.RSSCaps.RxHashFieldsMask = d.RssCaps.RxHashFieldsMask
+	a.RSSCaps.RxHashFunction = d.RssCaps.RxHashFunction
+	a.PacketPacingCaps = PacketPacingCaps{
+		QPRateLimitMin: d.PacketPacingCaps.QpRateLimitMin,
+		QPRateLimitMax: d.PacketPacingCaps.QpRateLimitMax,
+		SupportedQPTs:  d.PacketPacingCaps.SupportedQpts,
+	}
+}
+
+func (p *mlx5Provider) pdData() ([]byte, []byte) {
+	// mlx5_ib_alloc_pd copies 4 bytes to the driver output unchecked.
+	return nil, bytesOf(new(abi.Mlx5IbAllocPdResp))
+}
+
+func (p *mlx5Provider) reqNotify() bool { return false }
+
+// uarFor returns the context's UAR, allocating and mapping it on first use
+// (MLX5_IB_METHOD_UAR_OBJ_ALLOC: a write-combining (BF) UAR, or a
+// non-cached one where the device has no write combining).
+func (p *mlx5Provider) uarFor(c *Context) (*mlx5UAR, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.uar != nil {
+		return p.uar, nil
+	}
+	var err error
+	for _, typ := range []uint64{abi.MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF, abi.MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC} {
+		var u *mlx5UAR
+		if u, err = p.allocUAR(c, typ); err == nil {
+			p.uar = u
+			return u, nil
+		}
+		if !errors.Is(err, syscall.EOPNOTSUPP) {
+			break
+		}
+	}
+	return nil, fmt.Errorf("allocate a UAR: %w", err)
+}
+
+func (p *mlx5Provider) allocUAR(c *Context, typ uint64) (*mlx5UAR, error) {
+	off, length, page := new(uint64), new(uint32), new(uint32)
+	r := abi.NewRequest(c.api, c.drv, abi.MLX5_IB_OBJECT_UAR, abi.MLX5_IB_METHOD_UAR_OBJ_ALLOC).
+		NewHandle(abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE).
+		Const(abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE, typ).
+		Out(abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET, bytesOf(off)).
+		Out(abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH, bytesOf(length)).
+		Out(abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID, bytesOf(page))
+	if err := c.do(r); err != nil {
+		return nil, err
+	}
+	h, err := r.Created(abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE)
+	if err != nil {
+		return nil, err
+	}
+	u := &mlx5UAR{handle: h, pageID: *page}
+	m, err := c.fd.Mmap(int64(*off), int(*length), syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		p.destroyUAR(c, u)
+		return nil, fmt.Errorf("map the UAR: %w", err)
+	}
+	u.mem = m
+	return u, nil
+}
+
+func (p *mlx5Provider) destroyUAR(c *Context, u *mlx5UAR) {
+	if u.mem != nil {
+		sys.Munmap(u.mem)
+		u.mem = nil
+	}
+	r := abi.NewRequest(c.api, c.drv, abi.MLX5_IB_OBJECT_UAR, abi.MLX5_IB_METHOD_UAR_OBJ_DESTROY).
+		Handle(abi.MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE, u.handle)
+	c.do(r) // closing the file destroys it anyway
+}
+
+func (p *mlx5Provider) close(c *Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.uar != nil {
+		p.destroyUAR(c, p.uar)
+		p.uar = nil
+	}
+	p.db.releaseAll()
+}
+
+// uarIndex fills the UAR selection of a CQ or QP: the page id of the
+// context's UAR (nothing with static UARs).
+func (p *mlx5Provider) uarPage(c *Context) (uint32, bool, error) {
+	if !p.dynUAR {
+		return 0, false, nil
+	}
+	u, err := p.uarFor(c)
+	if err != nil {
+		return 0, false, err
+	}
+	return u.pageID, true, nil
+}
+
+func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32) (d *driverRes, err error) {
+	page, dyn, err := p.uarPage(c)
+	if err != nil {
+		return nil, err
+	}
+	if cqe > 1<<30 {
+		return nil, errArg("%d CQ entries is too many", cqe)
+	}
+	// The kernel sizes the CQ as roundup_pow_of_two(cqe + 1) entries and
+	// pins exactly that many CQEs at buf_addr; ask for entries - 1.
+	entries := roundPow2(cqe + 1)
+	d = &driverRes{cqe: entries - 1}
+	defer func() {
+		if err != nil {
+			d.release()
+		}
+	}()
+	buf, err := sys.MmapAnon(pageRound(int(entries) * mlx5CQESize))
+	if err != nil {
+		return nil, fmt.Errorf("allocate the CQ buffer: %w", err)
+	}
+	d.anon = append(d.anon, buf)
+	for i := 0; i < int(entries); i++ {
+		buf[i*mlx5CQESize+mlx5CQESize-1] = mlx5CQEInvalidOwner
+	}
+	db, free, err := p.db.alloc()
+	if err != nil {
+		return nil, err
+	}
+	d.free = free
+	cmd := &abi.Mlx5IbCreateCq{
+		BufAddr: addrOf(buf),
+		DbAddr:  db,
+		CqeSize: mlx5CQESize,
+	}
+	if dyn {
+		if page > 0xffff {
+			d.attrs = append(d.attrs, driverAttr{id: abi.MLX5_IB_ATTR_CREATE_CQ_UAR_INDEX, u32: page})
+		} else {
+			cmd.Flags |= abi.MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX
+			cmd.UarPageIndex = uint16(page)
+		}
+	}
+	d.in = bytesOf(cmd)
+	d.out = bytesOf(new(abi.Mlx5IbCreateCqResp))
+	return d, nil
+}
+
+func (p *mlx5Provider) cqCreated(*Context, *driverRes) error { return nil }
+
+func (p *mlx5Provider) prepareQP(c *Context, attr *QPInitAttr) (d *driverRes, err error) {
+	page, dyn, err := p.uarPage(c)
+	if err != nil {
+		return nil, err
+	}
+	d = &driverRes{}
+	defer func() {
+		if err != nil {
+			d.release()
+		}
+	}()
+	raw := attr.Type == QPTypeRawPacket
+	// Receive queue: one WQE holds max_recv_sge data segments.
+	var rqCnt, rqShift uint32
+	if attr.Cap.MaxRecvWR > 0 {
+		sz := roundPow2(max(attr.Cap.MaxRecvSGE, 1) * mlx5DataSegSize)
+		rqShift = uint32(bits.TrailingZeros32(sz))
+		rqCnt = roundPow2(attr.Cap.MaxRecvWR)
+	}
+	// Send queue: in 64-byte basic blocks (WQEBBs).
+	var sqCnt uint32
+	if attr.Cap.MaxSendWR > 0 {
+		wqe := mlx5SendWQESize(attr)
+		sqCnt = roundPow2(attr.Cap.MaxSendWR * (wqe / mlx5SendWQEBB))
+	}
+	if rqCnt > 1<<20 || sqCnt > 1<<20 {
+		return nil, errArg("queue too large (send %d, receive %d WQEs)", sqCnt, rqCnt)
+	}
+	cmd := &abi.Mlx5IbCreateQp{
+		SqWqeCount: sqCnt,
+		RqWqeCount: rqCnt,
+		RqWqeShift: rqShift,
+	}
+	rqBytes := int(rqCnt) << rqShift
+	sqBytes := int(sqCnt) * mlx5SendWQEBB
+	if raw {
+		// RAW_PACKET keeps the SQ in its own buffer (sq_buf_addr).
+		if rqBytes > 0 {
+			rq, err := sys.MmapAnon(pageRound(rqBytes))
+			if err != nil {
+				return nil, fmt.Errorf("allocate the receive queue: %w", err)
+			}
+			d.anon = append(d.anon, rq)
+			cmd.BufAddr = addrOf(rq)
+		}
+		if sqBytes > 0 {
+			sq, err := sys.MmapAnon(pageRound(sqBytes))
+			if err != nil {
+				return nil, fmt.Errorf("allocate the send queue: %w", err)
+			}
+			d.anon = append(d.anon, sq)
+			cmd.SqBufAddr = addrOf(sq)
+		}
+	} else if n := rqBytes + sqBytes; n > 0 {
+		// The receive queue first, then the send queue.
+		buf, err := sys.MmapAnon(pageRound(n))
+		if err != nil {
+			return nil, fmt.Errorf("allocate the QP buffer: %w", err)
+		}
+		d.anon = append(d.anon, buf)
+		cmd.BufAddr = addrOf(buf)
+	}
+	db, freeDB, err := p.db.alloc()
+	if err != nil {
+		return nil, err
+	}
+	cmd.DbAddr = db
+	if p.cqeVersion >= 1 {
+		// With CQE version 1 CQEs report this user index instead of
+		// the QP number; the kernel requires a valid 24-bit one.
+		u, err := p.uidx.alloc()
+		if err != nil {
+			freeDB()
+			return nil, err
+		}
+		cmd.Uidx = u
+		d.free = func() { freeDB(); p.uidx.free(u) }
+	} else {
+		cmd.Uidx = 0xffffff // MLX5_IB_DEFAULT_UIDX
+		d.free = freeDB
+	}
+	if dyn {
+		cmd.Flags |= abi.MLX5_QP_FLAG_UAR_PAGE_INDEX
+		cmd.BfregIndex = page
+	}
+	d.in = bytesOf(cmd)
+	d.out = bytesOf(new(abi.Mlx5IbCreateQpResp))
+	return d, nil
+}
+
+func (p *mlx5Provider) qpCreated(*Context, *driverRes) error { return nil }
+
+// mlx5SendWQESize is the size of one send WQE in bytes, a multiple of
+// MLX5_SEND_WQE_BB: the control segment, the transport segment of the QP
+// type, then room for max_send_sge data segments or the inline data.
+func mlx5SendWQESize(attr *QPInitAttr) uint32 {
+	const ctrl = 16
+	var transport uint32
+	switch attr.Type {
+	case QPTypeUD:
+		transport = 48 // struct mlx5_wqe_datagram_seg
+	case QPTypeRC, QPTypeUC:
+		transport = 16 + 16 // raddr + atomic segments
+	case QPTypeRawPacket:
+		transport = 16 + 18 // eth segment with its inline header, rounded below
+	}
+	data := max(attr.Cap.MaxSendSGE, 1) * mlx5DataSegSize
+	if in := (attr.Cap.MaxInlineData + 4 + 15) &^ 15; attr.Cap.MaxInlineData > 0 && in > data {
+		data = in
+	}
+	size := ctrl + ((transport + 15) &^ 15) + data
+	return (size + mlx5SendWQEBB - 1) &^ (mlx5SendWQEBB - 1)
+}
+
+// dbPool hands out 64-byte doorbell records from anonymous pages (the
+// kernel pins the page that holds each; pages are shared).
+type dbPool struct {
+	mu    sync.Mutex
+	pages [][]byte
+	free  []uint64
+}
+
+func (p *dbPool) alloc() (uint64, func(), error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) == 0 {
+		pg, err := sys.MmapAnon(sys.PageSize)
+		if err != nil {
+			return 0, nil, fmt.Errorf("allocate doorbell records: %w", err)
+		}
+		p.pages = append(p.pages, pg)
+		for off := len(pg) - mlx5DBRecSize; off >= 0; off -= mlx5DBRecSize {
+			p.free = append(p.free, addrOf(pg)+uint64(off))
+		}
+	}
+	a := p.free[len(p.free)-1]
+	p.free = p.free[:len(p.free)-1]
+	clear(p.slot(a))
+	return a, func() {
+		p.mu.Lock()
+		p.free = append(p.free, a)
+		p.mu.Unlock()
+	}, nil
+}
+
+// slot returns the record at address a (it lies in one of p.pages).
+func (p *dbPool) slot(a uint64) []byte {
+	for _, pg := range p.pages {
+		base := addrOf(pg)
+		if a >= base && a < base+uint64(len(pg)) {
+			off := a - base
+			return pg[off : off+mlx5DBRecSize]
+		}
+	}
+	return nil
+}
+
+func (p *dbPool) releaseAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pg := range p.pages {
+		sys.Munmap(pg)
+	}
+	p.pages, p.free = nil, nil
+}
+
+// uidxPool hands out mlx5 user indices (1 … 0xfffffe).
+type uidxPool struct {
+	mu    sync.Mutex
+	next  uint32
+	avail []uint32
+}
+
+func (p *uidxPool) alloc() (uint32, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.avail); n > 0 {
+		u := p.avail[n-1]
+		p.avail = p.avail[:n-1]
+		return u, nil
+	}
+	if p.next >= 0xfffffe {
+		return 0, fmt.Errorf("out of mlx5 user indices: %w", syscall.ENOMEM)
+	}
+	p.next++
+	return p.next, nil
+}
+
+func (p *uidxPool) free(u uint32) {
+	p.mu.Lock()
+	p.avail = append(p.avail, u)
+	p.mu.Unlock()
+}
+
+func roundPow2(v uint32) uint32 {
+	if v <= 1 {
+		return 1
+	}
+	return 1 << bits.Len32(v-1)
+}
+
+func pageRound(n int) int { return (n + sys.PageSize - 1) &^ (sys.PageSize - 1) }

@@ -1,0 +1,178 @@
+package uverbs
+
+import (
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/fakekernel"
+)
+
+func mlx5Bed(t *testing.T, adjust func(v *fakekernel.Verbs)) (*bed, *Context) {
+	v := fakekernel.MLX5("mlx5_0")
+	if adjust != nil {
+		adjust(v)
+	}
+	b := newBed(t, v)
+	return b, b.open(t, "mlx5_0")
+}
+
+func TestMlx5Context(t *testing.T) {
+	_, c := mlx5Bed(t, nil)
+	if c.DriverID() != abi.RDMA_DRIVER_MLX5 {
+		t.Fatalf("driver id %d (the sysfs fallback should find mlx5_core)", c.DriverID())
+	}
+	p := c.prov.(*mlx5Provider)
+	if p.req.MaxCqeVersion != 1 || p.req.LibCaps != abi.MLX5_LIB_CAP_4K_UAR|abi.MLX5_LIB_CAP_DYN_UAR || p.req.TotalNumBfregs != 16 {
+		t.Errorf("alloc_ucontext request %+v", *p.req)
+	}
+	if p.cqeVersion != 1 || !p.dynUAR || p.resp.ResponseLength != 72 {
+		t.Errorf("negotiated CQE version %d, dynamic UAR %v, response length %d", p.cqeVersion, p.dynUAR, p.resp.ResponseLength)
+	}
+	qc, err := c.QueryContext()
+	if err != nil || qc.NumCompVectors != 8 {
+		t.Errorf("QueryContext = %+v, %v", qc, err)
+	}
+	a, err := c.QueryDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.FWVer != "16.35.2000" || a.TSOCaps.MaxTSO != 262144 || a.RSSCaps.RxHashFunction != abi.MLX5_RX_HASH_FUNC_TOEPLITZ ||
+		a.PacketPacingCaps.QPRateLimitMax != 100000000 || a.RSSCaps.MaxRWQIndirectionTableSize != 2048 || a.MaxDMSize != 131072 {
+		t.Errorf("device: %+v", a)
+	}
+}
+
+func TestMlx5Objects(t *testing.T) {
+	b, c := mlx5Bed(t, func(v *fakekernel.Verbs) { v.NetRaw = true })
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(CQAttr{CQE: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cq.CQE() != 127 {
+		t.Errorf("CQE = %d, want 127 (128 entries for 100)", cq.CQE())
+	}
+	ring := cq.res.anon[0]
+	if len(ring) < 128*64 {
+		t.Fatalf("CQ ring of %d bytes", len(ring))
+	}
+	for i := 0; i < 128; i++ {
+		if ring[i*64+63] != 0xf0 {
+			t.Fatalf("CQE %d op_own %#x, want 0xf0 (invalid, owned by hardware)", i, ring[i*64+63])
+		}
+	}
+	cmd := (*abi.Mlx5IbCreateCq)(ptrOf(cq.res.in))
+	p := c.prov.(*mlx5Provider)
+	if cmd.Flags != abi.MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX || uint32(cmd.UarPageIndex) != p.uar.pageID || cmd.DbAddr%64 != 0 || cmd.BufAddr%4096 != 0 {
+		t.Errorf("create_cq driver data %+v (UAR page %d)", *cmd, p.uar.pageID)
+	}
+	rc, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: rcCap()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qcmd := (*abi.Mlx5IbCreateQp)(ptrOf(rc.res.in))
+	if qcmd.Flags != abi.MLX5_QP_FLAG_UAR_PAGE_INDEX || qcmd.BfregIndex != p.uar.pageID || qcmd.Uidx == 0 || qcmd.Uidx > 0xffffff ||
+		qcmd.SqWqeCount&(qcmd.SqWqeCount-1) != 0 || qcmd.RqWqeCount != 16 || qcmd.SqBufAddr != 0 {
+		t.Errorf("RC create_qp driver data %+v", *qcmd)
+	}
+	raw, err := pd.CreateQP(QPInitAttr{Type: QPTypeRawPacket, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxRecvWR: 64, MaxRecvSGE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcmd := (*abi.Mlx5IbCreateQp)(ptrOf(raw.res.in))
+	if rcmd.SqWqeCount != 0 || rcmd.RqWqeCount != 64 || rcmd.RqWqeShift != 4 || rcmd.Uidx == qcmd.Uidx || rcmd.BufAddr == 0 {
+		t.Errorf("receive-only RAW_PACKET create_qp driver data %+v", *rcmd)
+	}
+	rawSQ, err := pd.CreateQP(QPInitAttr{Type: QPTypeRawPacket, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 64, MaxSendSGE: 1, MaxInlineData: 18}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := (*abi.Mlx5IbCreateQp)(ptrOf(rawSQ.res.in)); s.SqBufAddr == 0 || s.SqWqeCount == 0 || len(rawSQ.res.anon) != 1 {
+		t.Errorf("RAW_PACKET with a send queue: %+v", *s)
+	}
+	if err := cq.ReqNotify(false); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("ReqNotify on mlx5: %v", err)
+	}
+	uar := p.uar.handle
+	before := len(b.devs["mlx5_0"].Log())
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := b.devs["mlx5_0"].Log()[before:]
+	want := []string{"destroy qp " + itoa(rawSQ.handle), "destroy qp " + itoa(raw.handle), "destroy qp " + itoa(rc.handle),
+		"destroy cq " + itoa(cq.handle), "dealloc pd " + itoa(pd.handle), "destroy uar " + itoa(uar),
+		"close async event file", "close file"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("teardown:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestMlx5RawPacketNeedsNetRaw(t *testing.T) {
+	_, c := mlx5Bed(t, nil)
+	pd, _ := c.AllocPD()
+	cq, err := c.CreateCQ(CQAttr{CQE: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pd.CreateQP(QPInitAttr{Type: QPTypeRawPacket, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxRecvWR: 8, MaxRecvSGE: 1}})
+	wantErrno(t, err, syscall.EPERM)
+	if !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), "mlx5_0") {
+		t.Errorf("%v: want os.ErrPermission naming the device", err)
+	}
+}
+
+// Without write combining the provider falls back from a BF to an NC UAR.
+func TestMlx5NoWriteCombining(t *testing.T) {
+	b, c := mlx5Bed(t, func(v *fakekernel.Verbs) { v.Mlx5.WC = false })
+	if _, err := c.CreateCQ(CQAttr{CQE: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if log := strings.Join(b.devs["mlx5_0"].Log(), ","); !strings.Contains(log, "alloc uar") || !strings.Contains(log, "mmap mlx5 uar") {
+		t.Errorf("log %s", log)
+	}
+}
+
+// A kernel without DYN_UAR gives static bfregs: CQs and QPs name no UAR.
+func TestMlx5StaticUAR(t *testing.T) {
+	b, c := mlx5Bed(t, func(v *fakekernel.Verbs) { v.Mlx5.DynUAR = false })
+	p := c.prov.(*mlx5Provider)
+	if p.dynUAR || p.resp.TotBfregs != 16 {
+		t.Fatalf("dynamic UAR %v, %d static bfregs", p.dynUAR, p.resp.TotBfregs)
+	}
+	pd, _ := c.AllocPD()
+	cq, err := c.CreateCQ(CQAttr{CQE: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pd.CreateQP(QPInitAttr{Type: QPTypeUD, SendCQ: cq, RecvCQ: cq, Cap: rcCap()}); err != nil {
+		t.Fatal(err)
+	}
+	if log := strings.Join(b.devs["mlx5_0"].Log(), ","); strings.Contains(log, "uar") {
+		t.Errorf("UAR objects with static bfregs: %s", log)
+	}
+}
+
+// A device with CQE version 0 cannot have RAW_PACKET QPs; other QPs use the
+// default user index.
+func TestMlx5CQEVersion0(t *testing.T) {
+	_, c := mlx5Bed(t, func(v *fakekernel.Verbs) { v.Mlx5.CQEVersion = 0; v.NetRaw = true })
+	pd, _ := c.AllocPD()
+	cq, _ := c.CreateCQ(CQAttr{CQE: 8})
+	ud, err := pd.CreateQP(QPInitAttr{Type: QPTypeUD, SendCQ: cq, RecvCQ: cq, Cap: rcCap()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := (*abi.Mlx5IbCreateQp)(ptrOf(ud.res.in)).Uidx; u != 0xffffff {
+		t.Errorf("user index %#x with CQE version 0", u)
+	}
+	_, err = pd.CreateQP(QPInitAttr{Type: QPTypeRawPacket, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxRecvWR: 8, MaxRecvSGE: 1}})
+	wantErrno(t, err, syscall.EINVAL)
+}

@@ -1,0 +1,254 @@
+package uverbs
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/purerdma/rdma/abi"
+)
+
+// QPType is a queue pair's transport type (IB_UVERBS_QPT_*).
+type QPType uint8
+
+// The QP types this package creates.
+const (
+	QPTypeRC        QPType = abi.IB_UVERBS_QPT_RC
+	QPTypeUC        QPType = abi.IB_UVERBS_QPT_UC
+	QPTypeUD        QPType = abi.IB_UVERBS_QPT_UD
+	QPTypeRawPacket QPType = abi.IB_UVERBS_QPT_RAW_PACKET
+)
+
+func (t QPType) String() string {
+	switch t {
+	case QPTypeRC:
+		return "RC"
+	case QPTypeUC:
+		return "UC"
+	case QPTypeUD:
+		return "UD"
+	case QPTypeRawPacket:
+		return "RAW_PACKET"
+	}
+	return fmt.Sprintf("QPType(%d)", uint8(t))
+}
+
+// QPCap are the queue sizes of a QP (struct ibv_qp_cap).
+type QPCap struct {
+	MaxSendWR     uint32
+	MaxRecvWR     uint32
+	MaxSendSGE    uint32
+	MaxRecvSGE    uint32
+	MaxInlineData uint32
+}
+
+// QPCreateFlags are QP creation flags (IB_UVERBS_QP_CREATE_*), apart from
+// SQ_SIG_ALL, which QPInitAttr.SQSigAll sets.
+type QPCreateFlags uint32
+
+// The QP creation flags.
+const (
+	QPCreateBlockMulticastLoopback QPCreateFlags = abi.IB_UVERBS_QP_CREATE_BLOCK_MULTICAST_LOOPBACK
+	QPCreateScatterFCS             QPCreateFlags = abi.IB_UVERBS_QP_CREATE_SCATTER_FCS
+	QPCreateCVLANStripping         QPCreateFlags = abi.IB_UVERBS_QP_CREATE_CVLAN_STRIPPING
+	QPCreatePCIWriteEndPadding     QPCreateFlags = abi.IB_UVERBS_QP_CREATE_PCI_WRITE_END_PADDING
+)
+
+// QPInitAttr describes a QP to create (struct ibv_qp_init_attr).
+type QPInitAttr struct {
+	Type           QPType
+	SendCQ, RecvCQ *CQ
+	Cap            QPCap
+	// SQSigAll makes every send request generate a completion.
+	SQSigAll bool
+	Flags    QPCreateFlags
+}
+
+// QP is a queue pair (struct ibv_qp).
+type QP struct {
+	c      *Context
+	pd     *PD
+	handle uint32
+	uh     uint64
+	num    uint32
+	typ    QPType
+	cap    QPCap
+	res    *driverRes
+	seqV   uint64
+
+	mu        sync.RWMutex
+	destroyed bool
+}
+
+// CreateQP creates a queue pair of type UD, RC, UC or RAW_PACKET on the
+// PD, like ibv_create_qp: UVERBS_METHOD_QP_CREATE with the context's async
+// event file and the provider's driver data (rxe: the send and receive
+// queues are mapped from the kernel; mlx5: the work queue buffers and
+// doorbell record outside the Go heap, the context's UAR, and for
+// RAW_PACKET a separate send queue buffer and a 24-bit user index).
+//
+// Errors: an *Error wrapping EINVAL for missing CQs or CQs of another
+// context (checked first), or the kernel's errno: EPERM (matches
+// os.ErrPermission) for RAW_PACKET without CAP_NET_RAW, EOPNOTSUPP
+// (ErrNotSupported) for types the driver lacks (rxe: RAW_PACKET); ErrNotSupported
+// with the generic provider; os.ErrClosed after Close or for closed CQs.
+func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
+	if pd == nil {
+		return nil, &Error{Op: "create qp", Err: errNil}
+	}
+	c := pd.c
+	const op = "create qp"
+	if err := c.enter(op); err != nil {
+		return nil, err
+	}
+	defer c.leave()
+	if err := pd.alive(c, op); err != nil {
+		return nil, err
+	}
+	switch attr.Type {
+	case QPTypeRC, QPTypeUC, QPTypeUD, QPTypeRawPacket:
+	default:
+		return nil, c.err(op, errArg("QP type %d is not one of RC, UC, UD, RAW_PACKET", attr.Type))
+	}
+	for _, cq := range []*CQ{attr.SendCQ, attr.RecvCQ} {
+		if cq == nil {
+			return nil, c.err(op, errArg("a QP needs a send and a receive CQ"))
+		}
+		if cq.c != c {
+			return nil, c.err(op, errArg("the CQ belongs to another context"))
+		}
+		cq.mu.Lock()
+		gone := cq.destroyed
+		cq.mu.Unlock()
+		if gone {
+			return nil, c.err(op, os.ErrClosed)
+		}
+	}
+	d, err := c.prov.prepareQP(c, &attr)
+	if err != nil {
+		return nil, c.err(op, err)
+	}
+	qp := &QP{c: c, pd: pd, uh: c.newUserHandle(), typ: attr.Type, res: d}
+	capIn := &abi.IbUverbsQpCap{
+		MaxSendWr: attr.Cap.MaxSendWR, MaxRecvWr: attr.Cap.MaxRecvWR,
+		MaxSendSge: attr.Cap.MaxSendSGE, MaxRecvSge: attr.Cap.MaxRecvSGE,
+		MaxInlineData: attr.Cap.MaxInlineData,
+	}
+	capOut := new(abi.IbUverbsQpCap)
+	qpn := new(uint32)
+	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE).
+		Handle(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle).
+		Handle(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr.SendCQ.handle).
+		Handle(abi.UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr.RecvCQ.handle).
+		NewHandle(abi.UVERBS_ATTR_CREATE_QP_HANDLE).
+		Const(abi.UVERBS_ATTR_CREATE_QP_TYPE, uint64(attr.Type)).
+		InU64(abi.UVERBS_ATTR_CREATE_QP_USER_HANDLE, qp.uh).
+		In(abi.UVERBS_ATTR_CREATE_QP_CAP, bytesOf(capIn))
+	if c.async != nil {
+		r.FD(abi.UVERBS_ATTR_CREATE_QP_EVENT_FD, c.asyncRaw)
+	}
+	flags := uint32(attr.Flags)
+	if attr.SQSigAll {
+		flags |= abi.IB_UVERBS_QP_CREATE_SQ_SIG_ALL
+	}
+	if flags != 0 {
+		r.Flags32(abi.UVERBS_ATTR_CREATE_QP_FLAGS, flags)
+	}
+	r.Out(abi.UVERBS_ATTR_CREATE_QP_RESP_CAP, bytesOf(capOut)).
+		Out(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, bytesOf(qpn))
+	d.add(r)
+	if err := c.do(r); err != nil {
+		d.release()
+		return nil, c.err(op, err)
+	}
+	qp.handle, _ = r.Created(abi.UVERBS_ATTR_CREATE_QP_HANDLE)
+	qp.num = *qpn
+	qp.cap = QPCap{MaxSendWR: capOut.MaxSendWr, MaxRecvWR: capOut.MaxRecvWr,
+		MaxSendSGE: capOut.MaxSendSge, MaxRecvSGE: capOut.MaxRecvSge, MaxInlineData: capOut.MaxInlineData}
+	if err := c.prov.qpCreated(c, d); err != nil {
+		qp.destroyLocked(false)
+		return nil, c.err(op, err)
+	}
+	c.objMu.Lock()
+	qp.seqV = c.nextSeqLocked()
+	c.objMu.Unlock()
+	c.track(qp, qp.uh)
+	return qp, nil
+}
+
+// Handle returns the kernel's handle of the QP.
+func (qp *QP) Handle() uint32 { return qp.handle }
+
+// Num returns the QP number.
+func (qp *QP) Num() uint32 { return qp.num }
+
+// Type returns the QP's type.
+func (qp *QP) Type() QPType { return qp.typ }
+
+// Cap returns the queue sizes the device gave (at least those asked for).
+func (qp *QP) Cap() QPCap { return qp.cap }
+
+// PD returns the QP's protection domain.
+func (qp *QP) PD() *PD { return qp.pd }
+
+// Context returns the context the QP belongs to.
+func (qp *QP) Context() *Context { return qp.c }
+
+func (qp *QP) stage() Stage { return StageQP }
+func (qp *QP) seq() uint64  { return qp.seqV }
+
+// Close destroys the QP, like ibv_destroy_qp (UVERBS_METHOD_QP_DESTROY),
+// and releases its memory. Closing a closed QP, or one whose Context was
+// closed, returns nil.
+//
+// Errors: an *Error wrapping EBUSY while flows or multicast attachments
+// still use the QP; the QP then stays usable.
+func (qp *QP) Close() error {
+	if qp == nil {
+		return nil
+	}
+	if err := qp.c.enter("destroy qp"); err != nil {
+		return nil
+	}
+	defer qp.c.leave()
+	return qp.destroyLocked(false)
+}
+
+func (qp *QP) destroyLocked(bool) error {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.destroyed {
+		return nil
+	}
+	c := qp.c
+	resp := new(abi.IbUverbsDestroyQpResp)
+	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY).
+		Handle(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, qp.handle).
+		Out(abi.UVERBS_ATTR_DESTROY_QP_RESP, bytesOf(resp))
+	if err := c.do(r); err != nil && !isGone(err) {
+		return c.err("destroy qp", err)
+	}
+	qp.destroyed = true
+	qp.res.release()
+	c.untrack(qp, qp.uh)
+	return nil
+}
+
+// use starts an operation on the QP: the context's life lock, then the
+// QP's shared lock.
+func (qp *QP) use(op string) (func(), error) {
+	if qp == nil {
+		return nil, &Error{Op: op, Err: errNil}
+	}
+	c := qp.c
+	if err := c.enter(op); err != nil {
+		return nil, err
+	}
+	qp.mu.RLock()
+	if qp.destroyed {
+		qp.mu.RUnlock()
+		c.leave()
+		return nil, c.err(op, os.ErrClosed)
+	}
+	return func() { qp.mu.RUnlock(); c.leave() }, nil
+}
