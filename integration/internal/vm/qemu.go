@@ -157,12 +157,12 @@ func (b *Boot) run(ctx context.Context, accel string, probe bool) (*Result, erro
 	if b.Job.Shell {
 		args = append(args, "-serial", "mon:stdio")
 	} else {
-		args = append(args, "-chardev", "socket,id=con,path="+filepath.Join(tmp, "console.sock"), "-serial", "chardev:con")
+		args = append(args, "-chardev", "socket,id=con,path="+qemuEscape(filepath.Join(tmp, "console.sock")), "-serial", "chardev:con")
 	}
 	for i, s := range socks[:3] {
 		id := fmt.Sprintf("port%d", i)
 		args = append(args,
-			"-chardev", fmt.Sprintf("socket,id=%s,path=%s", id, filepath.Join(tmp, s.name+".sock")),
+			"-chardev", fmt.Sprintf("socket,id=%s,path=%s", id, qemuEscape(filepath.Join(tmp, s.name+".sock"))),
 			"-device", fmt.Sprintf("virtserialport,bus=vser.0,chardev=%s,name=%s", id, s.name))
 	}
 	shares := map[string]string{vmproto.JobTag: jobDir}
