@@ -85,8 +85,9 @@ type Device struct {
 	NodeGUID uint64
 	// NodeType is the node type from sysfs.
 	NodeType NodeType
-	// Index is the kernel's device index (from netlink), 0 if unknown.
-	Index uint32
+	// Index is the kernel's device index (from netlink, where the first
+	// device is 0), -1 when netlink did not answer.
+	Index int
 }
 
 // Transport returns the device's transport, as libibverbs derives it from
@@ -175,6 +176,7 @@ func Devices(opts *Options) ([]Device, error) {
 			Path:      filepath.Join(opts.devDir(), node),
 			SysfsPath: filepath.Join(root, "class", "infiniband", name),
 			NodeType:  NodeUnknown,
+			Index:     -1,
 		}
 		d.ABIVersion, _ = readInt(filepath.Join(dir, "abi_version"))
 		if s, err := readLine(filepath.Join(d.SysfsPath, "node_type")); err == nil {

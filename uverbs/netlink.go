@@ -26,7 +26,7 @@ func netlinkDriverIDs(devs []Device) {
 			if l.Attrs.Name != devs[i].Name {
 				continue
 			}
-			devs[i].Index = l.Attrs.Index
+			devs[i].Index = int(l.Attrs.Index)
 			if id, node, ok := chardevUverbs(l.Attrs.Index); ok && (node == "" || node == devs[i].Node) {
 				devs[i].DriverID = id
 			}

@@ -127,8 +127,8 @@ var qpTable = map[[2]uint8]transition{
 	},
 }
 
-// modifyOK is ib_modify_qp_is_ok: any state may go to RESET or ERR with
-// no attributes; other transitions need the table's required attributes
+// modifyOK is ib_modify_qp_is_ok: any state may go to RESET, and any but
+// RESET to ERR, with no attributes; other transitions need the table's required attributes
 // and allow only its optional ones. Transitions the table leaves out are
 // invalid (the model omits the SQD→SQD rules: such a call fails).
 func modifyOK(cur, next, typ uint8, mask uint32) bool {
@@ -138,11 +138,10 @@ func modifyOK(cur, next, typ uint8, mask uint32) bool {
 	if mask&qpCurState != 0 && cur != qpsRTR && cur != qpsRTS && cur != qpsSQD && cur != qpsSQE {
 		return false
 	}
-	if next == qpsReset || next == qpsErr {
+	// Every state may go to RESET, and every state but RESET to ERR,
+	// with no attributes.
+	if next == qpsReset || (next == qpsErr && cur != qpsReset) {
 		return mask&^(qpState|qpCurState) == 0
-	}
-	if cur == qpsReset && next == qpsReset {
-		return mask&^qpState == 0
 	}
 	t, ok := qpTable[[2]uint8{cur, next}]
 	if !ok {

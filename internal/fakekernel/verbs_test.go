@@ -272,6 +272,8 @@ func TestModifyOK(t *testing.T) {
 		{qpsInit, qpsRTS, qptRC, qpState, false},
 		{qpsInit, qpsInit, qptRC, qpState | qpCurState, false},
 		{qpsRTS, qpsErr, qptRC, qpState, true},
+		{qpsReset, qpsErr, qptRC, qpState, false},
+		{qpsReset, qpsReset, qptUD, qpState, true},
 		{qpsRTS, qpsReset, qptRC, qpState | qpPort, false},
 	} {
 		if got := modifyOK(tc.cur, tc.next, tc.typ, tc.mask); got != tc.ok {
