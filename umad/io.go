@@ -57,7 +57,9 @@ func timeoutMs(d time.Duration) uint32 {
 //
 // The MAD must be at least 36 bytes (the kernel's minimum) and, without
 // kernel RMPP, at most 256. Errors carry the kernel's errno: EINVAL for a
-// MAD the kernel refuses, EIO for an agent that is not registered.
+// MAD the kernel refuses, EIO for an agent that is not registered,
+// ETIMEDOUT (after about a second) for a RoCE destination GID whose
+// neighbour does not resolve.
 func (p *Port) Send(agent AgentID, pkt *Packet, timeout time.Duration, retries int) error {
 	if err := p.checkSend(agent, pkt, retries); err != nil {
 		return &Error{Op: "send", Device: p.name, Err: err}
@@ -75,8 +77,12 @@ func (p *Port) Send(agent AgentID, pkt *Packet, timeout time.Duration, retries i
 	}
 	n, err := p.fd.Write(b)
 	if err != nil {
-		if errors.Is(err, os.ErrClosed) {
+		switch {
+		case errors.Is(err, os.ErrClosed):
 			err = errClosed
+		case errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+			err = detail(nil, "the kernel could not build an address handle for the destination "+
+				"(on RoCE: nothing answered the neighbour lookup for its GID)", err)
 		}
 		if debugOn(1) {
 			logDebug("umad: send failed", slog.String("port", p.name), slog.Any("err", err))

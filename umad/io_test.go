@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -208,6 +209,12 @@ func TestSendValidation(t *testing.T) {
 	pkt.ClearGRH()
 	if err := cli.Send(ca, pkt, 0, 0); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("RoCE without GRH: %v", err)
+	}
+	nowhere := gid1
+	nowhere[15]++
+	pkt.SetGRH(GRH{GID: nowhere, HopLimit: 64})
+	if err := cli.Send(ca, pkt, 0, 0); !errors.Is(err, syscall.ETIMEDOUT) || !strings.Contains(err.Error(), "neighbour") {
+		t.Errorf("unreachable GID: %v", err)
 	}
 	// Two pending requests with one TID.
 	tRequest(t, pkt, 0x01, 5, &gid1, 0)

@@ -115,7 +115,8 @@ type UmadPortConfig struct {
 //
 // write: count < header + 36: EINVAL; id ≥ 32: EINVAL; no agent in that
 // slot (or the device is gone): EIO; on a RoCE port no GRH: EINVAL (the
-// address handle needs one); shorter than the class's data offset:
+// address handle needs one), a GID no port of the fabric has: ETIMEDOUT
+// (its neighbour does not resolve); shorter than the class's data offset:
 // EINVAL; longer than 256 bytes without kernel RMPP: EINVAL; the upper 32
 // bits of a request's TID are replaced by the agent's; a request whose TID
 // and class match an outstanding request on the file, or a response whose

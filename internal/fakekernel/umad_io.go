@@ -99,9 +99,16 @@ func (f *UmadFile) Write(p []byte) (int, error) {
 	if a == nil {
 		return 0, syscall.EIO
 	}
-	// rdma_create_user_ah: a RoCE address handle needs a GRH.
-	if f.port.cfg.LinkLayer == UmadEthernet && !h.GRHPresent {
-		return 0, syscall.EINVAL
+	// rdma_create_user_ah: a RoCE address handle needs a GRH, and the
+	// destination GID's neighbour must resolve (ETIMEDOUT when nothing
+	// answers the neighbour solicitation; the fake answers at once).
+	if f.port.cfg.LinkLayer == UmadEthernet {
+		if !h.GRHPresent {
+			return 0, syscall.EINVAL
+		}
+		if !fab.knownGID(h.GID) {
+			return 0, syscall.ETIMEDOUT
+		}
 	}
 	mad := p[hs:]
 	class := mad[1]
@@ -227,6 +234,18 @@ func (s *umadSend) expire() {
 	s.active = false
 	s.file, s.agent = nil, nil
 	fab.sndFree = append(fab.sndFree, s)
+}
+
+// knownGID reports whether a port of the fabric, present or removed, has
+// the GID: the network under a RoCE GID outlives its RDMA device. Caller
+// holds fab.mu.
+func (fab *UmadFabric) knownGID(gid [16]byte) bool {
+	for _, p := range fab.ports {
+		if p.cfg.GID == gid {
+			return true
+		}
+	}
+	return false
 }
 
 // route finds the port a MAD addressed by h reaches. Caller holds fab.mu.

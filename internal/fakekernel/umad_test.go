@@ -463,6 +463,16 @@ func TestUmadRuleWriteRoCENeedsGRH(t *testing.T) {
 	if err := umadWrite(fd, 64, umadTo(n.roce2, id), umadMAD(0x04, 1, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
+	// A GID nobody has: the neighbour does not resolve.
+	h = umadTo(n.roce2, id)
+	h.GID[15] = 0xee
+	umadWant(t, umadWrite(fd, 64, h, umadMAD(0x04, 1, 1, 1)), syscall.ETIMEDOUT)
+	// A removed device's GID still resolves (its netdev is there); the
+	// MAD is lost.
+	n.roce2.Remove()
+	if err := umadWrite(fd, 64, umadTo(n.roce2, id), umadMAD(0x04, 1, 3, 1)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestUmadRuleWriteSize(t *testing.T) {
