@@ -1,0 +1,343 @@
+package main
+
+// ibstat: infiniband-diags' ibstat (rdma-core 44, infiniband-diags/ibstat.c)
+// through package umad, text for text, plus --json.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/purerdma/rdma/umad"
+)
+
+func init() {
+	register("ibstat", "RDMA devices and their ports, like infiniband-diags' ibstat (--json too)", runIbstat)
+}
+
+// ibSysfsRoot is where ibstat, ibstatus and perfquery read sysfs; tests
+// point it at fixture trees.
+var ibSysfsRoot = "/sys"
+
+func ibHost() *umad.Host { return &umad.Host{SysfsRoot: ibSysfsRoot} }
+
+// ibstat's tables (ibstat.c).
+var (
+	ibstatNodeTypes = []string{"???", "CA", "Switch", "Router", "iWARP RNIC"}
+	ibstatStates    = []string{"???", "Down", "Initializing", "Armed", "Active"}
+	ibstatPhys      = []string{"No state change", "Sleep", "Polling", "Disabled",
+		"PortConfigurationTraining", "LinkUp", "LinkErrorRecovery", "PhyTest"}
+)
+
+func ibstatName(table []string, v uint64) string {
+	if v < uint64(len(table)) {
+		return table[v]
+	}
+	return "???"
+}
+
+const ibstatUsage = `Usage: ibstat [options] <ca_name> [portnum]
+
+Like infiniband-diags' ibstat: the RDMA devices and their ports, as
+libibumad sees them in sysfs.
+
+Options:
+  -l, --list_of_cas   list all IB devices
+  -s, --short         short output
+  -p, --port_list     show port list
+      --json          print JSON instead of text
+  -h, --help          this help
+
+Examples:
+  ibstat -l       # list all IB devices
+  ibstat mthca0 2 # stat port 2 of 'mthca0'
+`
+
+// ibstatPanic is ibdiag's IBPANIC: a message on standard error and exit
+// status 255.
+func ibstatPanic(stderr io.Writer, format string, args ...any) error {
+	fmt.Fprintf(stderr, "ibpanic: [%d] main: %s\n", os.Getpid(), fmt.Sprintf(format, args...))
+	return exitError{255}
+}
+
+func runIbstat(args []string, stdout, stderr io.Writer) error {
+	var listOnly, short, listPorts, asJSON bool
+	var pos []string
+	for _, a := range args {
+		switch a {
+		case "-l", "--list_of_cas":
+			listOnly = true
+		case "-s", "--short":
+			short = true
+		case "-p", "--port_list":
+			listPorts = true
+		case "--json":
+			asJSON = true
+		case "-h", "--help":
+			fmt.Fprint(stdout, ibstatUsage)
+			return nil
+		default:
+			if strings.HasPrefix(a, "-") && a != "-" {
+				fmt.Fprintf(stderr, "ibstat: unknown option %s\n%s", a, ibstatUsage)
+				return exitError{2}
+			}
+			pos = append(pos, a)
+		}
+	}
+	if len(pos) > 2 {
+		fmt.Fprint(stderr, ibstatUsage)
+		return exitError{2}
+	}
+	devPort := -1
+	if len(pos) > 1 {
+		// strtol(argv[1], NULL, 0), as ibstat reads it.
+		n, err := strconv.ParseInt(pos[1], 0, 32)
+		if err != nil || n < 0 {
+			return ibstatPanic(stderr, "invalid port number '%s'", pos[1])
+		}
+		devPort = int(n)
+	}
+	// rdma-core's umad_init checks nothing, so neither does ibstat: it
+	// only reads sysfs, and works without ib_umad.
+	h := ibHost()
+	names, err := ibstatDevices()
+	if err != nil {
+		return ibstatPanic(stderr, "can't list IB device names: %v", err)
+	}
+	if len(pos) > 0 {
+		found := false
+		for _, n := range names {
+			if n == pos[0] {
+				found = true
+			}
+		}
+		if !found {
+			return ibstatPanic(stderr, "'%s' IB device can't be found", pos[0])
+		}
+		names = []string{pos[0]}
+	}
+
+	switch {
+	case listPorts:
+		var guids []string
+		for _, n := range names {
+			g, err := h.CAPortGUIDs(n)
+			if err != nil {
+				return ibstatPanic(stderr, "can't list ports: %v", err)
+			}
+			for _, v := range g {
+				if v != 0 {
+					guids = append(guids, fmt.Sprintf("0x%016x", v))
+				}
+			}
+		}
+		if asJSON {
+			return ibJSON(stdout, ibstatNonNil(guids))
+		}
+		for _, g := range guids {
+			fmt.Fprintln(stdout, g)
+		}
+		return nil
+	case listOnly:
+		if asJSON {
+			return ibJSON(stdout, ibstatNonNil(names))
+		}
+		for _, n := range names {
+			fmt.Fprintln(stdout, n)
+		}
+		return nil
+	}
+
+	var cas []*umad.CA
+	for _, n := range names {
+		ca, err := h.LookupCA(n)
+		if err != nil {
+			return ibstatPanic(stderr, "stat of IB device '%s' failed: %v", n, err)
+		}
+		if ca.NodeType == 0 {
+			continue
+		}
+		if !short && devPort >= 0 && (devPort > ca.NumPorts || ca.Ports[devPort] == nil) {
+			fmt.Fprintf(stderr, "ibwarn: [%d] ca_stat: %s: '%s' has no port number %d - max (%d)\n",
+				os.Getpid(), ibstatName(ibstatNodeTypes, uint64(ca.NodeType)), n, devPort, ca.NumPorts)
+			return ibstatPanic(stderr, "stat of IB device '%s' failed", n)
+		}
+		cas = append(cas, ca)
+	}
+	if asJSON {
+		return ibJSON(stdout, ibstatJSONOf(cas, devPort, short))
+	}
+	for _, ca := range cas {
+		ibstatCA(stdout, ca, devPort, short)
+	}
+	return nil
+}
+
+func ibstatNonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// ibstatDevices is umad_get_ca_device_list sorted by name: every entry of
+// class/infiniband whose node type (read as strtoul does) is 1 to 3.
+func ibstatDevices() ([]string, error) {
+	dir := filepath.Join(ibSysfsRoot, "class", "infiniband")
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil // no devices: ibstat prints nothing
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "node_type"))
+		if err != nil {
+			continue
+		}
+		if t, _ := strconv.ParseUint(strings.TrimSpace(strings.SplitN(string(b), ":", 2)[0]), 0, 32); t >= 1 && t <= 3 {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// ibstatCA is ca_stat.
+func ibstatCA(w io.Writer, ca *umad.CA, devPort int, short bool) {
+	typ := ibstatName(ibstatNodeTypes, uint64(ca.NodeType))
+	if !short && devPort >= 0 {
+		fmt.Fprintf(w, "%s: '%s'\n", typ, ca.Name)
+		ibstatPort(w, ca.Ports[devPort], true)
+		return
+	}
+	fmt.Fprintf(w, "%s '%s'\n", typ, ca.Name)
+	fmt.Fprintf(w, "\t%s type: %s\n", typ, ca.Type)
+	fmt.Fprintf(w, "\tNumber of ports: %d\n", ca.NumPorts)
+	fmt.Fprintf(w, "\tFirmware version: %s\n", ca.FirmwareVersion)
+	fmt.Fprintf(w, "\tHardware version: %s\n", ca.HardwareVersion)
+	fmt.Fprintf(w, "\tNode GUID: 0x%016x\n", ca.NodeGUID)
+	fmt.Fprintf(w, "\tSystem image GUID: 0x%016x\n", ca.SystemImageGUID)
+	if short {
+		return
+	}
+	for _, p := range ca.Ports {
+		if p != nil {
+			ibstatPort(w, p, false)
+		}
+	}
+}
+
+// ibstatPort is port_dump.
+func ibstatPort(w io.Writer, p *umad.CAPort, alone bool) {
+	pre, hdrpre := "\t\t", "\t"
+	if alone {
+		pre, hdrpre = "", ""
+	}
+	fmt.Fprintf(w, "%sPort %d:\n", hdrpre, p.Number)
+	fmt.Fprintf(w, "%sState: %s\n", pre, ibstatName(ibstatStates, uint64(p.State)))
+	fmt.Fprintf(w, "%sPhysical state: %s\n", pre, ibstatName(ibstatPhys, uint64(p.PhysState)))
+	fmt.Fprintf(w, "%sRate: %s\n", pre, ibstatRate(p))
+	fmt.Fprintf(w, "%sBase lid: %d\n", pre, int32(p.BaseLID))
+	fmt.Fprintf(w, "%sLMC: %d\n", pre, int32(p.LMC))
+	fmt.Fprintf(w, "%sSM lid: %d\n", pre, int32(p.SMLID))
+	fmt.Fprintf(w, "%sCapability mask: 0x%08x\n", pre, p.CapMask)
+	fmt.Fprintf(w, "%sPort GUID: 0x%016x\n", pre, p.PortGUID)
+	fmt.Fprintf(w, "%sLink layer: %s\n", pre, p.LinkLayer)
+}
+
+// ibstatRate is port_dump's rate: "N (FDR10)" when the rate file's speed
+// is FDR10, "2.5" for the integer rate 2 (1X SDR), else the integer.
+func ibstatRate(p *umad.CAPort) string {
+	if ibstatIsFDR10(p) {
+		return fmt.Sprintf("%d (FDR10)", int32(p.Rate))
+	}
+	if p.Rate == 2 {
+		return "2.5"
+	}
+	return strconv.Itoa(int(int32(p.Rate)))
+}
+
+// ibstatIsFDR10 is is_fdr10: the five characters before the first ')' of
+// the rate file (its first 31 bytes) are "fdr10", in any case.
+func ibstatIsFDR10(p *umad.CAPort) bool {
+	b, err := os.ReadFile(filepath.Join(ibSysfsRoot, "class", "infiniband", p.CA, "ports", strconv.Itoa(p.Number), "rate"))
+	if err != nil {
+		return false
+	}
+	if len(b) > 31 {
+		b = b[:31]
+	}
+	i := strings.IndexByte(string(b), ')')
+	return i >= 5 && strings.EqualFold(string(b[i-5:i]), "fdr10")
+}
+
+// JSON forms.
+
+type ibstatJSONPort struct {
+	Port              int    `json:"port"`
+	State             uint32 `json:"state"`
+	StateName         string `json:"state_name"`
+	PhysicalState     uint32 `json:"physical_state"`
+	PhysicalStateName string `json:"physical_state_name"`
+	Rate              string `json:"rate"`
+	BaseLID           uint32 `json:"base_lid"`
+	LMC               uint32 `json:"lmc"`
+	SMLID             uint32 `json:"sm_lid"`
+	CapabilityMask    string `json:"capability_mask"`
+	PortGUID          string `json:"port_guid"`
+	LinkLayer         string `json:"link_layer"`
+}
+
+type ibstatJSONCA struct {
+	Name            string           `json:"name"`
+	NodeType        string           `json:"node_type"`
+	Type            string           `json:"type"`
+	NumPorts        int              `json:"num_ports"`
+	FirmwareVersion string           `json:"firmware_version"`
+	HardwareVersion string           `json:"hardware_version"`
+	NodeGUID        string           `json:"node_guid"`
+	SystemImageGUID string           `json:"system_image_guid"`
+	Ports           []ibstatJSONPort `json:"ports,omitempty"`
+}
+
+func ibstatJSONOf(cas []*umad.CA, devPort int, short bool) []ibstatJSONCA {
+	out := []ibstatJSONCA{}
+	for _, ca := range cas {
+		j := ibstatJSONCA{
+			Name: ca.Name, NodeType: ibstatName(ibstatNodeTypes, uint64(ca.NodeType)), Type: ca.Type,
+			NumPorts: ca.NumPorts, FirmwareVersion: ca.FirmwareVersion, HardwareVersion: ca.HardwareVersion,
+			NodeGUID: fmt.Sprintf("0x%016x", ca.NodeGUID), SystemImageGUID: fmt.Sprintf("0x%016x", ca.SystemImageGUID),
+		}
+		if !short {
+			for i, p := range ca.Ports {
+				if p == nil || (devPort >= 0 && i != devPort) {
+					continue
+				}
+				j.Ports = append(j.Ports, ibstatJSONPort{
+					Port: p.Number, State: p.State, StateName: ibstatName(ibstatStates, uint64(p.State)),
+					PhysicalState: p.PhysState, PhysicalStateName: ibstatName(ibstatPhys, uint64(p.PhysState)),
+					Rate: ibstatRate(p), BaseLID: p.BaseLID, LMC: p.LMC, SMLID: p.SMLID,
+					CapabilityMask: fmt.Sprintf("0x%08x", p.CapMask), PortGUID: fmt.Sprintf("0x%016x", p.PortGUID),
+					LinkLayer: p.LinkLayer,
+				})
+			}
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+func ibJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The rxe fixture of package sysfs is the sysfs of the reference VM run
+// whose ibstat, ibstat -p and ibstatus outputs (rdma-core 44) are in
+// testdata/ibstat*-rxe-6.1.txt, copied from
+// shared/reference/soft-roce-vm/tools-output.txt.
+const ibstatFixtures = "../../sysfs/testdata"
+
+func ibstatRun(t *testing.T, root string, args ...string) (string, string, error) {
+	t.Helper()
+	old := ibSysfsRoot
+	ibSysfsRoot = root
+	defer func() { ibSysfsRoot = old }()
+	var out, errb bytes.Buffer
+	err := run(append([]string{"purerdma"}, args...), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func ibstatGolden(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestIbstatMatchesRdmaCore(t *testing.T) {
+	root := filepath.Join(ibstatFixtures, "rxe-6.1")
+	for _, tc := range []struct {
+		args   []string
+		golden string
+	}{
+		{[]string{"ibstat"}, "ibstat-rxe-6.1.txt"},
+		{[]string{"ibstat", "-p"}, "ibstat-p-rxe-6.1.txt"},
+		{[]string{"ibstatus"}, "ibstatus-rxe-6.1.txt"},
+	} {
+		got, stderr, err := ibstatRun(t, root, tc.args...)
+		if err != nil || stderr != "" {
+			t.Fatalf("%v: %v %s", tc.args, err, stderr)
+		}
+		if want := ibstatGolden(t, tc.golden); got != want {
+			t.Errorf("%v differs from rdma-core's:\n got:\n%s\nwant:\n%s", tc.args, got, want)
+		}
+	}
+}
+
+func TestIbstatForms(t *testing.T) {
+	root := filepath.Join(ibstatFixtures, "rxe-6.1")
+	out, _, err := ibstatRun(t, root, "ibstat", "-l")
+	if err != nil || out != "rxe0\nrxe1\n" {
+		t.Fatalf("-l: %q %v", out, err)
+	}
+	out, _, err = ibstatRun(t, root, "ibstat", "rxe1", "1")
+	want := "CA: 'rxe1'\nPort 1:\nState: Active\nPhysical state: LinkUp\nRate: 10 (FDR10)\nBase lid: 0\nLMC: 0\nSM lid: 0\n" +
+		"Capability mask: 0x00010000\nPort GUID: 0xacdf59fffef0895d\nLink layer: Ethernet\n"
+	if err != nil || out != want {
+		t.Fatalf("ibstat rxe1 1:\n%s%v", out, err)
+	}
+	out, _, err = ibstatRun(t, root, "ibstat", "-s", "rxe0")
+	if err != nil || !strings.HasSuffix(out, "System image GUID: 0xacade8fffe375f42\n") || strings.Contains(out, "Port 1") {
+		t.Fatalf("-s rxe0:\n%s%v", out, err)
+	}
+	var ee exitError
+	_, stderr, err := ibstatRun(t, root, "ibstat", "mlx9")
+	if !errors.As(err, &ee) || ee.code != 255 || !strings.Contains(stderr, "'mlx9' IB device can't be found") {
+		t.Fatalf("unknown device: %v %q", err, stderr)
+	}
+	_, stderr, err = ibstatRun(t, root, "ibstat", "rxe0", "2")
+	if !errors.As(err, &ee) || !strings.Contains(stderr, "'rxe0' has no port number 2 - max (1)") {
+		t.Fatalf("no port 2: %v %q", err, stderr)
+	}
+	if _, _, err := ibstatRun(t, root, "ibstat", "-x"); !errors.As(err, &ee) || ee.code != 2 {
+		t.Fatalf("-x: %v", err)
+	}
+	// No devices at all: nothing, as rdma-core prints.
+	if out, _, err := ibstatRun(t, t.TempDir(), "ibstat"); err != nil || out != "" {
+		t.Fatalf("no devices: %q %v", out, err)
+	}
+}
+
+func TestIbstatInfiniBandAndRates(t *testing.T) {
+	root := filepath.Join(ibstatFixtures, "mlx5-ib")
+	out, _, err := ibstatRun(t, root, "ibstat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CA 'mlx5_0'\n\tCA type: MT4123\n", "\t\tState: Active\n", "\t\tLink layer: InfiniBand\n", "\tFirmware version: 20.31.1014\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	// Rates: 2.5 for 1X SDR, FDR10 from the rate file, the integer else.
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		rate, want string
+	}{
+		{"2.5 Gb/sec (1X SDR)", "2.5"},
+		{"40 Gb/sec (4X FDR10)", "40 (FDR10)"},
+		{"100 Gb/sec (4X EDR)", "100"},
+		{"56 Gb/sec (4X FDR)", "56"},
+	} {
+		root := ibstatTree(t, dir, tc.rate)
+		out, _, err := ibstatRun(t, root, "ibstat", "x0", "1")
+		if err != nil || !strings.Contains(out, "Rate: "+tc.want+"\n") {
+			t.Errorf("rate %q: %v\n%s", tc.rate, err, out)
+		}
+	}
+}
+
+// ibstatTree writes a one-port CA "x0" with the given rate.
+func ibstatTree(t *testing.T, dir, rate string) string {
+	t.Helper()
+	root, err := os.MkdirTemp(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"node_type": "1: CA", "node_guid": "0002:c903:0000:0001", "sys_image_guid": "0002:c903:0000:0001",
+		"ports/1/state": "4: ACTIVE", "ports/1/phys_state": "5: LinkUp", "ports/1/rate": rate,
+		"ports/1/lid": "0x5", "ports/1/sm_lid": "0x1", "ports/1/lid_mask_count": "0", "ports/1/sm_sl": "0",
+		"ports/1/cap_mask": "0x2651e848", "ports/1/link_layer": "InfiniBand",
+		"ports/1/gids/0": "fe80:0000:0000:0000:0002:c903:0000:0001", "ports/1/pkeys/0": "0xffff",
+	}
+	for f, v := range files {
+		p := filepath.Join(root, "class/infiniband/x0", f)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestIbstatJSON(t *testing.T) {
+	root := filepath.Join(ibstatFixtures, "rxe-6.1")
+	out, _, err := ibstatRun(t, root, "ibstat", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cas []ibstatJSONCA
+	if err := json.Unmarshal([]byte(out), &cas); err != nil {
+		t.Fatal(err, out)
+	}
+	if len(cas) != 2 || cas[0].Name != "rxe0" || cas[0].NodeGUID != "0xacade8fffe375f42" || len(cas[0].Ports) != 1 ||
+		cas[0].Ports[0].Rate != "10 (FDR10)" || cas[0].Ports[0].StateName != "Active" || cas[0].Ports[0].LinkLayer != "Ethernet" {
+		t.Fatalf("%+v", cas)
+	}
+	for _, args := range [][]string{{"ibstat", "-l", "--json"}, {"ibstat", "-p", "--json"}} {
+		out, _, err := ibstatRun(t, root, args...)
+		var l []string
+		if err != nil || json.Unmarshal([]byte(out), &l) != nil || len(l) != 2 {
+			t.Fatalf("%v: %q %v", args, out, err)
+		}
+	}
+	out, _, err = ibstatRun(t, root, "ibstatus", "--json")
+	var st []ibstatusPort
+	if err != nil || json.Unmarshal([]byte(out), &st) != nil || len(st) != 2 || st[1].State != "4: ACTIVE" || st[1].Rate != "10 Gb/sec (1X FDR10)" {
+		t.Fatalf("ibstatus --json: %q %v", out, err)
+	}
+}
+
+func TestIbstatusForms(t *testing.T) {
+	root := filepath.Join(ibstatFixtures, "rxe-6.1")
+	all := ibstatGolden(t, "ibstatus-rxe-6.1.txt")
+	rxe1 := all[strings.Index(all, "Infiniband device 'rxe1'"):]
+	for _, args := range [][]string{{"rxe1"}, {"rxe1:1"}} {
+		out, _, err := ibstatRun(t, root, append([]string{"ibstatus"}, args...)...)
+		if err != nil || out != rxe1 {
+			t.Fatalf("%v:\n%s%v", args, out, err)
+		}
+	}
+	// A port that does not exist prints "unknown" values (and IB).
+	out, _, _ := ibstatRun(t, root, "ibstatus", "rxe0:7")
+	if !strings.Contains(out, "port 7 status:\n\tdefault gid:\t unknown\n") || !strings.Contains(out, "\tlink_layer:\t IB\n") {
+		t.Fatalf("rxe0:7:\n%s", out)
+	}
+	var ee exitError
+	out, _, err := ibstatRun(t, root, "ibstatus", "rxe0", "mlx9")
+	if !errors.As(err, &ee) || ee.code != 255 || !strings.HasPrefix(out, "Infiniband device 'rxe0'") ||
+		!strings.Contains(out, "Fatal error:  device 'mlx9': sys files not found (") {
+		t.Fatalf("unknown device: %v\n%s", err, out)
+	}
+	if _, _, err := ibstatRun(t, root, "ibstatus", "-h"); !errors.As(err, &ee) || ee.code != 255 {
+		t.Fatal(err)
+	}
+	// An empty file prints the label alone.
+	dir := ibstatTree(t, t.TempDir(), "")
+	out, _, _ = ibstatRun(t, dir, "ibstatus")
+	if !strings.Contains(out, "\trate:\t\t\n") {
+		t.Fatalf("%q", out)
+	}
+}
