@@ -1,0 +1,454 @@
+package main
+
+// perfquery: a port's PortCounters or PortCountersExtended from its PMA
+// (performance management agent), like infiniband-diags' perfquery
+// (rdma-core 44, infiniband-diags/perfquery.c), through package umad.
+//
+// Differences from rdma-core's: only QP1 is used (rdma-core's also opens
+// an SMI agent, which is why it cannot run on RoCE ports at all); the local
+// port's own address comes from sysfs instead of an SMP; a RoCE port is
+// addressed by GID (--dgid, or the local GID 0 by default); and a port
+// whose PMA does not answer gives a timeout error after the retries, never
+// a hang.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/purerdma/rdma/umad"
+)
+
+func init() {
+	register("perfquery", "a port's PortCounters (-x: PortCountersExtended) from its PMA, like infiniband-diags' perfquery", runPerfquery)
+}
+
+const perfqueryUsage = `Usage: perfquery [options] [<lid> [<port>]]
+
+Like infiniband-diags' perfquery: a port's PortCounters, or with -x its
+PortCountersExtended, read from the port's PMA over QP1. Without <lid> it
+queries the local port (on RoCE its GID 0); <port> is the port to read
+(default: the local port's number).
+
+Options:
+  -x, --extended       PortCountersExtended
+  -C, --Ca <ca>        local device (default: as libibumad chooses)
+  -P, --Port <port>    local port (default: as libibumad chooses)
+  -t, --timeout <ms>   response timeout per try (default 1000)
+      --retries <n>    resends after a timeout (default 3)
+      --dgid <gid>     address the destination by GID (RoCE needs one)
+      --json           print JSON instead of text
+  -h, --help           this help
+`
+
+type perfqueryOpts struct {
+	ca       string
+	port     int
+	extended bool
+	timeout  time.Duration
+	retries  int
+	dgid     string
+	json     bool
+	lid      int // -1: the local port
+	dport    int // 0: the local port's number
+}
+
+func perfqueryParse(args []string) (*perfqueryOpts, error) {
+	o := &perfqueryOpts{timeout: time.Second, retries: 3, lid: -1}
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		val := func() (string, error) {
+			if k := strings.IndexByte(a, '='); k >= 0 && strings.HasPrefix(a, "--") {
+				return a[k+1:], nil
+			}
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("option %s needs a value", a)
+			}
+			i++
+			return args[i], nil
+		}
+		name := a
+		if k := strings.IndexByte(a, '='); k >= 0 && strings.HasPrefix(a, "--") {
+			name = a[:k]
+		}
+		var err error
+		var v string
+		switch name {
+		case "-x", "--extended":
+			o.extended = true
+		case "--json":
+			o.json = true
+		case "-h", "--help":
+			return nil, errHelp
+		case "-C", "--Ca":
+			o.ca, err = val()
+		case "-P", "--Port":
+			if v, err = val(); err == nil {
+				o.port, err = perfqueryNum(v, "port")
+			}
+		case "-t", "--timeout":
+			if v, err = val(); err == nil {
+				var ms int
+				ms, err = perfqueryNum(v, "timeout")
+				if err == nil && ms == 0 {
+					err = errors.New("the timeout must be at least 1 ms")
+				}
+				o.timeout = time.Duration(ms) * time.Millisecond
+			}
+		case "--retries":
+			if v, err = val(); err == nil {
+				o.retries, err = perfqueryNum(v, "retries")
+			}
+		case "--dgid":
+			o.dgid, err = val()
+		default:
+			if strings.HasPrefix(a, "-") {
+				return nil, fmt.Errorf("unknown option %s", a)
+			}
+			pos = append(pos, a)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(pos) > 2 {
+		return nil, errors.New("too many arguments")
+	}
+	if len(pos) > 0 {
+		n, err := perfqueryNum(pos[0], "lid")
+		if err != nil || n > 0xffff {
+			return nil, fmt.Errorf("invalid LID %q", pos[0])
+		}
+		o.lid = n
+	}
+	if len(pos) > 1 {
+		n, err := perfqueryNum(pos[1], "port")
+		if err != nil || n > 255 {
+			return nil, fmt.Errorf("invalid port %q", pos[1])
+		}
+		o.dport = n
+	}
+	return o, nil
+}
+
+var errHelp = errors.New("help")
+
+// perfqueryNum reads a number the way the C tools do (strtoul base 0),
+// refusing garbage and negative values.
+func perfqueryNum(s, what string) (int, error) {
+	n, err := strconv.ParseUint(s, 0, 31)
+	if err != nil {
+		return 0, fmt.Errorf("invalid %s %q", what, s)
+	}
+	return int(n), nil
+}
+
+// perfqueryFail prints an error the way the tool reports them and exits
+// with IBEXIT's status.
+func perfqueryFail(stderr io.Writer, err error) error {
+	fmt.Fprintf(stderr, "perfquery: %v\n", err)
+	return exitError{255}
+}
+
+// perfqueryTarget is where the queries go.
+type perfqueryTarget struct {
+	lid     uint16
+	grh     bool
+	gid     [16]byte
+	port    int    // the PortSelect
+	display string // libibmad's portid2str
+}
+
+func runPerfquery(args []string, stdout, stderr io.Writer) error {
+	o, err := perfqueryParse(args)
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(stdout, perfqueryUsage)
+		return nil
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "perfquery: %v\n%s", err, perfqueryUsage)
+		return exitError{2}
+	}
+	h := ibHost()
+	port, err := h.OpenPort(o.ca, o.port)
+	if err != nil {
+		return perfqueryFail(stderr, err)
+	}
+	defer port.Close()
+	local, err := h.LookupPort(port.CA(), port.PortNum())
+	if err != nil {
+		return perfqueryFail(stderr, err)
+	}
+	tgt, err := perfqueryResolve(o, local)
+	if err != nil {
+		return perfqueryFail(stderr, err)
+	}
+	agent, err := port.Register(uint8(umad.ClassPerfMgmt), umad.PerfClassVersion, umad.MethodMask{})
+	if err != nil {
+		return perfqueryFail(stderr, err)
+	}
+	q := &perfqueryQuerier{port: port, agent: agent, pkt: umad.NewPacket(), tgt: tgt, timeout: o.timeout, retries: o.retries}
+
+	// ClassPortInfo is mandatory; its capability masks say which counters
+	// are valid.
+	data, err := q.query(umad.AttrClassPortInfo, nil)
+	if err != nil {
+		return perfqueryFail(stderr, fmt.Errorf("classportinfo query: %w", err))
+	}
+	var cpi umad.ClassPortInfo
+	if err := cpi.Decode(data); err != nil {
+		return perfqueryFail(stderr, fmt.Errorf("classportinfo query: %w", err))
+	}
+	capMask, capMask2 := cpi.CapabilityMask, cpi.CapabilityMask2
+
+	var fields []perfqueryField
+	var header string
+	if o.extended {
+		if capMask&(umad.PMCapExtendedWidth|umad.PMCapExtendedWidthNoIETF) == 0 {
+			fmt.Fprintf(stderr, "ibwarn: [%d] dump_perfcounters: PerfMgt ClassPortInfo CapMask 0x%02X; No extended counter support indicated\n\n",
+				os.Getpid(), capMask)
+		}
+		data, err := q.query(umad.PMAttrPortCountersExtended, &umad.PortCountersExtended{PortSelect: uint8(tgt.port)})
+		if err != nil {
+			return perfqueryFail(stderr, fmt.Errorf("perfextquery: %w", err))
+		}
+		var pc umad.PortCountersExtended
+		if err := pc.Decode(data); err != nil {
+			return perfqueryFail(stderr, fmt.Errorf("perfextquery: %w", err))
+		}
+		fields = perfqueryExtFields(&pc, capMask, capMask2)
+		header = fmt.Sprintf("# Port extended counters: %s port %d (CapMask: 0x%02X CapMask2: 0x%07X)\n",
+			tgt.display, tgt.port, capMask, capMask2)
+	} else {
+		data, err := q.query(umad.PMAttrPortCounters, &umad.PortCounters{PortSelect: uint8(tgt.port)})
+		if err != nil {
+			return perfqueryFail(stderr, fmt.Errorf("perfquery: %w", err))
+		}
+		var pc umad.PortCounters
+		if err := pc.Decode(data); err != nil {
+			return perfqueryFail(stderr, fmt.Errorf("perfquery: %w", err))
+		}
+		if capMask&umad.PMCapPortCountersXmitWait == 0 {
+			pc.PortXmitWait = 0 // not supported: perfquery clears it
+		}
+		fields = perfqueryFields(&pc)
+		header = fmt.Sprintf("# Port counters: %s port %d (CapMask: 0x%02X)\n", tgt.display, tgt.port, capMask)
+	}
+	if o.json {
+		counters := map[string]uint64{}
+		for _, f := range fields {
+			counters[f.name] = f.value
+		}
+		return ibJSON(stdout, map[string]any{
+			"port_id": tgt.display, "port": tgt.port, "extended": o.extended,
+			"cap_mask": fmt.Sprintf("0x%04x", capMask), "cap_mask2": fmt.Sprintf("0x%07x", capMask2),
+			"counters": counters,
+		})
+	}
+	fmt.Fprint(stdout, header)
+	for _, f := range fields {
+		fmt.Fprintln(stdout, f.String())
+	}
+	return nil
+}
+
+// perfqueryResolve turns the options into a destination. The local port
+// is the default: by LID on InfiniBand, by GID 0 on RoCE.
+func perfqueryResolve(o *perfqueryOpts, local *umad.CAPort) (*perfqueryTarget, error) {
+	t := &perfqueryTarget{port: o.dport}
+	if t.port == 0 {
+		t.port = local.Number
+	}
+	roce := local.LinkLayer == "Ethernet"
+	switch {
+	case o.dgid != "":
+		a, err := netip.ParseAddr(o.dgid)
+		if err != nil || !a.Is6() {
+			return nil, fmt.Errorf("invalid GID %q (an IPv6-style address such as fe80::1)", o.dgid)
+		}
+		t.grh, t.gid = true, a.As16()
+		if o.lid >= 0 {
+			t.lid = uint16(o.lid)
+		}
+	case o.lid >= 0 && roce:
+		return nil, fmt.Errorf("%s/%d is a RoCE port: it addresses by GID, not LID; use --dgid", local.CA, local.Number)
+	case o.lid >= 0:
+		t.lid = uint16(o.lid)
+	case roce:
+		t.grh = true
+		binary.BigEndian.PutUint64(t.gid[:8], local.GIDPrefix)
+		binary.BigEndian.PutUint64(t.gid[8:], local.PortGUID)
+	default:
+		t.lid = uint16(local.BaseLID)
+	}
+	t.display = fmt.Sprintf("Lid %d", t.lid)
+	if t.grh {
+		t.display += " Gid " + netip.AddrFrom16(t.gid).String()
+	}
+	return t, nil
+}
+
+// perfqueryQuerier sends PerfMgmt Gets and waits for their GetResps.
+type perfqueryQuerier struct {
+	port    *umad.Port
+	agent   umad.AgentID
+	pkt     *umad.Packet
+	tgt     *perfqueryTarget
+	timeout time.Duration
+	retries int
+	tid     uint32
+}
+
+// query sends Get(attr) with attribute a (nil: an empty data area) and
+// returns the response's data area. A response with a non-zero status, a
+// timeout (after the retries) and a kernel that never reports back all
+// fail, the last after the total time the retries could take plus a
+// second: no hang.
+func (q *perfqueryQuerier) query(attr umad.AttrID, a umad.Attribute) ([]byte, error) {
+	q.tid++
+	m := umad.PerfMAD{Header: umad.NewMADHeader(umad.ClassPerfMgmt, umad.MethodGet, attr, 0, uint64(q.tid))}
+	if a != nil {
+		if err := m.SetAttribute(a); err != nil {
+			return nil, err
+		}
+	}
+	if err := q.pkt.SetMAD(m.Append(q.pkt.MAD()[:0])); err != nil {
+		return nil, err
+	}
+	if err := q.pkt.SetAddr(q.tgt.lid, 1, 0, umad.QP1QKey); err != nil {
+		return nil, err
+	}
+	if q.tgt.grh {
+		q.pkt.SetGRH(umad.GRH{GID: q.tgt.gid, HopLimit: 64})
+	} else {
+		q.pkt.ClearGRH()
+	}
+	if err := q.port.Send(q.agent, q.pkt, q.timeout, q.retries); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(time.Duration(q.retries+1)*q.timeout + time.Second)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, fmt.Errorf("no response from the PMA of %s within %v, and the kernel did not report a timeout", q.tgt.display, time.Duration(q.retries+1)*q.timeout)
+		}
+		if _, err := q.port.Recv(q.pkt, left); err != nil {
+			if errors.Is(err, umad.ErrTimeout) {
+				continue
+			}
+			return nil, err
+		}
+		var resp umad.PerfMAD
+		if err := resp.Decode(q.pkt.MAD()[:min(q.pkt.Len(), umad.MADSize)]); err != nil && !q.pkt.TimedOut() {
+			continue // not a PerfMgmt MAD for us
+		}
+		if uint32(binary.BigEndian.Uint64(q.pkt.MAD()[8:16])) != q.tid {
+			continue // a late answer to an earlier query
+		}
+		if q.pkt.TimedOut() {
+			return nil, fmt.Errorf("no response from the PMA of %s after %d tries %v apart: %w (the port has no PMA answering, or nothing is at that address)",
+				q.tgt.display, q.retries+1, q.timeout, umad.ErrTimeout)
+		}
+		if s := resp.Header.Status; s != 0 {
+			hint := ""
+			if s.Code() == umad.StatusMethodAttrUnsupported {
+				hint = "; no PMA took the query, so the kernel's MAD layer answered it: the device has no PMA (rxe and other software devices have none)"
+			}
+			return nil, fmt.Errorf("the PMA of %s answered with MAD status %v%s", q.tgt.display, s, hint)
+		}
+		return resp.Data[:], nil
+	}
+}
+
+// perfqueryField is one line of libibmad's dump: "Name:....value".
+type perfqueryField struct {
+	name  string
+	value uint64
+	hex   int // 0: decimal; else the number of bytes shown in hex
+}
+
+func (f perfqueryField) String() string {
+	dots := ""
+	if len(f.name) < 32 {
+		dots = strings.Repeat(".", 32-len(f.name))
+	}
+	if f.hex > 0 {
+		return fmt.Sprintf("%s:%s0x%0*x", f.name, dots, 2*f.hex, f.value)
+	}
+	return fmt.Sprintf("%s:%s%d", f.name, dots, f.value)
+}
+
+// perfqueryFields is mad_dump_perfcounters' order: QP1Dropped between
+// ExcessiveBufferOverrunErrors and VL15Dropped.
+func perfqueryFields(pc *umad.PortCounters) []perfqueryField {
+	return []perfqueryField{
+		{"PortSelect", uint64(pc.PortSelect), 0},
+		{"CounterSelect", uint64(pc.CounterSelect), 2},
+		{"SymbolErrorCounter", uint64(pc.SymbolErrorCounter), 0},
+		{"LinkErrorRecoveryCounter", uint64(pc.LinkErrorRecoveryCounter), 0},
+		{"LinkDownedCounter", uint64(pc.LinkDownedCounter), 0},
+		{"PortRcvErrors", uint64(pc.PortRcvErrors), 0},
+		{"PortRcvRemotePhysicalErrors", uint64(pc.PortRcvRemotePhysicalErrors), 0},
+		{"PortRcvSwitchRelayErrors", uint64(pc.PortRcvSwitchRelayErrors), 0},
+		{"PortXmitDiscards", uint64(pc.PortXmitDiscards), 0},
+		{"PortXmitConstraintErrors", uint64(pc.PortXmitConstraintErrors), 0},
+		{"PortRcvConstraintErrors", uint64(pc.PortRcvConstraintErrors), 0},
+		{"CounterSelect2", uint64(pc.CounterSelect2), 1},
+		{"LocalLinkIntegrityErrors", uint64(pc.LocalLinkIntegrityErrors), 0},
+		{"ExcessiveBufferOverrunErrors", uint64(pc.ExcessiveBufferOverrunErrors), 0},
+		{"QP1Dropped", uint64(pc.QP1Dropped), 0},
+		{"VL15Dropped", uint64(pc.VL15Dropped), 0},
+		{"PortXmitData", uint64(pc.PortXmitData), 0},
+		{"PortRcvData", uint64(pc.PortRcvData), 0},
+		{"PortXmitPkts", uint64(pc.PortXmitPkts), 0},
+		{"PortRcvPkts", uint64(pc.PortRcvPkts), 0},
+		{"PortXmitWait", uint64(pc.PortXmitWait), 0},
+	}
+}
+
+// perfqueryExtFields is dump_perfcounters_ext: the unicast and multicast
+// counters where the PMA has extended width, the error counters where it
+// has the additional PortCountersExtended counters.
+func perfqueryExtFields(pc *umad.PortCountersExtended, capMask uint16, capMask2 uint32) []perfqueryField {
+	f := []perfqueryField{
+		{"PortSelect", uint64(pc.PortSelect), 0},
+		{"CounterSelect", uint64(pc.CounterSelect), 2},
+		{"PortXmitData", pc.PortXmitData, 0},
+		{"PortRcvData", pc.PortRcvData, 0},
+		{"PortXmitPkts", pc.PortXmitPkts, 0},
+		{"PortRcvPkts", pc.PortRcvPkts, 0},
+	}
+	if capMask&umad.PMCapExtendedWidth != 0 {
+		f = append(f,
+			perfqueryField{"PortUnicastXmitPkts", pc.PortUnicastXmitPkts, 0},
+			perfqueryField{"PortUnicastRcvPkts", pc.PortUnicastRcvPkts, 0},
+			perfqueryField{"PortMulticastXmitPkts", pc.PortMulticastXmitPkts, 0},
+			perfqueryField{"PortMulticastRcvPkts", pc.PortMulticastRcvPkts, 0})
+	}
+	if capMask2&umad.PMCap2AdditionalPortCountersExtended != 0 {
+		f = append(f,
+			perfqueryField{"CounterSelect2", uint64(pc.CounterSelect2), 4},
+			perfqueryField{"SymbolErrorCounter", pc.SymbolErrorCounter, 0},
+			perfqueryField{"LinkErrorRecoveryCounter", pc.LinkErrorRecoveryCounter, 0},
+			perfqueryField{"LinkDownedCounter", pc.LinkDownedCounter, 0},
+			perfqueryField{"PortRcvErrors", pc.PortRcvErrors, 0},
+			perfqueryField{"PortRcvRemotePhysicalErrors", pc.PortRcvRemotePhysicalErrors, 0},
+			perfqueryField{"PortRcvSwitchRelayErrors", pc.PortRcvSwitchRelayErrors, 0},
+			perfqueryField{"PortXmitDiscards", pc.PortXmitDiscards, 0},
+			perfqueryField{"PortXmitConstraintErrors", pc.PortXmitConstraintErrors, 0},
+			perfqueryField{"PortRcvConstraintErrors", pc.PortRcvConstraintErrors, 0},
+			perfqueryField{"LocalLinkIntegrityErrors", pc.LocalLinkIntegrityErrors, 0},
+			perfqueryField{"ExcessiveBufferOverrunErrors", pc.ExcessiveBufferOverrunErrors, 0},
+			perfqueryField{"VL15Dropped", pc.VL15Dropped, 0},
+			perfqueryField{"PortXmitWait", pc.PortXmitWait, 0},
+			perfqueryField{"QP1Dropped", pc.QP1Dropped, 0})
+	}
+	return f
+}

@@ -1,0 +1,341 @@
+package main
+
+// umad send / umad serve: vendor-class MADs (range 2, with an OUI) between
+// two ports, through package umad. rdma-core has no direct equivalent
+// (ibping is the closest, with its own vendor class 0x32 protocol).
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/purerdma/rdma/umad"
+)
+
+func init() {
+	register("umad", "send or serve vendor-class MADs (umad send | umad serve)", runUmadTool)
+}
+
+const umadToolUsage = `Usage: umad send  [options] [--dgid GID | --dlid LID]
+       umad serve [options]
+
+umad serve registers a replier for a vendor class (range 2, 0x30–0x4f) and
+an OUI on a local port and answers every request it receives with the
+response method (request method | 0x80), the same TID, and its data
+(or --data). umad send sends requests (method Get by default) and prints
+each response and the round-trip time; a request nobody answers comes
+back as a timeout after its retries, which is an error.
+
+Options (both):
+  -C, --Ca <ca>          local device (default: as libibumad chooses)
+  -P, --Port <port>      local port (default: as libibumad chooses)
+      --class <class>    vendor class, 0x30–0x4f (default 0x30)
+      --oui <oui>        24-bit OUI (default 0x001405, OpenIB)
+      --method <m>       the request method (default 0x01, Get)
+      --data <text>      data to send (send) or to answer with (serve)
+  -c, --count <n>        requests to send (default 1) / to answer (default: until interrupted)
+  -q, --quiet            print only the summary
+Options (send):
+      --dgid <gid>       destination GID (RoCE needs one; default: the local port's GID 0 on RoCE)
+      --dlid <lid>       destination LID (InfiniBand; default: the local port's LID)
+  -t, --timeout <ms>     response timeout per try (default 1000)
+      --retries <n>      resends after a timeout (default 3)
+`
+
+type umadToolOpts struct {
+	ca, dgid, data    string
+	port, count, dlid int
+	class, method     uint8
+	oui               uint32
+	timeout           time.Duration
+	retries           int
+	quiet, countGiven bool
+}
+
+func umadToolParse(args []string) (*umadToolOpts, error) {
+	o := &umadToolOpts{class: 0x30, oui: 0x001405, method: 0x01, count: 1, dlid: -1, timeout: time.Second, retries: 3}
+	for i := 0; i < len(args); i++ {
+		a, v := args[i], ""
+		hasVal := false
+		if k := strings.IndexByte(a, '='); k >= 0 && strings.HasPrefix(a, "--") {
+			a, v, hasVal = a[:k], a[k+1:], true
+		}
+		need := func() (string, error) {
+			if hasVal {
+				return v, nil
+			}
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("option %s needs a value", a)
+			}
+			i++
+			return args[i], nil
+		}
+		num := func(max uint64) (uint64, error) {
+			s, err := need()
+			if err != nil {
+				return 0, err
+			}
+			n, err := strconv.ParseUint(s, 0, 64)
+			if err != nil || n > max {
+				return 0, fmt.Errorf("invalid value %q for %s", s, a)
+			}
+			return n, nil
+		}
+		var err error
+		var n uint64
+		switch a {
+		case "-C", "--Ca":
+			o.ca, err = need()
+		case "-P", "--Port":
+			n, err = num(255)
+			o.port = int(n)
+		case "--class":
+			if n, err = num(0x4f); err == nil && n < 0x30 {
+				err = fmt.Errorf("class %#x is not in vendor range 2 (0x30–0x4f)", n)
+			}
+			o.class = uint8(n)
+		case "--oui":
+			if n, err = num(1<<24 - 1); err == nil && n == 0 {
+				err = errors.New("the OUI must not be 0")
+			}
+			o.oui = uint32(n)
+		case "--method":
+			if n, err = num(0x7f); err == nil && n == 0 {
+				err = errors.New("method 0 is reserved")
+			}
+			o.method = uint8(n)
+		case "--data":
+			o.data, err = need()
+		case "-c", "--count":
+			n, err = num(1 << 30)
+			o.count, o.countGiven = int(n), true
+		case "-q", "--quiet":
+			o.quiet = true
+		case "--dgid":
+			o.dgid, err = need()
+		case "--dlid":
+			n, err = num(0xffff)
+			o.dlid = int(n)
+		case "-t", "--timeout":
+			if n, err = num(1 << 31); err == nil && n == 0 {
+				err = errors.New("the timeout must be at least 1 ms")
+			}
+			o.timeout = time.Duration(n) * time.Millisecond
+		case "--retries":
+			n, err = num(1 << 20)
+			o.retries = int(n)
+		case "-h", "--help":
+			return nil, errHelp
+		default:
+			err = fmt.Errorf("unknown argument %s", args[i])
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(o.data) > umad.VendorDataSize {
+		return nil, fmt.Errorf("--data holds at most %d bytes", umad.VendorDataSize)
+	}
+	return o, nil
+}
+
+func runUmadTool(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "send" && args[0] != "serve") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprint(stdout, umadToolUsage)
+			return nil
+		}
+		fmt.Fprint(stderr, umadToolUsage)
+		return exitError{2}
+	}
+	o, err := umadToolParse(args[1:])
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(stdout, umadToolUsage)
+		return nil
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "umad %s: %v\n", args[0], err)
+		return exitError{2}
+	}
+	h := ibHost()
+	port, err := h.OpenPort(o.ca, o.port)
+	if err != nil {
+		return err
+	}
+	defer port.Close()
+	if args[0] == "serve" {
+		if !o.countGiven {
+			o.count = -1
+		}
+		return umadServe(port, o, stdout)
+	}
+	local, err := h.LookupPort(port.CA(), port.PortNum())
+	if err != nil {
+		return err
+	}
+	return umadSend(port, local, o, stdout)
+}
+
+// umadTextData renders vendor data as text: up to the first NUL, with
+// non-printable bytes escaped.
+func umadTextData(d []byte) string {
+	if i := bytes.IndexByte(d, 0); i >= 0 {
+		d = d[:i]
+	}
+	return strconv.Quote(string(d))
+}
+
+func umadServe(port *umad.Port, o *umadToolOpts, stdout io.Writer) error {
+	agent, err := port.RegisterOUI(o.class, 0, o.oui, umad.MethodMaskOf(o.method))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "serving class %#02x OUI %#06x method %#02x on %s (agent %d)\n", o.class, o.oui, o.method, port, agent)
+	// Close on SIGINT/SIGTERM, which ends the blocking receive.
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigc)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-sigc:
+			port.Close()
+		case <-stop:
+		}
+	}()
+	pkt := umad.NewPacket()
+	var m umad.VendorMAD
+	served := 0
+	for o.count < 0 || served < o.count {
+		if _, err := port.Recv(pkt, -1); err != nil {
+			if errors.Is(err, os.ErrClosed) {
+				break
+			}
+			return err
+		}
+		if pkt.Status() != 0 || m.Decode(pkt.MAD()[:min(pkt.Len(), umad.MADSize)]) != nil || m.Header.Method.IsResponse() {
+			continue
+		}
+		if !o.quiet {
+			fmt.Fprintf(stdout, "request tid %#016x method %#02x data %s from %v\n",
+				m.Header.TransactionID, uint8(m.Header.Method), umadTextData(m.Data[:]), pkt.Addr())
+		}
+		m.Header.Method = m.Header.Method.Response()
+		if o.data != "" {
+			clear(m.Data[:])
+			copy(m.Data[:], o.data)
+		}
+		if err := pkt.SetMAD(m.Append(pkt.MAD()[:0])); err != nil {
+			return err
+		}
+		if err := port.Send(agent, pkt, 0, 0); err != nil {
+			return err
+		}
+		served++
+	}
+	fmt.Fprintf(stdout, "answered %d requests\n", served)
+	return nil
+}
+
+func umadSend(port *umad.Port, local *umad.CAPort, o *umadToolOpts, stdout io.Writer) error {
+	agent, err := port.RegisterOUI(o.class, 0, o.oui, umad.MethodMask{})
+	if err != nil {
+		return err
+	}
+	pkt := umad.NewPacket()
+	var addr umad.Addr
+	addr.QPN, addr.QKey = 1, umad.QP1QKey
+	roce := local.LinkLayer == "Ethernet"
+	switch {
+	case o.dgid != "":
+		a, err := netip.ParseAddr(o.dgid)
+		if err != nil || !a.Is6() {
+			return fmt.Errorf("invalid GID %q", o.dgid)
+		}
+		addr.GRHPresent, addr.GRH.GID = true, a.As16()
+	case roce:
+		addr.GRHPresent = true // the local port's GID 0: a loopback
+		g := umadGID(local)
+		addr.GRH.GID = g
+	}
+	if addr.GRHPresent {
+		addr.GRH.HopLimit = 64
+	}
+	switch {
+	case o.dlid >= 0:
+		addr.LID = uint16(o.dlid)
+	case !addr.GRHPresent:
+		addr.LID = uint16(local.BaseLID)
+	}
+	var rtts time.Duration
+	var m umad.VendorMAD
+	for i := 1; i <= o.count; i++ {
+		m = umad.VendorMAD{Header: umad.NewMADHeader(umad.MgmtClass(o.class), umad.Method(o.method), 0, 0, uint64(i)), OUI: o.oui}
+		copy(m.Data[:], o.data)
+		if err := pkt.SetMAD(m.Append(pkt.MAD()[:0])); err != nil {
+			return err
+		}
+		if err := pkt.SetAddress(addr); err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := port.Send(agent, pkt, o.timeout, o.retries); err != nil {
+			return err
+		}
+		for {
+			if _, err := port.Recv(pkt, time.Duration(o.retries+1)*o.timeout+time.Second); err != nil {
+				return err
+			}
+			if uint32(m.Header.TransactionID) == uint32(tidOf(pkt)) {
+				break
+			}
+		}
+		rtt := time.Since(start)
+		if pkt.TimedOut() {
+			return fmt.Errorf("request %d (tid %#x): no response after %d tries %v apart: %w", i, i, o.retries+1, o.timeout, umad.ErrTimeout)
+		}
+		var r umad.VendorMAD
+		if err := r.Decode(pkt.MAD()[:min(pkt.Len(), umad.MADSize)]); err != nil {
+			return fmt.Errorf("request %d: bad response: %w", i, err)
+		}
+		rtts += rtt
+		if !o.quiet {
+			fmt.Fprintf(stdout, "response tid %#016x method %#02x status %v data %s from %v: %v\n",
+				r.Header.TransactionID, uint8(r.Header.Method), r.Header.Status, umadTextData(r.Data[:]), pkt.Addr(), rtt)
+		}
+	}
+	if o.count > 0 {
+		fmt.Fprintf(stdout, "%d round trips, average %v\n", o.count, rtts/time.Duration(o.count))
+	}
+	return nil
+}
+
+func tidOf(pkt *umad.Packet) uint64 {
+	m := pkt.MAD()
+	if len(m) < 16 {
+		return 0
+	}
+	var v uint64
+	for _, b := range m[8:16] {
+		v = v<<8 | uint64(b)
+	}
+	return v
+}
+
+func umadGID(p *umad.CAPort) [16]byte {
+	var g [16]byte
+	for i := 0; i < 8; i++ {
+		g[i] = byte(p.GIDPrefix >> (56 - 8*i))
+		g[8+i] = byte(p.PortGUID >> (56 - 8*i))
+	}
+	return g
+}

@@ -1,0 +1,65 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/purerdma/rdma/integration/vmtest"
+	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/umad"
+)
+
+// TestVMUmadSendServe: umad serve on rxe1 answers umad send from rxe0, by
+// GID; a send to nobody fails with a timeout.
+func TestVMUmadSendServe(t *testing.T) {
+	vmtest.Require(t)
+	f, err := sysfs.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := f.Port(vmtest.Dev1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := p1.GID(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sout, serr bytes.Buffer
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var serveErr error
+	go func() {
+		defer wg.Done()
+		serveErr = run([]string{"purerdma", "umad", "serve", "-C", "rxe1", "-P", "1", "-c", "10", "--data", "pong"}, &sout, &serr)
+	}()
+	var out, errb bytes.Buffer
+	// The server may not be registered yet: the first request is then
+	// answered by nobody and retried.
+	err = run([]string{"purerdma", "umad", "send", "-C", "rxe0", "-P", "1", "--dgid", g.GID.Addr().String(), "-c", "10", "--data", "ping", "-t", "200", "--retries", "5"}, &out, &errb)
+	wg.Wait()
+	if err != nil || serveErr != nil {
+		t.Fatalf("send: %v %s\nserve: %v %s", err, errb.String(), serveErr, serr.String())
+	}
+	if strings.Count(out.String(), `data "pong"`) != 10 || !strings.Contains(out.String(), "10 round trips") ||
+		strings.Count(sout.String(), `data "ping"`) != 10 || !strings.Contains(sout.String(), "answered 10 requests") {
+		t.Fatalf("send:\n%s\nserve:\n%s", out.String(), sout.String())
+	}
+	t.Logf("send:\n%s\nserve:\n%s", out.String(), sout.String())
+
+	out.Reset()
+	// Nobody serves rxe1 any more. (A Get would be answered by the
+	// kernel with status 0x000c; method 3, Send, gets no answer at all.)
+	err = run([]string{"purerdma", "umad", "send", "-C", "rxe0", "--dgid", g.GID.Addr().String(), "--method", "3", "-t", "50", "--retries", "1"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "no response after 2 tries") {
+		t.Fatalf("send to nobody: %v", err)
+	}
+	if !errors.Is(err, umad.ErrTimeout) {
+		t.Fatalf("not a timeout: %v", err)
+	}
+}
