@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/purerdma/rdma/integration/vmtest"
+	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/umad"
 )
 
@@ -65,4 +66,75 @@ func TestVMPerfqueryNothingAnswers(t *testing.T) {
 		t.Fatalf("%v\nstderr: %s", err, errb.String())
 	}
 	t.Logf("unreachable GID, after %v: %s", time.Since(start), errb.String())
+}
+
+// TestVMPerfqueryAgainstAPMA: an agent on rxe1 plays the PMA (rxe has
+// none), answering ClassPortInfo, PortCounters and PortCountersExtended;
+// perfquery on rxe0 reads them over RoCE and prints libibmad's format.
+func TestVMPerfqueryAgainstAPMA(t *testing.T) {
+	vmtest.Require(t)
+	pma, err := umad.OpenPort(vmtest.Dev1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pma.Close()
+	agent, err := pma.Register(uint8(umad.ClassPerfMgmt), 1, umad.MethodMaskOf(uint8(umad.MethodGet)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		pkt := umad.NewPacket()
+		for {
+			if _, err := pma.Recv(pkt, -1); err != nil {
+				return
+			}
+			var m umad.PerfMAD
+			if m.Decode(pkt.MAD()) != nil {
+				continue
+			}
+			m.Header.Method = m.Header.Method.Response()
+			switch m.Header.AttributeID {
+			case umad.AttrClassPortInfo:
+				m.SetAttribute(&umad.ClassPortInfo{BaseVersion: 1, ClassVersion: 1,
+					CapabilityMask: umad.PMCapExtendedWidth | umad.PMCapPortCountersXmitWait, CapabilityMask2: umad.PMCap2AdditionalPortCountersExtended})
+			case umad.PMAttrPortCounters:
+				m.SetAttribute(&umad.PortCounters{PortSelect: 1, PortXmitData: 1234, PortRcvData: 5678, PortXmitPkts: 9, PortRcvPkts: 10, PortXmitWait: 3, SymbolErrorCounter: 2})
+			case umad.PMAttrPortCountersExtended:
+				m.SetAttribute(&umad.PortCountersExtended{PortSelect: 1, PortXmitData: 1 << 40, PortUnicastRcvPkts: 77, LinkDownedCounter: 4})
+			default:
+				m.Header.Status = umad.StatusMethodAttrUnsupported
+			}
+			pkt.SetMAD(m.Append(nil))
+			pma.Send(agent, pkt, 0, 0)
+		}
+	}()
+	f, err := sysfs.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := f.Port(vmtest.Dev1, 1)
+	g, _ := p1.GID(0)
+	dgid := g.GID.Addr().String()
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"perfquery", "-C", "rxe0", "--dgid", dgid, "--retries", "5"}, []string{
+			"# Port counters: Lid 0 Gid " + dgid + " port 1 (CapMask: 0x1200)\n",
+			"SymbolErrorCounter:..............2\n", "PortXmitData:....................1234\n", "PortXmitWait:....................3\n"}},
+		{[]string{"perfquery", "-x", "-C", "rxe0", "--dgid", dgid}, []string{
+			"# Port extended counters: Lid 0 Gid " + dgid + " port 1 (CapMask: 0x1200 CapMask2: 0x0000002)\n",
+			"PortXmitData:....................1099511627776\n", "PortUnicastRcvPkts:..............77\n", "LinkDownedCounter:...............4\n"}},
+	} {
+		var out, errb bytes.Buffer
+		if err := run(append([]string{"purerdma"}, tc.args...), &out, &errb); err != nil {
+			t.Fatalf("%v: %v %s", tc.args, err, errb.String())
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%v: missing %q in\n%s", tc.args, w, out.String())
+			}
+		}
+		t.Logf("%v:\n%s", tc.args, out.String())
+	}
 }
