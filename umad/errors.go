@@ -18,9 +18,13 @@ import (
 // against the sentinels of this package that the cause wraps (ErrNoDevice,
 // ErrInvalidPort, ErrOpenFailed, ErrWouldBlock, ErrTimeout).
 type Error struct {
-	Op     string
+	// Op is the operation that failed.
+	Op string
+	// Device is the port ("mlx5_0/1") or device it concerns; may be empty.
 	Device string
-	Err    error
+	// Err is the cause: an errno, one of the sentinels, or an error
+	// wrapping them.
+	Err error
 }
 
 // Error returns "op device: cause (what to do next)".
