@@ -1,0 +1,187 @@
+package main
+
+// Command-line handling shared by devinfo and devices: getopt_long's rules
+// (as rdma-core's tools parse their options) and C's strtol.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+
+	"github.com/purerdma/rdma/internal/errs"
+)
+
+var (
+	errDevinfoUsage = errors.New("usage")
+	errDevinfoHelp  = errors.New("help")
+	errNoData       = syscall.ENODATA
+	// errGetopt is a command line getopt refuses (reported already).
+	errGetopt = getoptError("bad option")
+)
+
+// getoptOption is one option: a short letter (0 for none), a long name,
+// whether it takes an argument, and what to do with it.
+type getoptOption struct {
+	short byte
+	long  string
+	arg   bool
+	set   func(string) error
+}
+
+// getopt parses args the way glibc's getopt_long does with an optstring
+// like "d:i:lv": short options may be grouped (-vl) and take their argument
+// attached (-drxe0) or as the next word; long options take it after '=' or
+// as the next word and may be abbreviated to a unique prefix; "--" ends the
+// options; other words are skipped. Errors are reported on stderr with
+// getopt's messages.
+func getopt(prog string, args []string, opts []getoptOption, stderr io.Writer) error {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return nil
+		case strings.HasPrefix(a, "--"):
+			name, val, hasVal := strings.Cut(a[2:], "=")
+			o, err := lookupLong(opts, name)
+			if err != nil {
+				fmt.Fprintf(stderr, "%s: %s '--%s'\n", prog, err, name)
+				return err
+			}
+			if o.arg && !hasVal {
+				if i+1 >= len(args) {
+					fmt.Fprintf(stderr, "%s: option '--%s' requires an argument\n", prog, o.long)
+					return errGetopt
+				}
+				i++
+				val = args[i]
+			} else if !o.arg && hasVal {
+				fmt.Fprintf(stderr, "%s: option '--%s' doesn't allow an argument\n", prog, o.long)
+				return errGetopt
+			}
+			if err := o.set(val); err != nil {
+				return err
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			for j := 1; j < len(a); j++ {
+				o := lookupShort(opts, a[j])
+				if o == nil {
+					fmt.Fprintf(stderr, "%s: invalid option -- '%c'\n", prog, a[j])
+					return errGetopt
+				}
+				if !o.arg {
+					if err := o.set(""); err != nil {
+						return err
+					}
+					continue
+				}
+				val := a[j+1:]
+				if val == "" {
+					if i+1 >= len(args) {
+						fmt.Fprintf(stderr, "%s: option requires an argument -- '%c'\n", prog, a[j])
+						return errGetopt
+					}
+					i++
+					val = args[i]
+				}
+				if err := o.set(val); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+type getoptError string
+
+func (e getoptError) Error() string { return string(e) }
+
+func lookupLong(opts []getoptOption, name string) (*getoptOption, error) {
+	var match *getoptOption
+	n := 0
+	for i := range opts {
+		o := &opts[i]
+		if o.long == name {
+			return o, nil
+		}
+		if strings.HasPrefix(o.long, name) && name != "" {
+			match = o
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return nil, getoptError("unrecognized option")
+	case 1:
+		return match, nil
+	}
+	return nil, getoptError("option is ambiguous;")
+}
+
+func lookupShort(opts []getoptOption, c byte) *getoptOption {
+	for i := range opts {
+		if opts[i].short == c && c != 0 {
+			return &opts[i]
+		}
+	}
+	return nil
+}
+
+// cStrtol is strtol(s, NULL, 0) clamped to int64: leading blanks, a sign,
+// then 0x for hex or 0 for octal; parsing stops at the first invalid
+// character, and no digits give 0.
+func cStrtol(s string) int64 {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	base := int64(10)
+	switch {
+	case len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && hexDigit(s[2]) >= 0:
+		base, s = 16, s[2:]
+	case len(s) > 1 && s[0] == '0':
+		base = 8
+	}
+	var v int64
+	for i := 0; i < len(s); i++ {
+		d := hexDigit(s[i])
+		if d < 0 || int64(d) >= base {
+			break
+		}
+		if v > (1<<62)/base {
+			v = 1<<63 - 1
+			break
+		}
+		v = v*base + int64(d)
+	}
+	if neg {
+		return -v
+	}
+	return v
+}
+
+func hexDigit(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// errnoCode is the return code rdma-core's tools give for a failed verb:
+// the errno, or 1 when there is none.
+func errnoCode(err error) int {
+	if n := errs.Errno(err); n != 0 {
+		return int(n)
+	}
+	return 1
+}
