@@ -1,7 +1,6 @@
 package sys
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -33,6 +32,29 @@ type Backend interface {
 	Mmap(offset int64, length int, prot, flags int) ([]byte, error)
 	// Close is called once, when the FD is closed.
 	Close() error
+}
+
+// Waiter is implemented by fake Backends whose reads can block (a fake
+// umad device): it gives pollable fakes what the runtime poller gives real
+// descriptors.
+type Waiter interface {
+	// WaitReadable blocks until a read would not block, the deadline
+	// (when not zero) passes (os.ErrDeadlineExceeded) or the descriptor
+	// is closed (os.ErrClosed).
+	WaitReadable(deadline time.Time) error
+	// Readable reports without blocking whether a read would find data.
+	Readable() (bool, error)
+	// DeadlineChanged is called by SetReadDeadline with the new
+	// deadline: a Read or WaitReadable in progress must honour it from
+	// now on (a deadline in the past wakes them at once).
+	DeadlineChanged(deadline time.Time)
+}
+
+func (fd *FD) readDeadline() time.Time {
+	if ns := fd.deadline.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // FD is an owned file descriptor. Its zero value is not usable; get one from
@@ -174,11 +196,7 @@ func (fd *FD) Read(p []byte) (int, error) {
 		if fd.closed.Load() {
 			return 0, os.ErrClosed
 		}
-		var dl time.Time
-		if ns := fd.deadline.Load(); ns != 0 {
-			dl = time.Unix(0, ns)
-		}
-		return fd.be.Read(p, dl, false)
+		return fd.be.Read(p, fd.readDeadline(), false)
 	}
 	if fd.file != nil {
 		n, err := fd.file.Read(p)
@@ -208,16 +226,51 @@ func (fd *FD) ReadNonblocking(p []byte) (int, error) {
 	if !fd.nonblocking {
 		return 0, fmt.Errorf("read %s: descriptor was not opened with O_NONBLOCK", fd.name)
 	}
-	var n int
-	var rerr error
-	err := fd.rc.Read(func(s uintptr) bool {
-		n, rerr = unix.Read(int(s), p)
-		return rerr != unix.EINTR
-	})
-	if err != nil {
+	// The descriptor is non-blocking, so a plain read(2) never parks; no
+	// poller round trip (and no closure allocation) is needed.
+	if err := fd.acquire(); err != nil {
 		return 0, err
 	}
-	return n, rerr
+	defer fd.mu.RUnlock()
+	for {
+		n, err := unix.Read(fd.raw, p)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
+// Readable reports, without waiting, whether a read would find data
+// (poll(2) with a zero timeout). A descriptor in an error state (POLLERR,
+// for example a removed device) gives EIO.
+func (fd *FD) Readable() (bool, error) {
+	if fd.be != nil {
+		if fd.closed.Load() {
+			return false, os.ErrClosed
+		}
+		if w, ok := fd.be.(Waiter); ok {
+			return w.Readable()
+		}
+		return false, os.ErrNoDeadline
+	}
+	if err := fd.acquire(); err != nil {
+		return false, err
+	}
+	defer fd.mu.RUnlock()
+	fds := [1]unix.PollFd{{Fd: int32(fd.raw), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds[:], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLNVAL) != 0 {
+			return false, unix.EIO
+		}
+		return n > 0 && fds[0].Revents&unix.POLLIN != 0, nil
+	}
 }
 
 // Write writes p in one write(2) call and returns the count the kernel
@@ -251,6 +304,9 @@ func (fd *FD) SetReadDeadline(t time.Time) error {
 		} else {
 			fd.deadline.Store(t.UnixNano())
 		}
+		if w, ok := fd.be.(Waiter); ok {
+			w.DeadlineChanged(t)
+		}
 		return nil
 	}
 	if fd.file == nil {
@@ -263,6 +319,16 @@ func (fd *FD) SetReadDeadline(t time.Time) error {
 // (os.ErrDeadlineExceeded) or the descriptor is closed (os.ErrClosed). It
 // consumes nothing. Only pollable descriptors support it.
 func (fd *FD) WaitReadable() error {
+	if fd.be != nil {
+		if fd.closed.Load() {
+			return os.ErrClosed
+		}
+		w, ok := fd.be.(Waiter)
+		if !ok {
+			return os.ErrNoDeadline
+		}
+		return w.WaitReadable(fd.readDeadline())
+	}
 	if fd.file == nil {
 		return os.ErrNoDeadline
 	}
@@ -328,9 +394,10 @@ func MmapAnon(length int) ([]byte, error) {
 // PageSize is the system page size.
 var PageSize = os.Getpagesize()
 
+// unwrapPathError returns the errno inside the *os.PathError an os.File
+// method returns. It does not allocate (the receive hot path runs it).
 func unwrapPathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := err.(*os.PathError); ok {
 		return pe.Err
 	}
 	return err

@@ -226,3 +226,74 @@ func TestFakeBackend(t *testing.T) {
 func TestArch(t *testing.T) {
 	t.Logf("arch: %s/%s, page size %d", runtime.GOOS, runtime.GOARCH, PageSize)
 }
+
+func TestReadableAndAllocationFreeReads(t *testing.T) {
+	fd, err := Open(fifo(t), unix.O_RDWR|unix.O_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	if ok, err := fd.Readable(); ok || err != nil {
+		t.Fatalf("Readable on an empty fifo = %v, %v", ok, err)
+	}
+	msg := []byte("record")
+	buf := make([]byte, 16)
+	if _, err := fd.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := fd.Readable(); !ok || err != nil {
+		t.Fatalf("Readable with data = %v, %v", ok, err)
+	}
+	fd.Read(buf)
+	// The receive hot path: write one record, read it back, through the
+	// poller (Read) and directly (ReadNonblocking). Neither allocates.
+	for name, read := range map[string]func([]byte) (int, error){"Read": fd.Read, "ReadNonblocking": fd.ReadNonblocking} {
+		n := testing.AllocsPerRun(100, func() {
+			fd.Write(msg)
+			if _, err := read(buf); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if n != 0 {
+			t.Errorf("%s: %v allocations per call, want 0", name, n)
+		}
+	}
+	if _, err := fd.ReadNonblocking(buf); !errors.Is(err, syscall.EAGAIN) {
+		t.Errorf("ReadNonblocking on empty: %v", err)
+	}
+}
+
+type waitingBackend struct {
+	recordingBackend
+	deadlines []time.Time
+	waited    time.Time
+	ready     bool
+}
+
+func (b *waitingBackend) WaitReadable(deadline time.Time) error { b.waited = deadline; return nil }
+func (b *waitingBackend) Readable() (bool, error)               { return b.ready, nil }
+func (b *waitingBackend) DeadlineChanged(t time.Time)           { b.deadlines = append(b.deadlines, t) }
+
+func TestFakeWaiter(t *testing.T) {
+	be := &waitingBackend{ready: true}
+	fd := NewFake("/dev/infiniband/umad-fake", be, true)
+	defer fd.Close()
+	dl := time.Now().Add(time.Hour)
+	if err := fd.SetReadDeadline(dl); err != nil {
+		t.Fatal(err)
+	}
+	if len(be.deadlines) != 1 || !be.deadlines[0].Equal(dl) {
+		t.Errorf("DeadlineChanged calls: %v", be.deadlines)
+	}
+	if err := fd.WaitReadable(); err != nil || !be.waited.Equal(dl) {
+		t.Errorf("WaitReadable: %v, backend saw deadline %v", err, be.waited)
+	}
+	if ok, err := fd.Readable(); !ok || err != nil {
+		t.Errorf("Readable = %v, %v", ok, err)
+	}
+	plain := NewFake("/dev/x", &recordingBackend{}, true)
+	defer plain.Close()
+	if err := plain.WaitReadable(); !errors.Is(err, os.ErrNoDeadline) {
+		t.Errorf("WaitReadable on a backend without Waiter: %v", err)
+	}
+}
