@@ -401,6 +401,7 @@ func (c *Context) invokeWrite(cmd uint32, coreIn, coreOut, drvIn, drvOut []byte)
 	return c.do(abi.InvokeWrite(c.api, c.drv, cmd, coreIn, coreOut, drvIn, drvOut))
 }
 
+// String names the context by device and node.
 func (c *Context) String() string {
 	return fmt.Sprintf("uverbs context %s (%s)", c.dev.Name, c.dev.Path)
 }

@@ -28,6 +28,7 @@ type Error struct {
 	Err    error
 }
 
+// Error formats the error as "uverbs: op device: errno text (hint)".
 func (e *Error) Error() string { return "uverbs: " + errs.Message(e.Op, e.Device, e.Err) }
 
 // Unwrap returns the underlying error.

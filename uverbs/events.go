@@ -46,6 +46,7 @@ var eventNames = [...]string{
 	"CLIENT_REREGISTER", "GID_CHANGE", "WQ_FATAL",
 }
 
+// String returns the name libibverbs and the kernel use for the value.
 func (t EventType) String() string {
 	if int(t) < len(eventNames) {
 		return eventNames[t]
@@ -86,6 +87,7 @@ type AsyncEvent struct {
 	Port uint8
 }
 
+// String returns the name libibverbs and the kernel use for the value.
 func (e AsyncEvent) String() string {
 	switch {
 	case e.CQ != nil:

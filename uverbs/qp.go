@@ -19,6 +19,7 @@ const (
 	QPTypeRawPacket QPType = abi.IB_UVERBS_QPT_RAW_PACKET
 )
 
+// String returns the name libibverbs and the kernel use for the value.
 func (t QPType) String() string {
 	switch t {
 	case QPTypeRC:

@@ -20,6 +20,7 @@ const (
 	QPStateErr   QPState = 6
 )
 
+// String returns the name libibverbs and the kernel use for the value.
 func (s QPState) String() string {
 	switch s {
 	case QPStateReset:

@@ -18,6 +18,7 @@ const (
 	NodeUnspecified NodeType = 7
 )
 
+// String returns the name libibverbs and the kernel use for the value.
 func (t NodeType) String() string {
 	switch t {
 	case NodeCA:
@@ -69,6 +70,7 @@ func (t NodeType) Transport() Transport {
 	return TransportUnknown
 }
 
+// String returns the name libibverbs and the kernel use for the value.
 func (t Transport) String() string {
 	switch t {
 	case TransportIB:
@@ -98,6 +100,7 @@ const (
 	PortActiveDefer PortState = 5
 )
 
+// String returns the name libibverbs and the kernel use for the value.
 func (s PortState) String() string {
 	switch s {
 	case PortNOP:
@@ -136,6 +139,7 @@ func (m MTU) Bytes() int {
 	return 128 << m
 }
 
+// String returns the name libibverbs and the kernel use for the value.
 func (m MTU) String() string {
 	if b := m.Bytes(); b != 0 {
 		return fmt.Sprint(b)
@@ -153,6 +157,7 @@ const (
 	LinkLayerEthernet    LinkLayer = 2
 )
 
+// String returns the name libibverbs and the kernel use for the value.
 func (l LinkLayer) String() string {
 	switch l {
 	case LinkLayerUnspecified:
@@ -175,6 +180,7 @@ const (
 	AtomicGlob AtomicCap = 2
 )
 
+// String returns the name libibverbs and the kernel use for the value.
 func (a AtomicCap) String() string {
 	switch a {
 	case AtomicNone:
@@ -197,6 +203,7 @@ const (
 	GIDTypeRoCEv2 GIDType = 2
 )
 
+// String returns the name libibverbs and the kernel use for the value.
 func (t GIDType) String() string {
 	switch t {
 	case GIDTypeIB:

@@ -168,4 +168,3 @@ func TestVMGoldenBytes(t *testing.T) {
 		}
 	}
 }
-

@@ -103,6 +103,7 @@ func (q *eventQueue) Read(p []byte, deadline time.Time, nonblocking bool) (int, 
 	}
 }
 
+// Write, Ioctl and Mmap fail as on the kernel's event files.
 func (q *eventQueue) Write([]byte) (int, error)                 { return 0, syscall.EINVAL }
 func (q *eventQueue) Ioctl(uint, unsafe.Pointer) error          { return syscall.ENOTTY }
 func (q *eventQueue) Mmap(int64, int, int, int) ([]byte, error) { return nil, syscall.ENODEV }
