@@ -111,7 +111,8 @@ func runDevinfo(args []string, stdout, stderr io.Writer) error {
 	rc := 0
 	var all []devinfoJSON
 	for _, d := range devs {
-		hca, code := devinfoGather(d, uint8(min(port, 255)), port > 255, verbose, stderr)
+		// print_hca_cap takes the port as a uint8_t: -i 257 is port 1.
+		hca, code := devinfoGather(d, uint8(port), verbose, stderr)
 		rc |= code
 		if hca == nil {
 			continue
@@ -162,7 +163,7 @@ func devinfoList(devs []uverbs.Device, asJSON bool, stdout io.Writer) error {
 // invalid port, the errno of a failed port or GID query, 3 close failed.
 // On a port failure the ports gathered so far are kept (ibv_devinfo printed
 // them before failing).
-func devinfoGather(d uverbs.Device, port uint8, portTooBig bool, verbose bool, stderr io.Writer) (hca *devinfoHCA, rc int) {
+func devinfoGather(d uverbs.Device, port uint8, verbose bool, stderr io.Writer) (hca *devinfoHCA, rc int) {
 	c, err := uverbs.OpenDevice(d, uverbsOptions)
 	if err != nil {
 		fmt.Fprintln(stderr, "Failed to open device")
@@ -182,7 +183,7 @@ func devinfoGather(d uverbs.Device, port uint8, portTooBig bool, verbose bool, s
 		debugErr(stderr, err)
 		return nil, 2
 	}
-	if portTooBig || (port != 0 && port > attr.PhysPortCnt) {
+	if port != 0 && port > attr.PhysPortCnt {
 		fmt.Fprintln(stderr, "Invalid port requested for device")
 		return nil, 4
 	}

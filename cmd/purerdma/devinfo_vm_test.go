@@ -25,6 +25,8 @@ func TestVMDevinfoMatchesRdmaCore(t *testing.T) {
 		{"ibv_devinfo"},
 		{"ibv_devinfo", "-d", vmtest.Dev1, "-i", "1"},
 		{"ibv_devinfo", "-l"},
+		{"ibv_devinfo", "-d", vmtest.Dev0, "-i", "257"},
+		{"ibv_devinfo", "-vi0x1", "--ib-dev=" + vmtest.Dev1},
 		{"ibv_devices"},
 	} {
 		want, err := exec.Command(args[0], args[1:]...).Output()
