@@ -13,105 +13,105 @@ import (
 // field `ibv_devinfo -v` prints. Fields keep the kernel's widths; GUIDs are
 // in host order.
 type DeviceAttr struct {
-	FWVer                 string // formatted the way the driver's rdma-core provider does
-	NodeGUID              uint64
-	SysImageGUID          uint64
-	MaxMRSize             uint64
-	PageSizeCap           uint64
-	VendorID              uint32
-	VendorPartID          uint32
-	HWVer                 uint32
-	MaxQP                 uint32
-	MaxQPWR               uint32
-	DeviceCapFlags        uint32 // IB_UVERBS_DEVICE_* (low 32 bits)
-	MaxSGE                uint32
-	MaxSGERd              uint32
-	MaxCQ                 uint32
-	MaxCQE                uint32
-	MaxMR                 uint32
-	MaxPD                 uint32
-	MaxQPRdAtom           uint32
-	MaxEERdAtom           uint32
-	MaxResRdAtom          uint32
-	MaxQPInitRdAtom       uint32
-	MaxEEInitRdAtom       uint32
-	AtomicCap             AtomicCap
-	MaxEE                 uint32
-	MaxRDD                uint32
-	MaxMW                 uint32
-	MaxRawIPv6QP          uint32
-	MaxRawEthyQP          uint32
-	MaxMcastGrp           uint32
-	MaxMcastQPAttach      uint32
-	MaxTotalMcastQPAttach uint32
-	MaxAH                 uint32
-	MaxFMR                uint32
-	MaxMapPerFMR          uint32
-	MaxSRQ                uint32
-	MaxSRQWR              uint32
-	MaxSRQSGE             uint32
-	MaxPKeys              uint16
-	LocalCAAckDelay       uint8
-	PhysPortCnt           uint8
+	FWVer                 string    `json:"fw_ver"` // formatted the way the driver's rdma-core provider does
+	NodeGUID              uint64    `json:"node_guid"`
+	SysImageGUID          uint64    `json:"sys_image_guid"`
+	MaxMRSize             uint64    `json:"max_mr_size"`
+	PageSizeCap           uint64    `json:"page_size_cap"`
+	VendorID              uint32    `json:"vendor_id"`
+	VendorPartID          uint32    `json:"vendor_part_id"`
+	HWVer                 uint32    `json:"hw_ver"`
+	MaxQP                 uint32    `json:"max_qp"`
+	MaxQPWR               uint32    `json:"max_qp_wr"`
+	DeviceCapFlags        uint32    `json:"device_cap_flags"` // IB_UVERBS_DEVICE_* (low 32 bits)
+	MaxSGE                uint32    `json:"max_sge"`
+	MaxSGERd              uint32    `json:"max_sge_rd"`
+	MaxCQ                 uint32    `json:"max_cq"`
+	MaxCQE                uint32    `json:"max_cqe"`
+	MaxMR                 uint32    `json:"max_mr"`
+	MaxPD                 uint32    `json:"max_pd"`
+	MaxQPRdAtom           uint32    `json:"max_qp_rd_atom"`
+	MaxEERdAtom           uint32    `json:"max_ee_rd_atom"`
+	MaxResRdAtom          uint32    `json:"max_res_rd_atom"`
+	MaxQPInitRdAtom       uint32    `json:"max_qp_init_rd_atom"`
+	MaxEEInitRdAtom       uint32    `json:"max_ee_init_rd_atom"`
+	AtomicCap             AtomicCap `json:"atomic_cap"`
+	MaxEE                 uint32    `json:"max_ee"`
+	MaxRDD                uint32    `json:"max_rdd"`
+	MaxMW                 uint32    `json:"max_mw"`
+	MaxRawIPv6QP          uint32    `json:"max_raw_ipv6_qp"`
+	MaxRawEthyQP          uint32    `json:"max_raw_ethy_qp"`
+	MaxMcastGrp           uint32    `json:"max_mcast_grp"`
+	MaxMcastQPAttach      uint32    `json:"max_mcast_qp_attach"`
+	MaxTotalMcastQPAttach uint32    `json:"max_total_mcast_qp_attach"`
+	MaxAH                 uint32    `json:"max_ah"`
+	MaxFMR                uint32    `json:"max_fmr"`
+	MaxMapPerFMR          uint32    `json:"max_map_per_fmr"`
+	MaxSRQ                uint32    `json:"max_srq"`
+	MaxSRQWR              uint32    `json:"max_srq_wr"`
+	MaxSRQSGE             uint32    `json:"max_srq_sge"`
+	MaxPKeys              uint16    `json:"max_pkeys"`
+	LocalCAAckDelay       uint8     `json:"local_ca_ack_delay"`
+	PhysPortCnt           uint8     `json:"phys_port_cnt"`
 
-	ODPCaps                 ODPCaps
-	XRCODPCaps              uint32
-	CompletionTimestampMask uint64
-	HCACoreClock            uint64 // kHz
-	DeviceCapFlagsEx        uint64
-	TSOCaps                 TSOCaps
-	RSSCaps                 RSSCaps
-	MaxWQTypeRQ             uint32
-	PacketPacingCaps        PacketPacingCaps
-	RawPacketCaps           uint32 // IB_UVERBS_RAW_PACKET_CAP_*
-	TMCaps                  TMCaps
-	CQModCaps               CQModerationCaps
-	MaxDMSize               uint64
+	ODPCaps                 ODPCaps          `json:"odp_caps"`
+	XRCODPCaps              uint32           `json:"xrc_odp_caps"`
+	CompletionTimestampMask uint64           `json:"completion_timestamp_mask"`
+	HCACoreClock            uint64           `json:"hca_core_clock"` // kHz
+	DeviceCapFlagsEx        uint64           `json:"device_cap_flags_ex"`
+	TSOCaps                 TSOCaps          `json:"tso_caps"`
+	RSSCaps                 RSSCaps          `json:"rss_caps"`
+	MaxWQTypeRQ             uint32           `json:"max_wq_type_rq"`
+	PacketPacingCaps        PacketPacingCaps `json:"packet_pacing_caps"`
+	RawPacketCaps           uint32           `json:"raw_packet_caps"` // IB_UVERBS_RAW_PACKET_CAP_*
+	TMCaps                  TMCaps           `json:"tm_caps"`
+	CQModCaps               CQModerationCaps `json:"cq_mod_caps"`
+	MaxDMSize               uint64           `json:"max_dm_size"`
 }
 
 // ODPCaps are the on-demand paging capabilities (struct ibv_odp_caps).
 type ODPCaps struct {
-	GeneralCaps uint64
-	RCODPCaps   uint32
-	UCODPCaps   uint32
-	UDODPCaps   uint32
+	GeneralCaps uint64 `json:"general_caps"`
+	RCODPCaps   uint32 `json:"rc_odp_caps"`
+	UCODPCaps   uint32 `json:"uc_odp_caps"`
+	UDODPCaps   uint32 `json:"ud_odp_caps"`
 }
 
 // TSOCaps are the TCP segmentation offload capabilities (mlx5 driver data).
 type TSOCaps struct {
-	MaxTSO        uint32
-	SupportedQPTs uint32
+	MaxTSO        uint32 `json:"max_tso"`
+	SupportedQPTs uint32 `json:"supported_qpts"`
 }
 
 // RSSCaps are the receive-side scaling capabilities.
 type RSSCaps struct {
-	SupportedQPTs              uint32
-	MaxRWQIndirectionTables    uint32
-	MaxRWQIndirectionTableSize uint32
-	RxHashFieldsMask           uint64 // mlx5 driver data
-	RxHashFunction             uint8  // mlx5 driver data
+	SupportedQPTs              uint32 `json:"supported_qpts"`
+	MaxRWQIndirectionTables    uint32 `json:"max_rwq_indirection_tables"`
+	MaxRWQIndirectionTableSize uint32 `json:"max_rwq_indirection_table_size"`
+	RxHashFieldsMask           uint64 `json:"rx_hash_fields_mask"` // mlx5 driver data
+	RxHashFunction             uint8  `json:"rx_hash_function"`    // mlx5 driver data
 }
 
 // PacketPacingCaps are the rate-limit capabilities (mlx5 driver data).
 type PacketPacingCaps struct {
-	QPRateLimitMin uint32 // kbps
-	QPRateLimitMax uint32 // kbps
-	SupportedQPTs  uint32
+	QPRateLimitMin uint32 `json:"qp_rate_limit_min"` // kbps
+	QPRateLimitMax uint32 `json:"qp_rate_limit_max"` // kbps
+	SupportedQPTs  uint32 `json:"supported_qpts"`
 }
 
 // TMCaps are the tag matching capabilities.
 type TMCaps struct {
-	MaxRndvHdrSize uint32
-	MaxNumTags     uint32
-	Flags          uint32
-	MaxOps         uint32
-	MaxSGE         uint32
+	MaxRndvHdrSize uint32 `json:"max_rndv_hdr_size"`
+	MaxNumTags     uint32 `json:"max_num_tags"`
+	Flags          uint32 `json:"flags"`
+	MaxOps         uint32 `json:"max_ops"`
+	MaxSGE         uint32 `json:"max_sge"`
 }
 
 // CQModerationCaps are the CQ moderation limits.
 type CQModerationCaps struct {
-	MaxCQCount  uint16
-	MaxCQPeriod uint16
+	MaxCQCount  uint16 `json:"max_cq_count"`
+	MaxCQPeriod uint16 `json:"max_cq_period"`
 }
 
 // QueryDevice returns the device's attributes, like ibv_query_device_ex:
@@ -246,29 +246,29 @@ func (c *Context) QueryContext() (ContextAttr, error) {
 
 // PortAttr is what QueryPort returns (struct ibv_port_attr).
 type PortAttr struct {
-	State         PortState
-	MaxMTU        MTU
-	ActiveMTU     MTU
-	GIDTableLen   uint32
-	PortCapFlags  uint32 // IB_UVERBS_PCF_*
-	MaxMsgSize    uint32
-	BadPKeyCntr   uint32
-	QKeyViolCntr  uint32
-	PKeyTableLen  uint16
-	LID           uint16
-	SMLID         uint16
-	LMC           uint8
-	MaxVLNum      uint8
-	SMSL          uint8
-	SubnetTimeout uint8
-	InitTypeReply uint8
-	ActiveWidth   uint8  // 1 = 1X, 2 = 4X, 4 = 8X, 8 = 12X, 16 = 2X
-	ActiveSpeed   uint8  // 1 SDR … 128 NDR (clamped)
-	ActiveSpeedEx uint32 // unclamped (Linux 6.12 and later; else 0)
-	PhysState     uint8
-	LinkLayer     LinkLayer
-	Flags         uint8 // IB_UVERBS_QPF_GRH_REQUIRED
-	PortCapFlags2 uint16
+	State         PortState `json:"state"`
+	MaxMTU        MTU       `json:"max_mtu"`
+	ActiveMTU     MTU       `json:"active_mtu"`
+	GIDTableLen   uint32    `json:"gid_tbl_len"`
+	PortCapFlags  uint32    `json:"port_cap_flags"` // IB_UVERBS_PCF_*
+	MaxMsgSize    uint32    `json:"max_msg_sz"`
+	BadPKeyCntr   uint32    `json:"bad_pkey_cntr"`
+	QKeyViolCntr  uint32    `json:"qkey_viol_cntr"`
+	PKeyTableLen  uint16    `json:"pkey_tbl_len"`
+	LID           uint16    `json:"lid"`
+	SMLID         uint16    `json:"sm_lid"`
+	LMC           uint8     `json:"lmc"`
+	MaxVLNum      uint8     `json:"max_vl_num"`
+	SMSL          uint8     `json:"sm_sl"`
+	SubnetTimeout uint8     `json:"subnet_timeout"`
+	InitTypeReply uint8     `json:"init_type_reply"`
+	ActiveWidth   uint8     `json:"active_width"`    // 1 = 1X, 2 = 4X, 4 = 8X, 8 = 12X, 16 = 2X
+	ActiveSpeed   uint8     `json:"active_speed"`    // 1 SDR … 128 NDR (clamped)
+	ActiveSpeedEx uint32    `json:"active_speed_ex"` // unclamped (Linux 6.12 and later; else 0)
+	PhysState     uint8     `json:"phys_state"`
+	LinkLayer     LinkLayer `json:"link_layer"`
+	Flags         uint8     `json:"flags"` // IB_UVERBS_QPF_GRH_REQUIRED
+	PortCapFlags2 uint16    `json:"port_cap_flags2"`
 }
 
 // QueryPort returns the attributes of port (1-based), like ibv_query_port:
