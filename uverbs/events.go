@@ -153,9 +153,18 @@ func readCtx(ctx context.Context, fd *sys.FD, p []byte) (int, error) {
 	if err := fd.SetReadDeadline(dl); err != nil {
 		return 0, err
 	}
-	stop := context.AfterFunc(ctx, func() { fd.SetReadDeadline(time.Unix(1, 0)) })
+	woke := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		fd.SetReadDeadline(time.Unix(1, 0))
+		close(woke)
+	})
 	n, err := fd.Read(p)
 	stopped := stop()
+	if !stopped {
+		// The wake-up ran or is running: let it finish, so that its past
+		// deadline cannot land on the next read.
+		<-woke
+	}
 	if err == nil {
 		return n, nil
 	}

@@ -40,6 +40,13 @@ func TestAsyncEvents(t *testing.T) {
 	if _, err := c.AsyncEvent(dctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("AsyncEvent past the deadline: %v", err)
 	}
+	// Cancelling the context wakes a read in progress.
+	cctx0, cancel0 := context.WithCancel(ctx)
+	time.AfterFunc(20*time.Millisecond, cancel0)
+	start := time.Now()
+	if _, err := c.AsyncEvent(cctx0); !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
+		t.Errorf("AsyncEvent cancelled while waiting: %v after %v", err, time.Since(start))
+	}
 	// A cancelled context returns at once.
 	cctx, cancel2 := context.WithCancel(ctx)
 	cancel2()

@@ -420,3 +420,33 @@ func TestVMDeviceRemoval(t *testing.T) {
 		t.Errorf("%s still in sysfs: %v", vmtest.Dev1, err)
 	}
 }
+
+// Reads of the async event file and a completion channel honour a
+// context: a deadline, and a cancellation while the read waits in the
+// runtime poller.
+func TestVMEventsHonourContext(t *testing.T) {
+	vmtest.Require(t)
+	c := vmOpen(t, vmtest.Dev0)
+	ch, err := c.CreateCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if _, err := c.AsyncEvent(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AsyncEvent past a deadline: %v", err)
+	}
+	cctx, cancel2 := context.WithCancel(context.Background())
+	time.AfterFunc(30*time.Millisecond, cancel2)
+	start := time.Now()
+	if _, err := ch.GetEvent(cctx); !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
+		t.Errorf("GetEvent cancelled while waiting: %v after %v", err, time.Since(start))
+	}
+	// The next read is not spoiled by the earlier cancellation.
+	ctx3, cancel3 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel3()
+	start = time.Now()
+	if _, err := ch.GetEvent(ctx3); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) < 40*time.Millisecond {
+		t.Errorf("GetEvent after a cancelled one: %v after %v", err, time.Since(start))
+	}
+}

@@ -25,6 +25,7 @@ type eventQueue struct {
 	onClose func()
 
 	onCloseLog func()
+	deadline   time.Time // the descriptor's read deadline (sys.Waiter)
 }
 
 func newEventQueue(eventsz int) *eventQueue {
@@ -61,6 +62,9 @@ func (q *eventQueue) fail(err error) {
 // shorter than an event, EAGAIN when non-blocking and empty, the device's
 // error (EIO) once it is gone and the queue is empty.
 func (q *eventQueue) Read(p []byte, deadline time.Time, nonblocking bool) (int, error) {
+	q.mu.Lock()
+	q.deadline = deadline
+	q.mu.Unlock()
 	for {
 		q.mu.Lock()
 		switch {
@@ -83,24 +87,73 @@ func (q *eventQueue) Read(p []byte, deadline time.Time, nonblocking bool) (int, 
 			q.mu.Unlock()
 			return 0, syscall.EAGAIN
 		}
-		wake := q.wake
-		q.mu.Unlock()
-		var timeout <-chan time.Time
-		if !deadline.IsZero() {
-			d := time.Until(deadline)
-			if d <= 0 {
-				return 0, os.ErrDeadlineExceeded
-			}
-			t := time.NewTimer(d)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case <-wake:
-		case <-timeout:
-			return 0, os.ErrDeadlineExceeded
+		if err := q.waitLocked(); err != nil {
+			return 0, err
 		}
 	}
+}
+
+// waitLocked waits, with q.mu held on entry and released on return, for a
+// change of the queue or the deadline to pass.
+func (q *eventQueue) waitLocked() error {
+	wake, dl := q.wake, q.deadline
+	q.mu.Unlock()
+	var timeout <-chan time.Time
+	if !dl.IsZero() {
+		d := time.Until(dl)
+		if d <= 0 {
+			return os.ErrDeadlineExceeded
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-wake:
+		return nil
+	case <-timeout:
+		return os.ErrDeadlineExceeded
+	}
+}
+
+// WaitReadable implements sys.Waiter.
+func (q *eventQueue) WaitReadable(deadline time.Time) error {
+	q.mu.Lock()
+	q.deadline = deadline
+	q.mu.Unlock()
+	for {
+		q.mu.Lock()
+		switch {
+		case q.closed:
+			q.mu.Unlock()
+			return os.ErrClosed
+		case len(q.recs) > 0 || q.err != nil:
+			q.mu.Unlock()
+			return nil
+		}
+		if err := q.waitLocked(); err != nil {
+			return err
+		}
+	}
+}
+
+// Readable implements sys.Waiter.
+func (q *eventQueue) Readable() (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return false, os.ErrClosed
+	}
+	return len(q.recs) > 0 || q.err != nil, nil
+}
+
+// DeadlineChanged implements sys.Waiter: a read in progress honours the
+// new deadline (one in the past wakes it at once).
+func (q *eventQueue) DeadlineChanged(deadline time.Time) {
+	q.mu.Lock()
+	q.deadline = deadline
+	q.changed()
+	q.mu.Unlock()
 }
 
 // Write, Ioctl and Mmap fail as on the kernel's event files.
@@ -154,4 +207,7 @@ func (f *File) Adopt(raw int) (sys.Backend, error) {
 	return q, nil
 }
 
-var _ sys.Adopter = (*File)(nil)
+var (
+	_ sys.Adopter = (*File)(nil)
+	_ sys.Waiter  = (*eventQueue)(nil)
+)
