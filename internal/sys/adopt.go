@@ -48,14 +48,5 @@ func (fd *FD) Adopt(raw int, name string) (*FD, error) {
 		unix.Close(raw)
 		return nil, err
 	}
-	nfd := &FD{name: name, raw: raw, nonblocking: true}
-	nfd.file = os.NewFile(uintptr(raw), name)
-	rc, err := nfd.file.SyscallConn()
-	if err != nil {
-		nfd.file.Close()
-		return nil, err
-	}
-	nfd.rc = rc
-	nfd.track = track(name)
-	return nfd, nil
+	return newPollable(raw, name)
 }

@@ -92,17 +92,28 @@ func Open(path string, flags int) (*FD, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	fd := &FD{name: path, raw: raw, nonblocking: flags&unix.O_NONBLOCK != 0}
-	if fd.nonblocking {
-		fd.file = os.NewFile(uintptr(raw), path)
-		rc, err := fd.file.SyscallConn()
+	if flags&unix.O_NONBLOCK != 0 {
+		fd, err := newPollable(raw, path)
 		if err != nil {
-			fd.file.Close()
 			return nil, &os.PathError{Op: "open", Path: path, Err: err}
 		}
-		fd.rc = rc
+		return fd, nil
 	}
-	fd.track = track(path)
+	return &FD{name: path, raw: raw, track: track(path)}, nil
+}
+
+// newPollable owns raw, a non-blocking descriptor, through the runtime
+// poller. On error raw is closed.
+func newPollable(raw int, name string) (*FD, error) {
+	fd := &FD{name: name, raw: raw, nonblocking: true}
+	fd.file = os.NewFile(uintptr(raw), name)
+	rc, err := fd.file.SyscallConn()
+	if err != nil {
+		fd.file.Close()
+		return nil, err
+	}
+	fd.rc = rc
+	fd.track = track(name)
 	return fd, nil
 }
 
