@@ -43,7 +43,7 @@ INTEGRATION_PKGS = { $(GO) list -e -tags integration -f '{{.ImportPath}}{{range 
 	$(GO) list -e -f '{{.ImportPath}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' ./... ; } | \
 	sort | uniq -u | cut -d' ' -f1 | sort -u
 
-.PHONY: integration integration-harness integration-prepare vmrun demo \
+.PHONY: integration integration-harness integration-prepare integration-cpeers vmrun demo \
 	$(addprefix integration-,$(INTEGRATION_KERNELS))
 
 integration: integration-harness $(addprefix integration-,$(INTEGRATION_KERNELS))
@@ -51,13 +51,25 @@ integration: integration-harness $(addprefix integration-,$(INTEGRATION_KERNELS)
 vmrun:
 	cd $(INTEGRATION_ROOT) && $(GO) build -o $(VMRUN) ./integration/vmrun
 
+# The project's C test peers (integration/*/build.sh) are built on the host
+# against Debian's rdma-core development packages, the same rdma-core 44 the
+# guest runs; the VM tests that compare with C need them.
+CPEER_DEBS := gcc libibverbs-dev libibumad-dev
+
+integration-cpeers:
+	@cd $(INTEGRATION_ROOT) && missing=$$(for p in $(CPEER_DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done) && \
+	if [ -n "$$missing" ]; then echo "integration-cpeers: installing" $$missing; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing >/dev/null; }; fi && \
+	for b in integration/*/build.sh; do [ -f "$$b" ] || continue; sh "$$b" >/dev/null || exit 1; echo "integration-cpeers: built $$(dirname $$b)"; done
+
 integration-prepare: vmrun
 	cd $(INTEGRATION_ROOT) && for k in $(INTEGRATION_KERNELS); do $(VMRUN) -prepare -kernel $$k || exit; done
 
 # go test runs each package's test binary through vmrun, which boots a VM,
 # runs the binary there (in the package's directory, as on the host) and
 # exits with its status.
-$(addprefix integration-,$(INTEGRATION_KERNELS)): integration-%: vmrun
+$(addprefix integration-,$(INTEGRATION_KERNELS)): integration-%: vmrun integration-cpeers
 	@cd $(INTEGRATION_ROOT) && $(VMRUN) -prepare -kernel $* && \
 	pkgs=$$($(INTEGRATION_PKGS)) && \
 	if [ -z "$$pkgs" ]; then echo "integration-$*: no package has integration tests"; exit 0; fi && \
