@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/sysfs"
@@ -47,18 +46,10 @@ type Host struct {
 	DevDir string
 
 	// open replaces sys.Open in tests: it returns a descriptor on a fake
-	// umad device and the fake's poller (see fakePoller).
-	open func(path string) (*sys.FD, fakePoller, error)
-}
-
-// fakePoller is implemented by the fake umad device of
-// internal/fakekernel. internal/sys passes neither WaitReadable nor
-// deadline changes on to a fake Backend, so a Port on a fake descriptor
-// uses these instead: WaitReadable for Poll, Interrupt to wake a receive
-// when its context is cancelled.
-type fakePoller interface {
-	WaitReadable(deadline time.Time) error
-	Interrupt()
+	// umad device (internal/fakekernel), which is pollable through the
+	// same FD methods as a real one (sys.Waiter), so a Port runs the same
+	// code on both.
+	open func(path string) (*sys.FD, error)
 }
 
 var defaultHost Host

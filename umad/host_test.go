@@ -224,8 +224,8 @@ func TestOpenPortErrors(t *testing.T) {
 	check(err, ErrInvalidPort)
 
 	// A node that cannot be opened: permission denied.
-	e.host.open = func(path string) (*sys.FD, fakePoller, error) {
-		return nil, nil, &os.PathError{Op: "open", Path: path, Err: syscall.EACCES}
+	e.host.open = func(path string) (*sys.FD, error) {
+		return nil, &os.PathError{Op: "open", Path: path, Err: syscall.EACCES}
 	}
 	_, err = e.host.OpenPort("mlx5_0", 1)
 	check(err, ErrOpenFailed)

@@ -137,7 +137,6 @@ func (p *Port) Recv(pkt *Packet, timeout time.Duration) (AgentID, error) {
 			return 0, &Error{Op: "receive", Device: p.name, Err: ErrWouldBlock}
 		}
 		defer p.rmu.Unlock()
-		p.setDeadline(time.Time{}) // an expired deadline would fail the read
 		id, err := p.recv(pkt, true)
 		if err != nil {
 			return 0, &Error{Op: "receive", Device: p.name, Err: err}
@@ -186,10 +185,9 @@ func (p *Port) RecvContext(ctx context.Context, pkt *Packet) (AgentID, error) {
 			if p.dlGen != gen {
 				return // that receive is over
 			}
+			// A deadline in the past wakes the read (a real descriptor's
+			// through the runtime poller, a fake's through sys.Waiter).
 			_ = p.fd.SetReadDeadline(time.Unix(1, 0))
-			if p.fake != nil {
-				p.fake.Interrupt()
-			}
 		})
 	}
 	id, err := p.recv(pkt, false)
@@ -280,36 +278,34 @@ func (p *Port) recv(pkt *Packet, nonblocking bool) (AgentID, error) {
 }
 
 // Poll waits until a MAD can be received (umad_poll): nil once one is
-// queued. timeout < 0 waits for ever; 0 only looks; > 0 waits at most that
-// long, then returns an error matching ErrTimeout (0 may wait up to a
-// millisecond for the poller to look). Like umad_poll it does
-// not promise that the next Recv finds the MAD when other goroutines
-// receive too: use Recv with timeout 0 for that. A removed device gives an
-// error matching EIO; Close, one matching os.ErrClosed.
+// queued. timeout < 0 waits for ever; 0 only looks, with poll(2) and a
+// zero timeout, and returns at once; > 0 waits at most that long. When
+// nothing is queued in time (with 0: now, or another receive holds the
+// port) the error matches ErrTimeout. Like umad_poll it does not promise
+// that the next Recv finds the MAD when other goroutines receive too: use
+// Recv with timeout 0 for that. A removed device gives an error matching
+// EIO; Close, one matching os.ErrClosed.
 func (p *Port) Poll(timeout time.Duration) error {
+	var err error
 	if timeout == 0 {
 		if !p.rmu.TryLock() {
 			return &Error{Op: "poll", Device: p.name, Err: ErrTimeout}
 		}
+		var ok bool
+		ok, err = p.fd.Readable()
+		p.rmu.Unlock()
+		if err == nil && !ok {
+			err = ErrTimeout
+		}
 	} else {
 		p.rmu.Lock()
-	}
-	defer p.rmu.Unlock()
-	var deadline time.Time
-	switch {
-	case timeout > 0:
-		deadline = time.Now().Add(timeout)
-	case timeout == 0:
-		// Look once; the runtime poller only looks before a deadline, so
-		// give it a millisecond. (internal/sys has no poll(fd, 0).)
-		deadline = time.Now().Add(time.Millisecond)
-	}
-	var err error
-	if p.fake != nil {
-		err = p.fake.WaitReadable(deadline)
-	} else {
+		var deadline time.Time
+		if timeout > 0 {
+			deadline = time.Now().Add(timeout)
+		}
 		p.setDeadline(deadline)
 		err = p.fd.WaitReadable()
+		p.rmu.Unlock()
 	}
 	switch {
 	case err == nil:

@@ -389,6 +389,17 @@ func TestPoll(t *testing.T) {
 	if err := srv.Poll(20 * time.Millisecond); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("empty, 20ms: %v", err)
 	}
+	// Poll(0) only looks (poll with a zero timeout): it does not wait
+	// for a timer, so 200 of them take far less than 200 × 1 ms.
+	start := time.Now()
+	for range 200 {
+		if err := srv.Poll(0); !errors.Is(err, ErrTimeout) {
+			t.Fatal(err)
+		}
+	}
+	if el := time.Since(start); el > 150*time.Millisecond {
+		t.Fatalf("200 × Poll(0) took %v: Poll(0) must not wait", el)
+	}
 	out := NewPacket()
 	tRequest(t, out, 0x01, 1, &gid1, 0)
 	cli.Send(ca, out, 0, 0)
@@ -399,6 +410,19 @@ func TestPoll(t *testing.T) {
 	}
 	if _, err := srv.Recv(out, 0); err != nil {
 		t.Fatal("Poll must not consume:", err)
+	}
+	// A blocked Poll wakes when a MAD arrives; the deadline it set does
+	// not outlive it.
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		tRequest(t, out, 0x01, 2, &gid1, 0)
+		cli.Send(ca, out, 0, 0)
+	}()
+	if err := srv.Poll(5 * time.Second); err != nil {
+		t.Fatalf("Poll while a MAD arrives: %v", err)
+	}
+	if _, err := srv.Recv(NewPacket(), -1); err != nil {
+		t.Fatal(err)
 	}
 }
 

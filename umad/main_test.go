@@ -173,17 +173,17 @@ func newEnvWith(t testing.TB, mod func(*fakekernel.UmadPortConfig), cas ...tCA) 
 		}
 	}
 	e.host = &Host{SysfsRoot: root}
-	e.host.open = func(path string) (*sys.FD, fakePoller, error) {
+	e.host.open = func(path string) (*sys.FD, error) {
 		fp := byDev[path]
 		if fp == nil {
-			return nil, nil, &os.PathError{Op: "open", Path: path, Err: os.ErrNotExist}
+			return nil, &os.PathError{Op: "open", Path: path, Err: os.ErrNotExist}
 		}
 		f, fd, err := fp.Open()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		e.files = append(e.files, f)
-		return fd, f, nil
+		return fd, nil
 	}
 	t.Cleanup(func() {
 		for name, fp := range e.ports {

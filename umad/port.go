@@ -24,7 +24,6 @@ import (
 // deadline. Close unblocks a pending receive.
 type Port struct {
 	fd        *sys.FD
-	fake      fakePoller
 	ca        string
 	num       int
 	dev       string
@@ -88,7 +87,7 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 	if cp.Umad == "" {
 		return fail(detail(ErrInvalidPort, "the port has no umad device (is the ib_umad module loaded? modprobe ib_umad)", nil))
 	}
-	fd, fake, err := h.openDevice(cp.Umad)
+	fd, err := h.openDevice(cp.Umad)
 	if err != nil {
 		text := ""
 		if errors.Is(err, os.ErrPermission) {
@@ -97,7 +96,7 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 		}
 		return fail(detail(ErrOpenFailed, text, err))
 	}
-	p := &Port{fd: fd, fake: fake, ca: caName, num: num, dev: cp.Umad, name: name, linkLayer: cp.LinkLayer}
+	p := &Port{fd: fd, ca: caName, num: num, dev: cp.Umad, name: name, linkLayer: cp.LinkLayer}
 	p.hdr.Store(abi.MadHdrSizeOld)
 	if err := fd.Ioctl(abi.IB_USER_MAD_ENABLE_PKEY, nil); err == nil {
 		p.hdr.Store(abi.MadHdrSize)
@@ -111,12 +110,11 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 	return p, nil
 }
 
-func (h *Host) openDevice(path string) (*sys.FD, fakePoller, error) {
+func (h *Host) openDevice(path string) (*sys.FD, error) {
 	if h.open != nil {
 		return h.open(path)
 	}
-	fd, err := sys.Open(path, os.O_RDWR|syscall.O_NONBLOCK)
-	return fd, nil, err
+	return sys.Open(path, os.O_RDWR|syscall.O_NONBLOCK)
 }
 
 // Close closes the port (umad_close_port); the kernel unregisters its

@@ -219,7 +219,7 @@ func (p *UmadPort) Open() (*UmadFile, *sys.FD, error) {
 	if p.removed {
 		return nil, nil, &os.PathError{Op: "open", Path: p.cfg.Device, Err: syscall.ENXIO}
 	}
-	f := &UmadFile{port: p, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	f := &UmadFile{port: p, done: make(chan struct{})}
 	p.files[f] = struct{}{}
 	return f, sys.NewFake(p.cfg.Device, f, true), nil
 }
@@ -249,11 +249,20 @@ type UmadFile struct {
 	alreadyUsed bool // an agent was registered once
 	dead        bool // agents_dead
 	closed      bool
-	interrupts  uint64 // Interrupt calls so far
 	recv        umadQueue
 	sends       []*umadSend // send_list
 
-	wake chan struct{} // a record was queued, or Interrupt
+	// The descriptor's read deadline, as sys.FD last passed it to
+	// DeadlineChanged; once dlKnown, it overrides the deadline Read is
+	// called with (which may be older). dlGen counts the changes.
+	dl      time.Time
+	dlKnown bool
+	dlGen   uint64
+	// The Reads and WaitReadables blocked now, each on its own channel
+	// (so that one event wakes them all), and spare channels.
+	waiters  []chan struct{}
+	chanFree []chan struct{}
+
 	done chan struct{} // closed by Close
 }
 
@@ -307,12 +316,44 @@ func (f *UmadFile) Outstanding() int {
 	return len(f.sends)
 }
 
-// signal wakes one waiting reader. Caller holds fab.mu.
+// signal wakes every blocked Read and WaitReadable, which then look
+// again at the file. Caller holds fab.mu.
 func (f *UmadFile) signal() {
+	for _, ch := range f.waiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// addWaiter registers a blocked caller and returns the channel signal
+// wakes it on. Caller holds fab.mu.
+func (f *UmadFile) addWaiter() chan struct{} {
+	var ch chan struct{}
+	if n := len(f.chanFree); n > 0 {
+		ch = f.chanFree[n-1]
+		f.chanFree = f.chanFree[:n-1]
+	} else {
+		ch = make(chan struct{}, 1)
+	}
+	f.waiters = append(f.waiters, ch)
+	return ch
+}
+
+// removeWaiter undoes addWaiter. Caller holds fab.mu.
+func (f *UmadFile) removeWaiter(ch chan struct{}) {
+	for i, x := range f.waiters {
+		if x == ch {
+			f.waiters = append(f.waiters[:i], f.waiters[i+1:]...)
+			break
+		}
+	}
 	select {
-	case f.wake <- struct{}{}:
+	case <-ch:
 	default:
 	}
+	f.chanFree = append(f.chanFree, ch)
 }
 
 // Ioctl implements sys.Backend: the four umad ioctls of ib_umad_ioctl.
@@ -555,69 +596,102 @@ func (f *UmadFile) Mmap(offset int64, length int, prot, flags int) ([]byte, erro
 	return nil, syscall.ENODEV
 }
 
-// Interrupt makes the Reads and WaitReadables in progress return
-// os.ErrDeadlineExceeded now, as moving the descriptor's read deadline
-// into the past does for a real descriptor; later calls are not affected.
-// (internal/sys does not pass deadline changes on to a Backend, so code
-// above the seam calls this.)
-func (f *UmadFile) Interrupt() {
+// The file is pollable: *UmadFile implements sys.Waiter, so FD.Readable,
+// FD.WaitReadable and FD.SetReadDeadline reach it as poll(2) and the
+// runtime poller reach a real umad descriptor.
+
+// Readable implements sys.Waiter: poll(POLLIN) with a zero timeout. It
+// reports whether a record is queued; once the device is gone, EIO (the
+// kernel's POLLERR).
+func (f *UmadFile) Readable() (bool, error) {
 	fab := f.port.fab
 	fab.mu.Lock()
-	f.interrupts++
+	defer fab.mu.Unlock()
+	switch {
+	case f.closed:
+		return false, os.ErrClosed
+	case f.dead:
+		return false, syscall.EIO
+	}
+	return f.recv.n > 0, nil
+}
+
+// WaitReadable implements sys.Waiter: poll(POLLIN) through the runtime
+// poller. It returns nil once a record is queued, EIO once the device is
+// gone (POLLERR), os.ErrDeadlineExceeded once the read deadline (deadline,
+// or the one DeadlineChanged set since) has passed, and os.ErrClosed once
+// the file is closed; like the poller it looks at the deadline before the
+// queue. It consumes nothing.
+func (f *UmadFile) WaitReadable(deadline time.Time) error {
+	fab := f.port.fab
+	fab.mu.Lock()
+	err := f.wait(deadline, nil)
+	fab.mu.Unlock()
+	return err
+}
+
+// DeadlineChanged implements sys.Waiter: from now on the Reads and
+// WaitReadables in progress and later ones give up at deadline (zero:
+// never); one in the past wakes them at once with os.ErrDeadlineExceeded,
+// as SetReadDeadline does on a real descriptor.
+func (f *UmadFile) DeadlineChanged(deadline time.Time) {
+	fab := f.port.fab
+	fab.mu.Lock()
+	f.dl, f.dlKnown = deadline, true
+	f.dlGen++
 	f.signal()
 	fab.mu.Unlock()
 }
 
-// WaitReadable is poll(POLLIN) on the file, for code above the seam
-// (internal/sys does not pass WaitReadable on to a Backend): nil once a
-// record is queued, EIO once the device is gone (POLLERR),
-// os.ErrDeadlineExceeded at deadline (zero: none) or after Interrupt, and
-// os.ErrClosed once the file is closed.
-func (f *UmadFile) WaitReadable(deadline time.Time) error {
-	return f.wait(deadline, nil)
+// deadline returns the read deadline in force for a call made with arg.
+// Caller holds fab.mu.
+func (f *UmadFile) deadline(arg time.Time) time.Time {
+	if f.dlKnown {
+		return f.dl
+	}
+	return arg
 }
 
-// wait blocks until a record is queued (then runs take with fab.mu held,
-// if take is not nil, and returns its error), or one of the conditions
-// WaitReadable lists.
+// wait blocks until a record is queued, then runs take (when not nil) and
+// returns its error; or returns one of the errors WaitReadable lists.
+// Caller holds fab.mu, which wait releases while it sleeps.
 func (f *UmadFile) wait(deadline time.Time, take func() error) error {
 	fab := f.port.fab
+	deadline = f.deadline(deadline)
+	gen := f.dlGen
+	var ch chan struct{}
 	var timer *time.Timer
 	defer func() {
+		if ch != nil {
+			f.removeWaiter(ch)
+		}
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
-	fab.mu.Lock()
-	interrupts := f.interrupts
-	fab.mu.Unlock()
 	for {
-		fab.mu.Lock()
+		if f.dlGen != gen {
+			gen, deadline = f.dlGen, f.dl
+		}
 		switch {
 		case f.closed:
-			fab.mu.Unlock()
 			return os.ErrClosed
-		case f.dead:
-			fab.mu.Unlock()
-			return syscall.EIO
-		case f.interrupts != interrupts:
-			fab.mu.Unlock()
+		case !deadline.IsZero() && !time.Now().Before(deadline):
 			return os.ErrDeadlineExceeded
+		case f.dead:
+			return syscall.EIO
 		case f.recv.n > 0:
-			var err error
 			if take != nil {
-				err = take()
+				return take()
 			}
-			fab.mu.Unlock()
-			return err
+			return nil
 		}
-		fab.mu.Unlock()
+		if ch == nil {
+			ch = f.addWaiter()
+		}
 		var expired <-chan time.Time
 		if !deadline.IsZero() {
 			d := time.Until(deadline)
-			if d <= 0 {
-				return os.ErrDeadlineExceeded
-			}
 			if timer == nil {
 				timer = time.NewTimer(d)
 			} else {
@@ -625,12 +699,13 @@ func (f *UmadFile) wait(deadline time.Time, take func() error) error {
 			}
 			expired = timer.C
 		}
+		fab.mu.Unlock()
 		select {
-		case <-f.wake:
+		case <-ch:
 		case <-f.done:
 		case <-expired:
-			return os.ErrDeadlineExceeded
 		}
+		fab.mu.Lock()
 	}
 }
 

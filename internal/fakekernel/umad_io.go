@@ -391,40 +391,36 @@ func (fab *UmadFabric) unmatched(dst, src *UmadPort, dqpn, srcQPN uint32, h *abi
 	fab.arrive(src, dst, dqpn, &back, resp[:])
 }
 
-// Read implements sys.Backend: ib_umad_read. With nonblocking set and
-// nothing queued it fails EAGAIN; otherwise it waits until a record
-// arrives, deadline passes (os.ErrDeadlineExceeded), Interrupt is called
-// (os.ErrDeadlineExceeded) or the file is closed (os.ErrClosed).
+// Read implements sys.Backend: ib_umad_read. With nonblocking set it
+// does not wait, whatever the deadline: a record or EAGAIN. Otherwise it
+// waits, as a read through the runtime poller does, until a record
+// arrives, the read deadline passes (os.ErrDeadlineExceeded; deadline, or
+// the one DeadlineChanged set since, looked at before the queue as the
+// poller does) or the file is closed (os.ErrClosed).
 func (f *UmadFile) Read(p []byte, deadline time.Time, nonblocking bool) (int, error) {
 	fab := f.port.fab
 	fab.mu.Lock()
+	defer fab.mu.Unlock()
 	hs := f.hdrSize()
 	switch {
 	case f.closed:
-		fab.mu.Unlock()
 		return 0, os.ErrClosed
 	case len(p) < hs:
-		fab.mu.Unlock()
 		return 0, syscall.EINVAL
-	case f.dead:
-		fab.mu.Unlock()
-		return 0, syscall.EIO
-	case f.recv.n == 0 && nonblocking:
-		fab.mu.Unlock()
-		return 0, syscall.EAGAIN
-	case f.recv.n > 0:
-		n, err := f.copyOut(p)
-		fab.mu.Unlock()
+	case !nonblocking:
+		var n int
+		err := f.wait(deadline, func() error {
+			var err error
+			n, err = f.copyOut(p)
+			return err
+		})
 		return n, err
+	case f.dead:
+		return 0, syscall.EIO
+	case f.recv.n == 0:
+		return 0, syscall.EAGAIN
 	}
-	fab.mu.Unlock()
-	var n int
-	err := f.wait(deadline, func() error {
-		var err error
-		n, err = f.copyOut(p)
-		return err
-	})
-	return n, err
+	return f.copyOut(p)
 }
 
 // copyOut pops the first record into p, copy_recv_mad / copy_send_mad; on

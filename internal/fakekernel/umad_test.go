@@ -850,6 +850,12 @@ func TestUmadRuleDeviceRemoved(t *testing.T) {
 	umadWant(t, err, syscall.EIO)
 	umadWant(t, umadWrite(fd, 64, umadTo(n.ib2, a), umadMAD(0x09, 1, 3, 1)), syscall.EIO)
 	umadWant(t, f.WaitReadable(time.Time{}), syscall.EIO)
+	umadWant(t, fd.WaitReadable(), syscall.EIO)
+	if ok, err := fd.Readable(); ok {
+		t.Fatal("a removed device is not readable")
+	} else {
+		umadWant(t, err, syscall.EIO)
+	}
 	if _, _, err := n.ib1.Open(); !errors.Is(err, syscall.ENXIO) {
 		t.Fatalf("open after removal: %v, want ENXIO", err)
 	}
@@ -873,14 +879,16 @@ func TestUmadBlockingReadWakeups(t *testing.T) {
 		t.Fatal(err)
 	}
 	umadRecv(t, fd, 64)
-	// Interrupt ends a wait as a past deadline would.
+	// A deadline moved into the past ends a wait in progress, as on a
+	// real descriptor (sys.Waiter's DeadlineChanged).
 	go func() {
 		time.Sleep(10 * time.Millisecond)
-		f.Interrupt()
+		fd.SetReadDeadline(time.Unix(1, 0))
 	}()
 	if _, err := fd.Read(make([]byte, 320)); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("interrupted read: %v", err)
+		t.Fatalf("read woken by a past deadline: %v", err)
 	}
+	fd.SetReadDeadline(time.Time{})
 	// Close unblocks a reader with os.ErrClosed.
 	errc := make(chan error, 1)
 	go func() {
@@ -891,6 +899,106 @@ func TestUmadBlockingReadWakeups(t *testing.T) {
 	fd.Close()
 	if err := <-errc; !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("read across close: %v", err)
+	}
+}
+
+// TestUmadWaiter: the file implements sys.Waiter, so FD.Readable,
+// FD.WaitReadable and FD.SetReadDeadline behave on it as poll(2) and the
+// runtime poller do on a real umad descriptor.
+func TestUmadWaiter(t *testing.T) {
+	var _ sys.Waiter = (*UmadFile)(nil)
+	n := newUmadNet(t)
+	_, fd := umadOpenPKey(t, n.ib1)
+	a := umadMustReg(t, fd, abi.RegReq2{QPN: 1, MgmtClass: 0x09, MgmtClassVersion: 1, MethodMask: abi.MethodMaskOf(0x03)})
+	buf := make([]byte, 320)
+
+	// Readable looks without waiting and consumes nothing.
+	if ok, err := fd.Readable(); ok || err != nil {
+		t.Fatalf("empty queue: Readable = %v, %v", ok, err)
+	}
+	umadWrite(fd, 64, umadTo(n.ib1, a), umadMAD(0x09, 1, 3, 1))
+	for range 2 {
+		if ok, err := fd.Readable(); !ok || err != nil {
+			t.Fatalf("one record queued: Readable = %v, %v", ok, err)
+		}
+	}
+	umadRecv(t, fd, 64)
+
+	// A deadline set before the wait, and one moved while it waits.
+	fd.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	start := time.Now()
+	if err := fd.WaitReadable(); !errors.Is(err, os.ErrDeadlineExceeded) || time.Since(start) < 20*time.Millisecond {
+		t.Fatalf("WaitReadable: %v after %v", err, time.Since(start))
+	}
+	fd.SetReadDeadline(time.Now().Add(time.Hour))
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		fd.SetReadDeadline(time.Now().Add(10 * time.Millisecond)) // sooner
+	}()
+	start = time.Now()
+	if _, err := fd.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Fatalf("Read with a deadline moved sooner: %v after %v", err, time.Since(start))
+	}
+	// A later deadline lets a wait that would have expired go on.
+	fd.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+	go func() {
+		time.Sleep(5 * time.Millisecond)
+		fd.SetReadDeadline(time.Time{})
+		time.Sleep(60 * time.Millisecond)
+		umadWrite(fd, 64, umadTo(n.ib1, a), umadMAD(0x09, 1, 3, 2))
+	}()
+	if _, err := fd.Read(buf); err != nil {
+		t.Fatalf("Read after the deadline was cleared: %v", err)
+	}
+
+	// An expired deadline fails a blocking read even with a record
+	// queued, as the poller does; a non-blocking read and Readable do not
+	// look at it.
+	umadWrite(fd, 64, umadTo(n.ib1, a), umadMAD(0x09, 1, 3, 3))
+	fd.SetReadDeadline(time.Unix(1, 0))
+	if _, err := fd.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read past the deadline: %v", err)
+	}
+	if err := fd.WaitReadable(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("WaitReadable past the deadline: %v", err)
+	}
+	if ok, err := fd.Readable(); !ok || err != nil {
+		t.Fatalf("Readable past the deadline: %v, %v", ok, err)
+	}
+	if _, err := fd.ReadNonblocking(buf); err != nil {
+		t.Fatalf("ReadNonblocking past the deadline: %v", err)
+	}
+	fd.SetReadDeadline(time.Time{})
+
+	// One record wakes every waiter: three WaitReadables blocked
+	// together all return.
+	errc := make(chan error, 3)
+	for range 3 {
+		go func() { errc <- fd.WaitReadable() }()
+	}
+	time.Sleep(10 * time.Millisecond)
+	umadWrite(fd, 64, umadTo(n.ib1, a), umadMAD(0x09, 1, 3, 4))
+	for range 3 {
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a waiter was not woken")
+		}
+	}
+	umadRecv(t, fd, 64)
+
+	// Closing wakes a WaitReadable with os.ErrClosed.
+	go func() { errc <- fd.WaitReadable() }()
+	time.Sleep(10 * time.Millisecond)
+	fd.Close()
+	if err := <-errc; !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("WaitReadable across close: %v", err)
+	}
+	if _, err := fd.Readable(); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("Readable after close: %v", err)
 	}
 }
 
