@@ -256,8 +256,15 @@ func (v *Verbs) handle(c *Call) error {
 			return nil
 		}
 	}
+	if fn := objectHandlers[h.ObjectID]; fn != nil {
+		return fn(v, c)
+	}
 	return ErrNoHandler
 }
+
+// objectHandlers handle the methods of further object types (counters.go,
+// flow.go fill it in their init functions).
+var objectHandlers = map[uint16]func(v *Verbs, c *Call) error{}
 
 // needContext is ib_uverbs_get_ucontext: methods that work on the ucontext
 // fail EINVAL before GET_CONTEXT (kernel-abi §2.4).
