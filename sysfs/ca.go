@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"fmt"
 	"io/fs"
 	"path"
 	"sort"
@@ -74,7 +75,8 @@ type CA struct {
 	// Parent is parent, the network device a software device sits on
 	// (rxe, siw).
 	Parent *string
-	// Ports are the ports/ entries in increasing order.
+	// Ports are the ports/ entries in increasing order: 1 to N on a CA,
+	// router or RNIC; 0 alone (the management port) on a switch.
 	Ports []*Port
 	// Verbs is the uverbs character device of this CA, nil when there is
 	// none (ib_uverbs not loaded).
@@ -83,8 +85,17 @@ type CA struct {
 	fs *FS
 }
 
-// NumPorts returns the number of ports (ibstat's "Number of ports").
-func (c *CA) NumPorts() int { return len(c.Ports) }
+// NumPorts returns the highest port number, the kernel's rdma_end_port
+// (ibstat's "Number of ports", netlink's port count): the number of ports
+// of a CA, whose ports are 1 to N, and 0 for a switch, whose only port is
+// its management port 0.
+func (c *CA) NumPorts() int {
+	n := 0
+	for _, p := range c.Ports {
+		n = max(n, p.Number)
+	}
+	return n
+}
 
 // Port returns the port numbered n, or nil.
 func (c *CA) Port(n int) *Port {
@@ -168,6 +179,10 @@ func (f *FS) readCA(name string, devs []CharDev) (*CA, error) {
 	}
 	for _, e := range ents {
 		n, err := ParsePortName(e.Name())
+		if err == nil && n == 0 && ca.NodeType != NodeSwitch {
+			err = parseErr("", e.Name(), fmt.Sprintf("a port number from 1: port 0 exists only on a switch (node type %d), this is a %s (%d)",
+				NodeSwitch, ca.NodeType, ca.NodeType))
+		}
 		if err != nil {
 			pe := err.(*ParseError)
 			pe.Path = f.display(path.Join(classInfiniBand, name, "ports", e.Name()))
@@ -246,15 +261,21 @@ func (f *FS) inFile(err error, rel string) error {
 	return err
 }
 
-// ParsePortName parses the name of a ports/ entry: a decimal port number
-// from 1 up, without leading zeros, as the kernel names them (u32; an mlx5
-// device in switchdev mode has one port per representor, so numbers above
-// 255 occur). libibumad refuses a CA with a non-numeric port entry; so does
-// [FS.CA]. (libibumad also caps the port number; that is its business, not
+// ParsePortName parses the name of a ports/ entry, or a umad or issm
+// node's port file: a decimal port number without leading zeros, as the
+// kernel names them (u32; an mlx5 device in switchdev mode has one port per
+// representor, so numbers above 255 occur). "0" parses: it is the
+// management port of a switch, the only port the kernel gives a device of
+// node type 2 (rdma_start_port and rdma_end_port are 0 for a switch, 1 and
+// the port count otherwise). Whether 0 is valid depends on the node type,
+// which a name alone does not tell: [FS.CA] accepts ports/0 only on a
+// switch ([NodeSwitch]) and fails on it elsewhere. libibumad refuses a CA
+// with a non-numeric port entry; so does [FS.CA]. (libibumad also caps the
+// port number, and takes "0" on any node type; that is its business, not
 // this package's.)
 func ParsePortName(name string) (int, error) {
-	const want = "a decimal port number from 1 to 4294967295 without leading zeros"
-	if !allDigits(name) || name[0] == '0' {
+	const want = "a decimal port number from 0 to 4294967295 without leading zeros"
+	if !allDigits(name) || (name[0] == '0' && len(name) > 1) {
 		return 0, parseErr("", name, want)
 	}
 	n, err := strconv.ParseUint(name, 10, 32)

@@ -212,7 +212,7 @@ func FuzzParsePortName(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if n < 1 || strconv.Itoa(n) != s {
+		if n < 0 || strconv.Itoa(n) != s {
 			t.Fatalf("ParsePortName(%q) = %d", s, n)
 		}
 	})

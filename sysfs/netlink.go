@@ -154,9 +154,10 @@ func (s *PortStats) Map() HwCounters {
 // PortStats reads the hardware counters of port of the device with index
 // devIndex (like "rdma statistic show link DEV/PORT"). The kernel answers
 // EINVAL (matched with errors.Is(err, syscall.EINVAL)) for an unknown
-// device or port, and for a driver without port statistics.
+// device or port (port 0 is a switch's only port, and no other device's),
+// and for a driver without port statistics.
 func (n *Netlink) PortStats(devIndex uint32, port int) (*PortStats, error) {
-	if port <= 0 || uint64(port) > 0xffffffff {
+	if port < 0 || uint64(port) > 0xffffffff {
 		return nil, &Error{Op: "netlink stat get", Device: fmt.Sprintf("index %d port %d", devIndex, port), Err: syscall.EINVAL}
 	}
 	msgs, err := n.exec(abi.RDMA_NLDEV_CMD_STAT_GET, 0, []nlAttr{

@@ -126,6 +126,22 @@ var wantCAs = map[string][]*CA{
 		}},
 		Verbs: uverbs(0, "hfi1_0", nil, nil),
 	}},
+	// A switch: its management port 0 is its only port.
+	"ib-switch": {{
+		Name: "switch0", NodeType: NodeSwitch, NodeTypeName: "switch", NodeGUID: 0x0c42a10300aabb00, SysImageGUID: 0x0c42a10300aabb00,
+		FWVersion: ptr("27.2010.1202"), HCAType: ptr("MT54000"), HWRev: ptr("0"), BoardID: ptr("MT_0000000063"),
+		NodeDesc: ptr("leaf01 switch0"),
+		Ports: []*Port{{
+			CA: "switch0", Number: 0,
+			State: PortActive, StateName: "ACTIVE", PhysState: PhysLinkUp, PhysStateName: "LinkUp",
+			Rate: &Rate{Mbps: 100000, Width: 4, Speed: "EDR", Raw: "100 Gb/sec (4X EDR)"},
+			LID:  ptr[uint32](2), LMC: ptr[uint8](0), SMLID: ptr[uint32](1), SMSL: ptr[uint8](0),
+			CapMask: ptr[uint32](0x0250084a), LinkLayer: ptr("InfiniBand"), PKeys: []uint16{0xffff},
+			Umad: madDev(KindUmad, 0, "switch0", 0, &DevNumber{231, 0}),
+			ISSM: madDev(KindISSM, 0, "switch0", 0, &DevNumber{231, 64}),
+		}},
+		Verbs: uverbs(0, "switch0", ptr(1), &DevNumber{231, 192}),
+	}},
 	"iwarp-old": {{
 		Name: "cxgb4_0", NodeType: NodeRNIC, NodeTypeName: "RNIC", NodeGUID: 0x000743a1b2c00000, SysImageGUID: 0x000743a1b2c00000,
 		FWVersion: ptr("1.16.63.0"), HCAType: ptr("cxgb4"), HWRev: ptr("0"), BoardID: ptr("1425.5401"), NodeDesc: ptr("cxgb4_0"),
@@ -164,8 +180,8 @@ func TestCAs(t *testing.T) {
 				if d := cmp.Diff(w, ca, ignoreFS); d != "" {
 					t.Errorf("CA(%q) mismatch (-want +got):\n%s", w.Name, d)
 				}
-				if ca.NumPorts() != len(w.Ports) {
-					t.Errorf("NumPorts = %d, want %d", ca.NumPorts(), len(w.Ports))
+				if want := w.Ports[len(w.Ports)-1].Number; ca.NumPorts() != want {
+					t.Errorf("NumPorts = %d, want %d (the highest port number)", ca.NumPorts(), want)
 				}
 				for _, wp := range w.Ports {
 					p, err := f.Port(w.Name, wp.Number)
@@ -633,6 +649,7 @@ func TestBroken(t *testing.T) {
 		{"badlmc", nil, "ports/1/lid_mask_count", `got "256"`, nil},
 		{"badpkey", nil, "ports/1/pkeys/0", `got "0x1ffff", want "0x%04x"`, nil},
 		{"badportname", nil, "ports/x", `want a decimal port number`, nil},
+		{"port0ca", nil, "ports/0", `port 0 exists only on a switch (node type 2), this is a CA (1)`, nil},
 		{"nodescdir", nil, "node_desc", "is a directory", syscall.EISDIR},
 		{"typeloop", nil, "node_type", "too many levels of symbolic links", syscall.ELOOP},
 		{"noports", nil, "ports", "no such file", os.ErrNotExist},

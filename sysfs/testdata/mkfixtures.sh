@@ -7,6 +7,7 @@
 #   mlx5-eth/   mlx5, Ethernet (RoCE)         } formats (kernel-abi.md §6 and
 #   hfi1/       hfi1-like (Omni-Path)         } the kernel sources named in
 #   iwarp-old/  older-kernel iWARP RNIC       } each README)
+#   ib-switch/  an InfiniBand switch (port 0) }
 #   broken/     one CA per way a file can be malformed or unreadable
 #
 # Run it from anywhere: sh sysfs/testdata/mkfixtures.sh. It empties and
@@ -350,6 +351,56 @@ w $R/class/infiniband_verbs/abi_version 6
 # no class/infiniband_mad: iWARP devices have no MAD interface
 
 ###########################################################################
+# (g) ib-switch — an InfiniBand switch (node_type 2) as the core lays it
+# out: a switch has only its management port 0 (include/rdma/ib_verbs.h
+# rdma_start_port and rdma_end_port are 0 when the device is a switch), so
+# ports/0 is its only port directory, and its umad and issm nodes say port
+# 0 (Documentation/infiniband/user_mad.rst: "a switch will have one device
+# of each type (for switch port 0)"). Names and values are invented.
+###########################################################################
+clean ib-switch
+R=ib-switch
+PCI=devices/pci0000_00/0000_00_01.0/0000_01_00.0
+d=$R/$PCI/infiniband/switch0
+w $d/node_type "2: switch"
+w $d/node_guid "0c42:a103:00aa:bb00"
+w $d/sys_image_guid "0c42:a103:00aa:bb00"
+w $d/fw_ver "27.2010.1202"
+w $d/hca_type "MT54000"
+w $d/hw_rev "0"
+w $d/board_id "MT_0000000063"
+w $d/node_desc "leaf01 switch0"
+p=$d/ports/0
+w $p/state "4: ACTIVE"
+w $p/phys_state "5: LinkUp"
+w $p/rate "100 Gb/sec (4X EDR)"
+w $p/lid "0x2"
+w $p/lid_mask_count 0
+w $p/sm_lid "0x1"
+w $p/sm_sl 0
+w $p/cap_mask "0x0250084a"
+w $p/link_layer InfiniBand
+w $p/gids/0 "fe80:0000:0000:0000:0c42:a103:00aa:bb00"
+for i in 1 2 3; do w $p/gids/$i $zgid; done
+w $p/gid_attrs/types/0 "IB/RoCE v1"
+w $p/pkeys/0 "0xffff"
+ln_class $R infiniband switch0 "$PCI/infiniband/switch0"
+v=$R/$PCI/infiniband_verbs/uverbs0
+w $v/ibdev switch0
+w $v/abi_version 1
+w $v/dev "231:192"
+ln_class $R infiniband_verbs uverbs0 "$PCI/infiniband_verbs/uverbs0"
+for k in umad issm; do
+	m=$R/$PCI/infiniband_mad/${k}0
+	w $m/ibdev switch0
+	w $m/port 0
+	if [ $k = umad ]; then w $m/dev "231:0"; else w $m/dev "231:64"; fi
+	ln_class $R infiniband_mad ${k}0 "$PCI/infiniband_mad/${k}0"
+done
+w $R/class/infiniband_verbs/abi_version 6
+w $R/class/infiniband_mad/abi_version 5
+
+###########################################################################
 # (f) broken — one CA per malformed or unreadable file. Each starts as a
 # valid single-port CA and then breaks one thing.
 ###########################################################################
@@ -371,7 +422,7 @@ good() { # good NAME
 	w $p/counters/good 1
 }
 for n in badguid badtype badstate badphys badrate badlid badlmc badpkey badportname \
-	nodescdir typeloop badgid badgidtype badhwcounter badcounter noports nostate; do
+	port0ca nodescdir typeloop badgid badgidtype badhwcounter badcounter noports nostate; do
 	good $n
 done
 w $R/class/infiniband/badguid/node_guid "0c42:a103:0016"
@@ -384,6 +435,9 @@ w $R/class/infiniband/badlmc/ports/1/lid_mask_count "256"
 w $R/class/infiniband/badpkey/ports/1/pkeys/0 "0x1ffff"
 mkdir -p $R/class/infiniband/badportname/ports/x
 w $R/class/infiniband/badportname/ports/x/state "4: ACTIVE"
+# port 0 on a CA (node_type 1): only a switch has one
+mkdir -p $R/class/infiniband/port0ca/ports/0
+cp -R $R/class/infiniband/port0ca/ports/1/. $R/class/infiniband/port0ca/ports/0/
 # a directory where a file is expected: read fails with EISDIR (root too)
 mkdir -p $R/class/infiniband/nodescdir/node_desc/sub
 w $R/class/infiniband/nodescdir/node_desc/sub/x x
