@@ -233,10 +233,10 @@ func (h *Host) LookupPort(ca string, port int) (*CAPort, error) {
 	}
 	c, err := h.readCA(name)
 	if err != nil {
-		return nil, &Error{Op: "get port", Device: portName(name, num), Err: err}
+		return nil, &Error{Op: "get port", Device: resolvedName(name, num), Err: err}
 	}
 	if num >= len(c.Ports) || c.Ports[num] == nil {
-		return nil, &Error{Op: "get port", Device: portName(name, num), Err: detail(ErrInvalidPort, fmt.Sprintf("%s has no port %d", name, num), nil)}
+		return nil, &Error{Op: "get port", Device: resolvedName(name, num), Err: detail(ErrInvalidPort, fmt.Sprintf("%s has no port %d", name, num), nil)}
 	}
 	return c.Ports[num], nil
 }
@@ -259,6 +259,11 @@ func (h *Host) CAPortGUIDs(name string) ([]uint64, error) {
 	return guids, nil
 }
 
+// resolvedName names a port once resolve has chosen it: "ca/port", port 0
+// (a switch's) included.
+func resolvedName(ca string, port int) string { return fmt.Sprintf("%s/%d", ca, port) }
+
+// portName names what a caller asked for, where port 0 means "any port".
 func portName(ca string, port int) string {
 	switch {
 	case ca == "" && port == 0:

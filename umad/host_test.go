@@ -110,6 +110,37 @@ func TestLookupCA(t *testing.T) {
 	}
 }
 
+// TestSwitch: a switch (node type 2) has only its management port 0,
+// which umad reads, chooses and opens like any port.
+func TestSwitch(t *testing.T) {
+	e := newEnv(t, tCA{name: "sw0", nodeType: "2: switch", guid: 0x0c42a10300aabb00, ports: []tPort{ib(0, active, linkUp, 2)}})
+	ca, err := e.host.LookupCA("sw0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca.NodeType != 2 || ca.NumPorts != 0 || len(ca.Ports) != 1 || ca.Ports[0] == nil ||
+		ca.Ports[0].Number != 0 || ca.Ports[0].BaseLID != 2 || ca.Ports[0].Umad != "/dev/infiniband/umad0" {
+		t.Fatalf("switch %+v, port 0 %+v", ca, ca.Ports[0])
+	}
+	guids, err := e.host.CAPortGUIDs("sw0")
+	if err != nil || len(guids) != 1 || guids[0] != 0x0002c90000010002 {
+		t.Fatalf("CAPortGUIDs = %#x, %v", guids, err)
+	}
+	for _, c := range []struct {
+		ca   string
+		port int
+	}{{"sw0", 0}, {"", 0}} {
+		p := e.open(t, c.ca, c.port)
+		if p.CA() != "sw0" || p.PortNum() != 0 || p.String() != "sw0/0" {
+			t.Fatalf("OpenPort(%q, %d) = %v", c.ca, c.port, p)
+		}
+		p.Close()
+	}
+	if _, err := e.host.LookupPort("sw0", 1); !errors.Is(err, ErrInvalidPort) {
+		t.Fatalf("port 1 of a switch: %v", err)
+	}
+}
+
 // TestPortSelection checks the seed's selection rules for umad_get_port
 // and umad_open_port, with libibumad's preferences.
 func TestPortSelection(t *testing.T) {
@@ -171,8 +202,12 @@ func TestPortSelection(t *testing.T) {
 				{name: "c", ports: []tPort{ib(1, down, linkUp, 0)}},
 			}, "", 0, want{"b", 1, nil}},
 		{"neither: RoCE only (rxe0, rxe1)", rxePair(), "", 0, want{"rxe0", 1, nil}},
-		{"neither: a switch's port 0",
+		{"neither: a switch without ports/0",
 			[]tCA{{name: "sw", nodeType: "2: switch"}}, "", 0, want{err: ErrInvalidPort}},
+		{"neither: a switch's management port 0",
+			[]tCA{{name: "sw", nodeType: "2: switch", ports: []tPort{ib(0, active, linkUp, 2)}}}, "", 0, want{"sw", 0, nil}},
+		{"CA only: a switch's port 0",
+			[]tCA{{name: "sw", nodeType: "2: switch", ports: []tPort{ib(0, down, polling, 0)}}}, "sw", 0, want{"sw", 0, nil}},
 		{"neither: no devices", nil, "", 0, want{err: ErrNoDevice}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -75,7 +75,7 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 	if err != nil {
 		return fail(err)
 	}
-	name = portName(caName, num)
+	name = resolvedName(caName, num)
 	c, err := h.readCA(caName)
 	if err != nil {
 		return fail(err)

@@ -201,3 +201,44 @@ func TestIbstatusForms(t *testing.T) {
 		t.Fatalf("%q", out)
 	}
 }
+
+// TestIbstatSwitch: a switch (sysfs fixture ib-switch: node type 2, its
+// management port 0 only) prints as rdma-core 44's ibstat prints one: the
+// "Switch" names from node_type_str, "Number of ports: 0" (umad_get_ca's
+// numports, the highest port number) and port 0 from its loop over 0 to
+// numports. No switch was at hand to capture: the expected text follows
+// ibstat.c's ca_dump and port_dump.
+func TestIbstatSwitch(t *testing.T) {
+	root := filepath.Join(ibstatFixtures, "ib-switch")
+	port := "State: Active\nPhysical state: LinkUp\nRate: 100\nBase lid: 2\nLMC: 0\nSM lid: 1\n" +
+		"Capability mask: 0x0250084a\nPort GUID: 0x0c42a10300aabb00\nLink layer: InfiniBand\n"
+	indent := func(s, pre string) string {
+		return pre + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n"+pre) + "\n"
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ibstat"}, "Switch 'switch0'\n\tSwitch type: MT54000\n\tNumber of ports: 0\n\tFirmware version: 27.2010.1202\n" +
+			"\tHardware version: 0\n\tNode GUID: 0x0c42a10300aabb00\n\tSystem image GUID: 0x0c42a10300aabb00\n" +
+			"\tPort 0:\n" + indent(port, "\t\t")},
+		{[]string{"ibstat", "switch0", "0"}, "Switch: 'switch0'\nPort 0:\n" + port},
+		{[]string{"ibstat", "-p"}, "0x0c42a10300aabb00\n"},
+		{[]string{"ibstatus"}, "Infiniband device 'switch0' port 0 status:\n" +
+			"\tdefault gid:\t fe80:0000:0000:0000:0c42:a103:00aa:bb00\n\tbase lid:\t 0x2\n\tsm lid:\t\t 0x1\n" +
+			"\tstate:\t\t 4: ACTIVE\n\tphys state:\t 5: LinkUp\n\trate:\t\t 100 Gb/sec (4X EDR)\n\tlink_layer:\t InfiniBand\n\n"},
+	} {
+		got, stderr, err := ibstatRun(t, root, tc.args...)
+		if err != nil || stderr != "" {
+			t.Fatalf("%v: %v %s", tc.args, err, stderr)
+		}
+		if got != tc.want {
+			t.Errorf("%v:\n got:\n%s\nwant:\n%s", tc.args, got, tc.want)
+		}
+	}
+	var ee exitError
+	if _, stderr, err := ibstatRun(t, root, "ibstat", "switch0", "1"); !errors.As(err, &ee) ||
+		!strings.Contains(stderr, "Switch: 'switch0' has no port number 1 - max (0)") {
+		t.Fatalf("port 1 of a switch: %v %q", err, stderr)
+	}
+}
