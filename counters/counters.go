@@ -1,0 +1,410 @@
+package counters
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/countbind"
+	"github.com/purerdma/rdma/uverbs"
+)
+
+// Description says what a counter point counts (enum ibv_counter_description;
+// the kernel's enum ib_counters_description has the same values).
+type Description uint32
+
+// The counter descriptions.
+const (
+	Packets Description = 0 // IBV_COUNTER_PACKETS
+	Bytes   Description = 1 // IBV_COUNTER_BYTES
+)
+
+// String returns "packets", "bytes" or "Description(N)".
+func (d Description) String() string {
+	switch d {
+	case Packets:
+		return "packets"
+	case Bytes:
+		return "bytes"
+	}
+	return fmt.Sprintf("Description(%d)", uint32(d))
+}
+
+// InitAttr are the attributes of a new counters object (struct
+// ibv_counters_init_attr). No CompMask bit is defined.
+type InitAttr struct {
+	CompMask uint32
+}
+
+// AttachAttr is one counter point (struct ibv_counter_attach_attr): what to
+// count (Desc) and where to put it (Index, the position in the values Read
+// returns). No CompMask bit is defined.
+type AttachAttr struct {
+	Desc     Description
+	Index    uint32
+	CompMask uint32
+}
+
+// ReadFlags are the flags of Read (enum ibv_read_counters_flags).
+type ReadFlags uint32
+
+// PreferCached asks for the driver's cached values instead of a hardware
+// access (IBV_READ_COUNTERS_ATTR_PREFER_CACHED). mlx5 accepts it and
+// queries the device anyway.
+const PreferCached ReadFlags = abi.IB_UVERBS_READ_COUNTERS_PREFER_CACHED
+
+// MaxValues is the most values one Read can return: the read buffer's
+// length is a 16-bit attribute length (8191 u64s). A counter point's index
+// must be below it.
+const MaxValues = abi.MaxAttrLen / 8
+
+// Object is a verbs object a counter point can be attached to dynamically:
+// a *flow.Flow. Attach takes nil for a static attach.
+type Object interface {
+	Handle() uint32
+	Context() *uverbs.Context
+}
+
+// Counters is a verbs counters object (struct ibv_counters) with its
+// counter points and its binding state.
+type Counters struct {
+	c      *uverbs.Context
+	handle uint32
+	cancel func()
+
+	// mu guards what follows; it is taken after the context's Hold and
+	// held across the creation of a flow that binds the object.
+	mu        sync.Mutex
+	points    []abi.Mlx5IbFlowCountersDesc // in attach order
+	flows     int                          // live flows bound through this package (rdma-core's refcount)
+	destroyed bool
+	req       *abi.Request                 // the READ request, reused
+	pairs     []abi.Mlx5IbFlowCountersDesc // the pairs of the bind in progress
+}
+
+func init() {
+	countbind.Of = func(x any) countbind.Binder {
+		cs, _ := x.(*Counters)
+		if cs == nil {
+			return nil
+		}
+		return binder{cs}
+	}
+}
+
+// Create creates a counters object on the context, like
+// ibv_create_counters: UVERBS_METHOD_COUNTERS_CREATE. Its values are zero
+// and only grow once it is bound (see Attach). attr may be nil.
+//
+// Errors (all *Error): EINVAL for a nil context; EOPNOTSUPP
+// (ErrNotSupported) for a non-zero attr.CompMask (rdma-core's rule), for a
+// driver without counters (every driver but mlx5 in Linux 6.12: the kernel
+// answers EPROTONOSUPPORT; the message names the driver) and for a driver
+// this package cannot bind counters on; os.ErrClosed after the context's
+// Close; the kernel's errno otherwise.
+func Create(c *uverbs.Context, attr *InitAttr) (*Counters, error) {
+	const op = "create counters"
+	if c == nil {
+		return nil, &Error{Op: op, Err: errArg("nil context")}
+	}
+	dev := c.Device()
+	fail := func(err error) (*Counters, error) { return nil, &Error{Op: op, Device: dev.Name, Err: err} }
+	if attr != nil && attr.CompMask != 0 {
+		return fail(fmt.Errorf("comp_mask %#x: no bit is defined: %w", attr.CompMask, syscall.EOPNOTSUPP))
+	}
+	if err := c.Hold(op); err != nil {
+		return fail(os.ErrClosed)
+	}
+	defer c.Release()
+	r := abi.NewRequest(c.API(), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE).
+		NewHandle(abi.UVERBS_ATTR_CREATE_COUNTERS_HANDLE)
+	if err := c.InvokeHeld(r); err != nil {
+		err = errnoOf(err)
+		if errors.Is(err, ErrNotSupported) {
+			err = fmt.Errorf("the %s driver has no verbs counters: %w", dev.Driver(), err)
+		}
+		return fail(err)
+	}
+	h, err := r.Created(abi.UVERBS_ATTR_CREATE_COUNTERS_HANDLE)
+	if err != nil {
+		return fail(err)
+	}
+	cs := &Counters{c: c, handle: h}
+	if c.DriverID() != abi.RDMA_DRIVER_MLX5 {
+		// A kernel newer than 6.12 with counters on another driver: how
+		// that driver takes counter points is unknown here.
+		cs.destroyLocked(c.InvokeHeld)
+		return fail(fmt.Errorf("purerdma binds counters only on mlx5, not on the %s driver: %w", dev.Driver(), syscall.EOPNOTSUPP))
+	}
+	cs.cancel = c.OnClose(uverbs.StageCounters, cs.closeHook)
+	return cs, nil
+}
+
+// Handle returns the kernel's handle of the object.
+func (cs *Counters) Handle() uint32 {
+	if cs == nil {
+		return 0
+	}
+	return cs.handle
+}
+
+// Context returns the context the object was created on.
+func (cs *Counters) Context() *uverbs.Context { return cs.c }
+
+// Points returns the attached counter points, in attach order.
+func (cs *Counters) Points() []AttachAttr {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	out := make([]AttachAttr, len(cs.points))
+	for i, p := range cs.points {
+		out[i] = AttachAttr{Desc: Description(p.Description), Index: p.Index}
+	}
+	return out
+}
+
+// Bound returns how many live flows created through package flow count
+// into the object.
+func (cs *Counters) Bound() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.flows
+}
+
+// Attach adds a counter point, like ibv_attach_counters_point_flow: the
+// value attr.Desc describes will be added at attr.Index of what Read
+// returns. With obj nil the attach is static: the object starts counting
+// when a flow is created with a Count action naming it (flow.Create), and
+// every flow created with it adds into the same indexes. Attaching the
+// same index more than once, with the same or another description, sums
+// those values there.
+//
+// The rules are the man page's as rdma-core's mlx5 provider implements
+// them, in its order:
+//
+//   - ENOTSUP (ErrNotSupported) for a dynamic attach (obj not nil): mlx5
+//     supports only static attach;
+//   - EOPNOTSUPP (ErrNotSupported) for a non-zero attr.CompMask;
+//   - ENOTSUP (ErrNotSupported) for a description other than Packets and
+//     Bytes;
+//   - EINVAL for an index that no Read could return (MaxValues or more);
+//     rdma-core would store it and fail every read;
+//   - EBUSY while the object is bound to a flow: no attach until every
+//     flow counting into it is destroyed (then the points accumulate with
+//     the earlier ones, and the next flow sends them all).
+//
+// Errors are *Error values; os.ErrClosed after Close.
+func (cs *Counters) Attach(attr AttachAttr, obj Object) error {
+	const op = "attach counter point"
+	if cs == nil {
+		return &Error{Op: op, Err: errArg("nil counters")}
+	}
+	fail := func(err error) error { return &Error{Op: op, Device: cs.c.Device().Name, Err: err} }
+	if obj != nil && obj.Context() != nil {
+		return fail(fmt.Errorf("the %s driver supports only static attach (no flow; attach before creating the flow): %w", cs.c.Device().Driver(), syscall.ENOTSUP))
+	}
+	if attr.CompMask != 0 {
+		return fail(fmt.Errorf("comp_mask %#x: no bit is defined: %w", attr.CompMask, syscall.EOPNOTSUPP))
+	}
+	if attr.Desc != Packets && attr.Desc != Bytes {
+		return fail(fmt.Errorf("counter description %d is not supported on a flow (packets and bytes are): %w", uint32(attr.Desc), syscall.ENOTSUP))
+	}
+	if attr.Index >= MaxValues {
+		return fail(errArg("index %d: a read returns at most %d values", attr.Index, MaxValues))
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.destroyed {
+		return fail(os.ErrClosed)
+	}
+	if cs.flows > 0 {
+		return fail(fmt.Errorf("the counters object is bound statically to %d flow(s); no attach until none is left: %w", cs.flows, syscall.EBUSY))
+	}
+	cs.points = append(cs.points, abi.Mlx5IbFlowCountersDesc{Description: uint32(attr.Desc), Index: attr.Index})
+	return nil
+}
+
+// Read reads the values into values, like ibv_read_counters with ncounters
+// = len(values): UVERBS_METHOD_COUNTERS_READ with a buffer of len(values)
+// u64s and flags (0 for a hardware access, PreferCached). Entry i holds the
+// sum of the values of every counter point attached at index i, over every
+// flow bound to the object; entries no point names are 0. Values start at
+// zero and only grow: destroying the flows and binding new ones keeps
+// counting from where they were.
+//
+// As with libibverbs, values shorter than the largest attached index + 1
+// fails (EINVAL from the kernel, mlx5) and a longer one is fine (the rest
+// is zeroed); more than MaxValues fails EINVAL before the system call. The
+// object can be read only while a flow counts into it: before the first
+// bind and after the last flow is gone the kernel answers EINVAL. It does
+// not allocate.
+//
+// Errors (all *Error): EINVAL as above and for flags the kernel does not
+// know; os.ErrClosed after Close or the context's Close.
+func (cs *Counters) Read(values []uint64, flags ReadFlags) error {
+	const op = "read counters"
+	if cs == nil {
+		return &Error{Op: op, Err: errArg("nil counters")}
+	}
+	c := cs.c
+	if err := c.Hold(op); err != nil {
+		return &Error{Op: op, Device: c.Device().Name, Err: os.ErrClosed}
+	}
+	defer c.Release()
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.destroyed {
+		return &Error{Op: op, Device: c.Device().Name, Err: os.ErrClosed}
+	}
+	if cs.req == nil {
+		cs.req = abi.NewRequest(c.API(), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
+	} else {
+		cs.req.Reset(c.API(), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
+	}
+	var buf []byte
+	if len(values) > 0 {
+		buf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*8)
+	}
+	cs.req.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.handle).
+		Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, buf).
+		Flags32(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, uint32(flags))
+	if err := c.InvokeHeld(cs.req); err != nil {
+		return &Error{Op: op, Device: c.Device().Name, Err: cs.explainRead(errnoOf(err), len(values))}
+	}
+	return nil
+}
+
+// explainRead says which of the kernel's EINVAL rules a failed read most
+// likely met. The caller holds mu.
+func (cs *Counters) explainRead(err error, n int) error {
+	if !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	need := 0
+	for _, p := range cs.points {
+		need = max(need, int(p.Index)+1)
+	}
+	switch {
+	case n > MaxValues:
+		return fmt.Errorf("%d values: a read returns at most %d: %w", n, MaxValues, err)
+	case cs.flows == 0:
+		return fmt.Errorf("the object is not bound to a flow: it is readable only while a flow counts into it: %w", err)
+	case n < need:
+		return fmt.Errorf("room for %d values, the counter points need %d (largest index + 1): %w", n, need, err)
+	}
+	return err
+}
+
+// Close destroys the object, like ibv_destroy_counters
+// (UVERBS_METHOD_COUNTERS_DESTROY). Closing a closed object, or one whose
+// context was closed, returns nil.
+//
+// Errors: an *Error wrapping EBUSY while flows count into the object (the
+// kernel refuses; destroy the flows first, the object stays usable); the
+// kernel's errno otherwise. A removed device (EIO) counts as success.
+func (cs *Counters) Close() error {
+	if cs == nil {
+		return nil
+	}
+	if err := cs.c.Hold("destroy counters"); err != nil {
+		return nil
+	}
+	defer cs.c.Release()
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.destroyed {
+		return nil
+	}
+	if err := cs.destroyLocked(cs.c.InvokeHeld); err != nil {
+		return err
+	}
+	cs.cancel()
+	return nil
+}
+
+func (cs *Counters) closeHook(invoke uverbs.Invoker) error {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.destroyed {
+		return nil
+	}
+	return cs.destroyLocked(invoke)
+}
+
+func (cs *Counters) destroyLocked(invoke func(*abi.Request) error) error {
+	c := cs.c
+	r := abi.NewRequest(c.API(), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_DESTROY).
+		Handle(abi.UVERBS_ATTR_DESTROY_COUNTERS_HANDLE, cs.handle)
+	if err := invoke(r); err != nil && !errors.Is(err, syscall.EIO) {
+		err = errnoOf(err)
+		if errors.Is(err, syscall.EBUSY) {
+			if cs.flows > 0 {
+				err = fmt.Errorf("the counters object still counts %d flow(s); destroy them first: %w", cs.flows, err)
+			} else {
+				err = fmt.Errorf("the counters object is still bound to a flow; destroy the flow first: %w", err)
+			}
+		}
+		return &Error{Op: "destroy counters", Device: c.Device().Name, Err: err}
+	}
+	cs.destroyed = true
+	return nil
+}
+
+// errnoOf takes the kernel's answer out of a uverbs error.
+func errnoOf(err error) error {
+	var ue *uverbs.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// binder is the Binder package flow uses (see internal/countbind).
+type binder struct{ cs *Counters }
+
+func (b binder) Context() *uverbs.Context { return b.cs.c }
+
+func (b binder) BeginBind() (uint32, []abi.Mlx5IbFlowCountersDesc, error) {
+	cs := b.cs
+	cs.mu.Lock()
+	if cs.destroyed {
+		cs.mu.Unlock()
+		return 0, nil, os.ErrClosed
+	}
+	if cs.flows > 0 {
+		return cs.handle, nil, nil // described: the kernel reuses the layout
+	}
+	if len(cs.points) == 0 {
+		cs.mu.Unlock()
+		return 0, nil, errArg("the counters object has no counter point: Attach before creating the flow")
+	}
+	// rdma-core keeps the points on a list it pushes at the front, and
+	// sends them in list order: the newest first.
+	pairs := make([]abi.Mlx5IbFlowCountersDesc, len(cs.points))
+	for i, p := range cs.points {
+		pairs[len(pairs)-1-i] = p
+	}
+	cs.pairs = pairs
+	return cs.handle, pairs, nil
+}
+
+func (b binder) EndBind(ok bool) {
+	cs := b.cs
+	if ok {
+		cs.flows++
+	}
+	cs.pairs = nil
+	cs.mu.Unlock()
+}
+
+func (b binder) Unbind() {
+	cs := b.cs
+	cs.mu.Lock()
+	if cs.flows > 0 {
+		cs.flows--
+	}
+	cs.mu.Unlock()
+}
