@@ -148,7 +148,7 @@ func mlx5DriverData(count bool, pairs []abi.Mlx5IbFlowCountersDesc) []byte {
 		if len(pairs) > 0 {
 			addr = uint64(uintptr(unsafe.Pointer(&pairs[0])))
 		}
-		binary64(b[8:], addr)               // counters_data
+		binary64(b[8:], addr)                // counters_data
 		binary32(b[16:], uint32(len(pairs))) // ncounters
 	}
 	return b
