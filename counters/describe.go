@@ -1,0 +1,426 @@
+package counters
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/uverbs"
+)
+
+// Counted is what a counter set counts: the verbs object or resource its
+// values belong to (the RFC's counted_type).
+type Counted int
+
+// What counter sets count.
+const (
+	// CountedFlow: flows; the values of a counters object bound to flows.
+	CountedFlow Counted = iota + 1
+	// CountedPort: a port of the device, all its traffic.
+	CountedPort
+)
+
+// String returns "flow" or "port".
+func (k Counted) String() string {
+	switch k {
+	case CountedFlow:
+		return "flow"
+	case CountedPort:
+		return "port"
+	}
+	return fmt.Sprintf("Counted(%d)", int(k))
+}
+
+// MarshalText implements encoding.TextMarshaler (for JSON).
+func (k Counted) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Source is where a counter set's values come from.
+type Source int
+
+// The sources.
+const (
+	// SourceVerbs: a verbs counters object (UVERBS_METHOD_COUNTERS_READ,
+	// ibv_read_counters).
+	SourceVerbs Source = iota + 1
+	// SourcePMA: sysfs ports/N/counters/, the IBA PortCounters the kernel
+	// reads from the driver's PMA with a MAD on every read.
+	SourcePMA
+	// SourceHwSysfs: sysfs ports/N/hw_counters/, the driver's counters,
+	// which the kernel caches for hw_counters/lifespan.
+	SourceHwSysfs
+	// SourceNetlink: RDMA netlink statistics (RDMA_NLDEV_CMD_STAT_GET,
+	// "rdma statistic show link"), the same driver counters read fresh,
+	// optional counters that were enabled included.
+	SourceNetlink
+)
+
+// String names the source ("verbs", "pma", "hw_counters", "netlink").
+func (s Source) String() string {
+	switch s {
+	case SourceVerbs:
+		return "verbs"
+	case SourcePMA:
+		return "pma"
+	case SourceHwSysfs:
+		return "hw_counters"
+	case SourceNetlink:
+		return "netlink"
+	}
+	return fmt.Sprintf("Source(%d)", int(s))
+}
+
+// MarshalText implements encoding.TextMarshaler (for JSON).
+func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Set is one counter set (the RFC's struct ibv_counter_set_description,
+// with its Read): what it counts, whether its values are cached, and the
+// names of its counters, which Read fills in order. Close it when done:
+// sets that read sysfs keep its files open so that a Read does not
+// allocate.
+type Set struct {
+	// ID is the set's position in Describe's list (the RFC's
+	// counter_set_id); -1 for the set of a counters object.
+	ID int `json:"id"`
+	// Device is the IB device; Port the port (0 for flow sets).
+	Device string `json:"device"`
+	Port   int    `json:"port,omitempty"`
+	// Counted is what the values belong to; Source where they come from.
+	Counted Counted `json:"counted"`
+	Source  Source  `json:"source"`
+	// Cached says that a Read may return values up to Lifespan old (the
+	// RFC's IBV_COUNTER_ATTR_CACHED) rather than the device's current
+	// ones.
+	Cached   bool          `json:"cached"`
+	Lifespan time.Duration `json:"lifespan_ns,omitempty"`
+	// Names are the counters' names, in Read's order: the driver's names
+	// for port sets, "packets" and "bytes" for flow sets.
+	Names []string `json:"names"`
+	// Units are, for each counter, what it counts: "packets", "octets",
+	// or "" for a plain count of events.
+	Units []string `json:"units"`
+	// Note says what a Read of the set needs, when it cannot be read
+	// as described (a flow set without a counters object).
+	Note string `json:"note,omitempty"`
+
+	read  func(dst []uint64) error
+	close func() error
+}
+
+// Read reads the set's values into dst, in the order of Names: one
+// uniform call for every kind of set. dst must hold at least len(Names)
+// values (EINVAL otherwise); entries past that are left as they are. Port
+// sets read from sysfs do not allocate; a counters object's set
+// (Counters.Set) does not either.
+//
+// Errors: an *Error wrapping EINVAL for a short dst or for the flow set
+// Describe lists (a flow set is read through a counters object bound to a
+// flow: see Counters.Set); the read's error otherwise; os.ErrClosed after
+// Close.
+func (s *Set) Read(dst []uint64) error {
+	if len(dst) < len(s.Names) {
+		return &Error{Op: "read counter set", Device: s.Device, Err: errArg("room for %d values, the set has %d", len(dst), len(s.Names))}
+	}
+	if s.read == nil {
+		return &Error{Op: "read counter set", Device: s.Device, Err: os.ErrClosed}
+	}
+	return s.read(dst)
+}
+
+// Close releases what the set holds (open sysfs files). It is safe to call
+// more than once.
+func (s *Set) Close() error {
+	s.read = nil
+	if s.close == nil {
+		return nil
+	}
+	err := s.close()
+	s.close = nil
+	return err
+}
+
+// StatsSource reads a port's statistics over RDMA netlink; *sysfs.Netlink
+// is one.
+type StatsSource interface {
+	PortStatsByName(device string, port int) (*sysfs.PortStats, error)
+}
+
+// Options say where Describe looks. A nil *Options means the running
+// system.
+type Options struct {
+	// SysfsRoot is where sysfs is mounted ("" means "/sys").
+	SysfsRoot string
+	// Netlink reads the netlink statistics; nil means sysfs.NewNetlink()
+	// when SysfsRoot is "/sys" (a fixture describes no running system)
+	// and none otherwise.
+	Netlink StatsSource
+	// NoNetlink leaves the netlink sets out.
+	NoNetlink bool
+	// DriverID is the device's driver (abi.RDMA_DRIVER_*); 0 means ask
+	// uverbs.LookupDevice (netlink, or the sysfs driver link).
+	DriverID uint32
+}
+
+// Describe lists every counter set the device offers, like the RFC's
+// ibv_query_counter_set_description for every counter_set_id:
+//
+//   - the flow set (packets, bytes) when the device's driver has verbs
+//     counters (mlx5); it describes what a counters object counts and is
+//     read through one (Counters.Set);
+//   - for every port, the PMA counters of sysfs counters/, when the driver
+//     has a PMA (not rxe); port_xmit_data and port_rcv_data are converted
+//     from 4-octet words to octets by sysfs.DataOctets, the one place
+//     that does it;
+//   - for every port, the driver's hardware counters of sysfs
+//     hw_counters/ (cached for the lifespan the kernel reports);
+//   - for every port, the same counters from RDMA netlink, read fresh, with
+//     the optional counters that were enabled.
+//
+// Close the sets when done.
+//
+// Errors: an *Error matching os.ErrNotExist when there is no such device,
+// or the sysfs error.
+func Describe(device string) ([]*Set, error) { return DescribeWith(device, nil) }
+
+// DescribeWith is Describe with options.
+func DescribeWith(device string, opts *Options) ([]*Set, error) {
+	root := "/sys"
+	var nl StatsSource
+	if opts != nil && opts.SysfsRoot != "" {
+		root = opts.SysfsRoot
+	}
+	if opts != nil && opts.Netlink != nil {
+		nl = opts.Netlink
+	} else if root == "/sys" {
+		nl = sysfs.NewNetlink()
+	}
+	if opts != nil && opts.NoNetlink {
+		nl = nil
+	}
+	fsys, err := sysfs.New(root)
+	if err != nil {
+		return nil, &Error{Op: "describe counters", Device: device, Err: err}
+	}
+	ca, err := fsys.CA(device)
+	if err != nil {
+		return nil, &Error{Op: "describe counters", Device: device, Err: err}
+	}
+	var sets []*Set
+	add := func(s *Set) {
+		s.ID = len(sets)
+		s.Device = device
+		sets = append(sets, s)
+	}
+	drv := uint32(0)
+	if opts != nil {
+		drv = opts.DriverID
+	}
+	if drv == 0 {
+		if d, err := uverbs.LookupDevice(device, &uverbs.Options{SysfsRoot: root}); err == nil {
+			drv = d.DriverID
+		}
+	}
+	if HasCounters(drv) {
+		add(&Set{
+			Counted: CountedFlow, Source: SourceVerbs,
+			Names: []string{Packets.String(), Bytes.String()},
+			Units: []string{"packets", "octets"},
+			Note:  "read through a counters object bound to a flow: counters.Create, Attach, flow.Create with flow.Count, Counters.Set",
+			read: func([]uint64) error {
+				return &Error{Op: "read counter set", Device: device, Err: errArg("a flow counter set is read through a counters object bound to a flow (Counters.Set)")}
+			},
+		})
+	}
+	fail := func(err error) ([]*Set, error) {
+		for _, s := range sets {
+			s.Close()
+		}
+		return nil, &Error{Op: "describe counters", Device: device, Err: err}
+	}
+	for _, p := range ca.Ports {
+		if s, err := openPMA(root, device, p.Number); err == nil {
+			add(s)
+		} else if !errors.Is(err, ErrNotSupported) {
+			return fail(err)
+		}
+		hw, err := p.OpenHwCounters()
+		switch {
+		case err == nil:
+			s := &Set{Port: p.Number, Counted: CountedPort, Source: SourceHwSysfs, Cached: true,
+				Names: hw.Names(), Units: make([]string, len(hw.Names())), read: hw.ReadValues, close: hw.Close}
+			s.Lifespan, _ = p.HwCountersLifespan()
+			add(s)
+		case !errors.Is(err, sysfs.ErrNotSupported):
+			return fail(err)
+		}
+		if nl != nil {
+			if s := netlinkSet(nl, device, p.Number); s != nil {
+				add(s)
+			}
+		}
+	}
+	return sets, nil
+}
+
+// HasCounters reports whether devices of the driver have verbs counters in
+// Linux 6.12 (only mlx5 registers the COUNTERS object).
+func HasCounters(driverID uint32) bool {
+	return abi.APIFor(driverID).Method(abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE) != nil
+}
+
+// pmaSet reads a port's counters/ files, kept open.
+type pmaSet struct {
+	files  []*os.File
+	octets []bool
+	buf    [32]byte
+}
+
+func openPMA(root, device string, port int) (*Set, error) {
+	dir := filepath.Join(root, "class", "infiniband", device, "ports", fmt.Sprint(port), "counters")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w", dir, ErrNotSupported)
+		}
+		return nil, err
+	}
+	ps := &pmaSet{}
+	s := &Set{Port: port, Counted: CountedPort, Source: SourcePMA, close: ps.close}
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			ps.close()
+			return nil, err
+		}
+		// A counter the driver cannot fetch (older kernels: "N/A (no
+		// PMA)"; a failing PMA query) is left out, as sysfs.Port.Counters
+		// leaves it.
+		if _, err := ps.readFile(f); err != nil {
+			f.Close()
+			continue
+		}
+		data := e.Name() == sysfs.CounterXmitData || e.Name() == sysfs.CounterRcvData
+		unit := ""
+		switch {
+		case data:
+			unit = "octets"
+		case strings.HasSuffix(e.Name(), "_packets"):
+			unit = "packets"
+		}
+		ps.files = append(ps.files, f)
+		ps.octets = append(ps.octets, data)
+		s.Names = append(s.Names, e.Name())
+		s.Units = append(s.Units, unit)
+	}
+	if len(ps.files) == 0 {
+		return nil, fmt.Errorf("%s holds no readable counter: %w", dir, ErrNotSupported)
+	}
+	s.read = func(dst []uint64) error {
+		for i, f := range ps.files {
+			v, err := ps.readFile(f)
+			if err != nil {
+				return &Error{Op: "read PMA counters", Device: device, Err: err}
+			}
+			if ps.octets[i] {
+				v = sysfs.DataOctets(v)
+			}
+			dst[i] = v
+		}
+		return nil
+	}
+	return s, nil
+}
+
+func (ps *pmaSet) readFile(f *os.File) (uint64, error) {
+	n, err := f.ReadAt(ps.buf[:], 0)
+	if err != nil && err != io.EOF {
+		return 0, err
+	}
+	v, ok := sysfs.ParseCounter(ps.buf[:n])
+	if !ok {
+		return 0, &os.PathError{Op: "read", Path: f.Name(), Err: syscall.EINVAL}
+	}
+	return v, nil
+}
+
+func (ps *pmaSet) close() error {
+	var first error
+	for _, f := range ps.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	ps.files = nil
+	return first
+}
+
+// netlinkSet describes a port's netlink statistics, or returns nil when
+// netlink does not answer for the port.
+func netlinkSet(nl StatsSource, device string, port int) *Set {
+	st, err := nl.PortStatsByName(device, port)
+	if err != nil || len(st.Counters) == 0 {
+		return nil
+	}
+	s := &Set{Port: port, Counted: CountedPort, Source: SourceNetlink}
+	index := make(map[string]int, len(st.Counters))
+	for i, c := range st.Counters {
+		s.Names = append(s.Names, c.Name)
+		index[c.Name] = i
+	}
+	s.Units = make([]string, len(s.Names))
+	s.read = func(dst []uint64) error {
+		st, err := nl.PortStatsByName(device, port)
+		if err != nil {
+			return &Error{Op: "read netlink statistics", Device: device, Err: err}
+		}
+		for _, c := range st.Counters {
+			if i, ok := index[c.Name]; ok {
+				dst[i] = c.Value
+			}
+		}
+		return nil
+	}
+	return s
+}
+
+// Set returns the flow counter set of the object: one counter per index up
+// to the largest attached one, named after the descriptions attached there
+// ("packets", "bytes", "packets+bytes" for an index set more than once,
+// "" for an index nothing is attached to), read with PreferCached (the
+// example of ibv_read_counters(3)). The set reads what the object holds
+// at Read time; attaching more points afterwards (after its flows are
+// gone) is not reflected in Names.
+func (cs *Counters) Set() *Set {
+	pts := cs.Points()
+	n := 0
+	for _, p := range pts {
+		n = max(n, int(p.Index)+1)
+	}
+	names := make([]string, n)
+	units := make([]string, n)
+	for _, p := range pts {
+		if names[p.Index] != "" {
+			names[p.Index] += "+"
+		}
+		names[p.Index] += p.Desc.String()
+		unit := "packets"
+		if p.Desc == Bytes {
+			unit = "octets"
+		}
+		if units[p.Index] != "" && units[p.Index] != unit {
+			unit = "packets+octets"
+		}
+		units[p.Index] = unit
+	}
+	return &Set{ID: -1, Device: cs.c.Device().Name, Counted: CountedFlow, Source: SourceVerbs, Names: names, Units: units,
+		read: func(dst []uint64) error { return cs.Read(dst[:n], PreferCached) }}
+}
