@@ -83,7 +83,10 @@ type flowVal struct {
 	attr     abi.IbUverbsFlowAttr
 	specs    []kspec
 	bound    *Object // the counters object mlx5 attached to the rule
-	seq      uint64
+	// sentPairs is how many (description, index) pairs the driver data
+	// carried for bound, -1 for none (ncounters_data 0).
+	sentPairs int
+	seq       uint64
 }
 
 // flowSeq orders flows by creation, for ReceiveFrames' ties.
@@ -189,7 +192,14 @@ func (v *Verbs) wCreateFlow(c *Call, in []byte) error {
 	qpo.Users++
 	fv.seq = flowSeq.Add(1)
 	fo.Value = fv
-	v.logf("create flow %d", fo.Handle)
+	switch {
+	case fv.bound == nil:
+		v.logf("create flow %d", fo.Handle)
+	case fv.sentPairs < 0:
+		v.logf("create flow %d counters %d no pairs", fo.Handle, fv.bound.Handle)
+	default:
+		v.logf("create flow %d counters %d pairs %d", fo.Handle, fv.bound.Handle, fv.sentPairs)
+	}
 	resp := make([]byte, 8)
 	le.PutUint32(resp[4:], fo.Handle)
 	return response(c, resp)
@@ -414,6 +424,10 @@ func (v *Verbs) mlx5FlowRule(fv *flowVal, ucmd []byte) error {
 			return err
 		}
 		fv.bound = counters
+		fv.sentPairs = -1
+		if len(ucmd) >= 24 && binary.LittleEndian.Uint32(ucmd) != 0 {
+			fv.sentPairs = int(binary.LittleEndian.Uint32(ucmd[16:]))
+		}
 	}
 	return nil
 }
