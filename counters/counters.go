@@ -10,6 +10,7 @@ import (
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/countbind"
+	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/uverbs"
 )
 
@@ -124,7 +125,7 @@ func Create(c *uverbs.Context, attr *InitAttr) (*Counters, error) {
 		NewHandle(abi.UVERBS_ATTR_CREATE_COUNTERS_HANDLE)
 	if err := c.InvokeHeld(r); err != nil {
 		err = errnoOf(err)
-		if errors.Is(err, ErrNotSupported) {
+		if errs.Is(err, ErrNotSupported) {
 			err = fmt.Errorf("the %s driver has no verbs counters: %w", dev.Driver(), err)
 		}
 		return fail(err)
