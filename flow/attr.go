@@ -3,6 +3,7 @@ package flow
 import (
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"syscall"
 )
 
@@ -74,7 +75,9 @@ type Attr struct {
 func (a *Attr) Size() int {
 	n := 0
 	for _, s := range a.Specs {
-		n += s.Len()
+		if !isNil(s) {
+			n += s.Len()
+		}
 	}
 	return n
 }
@@ -88,7 +91,7 @@ func (a *Attr) AppendBinary(b []byte) ([]byte, error) {
 	}
 	size := 0
 	for i, s := range a.Specs {
-		if s == nil {
+		if isNil(s) {
 			return b, &Error{Op: "encode flow attr", Err: fmt.Errorf("spec %d is nil: %w", i, syscall.EINVAL)}
 		}
 		size += s.Len()
@@ -115,6 +118,15 @@ func (a *Attr) AppendBinary(b []byte) ([]byte, error) {
 // MarshalBinary returns the wire form of the attributes and specs.
 func (a *Attr) MarshalBinary() ([]byte, error) {
 	return a.AppendBinary(make([]byte, 0, AttrHdrSize+a.Size()))
+}
+
+// isNil reports whether s is nil or a nil pointer in an interface.
+func isNil(s Spec) bool {
+	if s == nil {
+		return true
+	}
+	v := reflect.ValueOf(s)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // UnmarshalBinary decodes struct ib_uverbs_flow_attr and its specs from b,
