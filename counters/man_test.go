@@ -650,3 +650,7 @@ func TestManRead_ExampleStaticAttachToNewFlow(t *testing.T) {
 		t.Errorf("release order: %v", log)
 	}
 }
+
+func flowCreate(e *env, cs *counters.Counters) (*flow.Flow, error) {
+	return flow.Create(e.qp, l2(macA, cs))
+}
