@@ -1,0 +1,150 @@
+package main
+
+// counters: every counter set a device offers (counters.Describe, the
+// "Verbs Counters" RFC on today's kernels) with its current values; the
+// port sets are what `rdma statistic show link` and sysfs show.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/purerdma/rdma/counters"
+)
+
+func init() {
+	register("counters", "the counter sets of a device (flow, PMA, hw_counters, netlink) with current values: -d DEV [--json]", runCounters)
+}
+
+// countersOptions is where the counters tool looks (tests: a fixture).
+var countersOptions *counters.Options
+
+const countersUsage = `Usage: purerdma counters -d DEV [--json]
+
+Lists every counter set the RDMA device offers — flow counters where the
+driver has verbs counters objects, each port's PMA counters (sysfs
+counters/), hardware counters (sysfs hw_counters/, cached) and netlink
+statistics (read fresh) — with what each counts, whether it is cached, and
+its counters' current values.
+
+Options:
+  -d, --ib-dev=DEV       the RDMA device
+      --json             print JSON
+  -h, --help             this help
+`
+
+// counterSetJSON is one set in --json output.
+type counterSetJSON struct {
+	*counters.Set
+	Counters []counterJSON `json:"counters,omitempty"`
+	Error    string        `json:"error,omitempty"`
+}
+
+type counterJSON struct {
+	Name  string `json:"name"`
+	Unit  string `json:"unit,omitempty"`
+	Value uint64 `json:"value"`
+}
+
+func runCounters(args []string, stdout, stderr io.Writer) error {
+	var dev string
+	var asJSON bool
+	opts := []getoptOption{
+		{short: 'd', long: "ib-dev", arg: true, set: func(v string) error { dev = v; return nil }},
+		{long: "json", set: func(string) error { asJSON = true; return nil }},
+		{short: 'h', long: "help", set: func(string) error { return errDevinfoHelp }},
+	}
+	if err := getopt("counters", args, opts, stderr); err != nil {
+		if errors.Is(err, errDevinfoHelp) {
+			fmt.Fprint(stdout, countersUsage)
+			return nil
+		}
+		fmt.Fprint(stderr, countersUsage)
+		return exitError{2}
+	}
+	if dev == "" {
+		fmt.Fprintln(stderr, "counters: -d DEV is required")
+		fmt.Fprint(stderr, countersUsage)
+		return exitError{2}
+	}
+	sets, err := counters.DescribeWith(dev, countersOptions)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "counters: no RDMA device %s\n", dev)
+		} else {
+			fmt.Fprintln(stderr, "counters:", err)
+		}
+		return exitError{1}
+	}
+	defer func() {
+		for _, s := range sets {
+			s.Close()
+		}
+	}()
+	out := make([]counterSetJSON, len(sets))
+	for i, s := range sets {
+		out[i].Set = s
+		values := make([]uint64, len(s.Names))
+		if s.Note != "" {
+			continue // described, not readable by itself
+		}
+		if err := s.Read(values); err != nil {
+			out[i].Error = err.Error()
+			continue
+		}
+		for j, name := range s.Names {
+			out[i].Counters = append(out[i].Counters, counterJSON{Name: name, Unit: s.Units[j], Value: values[j]})
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(sets) == 0 {
+		fmt.Fprintf(stdout, "%s: no counter sets\n", dev)
+		return nil
+	}
+	for _, s := range out {
+		fmt.Fprintln(stdout, setHeader(s.Set))
+		switch {
+		case s.Note != "":
+			fmt.Fprintf(stdout, "\t%s: %s\n", strings.Join(s.Names, ", "), s.Note)
+		case s.Error != "":
+			fmt.Fprintf(stdout, "\terror: %s\n", s.Error)
+		default:
+			tw := tabwriter.NewWriter(stdout, 0, 8, 1, ' ', 0)
+			for _, c := range s.Counters {
+				unit := ""
+				if c.Unit != "" {
+					unit = " " + c.Unit
+				}
+				fmt.Fprintf(tw, "\t%s\t%d%s\n", c.Name, c.Value, unit)
+			}
+			tw.Flush()
+		}
+	}
+	return nil
+}
+
+// setHeader is one set's line: "set 1: rxe0 port 1, counts port, source
+// hw_counters, cached (lifespan 10ms), 15 counters".
+func setHeader(s *counters.Set) string {
+	where := s.Device
+	if s.Port != 0 {
+		where += fmt.Sprintf(" port %d", s.Port)
+	}
+	cached := "not cached"
+	if s.Cached {
+		cached = "cached"
+		if s.Lifespan > 0 {
+			cached += fmt.Sprintf(" (lifespan %v)", s.Lifespan.Round(time.Millisecond))
+		}
+	}
+	return fmt.Sprintf("set %d: %s, counts %v, source %v, %s, %d counters", s.ID, where, s.Counted, s.Source, cached, len(s.Names))
+}
