@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/purerdma/rdma/internal/fakekernel"
 	"github.com/purerdma/rdma/internal/verbstest"
@@ -100,5 +102,32 @@ func TestFlowcountUsage(t *testing.T) {
 	out, _, code := runTool("flowcount", "--help")
 	if code != 0 || !strings.Contains(out, "ibv_read_counters(3)") {
 		t.Errorf("--help: %d %q", code, out)
+	}
+}
+
+// Ctrl-C (the context of signal.NotifyContext) ends the loop and releases
+// everything.
+func TestFlowcountInterrupted(t *testing.T) {
+	v := verbstest.MLX5()
+	flowcountBed(t, v)
+	ctx, cancel := context.WithCancel(context.Background())
+	ticks := 0
+	flowcountTick = func() {
+		ticks++
+		if ticks == 2 {
+			cancel()
+		}
+	}
+	var out bytes.Buffer
+	err := flowcount(ctx, flowcountArgs{dev: "mlx5_0", port: 1, interval: time.Millisecond}, &out)
+	if err != nil || ticks != 2 {
+		t.Fatalf("%v after %d ticks", err, ticks)
+	}
+	if v.Kernel().OpenFiles() != 0 {
+		t.Error("the device is still open")
+	}
+	log := strings.Join(v.Log(), "\n")
+	if !strings.Contains(log, "destroy flow") || !strings.Contains(log, "destroy counters") {
+		t.Errorf("not released:\n%s", log)
 	}
 }
