@@ -333,6 +333,7 @@ func TestVMSteadyStateAllocs(t *testing.T) {
 		{"RecvContext(Background)", func() error { _, err := r.srv.RecvContext(ctx, r.in); return err }},
 	} {
 		a := testing.AllocsPerRun(100, func() {
+			r.nextTID() // a TID still on the kernel's send list is refused (EINVAL)
 			if err := r.cli.Send(r.ca, r.req, 0, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -354,6 +355,7 @@ func TestVMSteadyStateAllocs(t *testing.T) {
 	// hands to RawConn.Read both escape); umad adds nothing.
 	const waitReadableAllocs = 2
 	a = testing.AllocsPerRun(100, func() {
+		r.nextTID() // a TID still on the kernel's send list is refused (EINVAL)
 		if err := r.cli.Send(r.ca, r.req, 0, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -368,6 +370,12 @@ func TestVMSteadyStateAllocs(t *testing.T) {
 	if a > waitReadableAllocs {
 		t.Errorf("unsolicited Send + Poll(1s) + Recv(0): %v allocations, want at most %d", a, waitReadableAllocs)
 	}
+}
+
+// nextTID gives the rig's request a fresh TID.
+func (r *rig) nextTID() {
+	r.n++
+	binary.BigEndian.PutUint32(r.req.MAD()[12:16], r.n)
 }
 
 // vmAwait spins until a MAD is queued on p.
@@ -387,17 +395,22 @@ func vmAwait(t testing.TB, p *Port) {
 	}
 }
 
-func vmRig(tb testing.TB) *rig {
+func vmRig(tb testing.TB) *rig { return vmRigClass(tb, vmClass) }
+
+// vmRigClass is a client on rxe0 and a replier for Get on rxe1, agents of
+// the vendor class class (0x30–0x4f), and a request between them.
+func vmRigClass(tb testing.TB, class uint8) *rig {
 	cli, srv := vmOpen(tb, vmtest.Dev0), vmOpen(tb, vmtest.Dev1)
 	r := &rig{cli: cli, srv: srv, req: NewPacket(), in: NewPacket()}
 	var err error
-	if r.ca, err = cli.RegisterOUI(vmClass, 0, vmOUI, MethodMask{}); err != nil {
+	if r.ca, err = cli.RegisterOUI(class, 0, vmOUI, MethodMask{}); err != nil {
 		tb.Fatal(err)
 	}
-	if r.sa, err = srv.RegisterOUI(vmClass, 0, vmOUI, MethodMaskOf(vmGet)); err != nil {
+	if r.sa, err = srv.RegisterOUI(class, 0, vmOUI, MethodMaskOf(vmGet)); err != nil {
 		tb.Fatal(err)
 	}
 	vmRequest(tb, r.req, vmGID(tb, vmtest.Dev1), 0)
+	r.req.MAD()[1] = class
 	return r
 }
 

@@ -15,12 +15,13 @@
 //       sequence number at byte 48; checks that each reply is a GetResp
 //       with the request's TID, "purerdma" at byte 40 and the sequence
 //       number kept. Prints "ok N".
-//   umadpeer bench CA0 CA1 DGID1 N
-//       one process, one thread, client on CA0/1, replier on CA1/1 (GID
-//       DGID1), as the Go benchmarks do: N round trips (request with a
-//       timeout, receive, answer, receive the answer), then N unsolicited
-//       sends each received by the replier. Prints "RoundTrip NS" and
-//       "SendRecv NS" (nanoseconds per operation).
+//   umadpeer bench CA0 CA1 DGID1
+//       one process, one thread: a client on CA0/1 and a replier on CA1/1
+//       (GID DGID1), as in the Go benchmarks. Prints "ready", then reads
+//       commands from standard input: "roundtrip N" runs N round trips
+//       (request with a timeout, its receipt, the answer, the answer's
+//       receipt), "sendrecv N" N unsolicited sends each received by the
+//       replier; after each it prints the nanoseconds the N took.
 //
 // Failures print a message on stderr and exit 1; bad arguments exit 2.
 //
@@ -288,64 +289,94 @@ static int client(const char *ca, int port, const char *dgid_s, long n)
 	return 0;
 }
 
-static int bench(const char *ca0, const char *ca1, const char *dgid_s, long n)
+// The two benchmarked operations, on the bench mode's agents.
+struct bench {
+	int cli, srv, ca, sa;
+	void *req, *in;
+	uint32_t tid;
+};
+
+// round_trip is the Go rig's roundTrip: a request with a timeout, its
+// receipt by the replier, the answer, the answer's receipt.
+static void round_trip(struct bench *b)
+{
+	uint8_t *m = umad_get_mad(b->req);
+	int r;
+
+	put32(m + OFF_TID + 4, ++b->tid);
+	if ((r = umad_send(b->cli, b->ca, b->req, MAD_SIZE, 1000, 1)) < 0)
+		fail("umad_send", r);
+	recv_one(b->srv, b->sa, b->in, 1000);
+	answer(b->srv, b->sa, b->in, NULL);
+	recv_one(b->cli, b->ca, b->in, 1000);
+	m = umad_get_mad(b->in);
+	if (m[3] != METHOD_GET_RESP || get16(m + OFF_STATUS))
+		failf("bench: the reply is not a GetResp with status 0");
+}
+
+// send_recv is one unsolicited send, received by the replier without a
+// timeout.
+static void send_recv(struct bench *b)
+{
+	uint8_t *m = umad_get_mad(b->req);
+	int r;
+
+	put32(m + OFF_TID + 4, ++b->tid);
+	if ((r = umad_send(b->cli, b->ca, b->req, MAD_SIZE, 0, 0)) < 0)
+		fail("umad_send", r);
+	recv_one(b->srv, b->sa, b->in, -1);
+}
+
+// bench sets up a client on CA0/1 and a replier on CA1/1, prints "ready",
+// then reads commands from standard input, "roundtrip N" or "sendrecv N",
+// runs N operations for each and prints the nanoseconds they took, until
+// end of input. The Go test alternates these with its own, in small
+// chunks, so that both sides meet the same noise.
+static int bench(const char *ca0, const char *ca1, const char *dgid_s)
 {
 	uint8_t dgid[16];
-	int cli, srv, ca, sa, r;
-	void *req, *in;
-	double t;
+	struct bench b = {0};
+	char line[64], op[16];
+	long n;
 
 	parse_gid(dgid_s, dgid);
-	cli = open_port(ca0, 1);
-	srv = open_port(ca1, 1);
-	ca = reg(cli, 0);
-	sa = reg(srv, 1);
-	req = umad_alloc(1, umad_size() + MAD_SIZE);
-	in = umad_alloc(1, umad_size() + MAD_SIZE);
-	if (!req || !in)
+	b.cli = open_port(ca0, 1);
+	b.srv = open_port(ca1, 1);
+	b.ca = reg(b.cli, 0);
+	b.sa = reg(b.srv, 1);
+	b.req = umad_alloc(1, umad_size() + MAD_SIZE);
+	b.in = umad_alloc(1, umad_size() + MAD_SIZE);
+	if (!b.req || !b.in)
 		failf("out of memory");
-	request(req, dgid, 0, 0);
+	request(b.req, dgid, 0, 0);
+	printf("ready\n");
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin)) {
+		void (*f)(struct bench *);
+		double t;
 
-	// Warm up, then measure: the Go benchmark's rig.roundTrip.
-	for (long pass = 0; pass < 2; pass++) {
-		long iters = pass ? n : n / 10 + 1;
-
-		t = now_ns();
-		for (long i = 0; i < iters; i++) {
-			uint8_t *m = umad_get_mad(req);
-
-			put32(m + OFF_TID + 4, (uint32_t)(pass * n + i + 1));
-			if ((r = umad_send(cli, ca, req, MAD_SIZE, 1000, 1)) < 0)
-				fail("umad_send", r);
-			recv_one(srv, sa, in, 1000);
-			answer(srv, sa, in, NULL);
-			recv_one(cli, ca, in, 1000);
-			m = umad_get_mad(in);
-			if (m[3] != METHOD_GET_RESP || get16(m + OFF_STATUS))
-				failf("bench: the reply is not a GetResp with status 0");
+		if (sscanf(line, "%15s %ld", op, &n) != 2 || n <= 0) {
+			fprintf(stderr, "umadpeer: bench: bad command %s", line);
+			return 2;
 		}
-	}
-	printf("RoundTrip %.0f\n", (now_ns() - t) / n);
-
-	// Unsolicited sends, each received by the replier.
-	for (long pass = 0; pass < 2; pass++) {
-		long iters = pass ? n : n / 10 + 1;
-
-		t = now_ns();
-		for (long i = 0; i < iters; i++) {
-			uint8_t *m = umad_get_mad(req);
-
-			put32(m + OFF_TID + 4, (uint32_t)(3 * n + pass * n + i + 1));
-			if ((r = umad_send(cli, ca, req, MAD_SIZE, 0, 0)) < 0)
-				fail("umad_send", r);
-			recv_one(srv, sa, in, -1);
+		if (!strcmp(op, "roundtrip"))
+			f = round_trip;
+		else if (!strcmp(op, "sendrecv"))
+			f = send_recv;
+		else {
+			fprintf(stderr, "umadpeer: bench: unknown operation %s\n", op);
+			return 2;
 		}
+		t = now_ns();
+		for (long i = 0; i < n; i++)
+			f(&b);
+		printf("%.0f\n", now_ns() - t);
+		fflush(stdout);
 	}
-	printf("SendRecv %.0f\n", (now_ns() - t) / n);
-	umad_free(req);
-	umad_free(in);
-	umad_close_port(cli);
-	umad_close_port(srv);
+	umad_free(b.req);
+	umad_free(b.in);
+	umad_close_port(b.cli);
+	umad_close_port(b.srv);
 	return 0;
 }
 
@@ -359,9 +390,9 @@ int main(int argc, char **argv)
 		return serve(argv[2], atoi(argv[3]), atol(argv[4]));
 	if (argc == 6 && !strcmp(argv[1], "client"))
 		return client(argv[2], atoi(argv[3]), argv[4], atol(argv[5]));
-	if (argc == 6 && !strcmp(argv[1], "bench"))
-		return bench(argv[2], argv[3], argv[4], atol(argv[5]));
+	if (argc == 5 && !strcmp(argv[1], "bench"))
+		return bench(argv[2], argv[3], argv[4]);
 	fprintf(stderr, "usage: umadpeer serve CA PORT N | umadpeer client CA PORT DGID N | "
-			"umadpeer bench CA0 CA1 DGID1 N\n");
+			"umadpeer bench CA0 CA1 DGID1\n");
 	return 2;
 }
