@@ -11,6 +11,7 @@ import (
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/countbind"
+	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/uverbs"
 )
 
@@ -125,7 +126,11 @@ func Create(qp *uverbs.QP, attr *Attr) (*Flow, error) {
 	err = c.InvokeHeld(r)
 	runtime.KeepAlive(pairs) // their address is inside drv
 	if err != nil {
-		return fail(kernelErr(err))
+		err = kernelErr(err)
+		if errs.Is(err, ErrNotSupported) && c.API().Method(abi.UVERBS_OBJECT_FLOW, abi.UVERBS_METHOD_FLOW_DESTROY) == nil {
+			err = fmt.Errorf("the %s driver has no flow steering: %w", c.Device().Driver(), err)
+		}
+		return fail(err)
 	}
 	f := &Flow{c: c, qp: qp, handle: resp.FlowHandle, bound: binder}
 	f.cancel = c.OnClose(uverbs.StageFlow, f.closeHook)
