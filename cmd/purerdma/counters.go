@@ -114,9 +114,9 @@ func runCounters(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, setHeader(s.Set))
 		switch {
 		case s.Note != "":
-			fmt.Fprintf(stdout, "\t%s: %s\n", strings.Join(s.Names, ", "), s.Note)
+			fmt.Fprintf(stdout, "    %s: %s\n", strings.Join(s.Names, ", "), s.Note)
 		case s.Error != "":
-			fmt.Fprintf(stdout, "\terror: %s\n", s.Error)
+			fmt.Fprintf(stdout, "    error: %s\n", s.Error)
 		default:
 			tw := tabwriter.NewWriter(stdout, 0, 8, 1, ' ', 0)
 			for _, c := range s.Counters {
@@ -124,7 +124,7 @@ func runCounters(args []string, stdout, stderr io.Writer) error {
 				if c.Unit != "" {
 					unit = " " + c.Unit
 				}
-				fmt.Fprintf(tw, "\t%s\t%d%s\n", c.Name, c.Value, unit)
+				fmt.Fprintf(tw, "    %s\t%d%s\n", c.Name, c.Value, unit)
 			}
 			tw.Flush()
 		}

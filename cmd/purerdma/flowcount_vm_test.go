@@ -1,0 +1,103 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/purerdma/rdma/integration/vmtest"
+)
+
+// On rxe, which has no verbs counters, flowcount exits 1 with one line that
+// names the device — in process, as the installed binary, and as uid 1000.
+func TestVMFlowcountOnRxe(t *testing.T) {
+	vmtest.Require(t)
+	args := []string{"flowcount", "-d", vmtest.Dev0, "-p", "1", "--dst-mac", "00:01:02:03:04:05"}
+	out, errs, code := runTool(args...)
+	check := func(who, out, errs string, code int) {
+		t.Helper()
+		if code != 1 || out != "" || strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "flowcount: "+vmtest.Dev0+": ") ||
+			!strings.Contains(errs, "counters are not supported") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", who, code, out, errs)
+		}
+		t.Logf("%s on %s: exit %d: %s", who, vmtest.Kernel(), code, strings.TrimSpace(errs))
+	}
+	check("in process", out, errs, code)
+	for _, uid := range []uint32{0, 1000} {
+		cmd := exec.Command("purerdma", args...)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		check("purerdma as uid "+itoa(uid), o.String(), e.String(), code)
+	}
+}
+
+func itoa(u uint32) string { return strconv.FormatUint(uint64(u), 10) }
+
+// `purerdma counters -d rxe0` lists sent_pkts, and its value moves after
+// ibv_rc_pingpong traffic.
+func TestVMCountersCommand(t *testing.T) {
+	vmtest.Require(t)
+	sent := func() map[string]uint64 {
+		out, errs, code := runTool("counters", "-d", vmtest.Dev0, "--json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var sets []struct {
+			Source   string `json:"source"`
+			Counters []struct {
+				Name  string `json:"name"`
+				Value uint64 `json:"value"`
+			} `json:"counters"`
+		}
+		if err := json.Unmarshal([]byte(out), &sets); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]uint64{}
+		for _, s := range sets {
+			for _, c := range s.Counters {
+				if c.Name == "sent_pkts" {
+					m[s.Source] = c.Value
+				}
+			}
+		}
+		if len(m) != 2 {
+			t.Fatalf("sent_pkts in %d sets: %s", len(m), out)
+		}
+		return m
+	}
+	text, _, code := runTool("counters", "-d", vmtest.Dev0)
+	if code != 0 || !strings.Contains(text, "sent_pkts") {
+		t.Fatalf("exit %d:\n%s", code, text)
+	}
+	t.Logf("purerdma counters -d %s on %s:\n%s", vmtest.Dev0, vmtest.Kernel(), text)
+	before := sent()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := (vmtest.Pingpong{Iters: 100, Size: 512}).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // past hw_counters' lifespan
+	after := sent()
+	for src, v := range after {
+		if v < before[src]+100 {
+			t.Errorf("%s sent_pkts %d → %d", src, before[src], v)
+		}
+		t.Logf("%s sent_pkts: %d → %d", src, before[src], v)
+	}
+}
