@@ -210,19 +210,18 @@ func TestTeardown(t *testing.T) {
 // request is a raw EX_CREATE_FLOW request: struct ib_uverbs_create_flow
 // and spec bytes, to break one rule at a time.
 type request struct {
-	compMask   uint32
-	qp         uint32
-	typ        uint32
-	size       int // -1: the length of specs
-	priority   uint16
-	num        uint8
-	reserved   [2]uint8
-	port       uint8
-	flags      uint32
-	specs      []byte
-	coreLen    int // -1: whole; else the core is cut to this length
-	trailing   []byte
-	driverData []byte
+	compMask uint32
+	qp       uint32
+	typ      uint32
+	size     int // -1: the length of specs
+	priority uint16
+	num      uint8
+	reserved [2]uint8
+	port     uint8
+	flags    uint32
+	specs    []byte
+	coreLen  int // -1: whole; else the core is cut to this length
+	trailing []byte
 }
 
 func (r request) bytes() []byte {
