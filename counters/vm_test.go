@@ -163,3 +163,27 @@ func TestVMReadAfterPingpong(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkVMPortSetRead reads rxe0's port sets from the guest's kernel:
+// hw_counters (sysfs, 0 B/op) and netlink (a STAT_GET round trip).
+func BenchmarkVMPortSetRead(b *testing.B) {
+	if !vmtest.InGuest() {
+		b.Skip("runs in the vmrun guest")
+	}
+	sets, err := counters.Describe(vmtest.Dev0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range sets {
+		defer s.Close()
+		b.Run(s.Source.String(), func(b *testing.B) {
+			vals := make([]uint64, len(s.Names))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if err := s.Read(vals); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
