@@ -67,6 +67,7 @@ type FD struct {
 	raw  int
 	file *os.File        // set for pollable (O_NONBLOCK) descriptors
 	rc   syscall.RawConn // file's RawConn, cached
+	wait *waitState      // WaitReadable's poller callback
 
 	// Fake descriptors.
 	be       Backend
@@ -113,6 +114,7 @@ func newPollable(raw int, name string) (*FD, error) {
 		return nil, err
 	}
 	fd.rc = rc
+	fd.wait = newWaitState()
 	fd.track = track(name)
 	return fd, nil
 }
@@ -343,27 +345,48 @@ func (fd *FD) WaitReadable() error {
 	if fd.file == nil {
 		return os.ErrNoDeadline
 	}
-	var perr error
-	err := fd.rc.Read(func(s uintptr) bool {
-		fds := []unix.PollFd{{Fd: int32(s), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, 0)
-		if err == unix.EINTR {
-			return false
-		}
-		if err != nil {
-			perr = err
-			return true
-		}
-		if n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLNVAL) != 0 {
-			perr = unix.EIO
-			return true
-		}
-		return n > 0
-	})
-	if err != nil {
+	w := fd.wait
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.err = nil
+	if err := fd.rc.Read(w.fn); err != nil {
 		return err
 	}
-	return perr
+	return w.err
+}
+
+// waitState is what WaitReadable hands the runtime poller: a callback made
+// once per descriptor (a closure per call would allocate on a hot path) and
+// the poll(2) result it reports back.
+type waitState struct {
+	mu  sync.Mutex
+	fn  func(uintptr) bool // w.poll, bound once
+	err error
+	pfd [1]unix.PollFd
+}
+
+func newWaitState() *waitState {
+	w := &waitState{}
+	w.fn = w.poll
+	return w
+}
+
+// poll looks once, without blocking; returning false makes the poller wait
+// for readability and call it again.
+func (w *waitState) poll(s uintptr) bool {
+	w.pfd[0] = unix.PollFd{Fd: int32(s), Events: unix.POLLIN}
+	n, err := unix.Poll(w.pfd[:], 0)
+	switch {
+	case err == unix.EINTR:
+		return false
+	case err != nil:
+		w.err = err
+		return true
+	case n > 0 && w.pfd[0].Revents&(unix.POLLERR|unix.POLLNVAL) != 0:
+		w.err = unix.EIO
+		return true
+	}
+	return n > 0
 }
 
 // Mmap maps length bytes of the descriptor at offset.

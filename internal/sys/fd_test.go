@@ -297,3 +297,24 @@ func TestFakeWaiter(t *testing.T) {
 		t.Errorf("WaitReadable on a backend without Waiter: %v", err)
 	}
 }
+
+func TestWaitReadableAllocatesNothing(t *testing.T) {
+	fd, err := Open(fifo(t), unix.O_RDWR|unix.O_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	buf := make([]byte, 8)
+	msg := []byte("x")
+	fd.SetReadDeadline(time.Now().Add(time.Hour))
+	n := testing.AllocsPerRun(100, func() {
+		fd.Write(msg)
+		if err := fd.WaitReadable(); err != nil {
+			t.Fatal(err)
+		}
+		fd.Read(buf)
+	})
+	if n != 0 {
+		t.Errorf("WaitReadable: %v allocations per call, want 0", n)
+	}
+}
