@@ -2,7 +2,6 @@ package fakekernel
 
 import (
 	"errors"
-	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -229,7 +228,6 @@ var errFault = syscall.EFAULT
 var ErrNoHandler = errors.New("fakekernel: method not modelled")
 
 var _ sys.Backend = (*File)(nil)
-var _ = os.ErrClosed
 
 // filesList returns the open files (for tests).
 func (k *Kernel) filesList() []*File {
