@@ -9,21 +9,11 @@ import (
 
 	"github.com/purerdma/rdma/internal/fakekernel"
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/internal/sys/systest"
 )
 
 // TestMain fails the run when a test leaves a descriptor open.
-func TestMain(m *testing.M) {
-	sys.TraceStacks = true
-	code := m.Run()
-	if live := sys.Live(); code == 0 && len(live) > 0 {
-		fmt.Fprintln(os.Stderr, "leaked descriptors:")
-		for _, l := range live {
-			fmt.Fprintln(os.Stderr, "  "+l)
-		}
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(systest.Main(m)) }
 
 // tPort describes a port of a test CA.
 type tPort struct {

@@ -10,19 +10,10 @@ import (
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/internal/sys/systest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if live := sys.Live(); code == 0 && len(live) > 0 {
-		os.Stderr.WriteString("leaked descriptors:\n")
-		for _, l := range live {
-			os.Stderr.WriteString("  " + l + "\n")
-		}
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(systest.Main(m)) }
 
 var (
 	mlx5 = Device{Name: "mlx5_0", DriverID: abi.RDMA_DRIVER_MLX5}

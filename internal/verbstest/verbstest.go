@@ -15,6 +15,7 @@ import (
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/fakekernel"
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/internal/sys/systest"
 	"github.com/purerdma/rdma/uverbs"
 )
 
@@ -159,15 +160,4 @@ func QP(t testing.TB, c *uverbs.Context, typ uverbs.QPType) *uverbs.QP {
 }
 
 // TestMain runs the tests and fails when a descriptor leaked.
-func TestMain(m *testing.M) int {
-	sys.TraceStacks = true
-	code := m.Run()
-	if live := sys.Live(); code == 0 && len(live) > 0 {
-		fmt.Fprintln(os.Stderr, "leaked descriptors:")
-		for _, l := range live {
-			fmt.Fprintln(os.Stderr, "  "+l)
-		}
-		code = 1
-	}
-	return code
-}
+func TestMain(m *testing.M) int { return systest.Main(m) }
