@@ -226,7 +226,7 @@ func ParseCounter(b []byte) (v uint64, ok bool) {
 	if n := len(b); n > 0 && b[n-1] == '\n' {
 		b = b[:n-1]
 	}
-	if len(b) == 0 || len(b) > 20 {
+	if len(b) == 0 { // no length cap: leading zeros are fine, overflow is checked below
 		return 0, false
 	}
 	for _, c := range b {
