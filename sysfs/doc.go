@@ -58,7 +58,11 @@
 // github.com/vishvananda/netlink's nl package: the device list
 // ([Netlink.Devices], like "rdma dev show") and a port's hardware counters
 // read fresh from the driver ([Netlink.PortStats], like "rdma statistic
-// show link"). It does not give GIDs, P_Keys or rates; sysfs does.
+// show link"), and the character device of a device or port with its ABI
+// and, for uverbs, the driver id ([Netlink.Chardev], GET_CHARDEV, what
+// libibverbs asks). It does not give GIDs, P_Keys or rates; sysfs does.
+// The replies are decoded here, by a walker that trusts no length (the nl
+// package's own attribute parser panics on a truncated attribute).
 //
 // # Errors
 //

@@ -242,6 +242,30 @@ func FuzzDecodeDevice(f *testing.F) {
 	})
 }
 
+func FuzzDecodeChardev(f *testing.F) {
+	f.Add(encodeChardev(NetlinkChardev{Name: "uverbs0", Dev: DevNumber{231, 192}, ABI: 2, DriverID: ptr[uint32](14)}, false))
+	f.Add(encodeChardev(NetlinkChardev{Name: "umad1", Dev: DevNumber{231, 1}, ABI: 5}, true))
+	f.Add([]byte{6, 0, 0x49, 0, 1, 2, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := decodeChardev(b)
+		if err != nil {
+			return
+		}
+		if c.Dev.Major > 0xfff || c.Dev.Minor > 0xfffff {
+			t.Fatalf("device number %v outside 12:20 bits", c.Dev)
+		}
+		for _, pad := range []bool{false, true} {
+			c2, err := decodeChardev(encodeChardev(c, pad))
+			if err != nil {
+				t.Fatalf("re-decode: %v", err)
+			}
+			if diff := cmp.Diff(c, c2); diff != "" {
+				t.Fatalf("round trip (pad %v):\n%s", pad, diff)
+			}
+		}
+	})
+}
+
 func FuzzDecodePortStats(f *testing.F) {
 	f.Add(encodePortStats(PortStats{Device: "rxe0", Port: 1, Counters: []NamedCounter{{"sent_pkts", 25019}, {"rcvd_pkts", 1}}}, false))
 	f.Add(encodePortStats(PortStats{Device: "mlx5_0", Index: 3, Port: 2, Counters: []NamedCounter{{"np_cnp_sent", math.MaxUint64}}}, true))

@@ -193,3 +193,72 @@ func u32(v uint32) []byte {
 	binary.NativeEndian.PutUint32(b, v)
 	return b
 }
+
+// NetlinkChardev is a character device as RDMA_NLDEV_CMD_GET_CHARDEV
+// reports it (what rdma-core's libibverbs and libibumad ask to find the
+// uverbsN and umadN of a device and port).
+type NetlinkChardev struct {
+	// Name is the node's name in DevDir: "uverbs0", "umad1", "issm1".
+	Name string
+	// Dev is the device number (the kernel's huge_encode_dev value,
+	// decoded).
+	Dev DevNumber
+	// ABI is the ABI version: the driver's uverbs ABI for uverbs (rxe 2,
+	// mlx5 1), 5 for umad and issm.
+	ABI uint64
+	// DriverID is the driver (enum rdma_driver_id, abi.RDMA_DRIVER_*) for
+	// uverbs; nil for umad and issm, and for drivers the kernel binds no
+	// driver id to.
+	DriverID *uint32
+}
+
+// Chardev asks the kernel for the character device of kind of the device
+// with index devIndex: KindUverbs takes port 0 (the device's only uverbs
+// node); KindUmad and KindISSM take a port number. Like "rdma dev show"
+// it needs no privilege.
+//
+// Errors: an *Error wrapping EINVAL for a port that does not fit the kind
+// (checked here first) or that the device does not have, or an unknown
+// index (the kernel's answer); ErrNotSupported (EOPNOTSUPP) when the
+// kind's module (ib_uverbs, ib_umad) is not loaded, the port has no MAD
+// interface, or, for KindISSM, no SMI: RoCE and iWARP ports answer
+// EOPNOTSUPP for issm, even where ib_umad creates an issmN node for them
+// (Soft-RoCE on Linux 6.1; 6.12 creates none).
+func (n *Netlink) Chardev(devIndex uint32, kind CharDevKind, port int) (*NetlinkChardev, error) {
+	const op = "netlink get chardev"
+	dev := fmt.Sprintf("index %d", devIndex)
+	if port != 0 {
+		dev = fmt.Sprintf("index %d/%d", devIndex, port)
+	}
+	switch kind {
+	case KindUverbs:
+		if port != 0 {
+			return nil, &Error{Op: op, Device: dev, Err: fmt.Errorf("uverbs nodes belong to a device, not a port: pass port 0: %w", syscall.EINVAL)}
+		}
+	case KindUmad, KindISSM:
+		if port < 1 || uint64(port) > 0xffffffff {
+			return nil, &Error{Op: op, Device: dev, Err: fmt.Errorf("%s nodes belong to a port: pass a port number from 1: %w", kind, syscall.EINVAL)}
+		}
+	default:
+		return nil, &Error{Op: op, Device: dev, Err: fmt.Errorf("kind %q: want %q, %q or %q: %w", kind, KindUverbs, KindUmad, KindISSM, syscall.EINVAL)}
+	}
+	attrs := []nlAttr{
+		{abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE, append([]byte(kind), 0)},
+		{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)},
+	}
+	if port != 0 {
+		attrs = append(attrs, nlAttr{abi.RDMA_NLDEV_ATTR_PORT_INDEX, u32(uint32(port))})
+	}
+	msgs, err := n.exec(abi.RDMA_NLDEV_CMD_GET_CHARDEV, 0, attrs)
+	if err != nil {
+		return nil, &Error{Op: op, Device: dev, Err: err}
+	}
+	if len(msgs) != 1 {
+		return nil, &Error{Op: op, Device: dev, Err: fmt.Errorf("the kernel sent %d replies, want 1", len(msgs))}
+	}
+	c, err := decodeChardev(msgs[0])
+	if err != nil {
+		return nil, &Error{Op: op, Device: dev, Err: err}
+	}
+	return &c, nil
+}

@@ -80,6 +80,14 @@ func attrName(typ uint16) string {
 		return "RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME"
 	case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE:
 		return "RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE"
+	case abi.RDMA_NLDEV_ATTR_CHARDEV:
+		return "RDMA_NLDEV_ATTR_CHARDEV"
+	case abi.RDMA_NLDEV_ATTR_CHARDEV_ABI:
+		return "RDMA_NLDEV_ATTR_CHARDEV_ABI"
+	case abi.RDMA_NLDEV_ATTR_CHARDEV_NAME:
+		return "RDMA_NLDEV_ATTR_CHARDEV_NAME"
+	case abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID:
+		return "RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID"
 	}
 	return "nldev attribute " + strconv.Itoa(int(typ))
 }
@@ -275,4 +283,62 @@ func decodeHwCounterTable(b []byte) ([]NamedCounter, error) {
 		return nil, it.err
 	}
 	return out, nil
+}
+
+// decodeChardev decodes the payload of an RDMA_NLDEV_CMD_GET_CHARDEV reply
+// (nldev_get_chardev in nldev.c): CHARDEV (u64, huge_encode_dev), CHARDEV_ABI
+// (u64), CHARDEV_NAME, and for uverbs UVERBS_DRIVER_ID, which the kernel
+// writes as a u32 although the UAPI comment says u64 (both are accepted).
+func decodeChardev(b []byte) (NetlinkChardev, error) {
+	var c NetlinkChardev
+	var haveDev, haveABI, haveName bool
+	it := attrIter{b: b}
+	for it.next() {
+		var err error
+		switch it.typ {
+		case abi.RDMA_NLDEV_ATTR_CHARDEV:
+			var v uint64
+			v, err = attrU64(it.typ, it.val)
+			c.Dev = hugeDecodeDev(v)
+			haveDev = true
+		case abi.RDMA_NLDEV_ATTR_CHARDEV_ABI:
+			c.ABI, err = attrU64(it.typ, it.val)
+			haveABI = true
+		case abi.RDMA_NLDEV_ATTR_CHARDEV_NAME:
+			c.Name, err = attrString(it.typ, it.val)
+			haveName = true
+		case abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID:
+			var v uint32
+			if len(it.val) == 8 {
+				var w uint64
+				w, err = attrU64(it.typ, it.val)
+				v = uint32(w)
+			} else {
+				v, err = attrU32(it.typ, it.val)
+			}
+			if err == nil {
+				c.DriverID = &v
+			}
+		}
+		if err != nil {
+			return NetlinkChardev{}, err
+		}
+	}
+	if it.err != nil {
+		return NetlinkChardev{}, it.err
+	}
+	if !haveDev || !haveABI || !haveName {
+		return NetlinkChardev{}, fmt.Errorf("nldev GET_CHARDEV reply without %s, %s or %s",
+			attrName(abi.RDMA_NLDEV_ATTR_CHARDEV), attrName(abi.RDMA_NLDEV_ATTR_CHARDEV_ABI), attrName(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME))
+	}
+	return c, nil
+}
+
+// hugeDecodeDev undoes the kernel's huge_encode_dev: minor bits 0–7 in
+// bits 0–7, the major in bits 8–19, minor bits 8–19 in bits 20–31.
+func hugeDecodeDev(v uint64) DevNumber {
+	return DevNumber{
+		Major: uint32(v>>8) & 0xfff,
+		Minor: uint32(v&0xff) | uint32(v>>12)&0xfff00,
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
 
+	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/integration/vmtest"
 	"github.com/purerdma/rdma/sysfs"
 )
@@ -282,4 +283,63 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// TestNetlinkChardevAgreesWithSysfs asks GET_CHARDEV for every uverbs, umad
+// and issm node sysfs lists and compares name, device number and ABI; the
+// uverbs driver id must be rxe's. RoCE ports have no SMI, so the kernel
+// answers EOPNOTSUPP for their issm nodes where sysfs lists them (6.1).
+func TestNetlinkChardevAgreesWithSysfs(t *testing.T) {
+	vmtest.Require(t)
+	fs, err := sysfs.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cds, err := fs.CharDevs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	madABI, err := fs.MadABIVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl := sysfs.NewNetlink()
+	kinds := map[sysfs.CharDevKind]int{}
+	for i := range cds {
+		cd := &cds[i]
+		d, err := nl.Device(cd.CA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := nl.Chardev(d.Index, cd.Kind, cd.Port)
+		if cd.Kind == sysfs.KindISSM {
+			if !errors.Is(err, sysfs.ErrNotSupported) {
+				t.Errorf("%s of a RoCE port: %v, want ErrNotSupported", cd.Name, err)
+			}
+			kinds[cd.Kind]++
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", cd.Name, err)
+			continue
+		}
+		kinds[cd.Kind]++
+		want := sysfs.NetlinkChardev{Name: cd.Name, Dev: *cd.Dev, ABI: uint64(madABI)}
+		if cd.Kind == sysfs.KindUverbs {
+			want.ABI = uint64(*cd.ABIVersion)
+			id := uint32(abi.RDMA_DRIVER_RXE)
+			want.DriverID = &id
+		}
+		if diff := cmp.Diff(want, *got); diff != "" {
+			t.Errorf("%s (-sysfs +netlink):\n%s", cd.Name, diff)
+		}
+	}
+	// Linux 6.1 creates issm0/1 for rxe's ports, 6.12 none.
+	if kinds[sysfs.KindUverbs] != 2 || kinds[sysfs.KindUmad] != 2 {
+		t.Errorf("compared %v, want two uverbs and two umad", kinds)
+	}
+	t.Logf("compared %v", kinds)
+	if _, err := nl.Chardev(0, sysfs.KindUmad, 2); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("umad of port 2 of a one-port device: %v, want EINVAL", err)
+	}
 }

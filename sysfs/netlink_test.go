@@ -3,6 +3,7 @@ package sysfs
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -100,10 +101,40 @@ func encodePortStats(s PortStats, pad bool) []byte {
 	return e.b
 }
 
+// hugeEncodeDev is the kernel's huge_encode_dev (include/linux/kdev_t.h):
+// (minor & 0xff) | (major << 8) | ((minor & ~0xff) << 12).
+func hugeEncodeDev(d DevNumber) uint64 {
+	return uint64(d.Minor&0xff) | uint64(d.Major)<<8 | uint64(d.Minor&^0xff)<<12
+}
+
+// encodeChardev lays out a GET_CHARDEV reply as nldev_get_chardev does:
+// the client's attributes first (uverbs: UVERBS_DRIVER_ID, a u32), then
+// CHARDEV and CHARDEV_ABI (nla_put_u64_64bit) and CHARDEV_NAME.
+func encodeChardev(c NetlinkChardev, pad bool) []byte {
+	e := &nlEnc{pad: pad}
+	if c.DriverID != nil {
+		e.u32(abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, *c.DriverID)
+	}
+	e.u64(abi.RDMA_NLDEV_ATTR_CHARDEV, hugeEncodeDev(c.Dev), nlmsgHdrLen)
+	e.u64(abi.RDMA_NLDEV_ATTR_CHARDEV_ABI, c.ABI, nlmsgHdrLen)
+	e.str(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME, c.Name)
+	return e.b
+}
+
 // fakeDev is one device of the fake kernel.
 type fakeDev struct {
 	NetlinkDevice
 	stats map[int][]NamedCounter // nil: the driver has no port statistics
+	// driverID, uverbsMinor and umadMinor describe the character
+	// devices: uverbs minor (major 231, ABI uverbsABI) and the first
+	// port's umad minor (major 231, ABI 5).
+	driverID    uint32
+	uverbsABI   uint64
+	uverbsMinor uint32
+	umadMinor   uint32
+	// smi: the ports have an SMI (InfiniBand link layer), so issm is
+	// there; noMAD: the ports have no MAD interface at all.
+	smi, noMAD bool
 }
 
 // fakeKernel answers nldev requests the way drivers/infiniband/core/nldev.c
@@ -170,8 +201,71 @@ func (k *fakeKernel) exec(cmd, flags uint16, attrs []nlAttr) ([][]byte, error) {
 			return [][]byte{encodePortStats(PortStats{Device: d.Name, Index: d.Index, Port: p, Counters: d.stats[p]}, k.pad)}, nil
 		}
 		return nil, syscall.EINVAL
+	case abi.RDMA_NLDEV_CMD_GET_CHARDEV:
+		return k.getChardev(m)
 	}
 	return nil, syscall.EOPNOTSUPP
+}
+
+// getChardev answers as nldev_get_chardev and the clients' get_nl_info
+// (ib_uverbs_get_nl_info, ib_umad_get_nl_info) do.
+func (k *fakeKernel) getChardev(m map[uint16][]byte) ([][]byte, error) {
+	typ, ok := m[abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE]
+	if !ok {
+		return nil, syscall.EINVAL
+	}
+	name := strings.TrimRight(string(typ), "\x00")
+	idx, haveIdx := m[abi.RDMA_NLDEV_ATTR_DEV_INDEX]
+	port, havePort := m[abi.RDMA_NLDEV_ATTR_PORT_INDEX]
+	if !haveIdx {
+		// Without a device only client-wide chardevs exist (none
+		// of these three); a port without a device is EINVAL.
+		return nil, syscall.EINVAL
+	}
+	var dev *fakeDev
+	for i := range k.devs {
+		if k.devs[i].Index == binary.NativeEndian.Uint32(idx) {
+			dev = &k.devs[i]
+		}
+	}
+	if dev == nil {
+		return nil, syscall.EINVAL // ib_device_get_by_index found none
+	}
+	p := -1
+	if havePort {
+		p = int(binary.NativeEndian.Uint32(port))
+		if p < 1 || p > dev.NumPorts { // rdma_is_port_valid
+			return nil, syscall.EINVAL
+		}
+	}
+	var c NetlinkChardev
+	switch name {
+	case "uverbs":
+		if p != -1 {
+			return nil, syscall.EINVAL
+		}
+		id := dev.driverID
+		c = NetlinkChardev{Name: fmt.Sprintf("uverbs%d", dev.uverbsMinor-192), Dev: DevNumber{231, dev.uverbsMinor}, ABI: dev.uverbsABI, DriverID: &id}
+	case "umad", "issm":
+		if p == -1 {
+			return nil, syscall.EINVAL
+		}
+		// ib_umad_get_nl_info: no umad port → EOPNOTSUPP;
+		// ib_issm_get_nl_info also wants rdma_cap_ib_smi, which RoCE
+		// ports lack (the VM showed rxe's issm0 answering EOPNOTSUPP
+		// although sysfs lists the node).
+		if dev.noMAD || (name == "issm" && !dev.smi) {
+			return nil, syscall.EOPNOTSUPP
+		}
+		minor := dev.umadMinor + uint32(p-1)
+		if name == "issm" {
+			minor += 64
+		}
+		c = NetlinkChardev{Name: fmt.Sprintf("%s%d", name, dev.umadMinor+uint32(p-1)), Dev: DevNumber{231, minor}, ABI: 5}
+	default:
+		return nil, syscall.EOPNOTSUPP // no such client
+	}
+	return [][]byte{encodeChardev(c, k.pad)}, nil
 }
 
 // rxeKernel models the Soft-RoCE VM: rxe0 and rxe1 (tools-output.txt).
@@ -181,10 +275,13 @@ func rxeKernel(pad bool) *fakeKernel {
 	}
 	return &fakeKernel{pad: pad, devs: []fakeDev{
 		{NetlinkDevice{Index: 0, Name: "rxe0", NumPorts: 1, NodeGUID: 0xacade8fffe375f42, SysImageGUID: 0xacade8fffe375f42,
-			NodeType: ptr(NodeCA), Protocol: ptr("roce"), CapFlags: ptr[uint64](0x1223c76)}, map[int][]NamedCounter{1: counters(25019)}},
+			NodeType: ptr(NodeCA), Protocol: ptr("roce"), CapFlags: ptr[uint64](0x1223c76)}, map[int][]NamedCounter{1: counters(25019)},
+			abi.RDMA_DRIVER_RXE, 2, 192, 0, false, false},
 		{NetlinkDevice{Index: 1, Name: "rxe1", NumPorts: 1, NodeGUID: 0xacdf59fffef0895d, SysImageGUID: 0xacdf59fffef0895d,
-			NodeType: ptr(NodeCA), Protocol: ptr("roce"), CapFlags: ptr[uint64](0x1223c76)}, map[int][]NamedCounter{1: counters(15011)}},
-		{NetlinkDevice{Index: 7, Name: "mlx5_0", NumPorts: 2, NodeGUID: 1, SysImageGUID: 2, FWVersion: ptr("20.31.1014")}, nil},
+			NodeType: ptr(NodeCA), Protocol: ptr("roce"), CapFlags: ptr[uint64](0x1223c76)}, map[int][]NamedCounter{1: counters(15011)},
+			abi.RDMA_DRIVER_RXE, 2, 193, 1, false, false},
+		{NetlinkDevice{Index: 7, Name: "mlx5_0", NumPorts: 2, NodeGUID: 1, SysImageGUID: 2, FWVersion: ptr("20.31.1014")}, nil,
+			abi.RDMA_DRIVER_MLX5, 1, 194, 2, true, false},
 	}}
 }
 
@@ -248,6 +345,78 @@ func TestNetlinkPortStats(t *testing.T) {
 				t.Errorf("error %v, want an *Error matching %v", err, tc.is)
 			}
 		})
+	}
+}
+
+func TestNetlinkChardev(t *testing.T) {
+	for _, pad := range []bool{false, true} {
+		n := &Netlink{exec: rxeKernel(pad).exec}
+		c, err := n.Chardev(1, KindUverbs, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &NetlinkChardev{Name: "uverbs1", Dev: DevNumber{231, 193}, ABI: 2, DriverID: ptr[uint32](abi.RDMA_DRIVER_RXE)}
+		if d := cmp.Diff(want, c); d != "" {
+			t.Errorf("pad %v: uverbs (-want +got):\n%s", pad, d)
+		}
+		c, err = n.Chardev(0, KindUmad, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(&NetlinkChardev{Name: "umad0", Dev: DevNumber{231, 0}, ABI: 5}, c); d != "" {
+			t.Errorf("pad %v: umad (-want +got):\n%s", pad, d)
+		}
+		c, err = n.Chardev(7, KindISSM, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(&NetlinkChardev{Name: "issm3", Dev: DevNumber{231, 67}, ABI: 5}, c); d != "" {
+			t.Errorf("pad %v: issm (-want +got):\n%s", pad, d)
+		}
+	}
+	n := &Netlink{exec: rxeKernel(false).exec}
+	for _, tc := range []struct {
+		name       string
+		index      uint32
+		kind       CharDevKind
+		port       int
+		is         error
+		kernelSaid bool // the request reached the fake kernel
+	}{
+		{"uverbs with a port", 0, KindUverbs, 1, syscall.EINVAL, false},
+		{"umad without a port", 0, KindUmad, 0, syscall.EINVAL, false},
+		{"negative port", 0, KindISSM, -1, syscall.EINVAL, false},
+		{"unknown kind", 0, "rdma_cm", 0, syscall.EINVAL, false},
+		{"unknown index", 42, KindUverbs, 0, syscall.EINVAL, true},
+		{"port past the last", 0, KindUmad, 2, syscall.EINVAL, true},
+		{"port without MAD", 7, KindUmad, 1, ErrNotSupported, true},
+		{"issm of a RoCE port", 0, KindISSM, 1, ErrNotSupported, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := rxeKernel(false)
+			k.devs[2].noMAD = true
+			n.exec = k.exec
+			_, err := n.Chardev(tc.index, tc.kind, tc.port)
+			var e *Error
+			if !errors.Is(err, tc.is) || !errors.As(err, &e) {
+				t.Errorf("error %v, want an *Error matching %v", err, tc.is)
+			}
+			if (k.reqs > 0) != tc.kernelSaid {
+				t.Errorf("%d requests sent; want the kernel asked: %v", k.reqs, tc.kernelSaid)
+			}
+		})
+	}
+}
+
+func TestHugeDecodeDev(t *testing.T) {
+	for _, d := range []DevNumber{{231, 192}, {231, 0}, {0, 0}, {4095, 1<<20 - 1}, {10, 256}, {511, 0x12345}} {
+		if got := hugeDecodeDev(hugeEncodeDev(d)); got != d {
+			t.Errorf("%v → %#x → %v", d, hugeEncodeDev(d), got)
+		}
+	}
+	// uverbs0 as the kernel encodes it: 231:192 → 0xe7c0.
+	if got := hugeDecodeDev(0xe7c0); got != (DevNumber{231, 192}) {
+		t.Errorf("0xe7c0 → %v, want 231:192", got)
 	}
 }
 

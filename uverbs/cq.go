@@ -2,7 +2,6 @@ package uverbs
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"sync"
@@ -282,10 +281,10 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 	if err != nil {
 		return nil, ch.c.readErr(ctx, "get cq event", err)
 	}
-	if n != 8 {
-		return nil, ch.c.err("get cq event", fmt.Errorf("read %d bytes of struct ib_uverbs_comp_event_desc", n))
+	uh, err := decodeCompEventDesc(ch.buf[:n])
+	if err != nil {
+		return nil, ch.c.err("get cq event", err)
 	}
-	uh := binary.LittleEndian.Uint64(ch.buf)
 	if cq, ok := ch.c.lookupUH(uh).(*CQ); ok {
 		return cq, nil
 	}

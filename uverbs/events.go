@@ -2,7 +2,6 @@ package uverbs
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -124,13 +123,11 @@ func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
 	if err != nil {
 		return AsyncEvent{}, c.readErr(ctx, op, err)
 	}
-	if n != len(buf) {
-		return AsyncEvent{}, c.err(op, fmt.Errorf("read %d bytes of struct ib_uverbs_async_event_desc", n))
+	elem, typ, err := decodeAsyncEventDesc(buf[:n])
+	if err != nil {
+		return AsyncEvent{}, c.err(op, err)
 	}
-	e := AsyncEvent{
-		Element: binary.LittleEndian.Uint64(buf[0:]),
-		Type:    EventType(binary.LittleEndian.Uint32(buf[8:])),
-	}
+	e := AsyncEvent{Element: elem, Type: typ}
 	switch {
 	case e.Type.isCQ():
 		e.CQ, _ = c.lookupUH(e.Element).(*CQ)

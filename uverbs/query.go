@@ -367,7 +367,11 @@ func (c *Context) QueryGIDTable() ([]GIDEntry, error) {
 	}
 	out := make([]GIDEntry, *n)
 	for i := range out {
-		out[i] = decodeGIDEntry(buf[i*gidEntrySize:])
+		e, err := decodeGIDEntry(buf[i*gidEntrySize:])
+		if err != nil {
+			return nil, c.err("query GID table", err)
+		}
+		out[i] = e
 	}
 	return out, nil
 }
@@ -391,15 +395,9 @@ func (c *Context) QueryGID(port uint32, index uint32) (GIDEntry, error) {
 	if err := c.do(r); err != nil {
 		return GIDEntry{}, c.err(fmt.Sprintf("query GID %d of port %d", index, port), err)
 	}
-	return decodeGIDEntry(buf), nil
-}
-
-func decodeGIDEntry(b []byte) GIDEntry {
-	var e GIDEntry
-	copy(e.GID[:], b[:16])
-	e.Index = binary.LittleEndian.Uint32(b[16:])
-	e.Port = binary.LittleEndian.Uint32(b[20:])
-	e.Type = GIDType(binary.LittleEndian.Uint32(b[24:]))
-	e.NetdevIfindex = binary.LittleEndian.Uint32(b[28:])
-	return e
+	e, err := decodeGIDEntry(buf)
+	if err != nil {
+		return GIDEntry{}, c.err(fmt.Sprintf("query GID %d of port %d", index, port), err)
+	}
+	return e, nil
 }
