@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"syscall"
 	"unsafe"
 
@@ -75,16 +74,15 @@ type Object interface {
 type Counters struct {
 	c      *uverbs.Context
 	handle uint32
-	cancel func()
 
-	// mu guards what follows; it is taken after the context's Hold and
-	// held across the creation of a flow that binds the object.
-	mu        sync.Mutex
-	points    []abi.Mlx5IbFlowCountersDesc // in attach order
-	flows     int                          // live flows bound through this package (rdma-core's refcount)
-	destroyed bool
-	req       *abi.Request                 // the READ request, reused
-	pairs     []abi.Mlx5IbFlowCountersDesc // the pairs of the bind in progress
+	// own's lock guards what follows and the destruction; it is taken
+	// after the context's Hold and held across the creation of a flow
+	// that binds the object.
+	own    *uverbs.Owned
+	points []abi.Mlx5IbFlowCountersDesc // in attach order
+	flows  int                          // live flows bound through this package (rdma-core's refcount)
+	req    *abi.Request                 // the READ request, reused
+	pairs  []abi.Mlx5IbFlowCountersDesc // the pairs of the bind in progress
 }
 
 func init() {
@@ -138,10 +136,10 @@ func Create(c *uverbs.Context, attr *InitAttr) (*Counters, error) {
 	if c.DriverID() != abi.RDMA_DRIVER_MLX5 {
 		// A kernel newer than 6.12 with counters on another driver: how
 		// that driver takes counter points is unknown here.
-		cs.destroyLocked(c.InvokeHeld)
+		cs.destroy(c.InvokeHeld)
 		return fail(fmt.Errorf("purerdma binds counters only on mlx5, not on the %s driver: %w", dev.Driver(), syscall.EOPNOTSUPP))
 	}
-	cs.cancel = c.OnClose(uverbs.StageCounters, cs.closeHook)
+	cs.own = c.Own(uverbs.StageCounters, "destroy counters", cs.destroy)
 	return cs, nil
 }
 
@@ -154,12 +152,20 @@ func (cs *Counters) Handle() uint32 {
 }
 
 // Context returns the context the object was created on.
-func (cs *Counters) Context() *uverbs.Context { return cs.c }
+func (cs *Counters) Context() *uverbs.Context {
+	if cs == nil {
+		return nil
+	}
+	return cs.c
+}
 
 // Points returns the attached counter points, in attach order.
 func (cs *Counters) Points() []AttachAttr {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
+	if cs == nil {
+		return nil
+	}
+	cs.own.Lock()
+	defer cs.own.Unlock()
 	out := make([]AttachAttr, len(cs.points))
 	for i, p := range cs.points {
 		out[i] = AttachAttr{Desc: Description(p.Description), Index: p.Index}
@@ -170,8 +176,11 @@ func (cs *Counters) Points() []AttachAttr {
 // Bound returns how many live flows created through package flow count
 // into the object.
 func (cs *Counters) Bound() int {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
+	if cs == nil {
+		return 0
+	}
+	cs.own.Lock()
+	defer cs.own.Unlock()
 	return cs.flows
 }
 
@@ -200,8 +209,8 @@ func (cs *Counters) Bound() int {
 // Errors are *Error values; os.ErrClosed after Close.
 func (cs *Counters) Attach(attr AttachAttr, obj Object) error {
 	const op = "attach counter point"
-	if cs == nil {
-		return &Error{Op: op, Err: errArg("nil counters")}
+	if cs == nil || cs.c == nil {
+		return &Error{Op: op, Err: errArg("nil counters, or not made by Create")}
 	}
 	fail := func(err error) error { return &Error{Op: op, Device: cs.c.Device().Name, Err: err} }
 	if obj != nil && obj.Context() != nil {
@@ -216,9 +225,9 @@ func (cs *Counters) Attach(attr AttachAttr, obj Object) error {
 	if attr.Index >= MaxValues {
 		return fail(errArg("index %d: a read returns at most %d values", attr.Index, MaxValues))
 	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.destroyed {
+	cs.own.Lock()
+	defer cs.own.Unlock()
+	if cs.own.Destroyed() {
 		return fail(os.ErrClosed)
 	}
 	if cs.flows > 0 {
@@ -247,17 +256,17 @@ func (cs *Counters) Attach(attr AttachAttr, obj Object) error {
 // know; os.ErrClosed after Close or the context's Close.
 func (cs *Counters) Read(values []uint64, flags ReadFlags) error {
 	const op = "read counters"
-	if cs == nil {
-		return &Error{Op: op, Err: errArg("nil counters")}
+	if cs == nil || cs.c == nil {
+		return &Error{Op: op, Err: errArg("nil counters, or not made by Create")}
 	}
 	c := cs.c
 	if err := c.Hold(op); err != nil {
 		return &Error{Op: op, Device: c.Device().Name, Err: os.ErrClosed}
 	}
 	defer c.Release()
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.destroyed {
+	cs.own.Lock()
+	defer cs.own.Unlock()
+	if cs.own.Destroyed() {
 		return &Error{Op: op, Device: c.Device().Name, Err: os.ErrClosed}
 	}
 	if cs.req == nil {
@@ -310,32 +319,11 @@ func (cs *Counters) Close() error {
 	if cs == nil {
 		return nil
 	}
-	if err := cs.c.Hold("destroy counters"); err != nil {
-		return nil
-	}
-	defer cs.c.Release()
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.destroyed {
-		return nil
-	}
-	if err := cs.destroyLocked(cs.c.InvokeHeld); err != nil {
-		return err
-	}
-	cs.cancel()
-	return nil
+	return cs.own.Close()
 }
 
-func (cs *Counters) closeHook(invoke uverbs.Invoker) error {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.destroyed {
-		return nil
-	}
-	return cs.destroyLocked(invoke)
-}
-
-func (cs *Counters) destroyLocked(invoke func(*abi.Request) error) error {
+// destroy runs UVERBS_METHOD_COUNTERS_DESTROY; own's lock is held.
+func (cs *Counters) destroy(invoke uverbs.Invoker) error {
 	c := cs.c
 	r := abi.NewRequest(c.API(), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_DESTROY).
 		Handle(abi.UVERBS_ATTR_DESTROY_COUNTERS_HANDLE, cs.handle)
@@ -350,7 +338,6 @@ func (cs *Counters) destroyLocked(invoke func(*abi.Request) error) error {
 		}
 		return &Error{Op: "destroy counters", Device: c.Device().Name, Err: err}
 	}
-	cs.destroyed = true
 	return nil
 }
 
@@ -370,16 +357,16 @@ func (b binder) Context() *uverbs.Context { return b.cs.c }
 
 func (b binder) BeginBind() (uint32, []abi.Mlx5IbFlowCountersDesc, error) {
 	cs := b.cs
-	cs.mu.Lock()
-	if cs.destroyed {
-		cs.mu.Unlock()
+	cs.own.Lock()
+	if cs.own.Destroyed() {
+		cs.own.Unlock()
 		return 0, nil, os.ErrClosed
 	}
 	if cs.flows > 0 {
 		return cs.handle, nil, nil // described: the kernel reuses the layout
 	}
 	if len(cs.points) == 0 {
-		cs.mu.Unlock()
+		cs.own.Unlock()
 		return 0, nil, errArg("the counters object has no counter point: Attach before creating the flow")
 	}
 	// rdma-core keeps the points on a list it pushes at the front, and
@@ -398,14 +385,14 @@ func (b binder) EndBind(ok bool) {
 		cs.flows++
 	}
 	cs.pairs = nil
-	cs.mu.Unlock()
+	cs.own.Unlock()
 }
 
 func (b binder) Unbind() {
 	cs := b.cs
-	cs.mu.Lock()
+	cs.own.Lock()
 	if cs.flows > 0 {
 		cs.flows--
 	}
-	cs.mu.Unlock()
+	cs.own.Unlock()
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
 	"syscall"
 	"unsafe"
 
@@ -21,10 +20,7 @@ type Flow struct {
 	qp     *uverbs.QP
 	handle uint32
 	bound  countbind.Binder // the counters its count action bound, or nil
-	cancel func()
-
-	mu        sync.Mutex
-	destroyed bool
+	own    *uverbs.Owned
 }
 
 // Create attaches a flow to qp, like ibv_create_flow: the extended write
@@ -133,7 +129,7 @@ func Create(qp *uverbs.QP, attr *Attr) (*Flow, error) {
 		return fail(err)
 	}
 	f := &Flow{c: c, qp: qp, handle: resp.FlowHandle, bound: binder}
-	f.cancel = c.OnClose(uverbs.StageFlow, f.closeHook)
+	f.own = c.Own(uverbs.StageFlow, "destroy flow", f.destroy)
 	ok = true
 	return f, nil
 }
@@ -202,7 +198,12 @@ func (f *Flow) Context() *uverbs.Context {
 }
 
 // QP returns the QP the flow steers to.
-func (f *Flow) QP() *uverbs.QP { return f.qp }
+func (f *Flow) QP() *uverbs.QP {
+	if f == nil {
+		return nil
+	}
+	return f.qp
+}
 
 // Close destroys the flow, like ibv_destroy_flow: UVERBS_METHOD_FLOW_DESTROY,
 // or the write command EX_DESTROY_FLOW where the kernel has no ioctl method
@@ -217,32 +218,12 @@ func (f *Flow) Close() error {
 	if f == nil {
 		return nil
 	}
-	if err := f.c.Hold("destroy flow"); err != nil {
-		return nil // the context's Close destroyed it
-	}
-	defer f.c.Release()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.destroyed {
-		return nil
-	}
-	if err := f.destroyLocked(f.c.InvokeHeld); err != nil {
-		return err
-	}
-	f.cancel()
-	return nil
+	return f.own.Close()
 }
 
-func (f *Flow) closeHook(invoke uverbs.Invoker) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.destroyed {
-		return nil
-	}
-	return f.destroyLocked(invoke)
-}
-
-func (f *Flow) destroyLocked(invoke func(*abi.Request) error) error {
+// destroy runs UVERBS_METHOD_FLOW_DESTROY (or EX_DESTROY_FLOW); own's lock
+// is held.
+func (f *Flow) destroy(invoke uverbs.Invoker) error {
 	c := f.c
 	r := abi.NewRequest(c.API(), c.DriverID(), abi.UVERBS_OBJECT_FLOW, abi.UVERBS_METHOD_FLOW_DESTROY).
 		Handle(abi.UVERBS_ATTR_DESTROY_FLOW_HANDLE, f.handle)
@@ -256,7 +237,6 @@ func (f *Flow) destroyLocked(invoke func(*abi.Request) error) error {
 	if err != nil && !errors.Is(err, syscall.EIO) {
 		return &Error{Op: "destroy flow", Device: c.Device().Name, Err: kernelErr(err)}
 	}
-	f.destroyed = true
 	if f.bound != nil {
 		f.bound.Unbind()
 	}

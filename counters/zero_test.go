@@ -1,0 +1,26 @@
+package counters
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+)
+
+// TestZeroAndNil: a nil *Counters and a zero Counters (not made by Create)
+// answer every call with an error or a zero value, never a panic.
+func TestZeroAndNil(t *testing.T) {
+	for name, cs := range map[string]*Counters{"nil": nil, "zero": {}} {
+		if err := cs.Attach(AttachAttr{Desc: Packets}, nil); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("%s: Attach: %v, want EINVAL", name, err)
+		}
+		if err := cs.Read(make([]uint64, 1), 0); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("%s: Read: %v, want EINVAL", name, err)
+		}
+		if len(cs.Points()) != 0 || cs.Bound() != 0 || cs.Handle() != 0 || cs.Context() != nil {
+			t.Errorf("%s: accessors not zero", name)
+		}
+		if err := cs.Close(); err != nil {
+			t.Errorf("%s: Close: %v", name, err)
+		}
+	}
+}

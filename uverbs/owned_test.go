@@ -1,0 +1,82 @@
+package uverbs
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+)
+
+// TestOwned pins the lifecycle counters and flows rely on: the owner's
+// Close destroys once and unregisters; a failed destroy keeps the object
+// registered, so the context's Close destroys it (again at its stage);
+// after the context's Close the owner's Close is a no-op; a nil *Owned is
+// a destroyed one.
+func TestOwned(t *testing.T) {
+	b := newBed(t, rxe0())
+	objects := func(c *Context) int {
+		c.objMu.Lock()
+		defer c.objMu.Unlock()
+		return len(c.objects)
+	}
+
+	c, err := Open("rxe0", b.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := objects(c)
+	calls := 0
+	o := c.Own(StageCounters, "destroy thing", func(invoke Invoker) error { calls++; return nil })
+	if objects(c) != before+1 {
+		t.Fatalf("Own registered %d objects", objects(c)-before)
+	}
+	o.Lock()
+	if o.Destroyed() {
+		t.Error("a new object is destroyed")
+	}
+	o.Unlock()
+	if err := o.Close(); err != nil || calls != 1 {
+		t.Fatalf("Close: %v, %d destroy calls", err, calls)
+	}
+	if err := o.Close(); err != nil || calls != 1 {
+		t.Fatalf("second Close: %v, %d destroy calls", err, calls)
+	}
+	if objects(c) != before {
+		t.Errorf("Close left the object registered (%d objects, want %d)", objects(c), before)
+	}
+
+	// A destroy that fails (EBUSY) leaves the object to the context.
+	busy := true
+	calls = 0
+	o2 := c.Own(StageFlow, "destroy busy thing", func(invoke Invoker) error {
+		calls++
+		if busy {
+			return syscall.EBUSY
+		}
+		return nil
+	})
+	if err := o2.Close(); !errors.Is(err, syscall.EBUSY) || calls != 1 {
+		t.Fatalf("Close of a busy object: %v, %d calls", err, calls)
+	}
+	busy = false
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 {
+		t.Errorf("the context's Close called destroy %d times in all, want 2", calls)
+	}
+	o2.Lock()
+	if !o2.Destroyed() {
+		t.Error("not destroyed after the context's Close")
+	}
+	o2.Unlock()
+	if err := o2.Close(); err != nil || calls != 2 {
+		t.Errorf("Close after the context's Close: %v, %d calls", err, calls)
+	}
+
+	var nilOwned *Owned
+	nilOwned.Lock()
+	if !nilOwned.Destroyed() || nilOwned.Close() != nil {
+		t.Error("a nil *Owned is not a destroyed one")
+	}
+	nilOwned.Unlock()
+}
