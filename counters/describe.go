@@ -124,6 +124,9 @@ type Set struct {
 // flow: see Counters.Set); the read's error otherwise; os.ErrClosed after
 // Close.
 func (s *Set) Read(dst []uint64) error {
+	if s == nil {
+		return &Error{Op: "read counter set", Err: errArg("nil set")}
+	}
 	if len(dst) < len(s.Names) {
 		return &Error{Op: "read counter set", Device: s.Device, Err: errArg("room for %d values, the set has %d", len(dst), len(s.Names))}
 	}
@@ -136,6 +139,9 @@ func (s *Set) Read(dst []uint64) error {
 // Close releases what the set holds (open sysfs files). It is safe to call
 // more than once.
 func (s *Set) Close() error {
+	if s == nil {
+		return nil
+	}
 	s.read = nil
 	if s.close == nil {
 		return nil
@@ -400,6 +406,9 @@ func netlinkSet(nl StatsSource, device string, port int) *Set {
 // at Read time; attaching more points afterwards (after its flows are
 // gone) is not reflected in Names.
 func (cs *Counters) Set() *Set {
+	if cs == nil {
+		return nil
+	}
 	pts := cs.Points()
 	n := 0
 	for _, p := range pts {

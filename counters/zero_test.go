@@ -4,6 +4,8 @@ import (
 	"errors"
 	"syscall"
 	"testing"
+
+	"github.com/purerdma/rdma/internal/zerotest"
 )
 
 // TestZeroAndNil: a nil *Counters and a zero Counters (not made by Create)
@@ -23,4 +25,9 @@ func TestZeroAndNil(t *testing.T) {
 			t.Errorf("%s: Close: %v", name, err)
 		}
 	}
+}
+
+// TestZeroValuesReflect: the same for every method, through reflection.
+func TestZeroValuesReflect(t *testing.T) {
+	zerotest.Methods(t, nil, new(Counters), new(Set), new(AttachAttr), (*Counters)(nil), (*Set)(nil))
 }

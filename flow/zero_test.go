@@ -1,6 +1,10 @@
 package flow
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/purerdma/rdma/internal/zerotest"
+)
 
 // TestZeroAndNil: a nil *Flow and a zero Flow (not made by Create) answer
 // every call with nil or a zero value, never a panic.
@@ -13,4 +17,10 @@ func TestZeroAndNil(t *testing.T) {
 			t.Errorf("%s: Close: %v", name, err)
 		}
 	}
+}
+
+// TestZeroValuesReflect: the same for every method, through reflection.
+func TestZeroValuesReflect(t *testing.T) {
+	zerotest.Methods(t, nil, new(Flow), new(Attr), new(Count), new(Eth), new(IPv4), new(IPv6), new(TCP), new(UDP),
+		new(VXLAN), new(GRE), new(MPLS), new(ESP), new(Tag), new(Handle), new(Drop), (*Flow)(nil))
 }

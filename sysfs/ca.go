@@ -210,7 +210,7 @@ func (f *FS) readCAAttrs(name string) (*CA, error) {
 		return nil, f.noSuchDevice(classInfiniBand, name)
 	}
 	dir := path.Join(classInfiniBand, name)
-	if _, err := fs.Stat(f.fsys, dir); err != nil {
+	if _, err := fs.Stat(f.files(), dir); err != nil {
 		return nil, f.fixPathErr(err, dir)
 	}
 	ca := &CA{Name: name, fs: f}

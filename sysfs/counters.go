@@ -200,7 +200,7 @@ func (f *FS) openHwCounters(parent, dev string) (*HwCounterSet, error) {
 			continue
 		}
 		rel := path.Join(dir, e.Name())
-		file, err := f.fsys.Open(rel)
+		file, err := f.files().Open(rel)
 		if err != nil {
 			s.Close()
 			return nil, &Error{Op: "read hw counters", Device: dev, Err: f.fixPathErr(err, rel)}

@@ -22,6 +22,7 @@ const (
 
 // FS reads the RDMA part of a sysfs tree. Its methods are safe for
 // concurrent use; every call reads the files afresh (nothing is cached).
+// The zero FS (and a nil *FS) reads the running system's, [DefaultRoot].
 type FS struct {
 	fsys fs.FS
 	root string // shown in error messages; empty for NewFS
@@ -51,8 +52,21 @@ func New(root string) (*FS, error) {
 // test their use of this package without files on disk.
 func NewFS(fsys fs.FS) *FS { return &FS{fsys: fsys} }
 
+var defaultFS = os.DirFS(DefaultRoot)
+
+// files returns the tree to read: fsys, or DefaultRoot's for the zero FS.
+func (f *FS) files() fs.FS {
+	if f == nil || f.fsys == nil {
+		return defaultFS
+	}
+	return f.fsys
+}
+
 // display returns the path shown in messages for rel.
 func (f *FS) display(rel string) string {
+	if f == nil || f.fsys == nil {
+		return DefaultRoot + "/" + rel
+	}
 	if f.root == "" {
 		return rel
 	}
@@ -74,7 +88,7 @@ const maxAttr = 4096
 // readInto reads the file rel into buf and returns the bytes read, minus one
 // trailing newline.
 func (f *FS) readInto(rel string, buf []byte) ([]byte, error) {
-	file, err := f.fsys.Open(rel)
+	file, err := f.files().Open(rel)
 	if err != nil {
 		return nil, f.fixPathErr(err, rel)
 	}
@@ -116,7 +130,7 @@ func (f *FS) readString(rel string) (string, error) {
 
 // readDir lists a directory, sorted by name.
 func (f *FS) readDir(rel string) ([]fs.DirEntry, error) {
-	ents, err := fs.ReadDir(f.fsys, rel)
+	ents, err := fs.ReadDir(f.files(), rel)
 	if err != nil {
 		return nil, f.fixPathErr(err, rel)
 	}
@@ -126,7 +140,7 @@ func (f *FS) readDir(rel string) ([]fs.DirEntry, error) {
 // exists reports whether rel exists; errors other than "does not exist"
 // are returned.
 func (f *FS) exists(rel string) (bool, error) {
-	_, err := fs.Stat(f.fsys, rel)
+	_, err := fs.Stat(f.files(), rel)
 	if err == nil {
 		return true, nil
 	}

@@ -38,8 +38,16 @@ type nlAttr struct {
 	data []byte
 }
 
-// NewNetlink returns a Netlink client.
+// NewNetlink returns a Netlink client. The zero Netlink (and a nil
+// *Netlink) works the same.
 func NewNetlink() *Netlink { return &Netlink{exec: execNetlink} }
+
+func (n *Netlink) run(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
+	if n == nil || n.exec == nil {
+		return execNetlink(cmd, flags, attrs)
+	}
+	return n.exec(cmd, flags, attrs)
+}
 
 // nlType returns the nlmsg_type of an nldev command: RDMA_NL_GET_TYPE.
 func nlType(cmd uint16) uint16 { return abi.RDMA_NL_NLDEV<<10 | cmd }
@@ -92,7 +100,7 @@ type NetlinkDevice struct {
 // order (by index). The error matches ErrNotSupported when the kernel has
 // no RDMA netlink (ib_core not loaded: the socket cannot be created).
 func (n *Netlink) Devices() ([]NetlinkDevice, error) {
-	msgs, err := n.exec(abi.RDMA_NLDEV_CMD_GET, unix.NLM_F_DUMP, nil)
+	msgs, err := n.run(abi.RDMA_NLDEV_CMD_GET, unix.NLM_F_DUMP, nil)
 	if err != nil {
 		return nil, &Error{Op: "netlink dev get", Err: err}
 	}
@@ -160,7 +168,7 @@ func (n *Netlink) PortStats(devIndex uint32, port int) (*PortStats, error) {
 	if port < 0 || uint64(port) > 0xffffffff {
 		return nil, &Error{Op: "netlink stat get", Device: fmt.Sprintf("index %d port %d", devIndex, port), Err: syscall.EINVAL}
 	}
-	msgs, err := n.exec(abi.RDMA_NLDEV_CMD_STAT_GET, 0, []nlAttr{
+	msgs, err := n.run(abi.RDMA_NLDEV_CMD_STAT_GET, 0, []nlAttr{
 		{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)},
 		{abi.RDMA_NLDEV_ATTR_PORT_INDEX, u32(uint32(port))},
 	})
@@ -249,7 +257,7 @@ func (n *Netlink) Chardev(devIndex uint32, kind CharDevKind, port int) (*Netlink
 	if port != 0 {
 		attrs = append(attrs, nlAttr{abi.RDMA_NLDEV_ATTR_PORT_INDEX, u32(uint32(port))})
 	}
-	msgs, err := n.exec(abi.RDMA_NLDEV_CMD_GET_CHARDEV, 0, attrs)
+	msgs, err := n.run(abi.RDMA_NLDEV_CMD_GET_CHARDEV, 0, attrs)
 	if err != nil {
 		return nil, &Error{Op: op, Device: dev, Err: err}
 	}

@@ -564,6 +564,9 @@ func DecodeAttribute(class MgmtClass, id AttrID, data []byte) (Attribute, error)
 
 // setAttribute encodes a into data, zeroing the rest of data.
 func setAttribute(data []byte, a Attribute, errTooBig error) error {
+	if a == nil {
+		return invalid("nil attribute")
+	}
 	clear(data)
 	if out := a.Append(data[:0]); len(out) > len(data) {
 		clear(data)

@@ -172,23 +172,48 @@ func (c *Context) allocAsyncFD() error {
 }
 
 // Device returns the device the context was opened on.
-func (c *Context) Device() Device { return c.dev }
+func (c *Context) Device() Device {
+	if c == nil {
+		return Device{}
+	}
+	return c.dev
+}
 
 // DriverID returns the device's driver id (enum rdma_driver_id), which every
 // ioctl request on the context carries.
-func (c *Context) DriverID() uint32 { return c.drv }
+func (c *Context) DriverID() uint32 {
+	if c == nil {
+		return 0
+	}
+	return c.drv
+}
 
 // API returns the method table of the device (abi.APIFor(DriverID())), for
 // building requests to run with Invoke.
-func (c *Context) API() *abi.API { return c.api }
+func (c *Context) API() *abi.API {
+	if c == nil {
+		return nil
+	}
+	return c.api
+}
 
 // NumCompVectors returns the number of completion vectors the device
 // reported at GET_CONTEXT (ibv_context.num_comp_vectors).
-func (c *Context) NumCompVectors() int { return int(c.numCompVectors) }
+func (c *Context) NumCompVectors() int {
+	if c == nil {
+		return 0
+	}
+	return int(c.numCompVectors)
+}
 
 // CoreSupport returns the IB_UVERBS_CORE_SUPPORT_* bits the kernel reported
 // at GET_CONTEXT.
-func (c *Context) CoreSupport() uint64 { return c.coreSupport }
+func (c *Context) CoreSupport() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.coreSupport
+}
 
 func (c *Context) err(op string, err error) error {
 	return &Error{Op: op, Device: c.dev.Name, Err: err}
@@ -196,7 +221,7 @@ func (c *Context) err(op string, err error) error {
 
 // enter starts an operation: it holds the life lock shared until leave.
 func (c *Context) enter(op string) error {
-	if c == nil {
+	if c == nil || c.fd == nil {
 		return &Error{Op: op, Err: errNil}
 	}
 	c.life.RLock()
@@ -253,6 +278,9 @@ type Invoker func(r *abi.Request) error
 // device was removed). The returned cancel unregisters destroy: call it
 // after destroying the object yourself.
 func (c *Context) OnClose(stage Stage, destroy func(invoke Invoker) error) (cancel func()) {
+	if c == nil || c.fd == nil || destroy == nil {
+		return func() {} // nothing was opened, or nothing to run
+	}
 	h := &hook{c: c, stageV: stage, fn: destroy}
 	c.objMu.Lock()
 	h.seqV = c.nextSeqLocked()
@@ -334,8 +362,8 @@ func (c *Context) newUserHandle() uint64 { return c.nextUH.Add(1) }
 // Errors: an *Error for the first destroy that failed other than with EIO;
 // everything is released anyway.
 func (c *Context) Close() error {
-	if c == nil {
-		return nil
+	if c == nil || c.fd == nil {
+		return nil // nil, or a zero Context: nothing was opened
 	}
 	c.life.Lock()
 	defer c.life.Unlock()
@@ -403,6 +431,9 @@ func (c *Context) invokeWrite(cmd uint32, coreIn, coreOut, drvIn, drvOut []byte)
 
 // String names the context by device and node.
 func (c *Context) String() string {
+	if c == nil {
+		return "uverbs context <nil>"
+	}
 	return fmt.Sprintf("uverbs context %s (%s)", c.dev.Name, c.dev.Path)
 }
 

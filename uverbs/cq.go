@@ -126,13 +126,28 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 }
 
 // Handle returns the kernel's handle of the CQ.
-func (cq *CQ) Handle() uint32 { return cq.handle }
+func (cq *CQ) Handle() uint32 {
+	if cq == nil {
+		return 0
+	}
+	return cq.handle
+}
 
 // CQE returns the number of entries the CQ has (at least what was asked).
-func (cq *CQ) CQE() int { return cq.cqe }
+func (cq *CQ) CQE() int {
+	if cq == nil {
+		return 0
+	}
+	return cq.cqe
+}
 
 // Context returns the context the CQ belongs to.
-func (cq *CQ) Context() *Context { return cq.c }
+func (cq *CQ) Context() *Context {
+	if cq == nil {
+		return nil
+	}
+	return cq.c
+}
 
 func (cq *CQ) stage() Stage { return StageCQ }
 func (cq *CQ) seq() uint64  { return cq.seqV }
@@ -269,7 +284,7 @@ func (ch *CompChannel) seq() uint64  { return ch.seqV }
 //
 // Errors: ctx.Err(); an *Error wrapping os.ErrClosed or the read errno.
 func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
-	if ch == nil {
+	if ch == nil || ch.c == nil {
 		return nil, &Error{Op: "get cq event", Err: errNil}
 	}
 	if ctx == nil {

@@ -21,7 +21,12 @@ import (
 func (c *Context) Hold(op string) error { return c.enter(op) }
 
 // Release ends a Hold.
-func (c *Context) Release() { c.leave() }
+func (c *Context) Release() {
+	if c == nil || c.fd == nil {
+		return // Hold failed on it: there is nothing to release
+	}
+	c.leave()
+}
 
 // InvokeHeld runs r like Invoke, for a caller that holds the context
 // (Hold): Invoke itself would take the context's lock a second time, which
@@ -31,6 +36,9 @@ func (c *Context) Release() { c.leave() }
 // Errors: an *Error (Op is the method's name) wrapping the request's build
 // error (EINVAL) or the kernel's errno.
 func (c *Context) InvokeHeld(r *abi.Request) error {
+	if c == nil || c.fd == nil || r == nil {
+		return &Error{Op: "invoke", Err: errArg("nil context or request")}
+	}
 	if err := c.do(r); err != nil {
 		return c.err(r.Name(), err)
 	}

@@ -44,10 +44,20 @@ func (c *Context) AllocPD() (*PD, error) {
 }
 
 // Handle returns the kernel's handle of the PD.
-func (pd *PD) Handle() uint32 { return pd.handle }
+func (pd *PD) Handle() uint32 {
+	if pd == nil {
+		return 0
+	}
+	return pd.handle
+}
 
 // Context returns the context the PD belongs to.
-func (pd *PD) Context() *Context { return pd.c }
+func (pd *PD) Context() *Context {
+	if pd == nil {
+		return nil
+	}
+	return pd.c
+}
 
 func (pd *PD) stage() Stage { return StagePD }
 func (pd *PD) seq() uint64  { return pd.seqV }

@@ -178,22 +178,52 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 }
 
 // Handle returns the kernel's handle of the QP.
-func (qp *QP) Handle() uint32 { return qp.handle }
+func (qp *QP) Handle() uint32 {
+	if qp == nil {
+		return 0
+	}
+	return qp.handle
+}
 
 // Num returns the QP number.
-func (qp *QP) Num() uint32 { return qp.num }
+func (qp *QP) Num() uint32 {
+	if qp == nil {
+		return 0
+	}
+	return qp.num
+}
 
 // Type returns the QP's type.
-func (qp *QP) Type() QPType { return qp.typ }
+func (qp *QP) Type() QPType {
+	if qp == nil {
+		return 0
+	}
+	return qp.typ
+}
 
 // Cap returns the queue sizes the device gave (at least those asked for).
-func (qp *QP) Cap() QPCap { return qp.cap }
+func (qp *QP) Cap() QPCap {
+	if qp == nil {
+		return QPCap{}
+	}
+	return qp.cap
+}
 
 // PD returns the QP's protection domain.
-func (qp *QP) PD() *PD { return qp.pd }
+func (qp *QP) PD() *PD {
+	if qp == nil {
+		return nil
+	}
+	return qp.pd
+}
 
 // Context returns the context the QP belongs to.
-func (qp *QP) Context() *Context { return qp.c }
+func (qp *QP) Context() *Context {
+	if qp == nil {
+		return nil
+	}
+	return qp.c
+}
 
 func (qp *QP) stage() Stage { return StageQP }
 func (qp *QP) seq() uint64  { return qp.seqV }

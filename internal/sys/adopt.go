@@ -27,6 +27,9 @@ type Adopter interface {
 // or os.ErrClosed when fd is closed. For a fake fd, the Backend must
 // implement Adopter, else the error is EBADF.
 func (fd *FD) Adopt(raw int, name string) (*FD, error) {
+	if fd == nil {
+		return nil, os.ErrClosed // raw is the kernel's only through an open fd
+	}
 	if fd.be != nil {
 		if fd.closed.Load() {
 			return nil, os.ErrClosed

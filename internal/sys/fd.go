@@ -126,12 +126,20 @@ func NewFake(name string, be Backend, nonblocking bool) *FD {
 }
 
 // Name returns the path the descriptor was opened with.
-func (fd *FD) Name() string { return fd.name }
+func (fd *FD) Name() string {
+	if fd == nil {
+		return ""
+	}
+	return fd.name
+}
 
 // Raw returns the descriptor number, or -1 for a fake or closed descriptor.
 // It is meant for attributes that carry a descriptor to the kernel; the
 // number is only valid while fd is open.
 func (fd *FD) Raw() int {
+	if fd == nil {
+		return -1
+	}
 	if fd.be != nil || fd.closed.Load() {
 		return -1
 	}
@@ -174,6 +182,9 @@ func (fd *FD) acquire() error {
 // memory whose address is inside *arg) are kept alive until the call
 // returns. The error is the errno, or os.ErrClosed.
 func (fd *FD) Ioctl(req uint, arg unsafe.Pointer, keep ...any) error {
+	if fd == nil {
+		return os.ErrClosed
+	}
 	if fd.be != nil {
 		if fd.closed.Load() {
 			return os.ErrClosed
@@ -205,6 +216,9 @@ func (fd *FD) Ioctl(req uint, arg unsafe.Pointer, keep ...any) error {
 // (os.ErrDeadlineExceeded) or the descriptor is closed (os.ErrClosed). The
 // error is otherwise the errno.
 func (fd *FD) Read(p []byte) (int, error) {
+	if fd == nil {
+		return 0, os.ErrClosed
+	}
 	if fd.be != nil {
 		if fd.closed.Load() {
 			return 0, os.ErrClosed
@@ -230,6 +244,9 @@ func (fd *FD) Read(p []byte) (int, error) {
 // ReadNonblocking reads one record if one is queued, and fails with EAGAIN
 // otherwise, whatever the read deadline.
 func (fd *FD) ReadNonblocking(p []byte) (int, error) {
+	if fd == nil {
+		return 0, os.ErrClosed
+	}
 	if fd.be != nil {
 		if fd.closed.Load() {
 			return 0, os.ErrClosed
@@ -257,6 +274,9 @@ func (fd *FD) ReadNonblocking(p []byte) (int, error) {
 // (poll(2) with a zero timeout). A descriptor in an error state (POLLERR,
 // for example a removed device) gives EIO.
 func (fd *FD) Readable() (bool, error) {
+	if fd == nil {
+		return false, os.ErrClosed
+	}
 	if fd.be != nil {
 		if fd.closed.Load() {
 			return false, os.ErrClosed
@@ -289,6 +309,9 @@ func (fd *FD) Readable() (bool, error) {
 // Write writes p in one write(2) call and returns the count the kernel
 // accepted; the error is the errno or os.ErrClosed.
 func (fd *FD) Write(p []byte) (int, error) {
+	if fd == nil {
+		return 0, os.ErrClosed
+	}
 	if fd.be != nil {
 		if fd.closed.Load() {
 			return 0, os.ErrClosed
@@ -311,6 +334,9 @@ func (fd *FD) Write(p []byte) (int, error) {
 // with os.ErrDeadlineExceeded; the zero time means no deadline. Only
 // pollable (O_NONBLOCK) and fake descriptors support deadlines.
 func (fd *FD) SetReadDeadline(t time.Time) error {
+	if fd == nil {
+		return os.ErrClosed
+	}
 	if fd.be != nil {
 		if t.IsZero() {
 			fd.deadline.Store(0)
@@ -332,6 +358,9 @@ func (fd *FD) SetReadDeadline(t time.Time) error {
 // (os.ErrDeadlineExceeded) or the descriptor is closed (os.ErrClosed). It
 // consumes nothing. Only pollable descriptors support it.
 func (fd *FD) WaitReadable() error {
+	if fd == nil {
+		return os.ErrClosed
+	}
 	if fd.be != nil {
 		if fd.closed.Load() {
 			return os.ErrClosed
@@ -391,6 +420,9 @@ func (w *waitState) poll(s uintptr) bool {
 
 // Mmap maps length bytes of the descriptor at offset.
 func (fd *FD) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
+	if fd == nil {
+		return nil, os.ErrClosed
+	}
 	if length <= 0 {
 		return nil, unix.EINVAL
 	}

@@ -1,0 +1,81 @@
+// Package zerotest checks that the exported methods of a package's types
+// do not panic or hang on values their constructors did not make: the
+// zero value and nil pointers, called with zero arguments. It stands for
+// the brief's rule that public calls validate what they are given and
+// return an error.
+package zerotest
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// Methods calls every exported method of each value in vals (pointers
+// such as new(T) or (*T)(nil)) with zero arguments and fails t when one
+// panics or has not returned within a second. Methods named in skip
+// ("T.Method") are left out; give the reason next to the list.
+func Methods(t *testing.T, skip []string, vals ...any) {
+	t.Helper()
+	skipped := map[string]bool{}
+	for _, s := range skip {
+		skipped[s] = true
+	}
+	for _, v := range vals {
+		rv := reflect.ValueOf(v)
+		rt := rv.Type()
+		name := rt.String()
+		if rt.Kind() == reflect.Pointer {
+			name = rt.Elem().Name()
+			if rv.IsNil() {
+				name = "(*" + name + ")(nil)"
+			}
+		}
+		for i := 0; i < rv.NumMethod(); i++ {
+			m := rt.Method(i)
+			base := rt.Name()
+			if rt.Kind() == reflect.Pointer {
+				base = rt.Elem().Name()
+			}
+			if skipped[base+"."+m.Name] {
+				continue
+			}
+			if rt.Kind() == reflect.Pointer && rv.IsNil() && isValueMethod(rt.Elem(), m.Name) {
+				continue // the runtime panics before the method runs
+			}
+			fn := rv.Method(i)
+			args := make([]reflect.Value, fn.Type().NumIn())
+			if fn.Type().IsVariadic() {
+				args = args[:len(args)-1]
+			}
+			for j := range args {
+				args[j] = reflect.Zero(fn.Type().In(j))
+			}
+			done := make(chan string, 1)
+			go func() {
+				defer func() {
+					if r := recover(); r != nil {
+						done <- fmt.Sprint(r)
+						return
+					}
+					done <- ""
+				}()
+				fn.Call(args)
+			}()
+			select {
+			case p := <-done:
+				if p != "" {
+					t.Errorf("%s.%s with zero arguments panicked: %s", name, m.Name, p)
+				}
+			case <-time.After(time.Second):
+				t.Errorf("%s.%s with zero arguments has not returned after 1s", name, m.Name)
+			}
+		}
+	}
+}
+
+func isValueMethod(t reflect.Type, name string) bool {
+	_, ok := t.MethodByName(name)
+	return ok
+}

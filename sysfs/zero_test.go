@@ -1,0 +1,18 @@
+package sysfs
+
+import (
+	"testing"
+
+	"github.com/purerdma/rdma/internal/zerotest"
+)
+
+// TestZeroValues: values the package's constructors did not make (zero
+// values; nil *FS and *Netlink too) answer every method with an error or a
+// zero value; the zero FS and Netlink read the running system. Nil
+// pointers of the data types (CA, Port, …) panic like most Go types'.
+func TestZeroValues(t *testing.T) {
+	zerotest.Methods(t, nil,
+		new(FS), new(Netlink), new(CA), new(Port), new(HwCounterSet), new(CharDev), new(DevNumber),
+		new(GIDEntry), new(NetlinkDevice), new(NetlinkChardev), new(PortStats), new(Rate),
+		(*FS)(nil), (*Netlink)(nil))
+}
