@@ -321,8 +321,15 @@ func TestVMBenchmarkGoVsC(t *testing.T) {
 		fmt.Fprintf(&report, "%-10s %-7s %10.0f %10.0f %10.0f\n", "", "C", quant(c, 0), quant(c, 0.25), quant(c, 0.5))
 		fmt.Fprintf(&report, "%-10s %-7s %10.2f %10.2f %10.2f\n", "", "Go/C",
 			quant(g, 0)/quant(c, 0), quant(g, 0.25)/quant(c, 0.25), quant(g, 0.5)/quant(c, 0.5))
-		if m.AllocedBytesPerOp() != 0 || m.AllocsPerOp() != 0 {
-			t.Errorf("%s: %d B/op, %d allocs/op in steady state, want 0", op.name, m.AllocedBytesPerOp(), m.AllocsPerOp())
+		// Under TCG a round trip takes about a millisecond, so the
+		// benchmark ends after ~100 operations and a one-off runtime
+		// allocation during the measured run (seen once on 6.12: 55 B/op
+		// with 0 allocs/op over 96 ops) shows in B/op. Per-operation
+		// allocations show in allocs/op, which is what must be 0, as
+		// TestVMAllocs (testing.AllocsPerRun over 100 round trips in
+		// the VM) and the fake's bench_test.go also pin.
+		if m.AllocsPerOp() != 0 {
+			t.Errorf("%s: %d B/op, %d allocs/op in steady state, want 0 allocs/op", op.name, m.AllocedBytesPerOp(), m.AllocsPerOp())
 		}
 	}
 	t.Log("\n" + report.String())
