@@ -326,7 +326,7 @@ func TestVMBenchmarkGoVsC(t *testing.T) {
 		// allocation during the measured run (seen once on 6.12: 55 B/op
 		// with 0 allocs/op over 96 ops) shows in B/op. Per-operation
 		// allocations show in allocs/op, which is what must be 0, as
-		// TestVMAllocs (testing.AllocsPerRun over 100 round trips in
+		// TestVMSteadyStateAllocs (testing.AllocsPerRun over 100 round trips in
 		// the VM) and the fake's bench_test.go also pin.
 		if m.AllocsPerOp() != 0 {
 			t.Errorf("%s: %d B/op, %d allocs/op in steady state, want 0 allocs/op", op.name, m.AllocedBytesPerOp(), m.AllocsPerOp())
