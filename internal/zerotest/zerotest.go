@@ -7,6 +7,7 @@ package zerotest
 
 import (
 	"fmt"
+	"io"
 	"reflect"
 	"testing"
 	"time"
@@ -15,7 +16,9 @@ import (
 // Methods calls every exported method of each value in vals (pointers
 // such as new(T) or (*T)(nil)) with zero arguments and fails t when one
 // panics or has not returned within a second. Methods named in skip
-// ("T.Method") are left out; give the reason next to the list.
+// ("T.Method") are left out; give the reason next to the list. What a
+// call returns that is an io.Closer is closed, so that a zero value that
+// works (and opens something) leaks nothing.
 func Methods(t *testing.T, skip []string, vals ...any) {
 	t.Helper()
 	skipped := map[string]bool{}
@@ -61,7 +64,13 @@ func Methods(t *testing.T, skip []string, vals ...any) {
 					}
 					done <- ""
 				}()
-				fn.Call(args)
+				// A zero value may work (the zero umad.Host opens
+				// the running system's ports): close what it opened.
+				for _, out := range fn.Call(args) {
+					if c, ok := out.Interface().(io.Closer); ok && !isNil(out) {
+						c.Close()
+					}
+				}
 			}()
 			select {
 			case p := <-done:
@@ -78,4 +87,12 @@ func Methods(t *testing.T, skip []string, vals ...any) {
 func isValueMethod(t reflect.Type, name string) bool {
 	_, ok := t.MethodByName(name)
 	return ok
+}
+
+func isNil(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
 }
