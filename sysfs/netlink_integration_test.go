@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/integration/vmtest"
@@ -259,8 +260,7 @@ func checkDevNode(t *testing.T, d *sysfs.CharDev) {
 		t.Errorf("%s: no dev file in sysfs", d.Name)
 		return
 	}
-	major := uint32((st.Rdev>>8)&0xfff) | uint32((st.Rdev>>32)&^0xfff)
-	minor := uint32(st.Rdev&0xff) | uint32((st.Rdev>>12)&^0xff)
+	major, minor := unix.Major(uint64(st.Rdev)), unix.Minor(uint64(st.Rdev))
 	if major != d.Dev.Major || minor != d.Dev.Minor {
 		t.Errorf("%s: sysfs dev %s, %s is %d:%d", d.Name, d.Dev, d.Path, major, minor)
 	}

@@ -267,7 +267,7 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 	if err != nil {
 		return nil, c.err(op, err)
 	}
-	ch := &CompChannel{c: c, fd: f, raw: int(int32(resp.Fd)), buf: make([]byte, 8)}
+	ch := &CompChannel{c: c, fd: f, raw: int(int32(resp.Fd)), buf: make([]byte, compEventDescSize)}
 	c.objMu.Lock()
 	ch.seqV = c.nextSeqLocked()
 	c.objMu.Unlock()

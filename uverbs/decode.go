@@ -4,15 +4,21 @@ import (
 	"encoding/binary"
 	"fmt"
 	"syscall"
+	"unsafe"
+
+	"github.com/purerdma/rdma/abi"
 )
 
 // The decoders of what the kernel hands back as bytes. Each checks the
 // length first and reports a short record as EPROTO instead of reading
 // past it; fuzz_test.go holds their fuzz targets.
 
+// The record sizes, from the generated types (whose sizes abi's layout
+// tests pin to the C compiler's).
 const (
-	asyncEventDescSize = 16 // sizeof(struct ib_uverbs_async_event_desc)
-	compEventDescSize  = 8  // sizeof(struct ib_uverbs_comp_event_desc)
+	asyncEventDescSize = int(unsafe.Sizeof(abi.IbUverbsAsyncEventDesc{}))
+	compEventDescSize  = int(unsafe.Sizeof(abi.IbUverbsCompEventDesc{}))
+	gidEntrySize       = int(unsafe.Sizeof(abi.IbUverbsGidEntry{}))
 )
 
 // decodeAsyncEventDesc decodes struct ib_uverbs_async_event_desc

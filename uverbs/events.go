@@ -118,7 +118,7 @@ func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
 	}
 	c.asyncMu.Lock()
 	defer c.asyncMu.Unlock()
-	var buf [16]byte
+	var buf [asyncEventDescSize]byte
 	n, err := readCtx(ctx, c.async, buf[:])
 	if err != nil {
 		return AsyncEvent{}, c.readErr(ctx, op, err)

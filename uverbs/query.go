@@ -322,8 +322,6 @@ type GIDEntry struct {
 	NetdevIfindex uint32 // 0 when the GID has no netdev
 }
 
-const gidEntrySize = 32 // sizeof(struct ib_uverbs_gid_entry)
-
 // QueryGIDTable returns every valid GID entry of every port, like
 // ibv_query_gid_table: UVERBS_METHOD_QUERY_GID_TABLE, with room for the sum
 // of the ports' GID table lengths.
@@ -356,7 +354,7 @@ func (c *Context) QueryGIDTable() ([]GIDEntry, error) {
 	buf := make([]byte, total*gidEntrySize)
 	n := new(uint64)
 	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_GID_TABLE).
-		Const(abi.UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE, gidEntrySize).
+		Const(abi.UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE, uint64(gidEntrySize)).
 		Out(abi.UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES, buf).
 		Out(abi.UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES, bytesOf(n))
 	if err := c.do(r); err != nil {

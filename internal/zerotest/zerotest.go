@@ -28,19 +28,15 @@ func Methods(t *testing.T, skip []string, vals ...any) {
 	for _, v := range vals {
 		rv := reflect.ValueOf(v)
 		rt := rv.Type()
-		name := rt.String()
+		base, name := rt.Name(), rt.String()
 		if rt.Kind() == reflect.Pointer {
-			name = rt.Elem().Name()
+			base, name = rt.Elem().Name(), rt.Elem().Name()
 			if rv.IsNil() {
-				name = "(*" + name + ")(nil)"
+				name = "(*" + base + ")(nil)"
 			}
 		}
 		for i := 0; i < rv.NumMethod(); i++ {
 			m := rt.Method(i)
-			base := rt.Name()
-			if rt.Kind() == reflect.Pointer {
-				base = rt.Elem().Name()
-			}
 			if skipped[base+"."+m.Name] {
 				continue
 			}
