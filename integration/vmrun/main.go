@@ -101,6 +101,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		prepare = fs.Bool("prepare", false, "only download and build what the VM needs, then exit")
 		memory  = fs.Int("m", 1024, "guest memory in MiB")
 		cpus    = fs.Int("smp", 2, "guest CPUs (ibv_rc_pingpong busy-polls: keep 2 or more)")
+		mock    = fs.Bool("mock", true, "load the test-only mlx5-model device mock0 (integration/mockrdma) on veth1")
+		mockPar = fs.String("mock-params", "", "extra module parameters for mock0, e.g. \"dyn_uar=0 steal=0\"")
 		env     envList
 	)
 	fs.Var(&env, "env", "set NAME=VALUE in COMMAND's environment (repeatable)")
@@ -166,13 +168,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	job := vmproto.Job{
-		Kernel: *kernel,
-		Repo:   repo,
-		Dir:    repo,
-		Env:    env,
-		User:   *user,
-		Shell:  *shell,
-		Shares: []vmproto.Share{{Tag: "vmrun.repo", Path: repo}},
+		Kernel:     *kernel,
+		Repo:       repo,
+		Dir:        repo,
+		Env:        env,
+		User:       *user,
+		Shell:      *shell,
+		Shares:     []vmproto.Share{{Tag: "vmrun.repo", Path: repo}},
+		NoMock:     !*mock,
+		MockParams: *mockPar,
 	}
 	shares := map[string]string{"vmrun.repo": repo}
 	if within(repo, cwd) {

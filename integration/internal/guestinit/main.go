@@ -82,6 +82,12 @@ func (g *guest) run() error {
 		return err
 	}
 	g.logf("rxe0 and rxe1 ACTIVE")
+	if !g.job.NoMock {
+		if err := setupMock(g.job.MockParams); err != nil {
+			return err
+		}
+		g.logf("%s ACTIVE on %s", vmproto.MockDev, vmproto.MockNetDev)
+	}
 	if g.job.User != "" {
 		if err := addUser(g.job.User); err != nil {
 			return err
@@ -121,6 +127,7 @@ func mountBase() error {
 	}{
 		{"proc", "/proc", "proc", "", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC},
 		{"sysfs", "/sys", "sysfs", "", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC},
+		{"debugfs", "/sys/kernel/debug", "debugfs", "", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC},
 		{"devtmpfs", "/dev", "devtmpfs", "mode=0755", unix.MS_NOSUID},
 		{"devpts", "/dev/pts", "devpts", "gid=5,mode=620,ptmxmode=666", unix.MS_NOSUID | unix.MS_NOEXEC},
 		{"tmpfs", "/dev/shm", "tmpfs", "mode=1777", unix.MS_NOSUID | unix.MS_NODEV},
@@ -161,13 +168,15 @@ func (g *guest) loadModules() error {
 	return nil
 }
 
-func loadModule(path string) error {
+func loadModule(path string) error { return loadModuleParams(path, "") }
+
+func loadModuleParams(path, params string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	err = unix.FinitModule(int(f.Fd()), "", 0)
+	err = unix.FinitModule(int(f.Fd()), params, 0)
 	if err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("load module %s: %w", filepath.Base(path), err)
 	}
@@ -304,6 +313,27 @@ func setupRDMA() error {
 		}
 	}
 	return nil
+}
+
+// setupMock loads the test-only module (integration/mockrdma) bound to
+// MockNetDev, with extra parameters, and waits until its port is ACTIVE.
+func setupMock(params string) error {
+	p := strings.TrimSpace("netdev=" + vmproto.MockNetDev + " " + params)
+	if err := loadModuleParams(vmproto.MockModule, p); err != nil {
+		return fmt.Errorf("%w (vmrun -mock=false boots without it)", err)
+	}
+	state := filepath.Join("/sys/class/infiniband", vmproto.MockDev, "ports/1/state")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(state)
+		if strings.TrimSpace(string(b)) == "4: ACTIVE" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s port 1 not ACTIVE after 30s (state %q)", vmproto.MockDev, strings.TrimSpace(string(b)))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func usableGID(s string) bool {

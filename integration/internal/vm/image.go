@@ -18,7 +18,7 @@ import (
 
 // imageFormat is part of the image stamp: bump it whenever the code below
 // changes what goes into the image, so that cached images are rebuilt.
-const imageFormat = "vmrun-image-4"
+const imageFormat = "vmrun-image-5"
 
 // wantModules are loaded by the guest's init, with their dependencies.
 var (
@@ -43,6 +43,9 @@ var guestTools = []string{
 	// the rxe verbs provider, which libibverbs loads with dlopen
 	"usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so",
 	"etc/libibverbs.d/rxe.driver",
+	// the mlx5 provider, for the test module mock0 (driver id mlx5)
+	"usr/lib/x86_64-linux-gnu/libibverbs/libmlx5-rdmav34.so",
+	"etc/libibverbs.d/mlx5.driver",
 }
 
 // guestLibs are there for C test peers built on the host against
@@ -58,6 +61,7 @@ type ImageInputs struct {
 	Userland string            // the userland packages unpacked into one tree
 	Debs     []string          // the userland .deb files (their names go into the stamp)
 	Programs map[string]string // guest path -> host file: the init and other static Go programs
+	Files    map[string]string // guest path -> host file: other files (the test module)
 }
 
 // BuildImage writes the initramfs to dst unless dst.stamp says it was built
@@ -116,14 +120,21 @@ func (in ImageInputs) stamp() (string, error) {
 		fmt.Fprintln(h, filepath.Base(d))
 	}
 	fmt.Fprintln(h, wantModules, guestTools, guestLibs)
-	guests := make([]string, 0, len(in.Programs))
-	for g := range in.Programs {
+	all := map[string]string{}
+	for g, f := range in.Programs {
+		all[g] = f
+	}
+	for g, f := range in.Files {
+		all[g] = f
+	}
+	guests := make([]string, 0, len(all))
+	for g := range all {
 		guests = append(guests, g)
 	}
 	sort.Strings(guests)
 	for _, g := range guests {
 		fmt.Fprintln(h, g)
-		b, err := os.ReadFile(in.Programs[g])
+		b, err := os.ReadFile(all[g])
 		if err != nil {
 			return "", err
 		}
@@ -146,6 +157,10 @@ func (in ImageInputs) tree(ctx context.Context) (*rootfs, error) {
 	}
 	for g, host := range in.Programs {
 		r.hostFile(g, host, 0o755)
+	}
+	for g, host := range in.Files {
+		r.mkdirAll(path.Dir(strings.TrimPrefix(g, "/")), 0o755)
+		r.hostFile(g, host, 0o644)
 	}
 	r.hostFile("bin/busybox", filepath.Join(in.Userland, "bin/busybox"), 0o755)
 	r.symlink("bin/sh", "busybox")

@@ -31,6 +31,24 @@ var (
 		"6.12": {"linux-image-6.12.117+deb12-amd64", "6.12.117-1~deb12u1"},
 	}
 
+	// kernelHeaders are what the test-only module integration/mockrdma is
+	// built against, per -kernel label: the headers of exactly the kernel
+	// package above, their -common tree and the kbuild tools. They are
+	// downloaded and unpacked, never installed (the 6.12 headers depend on
+	// the 6.12 image package).
+	kernelHeaders = map[string][]Package{
+		"6.1": {
+			{"linux-headers-6.1.0-56-amd64", "6.1.192-2"},
+			{"linux-headers-6.1.0-56-common", "6.1.192-2"},
+			{"linux-kbuild-6.1", "6.1.192-2"},
+		},
+		"6.12": {
+			{"linux-headers-6.12.117+deb12-amd64", "6.12.117-1~deb12u1"},
+			{"linux-headers-6.12.117+deb12-common", "6.12.117-1~deb12u1"},
+			{"linux-kbuild-6.12.117+deb12", "6.12.117-1~deb12u1"},
+		},
+	}
+
 	// userland holds the guest's busybox, rdma-core's tools and libraries
 	// with the rxe provider, iproute2 (ip, rdma), strace, and the shared
 	// libraries they need.

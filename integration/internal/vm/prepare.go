@@ -7,6 +7,8 @@
 //	debs/              the pinned .deb files (see packages.go)
 //	kernel/NAME_VER/   an unpacked kernel package plus its vmlinux
 //	userland/HASH/     the userland packages unpacked into one tree
+//	headers/LABEL/     a kernel's header and kbuild packages, unpacked
+//	mockrdma/LABEL/    the test-only module built for that kernel (+ .stamp)
 //	image/LABEL/       the guest init binary and the initramfs (+ .stamp)
 //	guest-bin/         the project's cmd/* built with CGO_ENABLED=0
 //	logs/              console logs of failed runs
@@ -25,6 +27,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/purerdma/rdma/integration/internal/vmproto"
 )
 
 // guestPrograms are built with CGO_ENABLED=0 into the image: path in the
@@ -83,11 +87,13 @@ func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
 		return nil, err
 	}
 	debDir := filepath.Join(cache, "debs")
-	debs, err := Download(ctx, debDir, append([]Package{kpkg}, userland...), logf)
+	hdrs := kernelHeaders[opt.Kernel]
+	want := append(append([]Package{kpkg}, hdrs...), userland...)
+	debs, err := Download(ctx, debDir, want, logf)
 	if err != nil {
 		return nil, err
 	}
-	kdeb, udebs := debs[0], debs[1:]
+	kdeb, hdebs, udebs := debs[0], debs[1:1+len(hdrs)], debs[1+len(hdrs):]
 
 	kdir := filepath.Join(cache, "kernel", kpkg.Name+"_"+kpkg.Version)
 	if _, err := os.Stat(filepath.Join(kdir, ".complete")); err != nil {
@@ -118,8 +124,15 @@ func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
 	if err := goBuild(ctx, opt.Repo, idir+string(filepath.Separator), pkgs...); err != nil {
 		return nil, fmt.Errorf("build the guest's programs: %w", err)
 	}
+	// The test-only mlx5-model device (integration/mockrdma), built
+	// against this kernel's headers.
+	ko, err := buildMock(ctx, opt.Repo, cache, opt.Kernel, hdebs, logf)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]string{vmproto.MockModule: ko}
 	p.Initrd = filepath.Join(idir, "initrd.cpio")
-	built, err := BuildImage(ctx, ImageInputs{Kernel: p.Kernel, Userland: udir, Debs: udebs, Programs: progs}, p.Initrd)
+	built, err := BuildImage(ctx, ImageInputs{Kernel: p.Kernel, Userland: udir, Debs: udebs, Programs: progs, Files: files}, p.Initrd)
 	if err != nil {
 		return nil, fmt.Errorf("build the guest image: %w", err)
 	}

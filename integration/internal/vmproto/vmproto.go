@@ -34,6 +34,17 @@ const (
 	ModulesFile = "/etc/vmrun/modules"
 	// ReleaseFile holds the kernel release the image was built for.
 	ReleaseFile = "/etc/vmrun/release"
+	// MockModule is the test-only kernel module of integration/mockrdma,
+	// built for the image's kernel. The init loads it after the rxe
+	// devices are up, bound to MockNetDev, unless the job says not to.
+	MockModule = "/lib/vmrun/mockrdma.ko"
+	// MockDev is the device the module registers; MockNetDev its netdev.
+	MockDev    = "mock0"
+	MockNetDev = "veth1"
+	// MockDebugfs is the module's debugfs directory for MockDev: its
+	// "requests" file is the device's record of the driver calls it
+	// received (write to clear), "flows" lists the live flows.
+	MockDebugfs = "/sys/kernel/debug/mockrdma/mock0"
 
 	// EnvGuest is set to "1" in the environment of every command run in the
 	// guest; EnvKernel holds the -kernel label (e.g. "6.1"); EnvRepo holds
@@ -76,9 +87,13 @@ type Job struct {
 	Shell  bool     // interactive shell on the serial console
 	Path   []string // directories put first on PATH
 	Shares []Share  // mounted before the command runs
-	Term   string   // TERM for the shell
-	Rows   uint16   // terminal size for the shell, 0 if unknown
-	Cols   uint16
+	NoMock bool     // do not load MockModule
+	// MockParams are extra module parameters for MockModule
+	// ("dyn_uar=0 steal=0"); netdev= is always MockNetDev.
+	MockParams string
+	Term       string // TERM for the shell
+	Rows       uint16 // terminal size for the shell, 0 if unknown
+	Cols       uint16
 }
 
 // Control messages, one a line on PortControl.

@@ -1,0 +1,1654 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mockrdma: a test-only RDMA device for purerdma's VM test bed.
+ *
+ * It registers one ib_device, "mock0" (one port, link layer Ethernet, core
+ * capability RAW_PACKET, bound to a netdev, veth1 by default) that says it is
+ * an mlx5 device (driver id RDMA_DRIVER_MLX5, uverbs ABI 1), so that the real
+ * ib_uverbs core validates and dispatches verbs counters and flow steering
+ * requests to it, and rdma-core's libmlx5 opens it like a ConnectX.
+ *
+ * It is a model, not a driver: there is no data path. Each rule it applies
+ * is read from Linux's drivers/infiniband/hw/mlx5/ and names the function it
+ * models ("mlx5: fs.c mlx5_ib_create_flow"). Rules the core applies before a
+ * driver is called (handles, CAP_NET_RAW, usecnt, the flow spec sizes) are
+ * left to the core and are not repeated here.
+ *
+ * Frames: an rx_handler on the netdev sees every frame that arrives on the
+ * port, whatever its destination MAC, and matches it against the live
+ * ingress flows, highest priority (lowest number) first, as mlx5's steering
+ * does: the first matching flow counts it (packets, and bytes from the
+ * destination MAC to the end of the payload, without FCS) on its counters
+ * object; a DONT_TRAP flow then lets the frame go on to the next matching
+ * flow (MLX5_FLOW_CONTEXT_ACTION_FWD_NEXT_PRIO in fs.c _create_flow_rule); any
+ * other flow takes the frame: it is steered to the QP, which has no data
+ * path here, so it is dropped (steal=0 passes it to the kernel instead).
+ *
+ * The device's own record of what it received: debugfs
+ * mockrdma/<dev>/requests, one line per driver call (counters, flows, and the
+ * context, PD, CQ, QP and UAR calls), without pointers or handles, so that
+ * two programs doing the same thing leave the same lines. Writing to the file
+ * clears it. mockrdma/<dev>/flows lists the live flows and their hits;
+ * mockrdma/<dev>/fence the number of the last fence frame (see
+ * MOCK_FENCE_TYPE) and how many other frames the port saw.
+ *
+ * Parameters: netdev= (default veth1), driver_id= (default 1, mlx5),
+ * dyn_uar= (default 1: answer MLX5_LIB_CAP_DYN_UAR like a modern mlx5;
+ * 0: static bfregs), steal= (default 1).
+ *
+ * Built for Debian's 6.1 and 6.12 kernels; the only API difference met is
+ * the signature of .create_cq.
+ */
+#include <linux/module.h>
+#include <linux/version.h>
+#include <linux/netdevice.h>
+#include <linux/etherdevice.h>
+#include <linux/if_ether.h>
+#include <linux/if_vlan.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <linux/tcp.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/mutex.h>
+#include <linux/list.h>
+#include <linux/rtnetlink.h>
+#include <linux/mm.h>
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+#include <rdma/mlx5-abi.h>
+#include <rdma/mlx5_user_ioctl_cmds.h>
+#include <rdma/mlx5_user_ioctl_verbs.h>
+#define UVERBS_MODULE_NAME mockrdma
+#include <rdma/uverbs_named_ioctl.h>
+
+static char *netdev = "veth1";
+module_param(netdev, charp, 0444);
+MODULE_PARM_DESC(netdev, "netdev the port is bound to");
+static int driver_id = RDMA_DRIVER_MLX5;
+module_param(driver_id, int, 0444);
+MODULE_PARM_DESC(driver_id, "enum rdma_driver_id reported to userspace (1 = mlx5)");
+static bool dyn_uar = true;
+module_param(dyn_uar, bool, 0444);
+MODULE_PARM_DESC(dyn_uar, "honour MLX5_LIB_CAP_DYN_UAR (0: always static bfregs)");
+static bool steal = true;
+module_param(steal, bool, 0444);
+MODULE_PARM_DESC(steal, "drop frames a flow without DONT_TRAP takes (0: pass them on)");
+
+/* Values of mlx5 the model uses (mlx5_ib.h, fs.c, counters.c). */
+#define MOCK_FLOW_LAST_PRIO 15	/* MLX5_IB_FLOW_LAST_PRIO */
+#define MOCK_MAX_COUNTERS_NUM (USHRT_MAX / (sizeof(u32) * 2)) /* counters.c */
+#define MOCK_NON_FP_BFREGS_PER_UAR 2	/* MLX5_NON_FP_BFREGS_PER_UAR */
+#define MOCK_VXLAN_PORT 4789	/* the port mlx5 firmware parses VXLAN on */
+
+/* UAR pages of a context: static ones at index 0..MOCK_STATIC_PAGES-1
+ * (mmap command MLX5_IB_MMAP_REGULAR_PAGE), dynamic ones after them, mapped
+ * at an offset the UAR object returns (opaque to userspace, as in mlx5). */
+#define MOCK_STATIC_PAGES 32
+#define MOCK_UAR_PAGES 64
+#define MOCK_DYN_CMD 0x80
+#define MOCK_LOG_MAX (256 * 1024)
+
+/* The test bed's fence frame: EtherType 0x88b5 (IEEE local experimental),
+ * payload "MOCKFENCE" and a 64-bit number. The rx_handler records the
+ * number instead of matching the frame, so that a sender that sent frames
+ * and then a fence from one CPU knows, once the fence file shows its
+ * number, that every frame before it was counted. */
+#define MOCK_FENCE_TYPE 0x88b5
+#define MOCK_FENCE_MAGIC "MOCKFENCE"
+
+struct mock_dev {
+	struct ib_device ibdev;
+	struct net_device *ndev;
+	spinlock_t lock;	/* flows and counter values, taken in softirq */
+	struct list_head flows;	/* sorted by priority, then creation */
+	u64 flow_seq;
+	bool rx_registered;
+	atomic_t next_qpn, next_cqn, next_pdn;
+	struct dentry *dbg_root, *dbg;
+	struct mutex log_lock;
+	char *log;
+	size_t log_len;
+	u64 log_dropped;
+	u64 fence;		/* the last fence frame's number */
+	u64 frames;		/* frames seen, fences not included */
+};
+
+struct mock_ucontext {
+	struct ib_ucontext ibuc;
+	struct mutex lock;
+	bool dyn;		/* lib_uar_dyn */
+	u32 static_pages;	/* static UAR pages (tot_bfregs / 2) */
+	struct page *uar[MOCK_UAR_PAGES];
+	bool dyn_used[MOCK_UAR_PAGES];
+	u32 counters_seq;	/* names counters objects c1, c2, ... in the record */
+};
+
+struct mock_pd { struct ib_pd ibpd; u32 pdn; };
+struct mock_cq { struct ib_cq ibcq; u32 cqn; };
+struct mock_qp { struct ib_qp ibqp; };
+
+struct mock_counters {
+	struct ib_counters ibc;
+	u32 id;			/* cN within its context, for the record */
+	/* struct mlx5_ib_mcounters: the description (counters_data,
+	 * ncounters, cntrs_max_index) and the hardware counter (hw_cntrs_hndl,
+	 * here two values). */
+	struct mlx5_ib_flow_counters_desc *desc;
+	u32 ndesc;
+	u32 max_index;
+	bool hw;
+	u64 packets, bytes;
+};
+
+/* A flow's match, from the specs the core converted (struct ib_flow_spec_*):
+ * outer headers [0], inner (after VXLAN) [1]. */
+struct mock_match {
+	bool eth, ipv4, ipv6, tcp, udp;
+	struct ib_flow_eth_filter eth_v, eth_m;
+	struct ib_flow_ipv4_filter ip4_v, ip4_m;
+	struct ib_flow_ipv6_filter ip6_v, ip6_m;
+	struct ib_flow_tcp_udp_filter l4_v, l4_m;
+};
+
+struct mock_flow {
+	struct ib_flow ibflow;
+	struct list_head node;
+	u64 seq;
+	u16 priority;
+	u32 type, flags;
+	struct mock_counters *counters;
+	bool drop, vxlan, never;	/* never: a spec with no frame meaning here */
+	__be32 vni_v, vni_m;
+	struct mock_match m[2];
+	u64 hits;
+};
+
+static struct mock_dev *mdev;
+
+static inline struct mock_dev *to_mdev(struct ib_device *d)
+{
+	return container_of(d, struct mock_dev, ibdev);
+}
+static inline struct mock_counters *to_mc(struct ib_counters *c)
+{
+	return container_of(c, struct mock_counters, ibc);
+}
+static inline struct mock_ucontext *to_mu(struct ib_ucontext *u)
+{
+	return container_of(u, struct mock_ucontext, ibuc);
+}
+
+/* ---- the record ---- */
+
+static __printf(2, 3) void mock_rec(struct mock_dev *md, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vscnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	line[n++] = '\n';
+	mutex_lock(&md->log_lock);
+	if (md->log && md->log_len + n <= MOCK_LOG_MAX) {
+		memcpy(md->log + md->log_len, line, n);
+		md->log_len += n;
+	} else {
+		md->log_dropped++;
+	}
+	mutex_unlock(&md->log_lock);
+}
+
+static ssize_t mock_log_read(struct file *f, char __user *buf, size_t len,
+			     loff_t *pos)
+{
+	struct mock_dev *md = f->private_data;
+	ssize_t ret;
+
+	mutex_lock(&md->log_lock);
+	ret = simple_read_from_buffer(buf, len, pos, md->log, md->log_len);
+	mutex_unlock(&md->log_lock);
+	return ret;
+}
+
+static ssize_t mock_log_write(struct file *f, const char __user *buf,
+			      size_t len, loff_t *pos)
+{
+	struct mock_dev *md = f->private_data;
+
+	mutex_lock(&md->log_lock);
+	md->log_len = 0;
+	md->log_dropped = 0;
+	mutex_unlock(&md->log_lock);
+	return len;
+}
+
+static const struct file_operations mock_log_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.read = mock_log_read,
+	.write = mock_log_write,
+	.llseek = default_llseek,
+};
+
+static int mock_flows_show(struct seq_file *s, void *unused)
+{
+	struct mock_dev *md = s->private;
+	struct mock_flow *f;
+
+	spin_lock_bh(&md->lock);
+	list_for_each_entry(f, &md->flows, node)
+		seq_printf(s, "flow %llu type=%u priority=%u flags=%#x counters=%u hits=%llu\n",
+			   f->seq, f->type, f->priority, f->flags,
+			   f->counters ? f->counters->id : 0, f->hits);
+	spin_unlock_bh(&md->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(mock_flows);
+
+static int mock_fence_show(struct seq_file *s, void *unused)
+{
+	struct mock_dev *md = s->private;
+
+	spin_lock_bh(&md->lock);
+	seq_printf(s, "%llu %llu\n", md->fence, md->frames);
+	spin_unlock_bh(&md->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(mock_fence);
+
+/* ---- device and port ---- */
+
+static void mock_guid(struct mock_dev *md, u8 *g)
+{
+	const u8 *mac = md->ndev->dev_addr;
+
+	/* EUI-64 from the MAC, as mlx5 and rxe derive theirs */
+	g[0] = mac[0] ^ 2;
+	g[1] = mac[1];
+	g[2] = mac[2];
+	g[3] = 0xff;
+	g[4] = 0xfe;
+	g[5] = mac[3];
+	g[6] = mac[4];
+	g[7] = mac[5];
+}
+
+static int mock_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
+			     struct ib_udata *uhw)
+{
+	/* mlx5: main.c mlx5_ib_query_device; the driver part of the
+	 * response (struct mlx5_ib_query_device_resp) stays zero: no TSO, RSS,
+	 * CQE compression or packet pacing. */
+	memset(a, 0, sizeof(*a));
+	a->fw_ver = (16ULL << 32) | (35ULL << 16) | 1000;
+	mock_guid(to_mdev(ibdev), (u8 *)&a->sys_image_guid);
+	a->max_mr_size = ~0ULL;
+	a->page_size_cap = PAGE_SIZE;
+	a->vendor_id = 0x02c9;		/* Mellanox */
+	a->vendor_part_id = 4119;	/* ConnectX-5 */
+	a->max_qp = 1 << 16;
+	a->max_qp_wr = 1 << 15;
+	a->max_send_sge = 30;
+	a->max_recv_sge = 30;
+	a->max_sge_rd = 30;
+	a->max_cq = 1 << 16;
+	a->max_cqe = (1 << 22) - 1;
+	a->max_mr = 1 << 16;
+	a->max_pd = 1 << 16;
+	a->max_qp_rd_atom = 16;
+	a->max_qp_init_rd_atom = 16;
+	a->max_res_rd_atom = 16 << 16;
+	a->max_srq = 1 << 16;
+	a->max_srq_wr = 1 << 15;
+	a->max_srq_sge = 31;
+	a->max_pkeys = 1;
+	a->local_ca_ack_delay = 16;
+	a->raw_packet_caps = IB_RAW_PACKET_CAP_CVLAN_STRIPPING |
+			     IB_RAW_PACKET_CAP_IP_CSUM;
+	return 0;
+}
+
+static bool mock_port_up(struct mock_dev *md)
+{
+	return netif_running(md->ndev) && netif_carrier_ok(md->ndev);
+}
+
+static int mock_query_port(struct ib_device *ibdev, u32 port,
+			   struct ib_port_attr *pa)
+{
+	bool up = mock_port_up(to_mdev(ibdev));
+
+	/* the core zeroed *pa */
+	pa->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+	pa->phys_state = up ? IB_PORT_PHYS_STATE_LINK_UP :
+			      IB_PORT_PHYS_STATE_DISABLED;
+	pa->max_mtu = IB_MTU_4096;
+	pa->active_mtu = IB_MTU_1024;
+	pa->gid_tbl_len = 1;
+	pa->pkey_tbl_len = 1;
+	pa->max_msg_sz = 1 << 30;
+	pa->active_width = IB_WIDTH_4X;
+	pa->active_speed = IB_SPEED_EDR;
+	return 0;
+}
+
+static int mock_get_port_immutable(struct ib_device *ibdev, u32 port,
+				   struct ib_port_immutable *im)
+{
+	/* A raw Ethernet port: no MAD, no CM, no RoCE GID management, so the
+	 * core never calls kernel verbs on the device. */
+	im->core_cap_flags = RDMA_CORE_PORT_RAW_PACKET;
+	im->gid_tbl_len = 1;
+	im->pkey_tbl_len = 1;
+	return 0;
+}
+
+static enum rdma_link_layer mock_get_link_layer(struct ib_device *ibdev,
+						u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static int mock_query_gid(struct ib_device *ibdev, u32 port, int index,
+			  union ib_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	gid->raw[0] = 0xfe;
+	gid->raw[1] = 0x80;
+	mock_guid(to_mdev(ibdev), &gid->raw[8]);
+	return 0;
+}
+
+static int mock_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+			   u16 *pkey)
+{
+	*pkey = 0xffff;
+	return 0;
+}
+
+/* ---- context: struct mlx5_ib_alloc_ucontext_req_v2 / _resp ---- */
+
+static int mock_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *udata)
+{
+	struct mock_dev *md = to_mdev(uctx->device);
+	struct mock_ucontext *mu = to_mu(uctx);
+	struct mlx5_ib_alloc_ucontext_req_v2 req = {};
+	struct mlx5_ib_alloc_ucontext_resp resp = {};
+	int err;
+
+	mutex_init(&mu->lock);
+	if (driver_id != RDMA_DRIVER_MLX5)
+		return 0;
+	/* mlx5: main.c mlx5_ib_alloc_ucontext */
+	if (udata->inlen < sizeof(struct mlx5_ib_alloc_ucontext_req))
+		return -EINVAL;
+	err = ib_copy_from_udata(&req, udata, min(udata->inlen, sizeof(req)));
+	if (err)
+		return err;
+	mock_rec(md, "alloc_ucontext inlen=%zu total_num_bfregs=%u num_low_latency_bfregs=%u flags=%#x comp_mask=%#x max_cqe_version=%u lib_caps=%#llx",
+		 udata->inlen, req.total_num_bfregs, req.num_low_latency_bfregs,
+		 req.flags, req.comp_mask, req.max_cqe_version,
+		 (unsigned long long)req.lib_caps);
+	/* A DEVX context is accepted (a ConnectX with DEVX would create a
+	 * uid); no DEVX object exists on the model. */
+	if (req.flags & ~MLX5_IB_ALLOC_UCTX_DEVX)
+		return -EOPNOTSUPP;
+	if (req.comp_mask || req.reserved0 || req.reserved1)
+		return -EOPNOTSUPP;
+	req.total_num_bfregs = ALIGN(req.total_num_bfregs,
+				     MOCK_NON_FP_BFREGS_PER_UAR);
+	if (req.num_low_latency_bfregs > req.total_num_bfregs - 1)
+		return -EINVAL;
+	if (dyn_uar && (req.lib_caps & MLX5_LIB_CAP_DYN_UAR)) {
+		/* lib_uar_dyn: no static bfregs, UARs come from
+		 * MLX5_IB_OBJECT_UAR */
+		mu->dyn = true;
+		resp.num_dyn_bfregs = (MOCK_UAR_PAGES - MOCK_STATIC_PAGES) *
+				      MOCK_NON_FP_BFREGS_PER_UAR;
+	} else {
+		/* calc_total_bfregs: one 4K UAR page per two bfregs; the
+		 * model has fewer pages than MLX5_MAX_BFREGS allows */
+		if (req.total_num_bfregs >
+		    MOCK_STATIC_PAGES * MOCK_NON_FP_BFREGS_PER_UAR)
+			return -ENOMEM;
+		if (!req.total_num_bfregs)
+			req.total_num_bfregs = MOCK_NON_FP_BFREGS_PER_UAR;
+		mu->static_pages = req.total_num_bfregs /
+				   MOCK_NON_FP_BFREGS_PER_UAR;
+		resp.tot_bfregs = req.total_num_bfregs;
+	}
+	resp.qp_tab_size = 1 << 18;
+	resp.bf_reg_size = 512;
+	resp.cache_line_size = L1_CACHE_BYTES;
+	resp.max_sq_desc_sz = 512;
+	resp.max_rq_desc_sz = 512;
+	resp.max_send_wqebb = 1 << 15;
+	resp.max_recv_wr = 1 << 15;
+	resp.max_srq_recv_wr = 1 << 15;
+	resp.num_ports = 1;
+	resp.cqe_version = min_t(u8, req.max_cqe_version, 1);
+	resp.cmds_supp_uhw = MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE;
+	resp.eth_min_inline = MLX5_USER_INLINE_MODE_NONE + 1;
+	resp.log_uar_size = PAGE_SHIFT;
+	resp.num_uars_per_page = 1;
+	resp.response_length = min(udata->outlen, sizeof(resp));
+	return ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+}
+
+static void mock_dealloc_ucontext(struct ib_ucontext *uctx)
+{
+	struct mock_ucontext *mu = to_mu(uctx);
+	int i;
+
+	for (i = 0; i < MOCK_UAR_PAGES; i++)
+		if (mu->uar[i])
+			__free_page(mu->uar[i]);
+}
+
+/* UAR pages are zeroed kernel pages: doorbells written there go nowhere. */
+static int mock_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
+{
+	struct mock_ucontext *mu = to_mu(uctx);
+	unsigned long cmd = (vma->vm_pgoff >> 8) & 0xff;
+	unsigned long idx = vma->vm_pgoff & 0xff;
+	int ret = -EINVAL;
+
+	/* mlx5: main.c mlx5_ib_mmap, uar_mmap: one page at a time */
+	if (vma->vm_end - vma->vm_start != PAGE_SIZE)
+		return -EINVAL;
+	mutex_lock(&mu->lock);
+	if (cmd == MLX5_IB_MMAP_REGULAR_PAGE && idx < mu->static_pages) {
+		if (!mu->uar[idx])
+			mu->uar[idx] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		ret = mu->uar[idx] ? 0 : -ENOMEM;
+	} else if (cmd == MOCK_DYN_CMD && idx >= MOCK_STATIC_PAGES &&
+		   idx < MOCK_UAR_PAGES && mu->dyn_used[idx]) {
+		ret = 0;
+	}
+	/* anything else (the core clock page, WC pages): EINVAL */
+	if (!ret)
+		ret = vm_insert_page(vma, vma->vm_start, mu->uar[idx]);
+	mutex_unlock(&mu->lock);
+	mock_rec(to_mdev(uctx->device), "mmap command=%lu index=%lu -> %d",
+		 cmd, idx, ret);
+	return ret;
+}
+
+/* ---- PD, CQ, QP ---- */
+
+static int mock_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct mock_pd *pd = container_of(ibpd, struct mock_pd, ibpd);
+	struct mlx5_ib_alloc_pd_resp resp = {};
+
+	pd->pdn = atomic_inc_return(&to_mdev(ibpd->device)->next_pdn);
+	mock_rec(to_mdev(ibpd->device), "alloc_pd outlen=%zu",
+		 udata ? udata->outlen : 0);
+	/* mlx5: main.c mlx5_ib_alloc_pd copies the pdn out */
+	if (udata && driver_id == RDMA_DRIVER_MLX5) {
+		resp.pdn = pd->pdn;
+		return ib_copy_to_udata(udata, &resp, sizeof(resp));
+	}
+	return 0;
+}
+
+static int mock_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	return 0;
+}
+
+/* .create_cq takes the uverbs_attr_bundle since 6.11 (an ib_udata before) */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+static int mock_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+			  struct uverbs_attr_bundle *attrs)
+{
+	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
+#else
+static int mock_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+			  struct ib_udata *udata)
+{
+#endif
+	struct mock_dev *md = to_mdev(ibcq->device);
+	struct mock_cq *cq = container_of(ibcq, struct mock_cq, ibcq);
+	struct mlx5_ib_create_cq ucmd = {};
+	struct mlx5_ib_create_cq_resp resp = {};
+	struct mock_ucontext *mu;
+	size_t ucmdlen;
+	int err = 0;
+
+	cq->cqn = atomic_inc_return(&md->next_cqn);
+	ibcq->cqe = attr->cqe;
+	if (!udata || driver_id != RDMA_DRIVER_MLX5)
+		return 0;
+	mu = rdma_udata_to_drv_context(udata, struct mock_ucontext, ibuc);
+	/* mlx5: cq.c create_cq_user */
+	ucmdlen = min(udata->inlen, sizeof(ucmd));
+	if (ucmdlen < offsetof(struct mlx5_ib_create_cq, flags))
+		err = -EINVAL;
+	else if (ib_copy_from_udata(&ucmd, udata, ucmdlen))
+		err = -EFAULT;
+	else if (ucmd.flags & ~(MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD |
+				MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX |
+				MLX5_IB_CREATE_CQ_FLAGS_REAL_TIME_TS))
+		err = -EINVAL;
+	else if ((ucmd.cqe_size != 64 && ucmd.cqe_size != 128) ||
+		 ucmd.reserved0 || ucmd.reserved1)
+		err = -EINVAL;
+	else if (!ucmd.buf_addr || !ucmd.db_addr)
+		err = -EFAULT;	/* ib_umem_get, mlx5_ib_db_map_user */
+	else if (ucmd.flags & MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX) {
+		/* the firmware refuses a UAR page the context does not own */
+		if (ucmd.uar_page_index < MOCK_STATIC_PAGES ||
+		    ucmd.uar_page_index >= MOCK_UAR_PAGES ||
+		    !mu->dyn_used[ucmd.uar_page_index])
+			err = -EINVAL;
+	} else if (mu->dyn) {
+		err = -EINVAL;	/* lib_uar_dyn needs a UAR page index */
+	}
+	mock_rec(md, "create_cq cqe=%u inlen=%zu cqe_size=%u flags=%#x uar=%s -> %d",
+		 attr->cqe, udata->inlen, ucmd.cqe_size, ucmd.flags,
+		 (ucmd.flags & MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX) ?
+		 "dynamic" : "static", err);
+	if (err)
+		return err;
+	resp.cqn = cq->cqn;
+	return ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+}
+
+static int mock_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	mock_rec(to_mdev(ibcq->device), "destroy_cq");
+	return 0;
+}
+
+static int mock_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
+{
+	return 0;
+}
+
+static int mock_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags f)
+{
+	return 0;
+}
+
+static const char *qpt_name(enum ib_qp_type t)
+{
+	switch (t) {
+	case IB_QPT_RAW_PACKET: return "RAW_PACKET";
+	case IB_QPT_UD: return "UD";
+	case IB_QPT_RC: return "RC";
+	case IB_QPT_UC: return "UC";
+	default: return "?";
+	}
+}
+
+static int mock_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+			  struct ib_udata *udata)
+{
+	struct mock_dev *md = to_mdev(ibqp->device);
+	struct mlx5_ib_create_qp ucmd = {};
+	struct mlx5_ib_create_qp_resp resp = {};
+	struct mock_ucontext *mu;
+	int err = 0;
+
+	ibqp->qp_num = atomic_inc_return(&md->next_qpn) + 0x100;
+	switch (init->qp_type) {
+	case IB_QPT_RAW_PACKET:
+	case IB_QPT_UD:
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (!udata || driver_id != RDMA_DRIVER_MLX5)
+		return 0;
+	mu = rdma_udata_to_drv_context(udata, struct mock_ucontext, ibuc);
+	/* mlx5: qp.c process_udata_size, _create_user_qp */
+	if (udata->inlen < offsetofend(struct mlx5_ib_create_qp, buf_addr) ||
+	    ib_copy_from_udata(&ucmd, udata, min(udata->inlen, sizeof(ucmd))))
+		err = -EINVAL;
+	else if (ucmd.flags & MLX5_QP_FLAG_UAR_PAGE_INDEX) {
+		if (ucmd.bfreg_index < MOCK_STATIC_PAGES ||
+		    ucmd.bfreg_index >= MOCK_UAR_PAGES ||
+		    !mu->dyn_used[ucmd.bfreg_index])
+			err = -EINVAL;
+	} else if (mu->dyn) {
+		err = -EINVAL;	/* alloc_bfreg: lib_uar_dyn has no bfregs */
+	}
+	mock_rec(md, "create_qp type=%s send_wr=%u recv_wr=%u inlen=%zu flags=%#x sq_wqe_count=%u rq_wqe_count=%u uar=%s -> %d",
+		 qpt_name(init->qp_type), init->cap.max_send_wr,
+		 init->cap.max_recv_wr, udata->inlen, ucmd.flags,
+		 ucmd.sq_wqe_count, ucmd.rq_wqe_count,
+		 (ucmd.flags & MLX5_QP_FLAG_UAR_PAGE_INDEX) ? "dynamic" : "static",
+		 err);
+	if (err)
+		return err;
+	return ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+}
+
+static int mock_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+			  struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int mock_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+			 struct ib_qp_init_attr *init)
+{
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	attr->qp_state = IB_QPS_RESET;
+	return 0;
+}
+
+static int mock_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	mock_rec(to_mdev(ibqp->device), "destroy_qp type=%s", qpt_name(ibqp->qp_type));
+	return 0;
+}
+
+static int mock_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+			  const struct ib_send_wr **bad)
+{
+	*bad = wr;
+	return -EOPNOTSUPP;
+}
+
+static int mock_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+			  const struct ib_recv_wr **bad)
+{
+	*bad = wr;
+	return -EOPNOTSUPP;
+}
+
+static struct ib_mr *mock_get_dma_mr(struct ib_pd *pd, int acc)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static struct ib_mr *mock_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
+				      u64 virt, int acc, struct ib_udata *udata)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static int mock_dereg_mr(struct ib_mr *mr, struct ib_udata *udata)
+{
+	return 0;
+}
+
+/* ---- counters: counters.c ---- */
+
+static int mock_create_counters(struct ib_counters *ibc,
+				struct uverbs_attr_bundle *attrs)
+{
+	struct mock_counters *mc = to_mc(ibc);
+	struct ib_ucontext *uctx = ib_uverbs_get_ucontext(attrs);
+
+	/* mlx5_ib_create_counters: nothing until the first flow */
+	if (!IS_ERR(uctx)) {
+		struct mock_ucontext *mu = to_mu(uctx);
+
+		mutex_lock(&mu->lock);
+		mc->id = ++mu->counters_seq;
+		mutex_unlock(&mu->lock);
+	}
+	mock_rec(to_mdev(ibc->device), "create_counters c%u", mc->id);
+	return 0;
+}
+
+static int mock_destroy_counters(struct ib_counters *ibc)
+{
+	struct mock_counters *mc = to_mc(ibc);
+
+	/* mlx5_ib_destroy_counters; the core refused while a flow uses it */
+	mock_rec(to_mdev(ibc->device), "destroy_counters c%u", mc->id);
+	kfree(mc->desc);
+	mc->desc = NULL;
+	return 0;
+}
+
+static int mock_read_counters(struct ib_counters *ibc,
+			      struct ib_counters_read_attr *ra,
+			      struct uverbs_attr_bundle *attrs)
+{
+	struct mock_dev *md = to_mdev(ibc->device);
+	struct mock_counters *mc = to_mc(ibc);
+	u64 vals[2];
+	u32 i;
+	int ret = 0;
+
+	/* mlx5_ib_read_counters: room for every index described, else
+	 * EINVAL; then each (description, index) pair adds the hardware
+	 * value to its index (pairs on one index add up). read_flow_counters
+	 * queries the counter whatever the flags (PREFER_CACHED included). */
+	spin_lock_bh(&md->lock);
+	if (mc->max_index > ra->ncounters) {
+		ret = -EINVAL;
+	} else {
+		vals[IB_COUNTER_PACKETS] = mc->packets;
+		vals[IB_COUNTER_BYTES] = mc->bytes;
+		for (i = 0; i < mc->ndesc; i++)
+			ra->counters_buff[mc->desc[i].index] +=
+				vals[mc->desc[i].description];
+	}
+	spin_unlock_bh(&md->lock);
+	mock_rec(md, "read_counters c%u ncounters=%u flags=%#x -> %d", mc->id,
+		 ra->ncounters, ra->flags, ret);
+	return ret;
+}
+
+/* mlx5_ib_flow_counters_set_data for a flow with a COUNT action. ucmd is
+ * NULL when the flow carried no driver data. */
+static int mock_counters_set_data(struct mock_dev *md, struct mock_counters *mc,
+				  struct mlx5_ib_create_flow *ucmd, char *rec,
+				  size_t reclen)
+{
+	struct mlx5_ib_flow_counters_desc *desc = NULL;
+	struct mlx5_ib_flow_counters_data *data;
+	bool created = false;
+	u32 i, n = 0, max_index = 0;
+	size_t off = 0;
+	int ret = 0;
+
+	if (ucmd && ucmd->ncounters_data) {
+		data = &ucmd->data[0];
+		n = data->ncounters;
+		if (n > MOCK_MAX_COUNTERS_NUM)
+			return -EINVAL;
+		desc = kcalloc(n, sizeof(*desc), GFP_KERNEL);
+		if (!desc)
+			return -ENOMEM;
+		if (copy_from_user(desc, u64_to_user_ptr(data->counters_data),
+				   sizeof(*desc) * n)) {
+			kfree(desc);
+			return -EFAULT;
+		}
+		/* description@index, the first 16 of them */
+		off += scnprintf(rec + off, reclen - off, " points=[");
+		for (i = 0; i < n && i < 16; i++)
+			off += scnprintf(rec + off, reclen - off, "%s%u@%u",
+					 i ? "," : "", desc[i].description,
+					 desc[i].index);
+		scnprintf(rec + off, reclen - off, "%s]", n > 16 ? ",..." : "");
+	}
+	spin_lock_bh(&md->lock);
+	if (!mc->hw) {
+		/* mlx5_fc_create: a new hardware counter starts at zero */
+		mc->hw = true;
+		mc->packets = mc->bytes = 0;
+		created = true;
+	}
+	if (desc) {
+		if (mc->max_index) {
+			ret = -EINVAL;	/* already bound to a flow */
+		} else {
+			/* counters_set_description */
+			for (i = 0; i < n; i++) {
+				if (desc[i].description > IB_COUNTER_BYTES) {
+					ret = -EINVAL;
+					break;
+				}
+				if (max_index <= desc[i].index)
+					max_index = desc[i].index + 1;
+			}
+		}
+		if (!ret) {
+			kfree(mc->desc);
+			mc->desc = desc;
+			mc->ndesc = n;
+			mc->max_index = max_index;
+			desc = NULL;
+		}
+	} else if (!mc->max_index) {
+		ret = -EINVAL;	/* not bound yet: the first flow describes */
+	}
+	if (ret && created)
+		mc->hw = false;	/* mlx5_fc_destroy of the counter just made */
+	spin_unlock_bh(&md->lock);
+	kfree(desc);
+	return ret;
+}
+
+/* mlx5_ib_counters_clear_description: when the flow going away is the
+ * object's last user, the description is forgotten; the hardware counter
+ * (and its values) stays until the object is destroyed. */
+static void mock_counters_clear(struct mock_dev *md, struct mock_counters *mc)
+{
+	if (!mc || atomic_read(&mc->ibc.usecnt) != 1)
+		return;
+	spin_lock_bh(&md->lock);
+	kfree(mc->desc);
+	mc->desc = NULL;
+	mc->ndesc = 0;
+	mc->max_index = 0;
+	spin_unlock_bh(&md->lock);
+}
+
+/* ---- flows: fs.c ---- */
+
+static const char *spec_name(u32 t)
+{
+	switch (t & ~IB_FLOW_SPEC_INNER) {
+	case IB_FLOW_SPEC_ETH: return "ETH";
+	case IB_FLOW_SPEC_IB: return "IB";
+	case IB_FLOW_SPEC_IPV4: return "IPV4";
+	case IB_FLOW_SPEC_IPV6: return "IPV6";
+	case IB_FLOW_SPEC_ESP: return "ESP";
+	case IB_FLOW_SPEC_TCP: return "TCP";
+	case IB_FLOW_SPEC_UDP: return "UDP";
+	case IB_FLOW_SPEC_VXLAN_TUNNEL: return "VXLAN";
+	case IB_FLOW_SPEC_GRE: return "GRE";
+	case IB_FLOW_SPEC_MPLS: return "MPLS";
+	case IB_FLOW_SPEC_ACTION_TAG: return "TAG";
+	case IB_FLOW_SPEC_ACTION_DROP: return "DROP";
+	case IB_FLOW_SPEC_ACTION_HANDLE: return "HANDLE";
+	case IB_FLOW_SPEC_ACTION_COUNT: return "COUNT";
+	}
+	return "?";
+}
+
+/* FIELDS_NOT_SUPPORTED: mask bytes from field to the end of the filter */
+static bool mask_set(const void *mask, size_t from, size_t size)
+{
+	return memchr_inv((const u8 *)mask + from, 0, size - from) != NULL;
+}
+
+/* set_proto: the ip_protocol a flow matches, set once or equal */
+static int set_proto(u8 *pmask, u8 *pval, u8 mask, u8 val)
+{
+	if (!mask)
+		return 0;
+	if (*pmask && (*pmask != mask || *pval != val))
+		return -EINVAL;
+	*pmask = mask;
+	*pval = val;
+	return 0;
+}
+
+/* is_valid_ethertype: an ETH spec that matches the ethertype matches it
+ * whole and agrees with an IPv4 or IPv6 spec of the same headers */
+static bool valid_ethertype(const struct ib_flow_attr *fa, bool inner)
+{
+	const union ib_flow_spec *s = (const void *)(fa + 1);
+	u32 bit = inner ? IB_FLOW_SPEC_INNER : 0, ip = 0;
+	bool has = false, mask_ok = true;
+	u16 et = 0;
+	unsigned int i;
+
+	for (i = 0; i < fa->num_of_specs; i++) {
+		if (s->type == (IB_FLOW_SPEC_ETH | bit) && s->eth.mask.ether_type) {
+			mask_ok = s->eth.mask.ether_type == htons(0xffff);
+			has = true;
+			et = ntohs(s->eth.val.ether_type);
+		} else if (s->type == (IB_FLOW_SPEC_IPV4 | bit) ||
+			   s->type == (IB_FLOW_SPEC_IPV6 | bit)) {
+			ip = s->type;
+		}
+		s = (const void *)s + s->size;
+	}
+	if (!has || !ip)
+		return true;
+	return mask_ok &&
+	       ((et == ETH_P_IP && ip == (IB_FLOW_SPEC_IPV4 | bit)) ||
+		(et == ETH_P_IPV6 && ip == (IB_FLOW_SPEC_IPV6 | bit)));
+}
+
+static int rec_mac(char *b, size_t n, const u8 *v, const u8 *m)
+{
+	return scnprintf(b, n, "%pM/%pM", v, m);
+}
+
+/* parse_flow_attr, spec by spec, into the model's match; rec gets the
+ * spec as the driver saw it */
+static int mock_parse_specs(struct mock_flow *f, const struct ib_flow_attr *fa,
+			    char *rec, size_t reclen)
+{
+	const union ib_flow_spec *s = (const void *)(fa + 1);
+	u8 pmask[2] = {}, pval[2] = {};
+	size_t off = strlen(rec);
+	unsigned int i;
+	int err;
+
+	if (!valid_ethertype(fa, false) || !valid_ethertype(fa, true))
+		return -EINVAL;
+	for (i = 0; i < fa->num_of_specs; i++) {
+		bool in = s->type & IB_FLOW_SPEC_INNER;
+		struct mock_match *m = &f->m[in];
+
+		off += scnprintf(rec + off, reclen - off, " %s%s{",
+				 in ? "INNER_" : "", spec_name(s->type));
+		switch (s->type & ~IB_FLOW_SPEC_INNER) {
+		case IB_FLOW_SPEC_ETH:
+			off += rec_mac(rec + off, reclen - off, s->eth.val.dst_mac,
+				       s->eth.mask.dst_mac);
+			off += scnprintf(rec + off, reclen - off, " ");
+			off += rec_mac(rec + off, reclen - off, s->eth.val.src_mac,
+				       s->eth.mask.src_mac);
+			off += scnprintf(rec + off, reclen - off,
+					 " type=%04x/%04x vlan=%04x/%04x",
+					 ntohs(s->eth.val.ether_type),
+					 ntohs(s->eth.mask.ether_type),
+					 ntohs(s->eth.val.vlan_tag),
+					 ntohs(s->eth.mask.vlan_tag));
+			m->eth = true;
+			m->eth_v = s->eth.val;
+			m->eth_m = s->eth.mask;
+			break;
+		case IB_FLOW_SPEC_IPV4:
+			off += scnprintf(rec + off, reclen - off,
+					 "%pI4/%pI4 %pI4/%pI4 proto=%u/%02x tos=%u/%02x",
+					 &s->ipv4.val.src_ip, &s->ipv4.mask.src_ip,
+					 &s->ipv4.val.dst_ip, &s->ipv4.mask.dst_ip,
+					 s->ipv4.val.proto, s->ipv4.mask.proto,
+					 s->ipv4.val.tos, s->ipv4.mask.tos);
+			if (mask_set(&s->ipv4.mask,
+				     offsetof(struct ib_flow_ipv4_filter, ttl),
+				     sizeof(s->ipv4.mask)))
+				return -EOPNOTSUPP;
+			err = set_proto(&pmask[in], &pval[in], s->ipv4.mask.proto,
+					s->ipv4.val.proto);
+			if (err)
+				return err;
+			m->ipv4 = true;
+			m->ip4_v = s->ipv4.val;
+			m->ip4_m = s->ipv4.mask;
+			break;
+		case IB_FLOW_SPEC_IPV6:
+			off += scnprintf(rec + off, reclen - off,
+					 "%pI6c/%pI6c %pI6c/%pI6c flow_label=%x/%x next_hdr=%u/%02x tclass=%u/%02x",
+					 s->ipv6.val.src_ip, s->ipv6.mask.src_ip,
+					 s->ipv6.val.dst_ip, s->ipv6.mask.dst_ip,
+					 ntohl(s->ipv6.val.flow_label),
+					 ntohl(s->ipv6.mask.flow_label),
+					 s->ipv6.val.next_hdr, s->ipv6.mask.next_hdr,
+					 s->ipv6.val.traffic_class,
+					 s->ipv6.mask.traffic_class);
+			if (mask_set(&s->ipv6.mask,
+				     offsetof(struct ib_flow_ipv6_filter, hop_limit),
+				     sizeof(s->ipv6.mask)))
+				return -EOPNOTSUPP;
+			err = set_proto(&pmask[in], &pval[in], s->ipv6.mask.next_hdr,
+					s->ipv6.val.next_hdr);
+			if (err)
+				return err;
+			m->ipv6 = true;
+			m->ip6_v = s->ipv6.val;
+			m->ip6_m = s->ipv6.mask;
+			break;
+		case IB_FLOW_SPEC_TCP:
+		case IB_FLOW_SPEC_UDP:
+			off += scnprintf(rec + off, reclen - off,
+					 "dst=%u/%04x src=%u/%04x",
+					 ntohs(s->tcp_udp.val.dst_port),
+					 ntohs(s->tcp_udp.mask.dst_port),
+					 ntohs(s->tcp_udp.val.src_port),
+					 ntohs(s->tcp_udp.mask.src_port));
+			err = set_proto(&pmask[in], &pval[in], 0xff,
+					(s->type & ~IB_FLOW_SPEC_INNER) == IB_FLOW_SPEC_TCP ?
+					IPPROTO_TCP : IPPROTO_UDP);
+			if (err)
+				return err;
+			if ((s->type & ~IB_FLOW_SPEC_INNER) == IB_FLOW_SPEC_TCP)
+				m->tcp = true;
+			else
+				m->udp = true;
+			m->l4_v = s->tcp_udp.val;
+			m->l4_m = s->tcp_udp.mask;
+			break;
+		case IB_FLOW_SPEC_VXLAN_TUNNEL:
+			off += scnprintf(rec + off, reclen - off, "vni=%u/%06x",
+					 ntohl(s->tunnel.val.tunnel_id),
+					 ntohl(s->tunnel.mask.tunnel_id));
+			f->vxlan = true;
+			f->vni_v = s->tunnel.val.tunnel_id;
+			f->vni_m = s->tunnel.mask.tunnel_id;
+			break;
+		case IB_FLOW_SPEC_GRE:
+			off += scnprintf(rec + off, reclen - off,
+					 "protocol=%04x/%04x key=%x/%x",
+					 ntohs(s->gre.val.protocol),
+					 ntohs(s->gre.mask.protocol),
+					 ntohl(s->gre.val.key), ntohl(s->gre.mask.key));
+			if (s->gre.mask.c_ks_res0_ver)
+				return -EOPNOTSUPP;
+			err = set_proto(&pmask[in], &pval[in], 0xff, IPPROTO_GRE);
+			if (err)
+				return err;
+			f->never = true;
+			break;
+		case IB_FLOW_SPEC_MPLS:
+			off += scnprintf(rec + off, reclen - off, "tag=%x/%x",
+					 ntohl(s->mpls.val.tag),
+					 ntohl(s->mpls.mask.tag));
+			f->never = true;
+			break;
+		case IB_FLOW_SPEC_ESP:
+			/* needs IPsec offload, which the model has not */
+			return -EOPNOTSUPP;
+		case IB_FLOW_SPEC_ACTION_TAG:
+			off += scnprintf(rec + off, reclen - off, "%u",
+					 s->flow_tag.tag_id);
+			if (s->flow_tag.tag_id >= BIT(24))
+				return -EINVAL;
+			break;
+		case IB_FLOW_SPEC_ACTION_DROP:
+			f->drop = true;
+			break;
+		case IB_FLOW_SPEC_ACTION_HANDLE:
+			/* no flow action object exists on the model */
+			return -EOPNOTSUPP;
+		case IB_FLOW_SPEC_ACTION_COUNT:
+			/* one counters spec per flow */
+			if (f->counters)
+				return -EINVAL;
+			f->counters = to_mc(s->flow_count.counters);
+			off += scnprintf(rec + off, reclen - off, "c%u usecnt=%d",
+					 f->counters->id,
+					 atomic_read(&s->flow_count.counters->usecnt));
+			break;
+		default:
+			return -EINVAL;
+		}
+		off += scnprintf(rec + off, reclen - off, "}");
+		s = (const void *)s + s->size;
+	}
+	return 0;
+}
+
+/* mlx5_ib_create_flow, then _create_flow_rule for a NORMAL flow */
+static struct ib_flow *mock_create_flow(struct ib_qp *qp,
+					struct ib_flow_attr *fa,
+					struct ib_udata *udata)
+{
+	struct mock_dev *md = to_mdev(qp->device);
+	struct mlx5_ib_create_flow *ucmd = NULL, hdr = {};
+	size_t min_sz = offsetofend(struct mlx5_ib_create_flow, reserved), req_sz;
+	struct mock_flow *f, *pos;
+	char *rec;
+	size_t off;
+	int err = 0;
+
+	rec = kzalloc(2048, GFP_KERNEL);
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!rec || !f) {
+		err = -ENOMEM;
+		goto out;
+	}
+	off = scnprintf(rec, 2048, "create_flow qp=%s type=%u priority=%u flags=%#x port=%u specs=%u",
+			qpt_name(qp->qp_type), fa->type, fa->priority, fa->flags,
+			fa->port, fa->num_of_specs);
+	if (udata && udata->inlen) {
+		if (udata->inlen < min_sz) {
+			err = -EOPNOTSUPP;
+			goto out;
+		}
+		err = ib_copy_from_udata(&hdr, udata, min_sz);
+		if (err)
+			goto out;
+		/* currently supports only one counters data */
+		if (hdr.ncounters_data > 1) {
+			err = -EINVAL;
+			goto out;
+		}
+		req_sz = min_sz + sizeof(struct mlx5_ib_flow_counters_data) *
+				  hdr.ncounters_data;
+		if (udata->inlen > req_sz &&
+		    !ib_is_udata_cleared(udata, req_sz, udata->inlen - req_sz)) {
+			err = -EOPNOTSUPP;
+			goto out;
+		}
+		ucmd = kzalloc(req_sz, GFP_KERNEL);
+		if (!ucmd) {
+			err = -ENOMEM;
+			goto out;
+		}
+		err = ib_copy_from_udata(ucmd, udata, req_sz);
+		if (err)
+			goto out;
+		off += scnprintf(rec + off, 2048 - off, " ucmd{ncounters_data=%u",
+				 hdr.ncounters_data);
+		if (hdr.ncounters_data)
+			off += scnprintf(rec + off, 2048 - off, " ncounters=%u",
+					 ucmd->data[0].ncounters);
+		off += scnprintf(rec + off, 2048 - off, "}");
+	}
+	if (fa->priority > MOCK_FLOW_LAST_PRIO) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (fa->flags & ~(IB_FLOW_ATTR_FLAGS_DONT_TRAP | IB_FLOW_ATTR_FLAGS_EGRESS)) {
+		err = -EINVAL;
+		goto out;
+	}
+	if ((fa->flags & IB_FLOW_ATTR_FLAGS_EGRESS) &&
+	    (fa->type == IB_FLOW_ATTR_ALL_DEFAULT ||
+	     fa->type == IB_FLOW_ATTR_MC_DEFAULT)) {
+		err = -EINVAL;
+		goto out;
+	}
+	f->type = fa->type;
+	f->priority = fa->priority;
+	f->flags = fa->flags;
+	switch (fa->type) {
+	case IB_FLOW_ATTR_NORMAL:
+		err = mock_parse_specs(f, fa, rec, 2048);
+		if (!err && f->counters) {
+			off = strlen(rec);
+			/* on failure mlx5 has not yet set handler->ibcounters:
+			 * nothing to clear */
+			err = mock_counters_set_data(md, f->counters, ucmd,
+						     rec + off, 2048 - off);
+		}
+		break;
+	case IB_FLOW_ATTR_ALL_DEFAULT:
+	case IB_FLOW_ATTR_MC_DEFAULT:
+	case IB_FLOW_ATTR_SNIFFER:
+		/* create_leftovers_rule, create_sniffer_rule: built from the
+		 * driver's own specs; they count nothing here */
+		f->never = true;
+		break;
+	default:
+		err = -EINVAL;
+	}
+	if (err)
+		goto out;
+	spin_lock_bh(&md->lock);
+	f->seq = ++md->flow_seq;
+	/* keep the list in steering order: priority, then creation */
+	list_for_each_entry(pos, &md->flows, node)
+		if (pos->priority > f->priority)
+			break;
+	list_add_tail(&f->node, &pos->node);
+	spin_unlock_bh(&md->lock);
+out:
+	if (rec) {
+		mock_rec(md, "%s -> %d", rec, err);
+		kfree(rec);
+	}
+	kfree(ucmd);
+	if (err) {
+		kfree(f);
+		return ERR_PTR(err);
+	}
+	return &f->ibflow;
+}
+
+/* mlx5_ib_destroy_flow */
+static int mock_destroy_flow(struct ib_flow *ibflow)
+{
+	struct mock_flow *f = container_of(ibflow, struct mock_flow, ibflow);
+	struct mock_dev *md = to_mdev(ibflow->device);
+
+	spin_lock_bh(&md->lock);
+	list_del(&f->node);
+	spin_unlock_bh(&md->lock);
+	mock_counters_clear(md, f->counters);
+	mock_rec(md, "destroy_flow counters=c%u hits=%llu",
+		 f->counters ? f->counters->id : 0, f->hits);
+	kfree(f);
+	return 0;
+}
+
+/* ---- frames ---- */
+
+/* The headers of one Ethernet frame: eth at its start, l3 the network
+ * header's offset in the skb's data. */
+struct mock_hdrs {
+	const u8 *dst, *src;
+	u16 ethertype;		/* after a VLAN tag */
+	bool tagged;
+	u16 tci;
+	int l3;			/* offset in skb->data, -1: none */
+};
+
+static bool match_mac(const u8 *a, const u8 *v, const u8 *m)
+{
+	int i;
+
+	for (i = 0; i < ETH_ALEN; i++)
+		if ((a[i] ^ v[i]) & m[i])
+			return false;
+	return true;
+}
+
+/* Does one level of headers (outer or inner) match m? next gets the offset
+ * of the L4 payload (after TCP/UDP header) for VXLAN. */
+static bool match_level(const struct mock_match *m, const struct sk_buff *skb,
+			const struct mock_hdrs *h, int *l4off, u8 *proto)
+{
+	u8 buf[40];
+	int l4 = -1;
+
+	*proto = 0;
+	if (m->eth) {
+		if (!match_mac(h->dst, m->eth_v.dst_mac, m->eth_m.dst_mac) ||
+		    !match_mac(h->src, m->eth_v.src_mac, m->eth_m.src_mac))
+			return false;
+		if ((htons(h->ethertype) ^ m->eth_v.ether_type) & m->eth_m.ether_type)
+			return false;
+		if (m->eth_m.vlan_tag) {
+			/* mlx5 matches cvlan_tag: only tagged frames */
+			if (!h->tagged ||
+			    ((htons(h->tci) ^ m->eth_v.vlan_tag) & m->eth_m.vlan_tag))
+				return false;
+		}
+	}
+	if (h->l3 < 0)
+		return !(m->ipv4 || m->ipv6 || m->tcp || m->udp);
+	if (h->ethertype == ETH_P_IP) {
+		const struct iphdr *ip = skb_header_pointer(skb, h->l3, sizeof(*ip), buf);
+
+		if (m->ipv6 || !ip || ip->version != 4 || ip->ihl < 5)
+			return false;
+		if (m->ipv4 &&
+		    (((ip->saddr ^ m->ip4_v.src_ip) & m->ip4_m.src_ip) ||
+		     ((ip->daddr ^ m->ip4_v.dst_ip) & m->ip4_m.dst_ip) ||
+		     ((ip->protocol ^ m->ip4_v.proto) & m->ip4_m.proto) ||
+		     ((ip->tos ^ m->ip4_v.tos) & m->ip4_m.tos)))
+			return false;
+		*proto = ip->protocol;
+		l4 = h->l3 + ip->ihl * 4;
+	} else if (h->ethertype == ETH_P_IPV6) {
+		const struct ipv6hdr *ip = skb_header_pointer(skb, h->l3, sizeof(*ip), buf);
+		__be32 w0;
+		int i;
+
+		if (m->ipv4 || !ip || ip->version != 6)
+			return false;
+		memcpy(&w0, ip, 4);
+		if (m->ipv6) {
+			for (i = 0; i < 16; i++)
+				if (((ip->saddr.s6_addr[i] ^ m->ip6_v.src_ip[i]) & m->ip6_m.src_ip[i]) ||
+				    ((ip->daddr.s6_addr[i] ^ m->ip6_v.dst_ip[i]) & m->ip6_m.dst_ip[i]))
+					return false;
+			if (((ntohl(w0) & 0xfffff) ^ ntohl(m->ip6_v.flow_label)) &
+			    ntohl(m->ip6_m.flow_label))
+				return false;
+			if ((ip->nexthdr ^ m->ip6_v.next_hdr) & m->ip6_m.next_hdr)
+				return false;
+			if ((((ntohl(w0) >> 20) & 0xff) ^ m->ip6_v.traffic_class) &
+			    m->ip6_m.traffic_class)
+				return false;
+		}
+		*proto = ip->nexthdr;
+		l4 = h->l3 + sizeof(*ip);
+	} else {
+		return !(m->ipv4 || m->ipv6 || m->tcp || m->udp);
+	}
+	if (m->tcp || m->udp) {
+		const struct udphdr *p;
+
+		if (*proto != (m->tcp ? IPPROTO_TCP : IPPROTO_UDP))
+			return false;
+		p = skb_header_pointer(skb, l4, sizeof(*p), buf);
+		if (!p || ((p->dest ^ m->l4_v.dst_port) & m->l4_m.dst_port) ||
+		    ((p->source ^ m->l4_v.src_port) & m->l4_m.src_port))
+			return false;
+	}
+	*l4off = l4;
+	return true;
+}
+
+static bool mock_match_frame(const struct mock_flow *f, const struct sk_buff *skb,
+			     const struct mock_hdrs *outer)
+{
+	struct mock_hdrs in = {};
+	const struct udphdr *uh;
+	const u8 *vx;
+	u8 ubuf[8], vbuf[8], ebuf[ETH_HLEN + VLAN_HLEN], proto;
+	const u8 *eh;
+	int l4 = -1, off;
+	u32 vni;
+
+	if (f->never)
+		return false;
+	if (!match_level(&f->m[0], skb, outer, &l4, &proto))
+		return false;
+	if (!f->vxlan && !f->m[1].eth && !f->m[1].ipv4 && !f->m[1].ipv6 &&
+	    !f->m[1].tcp && !f->m[1].udp)
+		return true;
+	/* VXLAN: UDP to the VXLAN port, an 8-byte header, the inner frame */
+	if (l4 < 0 || proto != IPPROTO_UDP)
+		return false;
+	uh = skb_header_pointer(skb, l4, sizeof(*uh), ubuf);
+	if (!uh || uh->dest != htons(MOCK_VXLAN_PORT))
+		return false;
+	vx = skb_header_pointer(skb, l4 + 8, 8, vbuf);
+	if (!vx || !(vx[0] & 0x08))
+		return false;
+	vni = (vx[4] << 16) | (vx[5] << 8) | vx[6];
+	if (f->vxlan && ((vni ^ ntohl(f->vni_v)) & ntohl(f->vni_m) & 0xffffff))
+		return false;
+	off = l4 + 16;
+	eh = skb_header_pointer(skb, off, ETH_HLEN, ebuf);
+	if (!eh)
+		return false;
+	in.dst = eh;
+	in.src = eh + ETH_ALEN;
+	in.ethertype = (eh[12] << 8) | eh[13];
+	in.l3 = off + ETH_HLEN;
+	if (eth_type_vlan(htons(in.ethertype))) {
+		eh = skb_header_pointer(skb, off, sizeof(ebuf), ebuf);
+		if (!eh)
+			return false;
+		in.dst = eh;
+		in.src = eh + ETH_ALEN;
+		in.tagged = true;
+		in.tci = (eh[14] << 8) | eh[15];
+		in.ethertype = (eh[16] << 8) | eh[17];
+		in.l3 += VLAN_HLEN;
+	}
+	return match_level(&f->m[1], skb, &in, &l4, &proto);
+}
+
+static rx_handler_result_t mock_rx(struct sk_buff **pskb)
+{
+	struct sk_buff *skb = *pskb;
+	struct mock_dev *md = rcu_dereference(skb->dev->rx_handler_data);
+	const struct ethhdr *eth = eth_hdr(skb);
+	struct mock_hdrs h = {
+		.dst = eth->h_dest,
+		.src = eth->h_source,
+		.ethertype = ntohs(skb->protocol),
+		.l3 = 0,
+	};
+	struct mock_flow *f;
+	bool take = false;
+	u64 len;
+
+	if (skb->protocol == htons(MOCK_FENCE_TYPE) && !skb_vlan_tag_present(skb)) {
+		u8 buf[sizeof(MOCK_FENCE_MAGIC) - 1 + 8];
+		const u8 *p = skb_header_pointer(skb, 0, sizeof(buf), buf);
+
+		if (p && !memcmp(p, MOCK_FENCE_MAGIC, sizeof(MOCK_FENCE_MAGIC) - 1)) {
+			u64 n;
+
+			memcpy(&n, p + sizeof(MOCK_FENCE_MAGIC) - 1, 8);
+			spin_lock(&md->lock);
+			md->fence = le64_to_cpu((__force __le64)n);
+			spin_unlock(&md->lock);
+			return RX_HANDLER_PASS;
+		}
+	}
+	/* The core untagged a VLAN frame before the rx_handler runs: the
+	 * tag is in the skb, the protocol is the inner one. */
+	if (skb_vlan_tag_present(skb)) {
+		h.tagged = true;
+		h.tci = skb_vlan_tag_get(skb);
+	}
+	/* bytes from the destination MAC to the end of the payload */
+	len = skb->len + ETH_HLEN + (h.tagged ? VLAN_HLEN : 0);
+	spin_lock(&md->lock);
+	md->frames++;
+	list_for_each_entry(f, &md->flows, node) {
+		if (f->type != IB_FLOW_ATTR_NORMAL ||
+		    (f->flags & IB_FLOW_ATTR_FLAGS_EGRESS))
+			continue;
+		if (!mock_match_frame(f, skb, &h))
+			continue;
+		f->hits++;
+		if (f->counters && f->counters->hw) {
+			f->counters->packets++;
+			f->counters->bytes += len;
+		}
+		if (f->drop || !(f->flags & IB_FLOW_ATTR_FLAGS_DONT_TRAP)) {
+			take = true;
+			break;
+		}
+	}
+	spin_unlock(&md->lock);
+	if (take && steal) {
+		kfree_skb(skb);
+		return RX_HANDLER_CONSUMED;
+	}
+	return RX_HANDLER_PASS;
+}
+
+/* ---- MLX5_IB_OBJECT_UAR (main.c, mlx5_ib_alloc_uar / UAR_OBJ_ALLOC) ---- */
+
+struct mock_uar_obj {
+	struct mock_ucontext *mu;
+	u32 idx;
+};
+
+static int mock_uar_obj_cleanup(struct ib_uobject *uobj,
+				enum rdma_remove_reason why,
+				struct uverbs_attr_bundle *attrs)
+{
+	struct mock_uar_obj *o = uobj->object;
+
+	mutex_lock(&o->mu->lock);
+	o->mu->dyn_used[o->idx] = false; /* the page stays until the context goes */
+	mutex_unlock(&o->mu->lock);
+	mock_rec(mdev, "uar_destroy");
+	kfree(o);
+	return 0;
+}
+
+static int UVERBS_HANDLER(MLX5_IB_METHOD_UAR_OBJ_ALLOC)(
+	struct uverbs_attr_bundle *attrs)
+{
+	struct ib_uobject *uobj = uverbs_attr_get_uobject(
+		attrs, MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE);
+	struct ib_ucontext *uctx = ib_uverbs_get_ucontext(attrs);
+	struct mock_ucontext *mu;
+	struct mock_uar_obj *o;
+	u32 type, idx, length = PAGE_SIZE;
+	u64 offset;
+	int ret;
+
+	if (IS_ERR(uctx))
+		return PTR_ERR(uctx);
+	mu = to_mu(uctx);
+	ret = uverbs_get_const(&type, attrs, MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE);
+	if (ret)
+		return ret;
+	mock_rec(mdev, "uar_alloc type=%s",
+		 type == MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF ? "BF" :
+		 type == MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC ? "NC" : "?");
+	if (type != MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF &&
+	    type != MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC)
+		return -EOPNOTSUPP;
+	o = kzalloc(sizeof(*o), GFP_KERNEL);
+	if (!o)
+		return -ENOMEM;
+	mutex_lock(&mu->lock);
+	for (idx = MOCK_STATIC_PAGES; idx < MOCK_UAR_PAGES; idx++)
+		if (!mu->dyn_used[idx])
+			break;
+	if (idx == MOCK_UAR_PAGES) {
+		ret = -ENOSPC;
+	} else {
+		if (!mu->uar[idx])
+			mu->uar[idx] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		ret = mu->uar[idx] ? 0 : -ENOMEM;
+		if (!ret)
+			mu->dyn_used[idx] = true;
+	}
+	mutex_unlock(&mu->lock);
+	if (ret) {
+		kfree(o);
+		return ret;
+	}
+	o->mu = mu;
+	o->idx = idx;
+	uobj->object = o;
+	uverbs_finalize_uobj_create(attrs, MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE);
+	offset = (u64)((MOCK_DYN_CMD << 8) | idx) << PAGE_SHIFT;
+	ret = uverbs_copy_to(attrs, MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET,
+			     &offset, sizeof(offset));
+	if (ret)
+		return ret;
+	ret = uverbs_copy_to(attrs, MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH,
+			     &length, sizeof(length));
+	if (ret)
+		return ret;
+	return uverbs_copy_to(attrs, MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID, &idx,
+			      sizeof(idx));
+}
+
+DECLARE_UVERBS_NAMED_METHOD(
+	MLX5_IB_METHOD_UAR_OBJ_ALLOC,
+	UVERBS_ATTR_IDR(MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE, MLX5_IB_OBJECT_UAR,
+			UVERBS_ACCESS_NEW, UA_MANDATORY),
+	UVERBS_ATTR_CONST_IN(MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE,
+			     enum mlx5_ib_uapi_uar_alloc_type, UA_MANDATORY),
+	UVERBS_ATTR_PTR_OUT(MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID,
+			    UVERBS_ATTR_TYPE(u32), UA_MANDATORY),
+	UVERBS_ATTR_PTR_OUT(MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH,
+			    UVERBS_ATTR_TYPE(u32), UA_MANDATORY),
+	UVERBS_ATTR_PTR_OUT(MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET,
+			    UVERBS_ATTR_TYPE(u64), UA_MANDATORY));
+
+DECLARE_UVERBS_NAMED_METHOD_DESTROY(
+	MLX5_IB_METHOD_UAR_OBJ_DESTROY,
+	UVERBS_ATTR_IDR(MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE, MLX5_IB_OBJECT_UAR,
+			UVERBS_ACCESS_DESTROY, UA_MANDATORY));
+
+DECLARE_UVERBS_NAMED_OBJECT(MLX5_IB_OBJECT_UAR,
+			    UVERBS_TYPE_ALLOC_IDR(mock_uar_obj_cleanup),
+			    &UVERBS_METHOD(MLX5_IB_METHOD_UAR_OBJ_ALLOC),
+			    &UVERBS_METHOD(MLX5_IB_METHOD_UAR_OBJ_DESTROY));
+
+static const struct uapi_definition mock_uapi_defs[] = {
+	UAPI_DEF_CHAIN_OBJ_TREE_NAMED(MLX5_IB_OBJECT_UAR),
+	{},
+};
+
+/* ---- registration ---- */
+
+static struct ib_device_ops mock_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_MLX5,	/* replaced by the parameter */
+	.uverbs_abi_ver = 1,		/* MLX5_IB_UVERBS_ABI_VERSION */
+
+	.query_device = mock_query_device,
+	.query_port = mock_query_port,
+	.get_port_immutable = mock_get_port_immutable,
+	.get_link_layer = mock_get_link_layer,
+	.query_gid = mock_query_gid,
+	.query_pkey = mock_query_pkey,
+	.alloc_ucontext = mock_alloc_ucontext,
+	.dealloc_ucontext = mock_dealloc_ucontext,
+	.mmap = mock_mmap,
+	.alloc_pd = mock_alloc_pd,
+	.dealloc_pd = mock_dealloc_pd,
+	.create_cq = mock_create_cq,
+	.destroy_cq = mock_destroy_cq,
+	.poll_cq = mock_poll_cq,
+	.req_notify_cq = mock_req_notify_cq,
+	.create_qp = mock_create_qp,
+	.modify_qp = mock_modify_qp,
+	.query_qp = mock_query_qp,
+	.destroy_qp = mock_destroy_qp,
+	.post_send = mock_post_send,
+	.post_recv = mock_post_recv,
+	.get_dma_mr = mock_get_dma_mr,
+	.reg_user_mr = mock_reg_user_mr,
+	.dereg_mr = mock_dereg_mr,
+	.create_counters = mock_create_counters,
+	.destroy_counters = mock_destroy_counters,
+	.read_counters = mock_read_counters,
+	.create_flow = mock_create_flow,
+	.destroy_flow = mock_destroy_flow,
+
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, mock_ucontext, ibuc),
+	INIT_RDMA_OBJ_SIZE(ib_pd, mock_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_cq, mock_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_qp, mock_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_counters, mock_counters, ibc),
+};
+
+static int __init mock_init(void)
+{
+	struct net_device *ndev;
+	int ret;
+
+	ndev = dev_get_by_name(&init_net, netdev);
+	if (!ndev) {
+		pr_err("mockrdma: no netdev %s\n", netdev);
+		return -ENODEV;
+	}
+	mdev = ib_alloc_device(mock_dev, ibdev);
+	if (!mdev) {
+		ret = -ENOMEM;
+		goto put;
+	}
+	spin_lock_init(&mdev->lock);
+	mutex_init(&mdev->log_lock);
+	INIT_LIST_HEAD(&mdev->flows);
+	mdev->log = kvzalloc(MOCK_LOG_MAX, GFP_KERNEL);
+	if (!mdev->log) {
+		ret = -ENOMEM;
+		goto dealloc;
+	}
+	mdev->ndev = ndev;
+	mdev->ibdev.node_type = RDMA_NODE_IB_CA;
+	mdev->ibdev.phys_port_cnt = 1;
+	mdev->ibdev.num_comp_vectors = 1;
+	mock_guid(mdev, (u8 *)&mdev->ibdev.node_guid);
+	strscpy(mdev->ibdev.node_desc, "mockrdma", sizeof(mdev->ibdev.node_desc));
+	mock_ops.driver_id = driver_id;
+	ib_set_device_ops(&mdev->ibdev, &mock_ops);
+	if (driver_id == RDMA_DRIVER_MLX5)
+		mdev->ibdev.driver_def = mock_uapi_defs;
+	ret = ib_device_set_netdev(&mdev->ibdev, ndev, 1);
+	if (ret)
+		goto dealloc;
+	ret = ib_register_device(&mdev->ibdev, "mock%d", NULL);
+	if (ret) {
+		pr_err("mockrdma: ib_register_device: %d\n", ret);
+		goto dealloc;
+	}
+	rtnl_lock();
+	ret = netdev_rx_handler_register(ndev, mock_rx, mdev);
+	rtnl_unlock();
+	if (ret) {
+		pr_err("mockrdma: rx_handler on %s: %d\n", netdev, ret);
+		goto unregister;
+	}
+	mdev->rx_registered = true;
+	mdev->dbg_root = debugfs_create_dir("mockrdma", NULL);
+	mdev->dbg = debugfs_create_dir(dev_name(&mdev->ibdev.dev), mdev->dbg_root);
+	debugfs_create_file("requests", 0600, mdev->dbg, mdev, &mock_log_fops);
+	debugfs_create_file("flows", 0400, mdev->dbg, mdev, &mock_flows_fops);
+	debugfs_create_file("fence", 0400, mdev->dbg, mdev, &mock_fence_fops);
+	pr_info("mockrdma: %s on %s (driver_id %d, dyn_uar %d, steal %d)\n",
+		dev_name(&mdev->ibdev.dev), ndev->name, driver_id, dyn_uar, steal);
+	return 0;
+unregister:
+	ib_unregister_device(&mdev->ibdev);
+dealloc:
+	kvfree(mdev->log);
+	ib_dealloc_device(&mdev->ibdev);
+put:
+	dev_put(ndev);
+	return ret;
+}
+
+static void __exit mock_exit(void)
+{
+	struct net_device *ndev = mdev->ndev;
+
+	debugfs_remove(mdev->dbg_root);
+	rtnl_lock();
+	netdev_rx_handler_unregister(ndev);
+	rtnl_unlock();
+	ib_unregister_device(&mdev->ibdev);
+	kvfree(mdev->log);
+	ib_dealloc_device(&mdev->ibdev);
+	dev_put(ndev);
+}
+
+module_init(mock_init);
+module_exit(mock_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("purerdma test bed: an mlx5-model RDMA device with verbs counters and flow steering");
