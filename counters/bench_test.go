@@ -16,7 +16,7 @@ func boundCounters(tb testing.TB) (*env, *counters.Counters) {
 	b := verbstest.New(tb, v)
 	b.AllocFree = true
 	c := b.Open(tb, "mlx5_0")
-	e := &env{v: v, c: c, qp: verbstest.RawQP(tb, c)}
+	e := &env{t: tb, v: v, c: c, qp: verbstest.RawQP(tb, c)}
 	cs, err := counters.Create(c, nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -75,7 +75,7 @@ func BenchmarkRead(b *testing.B) {
 // BenchmarkReadStrictFake is the same through the strict fake kernel,
 // whose own bookkeeping allocates per call.
 func BenchmarkReadStrictFake(b *testing.B) {
-	e := &env{}
+	e := &env{t: b}
 	v := verbstest.MLX5()
 	c := verbstest.New(b, v).Open(b, "mlx5_0")
 	e.v, e.c, e.qp = v, c, verbstest.RawQP(b, c)

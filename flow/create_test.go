@@ -29,8 +29,7 @@ func l2() *flow.Attr {
 
 func mlx5(t *testing.T) (*fakekernel.Verbs, *uverbs.Context, *uverbs.QP) {
 	t.Helper()
-	v := verbstest.MLX5()
-	c := verbstest.New(t, v).Open(t, "mlx5_0")
+	v, c := verbstest.MLX5Device(t) // the fake, or mock0 in the VM (v nil)
 	return v, c, verbstest.RawQP(t, c)
 }
 
@@ -49,9 +48,8 @@ func TestCreateAndClose(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	log := strings.Join(v.Log(), "\n")
-	if !strings.Contains(log, "create flow") || !strings.Contains(log, "destroy flow") {
-		t.Errorf("log:\n%s", log)
+	if ev := strings.Join(verbstest.Events(t, v), ","); ev != "create flow,destroy flow" {
+		t.Errorf("the driver was asked: %s", ev)
 	}
 }
 
@@ -155,7 +153,7 @@ func TestCountersOfAnotherContext(t *testing.T) {
 // os.ErrPermission and says which capability is missing.
 func TestNoCapNetRaw(t *testing.T) {
 	v, _, qp := mlx5(t)
-	v.NetRaw = false
+	verbstest.SetNetRaw(t, v, false)
 	_, err := flow.Create(qp, l2())
 	if !errors.Is(err, os.ErrPermission) || !errors.Is(err, syscall.EPERM) || !strings.Contains(err.Error(), "CAP_NET_RAW") {
 		t.Errorf("%v", err)
@@ -292,14 +290,15 @@ func TestCoreValidationOrder(t *testing.T) {
 		{"8a missing spec bytes before the driver", with(func(r *request) { r.specs = eth[:20]; r.size = 40; r.priority = 16 }), true, syscall.ENOSPC},
 		{"8b non-zero bytes after the specs before the port", with(func(r *request) { r.trailing = []byte{0, 0, 0, 1}; r.port = 9 }), true, syscall.EOPNOTSUPP},
 		{"9 port before a bad spec", with(func(r *request) { r.port = 9; r.specs = badHandle }), true, syscall.EINVAL},
-		{"10a unknown QP before a bad spec", with(func(r *request) { r.qp = 999; r.specs = badHandle }), true, syscall.EINVAL},
+		{"10a unknown QP before a bad spec", with(func(r *request) { r.qp = 999; r.specs = badHandle }), true, syscall.ENOENT},
+		{"10a' a PD for the QP before a bad spec", with(func(r *request) { r.qp = raw.PD().Handle(); r.specs = badHandle }), true, syscall.EINVAL},
 		{"10b RC QP before a bad spec", with(func(r *request) { r.qp = rc.Handle(); r.specs = badHandle }), true, syscall.EINVAL},
 		{"11 spec rules before the driver", with(func(r *request) { r.specs = badHandle; r.priority = 16 }), true, syscall.EOPNOTSUPP},
 		{"12 bytes left over before the driver", with(func(r *request) { r.specs = append(append([]byte(nil), eth...), eth...); r.priority = 16 }), true, syscall.EINVAL},
 		{"12 fewer specs than announced", with(func(r *request) { r.num = 2 }), true, syscall.EINVAL},
 		{"13 the driver last", with(func(r *request) { r.priority = 16 }), true, syscall.ENOMEM},
 	} {
-		v.NetRaw = tc.netRaw
+		verbstest.SetNetRaw(t, v, tc.netRaw)
 		resp := make([]byte, 8)
 		err := c.Invoke(abi.InvokeWrite(c.API(), c.DriverID(), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW,
 			tc.r.bytes(), resp, make([]byte, 8), nil))
@@ -308,7 +307,7 @@ func TestCoreValidationOrder(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	v.NetRaw = true
+	verbstest.SetNetRaw(t, v, true)
 	// And the request the cases start from is fine.
 	resp := make([]byte, 8)
 	if err := c.Invoke(abi.InvokeWrite(c.API(), c.DriverID(), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW,

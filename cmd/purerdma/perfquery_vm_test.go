@@ -19,7 +19,9 @@ import (
 // so clearly, at once.
 func TestVMPerfqueryNoPMA(t *testing.T) {
 	vmtest.Require(t)
-	for _, args := range [][]string{{"perfquery"}, {"perfquery", "-x", "-C", "rxe1", "-P", "1"}} {
+	// Without -C the default port would be mock0's where the test device is
+	// loaded (libibumad's choice too); it has no umad device.
+	for _, args := range [][]string{{"perfquery", "-C", vmtest.Dev0}, {"perfquery", "-x", "-C", "rxe1", "-P", "1"}} {
 		var out, errb bytes.Buffer
 		start := time.Now()
 		err := run(append([]string{"purerdma"}, args...), &out, &errb)

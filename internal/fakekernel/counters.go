@@ -10,6 +10,7 @@ package fakekernel
 
 import (
 	"encoding/binary"
+	"fmt"
 	"syscall"
 	"unsafe"
 
@@ -97,6 +98,7 @@ func (v *Verbs) readCounters(c *Call) error {
 	}
 	cv.reads++
 	cv.lastFlags = uint32(flags)
+	v.log = append(v.log, fmt.Sprintf("read counters %d flags %d", o.Handle, flags))
 	buf := make([]byte, n*8)
 	hw := [2]uint64{cv.packets, cv.bytes}
 	for _, d := range cv.desc {
