@@ -5,6 +5,15 @@
 
 section() { printf '\n===== %s\n' "$*"; }
 
+# waitflow waits (30 s at most) until mock0 has a flow.
+waitflow() {
+	i=0
+	until grep -q '^flow ' /sys/kernel/debug/mockrdma/mock0/flows 2>/dev/null || [ $i -ge 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
 section "guest kernel (uname -r)"
 uname -r
 
@@ -25,12 +34,38 @@ ibv_devices
 if command -v purerdma >/dev/null 2>&1; then
 	section "purerdma help"
 	purerdma help
-	for tool in version ibv_devices ibstat ibstatus ibv_devinfo perfquery; do
+	for tool in version ibv_devices ibstat ibstatus ibv_devinfo; do
 		purerdma help 2>/dev/null | grep -q "^ *$tool " || continue
 		section "purerdma $tool"
 		purerdma "$tool"
 	done
+	section "purerdma perfquery -C rxe0 (rxe has no PMA: the kernel answers status 0x000c)"
+	purerdma perfquery -C rxe0 || echo "(exit status $?, as infiniband-diags' perfquery: no PMA on Soft-RoCE)"
+
+	# mock0: the test-only mlx5-model device on veth1 (vmrun -mock=false
+	# leaves it out), with verbs counters and flow steering.
+	if [ -d /sys/class/infiniband/mock0 ]; then
+		mac=$(cat /sys/class/net/veth1/address)
+		section "purerdma flowcount -d mock0 --dst-mac $mac --count 3 (20 frames of 100 bytes arrive)"
+		purerdma flowcount -d mock0 --dst-mac "$mac" --interval 1s --count 3 &
+		pid=$!
+		waitflow
+		sendframes -dst "$mac" -n 20 -size 100
+		wait $pid
+
+		peer=integration/.cache/countersc/countersc
+		if [ -x "$peer" ]; then
+			section "rdma-core 44 (libibverbs + libmlx5): the same example on mock0"
+			{
+				printf 'open mock0\ncreate a\nattach a 0 0\nattach a 1 1\nflow f a %s\n' "$mac"
+				waitflow
+				sendframes -dst "$mac" -n 20 -size 100 >&2
+				printf 'read a 2 1\nunflow f\ndestroy a\n'
+			} | "$peer" | awk 'NR==6 { printf "PACKETS = %s, BYTES = %s\n", $2, $3; next } { print "  " $0 }'
+		fi
+	fi
 else
 	section "project commands"
 	echo "(none built: the repository has no cmd/ main packages yet)"
 fi
+exit 0

@@ -81,5 +81,5 @@ integration-harness: vmrun
 	cd $(INTEGRATION_ROOT) && $(VMRUN) -prepare && \
 	VMRUN_HARNESS=1 $(GO) test -count=1 ./integration/vmrun/
 
-demo: vmrun
+demo: vmrun integration-cpeers
 	@cd $(INTEGRATION_ROOT) && $(VMRUN) -kernel $(DEMO_KERNEL) $(VMRUN_FLAGS) -- sh integration/demo.sh

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -100,4 +102,42 @@ func TestVMCountersCommand(t *testing.T) {
 		}
 		t.Logf("%s sent_pkts: %d → %d", src, before[src], v)
 	}
+}
+
+// The example of ibv_read_counters(3) for real: flowcount on mock0 counts
+// the frames that arrive for veth1's MAC, exactly: twenty 100-byte frames
+// are PACKETS 20, BYTES 2000.
+func TestVMFlowcountOnMock(t *testing.T) {
+	vmtest.RequireMock(t)
+	cmd := exec.Command("purerdma", "flowcount", "-d", vmtest.MockDev, "--dst-mac", vmtest.MAC1, "--interval", "1s", "--count", "3")
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for its flow, then send.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile("/sys/kernel/debug/mockrdma/mock0/flows")
+		if strings.Contains(string(b), "flow ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("flowcount created no flow in 30 s; stderr %q", e.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mac, _ := net.ParseMAC(vmtest.MAC1)
+	f := &vmtest.Frame{Len: 100}
+	copy(f.Dst[:], mac)
+	vmtest.SendFrames(t, 20, f)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, e.String())
+	}
+	lines := strings.Split(strings.TrimSpace(o.String()), "\n")
+	if len(lines) != 3 || lines[2] != "PACKETS = 20, BYTES = 2000" {
+		t.Fatalf("flowcount printed %q (stderr %q)", o.String(), e.String())
+	}
+	t.Logf("%s on Linux %s:\n%s", vmtest.MockDev, vmtest.Kernel(), o.String())
 }

@@ -109,8 +109,8 @@ func ReloadMock(t testing.TB, params string) {
 type Frame struct {
 	Dst       [6]byte
 	Src       net.HardwareAddr // nil: veth0's MAC
-	VLAN      uint16  // 802.1Q TCI; 0: untagged
-	EtherType uint16  // without IPv4/IPv6; 0: 0x88b5 (local experimental)
+	VLAN      uint16           // 802.1Q TCI; 0: untagged
+	EtherType uint16           // without IPv4/IPv6; 0: 0x88b5 (local experimental)
 	IPv4      *IPv4
 	IPv6      *IPv6
 	// TCP or UDP ports (Proto says which, 6 or 17) after the IP header.
@@ -221,12 +221,13 @@ var fenceSeq atomic.Uint64
 // shows the fence's number when everything before it was matched.
 func SendFrames(t testing.TB, n int, frames ...*Frame) {
 	t.Helper()
-	if err := sendFrames(n, frames); err != nil {
+	if err := Send(n, frames...); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func sendFrames(n int, frames []*Frame) error {
+// Send is SendFrames for programs: it returns an error instead.
+func Send(n int, frames ...*Frame) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var one unix.CPUSet

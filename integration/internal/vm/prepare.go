@@ -36,6 +36,7 @@ import (
 var guestPrograms = map[string]string{
 	"/init":                      "./integration/internal/guestinit",
 	"/usr/local/bin/rdmacapture": "./integration/internal/rdmacapture",
+	"/usr/local/bin/sendframes":  "./integration/internal/sendframes",
 }
 
 // Options says what to prepare.
