@@ -31,6 +31,7 @@ type mlx5Provider struct {
 	cqeVersion uint8
 	dynUAR     bool
 	uar        *mlx5UAR
+	staticUARs [][]byte // with static bfregs: the UAR pages libmlx5 maps too
 	db         dbPool
 	uidx       uidxPool
 }
@@ -74,7 +75,44 @@ func (p *mlx5Provider) contextCreated(c *Context, _ []byte) error {
 	// ignores the bit and allocates them (then CQs and QPs use the
 	// static UARs and name none).
 	p.dynUAR = p.resp.TotBfregs == 0
+	if !p.dynUAR {
+		return p.mapStaticUARs(c)
+	}
 	return nil
+}
+
+// mapStaticUARs maps the context's static UAR pages as libmlx5's
+// mlx5_init_context does when the kernel answers with static bfregs
+// (providers/mlx5/mlx5.c: tot_bfregs / (num_uars_per_page ×
+// MLX5_NUM_NON_FP_BFREGS_PER_UAR) pages, page i at mmap offset
+// MLX5_IB_MMAP_REGULAR_PAGE << 8 | i, one page each; the kernel's
+// mlx5_ib_mmap, uar_mmap). CQs and QPs then ring their doorbells there.
+func (p *mlx5Provider) mapStaticUARs(c *Context) error {
+	per := uint32(p.resp.NumUarsPerPage)
+	if per == 0 {
+		per = 1
+	}
+	n := p.resp.TotBfregs / (per * 2)
+	if n == 0 || n > 256 {
+		return errArg("the kernel answered %d static bfregs, %d UARs per page: no UAR pages to map", p.resp.TotBfregs, per)
+	}
+	for i := uint32(0); i < n; i++ {
+		off := int64(abi.MLX5_IB_MMAP_REGULAR_PAGE<<8|i) * int64(sys.PageSize)
+		m, err := c.fd.Mmap(off, sys.PageSize, syscall.PROT_WRITE, syscall.MAP_SHARED)
+		if err != nil {
+			p.unmapStaticUARs()
+			return fmt.Errorf("map static UAR page %d of %d: %w", i, n, err)
+		}
+		p.staticUARs = append(p.staticUARs, m)
+	}
+	return nil
+}
+
+func (p *mlx5Provider) unmapStaticUARs() {
+	for _, m := range p.staticUARs {
+		sys.Munmap(m)
+	}
+	p.staticUARs = nil
 }
 
 func (p *mlx5Provider) queryDeviceData() ([]byte, []byte) {
@@ -171,6 +209,7 @@ func (p *mlx5Provider) close(c *Context) {
 		p.destroyUAR(c, p.uar)
 		p.uar = nil
 	}
+	p.unmapStaticUARs()
 	p.db.releaseAll()
 }
 

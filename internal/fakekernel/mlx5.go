@@ -161,6 +161,12 @@ func (v *Verbs) mlx5AllocUcontext(c *Call) error {
 			return syscall.ENOMEM
 		}
 		st.mlx5.totBfregs = total
+		// The static UAR pages, one per two bfregs, that mlx5_ib_mmap
+		// (uar_mmap) maps at MLX5_IB_MMAP_REGULAR_PAGE << 8 | index,
+		// one page at a time.
+		for i := uint32(0); i < total/2; i++ {
+			st.mmaps[int64(i)*int64(sys.PageSize)] = mmapRegion{length: sys.PageSize, exact: true, what: "mlx5 static uar"}
+		}
 	}
 	st.mlx5.dynUAR = dyn
 	if len(in) >= 17 {

@@ -88,10 +88,23 @@ func Run(ctx context.Context, b *Boot) (*Result, error) {
 	res, err := b.run(ctx, accel, b.Accel != "kvm" && accel == "kvm")
 	if errors.Is(err, errKVMProbe) {
 		logf("KVM did not get the guest ready within %v; falling back to TCG", kvmProbe)
-		res, err = b.run(ctx, "tcg", false)
+		accel = "tcg"
+		res, err = b.run(ctx, accel, false)
+	}
+	// Under TCG on a loaded host the kernel's boot-time check of the
+	// IO-APIC timer (check_timer) can miss its ticks and panic before
+	// anything ran; that boot is tried once more.
+	if err != nil && strings.Contains(err.Error(), ioapicPanic) && ctx.Err() == nil {
+		logf("the guest kernel panicked at boot (%s); booting once more", ioapicPanic)
+		res, err = b.run(ctx, accel, false)
 	}
 	return res, err
 }
+
+// ioapicPanic is the kernel's panic when its IO-APIC timer check fails
+// (arch/x86/kernel/apic/io_apic.c, check_timer).
+const ioapicPanic = "IO-APIC + timer doesn't work"
+
 
 var errKVMProbe = errors.New("kvm probe failed")
 
