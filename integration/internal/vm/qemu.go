@@ -105,7 +105,6 @@ func Run(ctx context.Context, b *Boot) (*Result, error) {
 // (arch/x86/kernel/apic/io_apic.c, check_timer).
 const ioapicPanic = "IO-APIC + timer doesn't work"
 
-
 var errKVMProbe = errors.New("kvm probe failed")
 
 func (b *Boot) run(ctx context.Context, accel string, probe bool) (*Result, error) {
