@@ -106,10 +106,12 @@ func DecodeIoctlHdr(b []byte) (IoctlHdr, error) {
 // DecodeIoctlAttr decodes attribute i of the request (or response) in b,
 // which starts with the header. It does not allocate.
 func DecodeIoctlAttr(b []byte, i int) (IoctlAttr, error) {
-	off := IoctlHdrSize + i*IoctlAttrSize
-	if i < 0 || off+IoctlAttrSize > len(b) || off < 0 {
+	// i is compared before it is multiplied: i*IoctlAttrSize wraps for a
+	// large enough i, and the wrapped offset could land inside b.
+	if i < 0 || len(b) < IoctlHdrSize || i >= (len(b)-IoctlHdrSize)/IoctlAttrSize {
 		return IoctlAttr{}, &Error{Op: "decode ioctl attribute", Err: errAttrRange}
 	}
+	off := IoctlHdrSize + i*IoctlAttrSize
 	a := b[off : off+IoctlAttrSize]
 	return IoctlAttr{
 		ID:       hostOrder.Uint16(a[0:]),

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/uverbs"
 )
@@ -302,7 +303,7 @@ func openPMA(root, device string, port int) (*Set, error) {
 		if e.IsDir() {
 			continue
 		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
+		f, err := sys.OpenFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			ps.close()
 			return nil, err

@@ -159,8 +159,13 @@ func decodeAction(t SpecType, b []byte) (Spec, error) {
 
 // DecodeSpecs decodes n specs filling exactly b, as the kernel walks
 // flow_attr.size bytes of num_of_specs specs: a spec that does not fit,
-// bytes left over or fewer specs than n are errors (EINVAL).
+// bytes left over or fewer specs than n are errors (EINVAL). n is checked
+// before anything is allocated: a negative n, or more specs than b could
+// hold (every spec takes at least its 8-byte header), is EINVAL.
 func DecodeSpecs(b []byte, n int) ([]Spec, error) {
+	if n < 0 || n > len(b)/SpecHdrSize {
+		return nil, decodeErr(syscall.EINVAL, "%d specs cannot fill %d bytes (each takes at least %d)", n, len(b), SpecHdrSize)
+	}
 	specs := make([]Spec, 0, n)
 	for len(specs) < n && len(b) >= SpecHdrSize && len(b) >= int(binary.LittleEndian.Uint16(b[4:])) {
 		s, size, err := DecodeSpec(b)

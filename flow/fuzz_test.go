@@ -2,7 +2,9 @@ package flow
 
 import (
 	"bytes"
+	"errors"
 	"reflect"
+	"syscall"
 	"testing"
 )
 
@@ -87,4 +89,63 @@ func FuzzAttr(f *testing.F) {
 			t.Fatalf("round trip: %#v → %#v, %v", a, a2, err)
 		}
 	})
+}
+
+// FuzzDecodeSpecs: DecodeSpecs never panics and never allocates for more
+// specs than b could hold, whatever n is (negative, or far larger than
+// the bytes); what it accepts is exactly n specs filling b, each of which
+// DecodeSpec decodes alike.
+func FuzzDecodeSpecs(f *testing.F) {
+	for _, s := range seeds(f) {
+		f.Add(s, 1)
+	}
+	f.Add([]byte{}, -1)
+	f.Add([]byte{}, 1<<31)
+	f.Add(make([]byte, 64), 8)
+	f.Fuzz(func(t *testing.T, b []byte, n int) {
+		specs, err := DecodeSpecs(b, n)
+		if err != nil {
+			if specs != nil {
+				t.Fatalf("specs %v returned with error %v", specs, err)
+			}
+			if !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.EOPNOTSUPP) {
+				t.Fatalf("error %v is neither EINVAL nor EOPNOTSUPP", err)
+			}
+			return
+		}
+		if n < 0 || len(specs) != n {
+			t.Fatalf("DecodeSpecs(%d bytes, %d) = %d specs", len(b), n, len(specs))
+		}
+		off := 0
+		for i, s := range specs {
+			s2, size, err := DecodeSpec(b[off:])
+			if err != nil || !reflect.DeepEqual(s, s2) {
+				t.Fatalf("spec %d: DecodeSpecs gave %#v, DecodeSpec %#v, %v", i, s, s2, err)
+			}
+			off += size
+		}
+		if off != len(b) {
+			t.Fatalf("specs fill %d of %d bytes", off, len(b))
+		}
+	})
+}
+
+// TestDecodeSpecsCount: the counts the issue found panicking or
+// allocating gigabytes are refused with EINVAL before any allocation.
+func TestDecodeSpecsCount(t *testing.T) {
+	eth, _ := (&Eth{}).MarshalBinary()
+	for _, n := range []int{-1, -1 << 62, 1 << 31, len(eth)/SpecHdrSize + 1} {
+		allocs := testing.AllocsPerRun(10, func() {
+			if _, err := DecodeSpecs(eth, n); !errors.Is(err, syscall.EINVAL) {
+				t.Fatalf("DecodeSpecs(%d bytes, %d): %v, want EINVAL", len(eth), n, err)
+			}
+		})
+		// The error message itself allocates; the specs slice must not.
+		if allocs > 10 {
+			t.Errorf("DecodeSpecs with n=%d allocates %.0f times", n, allocs)
+		}
+	}
+	if specs, err := DecodeSpecs(eth, 1); err != nil || len(specs) != 1 {
+		t.Errorf("DecodeSpecs(eth, 1) = %v, %v", specs, err)
+	}
 }

@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -133,27 +134,31 @@ func (f *FS) CANames() ([]string, error) {
 }
 
 // CAs reads every RDMA device, in name order, with its ports (like
-// ibstat with no arguments). It fails on the first device that cannot be
-// read; a device removed while CAs runs gives an error matching
-// os.ErrNotExist, and calling again skips it.
+// ibstat with no arguments). A device that cannot be read does not hide
+// the others: CAs returns every device it could read and, when some could
+// not, an error that is the errors.Join of one *Error per bad device
+// (errors.Is and errors.As see each). A device removed while CAs runs gives
+// an error matching os.ErrNotExist, and calling again skips it.
 func (f *FS) CAs() ([]*CA, error) {
 	names, err := f.CANames()
 	if err != nil {
 		return nil, err
 	}
-	devs, err := f.CharDevs()
+	devs, _, err := f.charDevs()
 	if err != nil {
 		return nil, err
 	}
 	cas := make([]*CA, 0, len(names))
+	var bad []error
 	for _, name := range names {
 		ca, err := f.readCA(name, devs)
 		if err != nil {
-			return nil, err
+			bad = append(bad, err)
+			continue
 		}
 		cas = append(cas, ca)
 	}
-	return cas, nil
+	return cas, errors.Join(bad...)
 }
 
 // CA reads the RDMA device name and its ports (like umad_get_ca, or ibstat
@@ -161,7 +166,7 @@ func (f *FS) CAs() ([]*CA, error) {
 // Files the kernel always creates (node_type, node_guid, sys_image_guid,
 // ports/) must exist and parse; the others are optional.
 func (f *FS) CA(name string) (*CA, error) {
-	devs, err := f.CharDevs()
+	devs, _, err := f.charDevs()
 	if err != nil {
 		return nil, err
 	}

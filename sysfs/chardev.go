@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"errors"
 	"path"
 	"sort"
 	"strconv"
@@ -61,8 +62,24 @@ func (d DevNumber) String() string {
 //
 // This is how libibumad's umad_open_port finds N for a CA and port: by
 // scanning umadN/ibdev and umadN/port.
+//
+// An entry that cannot be read (a port file that is not a number, a
+// symbolic link loop, an unreadable ibdev) does not hide the others:
+// CharDevs returns every entry it could read together with an error, the
+// errors.Join of one *Error per bad entry, naming it. [FS.CA], [FS.CAs]
+// and [FS.Port] leave such entries out (they cannot say which port a bad
+// entry belongs to), so one bad entry costs no device its discovery.
 func (f *FS) CharDevs() ([]CharDev, error) {
-	var out []CharDev
+	out, bad, err := f.charDevs()
+	if err != nil {
+		return nil, err
+	}
+	return out, errors.Join(bad...)
+}
+
+// charDevs is CharDevs with the bad entries' errors apart: err is set only
+// when a class directory itself cannot be listed.
+func (f *FS) charDevs() (out []CharDev, bad []error, err error) {
 	for _, c := range []struct {
 		class string
 		kinds []CharDevKind
@@ -75,7 +92,7 @@ func (f *FS) CharDevs() ([]CharDev, error) {
 			if isAbsent(err) {
 				continue
 			}
-			return nil, &Error{Op: "list character devices", Err: err}
+			return nil, nil, &Error{Op: "list character devices", Err: err}
 		}
 		for _, e := range ents {
 			for _, k := range c.kinds {
@@ -85,7 +102,8 @@ func (f *FS) CharDevs() ([]CharDev, error) {
 				}
 				d, err := f.readCharDev(c.class, e.Name(), k, idx)
 				if err != nil {
-					return nil, &Error{Op: "read character device", Device: e.Name(), Err: err}
+					bad = append(bad, &Error{Op: "read character device", Device: e.Name(), Err: err})
+					continue
 				}
 				out = append(out, d)
 			}
@@ -98,7 +116,7 @@ func (f *FS) CharDevs() ([]CharDev, error) {
 		}
 		return out[i].Index < out[j].Index
 	})
-	return out, nil
+	return out, bad, nil
 }
 
 // charDevIndex parses "uverbs12" as 12 for kind uverbs.

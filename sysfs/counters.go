@@ -200,10 +200,10 @@ func (f *FS) openHwCounters(parent, dev string) (*HwCounterSet, error) {
 			continue
 		}
 		rel := path.Join(dir, e.Name())
-		file, err := f.files().Open(rel)
+		file, err := f.open(rel)
 		if err != nil {
 			s.Close()
-			return nil, &Error{Op: "read hw counters", Device: dev, Err: f.fixPathErr(err, rel)}
+			return nil, &Error{Op: "read hw counters", Device: dev, Err: err}
 		}
 		ra, ok := file.(io.ReaderAt)
 		if !ok {

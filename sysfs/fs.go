@@ -2,12 +2,13 @@ package sysfs
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/purerdma/rdma/internal/sys"
 )
 
 // DefaultRoot is where sysfs is mounted.
@@ -24,8 +25,9 @@ const (
 // concurrent use; every call reads the files afresh (nothing is cached).
 // The zero FS (and a nil *FS) reads the running system's, [DefaultRoot].
 type FS struct {
-	fsys fs.FS
-	root string // shown in error messages; empty for NewFS
+	fsys   fs.FS
+	root   string // shown in error messages; empty for NewFS
+	osRoot string // the directory files are read from through the seam; empty for NewFS
 }
 
 // New returns an FS reading the sysfs tree mounted at root ("" means
@@ -43,7 +45,7 @@ func New(root string) (*FS, error) {
 	if !fi.IsDir() {
 		return nil, &Error{Op: "open sysfs", Err: &fs.PathError{Op: "open", Path: root, Err: syscall.ENOTDIR}}
 	}
-	return &FS{fsys: os.DirFS(root), root: root}, nil
+	return &FS{fsys: os.DirFS(root), root: root, osRoot: root}, nil
 }
 
 // NewFS returns an FS reading the tree fsys, whose root stands for /sys
@@ -60,6 +62,32 @@ func (f *FS) files() fs.FS {
 		return defaultFS
 	}
 	return f.fsys
+}
+
+// osRoot0 returns the directory of the running system's tree that reads go
+// to through the seam, or "" when the tree is an fs.FS given to NewFS.
+func (f *FS) osRoot0() string {
+	if f == nil || f.fsys == nil {
+		return DefaultRoot
+	}
+	return f.osRoot
+}
+
+// open opens rel for repeated reading, refusing anything but a regular
+// file (sys.OpenFile, sys.OpenFS).
+func (f *FS) open(rel string) (fs.File, error) {
+	if root := f.osRoot0(); root != "" {
+		file, err := sys.OpenFile(root + "/" + rel)
+		if err != nil {
+			return nil, f.fixPathErr(err, rel)
+		}
+		return file, nil
+	}
+	file, err := sys.OpenFS(f.fsys, rel)
+	if err != nil {
+		return nil, f.fixPathErr(err, rel)
+	}
+	return file, nil
 }
 
 // display returns the path shown in messages for rel.
@@ -83,31 +111,24 @@ func (f *FS) fixPathErr(err error, rel string) error {
 }
 
 // maxAttr is the most a sysfs attribute file holds (one page).
-const maxAttr = 4096
+const maxAttr = sys.AttrMax
 
 // readInto reads the file rel into buf and returns the bytes read, minus one
-// trailing newline.
+// trailing newline. The read is bounded (sys.ReadFile): a file that is not
+// regular (a FIFO, a device node, a directory) or holds more than len(buf)
+// bytes is an error naming it.
 func (f *FS) readInto(rel string, buf []byte) ([]byte, error) {
-	file, err := f.files().Open(rel)
+	var b []byte
+	var err error
+	if root := f.osRoot0(); root != "" {
+		b, err = sys.ReadFile(root+"/"+rel, buf)
+	} else {
+		b, err = sys.ReadFileFS(f.fsys, rel, buf)
+	}
 	if err != nil {
 		return nil, f.fixPathErr(err, rel)
 	}
-	defer file.Close()
-	n := 0
-	for n < len(buf) {
-		m, err := file.Read(buf[n:])
-		n += m
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, f.fixPathErr(err, rel)
-		}
-		if m == 0 {
-			break
-		}
-	}
-	b := buf[:n]
+	n := len(b)
 	if n > 0 && b[n-1] == '\n' {
 		b = b[:n-1]
 	}

@@ -148,7 +148,7 @@ func (f *FS) Port(ca string, n int) (*Port, error) {
 	if !validName(ca) {
 		return nil, &Error{Op: "read port", Device: portName(ca, n), Err: f.noSuchDevice(classInfiniBand, ca)}
 	}
-	devs, err := f.CharDevs()
+	devs, _, err := f.charDevs()
 	if err != nil {
 		return nil, err
 	}

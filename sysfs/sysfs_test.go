@@ -2,12 +2,16 @@ package sysfs
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -690,8 +694,86 @@ func TestBroken(t *testing.T) {
 			}
 		})
 	}
-	// CAs fails as a whole on the first broken CA.
-	if _, err := f.CAs(); err == nil {
-		t.Error("CAs on the broken tree succeeded")
+	// CAs returns the devices it can read and one error per broken one.
+	cas, err := f.CAs()
+	if err == nil {
+		t.Error("CAs on the broken tree gave no error")
 	}
+	var got []string
+	for _, ca := range cas {
+		got = append(got, ca.Name)
+	}
+	if want := []string{"badcounter", "badgid", "badgidtype", "badhwcounter"}; !slices.Equal(got, want) {
+		t.Errorf("CAs on the broken tree read %v, want the readable ones %v", got, want)
+	}
+	for _, name := range []string{"badguid", "typeloop", "badportname", "noports"} {
+		if !strings.Contains(fmt.Sprint(err), "read CA "+name+":") {
+			t.Errorf("CAs error does not name %s: %v", name, err)
+		}
+	}
+}
+
+// TestBadCharDevIsolated: a umad entry that cannot be read (its port is
+// "x", its ibdev is missing) is an error of that entry only: CA, CAs and
+// Port still read every device, and CharDevs returns the good entries
+// with an error naming each bad one.
+func TestBadCharDevIsolated(t *testing.T) {
+	tree := fstest.MapFS{}
+	for k, v := range mapTree(t, "testdata/rxe-6.1") {
+		tree[k] = v
+	}
+	tree["class/infiniband_mad/umad7/ibdev"] = &fstest.MapFile{Data: []byte("rxe0\n")}
+	tree["class/infiniband_mad/umad7/port"] = &fstest.MapFile{Data: []byte("x\n")}
+	tree["class/infiniband_mad/umad8/port"] = &fstest.MapFile{Data: []byte("1\n")}
+	f := NewFS(tree)
+	devs, err := f.CharDevs()
+	if err == nil || !strings.Contains(err.Error(), "umad7") || !strings.Contains(err.Error(), "umad8") {
+		t.Errorf("CharDevs error %v does not name umad7 and umad8", err)
+	}
+	if len(devs) == 0 {
+		t.Error("CharDevs returned no good entry beside the bad ones")
+	}
+	ca, err := f.CA("rxe0")
+	if err != nil || ca.Ports[0].Umad == nil {
+		t.Fatalf("CA(rxe0) = %+v, %v; want it read with its umad device", ca, err)
+	}
+	if _, err := f.Port("rxe0", 1); err != nil {
+		t.Errorf("Port(rxe0, 1): %v", err)
+	}
+	if cas, err := f.CAs(); err != nil || len(cas) == 0 {
+		t.Errorf("CAs = %d devices, %v", len(cas), err)
+	}
+}
+
+// mapTree copies a fixture directory into a MapFS, following symbolic
+// links (the fixtures link class/ entries to devices/ as sysfs does).
+func mapTree(t *testing.T, dir string) fstest.MapFS {
+	t.Helper()
+	m := fstest.MapFS{}
+	fsys := os.DirFS(dir)
+	var walk func(rel string)
+	walk = func(rel string) {
+		ents, err := fs.ReadDir(fsys, rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			p := path.Join(rel, e.Name())
+			fi, err := fs.Stat(fsys, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.IsDir() {
+				walk(p)
+				continue
+			}
+			b, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[p] = &fstest.MapFile{Data: b}
+		}
+	}
+	walk(".")
+	return m
 }

@@ -189,11 +189,11 @@ func (h *Host) CANames() ([]string, error) {
 
 // isIBType is libibumad's is_ib_type: node_type read with strtoul is 1–3.
 func (h *Host) isIBType(name string) bool {
-	b, err := os.ReadFile(filepath.Join(h.root(), "class", "infiniband", name, "node_type"))
+	s, err := sys.ReadString(filepath.Join(h.root(), "class", "infiniband", name, "node_type"))
 	if err != nil {
 		return false
 	}
-	t := sysfs.Strtoul(string(b))
+	t := sysfs.Strtoul(s)
 	return t >= 1 && t <= 3
 }
 

@@ -52,14 +52,26 @@ func timeoutMs(d time.Duration) uint32 {
 //
 // For a request the kernel replaces the upper 32 bits of the TID with the
 // agent's own value, so that the response finds its way back; only the
-// lower 32 bits are the caller's. A request whose TID and class equal
-// those of a request still pending on the port fails with EINVAL.
+// lower 32 bits are the caller's.
 //
 // The MAD must be at least 36 bytes (the kernel's minimum) and, without
-// kernel RMPP, at most 256. Errors carry the kernel's errno: EINVAL for a
-// MAD the kernel refuses, EIO for an agent that is not registered,
-// ETIMEDOUT (after about a second) for a RoCE destination GID whose
-// neighbour does not resolve.
+// kernel RMPP, at most 256. Errors carry the kernel's errno: EIO for an
+// agent that is not registered, ETIMEDOUT (after about a second) for a
+// RoCE destination GID whose neighbour does not resolve, and EINVAL
+// (Linux drivers/infiniband/core/user_mad.c, ib_umad_write, and mad.c,
+// ib_post_send_mad) when:
+//   - the MAD is shorter than 36 bytes, or longer than 256 without kernel
+//     RMPP, or its RMPP header is invalid for the agent;
+//   - the agent id is 32 or more, or the class and the agent do not fit
+//     (a directed-route SMP on a port without QP0, …);
+//   - a request's TID and class equal those of a request of this port
+//     still pending (is_duplicate: "reject the second as a duplicate");
+//   - a response's TID and class equal those of a response to the same
+//     destination still on the port's send list (is_duplicate with
+//     same_destination). This is what answering a retransmitted request
+//     gives while the first answer is still being sent: the requester
+//     will get that first answer, so a replier should count the request
+//     as already answered and go on (see umad serve in cmd/purerdma).
 func (p *Port) Send(agent AgentID, pkt *Packet, timeout time.Duration, retries int) error {
 	if err := p.checkSend(agent, pkt, retries); err != nil {
 		return &Error{Op: "send", Device: p.name, Err: err}

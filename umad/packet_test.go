@@ -190,3 +190,34 @@ func TestDebugLogging(t *testing.T) {
 		t.Fatalf("level 0 logged %q", buf.String())
 	}
 }
+
+// FuzzPacketSetLen: SetLen takes any length from its caller; out of range
+// (negative, past 64 MiB) it fails with EINVAL and leaves the packet as
+// it was, in range it zero-fills what it adds.
+func FuzzPacketSetLen(f *testing.F) {
+	for _, n := range []int{0, 36, 256, -1, pktMaxMAD, pktMaxMAD + 1, 1 << 62} {
+		f.Add(n)
+	}
+	f.Fuzz(func(t *testing.T, n int) {
+		if n > 1<<20 && n <= pktMaxMAD {
+			n = 1 << 20 // keep the fuzzer's memory small: in range is in range
+		}
+		p := NewPacket()
+		if err := p.SetMAD([]byte{1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+		err := p.SetLen(n)
+		if n < 0 || n > pktMaxMAD {
+			if !errors.Is(err, syscall.EINVAL) || p.Len() != 3 {
+				t.Fatalf("SetLen(%d) = %v, Len %d; want EINVAL and the packet unchanged", n, err, p.Len())
+			}
+			return
+		}
+		if err != nil || p.Len() != n {
+			t.Fatalf("SetLen(%d) = %v, Len %d", n, err, p.Len())
+		}
+		if n > 3 && bytes.ContainsFunc(p.MAD()[3:], func(r rune) bool { return r != 0 }) {
+			t.Fatalf("SetLen(%d) did not zero-fill", n)
+		}
+	})
+}

@@ -221,7 +221,8 @@ const (
 // (no SMI)". Other failures carry the kernel's errno (libibumad turns them
 // all into EPERM): EINVAL for a registration the kernel refuses (a class
 // version ≥ 0x83, a method another agent of the port already has, …),
-// ENOMEM when the port has 32 agents.
+// ENOMEM when the port has 32 agents, the kernel's limit per open port
+// (IB_UMAD_MAX_AGENTS), which the error says.
 func (p *Port) Register(class, version uint8, methods MethodMask) (AgentID, error) {
 	return p.RegisterAgent(Registration{Class: class, Version: version, Methods: methods, OUI: portOUIOpenIB})
 }
@@ -283,6 +284,12 @@ func (p *Port) RegisterAgent(r Registration) (AgentID, error) {
 		}
 		if errors.Is(err, os.ErrClosed) {
 			return fail(errClosed)
+		}
+		if errors.Is(err, syscall.ENOMEM) {
+			// ib_umad_reg_agent2 and ib_umad_reg_agent answer ENOMEM
+			// when every agent slot of the file is taken.
+			return fail(detail(nil, fmt.Sprintf("the port already has %d agents, the kernel's limit per open port "+
+				"(IB_UMAD_MAX_AGENTS in drivers/infiniband/core/user_mad.c); unregister one or open the port again", maxAgents), err))
 		}
 		return fail(err)
 	}

@@ -70,8 +70,9 @@ func TestRegisterKernelErrnos(t *testing.T) {
 			t.Fatalf("agent %d: %v", i, err)
 		}
 	}
-	if _, err := p.Register(0, 0, MethodMask{}); !errors.Is(err, syscall.ENOMEM) {
-		t.Fatalf("33rd agent: %v", err)
+	if _, err := p.Register(0, 0, MethodMask{}); !errors.Is(err, syscall.ENOMEM) || !strings.Contains(err.Error(), "32 agents") ||
+		!strings.Contains(err.Error(), "IB_UMAD_MAX_AGENTS") {
+		t.Fatalf("33rd agent: %v, want ENOMEM saying the kernel's limit is 32 agents", err)
 	}
 	if _, err := p.Register(0, 0, MethodMaskOf(1)); !errors.Is(err, syscall.EINVAL) {
 		t.Fatalf("methods without a class: %v", err)

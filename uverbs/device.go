@@ -247,11 +247,11 @@ func sysfsDriverID(d Device) uint32 {
 }
 
 func readLine(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	s, err := sys.ReadString(path)
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimRight(string(b), "\n"), nil
+	return strings.TrimRight(s, "\n"), nil
 }
 
 func readInt(path string) (int, error) {

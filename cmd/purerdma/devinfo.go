@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/uverbs"
 )
 
@@ -268,11 +269,11 @@ func portGIDs(c *uverbs.Context, port uint8, pa uverbs.PortAttr, table []uverbs.
 }
 
 func readSysfsLine(path string) string {
-	b, err := os.ReadFile(path)
+	s, err := sys.ReadString(path)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSuffix(string(b), "\n")
+	return strings.TrimSuffix(s, "\n")
 }
 
 // debugErr adds the library's error, which says why, under rdma-core's

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/umad"
 )
 
@@ -199,11 +200,11 @@ func ibstatDevices() ([]string, error) {
 	}
 	var names []string
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "node_type"))
+		b, err := sys.ReadString(filepath.Join(dir, e.Name(), "node_type"))
 		if err != nil {
 			continue
 		}
-		if t, _ := strconv.ParseUint(strings.TrimSpace(strings.SplitN(string(b), ":", 2)[0]), 0, 32); t >= 1 && t <= 3 {
+		if t, _ := strconv.ParseUint(strings.TrimSpace(strings.SplitN(b, ":", 2)[0]), 0, 32); t >= 1 && t <= 3 {
 			names = append(names, e.Name())
 		}
 	}
@@ -269,7 +270,8 @@ func ibstatRate(p *umad.CAPort) string {
 // ibstatIsFDR10 is is_fdr10: the five characters before the first ')' of
 // the rate file (its first 31 bytes) are "fdr10", in any case.
 func ibstatIsFDR10(p *umad.CAPort) bool {
-	b, err := os.ReadFile(filepath.Join(ibSysfsRoot, "class", "infiniband", p.CA, "ports", strconv.Itoa(p.Number), "rate"))
+	var buf [sys.AttrMax]byte
+	b, err := sys.ReadFile(filepath.Join(ibSysfsRoot, "class", "infiniband", p.CA, "ports", strconv.Itoa(p.Number), "rate"), buf[:])
 	if err != nil {
 		return false
 	}

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/purerdma/rdma/internal/sys"
 )
 
 func init() {
@@ -131,11 +133,11 @@ func runIbstatus(args []string, stdout, stderr io.Writer) error {
 func ibstatusRead(base, dev, port string) ibstatusPort {
 	dir := filepath.Join(base, dev, "ports", port)
 	val := func(file, otherwise string) string {
-		b, err := os.ReadFile(filepath.Join(dir, file))
+		s, err := sys.ReadString(filepath.Join(dir, file))
 		if err != nil {
-			return otherwise
+			return otherwise // also a FIFO, a device node or more than a page: never read unbounded
 		}
-		return strings.Join(strings.Fields(string(b)), " ")
+		return strings.Join(strings.Fields(s), " ")
 	}
 	return ibstatusPort{
 		Device: dev, Port: port,

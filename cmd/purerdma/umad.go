@@ -214,7 +214,8 @@ func umadServe(port *umad.Port, o *umadToolOpts, stdout io.Writer) error {
 	}()
 	pkt := umad.NewPacket()
 	var m umad.VendorMAD
-	served := 0
+	served, repeats := 0, 0
+	var answered umadTIDRing
 	for o.count < 0 || served < o.count {
 		if _, err := port.Recv(pkt, -1); err != nil {
 			if errors.Is(err, os.ErrClosed) {
@@ -237,13 +238,53 @@ func umadServe(port *umad.Port, o *umadToolOpts, stdout io.Writer) error {
 		if err := pkt.SetMAD(m.Append(pkt.MAD()[:0])); err != nil {
 			return err
 		}
+		tid := m.Header.TransactionID
 		if err := port.Send(agent, pkt, 0, 0); err != nil {
+			// A retransmitted request answered while the first answer
+			// (same TID, same destination) is still on the port's send
+			// list: the kernel refuses the second answer with EINVAL
+			// (user_mad.c, ib_umad_write's is_duplicate). The requester
+			// gets the first one; the request is already answered.
+			if errors.Is(err, syscall.EINVAL) && answered.has(tid) {
+				repeats++
+				if !o.quiet {
+					fmt.Fprintf(stdout, "request tid %#016x repeated: already answered (the kernel refused a second answer while the first is still being sent)\n", tid)
+				}
+				continue
+			}
 			return err
 		}
+		answered.add(tid)
 		served++
 	}
-	fmt.Fprintf(stdout, "answered %d requests\n", served)
+	if repeats > 0 {
+		fmt.Fprintf(stdout, "answered %d requests (%d repeats already answered)\n", served, repeats)
+	} else {
+		fmt.Fprintf(stdout, "answered %d requests\n", served)
+	}
 	return nil
+}
+
+// umadTIDRing remembers the TIDs of the last answers sent, to tell the
+// kernel's duplicate refusal (EINVAL for an answer whose TID is still
+// being sent) from an answer it refuses for another reason.
+type umadTIDRing struct {
+	tids [256]uint64
+	n    int
+}
+
+func (r *umadTIDRing) add(tid uint64) {
+	r.tids[r.n%len(r.tids)] = tid
+	r.n++
+}
+
+func (r *umadTIDRing) has(tid uint64) bool {
+	for i := 0; i < min(r.n, len(r.tids)); i++ {
+		if r.tids[i] == tid {
+			return true
+		}
+	}
+	return false
 }
 
 func umadSend(port *umad.Port, local *umad.CAPort, o *umadToolOpts, stdout io.Writer) error {

@@ -23,6 +23,7 @@ import (
 	"testing"
 
 	"github.com/purerdma/rdma/integration/internal/vmproto"
+	"github.com/purerdma/rdma/internal/sys"
 )
 
 // The guest's RDMA devices, the network devices under them and their IPv4
@@ -62,11 +63,11 @@ func Repo() string { return os.Getenv(vmproto.EnvRepo) }
 // ReadSysfs reads a sysfs attribute of an RDMA device, relative to
 // /sys/class/infiniband/DEV, without the trailing newline.
 func ReadSysfs(dev, rel string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(SysfsRoot, dev, rel))
+	s, err := sys.ReadString(filepath.Join(SysfsRoot, dev, rel))
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimRight(string(b), "\n"), nil
+	return strings.TrimRight(s, "\n"), nil
 }
 
 // PortState returns port 1's state as sysfs spells it, e.g. "4: ACTIVE".

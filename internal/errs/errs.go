@@ -6,7 +6,9 @@ package errs
 import (
 	"errors"
 	"os"
+	"strconv"
 	"syscall"
+	"unicode/utf8"
 )
 
 // ErrNotSupported is the sentinel that EPROTONOSUPPORT, EOPNOTSUPP and
@@ -57,15 +59,19 @@ func isNotSupported(errno syscall.Errno) bool {
 //
 // dev may be empty. The hint is chosen from the errno; an error without an
 // errno gets none.
+//
+// The device and every word of the cause are capped (see [Cap]): a name of
+// thousands of bytes, which a caller or a broken tree can hand in and a
+// path in the cause repeats, shows as its start and its length.
 func Message(op, dev string, err error) string {
 	s := op
 	if dev != "" {
-		s += " " + dev
+		s += " " + Cap(dev)
 	}
 	if err == nil {
 		return s
 	}
-	s += ": " + err.Error()
+	s += ": " + Cap(err.Error())
 	if h := Hint(Errno(err)); h != "" {
 		s += " (" + h + ")"
 	}
@@ -89,4 +95,69 @@ func Hint(errno syscall.Errno) string {
 		return "the device was removed or disassociated; reopen it"
 	}
 	return ""
+}
+
+// MaxWord is the longest run of text (a device name, a path component, a
+// quoted value) an error message shows whole: IB_DEVICE_NAME_MAX, the
+// kernel's limit on a device name (include/rdma/ib_verbs.h), is 64.
+const MaxWord = 64
+
+// Cap returns s with every run longer than MaxWord bytes of characters
+// other than separators (space, '/', ':', quotes, parentheses, ',', '=')
+// cut to its first MaxWord/2 bytes (at a character boundary) followed by
+// "…(N bytes)". s is returned as is, without allocating, when no run is
+// that long.
+func Cap(s string) string {
+	if len(s) <= MaxWord {
+		return s
+	}
+	long := false
+	for run, i := 0, 0; i < len(s); i++ {
+		if isSep(s[i]) {
+			run = 0
+			continue
+		}
+		if run++; run > MaxWord {
+			long = true
+			break
+		}
+	}
+	if !long {
+		return s
+	}
+	b := make([]byte, 0, 256)
+	for i := 0; i < len(s); {
+		if isSep(s[i]) {
+			b = append(b, s[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && !isSep(s[j]) {
+			j++
+		}
+		w := s[i:j]
+		if len(w) > MaxWord {
+			cut := MaxWord / 2
+			for cut > 0 && !utf8.RuneStart(w[cut]) {
+				cut--
+			}
+			b = append(b, w[:cut]...)
+			b = append(b, "…("...)
+			b = strconv.AppendInt(b, int64(len(w)), 10)
+			b = append(b, " bytes)"...)
+		} else {
+			b = append(b, w...)
+		}
+		i = j
+	}
+	return string(b)
+}
+
+func isSep(c byte) bool {
+	switch c {
+	case ' ', '/', ':', '"', '\'', '(', ')', ',', '=', '\t', '\n':
+		return true
+	}
+	return false
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 )
 
 // testError is shaped like every package's Error type.
@@ -89,5 +90,34 @@ func TestMessage(t *testing.T) {
 		if Hint(e) == "" {
 			t.Errorf("no hint for %v", e)
 		}
+	}
+}
+
+// TestMessageCapped: a 5,000-character device name, repeated by the cause
+// (a path, a quoted name), gives a message of a few hundred bytes that
+// still shows the start of the name, its length and the errno.
+func TestMessageCapped(t *testing.T) {
+	name := strings.Repeat("x", 5000)
+	cause := fmt.Errorf("invalid device name %q: %w", name, &os.PathError{Op: "open", Path: "/sys/class/infiniband/" + name + "/node_type", Err: syscall.ENOENT})
+	msg := Message("get CA", name, cause)
+	if len(msg) > 600 {
+		t.Errorf("message is %d bytes: %.200s…", len(msg), msg)
+	}
+	for _, want := range []string{"get CA xxxxxxxx", "…(5000 bytes)", "/sys/class/infiniband/", "/node_type", "no such file or directory", "ls /sys/class/infiniband"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q does not say %q", msg, want)
+		}
+	}
+	// Short messages are untouched, and cost nothing.
+	short := "read port rxe0/1: open /sys/class/infiniband/rxe0/ports/1/state: permission denied"
+	if got := Cap(short); got != short {
+		t.Errorf("Cap changed %q to %q", short, got)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = Cap(short) }); n != 0 {
+		t.Errorf("Cap of a short message allocates %.0f times", n)
+	}
+	// A multi-byte character is never cut in half.
+	if got := Cap(strings.Repeat("é", 100)); !utf8.ValidString(got) {
+		t.Errorf("Cap cut a character: %q", got)
 	}
 }

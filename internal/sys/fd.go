@@ -1,7 +1,9 @@
 package sys
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"sort"
@@ -227,7 +229,20 @@ func (fd *FD) Read(p []byte) (int, error) {
 	}
 	if fd.file != nil {
 		n, err := fd.file.Read(p)
-		return n, unwrapPathError(err)
+		err = unwrapPathError(err)
+		if err != nil && pollerGaveUp(err) {
+			// The runtime poller saw EPOLLERR alone (a umad device
+			// removed under the read: ib_umad_poll answers EPOLLERR) and
+			// reports "not pollable"; the kernel's own answer is the
+			// read's errno (EIO), so ask it once, without waiting.
+			if n, rerr := fd.ReadNonblocking(p); rerr != unix.EAGAIN {
+				return n, rerr
+			}
+			if _, perr := fd.Readable(); perr != nil {
+				return 0, perr
+			}
+		}
+		return n, err
 	}
 	if err := fd.acquire(); err != nil {
 		return 0, err
@@ -379,9 +394,26 @@ func (fd *FD) WaitReadable() error {
 	defer w.mu.Unlock()
 	w.err = nil
 	if err := fd.rc.Read(w.fn); err != nil {
+		if pollerGaveUp(err) {
+			// As in Read: EPOLLERR alone is the kernel's error state,
+			// which poll(2) reports as POLLERR, given here as EIO.
+			if _, perr := fd.Readable(); perr != nil {
+				return perr
+			}
+		}
 		return err
 	}
 	return w.err
+}
+
+// pollerGaveUp reports whether err is the runtime poller's own failure
+// rather than the kernel's errno, a deadline or a close: internal/poll's
+// unexported ErrNotPollable ("not pollable"), which a wait reports when
+// epoll returned EPOLLERR alone for the descriptor.
+func pollerGaveUp(err error) bool {
+	var errno syscall.Errno
+	return !errors.As(err, &errno) && !errors.Is(err, os.ErrDeadlineExceeded) &&
+		!errors.Is(err, os.ErrClosed) && err != io.EOF
 }
 
 // waitState is what WaitReadable hands the runtime poller: a callback made

@@ -26,6 +26,7 @@ var (
 		"crc32_generic", // rxe's ICRC through the crypto API (6.1)
 		"virtio_pci", "virtio_console", "9pnet_virtio", "9p",
 		"veth", "ib_core", "ib_uverbs", "ib_umad", "rdma_ucm", "rdma_rxe",
+		"sch_netem", // tc qdisc netem: packet loss for the fault-injection tests
 	}
 	// optionalModules may be missing from a kernel.
 	optionalModules = map[string]bool{"crc32_generic": true}
@@ -39,7 +40,7 @@ var guestTools = []string{
 	"usr/bin/ibv_srq_pingpong", "usr/bin/ibv_xsrq_pingpong",
 	"usr/sbin/ibstat", "usr/sbin/ibstatus", "usr/sbin/perfquery", "usr/sbin/smpquery",
 	"usr/sbin/smpdump", "usr/sbin/sminfo", "usr/sbin/ibaddr", "usr/sbin/ibportstate",
-	"usr/bin/rdma", "bin/ip", "usr/bin/strace",
+	"usr/bin/rdma", "bin/ip", "sbin/tc", "usr/bin/strace",
 	// the rxe verbs provider, which libibverbs loads with dlopen
 	"usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so",
 	"etc/libibverbs.d/rxe.driver",
@@ -184,6 +185,7 @@ func (in ImageInputs) tree(ctx context.Context) (*rootfs, error) {
 	// The ELF interpreter's canonical path is a link into the multiarch dir.
 	r.symlink("lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
 	r.symlink("sbin/ip", "/bin/ip")
+	r.symlink("usr/sbin/tc", "/sbin/tc") // ahead of busybox's tc, which has no netem
 	if st, err := os.Stat(filepath.Join(in.Userland, "etc/iproute2")); err == nil && st.IsDir() {
 		if err := u.copyDir("etc/iproute2"); err != nil {
 			return nil, err

@@ -50,7 +50,7 @@ var (
 	}
 
 	// userland holds the guest's busybox, rdma-core's tools and libraries
-	// with the rxe provider, iproute2 (ip, rdma), strace, and the shared
+	// with the rxe provider, iproute2 (ip, rdma, tc), strace, and the shared
 	// libraries they need.
 	userland = []Package{
 		{"busybox-static", "1:1.35.0-4+deb12u1+b1"},
@@ -66,6 +66,7 @@ var (
 		{"libnl-3-200", "3.7.0-0.2+b1"},
 		{"libnl-route-3-200", "3.7.0-0.2+b1"},
 		{"iproute2", "6.1.0-3"},
+		{"libxtables12", "1.8.9-2"}, // tc's, for the netem fault injection
 		{"libmnl0", "1.0.4-3"},
 		{"libbsd0", "0.11.7-2"},
 		{"libmd0", "1.0.4-2"},

@@ -1,0 +1,286 @@
+package sys
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// AttrMax is the most a sysfs attribute file holds: one page. The kernel
+// formats an attribute into a buffer of PAGE_SIZE (fs/sysfs/file.c,
+// sysfs_kf_seq_show; drivers' show functions use sysfs_emit, which stops at
+// PAGE_SIZE). 4096 is the smallest page of the architectures this library
+// builds for; a bigger page size only lets the kernel write more, which a
+// reader bounded by AttrMax reports as too large.
+const AttrMax = 4096
+
+// NotRegularError says a file expected to be a regular file (every sysfs
+// attribute is one) is something else: a FIFO, a device node, a directory
+// or a socket. Reading those could block forever (a FIFO with no writer),
+// never end (/dev/zero) or act on a device (opening a watchdog starts it),
+// so the bounded readers refuse them before opening.
+type NotRegularError struct {
+	Mode fs.FileMode // the file's type bits
+}
+
+func (e *NotRegularError) Error() string {
+	if e.Mode.IsDir() {
+		return "is a directory, not a regular file"
+	}
+	what := "special file"
+	switch t := e.Mode.Type(); {
+	case t&fs.ModeNamedPipe != 0:
+		what = "named pipe (FIFO)"
+	case t&fs.ModeCharDevice != 0:
+		what = "character device"
+	case t&fs.ModeDevice != 0:
+		what = "block device"
+	case t&fs.ModeSocket != 0:
+		what = "socket"
+	case t&fs.ModeSymlink != 0:
+		what = "symbolic link"
+	}
+	return "not a regular file: a " + what
+}
+
+// Unwrap returns syscall.EISDIR for a directory (what read(2) would have
+// said), nothing otherwise.
+func (e *NotRegularError) Unwrap() error {
+	if e.Mode.IsDir() {
+		return syscall.EISDIR
+	}
+	return nil
+}
+
+// TooLargeError says a file holds more than the reader's bound.
+type TooLargeError struct {
+	Limit int // the bound, in bytes
+}
+
+func (e *TooLargeError) Error() string {
+	return "holds more than " + strconv.Itoa(e.Limit) + " bytes, more than a sysfs attribute can"
+}
+
+// Unwrap returns syscall.EFBIG, so errors.Is matches the errno.
+func (e *TooLargeError) Unwrap() error { return syscall.EFBIG }
+
+// attrPool holds AttrMax-sized buffers for ReadString.
+var attrPool = sync.Pool{New: func() any { return new([AttrMax]byte) }}
+
+// ReadString reads the whole file at path as [ReadFile] does with an
+// AttrMax buffer (taken from a pool) and returns its text.
+func ReadString(path string) (string, error) {
+	buf := attrPool.Get().(*[AttrMax]byte)
+	defer attrPool.Put(buf)
+	b, err := ReadFile(path, buf[:])
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// ReadFile reads the whole file at path, a file the caller did not create
+// (a sysfs attribute), into buf and returns buf[:n]. It reads at most
+// len(buf) bytes plus one:
+//
+//   - path must name a regular file (after symbolic links): it is checked
+//     with stat(2) before opening and with fstat(2) after, and anything else
+//     gives a *fs.PathError wrapping a [*NotRegularError], without the file
+//     being opened when stat already tells;
+//   - it is opened O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC, so a FIFO put in
+//     its place between the two checks cannot block the open;
+//   - a file holding more than len(buf) bytes gives a *fs.PathError wrapping
+//     a [*TooLargeError] (which matches syscall.EFBIG).
+//
+// Other errors are *fs.PathError values wrapping the errno. The read goes
+// until end of file, so a kernel attribute whose show function fails
+// (EINVAL for an uncomputable rate) reports that errno.
+func ReadFile(path string, buf []byte) ([]byte, error) {
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Stat(path, &st) }); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if err := checkRegular(path, st.Mode); err != nil {
+		return nil, err
+	}
+	var raw int
+	err := ignoringEINTR(func() error {
+		var err error
+		raw, err = unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(raw)
+	if err := ignoringEINTR(func() error { return unix.Fstat(raw, &st) }); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if err := checkRegular(path, st.Mode); err != nil {
+		return nil, err
+	}
+	n := 0
+	for {
+		var m int
+		var err error
+		if n < len(buf) {
+			m, err = unix.Read(raw, buf[n:])
+		} else {
+			var one [1]byte
+			m, err = unix.Read(raw, one[:])
+			if err == nil && m > 0 {
+				return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Limit: len(buf)}}
+			}
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m <= 0 {
+			return buf[:n], nil
+		}
+		n += m
+	}
+}
+
+// OpenFile opens the regular file at path for reading, with the checks of
+// [ReadFile] (stat before, fstat after, O_NONBLOCK|O_NOCTTY|O_CLOEXEC), for
+// a caller that reads it again and again (with ReadAt, bounded by its own
+// buffer): hw_counters and PMA counter files.
+func OpenFile(path string) (*os.File, error) {
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Stat(path, &st) }); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if err := checkRegular(path, st.Mode); err != nil {
+		return nil, err
+	}
+	var raw int
+	err := ignoringEINTR(func() error {
+		var err error
+		raw, err = unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	if err := ignoringEINTR(func() error { return unix.Fstat(raw, &st) }); err != nil {
+		unix.Close(raw)
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if err := checkRegular(path, st.Mode); err != nil {
+		unix.Close(raw)
+		return nil, err
+	}
+	return os.NewFile(uintptr(raw), path), nil
+}
+
+// ReadFileFS is [ReadFile] for a file of an fs.FS (a test tree, or a
+// caller's copy of sysfs): the file must be regular by fs.Stat before it is
+// opened and by its own Stat after, and may hold at most len(buf) bytes.
+// Errors are *fs.PathError values naming name.
+func ReadFileFS(fsys fs.FS, name string, buf []byte) ([]byte, error) {
+	f, err := OpenFS(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	n := 0
+	for {
+		var m int
+		var err error
+		if n < len(buf) {
+			m, err = f.Read(buf[n:])
+		} else {
+			var one [1]byte
+			m, err = f.Read(one[:])
+			if m > 0 {
+				return nil, &fs.PathError{Op: "read", Path: name, Err: &TooLargeError{Limit: len(buf)}}
+			}
+		}
+		n += m
+		if err == io.EOF || (err == nil && m == 0) {
+			return buf[:n], nil
+		}
+		if err != nil {
+			return nil, pathErr("read", name, err)
+		}
+	}
+}
+
+// OpenFS opens name in fsys for reading once fs.Stat says it is a regular
+// file, and checks the opened file's Stat again.
+func OpenFS(fsys fs.FS, name string) (fs.File, error) {
+	fi, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, pathErr("stat", name, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: &NotRegularError{Mode: fi.Mode().Type()}}
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	fi, err = f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, pathErr("stat", name, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: &NotRegularError{Mode: fi.Mode().Type()}}
+	}
+	return f, nil
+}
+
+func pathErr(op, name string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return &fs.PathError{Op: op, Path: name, Err: err}
+}
+
+func checkRegular(path string, mode uint32) error {
+	if mode&unix.S_IFMT == unix.S_IFREG {
+		return nil
+	}
+	return &fs.PathError{Op: "open", Path: path, Err: &NotRegularError{Mode: fileType(mode)}}
+}
+
+// fileType converts stat's type bits to fs.FileMode's.
+func fileType(mode uint32) fs.FileMode {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	}
+	return fs.ModeIrregular
+}
+
+func ignoringEINTR(fn func() error) error {
+	for {
+		err := fn()
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}

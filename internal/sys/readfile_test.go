@@ -1,0 +1,164 @@
+package sys
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestReadFileBounds checks every kind of file the bounded readers meet in
+// a broken tree: each regular file up to the bound reads whole, one byte
+// more is EFBIG, and every non-regular file is refused with its path named,
+// without blocking (a FIFO with no writer would block a plain open).
+func TestReadFileBounds(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	exact := write("exact", bytes.Repeat([]byte{'a'}, AttrMax))
+	over := write("over", bytes.Repeat([]byte{'a'}, AttrMax+1))
+	small := write("small", []byte("4: ACTIVE\n"))
+	empty := write("empty", nil)
+	sparse := filepath.Join(dir, "sparse")
+	f, err := os.Create(sparse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(2 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink("loop", loop); err != nil {
+		t.Fatal(err)
+	}
+
+	buf := make([]byte, AttrMax)
+	for _, c := range []struct {
+		path    string
+		want    string // contents, when it reads
+		errno   error  // the errno errors.Is must match, when it fails
+		regular bool   // false: a *NotRegularError
+	}{
+		{path: exact, want: strings.Repeat("a", AttrMax), regular: true},
+		{path: small, want: "4: ACTIVE\n", regular: true},
+		{path: empty, want: "", regular: true},
+		{path: over, errno: syscall.EFBIG, regular: true},
+		{path: sparse, errno: syscall.EFBIG, regular: true},
+		{path: loop, errno: syscall.ELOOP, regular: true},
+		{path: filepath.Join(dir, "missing"), errno: syscall.ENOENT, regular: true},
+		{path: fifo},
+		{path: zero},
+		{path: dir},
+		{path: "/dev/null"},
+	} {
+		done := make(chan struct{})
+		var got []byte
+		var err error
+		go func() {
+			defer close(done)
+			got, err = ReadFile(c.path, buf)
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("ReadFile(%s) still blocked after 30 s", c.path)
+		}
+		switch {
+		case !c.regular:
+			var nr *NotRegularError
+			if !errors.As(err, &nr) || !strings.Contains(err.Error(), c.path) {
+				t.Errorf("ReadFile(%s) = %v, want a NotRegularError naming the file", c.path, err)
+			}
+		case c.errno != nil:
+			if !errors.Is(err, c.errno) || !strings.Contains(err.Error(), c.path) {
+				t.Errorf("ReadFile(%s) = %v, want %v naming the file", c.path, err, c.errno)
+			}
+		case err != nil || string(got) != c.want:
+			t.Errorf("ReadFile(%s) = %q, %v; want %d bytes", c.path, got, err, len(c.want))
+		}
+		if c.regular && c.errno == nil {
+			f, err := OpenFile(c.path)
+			if err != nil {
+				t.Errorf("OpenFile(%s): %v", c.path, err)
+			} else {
+				f.Close()
+			}
+		} else if !c.regular {
+			if f, err := OpenFile(c.path); err == nil {
+				f.Close()
+				t.Errorf("OpenFile(%s) opened a non-regular file", c.path)
+			}
+		}
+	}
+
+	// ReadString with its pooled buffer.
+	if s, err := ReadString(small); err != nil || s != "4: ACTIVE\n" {
+		t.Errorf("ReadString = %q, %v", s, err)
+	}
+	if _, err := ReadString(over); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("ReadString(over) = %v, want EFBIG", err)
+	}
+
+	// The same through os.DirFS and a MapFS.
+	dfs := os.DirFS(dir)
+	for name, wantErr := range map[string]bool{"small": false, "over": true, "sparse": true, "fifo": true, "zero": true, "loop": true, ".": true} {
+		_, err := ReadFileFS(dfs, name, buf)
+		if (err != nil) != wantErr {
+			t.Errorf("ReadFileFS(DirFS, %s) = %v, want error %v", name, err, wantErr)
+		}
+	}
+	mfs := fstest.MapFS{
+		"a":     {Data: []byte("x\n")},
+		"big":   {Data: bytes.Repeat([]byte{'b'}, AttrMax+1)},
+		"pipe":  {Mode: fs.ModeNamedPipe},
+		"d/one": {Data: []byte("1")},
+	}
+	if b, err := ReadFileFS(mfs, "a", buf); err != nil || string(b) != "x\n" {
+		t.Errorf("ReadFileFS(MapFS, a) = %q, %v", b, err)
+	}
+	for _, name := range []string{"big", "pipe", "d", "none"} {
+		if _, err := ReadFileFS(mfs, name, buf); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("ReadFileFS(MapFS, %s) = %v, want an error naming it", name, err)
+		}
+	}
+}
+
+// TestReadFileAllocs pins what one bounded read of a small file costs.
+func TestReadFileAllocs(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(p, []byte("4: ACTIVE\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, AttrMax)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := ReadFile(p, buf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The path is converted to a C string for stat and for open.
+	if allocs > 2 {
+		t.Errorf("ReadFile allocates %.0f times per call, want at most 2", allocs)
+	}
+}
