@@ -74,8 +74,10 @@ $(addprefix integration-,$(INTEGRATION_KERNELS)): integration-%: vmrun integrati
 	pkgs=$$($(INTEGRATION_PKGS)) && \
 	if [ -z "$$pkgs" ]; then echo "integration-$*: no package has integration tests"; exit 0; fi && \
 	echo "integration-$*: VM tests on kernel $* in:" $$pkgs && \
+	rm -f integration/.cache/reports/*-$*.txt && \
 	CGO_ENABLED=0 $(GO) test -tags integration -count=1 \
-		-exec '$(VMRUN) -kernel $* -timeout $(VMRUN_TIMEOUT) $(VMRUN_FLAGS) --' $$pkgs
+		-exec '$(VMRUN) -kernel $* -timeout $(VMRUN_TIMEOUT) $(VMRUN_FLAGS) --' $$pkgs && \
+	{ for r in integration/.cache/reports/*-$*.txt; do if [ -f "$$r" ]; then cat "$$r"; fi; done; }
 
 integration-harness: vmrun
 	cd $(INTEGRATION_ROOT) && $(VMRUN) -prepare && \
