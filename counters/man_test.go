@@ -252,7 +252,6 @@ func TestManAttach_StaticAttachBindsAtCreateFlow(t *testing.T) {
 	}
 }
 
-func itoa(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
 
 func TestManAttach_EBUSYWhenBoundStatically(t *testing.T) {
 	e := newEnv(t)
