@@ -252,7 +252,6 @@ func TestManAttach_StaticAttachBindsAtCreateFlow(t *testing.T) {
 	}
 }
 
-
 func TestManAttach_EBUSYWhenBoundStatically(t *testing.T) {
 	e := newEnv(t)
 	cs := e.counters(t, pkts(0))
