@@ -3,6 +3,7 @@ package counters
 import (
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/internal/ucontext"
 	"os"
 	"syscall"
 	"unsafe"
@@ -78,7 +79,7 @@ type Counters struct {
 	// own's lock guards what follows and the destruction; it is taken
 	// after the context's Hold and held across the creation of a flow
 	// that binds the object.
-	own    *uverbs.Owned
+	own    *ucontext.Owned
 	points []abi.Mlx5IbFlowCountersDesc // in attach order
 	flows  int                          // live flows bound through this package (rdma-core's refcount)
 	req    *abi.Request                 // the READ request, reused
@@ -115,13 +116,13 @@ func Create(c *uverbs.Context, attr *InitAttr) (*Counters, error) {
 	if attr != nil && attr.CompMask != 0 {
 		return fail(fmt.Errorf("comp_mask %#x: no bit is defined: %w", attr.CompMask, syscall.EOPNOTSUPP))
 	}
-	if err := c.Hold(op); err != nil {
+	if err := ucontext.Hold(c, op); err != nil {
 		return fail(os.ErrClosed)
 	}
-	defer c.Release()
-	r := abi.NewRequest(c.API(), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE).
+	defer ucontext.Release(c)
+	r := abi.NewRequest(ucontext.API(c), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE).
 		NewHandle(abi.UVERBS_ATTR_CREATE_COUNTERS_HANDLE)
-	if err := c.InvokeHeld(r); err != nil {
+	if err := ucontext.InvokeHeld(c, r); err != nil {
 		err = errnoOf(err)
 		if errs.Is(err, ErrNotSupported) {
 			err = fmt.Errorf("the %s driver has no verbs counters: %w", dev.Driver(), err)
@@ -136,10 +137,10 @@ func Create(c *uverbs.Context, attr *InitAttr) (*Counters, error) {
 	if c.DriverID() != abi.RDMA_DRIVER_MLX5 {
 		// A kernel newer than 6.12 with counters on another driver: how
 		// that driver takes counter points is unknown here.
-		cs.destroy(c.InvokeHeld)
+		cs.destroy(func(r *abi.Request) error { return ucontext.InvokeHeld(c, r) })
 		return fail(fmt.Errorf("purerdma binds counters only on mlx5, not on the %s driver: %w", dev.Driver(), syscall.EOPNOTSUPP))
 	}
-	cs.own = c.Own(uverbs.StageCounters, "destroy counters", cs.destroy)
+	cs.own = ucontext.Own(c, ucontext.StageCounters, "destroy counters", cs.destroy)
 	return cs, nil
 }
 
@@ -260,19 +261,19 @@ func (cs *Counters) Read(values []uint64, flags ReadFlags) error {
 		return &Error{Op: op, Err: errArg("nil counters, or not made by Create")}
 	}
 	c := cs.c
-	if err := c.Hold(op); err != nil {
+	if err := ucontext.Hold(c, op); err != nil {
 		return &Error{Op: op, Device: c.Device().Name, Err: os.ErrClosed}
 	}
-	defer c.Release()
+	defer ucontext.Release(c)
 	cs.own.Lock()
 	defer cs.own.Unlock()
 	if cs.own.Destroyed() {
 		return &Error{Op: op, Device: c.Device().Name, Err: os.ErrClosed}
 	}
 	if cs.req == nil {
-		cs.req = abi.NewRequest(c.API(), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
+		cs.req = abi.NewRequest(ucontext.API(c), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
 	} else {
-		cs.req.Reset(c.API(), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
+		cs.req.Reset(ucontext.API(c), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
 	}
 	var buf []byte
 	if len(values) > 0 {
@@ -281,7 +282,7 @@ func (cs *Counters) Read(values []uint64, flags ReadFlags) error {
 	cs.req.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.handle).
 		Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, buf).
 		Flags32(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, uint32(flags))
-	if err := c.InvokeHeld(cs.req); err != nil {
+	if err := ucontext.InvokeHeld(c, cs.req); err != nil {
 		return &Error{Op: op, Device: c.Device().Name, Err: cs.explainRead(errnoOf(err), len(values))}
 	}
 	return nil
@@ -323,9 +324,9 @@ func (cs *Counters) Close() error {
 }
 
 // destroy runs UVERBS_METHOD_COUNTERS_DESTROY; own's lock is held.
-func (cs *Counters) destroy(invoke uverbs.Invoker) error {
+func (cs *Counters) destroy(invoke ucontext.Invoker) error {
 	c := cs.c
-	r := abi.NewRequest(c.API(), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_DESTROY).
+	r := abi.NewRequest(ucontext.API(c), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_DESTROY).
 		Handle(abi.UVERBS_ATTR_DESTROY_COUNTERS_HANDLE, cs.handle)
 	if err := invoke(r); err != nil && !errors.Is(err, syscall.EIO) {
 		err = errnoOf(err)

@@ -3,6 +3,7 @@ package flow
 import (
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/internal/ucontext"
 	"os"
 	"runtime"
 	"syscall"
@@ -20,7 +21,7 @@ type Flow struct {
 	qp     *uverbs.QP
 	handle uint32
 	bound  countbind.Binder // the counters its count action bound, or nil
-	own    *uverbs.Owned
+	own    *ucontext.Owned
 }
 
 // Create attaches a flow to qp, like ibv_create_flow: the extended write
@@ -82,10 +83,10 @@ func Create(qp *uverbs.QP, attr *Attr) (*Flow, error) {
 		}
 	}
 
-	if err := c.Hold(op); err != nil {
+	if err := ucontext.Hold(c, op); err != nil {
 		return fail(os.ErrClosed)
 	}
-	defer c.Release()
+	defer ucontext.Release(c)
 
 	var pairs []abi.Mlx5IbFlowCountersDesc
 	if binder != nil {
@@ -117,19 +118,19 @@ func Create(qp *uverbs.QP, attr *Attr) (*Flow, error) {
 		drv = mlx5DriverData(count != nil, pairs)
 	}
 	resp := new(abi.IbUverbsCreateFlowResp)
-	r := abi.InvokeWrite(c.API(), c.DriverID(), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW,
+	r := abi.InvokeWrite(ucontext.API(c), c.DriverID(), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW,
 		core, structBytes(resp), drv, nil)
-	err = c.InvokeHeld(r)
+	err = ucontext.InvokeHeld(c, r)
 	runtime.KeepAlive(pairs) // their address is inside drv
 	if err != nil {
 		err = kernelErr(err)
-		if errs.Is(err, ErrNotSupported) && c.API().Method(abi.UVERBS_OBJECT_FLOW, abi.UVERBS_METHOD_FLOW_DESTROY) == nil {
+		if errs.Is(err, ErrNotSupported) && ucontext.API(c).Method(abi.UVERBS_OBJECT_FLOW, abi.UVERBS_METHOD_FLOW_DESTROY) == nil {
 			err = fmt.Errorf("the %s driver has no flow steering: %w", c.Device().Driver(), err)
 		}
 		return fail(err)
 	}
 	f := &Flow{c: c, qp: qp, handle: resp.FlowHandle, bound: binder}
-	f.own = c.Own(uverbs.StageFlow, "destroy flow", f.destroy)
+	f.own = ucontext.Own(c, ucontext.StageFlow, "destroy flow", f.destroy)
 	ok = true
 	return f, nil
 }
@@ -223,15 +224,15 @@ func (f *Flow) Close() error {
 
 // destroy runs UVERBS_METHOD_FLOW_DESTROY (or EX_DESTROY_FLOW); own's lock
 // is held.
-func (f *Flow) destroy(invoke uverbs.Invoker) error {
+func (f *Flow) destroy(invoke ucontext.Invoker) error {
 	c := f.c
-	r := abi.NewRequest(c.API(), c.DriverID(), abi.UVERBS_OBJECT_FLOW, abi.UVERBS_METHOD_FLOW_DESTROY).
+	r := abi.NewRequest(ucontext.API(c), c.DriverID(), abi.UVERBS_OBJECT_FLOW, abi.UVERBS_METHOD_FLOW_DESTROY).
 		Handle(abi.UVERBS_ATTR_DESTROY_FLOW_HANDLE, f.handle)
 	err := invoke(r)
 	if errors.Is(err, syscall.EPROTONOSUPPORT) {
 		req := new(abi.IbUverbsDestroyFlow)
 		req.FlowHandle = f.handle
-		err = invoke(abi.InvokeWrite(c.API(), c.DriverID(), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_DESTROY_FLOW,
+		err = invoke(abi.InvokeWrite(ucontext.API(c), c.DriverID(), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_DESTROY_FLOW,
 			structBytes(req), nil, nil, nil))
 	}
 	if err != nil && !errors.Is(err, syscall.EIO) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/internal/ucontext"
 )
 
 // Context is an open device with its user context: what ibv_open_device
@@ -50,28 +51,12 @@ type Context struct {
 
 // object is what a Context owns and destroys on Close.
 type object interface {
-	stage() Stage
+	stage() ucontext.Stage
 	seq() uint64
 	// destroyLocked destroys the object; the caller holds the Context's
 	// life lock (shared or exclusive). It reports EIO as success.
 	destroyLocked(closing bool) error
 }
-
-// Stage orders what Context.Close destroys: lower stages first. Packages
-// building on uverbs (counters, flow) register their objects with OnClose at
-// the stage that keeps the kernel's dependency order (kernel-abi §2.11:
-// flows → counters → QPs → CQs → PDs).
-type Stage int
-
-// The teardown stages, in the order Close runs them.
-const (
-	StageFlow     Stage = 10
-	StageCounters Stage = 20
-	StageQP       Stage = 30
-	StageCQ       Stage = 40
-	StagePD       Stage = 50
-	StageChannel  Stage = 60
-)
 
 // Open opens the device named name (an IB device name such as "rxe0", or a
 // uverbs node such as "uverbs0") and creates its user context, like
@@ -188,9 +173,8 @@ func (c *Context) DriverID() uint32 {
 	return c.drv
 }
 
-// API returns the method table of the device (abi.APIFor(DriverID())), for
-// building requests to run with Invoke.
-func (c *Context) API() *abi.API {
+// apiTable returns the method table of the device (abi.APIFor(DriverID())).
+func (c *Context) apiTable() *abi.API {
 	if c == nil {
 		return nil
 	}
@@ -252,7 +236,7 @@ func (c *Context) do(r *abi.Request) error {
 // Errors: an *Error (Op is the method's name) wrapping the request's build
 // error (EINVAL) or the kernel's errno; ErrClosed-wrapping os.ErrClosed
 // after Close.
-func (c *Context) Invoke(r *abi.Request) error {
+func (c *Context) invoke(r *abi.Request) error {
 	if r == nil {
 		return &Error{Op: "invoke", Err: errArg("no request")}
 	}
@@ -267,17 +251,14 @@ func (c *Context) Invoke(r *abi.Request) error {
 	return nil
 }
 
-// Invoker runs a request on a context's descriptor; see OnClose.
-type Invoker func(r *abi.Request) error
-
 // OnClose registers destroy to run when the context closes, at stage
-// (StageFlow, StageCounters, …), so that objects other packages create
+// (ucontext.StageFlow, ucontext.StageCounters, …), so that objects other packages create
 // through Invoke are destroyed in the kernel's dependency order. Close calls
-// destroy with an Invoker that works while the context is closing (Invoke
+// destroy with an ucontext.Invoker that works while the context is closing (Invoke
 // itself would wait for Close). An EIO from destroy counts as success (the
 // device was removed). The returned cancel unregisters destroy: call it
 // after destroying the object yourself.
-func (c *Context) OnClose(stage Stage, destroy func(invoke Invoker) error) (cancel func()) {
+func (c *Context) onClose(stage ucontext.Stage, destroy func(invoke ucontext.Invoker) error) (cancel func()) {
 	if c == nil || c.fd == nil || destroy == nil {
 		return func() {} // nothing was opened, or nothing to run
 	}
@@ -295,13 +276,13 @@ func (c *Context) OnClose(stage Stage, destroy func(invoke Invoker) error) (canc
 
 type hook struct {
 	c      *Context
-	stageV Stage
+	stageV ucontext.Stage
 	seqV   uint64
-	fn     func(Invoker) error
+	fn     func(ucontext.Invoker) error
 }
 
-func (h *hook) stage() Stage { return h.stageV }
-func (h *hook) seq() uint64  { return h.seqV }
+func (h *hook) stage() ucontext.Stage { return h.stageV }
+func (h *hook) seq() uint64           { return h.seqV }
 func (h *hook) destroyLocked(bool) error {
 	err := h.fn(func(r *abi.Request) error {
 		if err := h.c.do(r); err != nil {

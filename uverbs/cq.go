@@ -3,6 +3,7 @@ package uverbs
 import (
 	"context"
 	"fmt"
+	"github.com/purerdma/rdma/internal/ucontext"
 	"os"
 	"sync"
 
@@ -149,8 +150,8 @@ func (cq *CQ) Context() *Context {
 	return cq.c
 }
 
-func (cq *CQ) stage() Stage { return StageCQ }
-func (cq *CQ) seq() uint64  { return cq.seqV }
+func (cq *CQ) stage() ucontext.Stage { return ucontext.StageCQ }
+func (cq *CQ) seq() uint64           { return cq.seqV }
 
 // ReqNotify arms the CQ so the next completion (the next solicited one
 // with solicitedOnly) produces an event on its completion channel, like
@@ -275,8 +276,8 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 	return ch, nil
 }
 
-func (ch *CompChannel) stage() Stage { return StageChannel }
-func (ch *CompChannel) seq() uint64  { return ch.seqV }
+func (ch *CompChannel) stage() ucontext.Stage { return ucontext.StageChannel }
+func (ch *CompChannel) seq() uint64           { return ch.seqV }
 
 // GetEvent waits for the next completion event, like ibv_get_cq_event,
 // and returns the CQ it is for. It returns when an event arrives, ctx is

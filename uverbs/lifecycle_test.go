@@ -2,6 +2,7 @@ package uverbs
 
 import (
 	"errors"
+	"github.com/purerdma/rdma/internal/ucontext"
 	"os"
 	"reflect"
 	"strconv"
@@ -120,9 +121,9 @@ func TestCloseTeardownOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var order []string
-	c.OnClose(StageCounters, func(Invoker) error { order = append(order, "counters"); return nil })
-	c.OnClose(StageFlow, func(Invoker) error { order = append(order, "flow"); return nil })
-	cancelled := c.OnClose(StageFlow, func(Invoker) error { t.Error("cancelled hook ran"); return nil })
+	c.onClose(ucontext.StageCounters, func(ucontext.Invoker) error { order = append(order, "counters"); return nil })
+	c.onClose(ucontext.StageFlow, func(ucontext.Invoker) error { order = append(order, "flow"); return nil })
+	cancelled := c.onClose(ucontext.StageFlow, func(ucontext.Invoker) error { t.Error("cancelled hook ran"); return nil })
 	cancelled()
 	before := len(b.devs["rxe0"].Log())
 	if err := c.Close(); err != nil {

@@ -1,6 +1,7 @@
 package uverbs
 
 import (
+	"github.com/purerdma/rdma/internal/ucontext"
 	"os"
 	"sync"
 
@@ -59,8 +60,8 @@ func (pd *PD) Context() *Context {
 	return pd.c
 }
 
-func (pd *PD) stage() Stage { return StagePD }
-func (pd *PD) seq() uint64  { return pd.seqV }
+func (pd *PD) stage() ucontext.Stage { return ucontext.StagePD }
+func (pd *PD) seq() uint64           { return pd.seqV }
 
 // Close deallocates the PD, like ibv_dealloc_pd (UVERBS_METHOD_PD_DESTROY).
 // Closing a closed PD, or one whose Context was closed, returns nil.

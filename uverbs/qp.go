@@ -2,6 +2,7 @@ package uverbs
 
 import (
 	"fmt"
+	"github.com/purerdma/rdma/internal/ucontext"
 	"os"
 	"sync"
 
@@ -225,8 +226,8 @@ func (qp *QP) Context() *Context {
 	return qp.c
 }
 
-func (qp *QP) stage() Stage { return StageQP }
-func (qp *QP) seq() uint64  { return qp.seqV }
+func (qp *QP) stage() ucontext.Stage { return ucontext.StageQP }
+func (qp *QP) seq() uint64           { return qp.seqV }
 
 // Close destroys the QP, like ibv_destroy_qp (UVERBS_METHOD_QP_DESTROY),
 // and releases its memory. Closing a closed QP, or one whose Context was

@@ -10,7 +10,7 @@ import (
 // answer every method with an error or a zero value.
 func TestZeroValues(t *testing.T) {
 	zerotest.Methods(t, nil,
-		new(Context), new(PD), new(CQ), new(QP), new(CompChannel), new(Owned),
+		new(Context), new(PD), new(CQ), new(QP), new(CompChannel), new(owned),
 		new(AsyncEvent), new(Device), new(GIDEntry), new(DeviceAttr), new(PortAttr), new(QPAttr),
-		(*Context)(nil), (*PD)(nil), (*CQ)(nil), (*QP)(nil), (*CompChannel)(nil), (*Owned)(nil))
+		(*Context)(nil), (*PD)(nil), (*CQ)(nil), (*QP)(nil), (*CompChannel)(nil), (*owned)(nil))
 }
