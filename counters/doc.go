@@ -27,7 +27,7 @@
 // ENOTSUP.
 //
 // The rules, as the man pages state them and rdma-core and the kernel
-// implement them (kernel-abi.md §3):
+// implement them (mlx5 counters.c mlx5_ib_flow_counters_set_data and mlx5_ib_read_counters, fs.c mlx5_ib_create_flow, uverbs_std_types_counters.c; docs/mock0.md):
 //
 //   - values are zero at creation and only grow;
 //   - once bound, no further attach (EBUSY) until no flow uses the object;

@@ -62,7 +62,7 @@ package counters_test
 //    read from hardware periodically, and finally all resources are
 //    released"                                             TestManRead_ExampleStaticAttachToNewFlow
 //
-// mlx5 and kernel rules beyond the man pages (kernel-abi.md §3) are in
+// mlx5 and kernel rules beyond the man pages (mlx5 counters.c mlx5_ib_flow_counters_set_data and mlx5_ib_read_counters, fs.c mlx5_ib_create_flow, uverbs_std_types_counters.c; docs/mock0.md) are in
 // mlx5_test.go.
 
 import (

@@ -1,7 +1,7 @@
 package counters_test
 
 // mlx5's and the kernel's counters rules beyond the man pages
-// (kernel-abi.md §3.3–3.6), checked on the fake kernel, partly with raw
+// (mlx5 counters.c mlx5_ib_flow_counters_set_data, rdma-core providers/mlx5/verbs.c mlx5_attach_counters_point_flow), checked on the fake kernel, partly with raw
 // EX_CREATE_FLOW requests that the library would never send.
 
 import (

@@ -265,7 +265,7 @@ func TestAbsentIsNotZero(t *testing.T) {
 }
 
 // TestToolOutputs checks the rxe capture against what rdma-core's tools
-// printed on the same VM (shared/reference/soft-roce-vm/tools-output.txt).
+// printed on the same VM (go run ./integration/vmrun -- ibstat, ibstatus).
 func TestToolOutputs(t *testing.T) {
 	f := fixture(t, "rxe-6.1")
 	for _, tc := range []struct {

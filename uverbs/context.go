@@ -333,7 +333,7 @@ func (c *Context) lookupUH(uh uint64) object {
 func (c *Context) newUserHandle() uint64 { return c.nextUH.Add(1) }
 
 // Close destroys every object the context still owns, in dependency order
-// (flows, counters, QPs, CQs, PDs, completion channels — kernel-abi §2.11),
+// (flows, counters, QPs, CQs, PDs, completion channels — rdma_core.c uverbs_destroy_ufile_hw, ib_destroy_usecnt),
 // then the driver's context resources, the async event file and the
 // device file, like ibv_close_device after destroying what is left. It
 // waits for calls in flight. After a device was removed (destroys fail EIO:

@@ -11,8 +11,9 @@ import (
 	"github.com/purerdma/rdma/internal/sys"
 )
 
-// mlx5Provider is ConnectX (mlx5_ib), following kernel-abi §2.2 and §2.9
-// and rdma-core's providers/mlx5:
+// mlx5Provider is ConnectX (mlx5_ib), following the kernel's mlx5 (main.c
+// mlx5_ib_alloc_ucontext, cq.c create_cq_user, qp.c _create_user_qp) and
+// rdma-core's providers/mlx5 (mlx5.c mlx5_init_context, verbs.c):
 //
 //   - GET_CONTEXT sends struct mlx5_ib_alloc_ucontext_req_v2 with
 //     max_cqe_version 1 (RAW_PACKET QPs need CQE version 1) and lib_caps

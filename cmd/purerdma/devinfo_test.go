@@ -13,8 +13,8 @@ import (
 )
 
 // rxeHCA is what Linux 6.1's rxe reports in the project's VM, as
-// testdata/ibv_devinfo-v-rxe0-6.1.txt (from /work/shared/reference/
-// soft-roce-vm/tools-output.txt) shows it.
+// testdata/ibv_devinfo-v-rxe0-6.1.txt shows it (rdma-core's
+// ibv_devinfo -v -d rxe0 in the VM: go run ./integration/vmrun -- ibv_devinfo -v -d rxe0).
 func rxeHCA(name string, guid uint64, ipv4 [4]byte) *devinfoHCA {
 	var g0, g1 uverbs.GID
 	g0[0], g0[1] = 0xfe, 0x80

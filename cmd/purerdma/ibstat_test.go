@@ -12,8 +12,8 @@ import (
 
 // The rxe fixture of package sysfs is the sysfs of the reference VM run
 // whose ibstat, ibstat -p and ibstatus outputs (rdma-core 44) are in
-// testdata/ibstat*-rxe-6.1.txt, copied from
-// shared/reference/soft-roce-vm/tools-output.txt.
+// testdata/ibstat*-rxe-6.1.txt, the outputs of rdma-core's tools in the
+// VM (go run ./integration/vmrun -- ibstat, and likewise for -p and ibstatus).
 const ibstatFixtures = "../../sysfs/testdata"
 
 func ibstatRun(t *testing.T, root string, args ...string) (string, string, error) {

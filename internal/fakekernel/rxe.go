@@ -9,13 +9,13 @@ import (
 )
 
 // RXE returns a Soft-RoCE device as Linux 6.1 reports rxe0 in the project's
-// VM (ibv_devinfo -v in /work/shared/reference/soft-roce-vm/
-// tools-output.txt): one Ethernet port, two RoCE v2 GIDs (link-local and
+// VM (ibv_devinfo -v there: go run ./integration/vmrun -- ibv_devinfo -v):
+// one Ethernet port, two RoCE v2 GIDs (link-local and
 // IPv4-mapped), two completion vectors. guid is the node GUID in host
 // order (0xacade8fffe375f42 is acad:e8ff:fe37:5f42); ipv4 the address of
 // GID 1.
 //
-// The rxe driver rules (kernel-abi §2.10, rxe_verbs.c): GET_CONTEXT,
+// The rxe driver rules (rxe_verbs.c rxe_create_cq/rxe_create_qp and rxe_mmap.c, rxe_verbs.c): GET_CONTEXT,
 // ALLOC_PD take no driver data; EX_QUERY_DEVICE with any driver data is
 // EINVAL; CQ create needs UHW_OUT ≥ 16 bytes (EINVAL), rejects create flags
 // (EOPNOTSUPP) and cqe outside 1..max_cqe (EINVAL); QP create needs UHW_OUT
