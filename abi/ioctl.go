@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"syscall"
 	"unsafe"
 )
@@ -90,7 +91,7 @@ var (
 // caller's to apply.
 func DecodeIoctlHdr(b []byte) (IoctlHdr, error) {
 	if len(b) < IoctlHdrSize {
-		return IoctlHdr{}, &Error{Op: "decode ioctl header", Err: errShortHdr}
+		return IoctlHdr{}, errs.New("decode ioctl header", "", errShortHdr)
 	}
 	return IoctlHdr{
 		Length:    hostOrder.Uint16(b[0:]),
@@ -109,7 +110,7 @@ func DecodeIoctlAttr(b []byte, i int) (IoctlAttr, error) {
 	// i is compared before it is multiplied: i*IoctlAttrSize wraps for a
 	// large enough i, and the wrapped offset could land inside b.
 	if i < 0 || len(b) < IoctlHdrSize || i >= (len(b)-IoctlHdrSize)/IoctlAttrSize {
-		return IoctlAttr{}, &Error{Op: "decode ioctl attribute", Err: errAttrRange}
+		return IoctlAttr{}, errs.New("decode ioctl attribute", "", errAttrRange)
 	}
 	off := IoctlHdrSize + i*IoctlAttrSize
 	a := b[off : off+IoctlAttrSize]
@@ -133,7 +134,7 @@ func ParseIoctl(b []byte) (IoctlHdr, []IoctlAttr, error) {
 	}
 	need := IoctlHdrSize + int(h.NumAttrs)*IoctlAttrSize
 	if len(b) < need {
-		return h, nil, &Error{Op: "decode ioctl request", Err: fmt.Errorf("%d attributes need %d bytes, have %d", h.NumAttrs, need, len(b))}
+		return h, nil, errs.New("decode ioctl request", "", fmt.Errorf("%d attributes need %d bytes, have %d", h.NumAttrs, need, len(b)))
 	}
 	attrs := make([]IoctlAttr, h.NumAttrs)
 	for i := range attrs {
@@ -142,18 +143,11 @@ func ParseIoctl(b []byte) (IoctlHdr, []IoctlAttr, error) {
 	return h, attrs, nil
 }
 
-// Error is the error type of package abi: an operation (such as building a
-// request for a method) and what was wrong. Builder errors wrap
-// syscall.EINVAL, the errno the kernel would have answered.
-type Error struct {
-	Op  string
-	Err error
-}
-
-func (e *Error) Error() string { return "abi: " + e.Op + ": " + e.Err.Error() }
-
-// Unwrap returns the underlying error.
-func (e *Error) Unwrap() error { return e.Err }
+// Error is purerdma's one error type (rdma.Error); abi's carry an
+// operation (such as building a request for a method) and what was wrong.
+// Builder errors wrap syscall.EINVAL, the errno the kernel would have
+// answered.
+type Error = errs.Error
 
 // builder kinds: what the caller asked for, checked against the method table.
 type buildKind uint8
@@ -236,7 +230,7 @@ func (r *Request) Err() error { return r.err }
 
 func (r *Request) fail(format string, args ...any) {
 	if r.err == nil {
-		r.err = &Error{Op: "build " + r.Name(), Err: fmt.Errorf(format+": %w", append(args, syscall.EINVAL)...)}
+		r.err = errs.New("build "+r.Name(), "", fmt.Errorf(format+": %w", append(args, syscall.EINVAL)...))
 	}
 }
 
@@ -466,14 +460,14 @@ func (r *Request) index(id uint16) int {
 func (r *Request) result(id uint16, want ...buildKind) (IoctlAttr, error) {
 	i := r.index(id)
 	if i < 0 || !r.called {
-		return IoctlAttr{}, &Error{Op: "decode " + r.Name(), Err: fmt.Errorf("attribute %#x was not sent", id)}
+		return IoctlAttr{}, errs.New("decode "+r.Name(), "", fmt.Errorf("attribute %#x was not sent", id))
 	}
 	ok := false
 	for _, k := range want {
 		ok = ok || r.kinds[i] == k
 	}
 	if !ok {
-		return IoctlAttr{}, &Error{Op: "decode " + r.Name(), Err: fmt.Errorf("attribute %#x is not of the kind asked for", id)}
+		return IoctlAttr{}, errs.New("decode "+r.Name(), "", fmt.Errorf("attribute %#x is not of the kind asked for", id))
 	}
 	return DecodeIoctlAttr(r.buf, i)
 }
@@ -494,7 +488,7 @@ func (r *Request) Created(id uint16) (uint32, error) {
 		return 0, err
 	}
 	if a.Data > 0xffffffff {
-		return 0, &Error{Op: "decode " + r.Name(), Err: fmt.Errorf("kernel returned handle %#x, wider than 32 bits", a.Data)}
+		return 0, errs.New("decode "+r.Name(), "", fmt.Errorf("kernel returned handle %#x, wider than 32 bits", a.Data))
 	}
 	return uint32(a.Data), nil
 }
@@ -508,7 +502,7 @@ func (r *Request) CreatedFD(id uint16) (int, error) {
 	}
 	fd := int64(a.Data)
 	if fd < 0 || fd > 1<<31-1 {
-		return -1, &Error{Op: "decode " + r.Name(), Err: fmt.Errorf("kernel returned descriptor %d", fd)}
+		return -1, errs.New("decode "+r.Name(), "", fmt.Errorf("kernel returned descriptor %d", fd))
 	}
 	return int(fd), nil
 }

@@ -109,10 +109,10 @@ func init() {
 func Create(c *uverbs.Context, attr *InitAttr) (*Counters, error) {
 	const op = "create counters"
 	if c == nil {
-		return nil, &Error{Op: op, Err: errArg("nil context")}
+		return nil, errs.New(op, "", errArg("nil context"))
 	}
 	dev := c.Device()
-	fail := func(err error) (*Counters, error) { return nil, &Error{Op: op, Device: dev.Name, Err: err} }
+	fail := func(err error) (*Counters, error) { return nil, errs.New(op, dev.Name, err) }
 	if attr != nil && attr.CompMask != 0 {
 		return fail(fmt.Errorf("comp_mask %#x: no bit is defined: %w", attr.CompMask, syscall.EOPNOTSUPP))
 	}
@@ -211,9 +211,9 @@ func (cs *Counters) Bound() int {
 func (cs *Counters) Attach(attr AttachAttr, obj Object) error {
 	const op = "attach counter point"
 	if cs == nil || cs.c == nil {
-		return &Error{Op: op, Err: errArg("nil counters, or not made by Create")}
+		return errs.New(op, "", errArg("nil counters, or not made by Create"))
 	}
-	fail := func(err error) error { return &Error{Op: op, Device: cs.c.Device().Name, Err: err} }
+	fail := func(err error) error { return errs.New(op, cs.c.Device().Name, err) }
 	if obj != nil && obj.Context() != nil {
 		return fail(fmt.Errorf("the %s driver supports only static attach (no flow; attach before creating the flow): %w", cs.c.Device().Driver(), syscall.ENOTSUP))
 	}
@@ -258,17 +258,17 @@ func (cs *Counters) Attach(attr AttachAttr, obj Object) error {
 func (cs *Counters) Read(values []uint64, flags ReadFlags) error {
 	const op = "read counters"
 	if cs == nil || cs.c == nil {
-		return &Error{Op: op, Err: errArg("nil counters, or not made by Create")}
+		return errs.New(op, "", errArg("nil counters, or not made by Create"))
 	}
 	c := cs.c
 	if err := ucontext.Hold(c, op); err != nil {
-		return &Error{Op: op, Device: c.Device().Name, Err: os.ErrClosed}
+		return errs.New(op, c.Device().Name, os.ErrClosed)
 	}
 	defer ucontext.Release(c)
 	cs.own.Lock()
 	defer cs.own.Unlock()
 	if cs.own.Destroyed() {
-		return &Error{Op: op, Device: c.Device().Name, Err: os.ErrClosed}
+		return errs.New(op, c.Device().Name, os.ErrClosed)
 	}
 	if cs.req == nil {
 		cs.req = abi.NewRequest(ucontext.API(c), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
@@ -283,7 +283,7 @@ func (cs *Counters) Read(values []uint64, flags ReadFlags) error {
 		Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, buf).
 		Flags32(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, uint32(flags))
 	if err := ucontext.InvokeHeld(c, cs.req); err != nil {
-		return &Error{Op: op, Device: c.Device().Name, Err: cs.explainRead(errnoOf(err), len(values))}
+		return errs.New(op, c.Device().Name, cs.explainRead(errnoOf(err), len(values)))
 	}
 	return nil
 }
@@ -337,7 +337,7 @@ func (cs *Counters) destroy(invoke ucontext.Invoker) error {
 				err = fmt.Errorf("the counters object is still bound to a flow; destroy the flow first: %w", err)
 			}
 		}
-		return &Error{Op: "destroy counters", Device: c.Device().Name, Err: err}
+		return errs.New("destroy counters", c.Device().Name, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package counters
 import (
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"io"
 	"os"
 	"path/filepath"
@@ -126,13 +127,13 @@ type Set struct {
 // Close.
 func (s *Set) Read(dst []uint64) error {
 	if s == nil {
-		return &Error{Op: "read counter set", Err: errArg("nil set")}
+		return errs.New("read counter set", "", errArg("nil set"))
 	}
 	if len(dst) < len(s.Names) {
-		return &Error{Op: "read counter set", Device: s.Device, Err: errArg("room for %d values, the set has %d", len(dst), len(s.Names))}
+		return errs.New("read counter set", s.Device, errArg("room for %d values, the set has %d", len(dst), len(s.Names)))
 	}
 	if s.read == nil {
-		return &Error{Op: "read counter set", Device: s.Device, Err: os.ErrClosed}
+		return errs.New("read counter set", s.Device, os.ErrClosed)
 	}
 	return s.read(dst)
 }
@@ -212,11 +213,11 @@ func DescribeWith(device string, opts *Options) ([]*Set, error) {
 	}
 	fsys, err := sysfs.New(root)
 	if err != nil {
-		return nil, &Error{Op: "describe counters", Device: device, Err: err}
+		return nil, errs.New("describe counters", device, err)
 	}
 	ca, err := fsys.CA(device)
 	if err != nil {
-		return nil, &Error{Op: "describe counters", Device: device, Err: err}
+		return nil, errs.New("describe counters", device, err)
 	}
 	var sets []*Set
 	add := func(s *Set) {
@@ -240,7 +241,7 @@ func DescribeWith(device string, opts *Options) ([]*Set, error) {
 			Units: []string{"packets", "octets"},
 			Note:  "read through a counters object bound to a flow: counters.Create, Attach, flow.Create with flow.Count, Counters.Set",
 			read: func([]uint64) error {
-				return &Error{Op: "read counter set", Device: device, Err: errArg("a flow counter set is read through a counters object bound to a flow (Counters.Set)")}
+				return errs.New("read counter set", device, errArg("a flow counter set is read through a counters object bound to a flow (Counters.Set)"))
 			},
 		})
 	}
@@ -248,7 +249,7 @@ func DescribeWith(device string, opts *Options) ([]*Set, error) {
 		for _, s := range sets {
 			s.Close()
 		}
-		return nil, &Error{Op: "describe counters", Device: device, Err: err}
+		return nil, errs.New("describe counters", device, err)
 	}
 	for _, p := range ca.Ports {
 		if s, err := openPMA(root, device, p.Number); err == nil {
@@ -335,7 +336,7 @@ func openPMA(root, device string, port int) (*Set, error) {
 		for i, f := range ps.files {
 			v, err := ps.readFile(f)
 			if err != nil {
-				return &Error{Op: "read PMA counters", Device: device, Err: err}
+				return errs.New("read PMA counters", device, err)
 			}
 			if ps.octets[i] {
 				v = sysfs.DataOctets(v)
@@ -387,7 +388,7 @@ func netlinkSet(nl StatsSource, device string, port int) *Set {
 	s.read = func(dst []uint64) error {
 		st, err := nl.PortStatsByName(device, port)
 		if err != nil {
-			return &Error{Op: "read netlink statistics", Device: device, Err: err}
+			return errs.New("read netlink statistics", device, err)
 		}
 		for _, c := range st.Counters {
 			if i, ok := index[c.Name]; ok {

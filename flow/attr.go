@@ -3,6 +3,7 @@ package flow
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"reflect"
 	"syscall"
 )
@@ -87,17 +88,17 @@ func (a *Attr) Size() int {
 // them, a nil spec or a spec that fails to encode.
 func (a *Attr) AppendBinary(b []byte) ([]byte, error) {
 	if len(a.Specs) > 0xff {
-		return b, &Error{Op: "encode flow attr", Err: fmt.Errorf("%d specs, num_of_specs is 8 bits: %w", len(a.Specs), syscall.EINVAL)}
+		return b, errs.New("encode flow attr", "", fmt.Errorf("%d specs, num_of_specs is 8 bits: %w", len(a.Specs), syscall.EINVAL))
 	}
 	size := 0
 	for i, s := range a.Specs {
 		if isNil(s) {
-			return b, &Error{Op: "encode flow attr", Err: fmt.Errorf("spec %d is nil: %w", i, syscall.EINVAL)}
+			return b, errs.New("encode flow attr", "", fmt.Errorf("spec %d is nil: %w", i, syscall.EINVAL))
 		}
 		size += s.Len()
 	}
 	if size > 0xffff {
-		return b, &Error{Op: "encode flow attr", Err: fmt.Errorf("%d bytes of specs, size is 16 bits: %w", size, syscall.EINVAL)}
+		return b, errs.New("encode flow attr", "", fmt.Errorf("%d bytes of specs, size is 16 bits: %w", size, syscall.EINVAL))
 	}
 	le := binary.LittleEndian
 	start := len(b)

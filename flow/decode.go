@@ -3,6 +3,7 @@ package flow
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"syscall"
 )
 
@@ -16,7 +17,7 @@ var filterLen = map[SpecType]int{
 }
 
 func decodeErr(errno error, format string, args ...any) error {
-	return &Error{Op: "decode flow spec", Err: fmt.Errorf(format+": %w", append(args, errno)...)}
+	return errs.New("decode flow spec", "", fmt.Errorf(format+": %w", append(args, errno)...))
 }
 
 // DecodeSpec decodes the spec at the start of b and returns it with the

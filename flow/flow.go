@@ -51,11 +51,11 @@ type Flow struct {
 func Create(qp *uverbs.QP, attr *Attr) (*Flow, error) {
 	const op = "create flow"
 	if qp == nil || attr == nil {
-		return nil, &Error{Op: op, Err: errArg("a flow needs a QP and attributes")}
+		return nil, errs.New(op, "", errArg("a flow needs a QP and attributes"))
 	}
 	c := qp.Context()
 	dev := c.Device().Name
-	fail := func(err error) (*Flow, error) { return nil, &Error{Op: op, Device: dev, Err: err} }
+	fail := func(err error) (*Flow, error) { return nil, errs.New(op, dev, err) }
 
 	var count *Count
 	for i, s := range attr.Specs {
@@ -236,7 +236,7 @@ func (f *Flow) destroy(invoke ucontext.Invoker) error {
 			structBytes(req), nil, nil, nil))
 	}
 	if err != nil && !errors.Is(err, syscall.EIO) {
-		return &Error{Op: "destroy flow", Device: c.Device().Name, Err: kernelErr(err)}
+		return errs.New("destroy flow", c.Device().Name, kernelErr(err))
 	}
 	if f.bound != nil {
 		f.bound.Unbind()

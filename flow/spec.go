@@ -3,6 +3,7 @@ package flow
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"syscall"
 
 	"github.com/purerdma/rdma/counters"
@@ -88,7 +89,7 @@ func innerType(t SpecType, inner bool) SpecType {
 }
 
 func specErr(t SpecType, format string, args ...any) error {
-	return &Error{Op: "encode " + t.String() + " spec", Err: fmt.Errorf(format+": %w", append(args, syscall.EINVAL)...)}
+	return errs.New("encode "+t.String()+" spec", "", fmt.Errorf(format+": %w", append(args, syscall.EINVAL)...))
 }
 
 func marshal(s Spec) ([]byte, error) { return s.AppendBinary(make([]byte, 0, s.Len())) }

@@ -3,6 +3,7 @@ package sysfs
 import (
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"io/fs"
 	"path"
 	"sort"
@@ -124,7 +125,7 @@ func (c *CA) HwCounters() (HwCounters, error) {
 func (f *FS) CANames() ([]string, error) {
 	ents, err := f.readDir(classInfiniBand)
 	if err != nil {
-		return nil, &Error{Op: "list CAs", Err: err}
+		return nil, errs.New("list CAs", "", err)
 	}
 	names := make([]string, 0, len(ents))
 	for _, e := range ents {
@@ -176,11 +177,11 @@ func (f *FS) CA(name string) (*CA, error) {
 func (f *FS) readCA(name string, devs []CharDev) (*CA, error) {
 	ca, err := f.readCAAttrs(name)
 	if err != nil {
-		return nil, &Error{Op: "read CA", Device: name, Err: err}
+		return nil, errs.New("read CA", name, err)
 	}
 	ents, err := f.readDir(path.Join(classInfiniBand, name, "ports"))
 	if err != nil {
-		return nil, &Error{Op: "read CA", Device: name, Err: err}
+		return nil, errs.New("read CA", name, err)
 	}
 	for _, e := range ents {
 		n, err := ParsePortName(e.Name())
@@ -191,7 +192,7 @@ func (f *FS) readCA(name string, devs []CharDev) (*CA, error) {
 		if err != nil {
 			pe := err.(*ParseError)
 			pe.Path = f.display(path.Join(classInfiniBand, name, "ports", e.Name()))
-			return nil, &Error{Op: "read CA", Device: name, Err: pe}
+			return nil, errs.New("read CA", name, pe)
 		}
 		p, err := f.readPort(name, n, devs)
 		if err != nil {

@@ -2,6 +2,7 @@ package sysfs
 
 import (
 	"errors"
+	"github.com/purerdma/rdma/internal/errs"
 	"path"
 	"sort"
 	"strconv"
@@ -92,7 +93,7 @@ func (f *FS) charDevs() (out []CharDev, bad []error, err error) {
 			if isAbsent(err) {
 				continue
 			}
-			return nil, nil, &Error{Op: "list character devices", Err: err}
+			return nil, nil, errs.New("list character devices", "", err)
 		}
 		for _, e := range ents {
 			for _, k := range c.kinds {
@@ -102,7 +103,7 @@ func (f *FS) charDevs() (out []CharDev, bad []error, err error) {
 				}
 				d, err := f.readCharDev(c.class, e.Name(), k, idx)
 				if err != nil {
-					bad = append(bad, &Error{Op: "read character device", Device: e.Name(), Err: err})
+					bad = append(bad, errs.New("read character device", e.Name(), err))
 					continue
 				}
 				out = append(out, d)
@@ -199,7 +200,7 @@ func (f *FS) abiVersion(class string) (int, error) {
 		_, err = f.readString(rel) // the "does not exist" error, with its path
 	}
 	if err != nil {
-		return 0, &Error{Op: "read ABI version", Err: err}
+		return 0, errs.New("read ABI version", "", err)
 	}
 	return int(*v), nil
 }

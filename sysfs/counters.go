@@ -3,6 +3,7 @@ package sysfs
 import (
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"io"
 	"io/fs"
 	"math"
@@ -83,7 +84,7 @@ func (p *Port) Counters() (Counters, error) {
 		if isAbsent(err) {
 			err = fmt.Errorf("%s does not exist, the driver has no PMA: %w", f.display(dir), ErrNotSupported)
 		}
-		return nil, &Error{Op: "read PMA counters", Device: p.Name(), Err: err}
+		return nil, errs.New("read PMA counters", p.Name(), err)
 	}
 	buf := bufPool.Get().(*[maxAttr]byte)
 	defer bufPool.Put(buf)
@@ -98,14 +99,14 @@ func (p *Port) Counters() (Counters, error) {
 			if pmaUnavailable(err) {
 				continue
 			}
-			return nil, &Error{Op: "read PMA counters", Device: p.Name(), Err: err}
+			return nil, errs.New("read PMA counters", p.Name(), err)
 		}
 		v, ok := ParseCounter(b)
 		if !ok {
 			if string(b) == naPMA {
 				continue
 			}
-			return nil, &Error{Op: "read PMA counters", Device: p.Name(), Err: parseErr(f.display(rel), string(b), `a decimal counter ("%llu") or "N/A (no PMA)"`)}
+			return nil, errs.New("read PMA counters", p.Name(), parseErr(f.display(rel), string(b), `a decimal counter ("%llu") or "N/A (no PMA)"`))
 		}
 		c[e.Name()] = v
 	}
@@ -150,16 +151,16 @@ func (p *Port) HwCountersLifespan() (time.Duration, error) {
 		if err == nil {
 			err = fmt.Errorf("%s does not exist: %w", f.display(dir), ErrNotSupported)
 		}
-		return 0, &Error{Op: "read hw counters lifespan", Device: p.Name(), Err: err}
+		return 0, errs.New("read hw counters lifespan", p.Name(), err)
 	}
 	rel := path.Join(dir, lifespanFile)
 	s, err := f.readString(rel)
 	if err != nil {
-		return 0, &Error{Op: "read hw counters lifespan", Device: p.Name(), Err: err}
+		return 0, errs.New("read hw counters lifespan", p.Name(), err)
 	}
 	v, ok := parseUint(s, 32)
 	if !ok {
-		return 0, &Error{Op: "read hw counters lifespan", Device: p.Name(), Err: parseErr(f.display(rel), s, `milliseconds ("%d")`)}
+		return 0, errs.New("read hw counters lifespan", p.Name(), parseErr(f.display(rel), s, `milliseconds ("%d")`))
 	}
 	return time.Duration(v) * time.Millisecond, nil
 }
@@ -192,7 +193,7 @@ func (f *FS) openHwCounters(parent, dev string) (*HwCounterSet, error) {
 		if isAbsent(err) {
 			err = fmt.Errorf("%s does not exist, the driver has no hardware counters here: %w", f.display(dir), ErrNotSupported)
 		}
-		return nil, &Error{Op: "read hw counters", Device: dev, Err: err}
+		return nil, errs.New("read hw counters", dev, err)
 	}
 	s := &HwCounterSet{dev: dev}
 	for _, e := range ents {
@@ -203,13 +204,13 @@ func (f *FS) openHwCounters(parent, dev string) (*HwCounterSet, error) {
 		file, err := f.open(rel)
 		if err != nil {
 			s.Close()
-			return nil, &Error{Op: "read hw counters", Device: dev, Err: err}
+			return nil, errs.New("read hw counters", dev, err)
 		}
 		ra, ok := file.(io.ReaderAt)
 		if !ok {
 			file.Close()
 			s.Close()
-			return nil, &Error{Op: "read hw counters", Device: dev, Err: &fs.PathError{Op: "open", Path: f.display(rel), Err: errors.New("file does not implement io.ReaderAt")}}
+			return nil, errs.New("read hw counters", dev, &fs.PathError{Op: "open", Path: f.display(rel), Err: errors.New("file does not implement io.ReaderAt")})
 		}
 		s.names = append(s.names, e.Name())
 		s.paths = append(s.paths, f.display(rel))
@@ -241,7 +242,7 @@ func (s *HwCounterSet) Read(dst map[string]uint64) error {
 // [HwCounterSet.Names]; dst must be at least that long.
 func (s *HwCounterSet) ReadValues(dst []uint64) error {
 	if len(dst) < len(s.names) {
-		return &Error{Op: "read hw counters", Device: s.dev, Err: fmt.Errorf("destination holds %d values, the set has %d counters", len(dst), len(s.names))}
+		return errs.New("read hw counters", s.dev, fmt.Errorf("destination holds %d values, the set has %d counters", len(dst), len(s.names)))
 	}
 	for i := range s.names {
 		v, err := s.read(i)
@@ -255,16 +256,16 @@ func (s *HwCounterSet) ReadValues(dst []uint64) error {
 
 func (s *HwCounterSet) read(i int) (uint64, error) {
 	if s.files[i] == nil {
-		return 0, &Error{Op: "read hw counters", Device: s.dev, Err: &fs.PathError{Op: "read", Path: s.paths[i], Err: fs.ErrClosed}}
+		return 0, errs.New("read hw counters", s.dev, &fs.PathError{Op: "read", Path: s.paths[i], Err: fs.ErrClosed})
 	}
 	n, err := s.files[i].ReadAt(s.buf[:], 0)
 	if err != nil && err != io.EOF {
-		return 0, &Error{Op: "read hw counters", Device: s.dev, Err: pathErrAt(err, s.paths[i])}
+		return 0, errs.New("read hw counters", s.dev, pathErrAt(err, s.paths[i]))
 	}
 	v, ok := ParseCounter(s.buf[:n])
 	if !ok {
 		text := strings.TrimSuffix(string(s.buf[:n]), "\n")
-		return 0, &Error{Op: "read hw counters", Device: s.dev, Err: parseErr(s.paths[i], text, `a decimal 64-bit counter ("%llu")`)}
+		return 0, errs.New("read hw counters", s.dev, parseErr(s.paths[i], text, `a decimal 64-bit counter ("%llu")`))
 	}
 	return v, nil
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	rdma "github.com/purerdma/rdma"
-	"github.com/purerdma/rdma/internal/errs"
 )
 
 // ErrNotSupported is the library-wide "not supported" sentinel (see
@@ -13,31 +12,11 @@ import (
 // counters/ (a driver without a PMA, such as rxe) or without hw_counters/.
 var ErrNotSupported = rdma.ErrNotSupported
 
-// Error is the error type of package sysfs: the operation ("read CA",
-// "read port", "netlink stat get", …), the device ("mlx5_0", or
-// "mlx5_0/1" for a port) and the cause.
-//
-// The cause is an *fs.PathError carrying the errno for a file that could not
-// be read, a [*ParseError] for a file whose contents are not in the kernel's
-// format, or a netlink errno. [errors.Is] matches it against the errno,
-// against os.ErrNotExist (ENOENT, ENODEV, ENXIO: the device or file does not
-// exist), os.ErrPermission (EACCES, EPERM) and [ErrNotSupported].
-type Error struct {
-	Op     string // what was being done: "read CA", "read port", "netlink stat get", …
-	Device string // the device, "mlx5_0", or a port, "mlx5_0/1"; may be empty
-	Err    error  // the cause
-}
-
-// Error returns "op device: cause (what to do next)", the message format of
-// every purerdma package.
-func (e *Error) Error() string { return errs.Message(e.Op, e.Device, e.Err) }
-
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is reports whether the cause's errno matches target in purerdma's error
-// model (see the rdma package documentation).
-func (e *Error) Is(target error) bool { return errs.Is(e.Err, target) }
+// Error is purerdma's one error type (rdma.Error): the operation, the
+// device or port, and the cause. Match it with errors.As and its cause
+// with errors.Is (the errno, os.ErrPermission, os.ErrNotExist,
+// ErrNotSupported, os.ErrClosed); see rdma.Error.
+type Error = rdma.Error
 
 // ParseError says that a sysfs file, a string handed to one of the Parse
 // functions, or a netlink message did not have the expected format.

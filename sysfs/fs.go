@@ -2,6 +2,7 @@ package sysfs
 
 import (
 	"errors"
+	"github.com/purerdma/rdma/internal/errs"
 	"io/fs"
 	"os"
 	"strings"
@@ -40,10 +41,10 @@ func New(root string) (*FS, error) {
 	}
 	fi, err := os.Stat(root)
 	if err != nil {
-		return nil, &Error{Op: "open sysfs", Err: err}
+		return nil, errs.New("open sysfs", "", err)
 	}
 	if !fi.IsDir() {
-		return nil, &Error{Op: "open sysfs", Err: &fs.PathError{Op: "open", Path: root, Err: syscall.ENOTDIR}}
+		return nil, errs.New("open sysfs", "", &fs.PathError{Op: "open", Path: root, Err: syscall.ENOTDIR})
 	}
 	return &FS{fsys: os.DirFS(root), root: root, osRoot: root}, nil
 }

@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"github.com/purerdma/rdma/internal/errs"
 	"path"
 	"strconv"
 )
@@ -37,7 +38,7 @@ type GIDEntry struct {
 func (p *Port) GID(index int) (GIDEntry, error) {
 	e, err := p.fs.readGID(p.dir(), index)
 	if err != nil {
-		return GIDEntry{}, &Error{Op: "read GID " + strconv.Itoa(index), Device: p.Name(), Err: err}
+		return GIDEntry{}, errs.New("read GID "+strconv.Itoa(index), p.Name(), err)
 	}
 	return e, nil
 }
@@ -52,7 +53,7 @@ func (p *Port) GIDs() ([]GIDEntry, error) {
 	dir := path.Join(p.dir(), "gids")
 	ents, err := p.fs.readDir(dir)
 	if err != nil {
-		return nil, &Error{Op: "read GIDs", Device: p.Name(), Err: err}
+		return nil, errs.New("read GIDs", p.Name(), err)
 	}
 	names := make([]string, len(ents))
 	for i, e := range ents {
@@ -62,14 +63,14 @@ func (p *Port) GIDs() ([]GIDEntry, error) {
 	for _, i := range sortedIndexes(names) {
 		g, err := p.fs.readGIDValue(p.dir(), i)
 		if err != nil {
-			return nil, &Error{Op: "read GIDs", Device: p.Name(), Err: err}
+			return nil, errs.New("read GIDs", p.Name(), err)
 		}
 		if g.IsZero() {
 			continue
 		}
 		e := GIDEntry{Index: i, GID: g}
 		if err := p.fs.readGIDAttrs(p.dir(), &e); err != nil {
-			return nil, &Error{Op: "read GIDs", Device: p.Name(), Err: err}
+			return nil, errs.New("read GIDs", p.Name(), err)
 		}
 		out = append(out, e)
 	}

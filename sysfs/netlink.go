@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"syscall"
 
 	"github.com/vishvananda/netlink/nl"
@@ -102,13 +103,13 @@ type NetlinkDevice struct {
 func (n *Netlink) Devices() ([]NetlinkDevice, error) {
 	msgs, err := n.run(abi.RDMA_NLDEV_CMD_GET, unix.NLM_F_DUMP, nil)
 	if err != nil {
-		return nil, &Error{Op: "netlink dev get", Err: err}
+		return nil, errs.New("netlink dev get", "", err)
 	}
 	devs := make([]NetlinkDevice, 0, len(msgs))
 	for _, m := range msgs {
 		d, err := decodeDevice(m)
 		if err != nil {
-			return nil, &Error{Op: "netlink dev get", Err: err}
+			return nil, errs.New("netlink dev get", "", err)
 		}
 		devs = append(devs, d)
 	}
@@ -127,7 +128,7 @@ func (n *Netlink) Device(name string) (*NetlinkDevice, error) {
 			return &devs[i], nil
 		}
 	}
-	return nil, &Error{Op: "netlink dev get", Device: name, Err: syscall.ENODEV}
+	return nil, errs.New("netlink dev get", name, syscall.ENODEV)
 }
 
 // NamedCounter is one hardware counter of a netlink statistics reply.
@@ -166,7 +167,7 @@ func (s *PortStats) Map() HwCounters {
 // and for a driver without port statistics.
 func (n *Netlink) PortStats(devIndex uint32, port int) (*PortStats, error) {
 	if port < 0 || uint64(port) > 0xffffffff {
-		return nil, &Error{Op: "netlink stat get", Device: fmt.Sprintf("index %d port %d", devIndex, port), Err: syscall.EINVAL}
+		return nil, errs.New("netlink stat get", fmt.Sprintf("index %d port %d", devIndex, port), syscall.EINVAL)
 	}
 	msgs, err := n.run(abi.RDMA_NLDEV_CMD_STAT_GET, 0, []nlAttr{
 		{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)},
@@ -174,14 +175,14 @@ func (n *Netlink) PortStats(devIndex uint32, port int) (*PortStats, error) {
 	})
 	dev := fmt.Sprintf("index %d/%d", devIndex, port)
 	if err != nil {
-		return nil, &Error{Op: "netlink stat get", Device: dev, Err: err}
+		return nil, errs.New("netlink stat get", dev, err)
 	}
 	if len(msgs) != 1 {
-		return nil, &Error{Op: "netlink stat get", Device: dev, Err: fmt.Errorf("the kernel sent %d replies, want 1", len(msgs))}
+		return nil, errs.New("netlink stat get", dev, fmt.Errorf("the kernel sent %d replies, want 1", len(msgs)))
 	}
 	s, err := decodePortStats(msgs[0])
 	if err != nil {
-		return nil, &Error{Op: "netlink stat get", Device: dev, Err: err}
+		return nil, errs.New("netlink stat get", dev, err)
 	}
 	return &s, nil
 }
@@ -241,14 +242,14 @@ func (n *Netlink) Chardev(devIndex uint32, kind CharDevKind, port int) (*Netlink
 	switch kind {
 	case KindUverbs:
 		if port != 0 {
-			return nil, &Error{Op: op, Device: dev, Err: fmt.Errorf("uverbs nodes belong to a device, not a port: pass port 0: %w", syscall.EINVAL)}
+			return nil, errs.New(op, dev, fmt.Errorf("uverbs nodes belong to a device, not a port: pass port 0: %w", syscall.EINVAL))
 		}
 	case KindUmad, KindISSM:
 		if port < 1 || uint64(port) > 0xffffffff {
-			return nil, &Error{Op: op, Device: dev, Err: fmt.Errorf("%s nodes belong to a port: pass a port number from 1: %w", kind, syscall.EINVAL)}
+			return nil, errs.New(op, dev, fmt.Errorf("%s nodes belong to a port: pass a port number from 1: %w", kind, syscall.EINVAL))
 		}
 	default:
-		return nil, &Error{Op: op, Device: dev, Err: fmt.Errorf("kind %q: want %q, %q or %q: %w", kind, KindUverbs, KindUmad, KindISSM, syscall.EINVAL)}
+		return nil, errs.New(op, dev, fmt.Errorf("kind %q: want %q, %q or %q: %w", kind, KindUverbs, KindUmad, KindISSM, syscall.EINVAL))
 	}
 	attrs := []nlAttr{
 		{abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE, append([]byte(kind), 0)},
@@ -259,14 +260,14 @@ func (n *Netlink) Chardev(devIndex uint32, kind CharDevKind, port int) (*Netlink
 	}
 	msgs, err := n.run(abi.RDMA_NLDEV_CMD_GET_CHARDEV, 0, attrs)
 	if err != nil {
-		return nil, &Error{Op: op, Device: dev, Err: err}
+		return nil, errs.New(op, dev, err)
 	}
 	if len(msgs) != 1 {
-		return nil, &Error{Op: op, Device: dev, Err: fmt.Errorf("the kernel sent %d replies, want 1", len(msgs))}
+		return nil, errs.New(op, dev, fmt.Errorf("the kernel sent %d replies, want 1", len(msgs)))
 	}
 	c, err := decodeChardev(msgs[0])
 	if err != nil {
-		return nil, &Error{Op: op, Device: dev, Err: err}
+		return nil, errs.New(op, dev, err)
 	}
 	return &c, nil
 }

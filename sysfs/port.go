@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"github.com/purerdma/rdma/internal/errs"
 	"path"
 	"sort"
 	"strconv"
@@ -146,7 +147,7 @@ func (p *Port) UmadLinkLayer() string {
 // port.
 func (f *FS) Port(ca string, n int) (*Port, error) {
 	if !validName(ca) {
-		return nil, &Error{Op: "read port", Device: portName(ca, n), Err: f.noSuchDevice(classInfiniBand, ca)}
+		return nil, errs.New("read port", portName(ca, n), f.noSuchDevice(classInfiniBand, ca))
 	}
 	devs, _, err := f.charDevs()
 	if err != nil {
@@ -158,7 +159,7 @@ func (f *FS) Port(ca string, n int) (*Port, error) {
 func (f *FS) readPort(ca string, n int, devs []CharDev) (*Port, error) {
 	p := &Port{CA: ca, Number: n, fs: f}
 	if err := f.readPortAttrs(p); err != nil {
-		return nil, &Error{Op: "read port", Device: p.Name(), Err: err}
+		return nil, errs.New("read port", p.Name(), err)
 	}
 	for i := range devs {
 		d := devs[i]

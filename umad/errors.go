@@ -2,40 +2,17 @@ package umad
 
 import (
 	"os"
+	"strings"
 	"syscall"
 
 	rdma "github.com/purerdma/rdma"
-	"github.com/purerdma/rdma/internal/errs"
 )
 
-// Error is the error type of package umad's port and discovery calls: the
-// operation ("open port", "register agent", "send", "receive", …), the
-// device ("mlx5_0/1", or a CA name) and the cause.
-//
-// errors.Is matches it against the cause's errno (syscall.EINVAL, …),
-// against os.ErrPermission (EPERM, EACCES), os.ErrNotExist (ENOENT,
-// ENODEV, ENXIO) and ErrNotSupported (EPROTONOSUPPORT, EOPNOTSUPP), and
-// against the sentinels of this package that the cause wraps (ErrNoDevice,
-// ErrInvalidPort, ErrOpenFailed, ErrWouldBlock, ErrTimeout).
-type Error struct {
-	// Op is the operation that failed.
-	Op string
-	// Device is the port ("mlx5_0/1") or device it concerns; may be empty.
-	Device string
-	// Err is the cause: an errno, one of the sentinels, or an error
-	// wrapping them.
-	Err error
-}
-
-// Error returns "op device: cause (what to do next)".
-func (e *Error) Error() string { return errs.Message(e.Op, e.Device, e.Err) }
-
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is reports whether the cause's errno matches target in purerdma's error
-// model (see the rdma package documentation).
-func (e *Error) Is(target error) bool { return errs.Is(e.Err, target) }
+// Error is purerdma's one error type (rdma.Error): the operation, the
+// device or port, and the cause. Match it with errors.As and its cause
+// with errors.Is (the errno, os.ErrPermission, os.ErrNotExist,
+// ErrNotSupported, os.ErrClosed); see rdma.Error.
+type Error = rdma.Error
 
 // ErrNotSupported is the library-wide "not supported" sentinel (see
 // rdma.ErrNotSupported). In this package it also matches a QP0 (SMI) agent
@@ -131,6 +108,17 @@ func (d *detailError) Unwrap() []error {
 }
 
 func detail(kind error, text string, cause error) error {
+	// An *Error cause (sysfs's) joins the text: one Error never wraps
+	// another, and the device and the hint show once.
+	if ce, ok := cause.(*Error); ok && ce != nil {
+		in := strings.TrimSpace(ce.Op + " " + ce.Device)
+		if text == "" {
+			text = in
+		} else if in != "" {
+			text += ": " + in
+		}
+		cause = ce.Err
+	}
 	return &detailError{kind: kind, detail: text, cause: cause}
 }
 

@@ -3,6 +3,7 @@ package umad
 import (
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,7 +79,7 @@ func (h *Host) fs() (*sysfs.FS, error) { return sysfs.New(h.root()) }
 // optional, since OpenPort makes the same check.
 func (h *Host) Init() error {
 	if err := h.checkABI(); err != nil {
-		return &Error{Op: "check umad ABI", Err: err}
+		return errs.New("check umad ABI", "", err)
 	}
 	return nil
 }
@@ -172,11 +173,11 @@ type CAPort struct {
 func (h *Host) CANames() ([]string, error) {
 	f, err := h.fs()
 	if err != nil {
-		return nil, &Error{Op: "list CAs", Err: err}
+		return nil, errs.New("list CAs", "", err)
 	}
 	all, err := f.CANames()
 	if err != nil {
-		return nil, &Error{Op: "list CAs", Err: err}
+		return nil, errs.New("list CAs", "", err)
 	}
 	names := all[:0:0]
 	for _, n := range all {
@@ -204,13 +205,13 @@ func (h *Host) LookupCA(name string) (*CA, error) {
 	if name == "" {
 		ca, _, err := h.resolve("", 0)
 		if err != nil {
-			return nil, &Error{Op: "get CA", Err: err}
+			return nil, errs.New("get CA", "", err)
 		}
 		name = ca
 	}
 	ca, err := h.readCA(name)
 	if err != nil {
-		return nil, &Error{Op: "get CA", Device: name, Err: err}
+		return nil, errs.New("get CA", name, err)
 	}
 	return ca, nil
 }
@@ -225,18 +226,18 @@ func (h *Host) LookupCA(name string) (*CA, error) {
 // port.
 func (h *Host) LookupPort(ca string, port int) (*CAPort, error) {
 	if port < 0 {
-		return nil, &Error{Op: "get port", Device: ca, Err: invalid(fmt.Sprintf("port number %d is negative", port))}
+		return nil, errs.New("get port", ca, invalid(fmt.Sprintf("port number %d is negative", port)))
 	}
 	name, num, err := h.resolve(ca, port)
 	if err != nil {
-		return nil, &Error{Op: "get port", Device: portName(ca, port), Err: err}
+		return nil, errs.New("get port", portName(ca, port), err)
 	}
 	c, err := h.readCA(name)
 	if err != nil {
-		return nil, &Error{Op: "get port", Device: resolvedName(name, num), Err: err}
+		return nil, errs.New("get port", resolvedName(name, num), err)
 	}
 	if num >= len(c.Ports) || c.Ports[num] == nil {
-		return nil, &Error{Op: "get port", Device: resolvedName(name, num), Err: detail(ErrInvalidPort, fmt.Sprintf("%s has no port %d", name, num), nil)}
+		return nil, errs.New("get port", resolvedName(name, num), detail(ErrInvalidPort, fmt.Sprintf("%s has no port %d", name, num), nil))
 	}
 	return c.Ports[num], nil
 }

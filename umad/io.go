@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"log/slog"
 	"math"
 	"os"
@@ -74,7 +75,7 @@ func timeoutMs(d time.Duration) uint32 {
 //     as already answered and go on (see umad serve in cmd/purerdma).
 func (p *Port) Send(agent AgentID, pkt *Packet, timeout time.Duration, retries int) error {
 	if err := p.checkSend(agent, pkt, retries); err != nil {
-		return &Error{Op: "send", Device: p.name, Err: err}
+		return errs.New("send", p.name, err)
 	}
 	pkt.hdr.AgentID = uint32(agent)
 	pkt.hdr.TimeoutMs = timeoutMs(timeout)
@@ -82,7 +83,7 @@ func (p *Port) Send(agent AgentID, pkt *Packet, timeout time.Duration, retries i
 	pkt.hdr.Status = 0
 	b, err := pkt.wire(int(p.hdr.Load()))
 	if err != nil {
-		return &Error{Op: "send", Device: p.name, Err: invalid(err.Error())}
+		return errs.New("send", p.name, invalid(err.Error()))
 	}
 	if debugOn(2) {
 		logDebug("umad: send", slog.String("port", p.name), slog.String("packet", pkt.String()))
@@ -99,10 +100,10 @@ func (p *Port) Send(agent AgentID, pkt *Packet, timeout time.Duration, retries i
 		if debugOn(1) {
 			logDebug("umad: send failed", slog.String("port", p.name), slog.Any("err", err))
 		}
-		return &Error{Op: "send", Device: p.name, Err: err}
+		return errs.New("send", p.name, err)
 	}
 	if n != len(b) {
-		return &Error{Op: "send", Device: p.name, Err: detail(nil, fmt.Sprintf("short write: %d of %d bytes", n, len(b)), syscall.EIO)}
+		return errs.New("send", p.name, detail(nil, fmt.Sprintf("short write: %d of %d bytes", n, len(b)), syscall.EIO))
 	}
 	return nil
 }
@@ -142,16 +143,16 @@ func (p *Port) checkSend(agent AgentID, pkt *Packet, retries int) error {
 // allocate.
 func (p *Port) Recv(pkt *Packet, timeout time.Duration) (AgentID, error) {
 	if pkt == nil {
-		return 0, &Error{Op: "receive", Device: p.name, Err: invalid("nil packet")}
+		return 0, errs.New("receive", p.name, invalid("nil packet"))
 	}
 	if timeout == 0 {
 		if !p.rmu.TryLock() {
-			return 0, &Error{Op: "receive", Device: p.name, Err: ErrWouldBlock}
+			return 0, errs.New("receive", p.name, ErrWouldBlock)
 		}
 		defer p.rmu.Unlock()
 		id, err := p.recv(pkt, true)
 		if err != nil {
-			return 0, &Error{Op: "receive", Device: p.name, Err: err}
+			return 0, errs.New("receive", p.name, err)
 		}
 		return id, nil
 	}
@@ -167,7 +168,7 @@ func (p *Port) Recv(pkt *Packet, timeout time.Duration) (AgentID, error) {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = ErrTimeout
 		}
-		return 0, &Error{Op: "receive", Device: p.name, Err: err}
+		return 0, errs.New("receive", p.name, err)
 	}
 	return id, nil
 }
@@ -177,12 +178,12 @@ func (p *Port) Recv(pkt *Packet, timeout time.Duration) (AgentID, error) {
 // never done and has no deadline it does not allocate.
 func (p *Port) RecvContext(ctx context.Context, pkt *Packet) (AgentID, error) {
 	if pkt == nil || ctx == nil {
-		return 0, &Error{Op: "receive", Device: p.name, Err: invalid("nil packet or context")}
+		return 0, errs.New("receive", p.name, invalid("nil packet or context"))
 	}
 	p.rmu.Lock()
 	defer p.rmu.Unlock()
 	if err := ctx.Err(); err != nil {
-		return 0, &Error{Op: "receive", Device: p.name, Err: err}
+		return 0, errs.New("receive", p.name, err)
 	}
 	deadline, _ := ctx.Deadline()
 	p.setDeadline(deadline)
@@ -218,7 +219,7 @@ func (p *Port) RecvContext(ctx context.Context, pkt *Packet) (AgentID, error) {
 				err = context.DeadlineExceeded
 			}
 		}
-		return 0, &Error{Op: "receive", Device: p.name, Err: err}
+		return 0, errs.New("receive", p.name, err)
 	}
 	return id, nil
 }
@@ -301,7 +302,7 @@ func (p *Port) Poll(timeout time.Duration) error {
 	var err error
 	if timeout == 0 {
 		if !p.rmu.TryLock() {
-			return &Error{Op: "poll", Device: p.name, Err: ErrTimeout}
+			return errs.New("poll", p.name, ErrTimeout)
 		}
 		var ok bool
 		ok, err = p.fd.Readable()
@@ -327,5 +328,5 @@ func (p *Port) Poll(timeout time.Duration) error {
 	case errors.Is(err, os.ErrClosed):
 		err = errClosed
 	}
-	return &Error{Op: "poll", Device: p.name, Err: err}
+	return errs.New("poll", p.name, err)
 }

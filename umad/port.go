@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"log/slog"
 	"os"
 	"sync"
@@ -63,7 +64,7 @@ type Port struct {
 func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 	name := portName(ca, port)
 	fail := func(err error) (*Port, error) {
-		return nil, &Error{Op: "open port", Device: name, Err: err}
+		return nil, errs.New("open port", name, err)
 	}
 	if port < 0 {
 		return fail(detail(ErrInvalidPort, fmt.Sprintf("port number %d is negative", port), nil))
@@ -125,7 +126,7 @@ func (p *Port) Close() error {
 		return nil
 	}
 	if err := p.fd.Close(); err != nil {
-		return &Error{Op: "close port", Device: p.name, Err: err}
+		return errs.New("close port", p.name, err)
 	}
 	if debugOn(1) {
 		logDebug("umad: closed port", slog.String("port", p.name))
@@ -234,8 +235,7 @@ func (p *Port) Register(class, version uint8, methods MethodMask) (AgentID, erro
 // asked. Otherwise it is Register.
 func (p *Port) RegisterOUI(class, rmppVersion uint8, oui uint32, methods MethodMask) (AgentID, error) {
 	if class < portVendor2First || class > portVendor2Last {
-		return 0, &Error{Op: "register agent", Device: p.name,
-			Err: invalid(fmt.Sprintf("class %s is not in vendor range 2 (0x30–0x4f)", hex8(class)))}
+		return 0, errs.New("register agent", p.name, invalid(fmt.Sprintf("class %s is not in vendor range 2 (0x30–0x4f)", hex8(class))))
 	}
 	return p.RegisterAgent(Registration{Class: class, Version: portDefaultVendorV, Methods: methods, OUI: oui, RMPPVersion: rmppVersion})
 }
@@ -249,7 +249,7 @@ func (p *Port) RegisterAgent(r Registration) (AgentID, error) {
 		if debugOn(1) {
 			logDebug("umad: register failed", slog.String("port", p.name), slog.Int("class", int(r.Class)), slog.Any("err", err))
 		}
-		return 0, &Error{Op: "register agent", Device: p.name, Err: err}
+		return 0, errs.New("register agent", p.name, err)
 	}
 	if r.Class == 0 && (r.Methods != MethodMask{}) {
 		return fail(invalid("a method mask needs a class (class 0 registers a send-only agent)"))
@@ -338,7 +338,7 @@ func (p *Port) register1(qpn uint32, r Registration) (uint32, error) {
 // EINVAL for an id that is not registered.
 func (p *Port) Unregister(id AgentID) error {
 	if id >= maxAgents {
-		return &Error{Op: "unregister agent", Device: p.name, Err: invalid(fmt.Sprintf("agent id %d is not below 32", id))}
+		return errs.New("unregister agent", p.name, invalid(fmt.Sprintf("agent id %d is not below 32", id)))
 	}
 	arg := new(uint32)
 	*arg = uint32(id)
@@ -346,7 +346,7 @@ func (p *Port) Unregister(id AgentID) error {
 		if errors.Is(err, os.ErrClosed) {
 			err = errClosed
 		}
-		return &Error{Op: "unregister agent", Device: p.name, Err: err}
+		return errs.New("unregister agent", p.name, err)
 	}
 	if debugOn(1) {
 		logDebug("umad: unregistered agent", slog.String("port", p.name), slog.Int("agent", int(id)))

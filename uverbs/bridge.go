@@ -8,6 +8,7 @@ package uverbs
 
 import (
 	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/internal/ucontext"
 )
@@ -59,7 +60,7 @@ func (c *Context) release() {
 // error (EINVAL) or the kernel's errno.
 func (c *Context) invokeHeld(r *abi.Request) error {
 	if c == nil || c.fd == nil || r == nil {
-		return &Error{Op: "invoke", Err: errArg("nil context or request")}
+		return errs.New("invoke", "", errArg("nil context or request"))
 	}
 	if err := c.do(r); err != nil {
 		return c.err(r.Name(), err)

@@ -3,6 +3,7 @@ package uverbs
 import (
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"os"
 	"sort"
 	"sync"
@@ -78,7 +79,7 @@ func Open(name string, opts *Options) (*Context, error) {
 func OpenDevice(d Device, opts *Options) (*Context, error) {
 	prov, err := newProvider(d, opts != nil && opts.Generic)
 	if err != nil {
-		return nil, &Error{Op: "open", Device: d.Name, Err: err}
+		return nil, errs.New("open", d.Name, err)
 	}
 	fd, err := opts.openFile(d.Path)
 	if err != nil {
@@ -86,7 +87,7 @@ func OpenDevice(d Device, opts *Options) (*Context, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, &Error{Op: "open " + d.Path, Device: d.Name, Err: err}
+		return nil, errs.New("open "+d.Path, d.Name, err)
 	}
 	c := &Context{
 		dev:     d,
@@ -200,13 +201,13 @@ func (c *Context) CoreSupport() uint64 {
 }
 
 func (c *Context) err(op string, err error) error {
-	return &Error{Op: op, Device: c.dev.Name, Err: err}
+	return errs.New(op, c.dev.Name, err)
 }
 
 // enter starts an operation: it holds the life lock shared until leave.
 func (c *Context) enter(op string) error {
 	if c == nil || c.fd == nil {
-		return &Error{Op: op, Err: errNil}
+		return errs.New(op, "", errNil)
 	}
 	c.life.RLock()
 	if c.closed {
@@ -238,7 +239,7 @@ func (c *Context) do(r *abi.Request) error {
 // after Close.
 func (c *Context) invoke(r *abi.Request) error {
 	if r == nil {
-		return &Error{Op: "invoke", Err: errArg("no request")}
+		return errs.New("invoke", "", errArg("no request"))
 	}
 	op := r.Name()
 	if err := c.enter(op); err != nil {

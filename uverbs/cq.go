@@ -3,6 +3,7 @@ package uverbs
 import (
 	"context"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/internal/ucontext"
 	"os"
 	"sync"
@@ -162,7 +163,7 @@ func (cq *CQ) seq() uint64           { return cq.seqV }
 // (the data path is outside this package); the errno otherwise.
 func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	if cq == nil {
-		return &Error{Op: "req notify cq", Err: errNil}
+		return errs.New("req notify cq", "", errNil)
 	}
 	c := cq.c
 	const op = "req notify cq"
@@ -286,7 +287,7 @@ func (ch *CompChannel) seq() uint64           { return ch.seqV }
 // Errors: ctx.Err(); an *Error wrapping os.ErrClosed or the read errno.
 func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 	if ch == nil || ch.c == nil {
-		return nil, &Error{Op: "get cq event", Err: errNil}
+		return nil, errs.New("get cq event", "", errNil)
 	}
 	if ctx == nil {
 		ctx = context.Background()

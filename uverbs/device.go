@@ -3,6 +3,7 @@ package uverbs
 import (
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -150,14 +151,14 @@ func Devices(opts *Options) ([]Device, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		}
-		return nil, &Error{Op: "list devices", Err: err}
+		return nil, errs.New("list devices", "", err)
 	}
 	if v != KernelABIVersion {
-		return nil, &Error{Op: "list devices", Err: fmt.Errorf("kernel uverbs ABI version %d, this package speaks %d: %w", v, KernelABIVersion, ErrNotSupported)}
+		return nil, errs.New("list devices", "", fmt.Errorf("kernel uverbs ABI version %d, this package speaks %d: %w", v, KernelABIVersion, ErrNotSupported))
 	}
 	ents, err := os.ReadDir(class)
 	if err != nil {
-		return nil, &Error{Op: "list devices", Err: err}
+		return nil, errs.New("list devices", "", err)
 	}
 	var devs []Device
 	for _, e := range ents {
@@ -222,7 +223,7 @@ func LookupDevice(name string, opts *Options) (Device, error) {
 			return d, nil
 		}
 	}
-	return Device{}, &Error{Op: "open", Device: name, Err: syscall.ENODEV}
+	return Device{}, errs.New("open", name, syscall.ENODEV)
 }
 
 // sysfsDriverID infers the driver from sysfs when netlink did not say.

@@ -201,7 +201,7 @@ func TestArgumentValidation(t *testing.T) {
 		t.Errorf("CreateQP on a destroyed PD: %v", err)
 	}
 	e := &Error{Op: "create cq", Device: "rxe0", Err: syscall.EBUSY}
-	if got := e.Error(); !strings.HasPrefix(got, "uverbs: create cq rxe0: device or resource busy") {
+	if got := e.Error(); !strings.HasPrefix(got, "create cq rxe0: device or resource busy") {
 		t.Errorf("message %q", got)
 	}
 	_ = fmt.Sprint(e)

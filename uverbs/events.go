@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"os"
 	"time"
 
@@ -108,7 +109,7 @@ func (e AsyncEvent) String() string {
 func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
 	const op = "get async event"
 	if c == nil {
-		return AsyncEvent{}, &Error{Op: op, Err: errNil}
+		return AsyncEvent{}, errs.New(op, "", errNil)
 	}
 	if ctx == nil {
 		ctx = context.Background()

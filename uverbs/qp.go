@@ -2,6 +2,7 @@ package uverbs
 
 import (
 	"fmt"
+	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/internal/ucontext"
 	"os"
 	"sync"
@@ -96,7 +97,7 @@ type QP struct {
 // with the generic provider; os.ErrClosed after Close or for closed CQs.
 func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	if pd == nil {
-		return nil, &Error{Op: "create qp", Err: errNil}
+		return nil, errs.New("create qp", "", errNil)
 	}
 	c := pd.c
 	const op = "create qp"
@@ -270,7 +271,7 @@ func (qp *QP) destroyLocked(bool) error {
 // QP's shared lock.
 func (qp *QP) use(op string) (func(), error) {
 	if qp == nil {
-		return nil, &Error{Op: op, Err: errNil}
+		return nil, errs.New(op, "", errNil)
 	}
 	c := qp.c
 	if err := c.enter(op); err != nil {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"syscall"
 
 	"github.com/purerdma/rdma/abi"
@@ -310,6 +312,14 @@ func (c *Context) QueryPort(port uint8) (PortAttr, error) {
 
 // portErr is kept out of QueryPort so the success path does not allocate.
 func (c *Context) portErr(port uint8, err error) error {
+	// EINVAL for a port the device does not have (rdma_is_port_valid):
+	// name the limit, from the device's ports in sysfs.
+	if errors.Is(err, syscall.EINVAL) && c.dev.SysfsPath != "" {
+		if ents, rerr := os.ReadDir(filepath.Join(c.dev.SysfsPath, "ports")); rerr == nil && len(ents) > 0 &&
+			(port == 0 || int(port) > len(ents)) {
+			err = fmt.Errorf("port %d does not exist: %s has ports 1 to %d: %w", port, c.dev.Name, len(ents), err)
+		}
+	}
 	return c.err(fmt.Sprintf("query port %d", port), err)
 }
 

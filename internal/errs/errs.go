@@ -161,3 +161,98 @@ func isSep(c byte) bool {
 	}
 	return false
 }
+
+// Error is purerdma's one error type, exported as rdma.Error and, by
+// alias, as Error in every package: the operation, the device (or port)
+// it concerns, and the cause, usually an errno from the kernel or one of
+// the sentinels. Its message is "op device: cause (what to do next)", with
+// the hint once.
+//
+// An Error never wraps another Error: New folds an inner one into the
+// outer operation, so that the device and the hint appear once however
+// deep the call chain.
+type Error struct {
+	// Op is what was being done, such as "create flow" or "read port".
+	Op string
+	// Device is the device ("mlx5_0") or port ("mlx5_0/1"); may be empty.
+	Device string
+	// Err is the cause: an errno, a sentinel, or an error wrapping them.
+	Err error
+}
+
+// New returns the Error of op on dev caused by err. When err is an
+// *Error, or wraps one through a chain of single wrappers (fmt.Errorf with
+// one %w), the result is one Error whose Op is "op: inner op" (with the
+// wrappers' words), whose Device is dev or the inner one, and whose Err is
+// the inner cause.
+func New(op, dev string, err error) *Error {
+	inner, words := innerError(err)
+	if inner == nil {
+		return &Error{Op: op, Device: dev, Err: err}
+	}
+	iop := words + inner.Op
+	if dev == "" {
+		dev = inner.Device
+	} else if inner.Device != "" && inner.Device != dev {
+		iop += " " + inner.Device
+	}
+	if iop != "" && iop != op {
+		op = op + ": " + iop
+	}
+	return &Error{Op: op, Device: dev, Err: inner.Err}
+}
+
+// innerError follows single wrappers from err to an *Error; words are the
+// text the wrappers put before it ("context: ").
+func innerError(err error) (*Error, string) {
+	for x := err; x != nil; {
+		if e, ok := x.(*Error); ok {
+			if e == nil {
+				return nil, ""
+			}
+			words := ""
+			if x != err {
+				s, in := err.Error(), e.Error()
+				if len(s) > len(in) && s[len(s)-len(in):] == in {
+					words = s[:len(s)-len(in)]
+				}
+			}
+			return e, words
+		}
+		u, ok := x.(interface{ Unwrap() error })
+		if !ok {
+			return nil, ""
+		}
+		x = u.Unwrap()
+	}
+	return nil, ""
+}
+
+// Error formats the error as "op device: cause (hint)".
+func (e *Error) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
+	return Message(e.Op, e.Device, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether the error matches target in purerdma's model: the
+// errno's own identity, os.ErrPermission (EPERM, EACCES), os.ErrNotExist
+// (ENOENT, ENODEV, ENXIO) and ErrNotSupported or errors.ErrUnsupported
+// (EPROTONOSUPPORT, EOPNOTSUPP, ENOTSUP).
+func (e *Error) Is(target error) bool { return Is(e.Err, target) }
+
+// NotSupported is a cause without an errno that still means "not
+// supported" (a driver purerdma has no provider for): it matches
+// ErrNotSupported and errors.ErrUnsupported.
+type NotSupported string
+
+func (n NotSupported) Error() string { return string(n) }
+
+// Is reports whether target is ErrNotSupported or errors.ErrUnsupported.
+func (n NotSupported) Is(target error) bool {
+	return target == ErrNotSupported || target == errors.ErrUnsupported
+}
