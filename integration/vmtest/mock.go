@@ -276,3 +276,31 @@ func Send(n int, frames ...*Frame) error {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// WaitQuiet waits until mock0's port has seen no frame for quiet (30 s at
+// most), so that a test that counts everything sent to veth1's MAC counts
+// only its own frames, not the tail of an earlier test's RoCE traffic.
+func WaitQuiet(t testing.TB, quiet time.Duration) {
+	t.Helper()
+	frames := func() string {
+		b, err := os.ReadFile(filepath.Join(vmproto.MockDebugfs, "fence"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			return f[1]
+		}
+		return string(b)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	last, since := frames(), time.Now()
+	for time.Since(since) < quiet {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's port did not go quiet for %v within 30 s", MockDev, quiet)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if n := frames(); n != last {
+			last, since = n, time.Now()
+		}
+	}
+}
