@@ -1,6 +1,6 @@
 module github.com/purerdma/rdma
 
-go 1.22
+go 1.24
 
 require (
 	github.com/google/go-cmp v0.7.0

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/purerdma/rdma/internal/errs"
 	"os"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,13 @@ type Context struct {
 	portMu  sync.Mutex
 	portReq *abi.Request
 	portRsp *abi.IbUverbsQueryPortRespEx
+
+	// maps records the memory mapped for the context (queues, doorbell
+	// records, the device's pages); cleanup unmaps what is left when the
+	// Context becomes unreachable without Close (its descriptors have
+	// cleanups of their own, in internal/sys).
+	maps    *sys.MapSet
+	cleanup runtime.Cleanup
 }
 
 // object is what a Context owns and destroys on Close.
@@ -98,7 +106,12 @@ func OpenDevice(d Device, opts *Options) (*Context, error) {
 		objects: map[object]struct{}{},
 		byUH:    map[uint64]object{},
 		portRsp: new(abi.IbUverbsQueryPortRespEx),
+		maps:    sys.NewMapSet(),
 	}
+	// The safety net: a Context dropped without Close still gives back
+	// its mappings (and, through the FDs' own cleanups, its descriptors).
+	// The cleanup's argument must not reach c, or it would never run.
+	c.cleanup = runtime.AddCleanup(c, (*sys.MapSet).UnmapAll, c.maps)
 	c.portReq = abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT)
 	if err := c.getContext(); err != nil {
 		fd.Close()
@@ -377,6 +390,8 @@ func (c *Context) Close() error {
 	c.byUH = map[uint64]object{}
 	c.objMu.Unlock()
 	c.prov.close(c)
+	c.cleanup.Stop()
+	c.maps.UnmapAll()
 	if c.async != nil {
 		c.async.Close()
 	}

@@ -32,7 +32,8 @@ type mlx5Provider struct {
 	cqeVersion uint8
 	dynUAR     bool
 	uar        *mlx5UAR
-	staticUARs [][]byte // with static bfregs: the UAR pages libmlx5 maps too
+	maps       *sys.MapSet // the context's
+	staticUARs [][]byte    // with static bfregs: the UAR pages libmlx5 maps too
 	db         dbPool
 	uidx       uidxPool
 }
@@ -72,6 +73,7 @@ func (p *mlx5Provider) contextData() ([]byte, []byte) { return bytesOf(p.req), b
 
 func (p *mlx5Provider) contextCreated(c *Context, _ []byte) error {
 	p.cqeVersion = p.resp.CqeVersion
+	p.maps, p.db.ms = c.maps, c.maps
 	// A kernel that knows DYN_UAR gives no static bfregs; an older one
 	// ignores the bit and allocates them (then CQs and QPs use the
 	// static UARs and name none).
@@ -99,7 +101,7 @@ func (p *mlx5Provider) mapStaticUARs(c *Context) error {
 	}
 	for i := uint32(0); i < n; i++ {
 		off := int64(abi.MLX5_IB_MMAP_REGULAR_PAGE<<8|i) * int64(sys.PageSize)
-		m, err := c.fd.Mmap(off, sys.PageSize, syscall.PROT_WRITE, syscall.MAP_SHARED)
+		m, err := c.maps.Device(c.fd, off, sys.PageSize, syscall.PROT_WRITE, syscall.MAP_SHARED)
 		if err != nil {
 			p.unmapStaticUARs()
 			return fmt.Errorf("map static UAR page %d of %d: %w", i, n, err)
@@ -111,7 +113,7 @@ func (p *mlx5Provider) mapStaticUARs(c *Context) error {
 
 func (p *mlx5Provider) unmapStaticUARs() {
 	for _, m := range p.staticUARs {
-		sys.Munmap(m)
+		p.maps.Unmap(m)
 	}
 	p.staticUARs = nil
 }
@@ -184,7 +186,7 @@ func (p *mlx5Provider) allocUAR(c *Context, typ uint64) (*mlx5UAR, error) {
 		return nil, err
 	}
 	u := &mlx5UAR{handle: h, pageID: *page}
-	m, err := c.fd.Mmap(int64(*off), int(*length), syscall.PROT_WRITE, syscall.MAP_SHARED)
+	m, err := c.maps.Device(c.fd, int64(*off), int(*length), syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		p.destroyUAR(c, u)
 		return nil, fmt.Errorf("map the UAR: %w", err)
@@ -195,7 +197,7 @@ func (p *mlx5Provider) allocUAR(c *Context, typ uint64) (*mlx5UAR, error) {
 
 func (p *mlx5Provider) destroyUAR(c *Context, u *mlx5UAR) {
 	if u.mem != nil {
-		sys.Munmap(u.mem)
+		c.maps.Unmap(u.mem)
 		u.mem = nil
 	}
 	r := abi.NewRequest(c.api, c.drv, abi.MLX5_IB_OBJECT_UAR, abi.MLX5_IB_METHOD_UAR_OBJ_DESTROY).
@@ -238,13 +240,13 @@ func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32) (d *driverRes, err erro
 	// The kernel sizes the CQ as roundup_pow_of_two(cqe + 1) entries and
 	// pins exactly that many CQEs at buf_addr; ask for entries - 1.
 	entries := roundPow2(cqe + 1)
-	d = &driverRes{cqe: entries - 1}
+	d = &driverRes{cqe: entries - 1, ms: c.maps}
 	defer func() {
 		if err != nil {
 			d.release()
 		}
 	}()
-	buf, err := sys.MmapAnon(pageRound(int(entries) * mlx5CQESize))
+	buf, err := c.maps.Anon(pageRound(int(entries) * mlx5CQESize))
 	if err != nil {
 		return nil, fmt.Errorf("allocate the CQ buffer: %w", err)
 	}
@@ -282,7 +284,7 @@ func (p *mlx5Provider) prepareQP(c *Context, attr *QPInitAttr) (d *driverRes, er
 	if err != nil {
 		return nil, err
 	}
-	d = &driverRes{}
+	d = &driverRes{ms: c.maps}
 	defer func() {
 		if err != nil {
 			d.release()
@@ -315,7 +317,7 @@ func (p *mlx5Provider) prepareQP(c *Context, attr *QPInitAttr) (d *driverRes, er
 	if raw {
 		// RAW_PACKET keeps the SQ in its own buffer (sq_buf_addr).
 		if rqBytes > 0 {
-			rq, err := sys.MmapAnon(pageRound(rqBytes))
+			rq, err := c.maps.Anon(pageRound(rqBytes))
 			if err != nil {
 				return nil, fmt.Errorf("allocate the receive queue: %w", err)
 			}
@@ -323,7 +325,7 @@ func (p *mlx5Provider) prepareQP(c *Context, attr *QPInitAttr) (d *driverRes, er
 			cmd.BufAddr = addrOf(rq)
 		}
 		if sqBytes > 0 {
-			sq, err := sys.MmapAnon(pageRound(sqBytes))
+			sq, err := c.maps.Anon(pageRound(sqBytes))
 			if err != nil {
 				return nil, fmt.Errorf("allocate the send queue: %w", err)
 			}
@@ -332,7 +334,7 @@ func (p *mlx5Provider) prepareQP(c *Context, attr *QPInitAttr) (d *driverRes, er
 		}
 	} else if n := rqBytes + sqBytes; n > 0 {
 		// The receive queue first, then the send queue.
-		buf, err := sys.MmapAnon(pageRound(n))
+		buf, err := c.maps.Anon(pageRound(n))
 		if err != nil {
 			return nil, fmt.Errorf("allocate the QP buffer: %w", err)
 		}
@@ -394,6 +396,7 @@ func mlx5SendWQESize(attr *QPInitAttr) uint32 {
 // dbPool hands out 64-byte doorbell records from anonymous pages (the
 // kernel pins the page that holds each; pages are shared).
 type dbPool struct {
+	ms    *sys.MapSet // the context's
 	mu    sync.Mutex
 	pages [][]byte
 	free  []uint64
@@ -403,7 +406,7 @@ func (p *dbPool) alloc() (uint64, func(), error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.free) == 0 {
-		pg, err := sys.MmapAnon(sys.PageSize)
+		pg, err := p.ms.Anon(sys.PageSize)
 		if err != nil {
 			return 0, nil, fmt.Errorf("allocate doorbell records: %w", err)
 		}
@@ -438,7 +441,7 @@ func (p *dbPool) releaseAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pg := range p.pages {
-		sys.Munmap(pg)
+		p.ms.Unmap(pg)
 	}
 	p.pages, p.free = nil, nil
 }

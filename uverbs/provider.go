@@ -47,9 +47,10 @@ type driverRes struct {
 	cqe uint32
 	// attrs are extra driver attributes for the create request.
 	attrs []driverAttr
-	maps  [][]byte // mappings of the device file (rxe queues)
-	anon  [][]byte // anonymous memory (mlx5 buffers)
-	free  func()   // returns a doorbell record, a user index, …
+	ms    *sys.MapSet // the context's, which records every mapping
+	maps  [][]byte    // mappings of the device file (rxe queues)
+	anon  [][]byte    // anonymous memory (mlx5 buffers)
+	free  func()      // returns a doorbell record, a user index, …
 }
 
 type driverAttr struct {
@@ -70,10 +71,10 @@ func (d *driverRes) release() {
 		return
 	}
 	for _, m := range d.maps {
-		sys.Munmap(m)
+		d.ms.Unmap(m)
 	}
 	for _, m := range d.anon {
-		sys.Munmap(m)
+		d.ms.Unmap(m)
 	}
 	d.maps, d.anon = nil, nil
 	if d.free != nil {

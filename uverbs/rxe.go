@@ -24,8 +24,8 @@ func (rxeProvider) pdData() ([]byte, []byte) { return nil, nil }
 func (rxeProvider) reqNotify() bool          { return true }
 func (rxeProvider) close(*Context)           {}
 
-func (rxeProvider) prepareCQ(_ *Context, cqe uint32) (*driverRes, error) {
-	return &driverRes{out: bytesOf(new(abi.RxeCreateCqResp)), cqe: cqe}, nil
+func (rxeProvider) prepareCQ(c *Context, cqe uint32) (*driverRes, error) {
+	return &driverRes{out: bytesOf(new(abi.RxeCreateCqResp)), cqe: cqe, ms: c.maps}, nil
 }
 
 func (rxeProvider) cqCreated(c *Context, d *driverRes) error {
@@ -33,8 +33,8 @@ func (rxeProvider) cqCreated(c *Context, d *driverRes) error {
 	return rxeMap(c, d, resp.Mi, "CQ")
 }
 
-func (rxeProvider) prepareQP(*Context, *QPInitAttr) (*driverRes, error) {
-	return &driverRes{out: bytesOf(new(abi.RxeCreateQpResp))}, nil
+func (rxeProvider) prepareQP(c *Context, _ *QPInitAttr) (*driverRes, error) {
+	return &driverRes{out: bytesOf(new(abi.RxeCreateQpResp)), ms: c.maps}, nil
 }
 
 func (rxeProvider) qpCreated(c *Context, d *driverRes) error {
@@ -54,7 +54,7 @@ func rxeMap(c *Context, d *driverRes, mi abi.Mminfo, what string) error {
 	if mi.Size < rxeQueueHdr {
 		return fmt.Errorf("rxe returned a %s of %d bytes (mmap offset %#x): %w", what, mi.Size, mi.Offset, syscall.EPROTO)
 	}
-	m, err := c.fd.Mmap(int64(mi.Offset), int(mi.Size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	m, err := c.maps.Device(c.fd, int64(mi.Offset), int(mi.Size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return fmt.Errorf("map the %s: %w", what, err)
 	}

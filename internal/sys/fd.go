@@ -75,9 +75,30 @@ type FD struct {
 	be       Backend
 	deadline atomic.Int64 // unix nanoseconds; 0 = none (fakes only)
 
-	mu     sync.RWMutex // held shared by syscalls on raw, exclusively by Close
-	closed atomic.Bool
-	track  *tracked
+	mu      sync.RWMutex // held shared by syscalls on raw, exclusively by Close
+	closed  atomic.Bool
+	track   *tracked
+	cleanup runtime.Cleanup // closes a real descriptor dropped without Close
+}
+
+// dropped is what the cleanup of an FD dropped without Close releases;
+// it must not reach the FD itself, or the cleanup would never run.
+type dropped struct {
+	raw   int
+	file  *os.File
+	track *tracked
+}
+
+// closeDropped closes the descriptor of an FD that became unreachable
+// without Close: the safety net under every owner (a uverbs Context, a
+// umad Port) that a caller forgot to close.
+func closeDropped(d dropped) {
+	untrack(d.track)
+	if d.file != nil {
+		d.file.Close()
+		return
+	}
+	unix.Close(d.raw)
 }
 
 // Open opens path with flags|O_CLOEXEC. With O_NONBLOCK in flags the
@@ -102,7 +123,9 @@ func Open(path string, flags int) (*FD, error) {
 		}
 		return fd, nil
 	}
-	return &FD{name: path, raw: raw, track: track(path)}, nil
+	fd := &FD{name: path, raw: raw, track: track(path)}
+	fd.cleanup = runtime.AddCleanup(fd, closeDropped, dropped{raw: raw, track: fd.track})
+	return fd, nil
 }
 
 // newPollable owns raw, a non-blocking descriptor, through the runtime
@@ -118,6 +141,7 @@ func newPollable(raw int, name string) (*FD, error) {
 	fd.rc = rc
 	fd.wait = newWaitState()
 	fd.track = track(name)
+	fd.cleanup = runtime.AddCleanup(fd, closeDropped, dropped{raw: raw, file: fd.file, track: fd.track})
 	return fd, nil
 }
 
@@ -156,6 +180,7 @@ func (fd *FD) Close() error {
 	if fd == nil || !fd.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	fd.cleanup.Stop()
 	untrack(fd.track)
 	if fd.be != nil {
 		return fd.be.Close()
