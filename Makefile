@@ -19,7 +19,7 @@ QEMU_ARM64 := /usr/bin/qemu-aarch64-static
 # 200000 executions take about 10 s per target on two cores.
 FUZZTIME  ?= 200000x
 
-.PHONY: all build test unit generate generate-check lint cross test-arm64 fuzz-smoke deps-apt clean
+.PHONY: all build test unit generate generate-check lint api cross test-arm64 fuzz-smoke deps-apt clean
 
 all: build
 
@@ -48,6 +48,12 @@ lint: $(STATICCHECK)
 	$(STATICCHECK) ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@! git grep -l '^import "C"' -- '*.go' | xargs -r grep -L 'go:build ignore' | grep . || { echo "cgo outside generator inputs"; exit 1; }
+	$(GO) run ./internal/apicheck -check api/purerdma.txt
+
+## api: rewrite api/purerdma.txt, the file of the exported API, after a
+## change to the public surface that is meant.
+api:
+	$(GO) run ./internal/apicheck -w api/purerdma.txt
 
 ## cross: cgo-free builds for linux/amd64 and linux/arm64.
 cross:
