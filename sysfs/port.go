@@ -162,15 +162,15 @@ func (f *FS) readPort(ca string, n int, devs []CharDev) (*Port, error) {
 		return nil, errs.New("read port", p.Name(), err)
 	}
 	for i := range devs {
-		d := devs[i]
-		if d.CA != ca || d.Port != n {
+		d := &devs[i]
+		if d.CA != ca || d.Port != n || (d.Kind != KindUmad && d.Kind != KindISSM) {
 			continue
 		}
-		switch d.Kind {
-		case KindUmad:
-			p.Umad = &d
-		case KindISSM:
-			p.ISSM = &d
+		c := *d // a copy only for the port's own nodes
+		if d.Kind == KindUmad {
+			p.Umad = &c
+		} else {
+			p.ISSM = &c
 		}
 	}
 	return p, nil

@@ -277,6 +277,38 @@ func portName(ca string, port int) string {
 	return fmt.Sprintf("%s/%d", ca, port)
 }
 
+// LookupCAs reads the devices names (all of CANames when none are given)
+// from one read of sysfs: the character devices are listed once, not once
+// per device, so the cost grows linearly with the devices (ibstat on
+// hundreds of devices). The result holds a CA or nil per name, in order,
+// and errs the error of each name that could not be read (nil where it
+// could).
+func (h *Host) LookupCAs(names ...string) (cas []*CA, errs []error, err error) {
+	if len(names) == 0 {
+		if names, err = h.CANames(); err != nil {
+			return nil, nil, err
+		}
+	}
+	f, err := h.fs()
+	if err != nil {
+		return nil, nil, err
+	}
+	all, _ := f.CAs() // the bad devices are read again below, for their error
+	byName := make(map[string]*sysfs.CA, len(all))
+	for _, c := range all {
+		byName[c.Name] = c
+	}
+	cas, errs = make([]*CA, len(names)), make([]error, len(names))
+	for i, n := range names {
+		if sc := byName[n]; sc != nil {
+			cas[i] = h.convertCA(sc)
+			continue
+		}
+		cas[i], errs[i] = h.readCA(n)
+	}
+	return cas, errs, nil
+}
+
 // readCA reads a device and its ports through package sysfs and converts
 // them to libibumad's view. A missing device matches ErrNoDevice.
 func (h *Host) readCA(name string) (*CA, error) {
@@ -296,6 +328,11 @@ func (h *Host) readCA(name string) (*CA, error) {
 		}
 		return nil, err
 	}
+	return h.convertCA(sc), nil
+}
+
+// convertCA is umad's view of a device sysfs read.
+func (h *Host) convertCA(sc *sysfs.CA) *CA {
 	ca := &CA{
 		Name:            sc.Name,
 		NodeType:        int(sc.NodeType),
@@ -312,7 +349,7 @@ func (h *Host) readCA(name string) (*CA, error) {
 	for _, sp := range sc.Ports {
 		ca.Ports[sp.Number] = h.convertPort(sp)
 	}
-	return ca, nil
+	return ca
 }
 
 func (h *Host) convertPort(sp *sysfs.Port) *CAPort {

@@ -156,8 +156,15 @@ func runIbstat(args []string, stdout, stderr io.Writer) error {
 	}
 
 	var cas []*umad.CA
-	for _, n := range names {
-		ca, err := h.LookupCA(n)
+	var all []*umad.CA
+	var errs []error
+	if len(names) > 0 {
+		if all, errs, err = h.LookupCAs(names...); err != nil {
+			return ibstatPanic(stderr, "can't list IB device names: %v", err)
+		}
+	}
+	for i, n := range names {
+		ca, err := all[i], errs[i]
 		if err != nil {
 			return ibstatPanic(stderr, "stat of IB device '%s' failed: %v", n, err)
 		}
