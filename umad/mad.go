@@ -522,6 +522,43 @@ func DecodeMAD(b []byte) (Message, error) {
 	return m, nil
 }
 
+// MADDecoder decodes MADs like DecodeMAD without allocating: it keeps one
+// value of each message type and decodes into it, so a receive loop that
+// decodes every MAD it gets allocates nothing. The Message Decode returns
+// is valid until the next Decode of the same decoder. The zero MADDecoder
+// is ready to use; it is not safe for concurrent use.
+type MADDecoder struct {
+	raw    RawMAD
+	smp    SMP
+	perf   PerfMAD
+	vendor VendorMAD
+}
+
+// Decode decodes b like DecodeMAD, into the decoder's value of the MAD's
+// type.
+func (d *MADDecoder) Decode(b []byte) (Message, error) {
+	if err := checkMAD(b); err != nil {
+		return nil, err
+	}
+	var m Message
+	switch c := MgmtClass(b[1]); {
+	case b[0] != BaseVersion:
+		m = &d.raw
+	case c.IsSubnMgmt():
+		m = &d.smp
+	case c == ClassPerfMgmt:
+		m = &d.perf
+	case c.IsVendorRange2():
+		m = &d.vendor
+	default:
+		m = &d.raw
+	}
+	if err := m.Decode(b); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // DecodeAttribute decodes the data area of a MAD of class class carrying
 // attribute id into a new value: *NodeDescription, *NodeInfo or *PortInfo
 // for the SMP classes; *ClassPortInfo, *PortCounters or

@@ -1,6 +1,9 @@
 package umad
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // MADs are encoded for every send and decoded for every receive: the
 // header and the PerfMgmt PortCounters MAD (perfquery's hot path) must not
@@ -119,6 +122,39 @@ func BenchmarkDecodeMAD(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if _, err := DecodeMAD(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The receive path decodes without allocating through a MADDecoder
+// (DecodeMAD allocates the message it returns).
+func TestMADDecoderAllocatesNothing(t *testing.T) {
+	var d MADDecoder
+	for _, class := range []MgmtClass{ClassSubnMgmt, ClassPerfMgmt, 0x30, 0x09} {
+		b := make([]byte, MADSize)
+		b[0], b[1], b[2] = BaseVersion, uint8(class), 1
+		want, err := DecodeMAD(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Decode(b)
+		if err != nil || fmt.Sprintf("%T %v", got, got) != fmt.Sprintf("%T %v", want, want) {
+			t.Fatalf("class %#x: Decode = %T %v, %v; DecodeMAD %T %v", class, got, got, err, want, want)
+		}
+		if a := testing.AllocsPerRun(100, func() { d.Decode(b) }); a != 0 {
+			t.Errorf("class %#x: %v allocations per Decode", class, a)
+		}
+	}
+}
+
+func BenchmarkMADDecoder(b *testing.B) {
+	buf := make([]byte, MADSize)
+	buf[0], buf[1], buf[2] = BaseVersion, uint8(ClassPerfMgmt), 1
+	var d MADDecoder
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := d.Decode(buf); err != nil {
 			b.Fatal(err)
 		}
 	}
