@@ -11,7 +11,7 @@ import (
 // bound to an L2 flow on a fake mlx5 whose READ path does not allocate
 // (fakekernel's OpenAllocFree), so that only the library's allocations
 // are counted.
-func boundCounters(tb testing.TB) (*env, *counters.Counters) {
+func boundCounters(tb testing.TB) (*env, *counters.Object) {
 	v := verbstest.MLX5()
 	b := verbstest.New(tb, v)
 	b.AllocFree = true
@@ -46,7 +46,7 @@ func TestReadAllocatesNothing(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("Read allocates %v times per call", n)
 	}
-	s := cs.Set()
+	s := cs.AsSet()
 	if n := testing.AllocsPerRun(200, func() {
 		if err := s.Read(vals); err != nil {
 			t.Fatal(err)
@@ -56,7 +56,7 @@ func TestReadAllocatesNothing(t *testing.T) {
 	}
 }
 
-// BenchmarkRead is Counters.Read of two values on fake mlx5 (the kernel
+// BenchmarkRead is Object.Read of two values on fake mlx5 (the kernel
 // side is an allocation-free model of UVERBS_METHOD_COUNTERS_READ): the
 // library's cost of ibv_read_counters. 0 B/op.
 func BenchmarkRead(b *testing.B) {

@@ -63,16 +63,16 @@ const PreferCached ReadFlags = abi.IB_UVERBS_READ_COUNTERS_PREFER_CACHED
 // must be below it.
 const MaxValues = abi.MaxAttrLen / 8
 
-// Object is a verbs object a counter point can be attached to dynamically:
+// Target is a verbs object a counter point can be attached to dynamically:
 // a *flow.Flow. Attach takes nil for a static attach.
-type Object interface {
+type Target interface {
 	Handle() uint32
 	Context() *uverbs.Context
 }
 
-// Counters is a verbs counters object (struct ibv_counters) with its
+// Object is a verbs counters object (struct ibv_counters) with its
 // counter points and its binding state.
-type Counters struct {
+type Object struct {
 	c      *uverbs.Context
 	handle uint32
 
@@ -88,7 +88,7 @@ type Counters struct {
 
 func init() {
 	countbind.Of = func(x any) countbind.Binder {
-		cs, _ := x.(*Counters)
+		cs, _ := x.(*Object)
 		if cs == nil {
 			return nil
 		}
@@ -106,13 +106,13 @@ func init() {
 // answers EPROTONOSUPPORT; the message names the driver) and for a driver
 // this package cannot bind counters on; os.ErrClosed after the context's
 // Close; the kernel's errno otherwise.
-func Create(c *uverbs.Context, attr *InitAttr) (*Counters, error) {
+func Create(c *uverbs.Context, attr *InitAttr) (*Object, error) {
 	const op = "create counters"
 	if c == nil {
 		return nil, errs.New(op, "", errArg("nil context"))
 	}
 	dev := c.Device()
-	fail := func(err error) (*Counters, error) { return nil, errs.New(op, dev.Name, err) }
+	fail := func(err error) (*Object, error) { return nil, errs.New(op, dev.Name, err) }
 	if attr != nil && attr.CompMask != 0 {
 		return fail(fmt.Errorf("comp_mask %#x: no bit is defined: %w", attr.CompMask, syscall.EOPNOTSUPP))
 	}
@@ -133,7 +133,7 @@ func Create(c *uverbs.Context, attr *InitAttr) (*Counters, error) {
 	if err != nil {
 		return fail(err)
 	}
-	cs := &Counters{c: c, handle: h}
+	cs := &Object{c: c, handle: h}
 	if c.DriverID() != abi.RDMA_DRIVER_MLX5 {
 		// A kernel newer than 6.12 with counters on another driver: how
 		// that driver takes counter points is unknown here.
@@ -145,7 +145,7 @@ func Create(c *uverbs.Context, attr *InitAttr) (*Counters, error) {
 }
 
 // Handle returns the kernel's handle of the object.
-func (cs *Counters) Handle() uint32 {
+func (cs *Object) Handle() uint32 {
 	if cs == nil {
 		return 0
 	}
@@ -153,7 +153,7 @@ func (cs *Counters) Handle() uint32 {
 }
 
 // Context returns the context the object was created on.
-func (cs *Counters) Context() *uverbs.Context {
+func (cs *Object) Context() *uverbs.Context {
 	if cs == nil {
 		return nil
 	}
@@ -161,7 +161,7 @@ func (cs *Counters) Context() *uverbs.Context {
 }
 
 // Points returns the attached counter points, in attach order.
-func (cs *Counters) Points() []AttachAttr {
+func (cs *Object) Points() []AttachAttr {
 	if cs == nil {
 		return nil
 	}
@@ -176,7 +176,7 @@ func (cs *Counters) Points() []AttachAttr {
 
 // Bound returns how many live flows created through package flow count
 // into the object.
-func (cs *Counters) Bound() int {
+func (cs *Object) Bound() int {
 	if cs == nil {
 		return 0
 	}
@@ -208,7 +208,7 @@ func (cs *Counters) Bound() int {
 //     the earlier ones, and the next flow sends them all).
 //
 // Errors are *Error values; os.ErrClosed after Close.
-func (cs *Counters) Attach(attr AttachAttr, obj Object) error {
+func (cs *Object) Attach(attr AttachAttr, obj Target) error {
 	const op = "attach counter point"
 	if cs == nil || cs.c == nil {
 		return errs.New(op, "", errArg("nil counters, or not made by Create"))
@@ -255,7 +255,7 @@ func (cs *Counters) Attach(attr AttachAttr, obj Object) error {
 //
 // Errors (all *Error): EINVAL as above and for flags the kernel does not
 // know; os.ErrClosed after Close or the context's Close.
-func (cs *Counters) Read(values []uint64, flags ReadFlags) error {
+func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 	const op = "read counters"
 	if cs == nil || cs.c == nil {
 		return errs.New(op, "", errArg("nil counters, or not made by Create"))
@@ -290,7 +290,7 @@ func (cs *Counters) Read(values []uint64, flags ReadFlags) error {
 
 // explainRead says which of the kernel's EINVAL rules a failed read most
 // likely met. The caller holds mu.
-func (cs *Counters) explainRead(err error, n int) error {
+func (cs *Object) explainRead(err error, n int) error {
 	if !errors.Is(err, syscall.EINVAL) {
 		return err
 	}
@@ -316,7 +316,7 @@ func (cs *Counters) explainRead(err error, n int) error {
 // Errors: an *Error wrapping EBUSY while flows count into the object (the
 // kernel refuses; destroy the flows first, the object stays usable); the
 // kernel's errno otherwise. A removed device (EIO) counts as success.
-func (cs *Counters) Close() error {
+func (cs *Object) Close() error {
 	if cs == nil {
 		return nil
 	}
@@ -324,7 +324,7 @@ func (cs *Counters) Close() error {
 }
 
 // destroy runs UVERBS_METHOD_COUNTERS_DESTROY; own's lock is held.
-func (cs *Counters) destroy(invoke ucontext.Invoker) error {
+func (cs *Object) destroy(invoke ucontext.Invoker) error {
 	c := cs.c
 	r := abi.NewRequest(ucontext.API(c), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_DESTROY).
 		Handle(abi.UVERBS_ATTR_DESTROY_COUNTERS_HANDLE, cs.handle)
@@ -352,7 +352,7 @@ func errnoOf(err error) error {
 }
 
 // binder is the Binder package flow uses (see internal/countbind).
-type binder struct{ cs *Counters }
+type binder struct{ cs *Object }
 
 func (b binder) Context() *uverbs.Context { return b.cs.c }
 

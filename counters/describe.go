@@ -119,11 +119,11 @@ type Set struct {
 // uniform call for every kind of set. dst must hold at least len(Names)
 // values (EINVAL otherwise); entries past that are left as they are. Port
 // sets read from sysfs do not allocate; a counters object's set
-// (Counters.Set) does not either.
+// (Object.AsSet) does not either.
 //
 // Errors: an *Error wrapping EINVAL for a short dst or for the flow set
 // Describe lists (a flow set is read through a counters object bound to a
-// flow: see Counters.Set); the read's error otherwise; os.ErrClosed after
+// flow: see Object.AsSet); the read's error otherwise; os.ErrClosed after
 // Close.
 func (s *Set) Read(dst []uint64) error {
 	if s == nil {
@@ -180,7 +180,7 @@ type Options struct {
 //
 //   - the flow set (packets, bytes) when the device's driver has verbs
 //     counters (mlx5); it describes what a counters object counts and is
-//     read through one (Counters.Set);
+//     read through one (Object.AsSet);
 //   - for every port, the PMA counters of sysfs counters/, when the driver
 //     has a PMA (not rxe); port_xmit_data and port_rcv_data are converted
 //     from 4-octet words to octets by sysfs.DataOctets, the one place
@@ -234,14 +234,14 @@ func DescribeWith(device string, opts *Options) ([]*Set, error) {
 			drv = d.DriverID
 		}
 	}
-	if HasCounters(drv) {
+	if Supported(drv) {
 		add(&Set{
 			Counted: CountedFlow, Source: SourceVerbs,
 			Names: []string{Packets.String(), Bytes.String()},
 			Units: []string{"packets", "octets"},
-			Note:  "read through a counters object bound to a flow: counters.Create, Attach, flow.Create with flow.Count, Counters.Set",
+			Note:  "read through a counters object bound to a flow: counters.Create, Attach, flow.Create with flow.Count, Object.AsSet",
 			read: func([]uint64) error {
-				return errs.New("read counter set", device, errArg("a flow counter set is read through a counters object bound to a flow (Counters.Set)"))
+				return errs.New("read counter set", device, errArg("a flow counter set is read through a counters object bound to a flow (Object.AsSet)"))
 			},
 		})
 	}
@@ -276,9 +276,9 @@ func DescribeWith(device string, opts *Options) ([]*Set, error) {
 	return sets, nil
 }
 
-// HasCounters reports whether devices of the driver have verbs counters in
+// Supported reports whether devices of the driver have verbs counters in
 // Linux 6.12 (only mlx5 registers the COUNTERS object).
-func HasCounters(driverID uint32) bool {
+func Supported(driverID uint32) bool {
 	return abi.APIFor(driverID).Method(abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE) != nil
 }
 
@@ -407,7 +407,7 @@ func netlinkSet(nl StatsSource, device string, port int) *Set {
 // example of ibv_read_counters(3)). The set reads what the object holds
 // at Read time; attaching more points afterwards (after its flows are
 // gone) is not reflected in Names.
-func (cs *Counters) Set() *Set {
+func (cs *Object) AsSet() *Set {
 	if cs == nil {
 		return nil
 	}

@@ -7,9 +7,9 @@
 // The C API it corresponds to:
 //
 //	ibv_create_counters             Create
-//	ibv_attach_counters_point_flow  Counters.Attach
-//	ibv_read_counters               Counters.Read
-//	ibv_destroy_counters            Counters.Close
+//	ibv_attach_counters_point_flow  Object.Attach
+//	ibv_read_counters               Object.Read
+//	ibv_destroy_counters            Object.Close
 //	ibv_create_flow, ibv_destroy_flow (with IBV_FLOW_SPEC_ACTION_COUNT)
 //	                                package flow: flow.Create with a flow.Count, Flow.Close
 //	(RFC) ibv_query_counter_set_description, ibv_query_counter_set
@@ -42,7 +42,7 @@
 // The binding state is rdma-core's (providers/mlx5): the first flow bound to
 // the object sends its counter points to the kernel (driver data of
 // EX_CREATE_FLOW), later ones send none, and when the last flow is destroyed
-// the kernel forgets them, so the next flow sends them again. Counters keeps
+// the kernel forgets them, so the next flow sends them again. Object keeps
 // that count; it holds for flows created through package flow.
 //
 // # Counter sets
@@ -52,7 +52,7 @@
 // any of them into a []uint64:
 //
 //   - flow counters (packets, bytes) where the driver has counters objects
-//     (mlx5); a bound object's set comes from Counters.Set;
+//     (mlx5); a bound object's set comes from Object.AsSet;
 //   - port counters of sysfs counters/ (the PMA; not on rxe), where
 //     port_xmit_data and port_rcv_data are converted to octets by
 //     sysfs.DataOctets, the one place that does it;

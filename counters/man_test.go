@@ -134,7 +134,7 @@ var (
 	all  = flow.MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 )
 
-func (e *env) counters(t *testing.T, points ...counters.AttachAttr) *counters.Counters {
+func (e *env) counters(t *testing.T, points ...counters.AttachAttr) *counters.Object {
 	t.Helper()
 	cs, err := counters.Create(e.c, nil)
 	if err != nil {
@@ -149,7 +149,7 @@ func (e *env) counters(t *testing.T, points ...counters.AttachAttr) *counters.Co
 }
 
 // flow creates an L2 flow on mac counting into cs.
-func (e *env) flow(t *testing.T, mac flow.MAC, cs *counters.Counters) *flow.Flow {
+func (e *env) flow(t *testing.T, mac flow.MAC, cs *counters.Object) *flow.Flow {
 	t.Helper()
 	f, err := flow.Create(e.qp, l2(mac, cs))
 	if err != nil {
@@ -158,7 +158,7 @@ func (e *env) flow(t *testing.T, mac flow.MAC, cs *counters.Counters) *flow.Flow
 	return f
 }
 
-func l2(mac flow.MAC, cs *counters.Counters) *flow.Attr {
+func l2(mac flow.MAC, cs *counters.Object) *flow.Attr {
 	return &flow.Attr{Port: 1, Specs: []flow.Spec{
 		&flow.Eth{Value: flow.EthFilter{DstMAC: mac}, Mask: flow.EthFilter{DstMAC: all}},
 		&flow.Count{Counters: cs},
@@ -170,7 +170,7 @@ func (e *env) frames(mac flow.MAC, n, size uint64) {
 	verbstest.Frames(e.t, e.v, mac, n, size)
 }
 
-func read(t *testing.T, cs *counters.Counters, n int) []uint64 {
+func read(t *testing.T, cs *counters.Object, n int) []uint64 {
 	t.Helper()
 	vals := make([]uint64, n)
 	if err := cs.Read(vals, 0); err != nil {
@@ -429,7 +429,7 @@ func TestManAttach_ReturnsErrno(t *testing.T) {
 
 func TestManAttach_EINVALForInvalidArguments(t *testing.T) {
 	e := newEnv(t)
-	var nilCounters *counters.Counters
+	var nilCounters *counters.Object
 	wantErr(t, nilCounters.Attach(pkts(0), nil), syscall.EINVAL)
 	cs := e.counters(t)
 	err := cs.Attach(pkts(counters.MaxValues), nil)
@@ -541,7 +541,7 @@ func TestManRead_ValuesFollowAttachConfiguration(t *testing.T) {
 	if got := read(t, cs, 3); !equal(got, []uint64{2, 0, 122}) {
 		t.Errorf("layout {0: packets, 2: bytes+packets}: %v", got)
 	}
-	s := cs.Set()
+	s := cs.AsSet()
 	defer s.Close()
 	if strings.Join(s.Names, ",") != "packets,,bytes+packets" {
 		t.Errorf("set names %q", s.Names)
@@ -563,7 +563,7 @@ func TestManRead_ReadsTheGivenObject(t *testing.T) {
 	if ga, gb := read(t, a, 1)[0], read(t, b, 1)[0]; ga != 1 || gb != 4 {
 		t.Errorf("a = %d, b = %d", ga, gb)
 	}
-	var nilCounters *counters.Counters
+	var nilCounters *counters.Object
 	wantErr(t, nilCounters.Read(make([]uint64, 1), 0), syscall.EINVAL)
 	if err := a.Close(); err == nil {
 		t.Fatal("destroyed a bound object")
@@ -682,6 +682,6 @@ func TestManRead_ExampleStaticAttachToNewFlow(t *testing.T) {
 	}
 }
 
-func flowCreate(e *env, cs *counters.Counters) (*flow.Flow, error) {
+func flowCreate(e *env, cs *counters.Object) (*flow.Flow, error) {
 	return flow.Create(e.qp, l2(macA, cs))
 }

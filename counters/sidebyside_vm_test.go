@@ -125,7 +125,7 @@ func goSide(t *testing.T) stepper {
 	t.Helper()
 	_, c := verbstest.MLX5Device(t)
 	qp := verbstest.RawQP(t, c)
-	cs := map[string]*counters.Counters{}
+	cs := map[string]*counters.Object{}
 	fl := map[string]*flow.Flow{}
 	return func(cmd string) string {
 		w := strings.Fields(cmd)

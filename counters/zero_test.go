@@ -8,10 +8,10 @@ import (
 	"github.com/purerdma/rdma/internal/zerotest"
 )
 
-// TestZeroAndNil: a nil *Counters and a zero Counters (not made by Create)
+// TestZeroAndNil: a nil *Object and a zero Object (not made by Create)
 // answer every call with an error or a zero value, never a panic.
 func TestZeroAndNil(t *testing.T) {
-	for name, cs := range map[string]*Counters{"nil": nil, "zero": {}} {
+	for name, cs := range map[string]*Object{"nil": nil, "zero": {}} {
 		if err := cs.Attach(AttachAttr{Desc: Packets}, nil); !errors.Is(err, syscall.EINVAL) {
 			t.Errorf("%s: Attach: %v, want EINVAL", name, err)
 		}
@@ -29,5 +29,5 @@ func TestZeroAndNil(t *testing.T) {
 
 // TestZeroValuesReflect: the same for every method, through reflection.
 func TestZeroValuesReflect(t *testing.T) {
-	zerotest.Methods(t, nil, new(Counters), new(Set), new(AttachAttr), (*Counters)(nil), (*Set)(nil))
+	zerotest.Methods(t, nil, new(Object), new(Set), new(AttachAttr), (*Object)(nil), (*Set)(nil))
 }

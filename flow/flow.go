@@ -72,7 +72,7 @@ func Create(qp *uverbs.QP, attr *Attr) (*Flow, error) {
 	var binder countbind.Binder
 	if count != nil {
 		if count.Counters == nil {
-			return fail(errArg("the count action has no Counters (a *counters.Counters from counters.Create)"))
+			return fail(errArg("the count action has no Counters (a *counters.Object from counters.Create)"))
 		}
 		binder = countbind.Of(count.Counters)
 		if binder.Context() != c {

@@ -26,7 +26,7 @@ var (
 
 // countingFlow creates a flow of specs with a packets+bytes counters
 // object and returns the object.
-func countingFlow(t *testing.T, qp *uverbs.QP, prio uint16, flags flow.AttrFlags, specs ...flow.Spec) *counters.Counters {
+func countingFlow(t *testing.T, qp *uverbs.QP, prio uint16, flags flow.AttrFlags, specs ...flow.Spec) *counters.Object {
 	t.Helper()
 	cs, err := counters.Create(qp.Context(), nil)
 	if err != nil {
@@ -46,7 +46,7 @@ func countingFlow(t *testing.T, qp *uverbs.QP, prio uint16, flags flow.AttrFlags
 	return cs
 }
 
-func values(t *testing.T, cs *counters.Counters) [2]uint64 {
+func values(t *testing.T, cs *counters.Object) [2]uint64 {
 	t.Helper()
 	var v [2]uint64
 	if err := cs.Read(v[:], 0); err != nil {

@@ -510,7 +510,7 @@ func (s *Handle) MarshalBinary() ([]byte, error) { return marshal(s) }
 // decoded spec carries (the kernel handle, Counters nil); it is encoded
 // when Counters is nil.
 type Count struct {
-	Counters *counters.Counters
+	Counters *counters.Object
 	Handle   uint32
 }
 

@@ -7,7 +7,8 @@
 //
 // Every function of libibumad has a counterpart with the same semantics:
 //
-//	umad_init, umad_done           Init (checks umad ABI 5), Done (no-op)
+//	umad_init                      Init (checks umad ABI 5); umad_done has no
+//	                               counterpart: nothing global to release
 //	umad_get_cas_names             CANames
 //	umad_get_ca_portguids          CAPortGUIDs
 //	umad_get_ca, umad_release_ca   LookupCA (a *CA is a Go value: nothing to release)

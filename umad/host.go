@@ -100,10 +100,6 @@ func (h *Host) checkABI() error {
 	return nil
 }
 
-// Done is umad_done. It does nothing and returns nil: the package holds no
-// global state; close each Port instead.
-func (h *Host) Done() error { return nil }
-
 // CA describes an RDMA device the way libibumad's umad_get_ca fills a
 // umad_ca_t. There is no umad_release_ca: a CA is an ordinary Go value.
 type CA struct {
@@ -513,9 +509,6 @@ func (h *Host) resolve(ca string, port int) (string, int, error) {
 
 // Init is Host.Init on /sys (umad_init): it checks the umad ABI version.
 func Init() error { return defaultHost.Init() }
-
-// Done is Host.Done (umad_done): it does nothing.
-func Done() error { return defaultHost.Done() }
 
 // CANames is Host.CANames on /sys (umad_get_cas_names).
 func CANames() ([]string, error) { return defaultHost.CANames() }

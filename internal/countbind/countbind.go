@@ -35,5 +35,5 @@ type Binder interface {
 	Unbind()
 }
 
-// Of returns the Binder of a *counters.Counters (nil for nil).
+// Of returns the Binder of a *counters.Object (nil for nil).
 var Of func(counters any) Binder

@@ -83,7 +83,7 @@ func TestReceiveFramesPriority(t *testing.T) {
 	c := verbstest.New(t, v).Open(t, "mlx5_0")
 	qp := verbstest.RawQP(t, c)
 	mac := flow.MAC{2, 0, 0, 0, 0, 1}
-	mk := func(prio uint16, mask flow.MAC) *counters.Counters {
+	mk := func(prio uint16, mask flow.MAC) *counters.Object {
 		cs, _ := counters.Create(c, nil)
 		cs.Attach(counters.AttachAttr{Desc: counters.Packets}, nil)
 		if _, err := flow.Create(qp, &flow.Attr{Port: 1, Priority: prio, Specs: []flow.Spec{

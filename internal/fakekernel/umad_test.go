@@ -940,11 +940,13 @@ func TestUmadWaiter(t *testing.T) {
 		t.Fatalf("Read with a deadline moved sooner: %v after %v", err, time.Since(start))
 	}
 	// A later deadline lets a wait that would have expired go on.
-	fd.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+	// (A second, not milliseconds: the goroutine that clears it must run
+	// before the deadline even on a loaded host.)
+	fd.SetReadDeadline(time.Now().Add(time.Second))
 	go func() {
 		time.Sleep(5 * time.Millisecond)
 		fd.SetReadDeadline(time.Time{})
-		time.Sleep(60 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond)
 		umadWrite(fd, 64, umadTo(n.ib1, a), umadMAD(0x09, 1, 3, 2))
 	}()
 	if _, err := fd.Read(buf); err != nil {
