@@ -96,3 +96,10 @@ const (
 	GID0  = "fe80:0000:0000:0000:5054:00ff:fe12:3401" // rxe0's GID 0
 	GID1  = "fe80:0000:0000:0000:5054:00ff:fe12:3402" // rxe1's GID 0
 )
+
+// Extra returns the path in the guest of a program from the packages the
+// test bed unpacks on the host but leaves out of the image (Prometheus,
+// node_exporter): rel is its path inside the package, "usr/bin/promtool".
+func Extra(rel string) string {
+	return filepath.Join(Repo(), "integration", ".cache", "extras", rel)
+}

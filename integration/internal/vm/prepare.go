@@ -9,6 +9,7 @@
 //	userland/HASH/     the userland packages unpacked into one tree
 //	headers/LABEL/     a kernel's header and kbuild packages, unpacked
 //	mockrdma/LABEL/    the test-only module built for that kernel (+ .stamp)
+//	extras/            packages tests run from the share (Prometheus)
 //	image/LABEL/       the guest init binary and the initramfs (+ .stamp)
 //	guest-bin/         the project's cmd/* built with CGO_ENABLED=0
 //	logs/              console logs of failed runs
@@ -125,6 +126,15 @@ func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
 	if err := goBuild(ctx, opt.Repo, idir+string(filepath.Separator), pkgs...); err != nil {
 		return nil, fmt.Errorf("build the guest's programs: %w", err)
 	}
+	// Programs tests run from the share rather than from the image.
+	xdebs, err := Download(ctx, debDir, extras, logf)
+	if err != nil {
+		return nil, err
+	}
+	if err := unpackExtras(ctx, filepath.Join(cache, "extras"), xdebs); err != nil {
+		return nil, err
+	}
+
 	// The test-only mlx5-model device (integration/mockrdma), built
 	// against this kernel's headers.
 	ko, err := buildMock(ctx, opt.Repo, cache, opt.Kernel, hdebs, logf)
@@ -191,6 +201,34 @@ func unpackUserland(ctx context.Context, parent string, debs []string) (string, 
 		return "", err
 	}
 	return dir, os.Rename(tmp, dir)
+}
+
+// unpackExtras unpacks the extra packages into dir once per set of
+// packages (a stamp names them).
+func unpackExtras(ctx context.Context, dir string, debs []string) error {
+	var names strings.Builder
+	for _, d := range debs {
+		fmt.Fprintln(&names, filepath.Base(d))
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ".complete")); err == nil && string(b) == names.String() {
+		return nil
+	}
+	tmp := dir + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	for _, d := range debs {
+		if err := unpackDeb(ctx, d, tmp); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, ".complete"), []byte(names.String()), 0o644); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dir)
 }
 
 // goTool returns the go command: the one on PATH, else the one in GOROOT.
