@@ -15,7 +15,7 @@ import (
 
 // Methods calls every exported method of each value in vals (pointers
 // such as new(T) or (*T)(nil)) with zero arguments and fails t when one
-// panics or has not returned within a second. Methods named in skip
+// panics or has not returned within 30 s (a hang). Methods named in skip
 // ("T.Method") are left out; give the reason next to the list. What a
 // call returns that is an io.Closer is closed, so that a zero value that
 // works (and opens something) leaks nothing.
