@@ -106,8 +106,8 @@ func corpus(t *testing.T, dir string) []corpusTree {
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		cp(t, base, root)
-		cp(t, baseDev, dev)
+		link(t, base, root)
+		link(t, baseDev, dev)
 		if mutate != nil {
 			mutate(root)
 		}
@@ -182,12 +182,13 @@ func corpus(t *testing.T, dir string) []corpusTree {
 	tree("an empty tree", func(root string) { must(os.RemoveAll(filepath.Join(root, "class"))) }, nil)
 	tree("10,000 ports", func(root string) {
 		ports := filepath.Join(root, "class/infiniband/rxe0/ports")
+		tmpl := filepath.Join(dir, "port-template")
+		for f, v := range map[string]string{"state": "4: ACTIVE\n", "phys_state": "5: LinkUp\n", "rate": "10 Gb/sec (4X SDR)\n",
+			"lid": "0x0\n", "link_layer": "Ethernet\n", "gids/0": "fe80:0000:0000:0000:0000:0000:0000:0001\n"} {
+			write(t, filepath.Join(tmpl, f), v)
+		}
 		for i := 2; i <= 10000; i++ {
-			d := filepath.Join(ports, strconv.Itoa(i))
-			for f, v := range map[string]string{"state": "4: ACTIVE\n", "phys_state": "5: LinkUp\n", "rate": "10 Gb/sec (4X SDR)\n",
-				"lid": "0x0\n", "link_layer": "Ethernet\n", "gids/0": "fe80:0000:0000:0000:0000:0000:0000:0001\n"} {
-				write(t, filepath.Join(d, f), v)
-			}
+			link(t, tmpl, filepath.Join(ports, strconv.Itoa(i)))
 		}
 	}, nil)
 	tree("10,000 umad entries", func(root string) {
@@ -431,9 +432,14 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// write writes a new file at p: a file already there is removed first,
+// since the trees hard-link the base tree's files (link).
 func write(t *testing.T, p, s string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
@@ -473,6 +479,26 @@ func copyResolved(t *testing.T, src, dst string) {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// link makes dst a copy of the tree src whose files are hard links to
+// src's: one system call per file. A tree's mutations replace files
+// (replace, write), never write into them.
+func link(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		return os.Link(p, filepath.Join(dst, rel))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
 // cp copies a tree of plain files and directories.
 func cp(t *testing.T, src, dst string) {
