@@ -231,7 +231,7 @@ func TestMalformedSysfsCorpus(t *testing.T) {
 	}
 	trees := corpus(t, t.TempDir())
 	const hang = 5 * time.Minute
-	var calls, toolRuns int
+	var calls, toolRuns, isolated int
 	var worst corpusAlloc
 	for _, tr := range trees {
 		done := make(chan struct{})
@@ -271,12 +271,56 @@ func TestMalformedSysfsCorpus(t *testing.T) {
 		}
 		calls += c
 		toolRuns += r
+		if strings.Contains(tr.name, "infiniband_mad/umad0") || strings.Contains(tr.name, "infiniband_verbs/uverbs0") {
+			isolated++
+			for _, err := range corpusIsolated(tr) {
+				t.Errorf("tree %q: a bad entry of rxe0 costs rxe1: %v", tr.name, err)
+			}
+		}
 		os.RemoveAll(tr.sysfs) // keep the file count down as the corpus goes
 		os.RemoveAll(tr.devDir)
 	}
-	t.Logf("%d trees, %d library calls, %d tool runs: no panic, no hang; the most one call allocated: %d KiB (%s on %q)",
-		len(trees), calls, toolRuns, worst.bytes>>10, worst.call, worst.tree)
-	fmt.Fprintf(os.Stderr, "CORPUS-RESULT trees=%d calls=%d toolruns=%d maxcall_kib=%d\n", len(trees), calls, toolRuns, worst.bytes>>10)
+	t.Logf("%d trees, %d library calls, %d tool runs: no panic, no hang; the most one call allocated: %d KiB (%s on %q); %d trees with a bad rxe0 umad/uverbs entry left rxe1 whole",
+		len(trees), calls, toolRuns, worst.bytes>>10, worst.call, worst.tree, isolated)
+	fmt.Fprintf(os.Stderr, "CORPUS-RESULT trees=%d calls=%d toolruns=%d maxcall_kib=%d isolated=%d\n", len(trees), calls, toolRuns, worst.bytes>>10, isolated)
+}
+
+// corpusIsolated checks that a tree whose only fault is in one of rxe0's
+// character device entries (umad0, uverbs0) still gives rxe1 whole,
+// through sysfs and umad.Host, and rxe0 too through CA.
+func corpusIsolated(tr corpusTree) []error {
+	var errs []error
+	fsys, err := sysfs.New(tr.sysfs)
+	if err != nil {
+		return []error{err}
+	}
+	ca, err := fsys.CA("rxe1")
+	switch {
+	case err != nil:
+		errs = append(errs, err)
+	case ca.Ports[0].Umad == nil || ca.Verbs == nil:
+		errs = append(errs, fmt.Errorf("sysfs CA(rxe1) lost its umad or uverbs device"))
+	}
+	if _, err := fsys.Port("rxe1", 1); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := fsys.CA("rxe0"); err != nil {
+		errs = append(errs, err)
+	}
+	cas, _ := fsys.CAs()
+	if len(cas) != 2 {
+		errs = append(errs, fmt.Errorf("CAs read %d devices, want both", len(cas)))
+	}
+	h := &umad.Host{SysfsRoot: tr.sysfs, DevDir: tr.devDir}
+	if p, err := h.LookupPort("rxe1", 1); err != nil {
+		errs = append(errs, err)
+	} else if p.Umad == "" {
+		errs = append(errs, fmt.Errorf("umad LookupPort(rxe1, 1) lost its umad device"))
+	}
+	if names, err := h.CANames(); err != nil || len(names) != 2 {
+		errs = append(errs, fmt.Errorf("umad CANames = %v, %v", names, err))
+	}
+	return errs
 }
 
 // corpusMemBound is the most one call may allocate (runtime.MemStats'
