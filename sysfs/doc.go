@@ -73,4 +73,15 @@
 // or hw_counters/; no RDMA netlink) and the errno itself. A file whose
 // contents are not in the kernel's format gives a [*ParseError] naming the
 // file, what it held and what was expected.
+//
+// # A tree that is not the kernel's
+//
+// Every attribute is read bounded: a file that is not a regular file (a
+// FIFO, a device node, a directory) is an error naming it, found before
+// the file is opened, and a file of more than a page (4096 bytes) is an
+// error matching syscall.EFBIG; nothing blocks and nothing is read past
+// the page. Discovery isolates faults: a class/infiniband_mad or
+// class/infiniband_verbs entry that cannot be read is an error of that
+// entry ([FS.CharDevs]), and a device that cannot be read is an error of
+// that device ([FS.CAs] returns the others).
 package sysfs

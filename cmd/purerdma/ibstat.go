@@ -26,7 +26,11 @@ func init() {
 // point it at fixture trees.
 var ibSysfsRoot = "/sys"
 
-func ibHost() *umad.Host { return &umad.Host{SysfsRoot: ibSysfsRoot} }
+// ibDevDir is where they open umad nodes ("" means /dev/infiniband);
+// tests point it at a directory of their own.
+var ibDevDir = ""
+
+func ibHost() *umad.Host { return &umad.Host{SysfsRoot: ibSysfsRoot, DevDir: ibDevDir} }
 
 // ibstat's tables (ibstat.c).
 var (

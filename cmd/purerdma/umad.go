@@ -30,7 +30,9 @@ const umadToolUsage = `Usage: umad send  [options] [--dgid GID | --dlid LID]
 umad serve registers a replier for a vendor class (range 2, 0x30–0x4f) and
 an OUI on a local port and answers every request it receives with the
 response method (request method | 0x80), the same TID, and its data
-(or --data). umad send sends requests (method Get by default) and prints
+(or --data); a resent request whose first answer the kernel is still
+sending is counted as already answered (the kernel refuses a second
+answer then). umad send sends requests (method Get by default) and prints
 each response and the round-trip time; a request nobody answers comes
 back as a timeout after its retries, which is an error.
 

@@ -14,7 +14,8 @@
 // (UVERBS_ATTR_F_VALID_OUTPUT), at exit ("out"). Other ioctls get the
 // _IOC_SIZE bytes at their argument; write and read get their buffers.
 //
-// Only the traced process itself is followed, not its children or threads.
+// Every thread of the traced program and every child it forks are followed
+// (PTRACE_O_TRACECLONE, TRACEFORK, TRACEVFORK); it runs on amd64 and arm64.
 package main
 
 import (

@@ -1,4 +1,4 @@
-//go:build !(linux && amd64)
+//go:build !(linux && (amd64 || arm64))
 
 package main
 
@@ -8,5 +8,5 @@ import (
 )
 
 func trace(args []string, stdout, stderr, w io.Writer) error {
-	return errors.New("rdmacapture runs only on linux/amd64 (the vmrun guest)")
+	return errors.New("rdmacapture runs only on linux/amd64 and linux/arm64")
 }
