@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/purerdma/rdma/integration/vmtest"
 )
 
@@ -113,4 +115,31 @@ func TestVMExporter(t *testing.T) {
 		t.Errorf("the flow was not destroyed on exit:\n%s", rec)
 	}
 	t.Logf("Linux %s: %d series", vmtest.Kernel(), len(m))
+}
+
+// A device removed while the exporter runs: its series disappear and the
+// exporter keeps serving.
+func TestVMExporterDeviceRemoved(t *testing.T) {
+	vmtest.Require(t)
+	url := startExporter(t, "--no-collector.flows")
+	before := scrape(t, url)
+	if before[`node_infiniband_state_id{device="rxe1",port="1"}`] != 4 {
+		t.Fatalf("rxe1 not exported before its removal")
+	}
+	if err := netlink.RdmaLinkDel(vmtest.Dev1); err != nil {
+		t.Fatal(err)
+	}
+	var after map[string]float64
+	for i := 0; i < 2; i++ { // the first scrape may race the removal
+		after = scrape(t, url)
+	}
+	for k := range after {
+		if strings.Contains(k, `device="rxe1"`) {
+			t.Errorf("after the removal: %s", k)
+		}
+	}
+	if after[`node_infiniband_state_id{device="rxe0",port="1"}`] != 4 || after[`rdma_exporter_source_up{source="infiniband"}`] != 1 {
+		t.Errorf("rxe0 or the source gone after rxe1's removal")
+	}
+	t.Logf("Linux %s: %d series before, %d after removing %s", vmtest.Kernel(), len(before), len(after), vmtest.Dev1)
 }
