@@ -89,9 +89,10 @@ func TestVMCountersEveryDevice(t *testing.T) {
 	}
 	last := -1
 	for _, e := range ents {
-		i := strings.Index(out, "set 0: "+e.Name()+" ")
-		if i < 0 {
-			i = strings.Index(out, e.Name()+": no counter sets")
+		// "set 0: rxe0 port 1, ..." or "set 0: mock0, ..." (a device set).
+		i := -1
+		if loc := regexp.MustCompile(`(?m)^(set 0: ` + regexp.QuoteMeta(e.Name()) + `[ ,]|` + regexp.QuoteMeta(e.Name()) + `: no counter sets)`).FindStringIndex(out); loc != nil {
+			i = loc[0]
 		}
 		if i < 0 || i < last {
 			t.Errorf("%s missing or out of order in\n%s", e.Name(), out)
