@@ -9,12 +9,12 @@ import (
 
 func init() {
 	register("version", "print the purerdma version and the Go toolchain", func(args []string, stdout, stderr io.Writer) error {
-		for _, a := range args {
-			if a == "-h" || a == "--help" {
+		if len(args) > 0 {
+			if a := args[0]; a == "-h" || a == "--help" {
 				fmt.Fprint(stdout, versionUsage)
 				return nil
 			}
-			fmt.Fprintf(stderr, "version: unknown argument %s\n%s", a, versionUsage)
+			fmt.Fprintf(stderr, "version: unknown argument %s\n%s", args[0], versionUsage)
 			return exitError{2}
 		}
 		v := "(devel)"
