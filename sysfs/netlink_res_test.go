@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"errors"
 	"syscall"
 	"testing"
 
@@ -136,5 +137,34 @@ func TestResourceDecodeBad(t *testing.T) {
 	}
 	if _, err := decodeResSummary(sum[0][:8]); err == nil {
 		t.Error("a summary without a name and table was accepted")
+	}
+}
+
+// LinkAdd and LinkDelete send what rdma link add/delete send (link.c:
+// NEWLINK with the name, type and netdev as strings; DELLINK with the
+// device index), and pass the kernel's errno on.
+func TestLinkRequests(t *testing.T) {
+	var gotCmd uint16
+	var got []nlAttr
+	n := &Netlink{exec: func(cmd, flags uint16, attrs []nlAttr) ([][]byte, error) {
+		gotCmd, got = cmd, attrs
+		if cmd == abi.RDMA_NLDEV_CMD_DELLINK {
+			return nil, syscall.EINVAL
+		}
+		return nil, nil
+	}}
+	if err := n.LinkAdd("rxe7", "rxe", "veth0"); err != nil {
+		t.Fatal(err)
+	}
+	if gotCmd != abi.RDMA_NLDEV_CMD_NEWLINK || len(got) != 3 || string(got[0].data) != "rxe7\x00" || got[1].typ != abi.RDMA_NLDEV_ATTR_LINK_TYPE ||
+		string(got[1].data) != "rxe\x00" || got[2].typ != abi.RDMA_NLDEV_ATTR_NDEV_NAME || string(got[2].data) != "veth0\x00" {
+		t.Errorf("NEWLINK %d %+v", gotCmd, got)
+	}
+	err := n.LinkDelete(3)
+	if gotCmd != abi.RDMA_NLDEV_CMD_DELLINK || len(got) != 1 || got[0].typ != abi.RDMA_NLDEV_ATTR_DEV_INDEX || string(got[0].data) != string(u32(3)) {
+		t.Errorf("DELLINK %d %+v", gotCmd, got)
+	}
+	if !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("DELLINK error %v, want EINVAL", err)
 	}
 }
