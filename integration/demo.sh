@@ -100,6 +100,8 @@ same "devinfo: rdma-core's ibv_devinfo and purerdma devinfo (-d rxe0)" "ibv_devi
 same "ibstat: infiniband-diags' ibstat and purerdma ibstat (rxe1)" "ibstat rxe1" "purerdma ibstat rxe1"
 same "ibstatus: infiniband-diags' ibstatus and purerdma ibstatus (rxe0)" "ibstatus rxe0" "purerdma ibstatus rxe0"
 
+same "resource: iproute2's rdma resource show and purerdma resource" "rdma resource show" "purerdma resource show"
+
 # A MAD round trip: a vendor-class replier on rxe1, requests from rxe0 to
 # rxe1's GID 0 over the veth pair.
 gid1=$(cat /sys/class/infiniband/rxe1/ports/1/gids/0)

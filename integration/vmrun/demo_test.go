@@ -19,6 +19,7 @@ var demoSections = []string{
 	"===== devinfo: rdma-core's ibv_devinfo and purerdma devinfo (-d rxe0)",
 	"===== ibstat: infiniband-diags' ibstat and purerdma ibstat (rxe1)",
 	"===== ibstatus: infiniband-diags' ibstatus and purerdma ibstatus (rxe0)",
+	"===== resource: iproute2's rdma resource show and purerdma resource",
 	"===== MAD round trip: purerdma umad serve on rxe1, purerdma umad send from rxe0 to ",
 	"===== MAD to a class nobody serves (0x31): the kernel answers status 0x000c",
 	"===== counters of rxe0 before ibv_rc_pingpong (purerdma counters -d rxe0)",
@@ -32,7 +33,7 @@ var demoSections = []string{
 }
 
 // TestDemo runs `make demo` on each kernel, as the README tells a newcomer
-// to, and wants exit status 0, every section in order, the four tools
+// to, and wants exit status 0, every section in order, the five tools
 // byte-identical to rdma-core's, the expected failures marked expected,
 // and the closing verdict.
 func TestDemo(t *testing.T) {
@@ -66,7 +67,7 @@ func TestDemo(t *testing.T) {
 				t.Errorf("the guest kernel is not %s", kernel)
 			}
 			for want, n := range map[string]int{
-				"--- identical, byte for byte\n":   4,
+				"--- identical, byte for byte\n":   5,
 				"(exit status 1, expected)\n":      2,
 				"(exit status 255, expected)\n":    1,
 				"3 round trips, average":           1,
