@@ -29,6 +29,10 @@
 
 INTEGRATION_ROOT := $(patsubst %/mk/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 
+# mk/bin/go: the go on PATH when go.mod's go line is met, else the one
+# mk/go-bootstrap.sh installs (the top-level Makefile does the same).
+export PATH := $(INTEGRATION_ROOT)/mk/bin:$(PATH)
+
 GO                  ?= go
 INTEGRATION_KERNELS ?= 6.1 6.12
 VMRUN_FLAGS         ?=

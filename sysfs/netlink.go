@@ -271,3 +271,31 @@ func (n *Netlink) Chardev(devIndex uint32, kind CharDevKind, port int) (*Netlink
 	}
 	return &c, nil
 }
+
+// LinkAdd creates a software RDMA device (like "rdma link add NAME type
+// TYPE netdev NETDEV"): RDMA_NLDEV_CMD_NEWLINK (nldev.c, nldev_newlink),
+// which hands the netdev to the link type's driver (rxe, siw). The kernel
+// answers EEXIST when the netdev already has one, ENODEV for an unknown
+// netdev, EINVAL for an unknown type.
+func (n *Netlink) LinkAdd(name, linkType, netdev string) error {
+	_, err := n.run(abi.RDMA_NLDEV_CMD_NEWLINK, unix.NLM_F_ACK, []nlAttr{
+		{abi.RDMA_NLDEV_ATTR_DEV_NAME, append([]byte(name), 0)},
+		{abi.RDMA_NLDEV_ATTR_LINK_TYPE, append([]byte(linkType), 0)},
+		{abi.RDMA_NLDEV_ATTR_NDEV_NAME, append([]byte(netdev), 0)},
+	})
+	if err != nil {
+		return &Error{Op: "netlink link add", Device: name, Err: err}
+	}
+	return nil
+}
+
+// LinkDelete removes the device with index devIndex (like "rdma link
+// delete NAME"): RDMA_NLDEV_CMD_DELLINK (nldev_dellink), which only a
+// device created with LinkAdd allows (EINVAL otherwise).
+func (n *Netlink) LinkDelete(devIndex uint32) error {
+	_, err := n.run(abi.RDMA_NLDEV_CMD_DELLINK, unix.NLM_F_ACK, []nlAttr{{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)}})
+	if err != nil {
+		return &Error{Op: "netlink link delete", Device: fmt.Sprintf("index %d", devIndex), Err: err}
+	}
+	return nil
+}

@@ -183,3 +183,14 @@ func (c *Context) readErr(_ context.Context, op string, err error) error {
 	}
 	return c.err(op, err)
 }
+
+// AsyncEventFD returns the descriptor number of the context's async event
+// file, as ibv_context's async_fd (ibv_asyncwatch prints it), or -1 when
+// the context has none (a kernel without the ASYNC_EVENT object, a fake
+// device, or after Close).
+func (c *Context) AsyncEventFD() int {
+	if c == nil || c.async == nil {
+		return -1
+	}
+	return c.async.Raw()
+}

@@ -15,25 +15,27 @@ import (
 	"time"
 
 	"github.com/purerdma/rdma/counters"
+	"github.com/purerdma/rdma/sysfs"
 )
 
 func init() {
-	register("counters", "the counter sets of a device (flow, PMA, hw_counters, netlink) with current values: -d DEV [--json]", runCounters)
+	register("counters", "the counter sets of a device (flow, PMA, hw_counters, netlink) with current values: [-d DEV] [--json]", runCounters)
 }
 
 // countersOptions is where the counters tool looks (tests: a fixture).
 var countersOptions *counters.Options
 
-const countersUsage = `Usage: purerdma counters -d DEV [--json]
+const countersUsage = `Usage: purerdma counters [-d DEV] [--json]
 
 Lists every counter set the RDMA device offers — flow counters where the
 driver has verbs counters objects, each port's PMA counters (sysfs
 counters/), hardware counters (sysfs hw_counters/, cached) and netlink
 statistics (read fresh) — with what each counts, whether it is cached, and
-its counters' current values.
+its counters' current values. Without -d, every device's sets, one device
+after the other (as ` + "`rdma statistic show`" + ` lists every link).
 
 Options:
-  -d, --ib-dev=DEV       the RDMA device
+  -d, --ib-dev=DEV       the RDMA device (default: every device)
       --json             print JSON
   -h, --help             this help
 `
@@ -67,19 +69,85 @@ func runCounters(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, countersUsage)
 		return exitError{2}
 	}
-	if dev == "" {
-		fmt.Fprintln(stderr, "counters: -d DEV is required")
-		fmt.Fprint(stderr, countersUsage)
-		return exitError{2}
+	root := "/sys"
+	if countersOptions != nil && countersOptions.SysfsRoot != "" {
+		root = countersOptions.SysfsRoot
 	}
+	fsys, err := sysfs.New(root)
+	if err != nil {
+		fmt.Fprintln(stderr, "counters:", err)
+		return exitError{1}
+	}
+	names, err := fsys.CANames()
+	if errors.Is(err, os.ErrNotExist) {
+		names, err = nil, nil // no class/infiniband: no devices
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "counters:", err)
+		return exitError{1}
+	}
+	devs := names
+	if dev != "" {
+		devs = []string{dev}
+	} else if len(names) == 0 {
+		// Like `rdma statistic show` with no device: nothing to show.
+		if asJSON {
+			fmt.Fprintln(stdout, "[]")
+		}
+		return nil
+	}
+	var all []counterSetJSON
+	status := 0
+	for i, d := range devs {
+		out, err := countersOf(d)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				fmt.Fprintf(stderr, "counters: no RDMA device %s (%s)\n", d, countersKnown(names))
+			} else {
+				fmt.Fprintln(stderr, "counters:", err)
+			}
+			status = 1
+			continue
+		}
+		if asJSON {
+			all = append(all, out...)
+			continue
+		}
+		if i > 0 && dev == "" {
+			fmt.Fprintln(stdout)
+		}
+		countersText(stdout, d, out)
+	}
+	if asJSON && (status == 0 || len(all) > 0) {
+		if all == nil {
+			all = []counterSetJSON{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(all); err != nil {
+			return err
+		}
+	}
+	if status != 0 {
+		return exitError{status}
+	}
+	return nil
+}
+
+// countersKnown says which devices there are, for the hint after an
+// unknown -d.
+func countersKnown(names []string) string {
+	if len(names) == 0 {
+		return "this machine has no RDMA device"
+	}
+	return "the devices are " + strings.Join(names, ", ") + "; purerdma counters without -d shows them all"
+}
+
+// countersOf describes one device's sets and reads their values.
+func countersOf(dev string) ([]counterSetJSON, error) {
 	sets, err := counters.DescribeWith(dev, countersOptions)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(stderr, "counters: no RDMA device %s\n", dev)
-		} else {
-			fmt.Fprintln(stderr, "counters:", err)
-		}
-		return exitError{1}
+		return nil, err
 	}
 	defer func() {
 		for _, s := range sets {
@@ -101,14 +169,13 @@ func runCounters(args []string, stdout, stderr io.Writer) error {
 			out[i].Counters = append(out[i].Counters, counterJSON{Name: name, Unit: s.Units[j], Value: values[j]})
 		}
 	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	}
-	if len(sets) == 0 {
+	return out, nil
+}
+
+func countersText(stdout io.Writer, dev string, out []counterSetJSON) {
+	if len(out) == 0 {
 		fmt.Fprintf(stdout, "%s: no counter sets\n", dev)
-		return nil
+		return
 	}
 	for _, s := range out {
 		fmt.Fprintln(stdout, setHeader(s.Set))
@@ -129,7 +196,6 @@ func runCounters(args []string, stdout, stderr io.Writer) error {
 			tw.Flush()
 		}
 	}
-	return nil
 }
 
 // setHeader is one set's line: "set 1: rxe0 port 1, counts port, source

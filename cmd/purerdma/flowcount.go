@@ -137,6 +137,21 @@ func flowcount(ctx context.Context, a flowcountArgs, stdout io.Writer) (err erro
 	}()
 	dev := c.Device()
 
+	// The port is checked here, not left to the flow: the core refuses a
+	// flow on a port the device lacks with a bare EINVAL
+	// (uverbs_cmd.c, ib_uverbs_ex_create_flow: rdma_is_port_valid).
+	attr, err := c.QueryDevice()
+	if err != nil {
+		return err
+	}
+	if a.port > int(attr.PhysPortCnt) {
+		ports := "ports 1 to " + strconv.Itoa(int(attr.PhysPortCnt))
+		if attr.PhysPortCnt == 1 {
+			ports = "port 1 only"
+		}
+		return fmt.Errorf("%s has no port %d (it has %s)", dev.Name, a.port, ports)
+	}
+
 	// Create the counters object and define its counter points.
 	cs, err := counters.Create(c, nil)
 	if errors.Is(err, counters.ErrNotSupported) {

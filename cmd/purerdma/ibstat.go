@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/umad"
@@ -64,11 +65,36 @@ Examples:
   ibstat mthca0 2 # stat port 2 of 'mthca0'
 `
 
-// ibstatPanic is ibdiag's IBPANIC: a message on standard error and exit
-// status 255.
-func ibstatPanic(stderr io.Writer, format string, args ...any) error {
-	fmt.Fprintf(stderr, "ibpanic: [%d] main: %s\n", os.Getpid(), fmt.Sprintf(format, args...))
+// ibstatPanic is libibmad's IBPANIC (libibmad/mad.h): the message, then
+// ": " and strerror(errno) (glibc's "%m"), on standard error, and exit
+// status 255 (exit(-1)). errno is what the C tool's errno holds at that
+// point; 0 prints "Success".
+func ibstatPanic(stderr io.Writer, errno syscall.Errno, format string, args ...any) error {
+	fmt.Fprintf(stderr, "ibpanic: [%d] main: %s: %s\n", os.Getpid(), fmt.Sprintf(format, args...), strerror(errno))
 	return exitError{255}
+}
+
+// strerror is glibc's strerror text for errno: Go's syscall table holds
+// the same messages with the first letter lowered (zerrors_linux_*.go is
+// generated from them).
+func strerror(errno syscall.Errno) string {
+	if errno == 0 {
+		return "Success"
+	}
+	msg := errno.Error()
+	if msg == "" || strings.HasPrefix(msg, "errno ") {
+		return fmt.Sprintf("Unknown error %d", int(errno))
+	}
+	return strings.ToUpper(msg[:1]) + msg[1:]
+}
+
+// errnoOf is the errno an error carries, EIO when it carries none.
+func errnoOf(err error) syscall.Errno {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return syscall.EIO
 }
 
 func runIbstat(args []string, stdout, stderr io.Writer) error {
@@ -101,19 +127,16 @@ func runIbstat(args []string, stdout, stderr io.Writer) error {
 	}
 	devPort := -1
 	if len(pos) > 1 {
-		// strtol(argv[1], NULL, 0), as ibstat reads it.
-		n, err := strconv.ParseInt(pos[1], 0, 32)
-		if err != nil || n < 0 {
-			return ibstatPanic(stderr, "invalid port number '%s'", pos[1])
-		}
-		devPort = int(n)
+		// dev_port = strtol(argv[1], 0, 0), an int: "x" is port 0, which
+		// ca_stat then refuses; a negative number shows every port.
+		devPort = int(int32(cStrtol(pos[1])))
 	}
 	// rdma-core's umad_init checks nothing, so neither does ibstat: it
 	// only reads sysfs, and works without ib_umad.
 	h := ibHost()
 	names, err := ibstatDevices()
 	if err != nil {
-		return ibstatPanic(stderr, "can't list IB device names: %v", err)
+		return ibstatPanic(stderr, errnoOf(err), "can't list IB device names")
 	}
 	if len(pos) > 0 {
 		found := false
@@ -123,7 +146,8 @@ func runIbstat(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		if !found {
-			return ibstatPanic(stderr, "'%s' IB device can't be found", pos[0])
+			// rdma-core 44's umad_get_cas_names leaves errno 0 here.
+			return ibstatPanic(stderr, 0, "'%s' IB device can't be found", pos[0])
 		}
 		names = []string{pos[0]}
 	}
@@ -134,7 +158,7 @@ func runIbstat(args []string, stdout, stderr io.Writer) error {
 		for _, n := range names {
 			g, err := h.CAPortGUIDs(n)
 			if err != nil {
-				return ibstatPanic(stderr, "can't list ports: %v", err)
+				return ibstatPanic(stderr, errnoOf(err), "can't list ports")
 			}
 			for _, v := range g {
 				if v != 0 {
@@ -164,13 +188,13 @@ func runIbstat(args []string, stdout, stderr io.Writer) error {
 	var errs []error
 	if len(names) > 0 {
 		if all, errs, err = h.LookupCAs(names...); err != nil {
-			return ibstatPanic(stderr, "can't list IB device names: %v", err)
+			return ibstatPanic(stderr, errnoOf(err), "can't list IB device names")
 		}
 	}
 	for i, n := range names {
 		ca, err := all[i], errs[i]
 		if err != nil {
-			return ibstatPanic(stderr, "stat of IB device '%s' failed: %v", n, err)
+			return ibstatPanic(stderr, errnoOf(err), "stat of IB device '%s' failed", n)
 		}
 		if ca.NodeType == 0 {
 			continue
@@ -178,7 +202,8 @@ func runIbstat(args []string, stdout, stderr io.Writer) error {
 		if !short && devPort >= 0 && (devPort > ca.NumPorts || ca.Ports[devPort] == nil) {
 			fmt.Fprintf(stderr, "ibwarn: [%d] ca_stat: %s: '%s' has no port number %d - max (%d)\n",
 				os.Getpid(), ibstatName(ibstatNodeTypes, uint64(ca.NodeType)), n, devPort, ca.NumPorts)
-			return ibstatPanic(stderr, "stat of IB device '%s' failed", n)
+			// umad_get_ca found no such port directory: ENOENT.
+			return ibstatPanic(stderr, syscall.ENOENT, "stat of IB device '%s' failed", n)
 		}
 		cas = append(cas, ca)
 	}

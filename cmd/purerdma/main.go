@@ -8,6 +8,8 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -64,6 +66,9 @@ func run(argv []string, stdout, stderr io.Writer) error {
 	}
 	switch argv[1] {
 	case "help", "-h", "-help", "--help":
+		if len(argv) > 2 {
+			return toolHelp(argv[2], argv[3:], stdout, stderr)
+		}
 		listTools(stdout)
 		return nil
 	}
@@ -74,6 +79,30 @@ func run(argv []string, stdout, stderr io.Writer) error {
 		return exitError{2}
 	}
 	return t.run(argv[2:], stdout, stderr)
+}
+
+// toolHelp is `purerdma help TOOL`: the tool's own -h text on
+// standard output and status 0, whatever status the tool's -h has
+// (ibstatus -h exits 255, as the infiniband-diags script does).
+func toolHelp(name string, extra []string, stdout, stderr io.Writer) error {
+	t, ok := tools[name]
+	if !ok || len(extra) > 0 {
+		if !ok {
+			fmt.Fprintf(stderr, "purerdma help: unknown tool %q\n", name)
+		} else {
+			fmt.Fprintf(stderr, "purerdma help: one tool at a time (got %q after %s)\n", extra[0], name)
+		}
+		listTools(stderr)
+		return exitError{2}
+	}
+	var out bytes.Buffer
+	err := t.run([]string{"-h"}, &out, &out)
+	var ee exitError
+	if err != nil && !errors.As(err, &ee) {
+		return err
+	}
+	_, err = stdout.Write(out.Bytes())
+	return err
 }
 
 func usage(w io.Writer) error {

@@ -155,6 +155,11 @@ func runUmadTool(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprint(stdout, umadToolUsage)
 			return nil
 		}
+		if len(args) == 0 {
+			fmt.Fprintln(stderr, "umad: missing subcommand: send or serve")
+		} else {
+			fmt.Fprintf(stderr, "umad: unknown subcommand %q: send or serve\n", args[0])
+		}
 		fmt.Fprint(stderr, umadToolUsage)
 		return exitError{2}
 	}
@@ -354,6 +359,16 @@ func umadSend(port *umad.Port, local *umad.CAPort, o *umadToolOpts, stdout io.Wr
 		if !o.quiet {
 			fmt.Fprintf(stdout, "response tid %#016x method %#02x status %v data %s from %v: %v\n",
 				r.Header.TransactionID, uint8(r.Header.Method), r.Header.Status, umadTextData(r.Data[:]), pkt.Addr(), rtt)
+		}
+		if st := r.Header.Status; st != 0 {
+			why := ""
+			if c := st.Code(); c == umad.StatusMethodAttrUnsupported || c == umad.StatusMethodUnsupported {
+				// ib_mad.c, ib_mad_recv_done: a request no agent
+				// takes is answered by the kernel's MAD layer
+				// (generate_unmatched_resp) with this status.
+				why = fmt.Sprintf(": nobody there serves class %#02x OUI %#06x method %#02x (run umad serve with them on the destination port)", o.class, o.oui, o.method)
+			}
+			return fmt.Errorf("request %d (tid %#x): the answer from %v carries MAD status %v%s", i, i, pkt.Addr(), st, why)
 		}
 	}
 	if o.count > 0 {

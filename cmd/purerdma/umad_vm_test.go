@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/purerdma/rdma/integration/vmtest"
 	"github.com/purerdma/rdma/sysfs"
@@ -30,21 +31,32 @@ func TestVMUmadSendServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sout, serr bytes.Buffer
+	sout := &announceWriter{want: "serving ", seen: make(chan struct{})}
+	var serr bytes.Buffer
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var serveErr error
 	go func() {
 		defer wg.Done()
-		serveErr = run([]string{"purerdma", "umad", "serve", "-C", "rxe1", "-P", "1", "-c", "10", "--data", "pong"}, &sout, &serr)
+		serveErr = run([]string{"purerdma", "umad", "serve", "-C", "rxe1", "-P", "1", "-c", "10", "--data", "pong"}, sout, &serr)
 	}()
+	// Send once the server is registered: before that the kernel's MAD
+	// layer answers a Get with status 0x000c, which umad send reports as
+	// the failure it is.
+	select {
+	case <-sout.seen:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("umad serve did not register within 30 s: %s", serr.String())
+	}
 	var out, errb bytes.Buffer
-	// The server may not be registered yet: the first request is then
-	// answered by nobody and retried.
 	err = run([]string{"purerdma", "umad", "send", "-C", "rxe0", "-P", "1", "--dgid", g.GID.Addr().String(), "-c", "10", "--data", "ping", "-t", "200", "--retries", "5"}, &out, &errb)
+	if err != nil {
+		// The server still waits for its ten requests: do not wait for it.
+		t.Fatalf("send: %v %s\nserve so far: %s", err, errb.String(), sout.String())
+	}
 	wg.Wait()
-	if err != nil || serveErr != nil {
-		t.Fatalf("send: %v %s\nserve: %v %s", err, errb.String(), serveErr, serr.String())
+	if serveErr != nil {
+		t.Fatalf("serve: %v %s", serveErr, serr.String())
 	}
 	if strings.Count(out.String(), `data "pong"`) != 10 || !strings.Contains(out.String(), "10 round trips") ||
 		strings.Count(sout.String(), `data "ping"`) != 10 || !strings.Contains(sout.String(), "answered 10 requests") {
@@ -62,4 +74,31 @@ func TestVMUmadSendServe(t *testing.T) {
 	if !errors.Is(err, umad.ErrTimeout) {
 		t.Fatalf("not a timeout: %v", err)
 	}
+}
+
+// announceWriter collects a tool's output and closes seen when it first
+// holds want; safe for one writer and concurrent readers.
+type announceWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+	done bool
+}
+
+func (w *announceWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if !w.done && strings.Contains(w.buf.String(), w.want) {
+		w.done = true
+		close(w.seen)
+	}
+	return n, err
+}
+
+func (w *announceWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }

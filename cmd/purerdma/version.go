@@ -9,6 +9,14 @@ import (
 
 func init() {
 	register("version", "print the purerdma version and the Go toolchain", func(args []string, stdout, stderr io.Writer) error {
+		if len(args) > 0 {
+			if a := args[0]; a == "-h" || a == "--help" {
+				fmt.Fprint(stdout, versionUsage)
+				return nil
+			}
+			fmt.Fprintf(stderr, "version: unknown argument %s\n%s", args[0], versionUsage)
+			return exitError{2}
+		}
 		v := "(devel)"
 		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 			v = bi.Main.Version
@@ -17,3 +25,9 @@ func init() {
 		return nil
 	})
 }
+
+const versionUsage = `Usage: purerdma version
+
+Prints the module version purerdma was built from ("(devel)" in a
+working tree), the Go toolchain, and the platform. It takes no arguments.
+`

@@ -1,0 +1,324 @@
+package sysfs
+
+import (
+	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/purerdma/rdma/abi"
+)
+
+// Resource tracking over RDMA netlink: what "rdma resource show" prints,
+// from the kernel's restrack (drivers/infiniband/core/nldev.c:
+// nldev_res_get_dumpit and fill_res_info for the summary,
+// res_get_common_dumpit and fill_res_{qp,cm_id,cq,mr,pd,ctx}_entry for
+// the objects).
+
+// ResourceSummary is one device's object counts (a line of "rdma
+// resource show").
+type ResourceSummary struct {
+	Index  uint32
+	Device string
+	// Counts are the (name, current count) pairs in the kernel's order:
+	// pd, cq, qp, cm_id, mr, ctx, srq (fill_res_info's names).
+	Counts []NamedCounter
+}
+
+// ResourceSummaries lists every device's object counts, by device index.
+func (n *Netlink) ResourceSummaries() ([]ResourceSummary, error) {
+	msgs, err := n.run(abi.RDMA_NLDEV_CMD_RES_GET, unix.NLM_F_DUMP, nil)
+	if err != nil {
+		return nil, &Error{Op: "netlink resource summary", Err: err}
+	}
+	out := make([]ResourceSummary, 0, len(msgs))
+	for _, m := range msgs {
+		s, err := decodeResSummary(m)
+		if err != nil {
+			return nil, &Error{Op: "netlink resource summary", Err: err}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// ResourceKind is a kind of tracked object.
+type ResourceKind int
+
+// The kinds "rdma resource show" lists.
+const (
+	ResQP ResourceKind = iota
+	ResCMID
+	ResCQ
+	ResMR
+	ResPD
+	ResCtx
+)
+
+var resKinds = map[ResourceKind]struct {
+	name        string
+	cmd, table  uint16
+	entry       uint16
+	linkObjects bool // shown per port ("link DEV/PORT")
+}{
+	ResQP:   {"qp", abi.RDMA_NLDEV_CMD_RES_QP_GET, abi.RDMA_NLDEV_ATTR_RES_QP, abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY, true},
+	ResCMID: {"cm_id", abi.RDMA_NLDEV_CMD_RES_CM_ID_GET, abi.RDMA_NLDEV_ATTR_RES_CM_ID, abi.RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY, true},
+	ResCQ:   {"cq", abi.RDMA_NLDEV_CMD_RES_CQ_GET, abi.RDMA_NLDEV_ATTR_RES_CQ, abi.RDMA_NLDEV_ATTR_RES_CQ_ENTRY, false},
+	ResMR:   {"mr", abi.RDMA_NLDEV_CMD_RES_MR_GET, abi.RDMA_NLDEV_ATTR_RES_MR, abi.RDMA_NLDEV_ATTR_RES_MR_ENTRY, false},
+	ResPD:   {"pd", abi.RDMA_NLDEV_CMD_RES_PD_GET, abi.RDMA_NLDEV_ATTR_RES_PD, abi.RDMA_NLDEV_ATTR_RES_PD_ENTRY, false},
+	ResCtx:  {"ctx", abi.RDMA_NLDEV_CMD_RES_CTX_GET, abi.RDMA_NLDEV_ATTR_RES_CTX, abi.RDMA_NLDEV_ATTR_RES_CTX_ENTRY, false},
+}
+
+// ParseResourceKind is the kind called s ("qp", "cm_id", "cq", "mr",
+// "pd", "ctx").
+func ParseResourceKind(s string) (ResourceKind, bool) {
+	for k, v := range resKinds {
+		if v.name == s {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+func (k ResourceKind) String() string {
+	if v, ok := resKinds[k]; ok {
+		return v.name
+	}
+	return fmt.Sprintf("ResourceKind(%d)", int(k))
+}
+
+// PerPort says whether objects of the kind belong to a port (QPs and CM
+// IDs, shown as "link DEV/PORT").
+func (k ResourceKind) PerPort() bool { return resKinds[k].linkObjects }
+
+// ResourceObject is one tracked object. The kernel sends only the
+// attributes that apply (a kernel object has KernName and no PID, a user
+// object the reverse; PDN, CTXN are sent for user objects only), so each
+// is present or not; the maps hold the numeric attributes by their
+// RDMA_NLDEV_ATTR_* type.
+type ResourceObject struct {
+	Index    uint32
+	Device   string
+	Port     *uint32
+	PID      *uint32
+	KernName *string
+	U8       map[uint16]uint8
+	U32      map[uint16]uint32
+	U64      map[uint16]uint64
+}
+
+// resAttrWidth is the width of every numeric attribute an object entry
+// may hold (nldev.c's nla_put_u8/u32/u64 calls for it).
+var resAttrWidth = map[uint16]int{
+	abi.RDMA_NLDEV_ATTR_RES_TYPE:               1,
+	abi.RDMA_NLDEV_ATTR_RES_STATE:              1,
+	abi.RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE:     1,
+	abi.RDMA_NLDEV_ATTR_RES_POLL_CTX:           1,
+	abi.RDMA_NLDEV_ATTR_DEV_DIM:                1,
+	abi.RDMA_NLDEV_ATTR_RES_LQPN:               4,
+	abi.RDMA_NLDEV_ATTR_RES_RQPN:               4,
+	abi.RDMA_NLDEV_ATTR_RES_RQ_PSN:             4,
+	abi.RDMA_NLDEV_ATTR_RES_SQ_PSN:             4,
+	abi.RDMA_NLDEV_ATTR_RES_PS:                 4,
+	abi.RDMA_NLDEV_ATTR_RES_CQE:                4,
+	abi.RDMA_NLDEV_ATTR_RES_RKEY:               4,
+	abi.RDMA_NLDEV_ATTR_RES_LKEY:               4,
+	abi.RDMA_NLDEV_ATTR_RES_LOCAL_DMA_LKEY:     4,
+	abi.RDMA_NLDEV_ATTR_RES_UNSAFE_GLOBAL_RKEY: 4,
+	abi.RDMA_NLDEV_ATTR_RES_PDN:                4,
+	abi.RDMA_NLDEV_ATTR_RES_CQN:                4,
+	abi.RDMA_NLDEV_ATTR_RES_MRN:                4,
+	abi.RDMA_NLDEV_ATTR_RES_CM_IDN:             4,
+	abi.RDMA_NLDEV_ATTR_RES_CTXN:               4,
+	abi.RDMA_NLDEV_ATTR_RES_USECNT:             8,
+	abi.RDMA_NLDEV_ATTR_RES_IOVA:               8,
+	abi.RDMA_NLDEV_ATTR_RES_MRLEN:              8,
+}
+
+// Resources lists the objects of a kind on the device with index devIndex,
+// in the kernel's order (by restrack id). The kernel answers EINVAL for an
+// unknown device index.
+func (n *Netlink) Resources(kind ResourceKind, devIndex uint32) ([]ResourceObject, error) {
+	k, ok := resKinds[kind]
+	if !ok {
+		return nil, &Error{Op: "netlink resource get", Err: syscall.EINVAL}
+	}
+	op := "netlink resource " + k.name + " get"
+	dev := fmt.Sprintf("index %d", devIndex)
+	msgs, err := n.run(k.cmd, unix.NLM_F_DUMP, []nlAttr{{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)}})
+	if err != nil {
+		return nil, &Error{Op: op, Device: dev, Err: err}
+	}
+	var out []ResourceObject
+	for _, m := range msgs {
+		objs, err := decodeResObjects(m, k.table, k.entry)
+		if err != nil {
+			return nil, &Error{Op: op, Device: dev, Err: err}
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// decodeResSummary decodes one device of a RES_GET reply: DEV_INDEX,
+// DEV_NAME and a RES_SUMMARY nest of RES_SUMMARY_ENTRY nests, each a name
+// and a u64 count.
+func decodeResSummary(b []byte) (ResourceSummary, error) {
+	var s ResourceSummary
+	var haveIndex, haveName, haveTable bool
+	it := attrIter{b: b}
+	for it.next() {
+		var err error
+		switch it.typ {
+		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
+			s.Index, err = attrU32(it.typ, it.val)
+			haveIndex = true
+		case abi.RDMA_NLDEV_ATTR_DEV_NAME:
+			s.Device, err = attrString(it.typ, it.val)
+			haveName = true
+		case abi.RDMA_NLDEV_ATTR_RES_SUMMARY:
+			if haveTable {
+				return ResourceSummary{}, fmt.Errorf("nldev RES_GET reply with two RES_SUMMARY tables")
+			}
+			haveTable = true
+			s.Counts, err = decodeResSummaryTable(it.val)
+		}
+		if err != nil {
+			return ResourceSummary{}, err
+		}
+	}
+	if it.err != nil {
+		return ResourceSummary{}, it.err
+	}
+	if !haveIndex || !haveName || !haveTable {
+		return ResourceSummary{}, fmt.Errorf("nldev RES_GET reply without the device index, name or RES_SUMMARY")
+	}
+	return s, nil
+}
+
+func decodeResSummaryTable(b []byte) ([]NamedCounter, error) {
+	out := []NamedCounter{}
+	it := attrIter{b: b}
+	for it.next() {
+		if it.typ != abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY {
+			continue
+		}
+		var c NamedCounter
+		var haveName, haveCurr bool
+		e := attrIter{b: it.val}
+		for e.next() {
+			var err error
+			switch e.typ {
+			case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME:
+				c.Name, err = attrString(e.typ, e.val)
+				haveName = true
+			case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR:
+				c.Value, err = attrU64(e.typ, e.val)
+				haveCurr = true
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if e.err != nil {
+			return nil, e.err
+		}
+		if !haveName || !haveCurr {
+			return nil, fmt.Errorf("RES_SUMMARY_ENTRY without a name or a count")
+		}
+		out = append(out, c)
+	}
+	if it.err != nil {
+		return nil, it.err
+	}
+	return out, nil
+}
+
+// decodeResObjects decodes one message of a RES_*_GET dump: DEV_INDEX,
+// DEV_NAME and a table nest of entry nests.
+func decodeResObjects(b []byte, table, entry uint16) ([]ResourceObject, error) {
+	var idx uint32
+	var name string
+	var haveIndex, haveName bool
+	var raw [][]byte
+	it := attrIter{b: b}
+	for it.next() {
+		var err error
+		switch it.typ {
+		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
+			idx, err = attrU32(it.typ, it.val)
+			haveIndex = true
+		case abi.RDMA_NLDEV_ATTR_DEV_NAME:
+			name, err = attrString(it.typ, it.val)
+			haveName = true
+		case table:
+			t := attrIter{b: it.val}
+			for t.next() {
+				if t.typ == entry {
+					raw = append(raw, t.val)
+				}
+			}
+			err = t.err
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if it.err != nil {
+		return nil, it.err
+	}
+	if !haveIndex || !haveName {
+		return nil, fmt.Errorf("nldev resource reply without the device index or name")
+	}
+	out := make([]ResourceObject, 0, len(raw))
+	for _, r := range raw {
+		o, err := decodeResObject(r)
+		if err != nil {
+			return nil, err
+		}
+		o.Index, o.Device = idx, name
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func decodeResObject(b []byte) (ResourceObject, error) {
+	o := ResourceObject{U8: map[uint16]uint8{}, U32: map[uint16]uint32{}, U64: map[uint16]uint64{}}
+	it := attrIter{b: b}
+	for it.next() {
+		var err error
+		switch it.typ {
+		case abi.RDMA_NLDEV_ATTR_PORT_INDEX:
+			var v uint32
+			if v, err = attrU32(it.typ, it.val); err == nil {
+				o.Port = &v
+			}
+		case abi.RDMA_NLDEV_ATTR_RES_PID:
+			var v uint32
+			if v, err = attrU32(it.typ, it.val); err == nil {
+				o.PID = &v
+			}
+		case abi.RDMA_NLDEV_ATTR_RES_KERN_NAME:
+			var s string
+			if s, err = attrString(it.typ, it.val); err == nil {
+				o.KernName = &s
+			}
+		default:
+			switch resAttrWidth[it.typ] {
+			case 1:
+				o.U8[it.typ], err = attrU8(it.typ, it.val)
+			case 4:
+				o.U32[it.typ], err = attrU32(it.typ, it.val)
+			case 8:
+				o.U64[it.typ], err = attrU64(it.typ, it.val)
+			}
+		}
+		if err != nil {
+			return ResourceObject{}, err
+		}
+	}
+	if it.err != nil {
+		return ResourceObject{}, it.err
+	}
+	return o, nil
+}
