@@ -39,20 +39,19 @@ const (
 )
 
 type ppOpts struct {
-	port      int
-	dev       string
-	ibPort    int
-	size      int
-	mtu       int
-	rxDepth   int
-	iters     int
-	sl        int
-	events    bool
-	gidx      int
-	verify    bool
-	timeout   time.Duration
-	server    string
-	quietRate bool
+	port    int
+	dev     string
+	ibPort  int
+	size    int
+	mtu     int
+	rxDepth int
+	iters   int
+	sl      int
+	events  bool
+	gidx    int
+	verify  bool
+	timeout time.Duration
+	server  string
 }
 
 func runRCPingpong(args []string, stdout, stderr io.Writer) error {
