@@ -347,3 +347,14 @@ func BenchmarkPollFake(b *testing.B) {
 		d.cq.Poll(wc[:])
 	}
 }
+
+func BenchmarkPostRecvFake(b *testing.B) {
+	d := newDPBed(b)
+	s, _ := d.mr.SGE(0, 64)
+	recv := []RecvWR{{ID: 3, SGL: []SGE{s}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		d.qp.PostRecv(recv)
+		consume(&d.qp.rxe.rq)
+	}
+}
