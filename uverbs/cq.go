@@ -43,6 +43,8 @@ type CQ struct {
 	channel *CompChannel
 	res     *driverRes
 	seqV    uint64
+	ring    rxeRing // the CQE ring on rxe (hasRing)
+	hasRing bool
 
 	mu        sync.Mutex
 	destroyed bool
@@ -113,6 +115,12 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 	if err := c.prov.cqCreated(c, d); err != nil {
 		cq.destroyLocked(false)
 		return nil, c.err(op, err)
+	}
+	if _, ok := c.prov.(rxeProvider); ok {
+		if err := cq.rxeInit(d); err != nil {
+			cq.destroyLocked(false)
+			return nil, c.err(op, err)
+		}
 	}
 	if ch := attr.Channel; ch != nil {
 		ch.mu.Lock()

@@ -19,6 +19,10 @@
 //	ibv_create_cq, ibv_destroy_cq, ibv_req_notify_cq               Context.CreateCQ, CQ.Close, CQ.ReqNotify
 //	ibv_create_qp, ibv_modify_qp, ibv_query_qp, ibv_destroy_qp     PD.CreateQP, QP.Modify, QP.Query, QP.Close
 //	ibv_get_async_event                                            Context.AsyncEvent
+//	ibv_reg_mr, ibv_dereg_mr                                       PD.AllocMR (mmap + ibv_reg_mr), PD.RegMR, MR.Close
+//	ibv_post_send                                                  QP.PostSend
+//	ibv_post_recv                                                  QP.PostRecv
+//	ibv_poll_cq                                                    CQ.Poll
 //
 // # Providers
 //
@@ -39,15 +43,26 @@
 //     and QPs fail with ErrNotSupported. Without Generic such drivers fail
 //     Open with ErrNotSupported naming the driver.
 //
-// This package creates and maps queues but has no data path: posting work
-// requests and polling completions are outside its scope.
+// # Data path
+//
+// On rxe, QP.PostSend, QP.PostRecv and CQ.Poll work on the queues the QP
+// and CQ share with the kernel, like rdma-core's providers/rxe: receives
+// and polls make no system call, a send rings the kernel with one raw
+// write(); none of them allocates. Registered memory must stay put while
+// the device uses it, so it never is Go heap memory: PD.AllocMR maps it
+// outside the heap and owns it, and PD.RegMR refuses memory the library
+// did not map. The memory ordering and the differences between Linux 6.1
+// and 6.12 are reasoned in rxe_data.go. mlx5 has no data path yet
+// (ErrNotSupported). Completion events: CQ.ReqNotify and
+// CompChannel.GetEvent, which honours a context.Context and is woken by
+// Close.
 //
 // # Objects and teardown
 //
 // A Context owns what is created through it. Closing a Context destroys
 // what is left in the kernel's dependency order (flows and counters that
-// other packages registered with OnClose, then QPs, CQs, PDs, completion
-// channels), then the driver's resources, the async event file and the
+// other packages registered with OnClose, then QPs, CQs, MRs, PDs,
+// completion channels), then the driver's resources, the async event file and the
 // device file. Every method is safe for concurrent use; Close waits for
 // calls in flight, and calls after it fail with an error matching
 // os.ErrClosed. When the device is removed while open, calls fail with

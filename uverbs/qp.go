@@ -78,6 +78,7 @@ type QP struct {
 	cap    QPCap
 	res    *driverRes
 	seqV   uint64
+	rxe    *rxeQP // the data path on rxe; nil elsewhere
 
 	mu        sync.RWMutex
 	destroyed bool
@@ -171,6 +172,12 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	if err := c.prov.qpCreated(c, d); err != nil {
 		qp.destroyLocked(false)
 		return nil, c.err(op, err)
+	}
+	if _, ok := c.prov.(rxeProvider); ok {
+		if err := qp.rxeInit(c, d); err != nil {
+			qp.destroyLocked(false)
+			return nil, c.err(op, err)
+		}
 	}
 	c.objMu.Lock()
 	qp.seqV = c.nextSeqLocked()

@@ -1,8 +1,10 @@
 package fakekernel
 
 import (
+	"encoding/binary"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -40,6 +42,7 @@ type Kernel struct {
 	files        map[*File]struct{}
 	mmap         MmapHandler
 	onClose      func(f *File)
+	doorbells    atomic.Int64 // POST_SEND doorbells (verbs_mr.go)
 }
 
 // MmapHandler implements mmap(2) of an open file of the device (drivers map
@@ -167,6 +170,9 @@ func (f *File) Read(p []byte, deadline time.Time, nonblocking bool) (int, error)
 func (f *File) Write(p []byte) (int, error) {
 	if len(p) < 8 {
 		return 0, syscall.EINVAL
+	}
+	if binary.LittleEndian.Uint32(p) == abi.IB_USER_VERBS_CMD_POST_SEND {
+		return f.postSendDoorbell(p)
 	}
 	return 0, syscall.EOPNOTSUPP
 }

@@ -501,6 +501,7 @@ func Munmap(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
+	forgetAnon(b)
 	return unix.Munmap(b)
 }
 
@@ -511,7 +512,11 @@ func MmapAnon(length int) ([]byte, error) {
 	if length <= 0 {
 		return nil, unix.EINVAL
 	}
-	return unix.Mmap(-1, 0, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	b, err := unix.Mmap(-1, 0, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err == nil {
+		recordAnon(b)
+	}
+	return b, err
 }
 
 // PageSize is the system page size.

@@ -4,8 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // MapSet records the memory mappings an owner made (rings and doorbell
@@ -87,7 +85,7 @@ func (s *MapSet) UnmapAll() {
 	s.mu.Unlock()
 	for _, b := range m {
 		mapped.Add(-int64(len(b)))
-		unix.Munmap(b)
+		Munmap(b)
 	}
 }
 

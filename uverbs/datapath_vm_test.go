@@ -1,0 +1,284 @@
+//go:build integration
+
+package uverbs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/purerdma/rdma/integration/vmtest"
+)
+
+// vmEnd is one side of an RC connection between rxe0 and rxe1.
+type vmEnd struct {
+	c  *Context
+	ch *CompChannel
+	cq *CQ
+	qp *QP
+	mr *MR
+}
+
+func vmConnect(t *testing.T) [2]*vmEnd {
+	t.Helper()
+	var e [2]*vmEnd
+	var gids [2]GID
+	for i, dev := range []string{vmtest.Dev0, vmtest.Dev1} {
+		c := vmOpen(t, dev)
+		ch, err := c.CreateCompChannel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pd, err := c.AllocPD()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cq, err := c.CreateCQ(CQAttr{CQE: 64, Channel: ch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq,
+			Cap: QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 4, MaxRecvSGE: 4, MaxInlineData: 64}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mr, err := pd.AllocMR(1<<16, AccessLocalWrite|AccessRemoteWrite|AccessRemoteRead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := c.QueryGID(1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gids[i] = g.GID
+		e[i] = &vmEnd{c: c, ch: ch, cq: cq, qp: qp, mr: mr}
+	}
+	toRTS(t, e[0].qp, e[1].qp.Num(), gids[1])
+	toRTS(t, e[1].qp, e[0].qp.Num(), gids[0])
+	return e
+}
+
+// poll1 polls until one completion arrives (30 s at most: the guest is
+// emulated and shares its host).
+func poll1(t *testing.T, cq *CQ) WC {
+	t.Helper()
+	var wc [1]WC
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		n, err := cq.Poll(wc[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			if wc[0].Status != WCSuccess {
+				t.Fatalf("completion %+v: %v", wc[0], wc[0].Status)
+			}
+			return wc[0]
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	t.Fatal("no completion within 30 s")
+	return WC{}
+}
+
+func fill(b []byte, seed byte) {
+	for i := range b {
+		b[i] = seed + byte(i*13)
+	}
+}
+
+func sge(t *testing.T, mr *MR, off, n int) SGE {
+	s, ok := mr.SGE(off, n)
+	if !ok {
+		t.Fatalf("SGE %d+%d outside the MR", off, n)
+	}
+	return s
+}
+
+// TestVMDataPath runs every operation PostSend posts between rxe0 and
+// rxe1 and checks the bytes that arrive and the completions.
+func TestVMDataPath(t *testing.T) {
+	vmtest.Require(t)
+	e := vmConnect(t)
+	a, b := e[0], e[1]
+	ab, bb := a.mr.Buf(), b.mr.Buf()
+
+	// Send gathered from two SGEs, scattered into three.
+	fill(ab[0:1000], 1)
+	fill(ab[5000:5500], 2)
+	if _, err := b.qp.PostRecv([]RecvWR{{ID: 10, SGL: []SGE{sge(t, b.mr, 0, 700), sge(t, b.mr, 8192, 500), sge(t, b.mr, 20000, 4096)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.qp.PostSend([]SendWR{{ID: 1, Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{sge(t, a.mr, 0, 1000), sge(t, a.mr, 5000, 500)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if w := poll1(t, a.cq); w.ID != 1 || w.Opcode != WCSend {
+		t.Errorf("send completion %+v", w)
+	}
+	w := poll1(t, b.cq)
+	if w.ID != 10 || w.Opcode != WCRecv || w.ByteLen != 1500 || w.QPNum != b.qp.Num() || w.Flags&WCWithImm != 0 {
+		t.Errorf("receive completion %+v", w)
+	}
+	want := append(append([]byte(nil), ab[0:1000]...), ab[5000:5500]...)
+	got := append(append(append([]byte(nil), bb[0:700]...), bb[8192:8692]...), bb[20000:20300]...)
+	if !bytes.Equal(got, want) {
+		t.Error("the scattered bytes differ from the gathered ones")
+	}
+
+	// Send with immediate data, inline (the source is Go memory).
+	if _, err := b.qp.PostRecv([]RecvWR{{ID: 11, SGL: []SGE{sge(t, b.mr, 30000, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	msg := []byte("inline from the Go heap, copied into the WQE")
+	if _, err := a.qp.PostSend([]SendWR{{ID: 2, Opcode: WRSendWithImm, Flags: SendSignaled, Imm: 0xdeadbeef, Inline: msg}}); err != nil {
+		t.Fatal(err)
+	}
+	poll1(t, a.cq)
+	w = poll1(t, b.cq)
+	if w.ID != 11 || w.Imm != 0xdeadbeef || w.Flags&WCWithImm == 0 || w.ByteLen != uint32(len(msg)) || !bytes.Equal(bb[30000:30000+len(msg)], msg) {
+		t.Errorf("inline send with imm: %+v, %q", w, bb[30000:30000+len(msg)])
+	}
+
+	// RDMA write: no receive consumed.
+	fill(ab[10000:14096], 3)
+	if _, err := a.qp.PostSend([]SendWR{{ID: 3, Opcode: WRRDMAWrite, Flags: SendSignaled, SGL: []SGE{sge(t, a.mr, 10000, 4096)},
+		RemoteAddr: b.mr.Addr() + 40000, RKey: b.mr.RKey()}}); err != nil {
+		t.Fatal(err)
+	}
+	if w := poll1(t, a.cq); w.ID != 3 || w.Opcode != WCRDMAWrite {
+		t.Errorf("RDMA write completion %+v", w)
+	}
+	if !bytes.Equal(bb[40000:44096], ab[10000:14096]) {
+		t.Error("RDMA write: the bytes differ")
+	}
+
+	// RDMA write with immediate: consumes a receive, which gets the imm.
+	if _, err := b.qp.PostRecv([]RecvWR{{ID: 12}}); err != nil {
+		t.Fatal(err)
+	}
+	fill(ab[14096:14196], 4)
+	if _, err := a.qp.PostSend([]SendWR{{ID: 4, Opcode: WRRDMAWriteWithImm, Flags: SendSignaled, Imm: 7, SGL: []SGE{sge(t, a.mr, 14096, 100)},
+		RemoteAddr: b.mr.Addr() + 50000, RKey: b.mr.RKey()}}); err != nil {
+		t.Fatal(err)
+	}
+	poll1(t, a.cq)
+	w = poll1(t, b.cq)
+	if w.ID != 12 || w.Opcode != WCRecvRDMAWithImm || w.Imm != 7 || !bytes.Equal(bb[50000:50100], ab[14096:14196]) {
+		t.Errorf("RDMA write with imm: %+v", w)
+	}
+
+	// RDMA read.
+	fill(bb[60000:62000], 5)
+	if _, err := a.qp.PostSend([]SendWR{{ID: 5, Opcode: WRRDMARead, Flags: SendSignaled, SGL: []SGE{sge(t, a.mr, 20000, 2000)},
+		RemoteAddr: b.mr.Addr() + 60000, RKey: b.mr.RKey()}}); err != nil {
+		t.Fatal(err)
+	}
+	if w := poll1(t, a.cq); w.ID != 5 || w.Opcode != WCRDMARead || w.ByteLen != 2000 {
+		t.Errorf("RDMA read completion %+v", w)
+	}
+	if !bytes.Equal(ab[20000:22000], bb[60000:62000]) {
+		t.Error("RDMA read: the bytes differ")
+	}
+
+	// An unsignaled send makes no completion on the sender.
+	if _, err := b.qp.PostRecv([]RecvWR{{ID: 13, SGL: []SGE{sge(t, b.mr, 0, 16)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.qp.PostSend([]SendWR{{ID: 6, Opcode: WRSend, Inline: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	if w := poll1(t, b.cq); w.ID != 13 {
+		t.Errorf("receive %+v", w)
+	}
+	var wc [4]WC
+	if n, _ := a.cq.Poll(wc[:]); n != 0 {
+		t.Errorf("unsignaled send completed: %+v", wc[:n])
+	}
+}
+
+// TestVMCompletionEvents: GetEvent returns the CQ after a completion,
+// honours its context, and is woken by the Context's Close.
+func TestVMCompletionEvents(t *testing.T) {
+	vmtest.Require(t)
+	e := vmConnect(t)
+	a, b := e[0], e[1]
+	if err := b.cq.ReqNotify(false); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := b.ch.GetEvent(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("GetEvent with nothing to wait for: %v", err)
+	}
+	if _, err := b.qp.PostRecv([]RecvWR{{ID: 1, SGL: []SGE{sge(t, b.mr, 0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.qp.PostSend([]SendWR{{ID: 1, Opcode: WRSend, Inline: []byte("wake up")}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel2()
+	cq, err := b.ch.GetEvent(ctx2)
+	if err != nil || cq != b.cq {
+		t.Fatalf("GetEvent: %v, %v", cq, err)
+	}
+	if w := poll1(t, b.cq); w.ID != 1 || string(b.mr.Buf()[:7]) != "wake up" {
+		t.Errorf("completion %+v", w)
+	}
+	if err := b.cq.ReqNotify(false); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := b.ch.GetEvent(context.Background()); done <- err }()
+	time.Sleep(100 * time.Millisecond)
+	if err := b.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Errorf("GetEvent woken by Close: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not wake GetEvent")
+	}
+	if _, err := b.cq.Poll(make([]WC, 1)); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Poll after Close: %v", err)
+	}
+}
+
+// TestVMRegMRKeys: the keys rxe gives, and the kernel's refusal of remote
+// write without local write (checked before the call here).
+func TestVMRegMRKeys(t *testing.T) {
+	vmtest.Require(t)
+	c := vmOpen(t, vmtest.Dev0)
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := pd.AllocMR(1<<20, AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := pd.RegMR(local.Buf()[4096:], AccessLocalWrite|AccessRemoteWrite|AccessRemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if local.LKey() == 0 || remote.RKey() == 0 || remote.LKey() == local.LKey() {
+		t.Errorf("keys: local %#x/%#x, remote %#x/%#x", local.LKey(), local.RKey(), remote.LKey(), remote.RKey())
+	}
+	t.Logf("kernel %s: local-only MR lkey %#x rkey %#x; remote MR lkey %#x rkey %#x",
+		vmtest.Kernel(), local.LKey(), local.RKey(), remote.LKey(), remote.RKey())
+	if _, err := pd.RegMR(make([]byte, 4096), AccessLocalWrite); err == nil {
+		t.Error("Go heap memory registered")
+	}
+	if err := remote.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,248 @@
+package uverbs
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/errs"
+	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/internal/ucontext"
+)
+
+// MR is a registered memory region (struct ibv_mr): memory the device may
+// read and write without the CPU, named by its local key (in SGEs) and its
+// remote key (in a peer's RDMA reads and writes).
+type MR struct {
+	c      *Context
+	pd     *PD
+	handle uint32
+	lkey   uint32
+	rkey   uint32
+	access AccessFlags
+	buf    []byte
+	owned  bool // buf was mapped by AllocMR and is unmapped by Close
+	seqV   uint64
+
+	mu        sync.Mutex
+	destroyed bool
+}
+
+// AllocMR maps length bytes (rounded up to whole pages) of zeroed memory
+// outside the Go heap and registers them with access, like mmap followed by
+// ibv_reg_mr: write command REG_MR through INVOKE_WRITE with hca_va = the
+// address (neither 6.1 nor 6.12 has an ioctl REG_MR method for plain
+// memory). The MR owns the memory: Close deregisters it, then unmaps it.
+//
+// Remote write or remote atomic access needs AccessLocalWrite as well
+// (the kernel answers EINVAL otherwise: ib_check_mr_access).
+//
+// Errors: an *Error wrapping EINVAL for a length below 1 or a missing
+// AccessLocalWrite (checked first), ENOMEM from mmap, or the kernel's
+// errno; os.ErrClosed after Close.
+func (pd *PD) AllocMR(length int, access AccessFlags) (*MR, error) {
+	const op = "reg mr"
+	if pd == nil {
+		return nil, errs.New(op, "", errNil)
+	}
+	c := pd.c
+	if err := c.enter(op); err != nil {
+		return nil, err
+	}
+	defer c.leave()
+	if length < 1 || length > 1<<40 {
+		return nil, c.err(op, errArg("%d bytes: want 1 to %d", length, 1<<40))
+	}
+	if err := checkAccess(access); err != nil {
+		return nil, c.err(op, err)
+	}
+	size := (length + sys.PageSize - 1) &^ (sys.PageSize - 1)
+	buf, err := c.maps.Anon(size)
+	if err != nil {
+		return nil, c.err(op, fmt.Errorf("map %d bytes: %w", size, err))
+	}
+	mr, err := pd.regLocked(op, buf, access)
+	if err != nil {
+		c.maps.Unmap(buf)
+		return nil, err
+	}
+	mr.owned = true
+	return mr, nil
+}
+
+// RegMR registers buf, memory the library mapped (a part of an MR's Buf,
+// or of memory AllocMR made for another MR), with access, like
+// ibv_reg_mr. The new MR does not own buf: keep the memory mapped until
+// this MR is closed.
+//
+// Go heap memory (make, new, append, a composite literal) is refused: the
+// collector may move the contents of a goroutine stack, reuse freed heap
+// memory or return it to the system while the device still reads or writes
+// it, so nothing outside memory the library mapped can be registered.
+//
+// Errors: an *Error wrapping EINVAL for an empty buf, memory the library
+// did not map (the message says why) or a missing AccessLocalWrite; the
+// kernel's errno otherwise; os.ErrClosed after Close.
+func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
+	const op = "reg mr"
+	if pd == nil {
+		return nil, errs.New(op, "", errNil)
+	}
+	c := pd.c
+	if err := c.enter(op); err != nil {
+		return nil, err
+	}
+	defer c.leave()
+	if len(buf) == 0 {
+		return nil, c.err(op, errArg("empty buffer"))
+	}
+	if !sys.IsMapped(buf) {
+		return nil, c.err(op, errArg("%d bytes at %#x are not memory purerdma mapped: Go heap or stack memory "+
+			"cannot be registered (the runtime may move, reuse or release it while the device uses it); "+
+			"allocate registered memory with PD.AllocMR", len(buf), addrOf(buf)))
+	}
+	if err := checkAccess(access); err != nil {
+		return nil, c.err(op, err)
+	}
+	return pd.regLocked(op, buf, access)
+}
+
+// checkAccess is ib_check_mr_access's rule, checked before the call.
+func checkAccess(a AccessFlags) error {
+	if a&(AccessRemoteWrite|AccessRemoteAtomic) != 0 && a&AccessLocalWrite == 0 {
+		return errArg("access %#x: remote write and remote atomic need local write", uint32(a))
+	}
+	return nil
+}
+
+// regLocked runs REG_MR; the caller holds the context.
+func (pd *PD) regLocked(op string, buf []byte, access AccessFlags) (*MR, error) {
+	c := pd.c
+	if err := pd.alive(c, op); err != nil {
+		return nil, err
+	}
+	resp := new(abi.IbUverbsRegMrResp)
+	a := addrOf(buf)
+	req := &abi.IbUverbsRegMr{Response: addrOf(bytesOf(resp)), Start: a, Length: uint64(len(buf)),
+		HcaVa: a, PdHandle: pd.handle, AccessFlags: uint32(access)}
+	if err := c.invokeWrite(abi.IB_USER_VERBS_CMD_REG_MR, bytesOf(req), bytesOf(resp), nil, nil); err != nil {
+		return nil, c.err(op, err)
+	}
+	mr := &MR{c: c, pd: pd, handle: resp.MrHandle, lkey: resp.Lkey, rkey: resp.Rkey, access: access, buf: buf}
+	c.objMu.Lock()
+	mr.seqV = c.nextSeqLocked()
+	c.objMu.Unlock()
+	c.track(mr, 0)
+	return mr, nil
+}
+
+// Handle returns the kernel's handle of the MR.
+func (mr *MR) Handle() uint32 {
+	if mr == nil {
+		return 0
+	}
+	return mr.handle
+}
+
+// LKey returns the local key, for the SGEs of work requests on this
+// context (ibv_mr.lkey).
+func (mr *MR) LKey() uint32 {
+	if mr == nil {
+		return 0
+	}
+	return mr.lkey
+}
+
+// RKey returns the remote key a peer names the memory by in RDMA reads
+// and writes (ibv_mr.rkey). Without remote access it means nothing: rxe
+// gives 0 on Linux 6.1 and the lkey on 6.12.
+func (mr *MR) RKey() uint32 {
+	if mr == nil {
+		return 0
+	}
+	return mr.rkey
+}
+
+// Access returns the access flags the MR was registered with.
+func (mr *MR) Access() AccessFlags {
+	if mr == nil {
+		return 0
+	}
+	return mr.access
+}
+
+// Buf returns the registered memory. It stays valid until Close (for
+// AllocMR's memory) and must not be used after it.
+func (mr *MR) Buf() []byte {
+	if mr == nil {
+		return nil
+	}
+	return mr.buf
+}
+
+// Addr returns the address of the memory: the address SGEs and a peer's
+// RDMA requests use (ibv_mr.addr; hca_va is the address itself).
+func (mr *MR) Addr() uint64 {
+	if mr == nil {
+		return 0
+	}
+	return addrOf(mr.buf)
+}
+
+// Len returns the length of the memory in bytes.
+func (mr *MR) Len() int {
+	if mr == nil {
+		return 0
+	}
+	return len(mr.buf)
+}
+
+// SGE returns the scatter/gather entry for off:off+n of the memory, or
+// false when that range is outside it.
+func (mr *MR) SGE(off, n int) (SGE, bool) {
+	if mr == nil || off < 0 || n < 0 || off > len(mr.buf) || n > len(mr.buf)-off || n > 1<<31 {
+		return SGE{}, false
+	}
+	return SGE{Addr: addrOf(mr.buf) + uint64(off), Length: uint32(n), LKey: mr.lkey}, true
+}
+
+func (mr *MR) stage() ucontext.Stage { return ucontext.StageMR }
+func (mr *MR) seq() uint64           { return mr.seqV }
+
+// Close deregisters the MR, like ibv_dereg_mr (UVERBS_METHOD_MR_DESTROY),
+// then unmaps the memory when AllocMR mapped it. Closing a closed MR, or
+// one whose Context was closed, returns nil.
+//
+// Errors: an *Error wrapping the kernel's errno (EBUSY while a memory
+// window is bound to it); the MR then stays registered.
+func (mr *MR) Close() error {
+	if mr == nil || mr.c == nil {
+		return nil
+	}
+	if err := mr.c.enter("dereg mr"); err != nil {
+		return nil
+	}
+	defer mr.c.leave()
+	return mr.destroyLocked(false)
+}
+
+func (mr *MR) destroyLocked(bool) error {
+	mr.mu.Lock()
+	defer mr.mu.Unlock()
+	if mr.destroyed {
+		return nil
+	}
+	c := mr.c
+	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_MR_DESTROY).
+		Handle(abi.UVERBS_ATTR_DESTROY_MR_HANDLE, mr.handle)
+	if err := c.do(r); err != nil && !isGone(err) {
+		return c.err("dereg mr", err)
+	}
+	mr.destroyed = true
+	// Only now may the memory go: the device no longer knows it.
+	if mr.owned {
+		c.maps.Unmap(mr.buf)
+	}
+	c.untrack(mr, 0)
+	return nil
+}

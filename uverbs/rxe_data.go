@@ -1,0 +1,435 @@
+package uverbs
+
+// The rxe data path, the Go side of rdma-core's providers/rxe/rxe.c
+// (post_one_send, init_send_wqe, post_send_db, rxe_post_one_recv,
+// rxe_poll_cq) against the kernel's drivers/infiniband/sw/rxe
+// (rxe_queue.h, rxe_verbs.c rxe_post_send, rxe_req.c, rxe_cq.c
+// rxe_cq_post).
+//
+// The queues are struct rxe_queue_buf (include/uapi/rdma/rdma_user_rxe.h):
+// log2_elem_size and index_mask, the producer index at byte 128, the
+// consumer index at 256, the slots from 384. The slot size and count come
+// from the mapped header, never from sizeof: a send slot on 6.1 and 6.12
+// is 256 bytes for one SGE (the SGEs start at 208), a receive slot 64
+// (SGEs at 40). Indices are masked (both kernels): a queue is full when
+// producer+1 == consumer.
+//
+// Memory ordering. The kernel reads and writes the index it does not own
+// with smp_load_acquire and smp_store_release (rxe_queue.h
+// queue_get_producer, queue_advance_producer, queue_advance_consumer).
+// Go's sync/atomic loads and stores are sequentially consistent, so they
+// are at least acquire and release (amd64: plain MOV and XCHG; arm64: LDAR
+// and STLR). So:
+//   - posting: the slot is written with plain stores, then the producer
+//     index is published with atomic.StoreUint32 (release: the kernel's
+//     acquire load of the producer sees the whole WQE); the consumer index
+//     is read with atomic.LoadUint32 (acquire: the kernel is done with a
+//     slot before it releases it by advancing the consumer);
+//   - polling: atomic.LoadUint32 of the producer (acquire: the CQE the
+//     kernel wrote before its release store is visible), plain reads of
+//     the slot, then atomic.StoreUint32 of the consumer (release: our
+//     reads of the slots are done before the kernel may overwrite them).
+//
+// Our own index (the producer of the send and receive queues, the consumer
+// of a CQ) is written by us only, under the queue's lock.
+//
+// Linux 6.1 and 6.12 agree on the WQE fields rdma-core 44 writes, which are
+// the only ones written here (wr, iova, dma, ssn; the kernel fills mask,
+// state, psns itself in rxe_req.c req_next_wqe). They differ in two ways
+// that matter:
+//   - the doorbell (a POST_SEND write() with no work requests): 6.12's
+//     ib_uverbs_post_send wants wqe_size ≥ sizeof(struct
+//     ib_uverbs_send_wr) (EINVAL otherwise); rdma-core sends
+//     sizeof(struct ibv_send_wr), 128 on 64-bit, and so do we;
+//   - what the doorbell does: 6.1's rxe_post_send runs the requester inline
+//     (rxe_run_task(&qp->req.task, 0): the whole send path runs in our
+//     write()), 6.12 queues it on a workqueue (rxe_sched_task).
+//
+// rxe_post_recv has no doorbell: the kernel reads the receive queue when a
+// packet arrives.
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/errs"
+	"github.com/purerdma/rdma/internal/sys"
+)
+
+const (
+	rxeSendWqeSize = unsafe.Sizeof(abi.RxeSendWqe{}) // 208: dma.sge[] / inline_data[]
+	rxeRecvWqeSize = unsafe.Sizeof(abi.RxeRecvWqe{}) // 40: dma.sge[]
+	rxeSGESize     = unsafe.Sizeof(abi.RxeSge{})     // 16, the layout of struct ibv_sge
+	rxeWCSize      = unsafe.Sizeof(abi.IbUverbsWc{}) // 48
+
+	// rxeDoorbellWqeSize is the wqe_size of the doorbell:
+	// sizeof(struct ibv_send_wr) on 64-bit, as rdma-core's post_send_db.
+	rxeDoorbellWqeSize = 128
+	// rxeDoorbellLen is the doorbell's length: struct ib_uverbs_cmd_hdr
+	// and struct ib_uverbs_post_send.
+	rxeDoorbellLen = abi.CmdHdrSize + int(unsafe.Sizeof(abi.IbUverbsPostSend{}))
+	// rxeDoorbellResp is where the doorbell's response goes in its page.
+	rxeDoorbellResp = 64
+)
+
+// rxeRing is one mapped struct rxe_queue_buf.
+type rxeRing struct {
+	hdr   *abi.RxeQueueBuf
+	mask  uint32
+	shift uint32
+}
+
+func newRxeRing(m []byte) rxeRing {
+	q := (*abi.RxeQueueBuf)(ptrOf(m))
+	// rxeMap checked the header against the mapping's size.
+	return rxeRing{hdr: q, mask: q.IndexMask, shift: q.Log2ElemSize}
+}
+
+func (r *rxeRing) slot(i uint32) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(r.hdr), rxeQueueHdr+uintptr(i&r.mask)<<r.shift)
+}
+
+func (r *rxeRing) slotSize() uintptr { return 1 << r.shift }
+
+// rxeQP is the userspace half of an rxe QP.
+type rxeQP struct {
+	fd *sys.FD
+	// db is a page outside the Go heap holding the doorbell command and,
+	// at rxeDoorbellResp, its response (the kernel writes it).
+	db []byte
+
+	sqMu       sync.Mutex
+	sq         rxeRing
+	ssn        uint32
+	maxSendSGE int
+	maxInline  int
+
+	rqMu       sync.Mutex
+	rq         rxeRing
+	hasRQ      bool
+	maxRecvSGE int
+
+	ud bool
+}
+
+// rxeInit sets up the data path of a QP rxe created (qpCreated mapped
+// the receive queue, unless an SRQ serves it, then the send queue).
+func (qp *QP) rxeInit(c *Context, d *driverRes) error {
+	if len(d.maps) < 1 {
+		return fmt.Errorf("rxe QP without a mapped send queue: %w", syscall.EPROTO)
+	}
+	db, err := c.maps.Anon(sys.PageSize)
+	if err != nil {
+		return fmt.Errorf("map the doorbell page: %w", err)
+	}
+	d.anon = append(d.anon, db)
+	cmd, err := abi.AppendWriteCmd(db[:0], abi.IB_USER_VERBS_CMD_POST_SEND, bytesOf(&abi.IbUverbsPostSend{
+		Response: addrOf(db[rxeDoorbellResp:]), QpHandle: qp.handle, WqeSize: rxeDoorbellWqeSize,
+	}), nil, int(unsafe.Sizeof(abi.IbUverbsPostSendResp{})))
+	if err != nil || len(cmd) != rxeDoorbellLen {
+		return fmt.Errorf("doorbell command of %d bytes: %v: %w", len(cmd), err, syscall.EPROTO)
+	}
+	x := &rxeQP{fd: c.fd, db: db, ud: qp.typ == QPTypeUD}
+	x.sq = newRxeRing(d.maps[len(d.maps)-1])
+	if len(d.maps) == 2 {
+		x.rq, x.hasRQ = newRxeRing(d.maps[0]), true
+	}
+	if x.sq.slotSize() < rxeSendWqeSize || (x.hasRQ && x.rq.slotSize() < rxeRecvWqeSize) {
+		return fmt.Errorf("rxe queue slots of %d and %d bytes are too small for a WQE: %w",
+			x.sq.slotSize(), x.rq.slotSize(), syscall.EPROTO)
+	}
+	sqRoom := int(x.sq.slotSize() - rxeSendWqeSize)
+	x.maxSendSGE = min(int(qp.cap.MaxSendSGE), sqRoom/int(rxeSGESize))
+	x.maxInline = min(int(qp.cap.MaxInlineData), sqRoom)
+	if x.hasRQ {
+		x.maxRecvSGE = min(int(qp.cap.MaxRecvSGE), int(x.rq.slotSize()-rxeRecvWqeSize)/int(rxeSGESize))
+	}
+	qp.rxe = x
+	return nil
+}
+
+// errFull is the error of a post to a full queue (rdma-core: ENOMEM).
+var errFull = fmt.Errorf("the work queue is full: %w", syscall.ENOMEM)
+
+// PostSend posts the send work requests wrs to the QP's send queue, in
+// order, and rings the doorbell once, like ibv_post_send. It returns how
+// many it posted: on an error, wrs[n] is the one that failed (ibv's
+// bad_wr) and those before it were posted. It does not allocate.
+//
+// On rxe the requests go into the send queue the QP shares with the
+// kernel, and a POST_SEND write() without work requests tells the kernel
+// to look (rdma-core providers/rxe/rxe.c post_send_db). That write() is
+// a raw system call (sys.FD.RawWrite): it never sleeps in a way the Go
+// scheduler must know about — on 6.1 it runs rxe's requester inline for a
+// few microseconds, on 6.12 it queues work — so handing off the P on each
+// post would cost more than the call.
+//
+// Errors (*Error): EINVAL for a request the QP cannot take (an opcode
+// other than the five this package posts, too many SGEs, inline data
+// longer than MaxInlineData or with RDMA read, a UD send: address handles
+// are not supported yet); ENOMEM when the send queue is full; the
+// doorbell's errno (EINVAL before the QP is in RTS); ErrNotSupported on a
+// driver without a data path here (mlx5); os.ErrClosed after Close.
+func (qp *QP) PostSend(wrs []SendWR) (int, error) {
+	const op = "post send"
+	if qp == nil || qp.c == nil {
+		return 0, errNilPost(op)
+	}
+	qp.mu.RLock()
+	defer qp.mu.RUnlock()
+	if qp.destroyed {
+		return 0, qp.c.err(op, os.ErrClosed)
+	}
+	x := qp.rxe
+	if x == nil {
+		return 0, qp.c.err(op, errNoDataPath(qp.c))
+	}
+	x.sqMu.Lock()
+	n, err := x.postSend(wrs)
+	if n > 0 {
+		if derr := x.doorbell(); derr != nil {
+			err, n = derr, 0
+		}
+	}
+	x.sqMu.Unlock()
+	if err != nil {
+		return n, qp.c.err(op, err)
+	}
+	return n, nil
+}
+
+func (x *rxeQP) postSend(wrs []SendWR) (int, error) {
+	r := &x.sq
+	prod := r.hdr.ProducerIndex // ours: only we write it, under sqMu
+	n := 0
+	var err error
+	for i := range wrs {
+		if err = x.writeSend(r, prod, &wrs[i]); err != nil {
+			break
+		}
+		prod = (prod + 1) & r.mask
+		n++
+	}
+	if n > 0 {
+		// Release: the WQEs above are visible before the new index.
+		atomic.StoreUint32(&r.hdr.ProducerIndex, prod)
+	}
+	return n, err
+}
+
+// writeSend fills slot prod with wr (init_send_wqe, convert_send_wr).
+func (x *rxeQP) writeSend(r *rxeRing, prod uint32, wr *SendWR) error {
+	// Acquire: the kernel finished with a slot before advancing past it.
+	if (prod+1)&r.mask == atomic.LoadUint32(&r.hdr.ConsumerIndex) {
+		return errFull
+	}
+	rdma := false
+	switch wr.Opcode {
+	case WRSend, WRSendWithImm:
+		if x.ud {
+			return errArg("UD sends need an address handle, which purerdma does not create yet")
+		}
+	case WRRDMAWrite, WRRDMAWriteWithImm, WRRDMARead:
+		if x.ud {
+			return errArg("%v on a UD QP", wr.Opcode)
+		}
+		rdma = true
+	default:
+		return errArg("opcode %v: PostSend posts SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM and RDMA_READ", wr.Opcode)
+	}
+	if wr.Flags&^(SendFence|SendSignaled|SendSolicited) != 0 {
+		return errArg("send flags %#x", uint32(wr.Flags))
+	}
+	p := r.slot(prod)
+	w := (*abi.RxeSendWqe)(p)
+	*w = abi.RxeSendWqe{} // the kernel leaves the last use's fields behind
+	w.Wr.WrId = wr.ID
+	w.Wr.Opcode = uint32(wr.Opcode)
+	w.Wr.SendFlags = uint32(wr.Flags)
+	if wr.Opcode == WRSendWithImm || wr.Opcode == WRRDMAWriteWithImm {
+		w.Wr.Ex = be32(wr.Imm)
+	}
+	if rdma {
+		// wr.rdma: remote_addr (u64) then rkey (u32), over the union
+		// the abi type spells as wr.ud.
+		u := unsafe.Pointer(&w.Wr.Wr)
+		*(*uint64)(u) = wr.RemoteAddr
+		*(*uint32)(unsafe.Add(u, 8)) = wr.RKey
+		w.Iova = wr.RemoteAddr
+	}
+	data := unsafe.Add(p, rxeSendWqeSize)
+	var length uint64
+	nsge := 0
+	if wr.Inline != nil {
+		if wr.Opcode == WRRDMARead {
+			return errArg("inline data with RDMA_READ")
+		}
+		if len(wr.Inline) > x.maxInline {
+			return errArg("%d bytes inline: the QP takes %d", len(wr.Inline), x.maxInline)
+		}
+		copy(unsafe.Slice((*byte)(data), len(wr.Inline)), wr.Inline)
+		w.Wr.SendFlags |= uint32(sendInline)
+		length, nsge = uint64(len(wr.Inline)), 1
+	} else {
+		if len(wr.SGL) > x.maxSendSGE {
+			return errArg("%d SGEs: the QP takes %d", len(wr.SGL), x.maxSendSGE)
+		}
+		sges := unsafe.Slice((*abi.RxeSge)(data), len(wr.SGL))
+		for i, s := range wr.SGL {
+			sges[i] = abi.RxeSge{Addr: s.Addr, Length: s.Length, Lkey: s.LKey}
+			length += uint64(s.Length)
+		}
+		nsge = len(wr.SGL)
+	}
+	if length > 1<<31 {
+		return errArg("%d bytes: at most %d per work request", length, 1<<31)
+	}
+	w.Dma.Length = uint32(length)
+	w.Dma.Resid = uint32(length)
+	w.Dma.NumSge = uint32(nsge)
+	w.Ssn = x.ssn
+	x.ssn++
+	return nil
+}
+
+// doorbell is post_send_db: write() of IB_USER_VERBS_CMD_POST_SEND with
+// no work requests (uverbs_cmd.c ib_uverbs_post_send then calls the
+// driver's post_send with an empty list, and rxe_post_send for a user QP
+// kicks the requester).
+func (x *rxeQP) doorbell() error {
+	n, err := x.fd.RawWrite(ptrOf(x.db), rxeDoorbellLen)
+	if err != nil {
+		return err
+	}
+	if n != rxeDoorbellLen {
+		return fmt.Errorf("doorbell write of %d bytes took %d: %w", rxeDoorbellLen, n, syscall.EIO)
+	}
+	return nil
+}
+
+// PostRecv posts the receive work requests wrs to the QP's receive queue,
+// like ibv_post_recv. It returns how many it posted; on an error wrs[n]
+// failed and those before it were posted. It does not allocate and makes
+// no system call on rxe (the kernel reads the queue when a message
+// arrives).
+//
+// Errors (*Error): EINVAL for too many SGEs; ENOMEM when the receive
+// queue is full; ErrNotSupported for a QP without a receive queue of its
+// own or a driver without a data path here; os.ErrClosed after Close.
+func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
+	const op = "post recv"
+	if qp == nil || qp.c == nil {
+		return 0, errNilPost(op)
+	}
+	qp.mu.RLock()
+	defer qp.mu.RUnlock()
+	if qp.destroyed {
+		return 0, qp.c.err(op, os.ErrClosed)
+	}
+	x := qp.rxe
+	if x == nil || !x.hasRQ {
+		return 0, qp.c.err(op, errNoDataPath(qp.c))
+	}
+	x.rqMu.Lock()
+	n, err := x.postRecv(wrs)
+	x.rqMu.Unlock()
+	if err != nil {
+		return n, qp.c.err(op, err)
+	}
+	return n, nil
+}
+
+func (x *rxeQP) postRecv(wrs []RecvWR) (int, error) {
+	r := &x.rq
+	prod := r.hdr.ProducerIndex // ours, under rqMu
+	n := 0
+	var err error
+	for i := range wrs {
+		wr := &wrs[i]
+		if (prod+1)&r.mask == atomic.LoadUint32(&r.hdr.ConsumerIndex) { // acquire, as in writeSend
+			err = errFull
+			break
+		}
+		if len(wr.SGL) > x.maxRecvSGE {
+			err = errArg("%d SGEs: the QP takes %d", len(wr.SGL), x.maxRecvSGE)
+			break
+		}
+		p := r.slot(prod)
+		var length uint64
+		sges := unsafe.Slice((*abi.RxeSge)(unsafe.Add(p, rxeRecvWqeSize)), len(wr.SGL))
+		for j, s := range wr.SGL {
+			sges[j] = abi.RxeSge{Addr: s.Addr, Length: s.Length, Lkey: s.LKey}
+			length += uint64(s.Length)
+		}
+		if length > 1<<31 {
+			err = errArg("%d bytes: at most %d per work request", length, 1<<31)
+			break
+		}
+		*(*abi.RxeRecvWqe)(p) = abi.RxeRecvWqe{WrId: wr.ID, Dma: abi.RxeDmaInfo{
+			Length: uint32(length), Resid: uint32(length), NumSge: uint32(len(wr.SGL))}}
+		prod = (prod + 1) & r.mask
+		n++
+	}
+	if n > 0 {
+		atomic.StoreUint32(&r.hdr.ProducerIndex, prod) // release
+	}
+	return n, err
+}
+
+// Poll copies up to len(wc) completions from the CQ into wc, oldest first,
+// and returns how many, like ibv_poll_cq; 0 means none is waiting. It
+// makes no system call and does not allocate. Pollers of one CQ take turns.
+//
+// Errors (*Error): ErrNotSupported on a driver without a data path here
+// (mlx5); os.ErrClosed after Close.
+func (cq *CQ) Poll(wc []WC) (int, error) {
+	const op = "poll cq"
+	if cq == nil || cq.c == nil {
+		return 0, errNilPost(op)
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.destroyed {
+		return 0, cq.c.err(op, os.ErrClosed)
+	}
+	if !cq.hasRing {
+		return 0, cq.c.err(op, errNoDataPath(cq.c))
+	}
+	r := &cq.ring
+	cons := r.hdr.ConsumerIndex                     // ours, under mu
+	prod := atomic.LoadUint32(&r.hdr.ProducerIndex) // acquire
+	n := 0
+	for n < len(wc) && cons != prod {
+		wc[n].set((*abi.IbUverbsWc)(r.slot(cons)))
+		cons = (cons + 1) & r.mask
+		n++
+	}
+	if n > 0 {
+		atomic.StoreUint32(&r.hdr.ConsumerIndex, cons) // release
+	}
+	return n, nil
+}
+
+// rxeInit sets up the poll path of a CQ rxe created.
+func (cq *CQ) rxeInit(d *driverRes) error {
+	if len(d.maps) != 1 {
+		return fmt.Errorf("rxe CQ with %d mapped queues: %w", len(d.maps), syscall.EPROTO)
+	}
+	cq.ring = newRxeRing(d.maps[0])
+	if cq.ring.slotSize() < rxeWCSize {
+		return fmt.Errorf("rxe CQ slots of %d bytes: %w", cq.ring.slotSize(), syscall.EPROTO)
+	}
+	cq.hasRing = true
+	return nil
+}
+
+func errNoDataPath(c *Context) error {
+	return fmt.Errorf("purerdma has no data path for the %s provider yet: %w", c.prov.name(), ErrNotSupported)
+}
+
+func errNilPost(op string) error { return errs.New(op, "", errNil) }
