@@ -67,26 +67,12 @@ func unpackHeaders(ctx context.Context, debs []string, dir string) (string, erro
 		}
 		return m[0], nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
+	fresh, err := unpackOnce(ctx, dir, debs)
+	if err != nil {
+		return "", err
+	}
+	if !fresh {
 		return find()
-	}
-	tmp := dir + ".tmp"
-	if err := os.RemoveAll(tmp); err != nil {
-		return "", err
-	}
-	for _, d := range debs {
-		if err := unpackDeb(ctx, d, tmp); err != nil {
-			return "", err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
-		return "", err
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return "", err
 	}
 	kdir, err := find()
 	if err != nil {

@@ -182,53 +182,44 @@ func unpackUserland(ctx context.Context, parent string, debs []string) (string, 
 		fmt.Fprintln(h, filepath.Base(d))
 	}
 	dir := filepath.Join(parent, hex.EncodeToString(h.Sum(nil))[:16])
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
-		return dir, nil
-	}
-	tmp := dir + ".tmp"
-	if err := os.RemoveAll(tmp); err != nil {
-		return "", err
-	}
-	for _, d := range debs {
-		if err := unpackDeb(ctx, d, tmp); err != nil {
-			return "", err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
-		return "", err
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return "", err
-	}
-	return dir, os.Rename(tmp, dir)
+	_, err := unpackOnce(ctx, dir, debs)
+	return dir, err
 }
 
-// unpackExtras unpacks the extra packages into dir once per set of
-// packages (a stamp names them).
+// unpackExtras unpacks the extra packages into dir, again whenever the set
+// of packages changes.
 func unpackExtras(ctx context.Context, dir string, debs []string) error {
+	_, err := unpackOnce(ctx, dir, debs)
+	return err
+}
+
+// unpackOnce unpacks debs into dir unless dir/.complete says it holds
+// exactly those packages: into dir.tmp first, renamed when whole, so an
+// interrupted unpack is redone. It reports whether it unpacked.
+func unpackOnce(ctx context.Context, dir string, debs []string) (bool, error) {
 	var names strings.Builder
 	for _, d := range debs {
 		fmt.Fprintln(&names, filepath.Base(d))
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, ".complete")); err == nil && string(b) == names.String() {
-		return nil
+		return false, nil
 	}
 	tmp := dir + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
-		return err
+		return false, err
 	}
 	for _, d := range debs {
 		if err := unpackDeb(ctx, d, tmp); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if err := os.WriteFile(filepath.Join(tmp, ".complete"), []byte(names.String()), 0o644); err != nil {
-		return err
+		return false, err
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return err
+		return false, err
 	}
-	return os.Rename(tmp, dir)
+	return true, os.Rename(tmp, dir)
 }
 
 // goTool returns the go command: the one on PATH, else the one in GOROOT.
