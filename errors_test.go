@@ -2,6 +2,7 @@ package rdma_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -116,3 +117,17 @@ func TestNewFolds(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// A wrapper whose words follow the inner error is not folded: its words
+// would be lost.
+func TestNewKeepsTrailingWords(t *testing.T) {
+	in := errs.New("EX_CREATE_FLOW", "mlx5_0", syscall.EBUSY)
+	out := errs.New("create flow", "mlx5_0", fmt.Errorf("%w (while binding)", in))
+	if !strings.Contains(out.Error(), "while binding") {
+		t.Errorf("lost the wrapper's words: %v", out)
+	}
+	folded := errs.New("create flow", "mlx5_0", fmt.Errorf("bind: %w", in))
+	if folded.Op != "create flow: bind: EX_CREATE_FLOW" || folded.Err != syscall.EBUSY {
+		t.Errorf("%+v", *folded)
+	}
+}

@@ -213,9 +213,12 @@ func innerError(err error) (*Error, string) {
 			words := ""
 			if x != err {
 				s, in := err.Error(), e.Error()
-				if len(s) > len(in) && s[len(s)-len(in):] == in {
-					words = s[:len(s)-len(in)]
+				if len(s) < len(in) || s[len(s)-len(in):] != in {
+					// The wrappers put words after it too: folding
+					// would lose them, so keep the chain.
+					return nil, ""
 				}
+				words = s[:len(s)-len(in)]
 			}
 			return e, words
 		}
