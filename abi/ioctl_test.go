@@ -18,7 +18,7 @@ func addr(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
 func le64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 
 // TestGoldenQueryPort: the bytes of QUERY_PORT(port 1) on an mlx5 device.
-// Expected bytes from kernel-abi.md §1.2, §1.3 and §2.4 (struct
+// Expected bytes from rdma_user_ioctl_cmds.h, struct ib_uverbs_ioctl_hdr and ib_uverbs_attr; rdma_user_ioctl_cmds.h, struct ib_uverbs_attr; uverbs_ioctl.c, uverbs_process_attr (struct
 // ib_uverbs_ioctl_hdr, struct ib_uverbs_attr, CONST_IN inline, PTR_OUT by
 // pointer); to be replaced by a capture of `strace -X raw -e trace=ioctl
 // ibv_devinfo -d rxe0` from the VM test bed.
@@ -52,7 +52,7 @@ func TestGoldenQueryPort(t *testing.T) {
 }
 
 // TestGoldenCountersRead: what rdma-core's ibv_cmd_read_counters sends
-// (kernel-abi.md §3.1, §3.6): the handle, the output array by pointer, and
+// (uverbs_ioctl.c, UVERBS_ATTR_IDR and UVERBS_ATTR_PTR_OUT; uverbs_std_types_counters.c): the handle, the output array by pointer, and
 // the flags as a 4-byte inline value.
 func TestGoldenCountersRead(t *testing.T) {
 	buf := make([]byte, 2*8)
@@ -83,7 +83,7 @@ func TestGoldenCountersRead(t *testing.T) {
 }
 
 // TestGoldenInvokeWrite: ALLOC_PD (write command 3) over INVOKE_WRITE
-// (kernel-abi.md §1.7, §2.6): WRITE_CMD is an 8-byte CONST_IN, CORE_IN the
+// (uverbs_ioctl.c, UVERBS_METHOD_INVOKE_WRITE; uverbs_uapi.c, the write methods): WRITE_CMD is an 8-byte CONST_IN, CORE_IN the
 // 8-byte request (inline), CORE_OUT and UHW_OUT by pointer.
 func TestGoldenInvokeWrite(t *testing.T) {
 	coreIn := make([]byte, 8)

@@ -35,7 +35,7 @@ var grhSendHdr = MadHdr{
 	PKeyIndex:  0,
 }
 
-// Expected bytes from kernel-abi.md §5.2 layout (struct ib_user_mad_hdr);
+// Expected bytes from ib_user_mad.h, struct ib_user_mad_hdr layout (struct ib_user_mad_hdr);
 // replace with a strace capture of rdma-core once the VM test bed exists.
 const grhSendHdrHex = `
 05 00 00 00  00 00 00 00  64 00 00 00  03 00 00 00
@@ -56,7 +56,7 @@ var lidRecvHdr = MadHdr{
 	PKeyIndex: 0x0102,
 }
 
-// Expected bytes from kernel-abi.md §5.2 layout (struct ib_user_mad_hdr);
+// Expected bytes from ib_user_mad.h, struct ib_user_mad_hdr layout (struct ib_user_mad_hdr);
 // replace with a strace capture of rdma-core once the VM test bed exists.
 const lidRecvHdrHex = `
 01 00 00 00  00 00 00 00  00 00 00 00  00 00 00 00
@@ -73,7 +73,7 @@ func TestMadHdrGolden(t *testing.T) {
 		size int
 		hex  string
 	}{
-		// Expected bytes from kernel-abi.md §5.2 layout; replace with a
+		// Expected bytes from ib_user_mad.h, struct ib_user_mad_hdr layout; replace with a
 		// strace capture of rdma-core once the VM test bed exists.
 		{"grh-send-64", grhSendHdr, MadHdrSize, grhSendHdrHex},
 		// The 56-byte struct ib_user_mad_hdr_old is the first 56 bytes of
@@ -282,7 +282,7 @@ var vendorRegReq2 = RegReq2{
 	OUI:              0x001405,
 }
 
-// Expected bytes from kernel-abi.md §5.3 layout (struct
+// Expected bytes from ib_user_mad.h, struct ib_user_mad_reg_req layout (struct
 // ib_user_mad_reg_req2; oui is a host-order u32); replace with a strace
 // capture of rdma-core once the VM test bed exists.
 const vendorRegReq2Hex = `
@@ -357,7 +357,7 @@ var vendorRegReq = RegReq{
 	RMPPVersion:      1,
 }
 
-// Expected bytes from kernel-abi.md §5.3 layout (struct ib_user_mad_reg_req
+// Expected bytes from ib_user_mad.h, struct ib_user_mad_reg_req layout (struct ib_user_mad_reg_req
 // on 64-bit little-endian; oui[3] big-endian); replace with a strace capture
 // of rdma-core once the VM test bed exists.
 const vendorRegReqHex = `

@@ -18,7 +18,7 @@ const (
 	allocPDOut  = 8
 )
 
-// Expected bytes from kernel-abi.md §1.6 layout (struct ib_uverbs_cmd_hdr:
+// Expected bytes from ib_user_verbs.h, struct ib_uverbs_cmd_hdr and ib_uverbs_ex_cmd_hdr; uverbs_main.c, ib_uverbs_write layout (struct ib_uverbs_cmd_hdr:
 // in_words counts the whole buffer, header included, in 4-byte words);
 // replace with a strace capture of rdma-core once the VM test bed exists.
 const allocPDHex = `
@@ -42,7 +42,7 @@ const (
 01 00 00 00  00 00 00 00
 00 10 00 00  00 7f 00 00  02 00 00 00  00 00 00 00`
 
-	// Expected bytes from kernel-abi.md §1.6 layout (struct
+	// Expected bytes from ib_user_verbs.h, struct ib_uverbs_cmd_hdr and ib_uverbs_ex_cmd_hdr; uverbs_main.c, ib_uverbs_write layout (struct
 	// ib_uverbs_cmd_hdr + struct ib_uverbs_ex_cmd_hdr, word counts in
 	// 8-byte words excluding the headers); replace with a strace capture of
 	// rdma-core once the VM test bed exists.

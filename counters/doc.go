@@ -27,7 +27,7 @@
 // ENOTSUP.
 //
 // The rules, as the man pages state them and rdma-core and the kernel
-// implement them (kernel-abi.md §3):
+// implement them (uverbs_std_types_counters.c and mlx5 fs.c, counters.c):
 //
 //   - values are zero at creation and only grow;
 //   - once bound, no further attach (EBUSY) until no flow uses the object;

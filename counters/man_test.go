@@ -62,7 +62,7 @@ package counters_test
 //    read from hardware periodically, and finally all resources are
 //    released"                                             TestManRead_ExampleStaticAttachToNewFlow
 //
-// mlx5 and kernel rules beyond the man pages (kernel-abi.md §3) are in
+// mlx5 and kernel rules beyond the man pages (uverbs_std_types_counters.c and mlx5 fs.c, counters.c) are in
 // mlx5_test.go.
 
 import (

@@ -1,7 +1,7 @@
 package counters_test
 
 // mlx5's and the kernel's counters rules beyond the man pages
-// (kernel-abi.md §3.3–3.6), checked on the fake kernel, partly with raw
+// (mlx5 fs.c, mlx5_ib_flow_counters_set_data), checked on the fake kernel, partly with raw
 // EX_CREATE_FLOW requests that the library would never send.
 
 import (

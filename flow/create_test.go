@@ -252,7 +252,7 @@ func spec(t *testing.T, s flow.Spec) []byte {
 }
 
 // The core's checks in ib_uverbs_ex_create_flow come in a fixed order
-// (kernel-abi.md §4.3); each case breaks one rule and a later one whose
+// (uverbs_cmd.c, ib_uverbs_ex_create_flow); each case breaks one rule and a later one whose
 // errno differs, so only the right order gives the expected errno.
 func TestCoreValidationOrder(t *testing.T) {
 	v, c, raw := mlx5(t)

@@ -29,7 +29,7 @@ type Flow struct {
 // struct mlx5_ib_create_flow. A Count action binds its counters object:
 // the first flow bound to the object sends the object's counter points
 // (its (description, index) pairs), later flows send none while one of
-// them lives (rdma-core's rule; kernel-abi.md §3.3). The flow is destroyed
+// them lives (rdma-core's rule; mlx5 fs.c, mlx5_ib_flow_counters_set_data). The flow is destroyed
 // by Close, or by the context's Close before the counters and QPs.
 //
 // The kernel requires CAP_NET_RAW, and a UD or RAW_PACKET QP (mlx5 steers
@@ -44,7 +44,7 @@ type Flow struct {
 // without flow steering (rxe: every QP type); os.ErrClosed for destroyed
 // counters or a closed context; the kernel's errno otherwise: EPERM
 // (os.ErrPermission) without CAP_NET_RAW, EINVAL for the core's checks
-// (kernel-abi.md §4.3: flags, more than 10 specs, a QP that is not UD or
+// (uverbs_cmd.c, ib_uverbs_ex_create_flow: flags, more than 10 specs, a QP that is not UD or
 // RAW_PACKET, an invalid port, malformed specs) and mlx5's, ENOMEM from
 // mlx5 for a priority above 15.
 func Create(qp *uverbs.QP, attr *Attr) (*Flow, error) {

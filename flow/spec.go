@@ -10,7 +10,7 @@ import (
 
 // SpecType is the type of a flow spec (the kernel's enum ib_flow_spec_type;
 // rdma-core's enum ibv_flow_spec_type has the same values). The numbers are
-// not in the UAPI headers; kernel-abi.md §4.2 lists them.
+// not in the UAPI headers; ib_user_verbs.h, ib_uverbs_flow_spec_*; uverbs_cmd.c, kern_spec_to_ib_spec_filter lists them.
 type SpecType uint32
 
 // The spec types the kernel accepts from userspace.

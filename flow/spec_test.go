@@ -20,7 +20,7 @@ func unhex(t testing.TB, s string) []byte {
 }
 
 // The wire form of every spec, byte for byte, against struct
-// ib_uverbs_flow_spec_* of <rdma/ib_user_verbs.h> (kernel-abi.md §4.2):
+// ib_uverbs_flow_spec_* of <rdma/ib_user_verbs.h> (ib_user_verbs.h, ib_uverbs_flow_spec_*; uverbs_cmd.c, kern_spec_to_ib_spec_filter):
 // header {type u32, size u16, reserved u16}, then value and mask.
 func TestSpecWireForms(t *testing.T) {
 	for _, tc := range []struct {

@@ -30,8 +30,8 @@
 //	class/infiniband_mad/{umad,issm}<N>/{ibdev,port,dev}        FS.CharDevs, Port.Umad, Port.ISSM
 //
 // The formats are the kernel's (drivers/infiniband/core/sysfs.c,
-// uverbs_main.c, user_mad.c); the project's ABI notes (kernel-abi.md §6)
-// list them. The quirks are handled in one place each:
+// uverbs_main.c, user_mad.c); drivers/infiniband/core/device.c and
+// sysfs.c create them. The quirks are handled in one place each:
 //
 //   - an empty GID slot reads as all zeros, and its gid_attrs files fail
 //     with EINVAL: [Port.GIDs] leaves such slots out and [GIDEntry] leaves

@@ -59,7 +59,7 @@ type object interface {
 
 // Stage orders what Context.Close destroys: lower stages first. Packages
 // building on uverbs (counters, flow) register their objects with OnClose at
-// the stage that keeps the kernel's dependency order (kernel-abi §2.11:
+// the stage that keeps the kernel's dependency order (rdma_core.c, uverbs_destroy_ufile_hw:
 // flows → counters → QPs → CQs → PDs).
 type Stage int
 
@@ -352,7 +352,7 @@ func (c *Context) lookupUH(uh uint64) object {
 func (c *Context) newUserHandle() uint64 { return c.nextUH.Add(1) }
 
 // Close destroys every object the context still owns, in dependency order
-// (flows, counters, QPs, CQs, PDs, completion channels — kernel-abi §2.11),
+// (flows, counters, QPs, CQs, PDs, completion channels — rdma_core.c, uverbs_destroy_ufile_hw),
 // then the driver's context resources, the async event file and the
 // device file, like ibv_close_device after destroying what is left. It
 // waits for calls in flight. After a device was removed (destroys fail EIO:

@@ -98,7 +98,7 @@ func TestLifecycleRXE(t *testing.T) {
 	}
 }
 
-// The teardown order on Close is kernel-abi §2.11's: flows, counters, QPs,
+// The teardown order on Close is the kernel's (rdma_core.c, uverbs_destroy_ufile_hw): flows, counters, QPs,
 // CQs, PDs, then channels, the async event file and the device file.
 func TestCloseTeardownOrder(t *testing.T) {
 	b := newBed(t, rxe0())

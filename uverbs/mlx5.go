@@ -11,8 +11,8 @@ import (
 	"github.com/purerdma/rdma/internal/sys"
 )
 
-// mlx5Provider is ConnectX (mlx5_ib), following kernel-abi §2.2 and §2.9
-// and rdma-core's providers/mlx5:
+// mlx5Provider is ConnectX (mlx5_ib), following drivers/infiniband/hw/mlx5
+// (main.c, cq.c, qp.c) and rdma-core's providers/mlx5:
 //
 //   - GET_CONTEXT sends struct mlx5_ib_alloc_ucontext_req_v2 with
 //     max_cqe_version 1 (RAW_PACKET QPs need CQE version 1) and lib_caps

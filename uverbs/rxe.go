@@ -10,7 +10,7 @@ import (
 // rxeProvider is Soft-RoCE (rdma_rxe): no driver data on the context, PD
 // or query_device (rxe rejects any with EINVAL); CQ and QP responses carry
 // the mmap offsets of their queues, which live in kernel memory shared with
-// the process (kernel-abi §2.10).
+// the process (rxe_verbs.c).
 type rxeProvider struct{}
 
 func (rxeProvider) name() string                          { return "rxe" }

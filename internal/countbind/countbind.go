@@ -5,7 +5,7 @@
 // runs.
 //
 // The protocol is rdma-core's (providers/mlx5/verbs.c: mlx5_create_flow,
-// get_flow_mcounters, mlx5_destroy_flow; kernel-abi.md §3.3, §3.6): the
+// get_flow_mcounters, mlx5_destroy_flow; mlx5 fs.c, mlx5_ib_flow_counters_set_data; uverbs_std_types_counters.c): the
 // counters object's lock is held from BeginBind to EndBind, across the
 // EX_CREATE_FLOW call; the first flow bound to the object sends the
 // (description, index) pairs, later ones send none; the count of bound

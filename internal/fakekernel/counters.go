@@ -4,7 +4,7 @@ package fakekernel
 // (drivers/infiniband/core/uverbs_std_types_counters.c) and mlx5's
 // (drivers/infiniband/hw/mlx5/counters.c: mlx5_ib_read_counters,
 // mlx5_ib_flow_counters_set_data, counters_set_description,
-// mlx5_ib_counters_clear_description), kernel-abi.md §3. Only mlx5 has the
+// mlx5_ib_counters_clear_description), uverbs_std_types_counters.c and mlx5 fs.c, counters.c. Only mlx5 has the
 // object: the method table of every other driver lacks it, so the
 // framework answers EPROTONOSUPPORT before any of this runs.
 

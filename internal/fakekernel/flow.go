@@ -6,7 +6,7 @@ package fakekernel
 // kern_spec_to_ib_spec*, ib_uverbs_ex_destroy_flow; uverbs_std_types.c:
 // uverbs_free_flow) and mlx5's (drivers/infiniband/hw/mlx5/fs.c:
 // mlx5_ib_create_flow, _create_flow_rule, parse_flow_attr,
-// is_valid_ethertype), kernel-abi.md §4. Drivers without create_flow
+// is_valid_ethertype), uverbs_cmd.c, ib_uverbs_ex_create_flow. Drivers without create_flow
 // (rxe and every driver but mlx5 and mlx4 in 6.12) answer EOPNOTSUPP; mlx4
 // is not modelled (also EOPNOTSUPP).
 //

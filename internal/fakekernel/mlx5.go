@@ -25,8 +25,8 @@ type Mlx5Caps struct {
 
 // MLX5 returns a ConnectX device with one Ethernet (RoCE) port. Its
 // attributes are plausible values for a ConnectX-5, not a capture (the
-// project has no mlx5 hardware); the rules are the driver's as kernel-abi
-// §2.2, §2.6, §2.9 documents them:
+// project has no mlx5 hardware); the rules are the driver's (drivers/infiniband/hw/mlx5:
+// main.c mlx5_ib_alloc_ucontext, cq.c create_cq_user, qp.c create_qp):
 //
 //   - GET_CONTEXT: UHW_IN of exactly 8 bytes (v0) or at least 16 (v2),
 //     anything else, none included, EINVAL; flags other than DEVX, a

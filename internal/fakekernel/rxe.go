@@ -15,7 +15,7 @@ import (
 // order (0xacade8fffe375f42 is acad:e8ff:fe37:5f42); ipv4 the address of
 // GID 1.
 //
-// The rxe driver rules (kernel-abi §2.10, rxe_verbs.c): GET_CONTEXT,
+// The rxe driver rules (drivers/infiniband/sw/rxe/rxe_verbs.c): GET_CONTEXT,
 // ALLOC_PD take no driver data; EX_QUERY_DEVICE with any driver data is
 // EINVAL; CQ create needs UHW_OUT ≥ 16 bytes (EINVAL), rejects create flags
 // (EOPNOTSUPP) and cqe outside 1..max_cqe (EINVAL); QP create needs UHW_OUT

@@ -8,7 +8,7 @@ import (
 	"github.com/purerdma/rdma/abi"
 )
 
-// rxe driver rules (kernel-abi §2.10).
+// rxe driver rules (rxe_verbs.c).
 func TestRXERules(t *testing.T) {
 	v, fd := ctxRXE(t)
 	exq := abi.IB_USER_VERBS_EX_CMD_QUERY_DEVICE | abi.IB_USER_VERBS_CMD_FLAG_EXTENDED

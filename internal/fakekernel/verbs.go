@@ -14,7 +14,7 @@ import (
 // Verbs is a simulated RDMA device: the semantics of the uverbs methods
 // purerdma's uverbs package uses, with the driver rules of rxe (rxe.go) or
 // mlx5 (mlx5.go), behind the strict framework of Kernel. Every rule cites
-// kernel-abi.md (§ numbers) or the kernel function it models; what is not
+// the kernel function it models (file, function); what is not
 // modelled fails EOPNOTSUPP (ErrNoHandler) rather than succeeding.
 //
 // Build one with RXE or MLX5, adjust the exported fields, then call Kernel
@@ -267,7 +267,7 @@ func (v *Verbs) handle(c *Call) error {
 var objectHandlers = map[uint16]func(v *Verbs, c *Call) error{}
 
 // needContext is ib_uverbs_get_ucontext: methods that work on the ucontext
-// fail EINVAL before GET_CONTEXT (kernel-abi §2.4).
+// fail EINVAL before GET_CONTEXT (uverbs_ioctl.c, ib_uverbs_cmd_verbs).
 func needContext(c *Call) error {
 	if !c.File.HasContext() {
 		return syscall.EINVAL
@@ -482,7 +482,7 @@ func (c *Call) inU64(id uint16) uint64 {
 // it: the kernel copies the driver's length whatever the caller's buffer.
 // With no buffer that faults (EFAULT); with a shorter one the kernel would
 // write past it — the fake refuses with EFAULT rather than corrupt memory
-// (kernel-abi §8).
+// (ib_copy_to_udata: copy_to_user of at most outlen).
 func (c *Call) copyToUdata(data []byte) error {
 	n := c.OutLen(abi.UVERBS_ATTR_UHW_OUT)
 	if n < len(data) {

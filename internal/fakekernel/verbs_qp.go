@@ -154,8 +154,8 @@ func modifyOK(cur, next, typ uint8, mask uint32) bool {
 	return mask&^(req|opt|qpState) == 0
 }
 
-// createQP is UVERBS_METHOD_QP_CREATE (uverbs_std_types_qp.c, kernel-abi
-// §2.8): RAW_PACKET without CAP_NET_RAW EPERM; an unknown type EINVAL; no
+// createQP is UVERBS_METHOD_QP_CREATE (uverbs_std_types_qp.c,
+// UVERBS_HANDLER(UVERBS_METHOD_QP_CREATE)): RAW_PACKET without CAP_NET_RAW EPERM; an unknown type EINVAL; no
 // PD, send or receive CQ ENOENT; create flags other than SQ_SIG_ALL only
 // for RAW_PACKET and UD, SCATTER_FCS and CVLAN_STRIPPING only for
 // RAW_PACKET (EINVAL); then the driver's create_qp.

@@ -9,7 +9,7 @@ import (
 
 // writeCmd is one legacy command the model implements: its fixed request
 // and response sizes (UAPI_DEF_WRITE_IO: recorded for non-ex commands only,
-// kernel-abi §1.6/§1.7) and its handler.
+// uverbs_main.c ib_uverbs_write, uverbs_ioctl.c UVERBS_METHOD_INVOKE_WRITE) and its handler.
 type writeCmd struct {
 	name      string
 	req, resp int
@@ -36,7 +36,7 @@ const (
 	numWriteEx = abi.IB_USER_VERBS_EX_CMD_MODIFY_CQ + 1
 )
 
-// invokeWrite is UVERBS_METHOD_INVOKE_WRITE (kernel-abi §1.7): bits outside
+// invokeWrite is UVERBS_METHOD_INVOKE_WRITE (uverbs_ioctl.c): bits outside
 // the command mask and the extended flag EINVAL; a command past the table,
 // or one the model does not implement, EOPNOTSUPP; for non-ex commands a
 // CORE_IN or CORE_OUT shorter than the fixed size ENOSPC; a request longer
@@ -144,7 +144,7 @@ func (v *Verbs) wQueryPort(c *Call, in []byte) error {
 }
 
 // wAllocPD is ib_uverbs_alloc_pd: a new PD object; mlx5 writes its 4-byte
-// driver response unconditionally (kernel-abi §2.6).
+// driver response unconditionally (uverbs_uapi.c, the write methods' response).
 func (v *Verbs) wAllocPD(c *Call, in []byte) error {
 	if _, err := request(in, 8); err != nil {
 		return err

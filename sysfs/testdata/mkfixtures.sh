@@ -4,7 +4,7 @@
 #   rxe-6.1/    transcribed from the Soft-RoCE VM capture
 #               (shared/reference/soft-roce-vm/rxe-sysfs.txt, Linux 6.1.0-56)
 #   mlx5-ib/    mlx5, InfiniBand link layer   } built from the documented
-#   mlx5-eth/   mlx5, Ethernet (RoCE)         } formats (kernel-abi.md §6 and
+#   mlx5-eth/   mlx5, Ethernet (RoCE)         } formats (drivers/infiniband/core/sysfs.c and
 #   hfi1/       hfi1-like (Omni-Path)         } the kernel sources named in
 #   iwarp-old/  older-kernel iWARP RNIC       } each README)
 #   ib-switch/  an InfiniBand switch (port 0) }
