@@ -54,12 +54,20 @@ func (n *Netlink) run(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error
 func nlType(cmd uint16) uint16 { return abi.RDMA_NL_NLDEV<<10 | cmd }
 
 func execNetlink(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
+	// The reply carries the request's type, except PORT_GET's: the
+	// kernel answers it with RDMA_NLDEV_CMD_GET's type (nldev.c,
+	// nldev_port_get_doit), and a reply of another type than the one
+	// asked for is skipped while waiting for the next (60 s, then EAGAIN).
+	resType := nlType(cmd)
+	if cmd == abi.RDMA_NLDEV_CMD_PORT_GET && flags&unix.NLM_F_DUMP == 0 {
+		resType = nlType(abi.RDMA_NLDEV_CMD_GET)
+	}
 	for try := 0; ; try++ {
 		req := nl.NewNetlinkRequest(int(nlType(cmd)), int(flags))
 		for _, a := range attrs {
 			req.AddData(nl.NewRtAttr(int(a.typ), a.data))
 		}
-		msgs, err := req.Execute(unix.NETLINK_RDMA, nlType(cmd))
+		msgs, err := req.Execute(unix.NETLINK_RDMA, resType)
 		// A dump the kernel says was interrupted by a change (a device
 		// added or removed meanwhile) is retried.
 		if errors.Is(err, nl.ErrDumpInterrupted) && try < 3 {

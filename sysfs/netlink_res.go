@@ -322,3 +322,116 @@ func decodeResObject(b []byte) (ResourceObject, error) {
 	}
 	return o, nil
 }
+
+// NetlinkPort is one port of an nldev PORT_GET reply (fill_port_info in
+// nldev.c; a line of "rdma link show"). The InfiniBand attributes are
+// sent for InfiniBand ports only, the netdev for ports that have one in
+// the caller's network namespace.
+type NetlinkPort struct {
+	Index     uint32
+	Device    string
+	Port      uint32
+	State     uint8 // IB_PORT_* (4 = ACTIVE)
+	PhysState uint8 // 5 = LinkUp
+	// InfiniBand only.
+	CapFlags     *uint64
+	SubnetPrefix *uint64
+	LID, SMLID   *uint32
+	LMC          *uint8
+	// The port's netdev (RoCE, iWARP).
+	NetdevIndex *uint32
+	Netdev      *string
+}
+
+// Port reads one port of the device with index devIndex (like "rdma link
+// show DEV/PORT"). The kernel answers EINVAL for an unknown device or
+// port.
+func (n *Netlink) Port(devIndex uint32, port uint32) (*NetlinkPort, error) {
+	dev := fmt.Sprintf("index %d/%d", devIndex, port)
+	msgs, err := n.run(abi.RDMA_NLDEV_CMD_PORT_GET, 0, []nlAttr{
+		{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)},
+		{abi.RDMA_NLDEV_ATTR_PORT_INDEX, u32(port)},
+	})
+	if err != nil {
+		return nil, &Error{Op: "netlink port get", Device: dev, Err: err}
+	}
+	if len(msgs) != 1 {
+		return nil, &Error{Op: "netlink port get", Device: dev, Err: fmt.Errorf("the kernel sent %d replies, want 1", len(msgs))}
+	}
+	p, err := decodePort(msgs[0])
+	if err != nil {
+		return nil, &Error{Op: "netlink port get", Device: dev, Err: err}
+	}
+	return &p, nil
+}
+
+func decodePort(b []byte) (NetlinkPort, error) {
+	var p NetlinkPort
+	var haveIndex, haveName, havePort, haveState, havePhys bool
+	it := attrIter{b: b}
+	for it.next() {
+		var err error
+		switch it.typ {
+		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
+			p.Index, err = attrU32(it.typ, it.val)
+			haveIndex = true
+		case abi.RDMA_NLDEV_ATTR_DEV_NAME:
+			p.Device, err = attrString(it.typ, it.val)
+			haveName = true
+		case abi.RDMA_NLDEV_ATTR_PORT_INDEX:
+			p.Port, err = attrU32(it.typ, it.val)
+			havePort = true
+		case abi.RDMA_NLDEV_ATTR_PORT_STATE:
+			p.State, err = attrU8(it.typ, it.val)
+			haveState = true
+		case abi.RDMA_NLDEV_ATTR_PORT_PHYS_STATE:
+			p.PhysState, err = attrU8(it.typ, it.val)
+			havePhys = true
+		case abi.RDMA_NLDEV_ATTR_CAP_FLAGS:
+			var v uint64
+			if v, err = attrU64(it.typ, it.val); err == nil {
+				p.CapFlags = &v
+			}
+		case abi.RDMA_NLDEV_ATTR_SUBNET_PREFIX:
+			var v uint64
+			if v, err = attrU64(it.typ, it.val); err == nil {
+				p.SubnetPrefix = &v
+			}
+		case abi.RDMA_NLDEV_ATTR_LID:
+			var v uint32
+			if v, err = attrU32(it.typ, it.val); err == nil {
+				p.LID = &v
+			}
+		case abi.RDMA_NLDEV_ATTR_SM_LID:
+			var v uint32
+			if v, err = attrU32(it.typ, it.val); err == nil {
+				p.SMLID = &v
+			}
+		case abi.RDMA_NLDEV_ATTR_LMC:
+			var v uint8
+			if v, err = attrU8(it.typ, it.val); err == nil {
+				p.LMC = &v
+			}
+		case abi.RDMA_NLDEV_ATTR_NDEV_INDEX:
+			var v uint32
+			if v, err = attrU32(it.typ, it.val); err == nil {
+				p.NetdevIndex = &v
+			}
+		case abi.RDMA_NLDEV_ATTR_NDEV_NAME:
+			var s string
+			if s, err = attrString(it.typ, it.val); err == nil {
+				p.Netdev = &s
+			}
+		}
+		if err != nil {
+			return NetlinkPort{}, err
+		}
+	}
+	if it.err != nil {
+		return NetlinkPort{}, it.err
+	}
+	if !haveIndex || !haveName || !havePort || !haveState || !havePhys {
+		return NetlinkPort{}, fmt.Errorf("nldev PORT_GET reply without the device index, name, port, state or physical state")
+	}
+	return p, nil
+}

@@ -168,3 +168,44 @@ func TestLinkRequests(t *testing.T) {
 		t.Errorf("DELLINK error %v, want EINVAL", err)
 	}
 }
+
+// decodePort reads fill_port_info's attributes: the InfiniBand ones only
+// when sent, the netdev when there is one; a truncated reply is an error.
+func TestDecodePort(t *testing.T) {
+	e := &nlEnc{pad: true}
+	e.u32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, 2)
+	e.str(abi.RDMA_NLDEV_ATTR_DEV_NAME, "rxe1")
+	e.u32(abi.RDMA_NLDEV_ATTR_PORT_INDEX, 1)
+	e.u8(abi.RDMA_NLDEV_ATTR_PORT_STATE, 4)
+	e.u8(abi.RDMA_NLDEV_ATTR_PORT_PHYS_STATE, 5)
+	e.u32(abi.RDMA_NLDEV_ATTR_NDEV_INDEX, 3)
+	e.str(abi.RDMA_NLDEV_ATTR_NDEV_NAME, "veth1")
+	p, err := decodePort(e.b)
+	if err != nil || p.Index != 2 || p.Device != "rxe1" || p.Port != 1 || p.State != 4 || p.PhysState != 5 ||
+		p.Netdev == nil || *p.Netdev != "veth1" || p.NetdevIndex == nil || *p.NetdevIndex != 3 || p.LID != nil || p.SubnetPrefix != nil {
+		t.Fatalf("%+v %v", p, err)
+	}
+	ib := &nlEnc{}
+	ib.u32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, 0)
+	ib.str(abi.RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_0")
+	ib.u32(abi.RDMA_NLDEV_ATTR_PORT_INDEX, 1)
+	ib.u64(abi.RDMA_NLDEV_ATTR_SUBNET_PREFIX, 0xfe80000000000000, nlmsgHdrLen)
+	ib.u32(abi.RDMA_NLDEV_ATTR_LID, 7)
+	ib.u32(abi.RDMA_NLDEV_ATTR_SM_LID, 1)
+	ib.u8(abi.RDMA_NLDEV_ATTR_LMC, 0)
+	ib.u8(abi.RDMA_NLDEV_ATTR_PORT_STATE, 4)
+	ib.u8(abi.RDMA_NLDEV_ATTR_PORT_PHYS_STATE, 5)
+	p, err = decodePort(ib.b)
+	if err != nil || p.SubnetPrefix == nil || *p.SubnetPrefix != 0xfe80000000000000 || *p.LID != 7 || *p.SMLID != 1 || p.LMC == nil || p.Netdev != nil {
+		t.Fatalf("IB port: %+v %v", p, err)
+	}
+	// Every cut decodes without a panic; one before the state and
+	// physical state are complete is an error (a cut between the optional
+	// netdev attributes, or in the last one's padding, is a valid reply).
+	mandatory := len(e.b) - 12 - 8 - 3 // the netdev name and index, the padding of the physical state
+	for i := 0; i < len(e.b); i++ {
+		if _, err := decodePort(e.b[:i]); err == nil && i < mandatory {
+			t.Errorf("%d of %d bytes accepted", i, len(e.b))
+		}
+	}
+}

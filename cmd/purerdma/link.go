@@ -6,19 +6,23 @@ package main
 // exit statuses.
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/purerdma/rdma/sysfs"
 )
 
 func init() {
-	register("link", "add or delete a software RDMA device, like iproute2's rdma link add NAME type rxe netdev DEV / rdma link delete NAME", runLink)
+	register("link", "show ports, add or delete a software RDMA device, like iproute2's rdma link [-j] show / add NAME type rxe netdev DEV / delete NAME", runLink)
 }
 
 // linkNetlink is how link talks to the kernel (tests: a fake).
 var linkNetlink interface {
 	Devices() ([]sysfs.NetlinkDevice, error)
+	Port(devIndex, port uint32) (*sysfs.NetlinkPort, error)
 	LinkAdd(name, linkType, netdev string) error
 	LinkDelete(devIndex uint32) error
 } = sysfs.NewNetlink()
@@ -37,11 +41,20 @@ func linkKernelErr(stderr io.Writer, err error) error {
 }
 
 func runLink(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	asJSON := false
+	for len(args) > 0 && (args[0] == "-j" || args[0] == "--json") {
+		asJSON, args = true, args[1:]
+	}
+	if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
 		fmt.Fprint(stdout, linkUsage)
 		return nil
 	}
+	if len(args) == 0 {
+		return linkShow(nil, asJSON, stdout, stderr)
+	}
 	switch args[0] {
+	case "show", "list":
+		return linkShow(args[1:], asJSON, stdout, stderr)
 	case "add":
 		return linkAdd(args[1:], stdout, stderr)
 	case "delete", "del":
@@ -49,6 +62,108 @@ func runLink(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "Unknown parameter '%s'.\n", args[0])
 	return nil // rdma 6.1 exits 0 here
+}
+
+// rdma's link.c names of port states and physical states.
+var (
+	linkStates     = []string{"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}
+	linkPhysStates = []string{"NOP", "SLEEP", "POLLING", "DISABLED", "ARMED", "LINK_UP", "LINK_ERROR_RECOVER", "PHY_TEST", "UNKNOWN", "OPA_OFFLINE", "UNKNOWN", "OPA_TEST"}
+)
+
+func linkName(table []string, v uint8) string {
+	if int(v) < len(table) {
+		return table[v]
+	}
+	return "UNKNOWN"
+}
+
+// linkShow is rdma link show [DEV[/PORT]]: every port of every device (or
+// of one), one PORT_GET each, as rd_exec_link does.
+func linkShow(args []string, asJSON bool, stdout, stderr io.Writer) error {
+	devs, err := linkNetlink.Devices()
+	if err != nil {
+		return linkKernelErr(stderr, err)
+	}
+	// link show DEV/PORT: rd_exec_link wants both, and says "Wrong device
+	// name" for a device without a valid port as for an unknown device.
+	only, port := "", uint32(0)
+	if len(args) > 0 {
+		name, p, _ := strings.Cut(args[0], "/")
+		n, err := strconv.ParseUint(p, 10, 32)
+		found := false
+		for _, d := range devs {
+			if d.Name == name && err == nil && n >= 1 && n <= uint64(d.NumPorts) {
+				found = true
+			}
+		}
+		if !found {
+			if asJSON {
+				fmt.Fprintln(stdout, "[]")
+			}
+			fmt.Fprintln(stderr, "Wrong device name")
+			return exitError{1}
+		}
+		only, port = name, uint32(n)
+	}
+	lines := []*resLine{}
+	for _, d := range devs {
+		if only != "" && d.Name != only {
+			continue
+		}
+		for p := uint32(1); p <= uint32(d.NumPorts); p++ {
+			if port != 0 && p != port {
+				continue
+			}
+			np, err := linkNetlink.Port(d.Index, p)
+			if err != nil {
+				return linkKernelErr(stderr, err)
+			}
+			lines = append(lines, linkLine(np))
+		}
+	}
+	if asJSON {
+		b, err := json.Marshal(lines)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return nil
+	}
+	for _, l := range lines {
+		fmt.Fprintf(stdout, "%s\n", l.text.String())
+	}
+	return nil
+}
+
+// linkLine is link_parse_cb's line for one port.
+func linkLine(p *sysfs.NetlinkPort) *resLine {
+	l := &resLine{}
+	l.keys, l.vals = append(l.keys, "ifindex"), append(l.vals, p.Index)
+	l.add("ifname", "link "+p.Device+"/", p.Device)
+	l.add("port", fmt.Sprintf("%d ", p.Port), p.Port)
+	if p.SubnetPrefix != nil {
+		// The u64 in host order read as four u16s, highest first.
+		v := *p.SubnetPrefix
+		s := fmt.Sprintf("%04x:%04x:%04x:%04x", uint16(v>>48), uint16(v>>32), uint16(v>>16), uint16(v))
+		l.add("subnet_prefix", "subnet_prefix "+s+" ", s)
+	}
+	if p.LID != nil {
+		l.add("lid", fmt.Sprintf("lid %d ", *p.LID), *p.LID)
+	}
+	if p.SMLID != nil {
+		l.add("sm_lid", fmt.Sprintf("sm_lid %d ", *p.SMLID), *p.SMLID)
+	}
+	if p.LMC != nil {
+		l.add("lmc", fmt.Sprintf("lmc %d ", *p.LMC), *p.LMC)
+	}
+	st, ph := linkName(linkStates, p.State), linkName(linkPhysStates, p.PhysState)
+	l.add("state", "state "+st+" ", st)
+	l.add("physical_state", "physical_state "+ph+" ", ph)
+	if p.Netdev != nil && p.NetdevIndex != nil {
+		l.add("netdev", "netdev "+*p.Netdev+" ", *p.Netdev)
+		l.keys, l.vals = append(l.keys, "netdev_index"), append(l.vals, *p.NetdevIndex)
+	}
+	return l
 }
 
 // linkAdd: NAME, then the keywords "type" and "netdev" with their values

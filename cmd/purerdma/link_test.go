@@ -14,6 +14,16 @@ type fakeLinks struct {
 
 func (f *fakeLinks) Devices() ([]sysfs.NetlinkDevice, error) { return f.devs, nil }
 
+func (f *fakeLinks) Port(idx, port uint32) (*sysfs.NetlinkPort, error) {
+	for _, d := range f.devs {
+		if d.Index == idx {
+			nd, ni := "veth"+string(rune('0'+idx)), 10+idx
+			return &sysfs.NetlinkPort{Index: idx, Device: d.Name, Port: port, State: 4, PhysState: 5, Netdev: &nd, NetdevIndex: &ni}, nil
+		}
+	}
+	return nil, syscall.EINVAL
+}
+
 func (f *fakeLinks) LinkAdd(name, typ, netdev string) error {
 	if typ != "rxe" {
 		return syscall.EINVAL
@@ -41,7 +51,7 @@ func (f *fakeLinks) LinkDelete(idx uint32) error {
 // The messages and statuses of rdma link (compared with the real tool in
 // TestVMLinkMatchesRdma).
 func TestLink(t *testing.T) {
-	f := &fakeLinks{devs: []sysfs.NetlinkDevice{{Index: 0, Name: "rxe0"}}}
+	f := &fakeLinks{devs: []sysfs.NetlinkDevice{{Index: 0, Name: "rxe0", NumPorts: 1}}}
 	old := linkNetlink
 	linkNetlink = f
 	t.Cleanup(func() { linkNetlink = old })
@@ -60,6 +70,12 @@ func TestLink(t *testing.T) {
 		{[]string{"link", "delete", "nosuch"}, "", "Wrong device name - nosuch\n", 1, 2},
 		{[]string{"link", "delete", "rxe1"}, "", "", 0, 1},
 		{[]string{"link", "bogus"}, "", "Unknown parameter 'bogus'.\n", 0, 1},
+		{[]string{"link"}, "link rxe0/1 state ACTIVE physical_state LINK_UP netdev veth0 \n", "", 0, 1},
+		{[]string{"link", "show", "rxe0/1"}, "link rxe0/1 state ACTIVE physical_state LINK_UP netdev veth0 \n", "", 0, 1},
+		{[]string{"link", "-j", "show"}, `[{"ifindex":0,"ifname":"rxe0","port":1,"state":"ACTIVE","physical_state":"LINK_UP","netdev":"veth0","netdev_index":10}]` + "\n", "", 0, 1},
+		{[]string{"link", "show", "rxe0/2"}, "", "Wrong device name\n", 1, 1},
+		{[]string{"link", "show", "rxe0"}, "", "Wrong device name\n", 1, 1},
+		{[]string{"link", "show", "nosuch"}, "", "Wrong device name\n", 1, 1},
 	} {
 		out, errs, code := runTool(c.args...)
 		if out != c.out || errs != c.err || code != c.code || len(f.devs) != c.devsAfterwards {

@@ -59,12 +59,37 @@ func TestVMLinkMatchesRdma(t *testing.T) {
 		}
 		t.Logf("link %s: identical (exit %d, stderr %q, rxet there afterwards: %v)", strings.Join(args, " "), ccode, gerr, gExists)
 	}
+	// rdma [-j] link show, on every device (rxe0, rxe1, mock0).
+	for _, args := range [][]string{
+		{}, {"show"}, {"list"}, {"show", "rxe0"}, {"show", "rxe1/1"}, {"show", "rxe0/9"}, {"show", "nosuch"},
+	} {
+		for _, j := range [][]string{nil, {"-j"}} {
+			cargs := append(append(append([]string{}, j...), "link"), args...)
+			var cout, cerr bytes.Buffer
+			c := exec.Command("rdma", cargs...)
+			c.Stdout, c.Stderr = &cout, &cerr
+			ccode := 0
+			var ee *exec.ExitError
+			if err := c.Run(); errors.As(err, &ee) {
+				ccode = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			gout, gerr, gcode := runTool(append(append([]string{"link"}, j...), args...)...)
+			if gout != cout.String() || gerr != cerr.String() || gcode != ccode {
+				t.Errorf("rdma %s (kernel %s):\nrdma:     exit %d, stdout %q, stderr %q\npurerdma: exit %d, stdout %q, stderr %q",
+					strings.Join(cargs, " "), vmtest.Kernel(), ccode, cout.String(), cerr.String(), gcode, gout, gerr)
+				continue
+			}
+			t.Logf("rdma %s: identical (exit %d, %d lines)", strings.Join(cargs, " "), ccode, strings.Count(gout, "\n"))
+		}
+	}
 	cmp("add", "rxet", "type", "rxe", "netdev", "vtest0")
 	if !exists() {
 		t.Fatal("purerdma link add made no rxet")
 	}
 	cmp("add", "rxet2", "type", "rxe", "netdev", "vtest0") // the netdev has one: EEXIST
-	cmp("add", "rxet", "type", "rxe", "netdev", "vtest1")  // the name is taken: EEXIST
+	cmp("add", "rxet", "type", "rxe", "netdev", "vtest1")  // the name is taken: ENFILE (ib_register_device's assign_name)
 	// Delete: rdma's delete first, then purerdma's on a new rxet.
 	var cout, cerr bytes.Buffer
 	c := exec.Command("rdma", "link", "delete", "rxet")
