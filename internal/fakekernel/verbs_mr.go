@@ -93,3 +93,48 @@ func (f *File) postSendDoorbell(p []byte) (int, error) {
 
 // Doorbells returns how many POST_SEND doorbells the device was rung.
 func (k *Kernel) Doorbells() int64 { return k.doorbells.Load() }
+
+func init() {
+	writeCmds[abi.IB_USER_VERBS_CMD_CREATE_AH] = writeCmd{"CREATE_AH", 56, 4, (*Verbs).wCreateAH}
+	objectHandlers[abi.UVERBS_OBJECT_AH] = func(v *Verbs, c *Call) error {
+		if c.Header.MethodID != abi.UVERBS_METHOD_AH_DESTROY {
+			return ErrNoHandler
+		}
+		o := c.Object(abi.UVERBS_ATTR_DESTROY_AH_HANDLE)
+		o.Value.(*Object).Users--
+		v.logf("destroy ah %d", o.Handle)
+		return nil
+	}
+}
+
+// wCreateAH is ib_uverbs_create_ah with rxe's rules (rxe_create_ah,
+// rxe_av_chk_attr): the PD must exist, the port must exist, a RoCE port
+// needs the GRH (EINVAL); the driver output, when there is room for
+// struct rxe_create_ah_resp, gets the ah_num.
+func (v *Verbs) wCreateAH(c *Call, in []byte) error {
+	req, err := request(in, 56)
+	if err != nil {
+		return err
+	}
+	r := fromBytes[abi.IbUverbsCreateAh](req)
+	pd, err := c.lookup(abi.UVERBS_OBJECT_PD, r.PdHandle)
+	if err != nil {
+		return err
+	}
+	if v.port(uint64(r.Attr.PortNum)) == nil || r.Attr.IsGlobal == 0 {
+		return syscall.EINVAL
+	}
+	o, err := c.create(abi.UVERBS_OBJECT_AH, false)
+	if err != nil {
+		return err
+	}
+	pd.Users++
+	o.Value = pd
+	if v.DriverID == abi.RDMA_DRIVER_RXE && c.OutLen(abi.UVERBS_ATTR_UHW_OUT) >= 8 {
+		if err := c.Out(abi.UVERBS_ATTR_UHW_OUT, binary.LittleEndian.AppendUint64(nil, uint64(o.Handle)), false); err != nil {
+			return err
+		}
+	}
+	v.logf("create ah %d", o.Handle)
+	return response(c, binary.LittleEndian.AppendUint32(nil, o.Handle))
+}
