@@ -372,3 +372,30 @@ func TestVMUD(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestVMPostSendBeforeRTS: the kernel refuses the doorbell of a QP that is
+// not ready to send; the request stays in the queue, counted.
+func TestVMPostSendBeforeRTS(t *testing.T) {
+	vmtest.Require(t)
+	c := vmOpen(t, vmtest.Dev0)
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(CQAttr{CQE: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := qp.Modify(&QPAttr{State: QPStateInit, Port: 1}, QPAttrState|QPAttrPKeyIndex|QPAttrPort|QPAttrAccessFlags); err != nil {
+		t.Fatal(err)
+	}
+	n, err := qp.PostSend([]SendWR{{Opcode: WRSend, Inline: []byte("early")}})
+	t.Logf("kernel %s: PostSend in INIT: %d, %v", vmtest.Kernel(), n, err)
+	if n != 1 || !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("PostSend in INIT: %d, %v; want 1 and EINVAL from the doorbell", n, err)
+	}
+}

@@ -160,7 +160,10 @@ var errFull = fmt.Errorf("the work queue is full: %w", syscall.ENOMEM)
 // PostSend posts the send work requests wrs to the QP's send queue, in
 // order, and rings the doorbell once, like ibv_post_send. It returns how
 // many it posted: on an error, wrs[n] is the one that failed (ibv's
-// bad_wr) and those before it were posted. It does not allocate.
+// bad_wr) and those before it were posted. When the doorbell itself fails
+// (EINVAL before the QP reaches RTS), n counts the requests left in the
+// queue, which the kernel takes at the next doorbell, as with rdma-core.
+// It does not allocate.
 //
 // On rxe the requests go into the send queue the QP shares with the
 // kernel, and a POST_SEND write() without work requests tells the kernel
@@ -193,8 +196,10 @@ func (qp *QP) PostSend(wrs []SendWR) (int, error) {
 	x.sqMu.Lock()
 	n, err := x.postSend(wrs)
 	if n > 0 {
+		// Like rdma-core's rxe_post_send, a failed doorbell leaves the n
+		// requests in the queue: the kernel takes them at the next one.
 		if derr := x.doorbell(); derr != nil {
-			err, n = derr, 0
+			err = derr
 		}
 	}
 	x.sqMu.Unlock()
