@@ -399,3 +399,43 @@ func TestVMPostSendBeforeRTS(t *testing.T) {
 		t.Errorf("PostSend in INIT: %d, %v; want 1 and EINVAL from the doorbell", n, err)
 	}
 }
+
+// TestVMDataPathAllocs: a send, its receive and both completions on the
+// real kernel allocate nothing (the doorbell is a real system call here).
+func TestVMDataPathAllocs(t *testing.T) {
+	vmtest.Require(t)
+	e := vmConnect(t)
+	a, b := e[0], e[1]
+	send := []SendWR{{ID: 1, Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{sge(t, a.mr, 0, 256)}}}
+	recv := []RecvWR{{ID: 2, SGL: []SGE{sge(t, b.mr, 0, 256)}}}
+	var wc [2]WC
+	failed := false
+	wait := func(cq *CQ) {
+		for i := 0; i < 1<<26; i++ {
+			if n, err := cq.Poll(wc[:1]); err != nil || n == 1 {
+				if err != nil || wc[0].Status != WCSuccess {
+					failed = true
+				}
+				return
+			}
+		}
+		failed = true
+	}
+	allocs := testing.AllocsPerRun(500, func() {
+		if _, err := b.qp.PostRecv(recv); err != nil {
+			failed = true
+		}
+		if _, err := a.qp.PostSend(send); err != nil {
+			failed = true
+		}
+		wait(a.cq)
+		wait(b.cq)
+	})
+	if failed {
+		t.Fatal("a post or a completion failed")
+	}
+	t.Logf("kernel %s: %v allocations per send, receive and two polls", vmtest.Kernel(), allocs)
+	if allocs != 0 {
+		t.Errorf("%v allocations per round trip, want 0", allocs)
+	}
+}
