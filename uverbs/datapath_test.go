@@ -447,3 +447,48 @@ func TestDataPathCloseRace(t *testing.T) {
 		close(stop)
 	}
 }
+
+// A UD send carries the address handle's ah_num, the remote QPN and QKey.
+func TestPostSendUDRXE(t *testing.T) {
+	b := newBed(t, rxe0())
+	c := b.open(t, "rxe0")
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(CQAttr{CQE: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeUD, SendCQ: cq, RecvCQ: cq, Cap: rcCap()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pd.CreateAH(AHAttr{Port: 1}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("AH without GRH on RoCE: %v", err)
+	}
+	ah, err := pd.CreateAH(AHAttr{IsGlobal: true, Port: 1, GRH: GlobalRoute{HopLimit: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := qp.PostSend([]SendWR{{Opcode: WRSend}}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("UD send without AH: %v", err)
+	}
+	if _, err := qp.PostSend([]SendWR{{Opcode: WRRDMAWrite, AH: ah}}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("RDMA write on UD: %v", err)
+	}
+	if _, err := qp.PostSend([]SendWR{{ID: 7, Opcode: WRSend, AH: ah, RemoteQPN: 0x123, RemoteQKey: 0x4567}}); err != nil {
+		t.Fatal(err)
+	}
+	w := (*abi.RxeSendWqe)(qp.rxe.sq.slot(0))
+	if w.Wr.WrId != 7 || w.Wr.Wr.RemoteQpn != 0x123 || w.Wr.Wr.RemoteQkey != 0x4567 || w.Wr.Wr.AhNum != ah.num || ah.num == 0 {
+		t.Errorf("UD WQE %+v (ah_num %d)", w.Wr, ah.num)
+	}
+	wantErrno(t, pd.Close(), syscall.EBUSY)
+	if err := ah.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ah.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}

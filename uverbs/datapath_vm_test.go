@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -280,5 +281,161 @@ func TestVMRegMRKeys(t *testing.T) {
 	}
 	if err := local.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestVMUD: a UD send with an address handle from rxe0 to rxe1, inline and
+// from an SGE list, with immediate data; the receive starts with the
+// 40-byte GRH.
+func TestVMUD(t *testing.T) {
+	vmtest.Require(t)
+	const qkey = 0x11111111
+	type end struct {
+		pd *PD
+		cq *CQ
+		qp *QP
+		mr *MR
+		g  GID
+	}
+	var e [2]end
+	for i, dev := range []string{vmtest.Dev0, vmtest.Dev1} {
+		c := vmOpen(t, dev)
+		pd, err := c.AllocPD()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cq, err := c.CreateCQ(CQAttr{CQE: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeUD, SendCQ: cq, RecvCQ: cq,
+			Cap: QPCap{MaxSendWR: 8, MaxRecvWR: 8, MaxSendSGE: 2, MaxRecvSGE: 1, MaxInlineData: 64}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []struct {
+			a QPAttr
+			m QPAttrMask
+		}{
+			{QPAttr{State: QPStateInit, Port: 1, QKey: qkey}, QPAttrState | QPAttrPKeyIndex | QPAttrPort | QPAttrQKey},
+			{QPAttr{State: QPStateRTR}, QPAttrState},
+			{QPAttr{State: QPStateRTS, SQPSN: 1}, QPAttrState | QPAttrSQPSN},
+		} {
+			if err := qp.Modify(&s.a, s.m); err != nil {
+				t.Fatalf("UD to %v: %v", s.a.State, err)
+			}
+		}
+		mr, err := pd.AllocMR(1<<14, AccessLocalWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := c.QueryGID(1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e[i] = end{pd, cq, qp, mr, g.GID}
+	}
+	a, b := e[0], e[1]
+	ah, err := a.pd.CreateAH(AHAttr{IsGlobal: true, Port: 1, GRH: GlobalRoute{DGID: b.g, HopLimit: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.qp.PostRecv([]RecvWR{{ID: 1, SGL: []SGE{sge(t, b.mr, 0, 40+512)}}, {ID: 2, SGL: []SGE{sge(t, b.mr, 4096, 40+512)}}}); err != nil {
+		t.Fatal(err)
+	}
+	fill(a.mr.Buf()[:300], 9)
+	msg := []byte("a datagram, inline")
+	wrs := []SendWR{
+		{ID: 1, Opcode: WRSend, Flags: SendSignaled, Inline: msg, AH: ah, RemoteQPN: b.qp.Num(), RemoteQKey: qkey},
+		{ID: 2, Opcode: WRSendWithImm, Flags: SendSignaled, Imm: 42, SGL: []SGE{sge(t, a.mr, 0, 100), sge(t, a.mr, 100, 200)},
+			AH: ah, RemoteQPN: b.qp.Num(), RemoteQKey: qkey},
+	}
+	if n, err := a.qp.PostSend(wrs); n != 2 || err != nil {
+		t.Fatalf("PostSend: %d, %v", n, err)
+	}
+	poll1(t, a.cq)
+	poll1(t, a.cq)
+	w := poll1(t, b.cq)
+	bb := b.mr.Buf()
+	if w.ID != 1 || w.ByteLen != uint32(40+len(msg)) || w.Flags&WCWithGRH == 0 || w.SrcQP != a.qp.Num() || !bytes.Equal(bb[40:40+len(msg)], msg) {
+		t.Errorf("UD receive 1: %+v, %q", w, bb[40:40+len(msg)])
+	}
+	w = poll1(t, b.cq)
+	if w.ID != 2 || w.ByteLen != 340 || w.Imm != 42 || w.Flags&WCWithImm == 0 || !bytes.Equal(bb[4096+40:4096+340], a.mr.Buf()[:300]) {
+		t.Errorf("UD receive 2: %+v", w)
+	}
+	// No AH: refused before the queue is touched.
+	if _, err := a.qp.PostSend([]SendWR{{Opcode: WRSend, Inline: msg}}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("UD send without AH: %v", err)
+	}
+	if err := ah.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVMPostSendBeforeRTS: the kernel refuses the doorbell of a QP that is
+// not ready to send; the request stays in the queue, counted.
+func TestVMPostSendBeforeRTS(t *testing.T) {
+	vmtest.Require(t)
+	c := vmOpen(t, vmtest.Dev0)
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(CQAttr{CQE: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := qp.Modify(&QPAttr{State: QPStateInit, Port: 1}, QPAttrState|QPAttrPKeyIndex|QPAttrPort|QPAttrAccessFlags); err != nil {
+		t.Fatal(err)
+	}
+	n, err := qp.PostSend([]SendWR{{Opcode: WRSend, Inline: []byte("early")}})
+	t.Logf("kernel %s: PostSend in INIT: %d, %v", vmtest.Kernel(), n, err)
+	if n != 1 || !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("PostSend in INIT: %d, %v; want 1 and EINVAL from the doorbell", n, err)
+	}
+}
+
+// TestVMDataPathAllocs: a send, its receive and both completions on the
+// real kernel allocate nothing (the doorbell is a real system call here).
+func TestVMDataPathAllocs(t *testing.T) {
+	vmtest.Require(t)
+	e := vmConnect(t)
+	a, b := e[0], e[1]
+	send := []SendWR{{ID: 1, Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{sge(t, a.mr, 0, 256)}}}
+	recv := []RecvWR{{ID: 2, SGL: []SGE{sge(t, b.mr, 0, 256)}}}
+	var wc [2]WC
+	failed := false
+	wait := func(cq *CQ) {
+		for i := 0; i < 1<<26; i++ {
+			if n, err := cq.Poll(wc[:1]); err != nil || n == 1 {
+				if err != nil || wc[0].Status != WCSuccess {
+					failed = true
+				}
+				return
+			}
+		}
+		failed = true
+	}
+	allocs := testing.AllocsPerRun(500, func() {
+		if _, err := b.qp.PostRecv(recv); err != nil {
+			failed = true
+		}
+		if _, err := a.qp.PostSend(send); err != nil {
+			failed = true
+		}
+		wait(a.cq)
+		wait(b.cq)
+	})
+	if failed {
+		t.Fatal("a post or a completion failed")
+	}
+	t.Logf("kernel %s: %v allocations per send, receive and two polls", vmtest.Kernel(), allocs)
+	if allocs != 0 {
+		t.Errorf("%v allocations per round trip, want 0", allocs)
 	}
 }

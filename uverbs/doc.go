@@ -20,6 +20,7 @@
 //	ibv_create_qp, ibv_modify_qp, ibv_query_qp, ibv_destroy_qp     PD.CreateQP, QP.Modify, QP.Query, QP.Close
 //	ibv_get_async_event                                            Context.AsyncEvent
 //	ibv_reg_mr, ibv_dereg_mr                                       PD.AllocMR (mmap + ibv_reg_mr), PD.RegMR, MR.Close
+//	ibv_create_ah, ibv_destroy_ah                                  PD.CreateAH, AH.Close
 //	ibv_post_send                                                  QP.PostSend
 //	ibv_post_recv                                                  QP.PostRecv
 //	ibv_poll_cq                                                    CQ.Poll
@@ -61,7 +62,7 @@
 //
 // A Context owns what is created through it. Closing a Context destroys
 // what is left in the kernel's dependency order (flows and counters that
-// other packages registered with OnClose, then QPs, CQs, MRs, PDs,
+// other packages registered with OnClose, then QPs, CQs, AHs, MRs, PDs,
 // completion channels), then the driver's resources, the async event file and the
 // device file. Every method is safe for concurrent use; Close waits for
 // calls in flight, and calls after it fail with an error matching

@@ -37,10 +37,11 @@ package uverbs
 // the only ones written here (wr, iova, dma, ssn; the kernel fills mask,
 // state, psns itself in rxe_req.c req_next_wqe). They differ in two ways
 // that matter:
-//   - the doorbell (a POST_SEND write() with no work requests): 6.12's
-//     ib_uverbs_post_send wants wqe_size ≥ sizeof(struct
-//     ib_uverbs_send_wr) (EINVAL otherwise); rdma-core sends
-//     sizeof(struct ibv_send_wr), 128 on 64-bit, and so do we;
+//   - the doorbell (a POST_SEND write() with no work requests): newer
+//     kernels' ib_uverbs_post_send (uverbs_cmd.c; 6.12 here) refuse a
+//     wqe_size below sizeof(struct ib_uverbs_send_wr), 56, with EINVAL
+//     even when no work request follows; rdma-core sends sizeof(struct
+//     ibv_send_wr), 128 on 64-bit, which both kernels take, and so do we;
 //   - what the doorbell does: 6.1's rxe_post_send runs the requester inline
 //     (rxe_run_task(&qp->req.task, 0): the whole send path runs in our
 //     write()), 6.12 queues it on a workqueue (rxe_sched_task).
@@ -159,7 +160,10 @@ var errFull = fmt.Errorf("the work queue is full: %w", syscall.ENOMEM)
 // PostSend posts the send work requests wrs to the QP's send queue, in
 // order, and rings the doorbell once, like ibv_post_send. It returns how
 // many it posted: on an error, wrs[n] is the one that failed (ibv's
-// bad_wr) and those before it were posted. It does not allocate.
+// bad_wr) and those before it were posted. When the doorbell itself fails
+// (EINVAL before the QP reaches RTS), n counts the requests left in the
+// queue, which the kernel takes at the next doorbell, as with rdma-core.
+// It does not allocate.
 //
 // On rxe the requests go into the send queue the QP shares with the
 // kernel, and a POST_SEND write() without work requests tells the kernel
@@ -171,8 +175,8 @@ var errFull = fmt.Errorf("the work queue is full: %w", syscall.ENOMEM)
 //
 // Errors (*Error): EINVAL for a request the QP cannot take (an opcode
 // other than the five this package posts, too many SGEs, inline data
-// longer than MaxInlineData or with RDMA read, a UD send: address handles
-// are not supported yet); ENOMEM when the send queue is full; the
+// longer than MaxInlineData or with RDMA read, a UD send without an
+// address handle or an RDMA operation on UD); ENOMEM when the send queue is full; the
 // doorbell's errno (EINVAL before the QP is in RTS); ErrNotSupported on a
 // driver without a data path here (mlx5); os.ErrClosed after Close.
 func (qp *QP) PostSend(wrs []SendWR) (int, error) {
@@ -192,8 +196,10 @@ func (qp *QP) PostSend(wrs []SendWR) (int, error) {
 	x.sqMu.Lock()
 	n, err := x.postSend(wrs)
 	if n > 0 {
+		// Like rdma-core's rxe_post_send, a failed doorbell leaves the n
+		// requests in the queue: the kernel takes them at the next one.
 		if derr := x.doorbell(); derr != nil {
-			err, n = derr, 0
+			err = derr
 		}
 	}
 	x.sqMu.Unlock()
@@ -231,8 +237,8 @@ func (x *rxeQP) writeSend(r *rxeRing, prod uint32, wr *SendWR) error {
 	rdma := false
 	switch wr.Opcode {
 	case WRSend, WRSendWithImm:
-		if x.ud {
-			return errArg("UD sends need an address handle, which purerdma does not create yet")
+		if x.ud && (wr.AH == nil || wr.AH.num == 0) {
+			return errArg("a UD send needs an address handle (SendWR.AH)")
 		}
 	case WRRDMAWrite, WRRDMAWriteWithImm, WRRDMARead:
 		if x.ud {
@@ -253,6 +259,13 @@ func (x *rxeQP) writeSend(r *rxeRing, prod uint32, wr *SendWR) error {
 	w.Wr.SendFlags = uint32(wr.Flags)
 	if wr.Opcode == WRSendWithImm || wr.Opcode == WRRDMAWriteWithImm {
 		w.Wr.Ex = be32(wr.Imm)
+	}
+	if x.ud {
+		// wr.ud: remote_qpn, remote_qkey, pkey_index, reserved, ah_num;
+		// the address vector itself stays in the kernel (ah_num).
+		w.Wr.Wr.RemoteQpn = wr.RemoteQPN
+		w.Wr.Wr.RemoteQkey = wr.RemoteQKey
+		w.Wr.Wr.AhNum = wr.AH.num
 	}
 	if rdma {
 		// wr.rdma: remote_addr (u64) then rkey (u32), over the union

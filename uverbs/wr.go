@@ -79,6 +79,10 @@ type SendWR struct {
 	// RemoteAddr and RKey name the peer's memory of RDMA reads and writes.
 	RemoteAddr uint64
 	RKey       uint32
+	// AH, RemoteQPN and RemoteQKey address a UD send (wr.ud).
+	AH         *AH
+	RemoteQPN  uint32
+	RemoteQKey uint32
 }
 
 // RecvWR is a receive work request (struct ibv_recv_wr).

@@ -165,7 +165,7 @@ func TestVMRCPingpongGoGo(t *testing.T) {
 // guest is emulated and shares the host).
 func TestVMRCPingpongRate(t *testing.T) {
 	vmtest.Require(t)
-	const rounds, iters = 3, 1000
+	const rounds, iters = 7, 2000
 	var goUS, cUS []float64
 	port := 18700
 	for r := 0; r < rounds; r++ {

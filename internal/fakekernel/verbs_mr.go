@@ -108,7 +108,7 @@ func init() {
 }
 
 // wCreateAH is ib_uverbs_create_ah with rxe's rules (rxe_create_ah,
-// rxe_av_chk_attr): the PD must exist, the port must be 1, a RoCE port
+// rxe_av_chk_attr): the PD must exist, the port must exist, a RoCE port
 // needs the GRH (EINVAL); the driver output, when there is room for
 // struct rxe_create_ah_resp, gets the ah_num.
 func (v *Verbs) wCreateAH(c *Call, in []byte) error {

@@ -19,7 +19,7 @@ import (
 
 // Stage orders what a Context's Close destroys: lower stages first. The
 // stages keep the kernel's dependency order (uverbs_destroy_ufile_hw
-// destroys in the same order: flows, counters, QPs, CQs, MRs, PDs).
+// destroys in the same order: flows, counters, QPs, CQs, AHs, MRs, PDs).
 type Stage int
 
 // The teardown stages, in the order Close runs them.
@@ -28,6 +28,7 @@ const (
 	StageCounters Stage = 20
 	StageQP       Stage = 30
 	StageCQ       Stage = 40
+	StageAH       Stage = 44
 	StageMR       Stage = 45
 	StagePD       Stage = 50
 	StageChannel  Stage = 60
