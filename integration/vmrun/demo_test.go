@@ -71,7 +71,10 @@ func TestDemo(t *testing.T) {
 				"(exit status 1, expected)\n":      2,
 				"(exit status 255, expected)\n":    1,
 				"3 round trips, average":           1,
-				"answered 3 requests\n":            1,
+				// "answered 3 requests", and on a loaded host perhaps
+				// " (1 repeats already answered)": a retransmitted
+				// request the server recognised.
+				"answered 3 requests":              1,
 				"every step behaved as expected\n": 1,
 				"DEMO FAILURE":                     0,
 			} {
