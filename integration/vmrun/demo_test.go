@@ -67,10 +67,10 @@ func TestDemo(t *testing.T) {
 				t.Errorf("the guest kernel is not %s", kernel)
 			}
 			for want, n := range map[string]int{
-				"--- identical, byte for byte\n":   5,
-				"(exit status 1, expected)\n":      2,
-				"(exit status 255, expected)\n":    1,
-				"3 round trips, average":           1,
+				"--- identical, byte for byte\n": 5,
+				"(exit status 1, expected)\n":    2,
+				"(exit status 255, expected)\n":  1,
+				"3 round trips, average":         1,
 				// "answered 3 requests", and on a loaded host perhaps
 				// " (1 repeats already answered)": a retransmitted
 				// request the server recognised.
