@@ -215,7 +215,9 @@ func (p *Port) RecvContext(ctx context.Context, pkt *Packet) (AgentID, error) {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			if cerr := ctx.Err(); cerr != nil {
 				err = cerr
-			} else if !deadline.IsZero() && !time.Now().Before(deadline) {
+			} else if !deadline.IsZero() {
+				// The deadline set is ctx's own: the read may see it
+				// pass a moment before ctx's timer fires.
 				err = context.DeadlineExceeded
 			}
 		}

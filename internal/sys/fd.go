@@ -52,11 +52,16 @@ type Waiter interface {
 	DeadlineChanged(deadline time.Time)
 }
 
+// readDeadline returns the fake descriptor's read deadline as set, its
+// monotonic clock reading included: a deadline kept as wall-clock
+// nanoseconds alone would be compared on the wall clock, which may step or
+// run at another rate than the monotonic clock that context timers use
+// (it does in a TCG guest), and a read could then give up before the
+// context that set the deadline knows it is done.
 func (fd *FD) readDeadline() time.Time {
-	if ns := fd.deadline.Load(); ns != 0 {
-		return time.Unix(0, ns)
-	}
-	return time.Time{}
+	fd.dlMu.Lock()
+	defer fd.dlMu.Unlock()
+	return fd.deadline
 }
 
 // FD is an owned file descriptor. Its zero value is not usable; get one from
@@ -73,7 +78,8 @@ type FD struct {
 
 	// Fake descriptors.
 	be       Backend
-	deadline atomic.Int64 // unix nanoseconds; 0 = none (fakes only)
+	dlMu     sync.Mutex
+	deadline time.Time // zero = none (fakes only)
 
 	mu      sync.RWMutex // held shared by syscalls on raw, exclusively by Close
 	closed  atomic.Bool
@@ -378,11 +384,9 @@ func (fd *FD) SetReadDeadline(t time.Time) error {
 		return os.ErrClosed
 	}
 	if fd.be != nil {
-		if t.IsZero() {
-			fd.deadline.Store(0)
-		} else {
-			fd.deadline.Store(t.UnixNano())
-		}
+		fd.dlMu.Lock()
+		fd.deadline = t
+		fd.dlMu.Unlock()
 		if w, ok := fd.be.(Waiter); ok {
 			w.DeadlineChanged(t)
 		}
