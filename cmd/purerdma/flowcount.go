@@ -211,6 +211,9 @@ func flowcount(ctx context.Context, a flowcountArgs, stdout io.Writer) (err erro
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+			if ctx.Err() != nil {
+				return nil // both were ready: the interrupt wins
+			}
 		}
 		if flowcountTick != nil {
 			flowcountTick()
