@@ -10,41 +10,6 @@ import (
 	"strconv"
 )
 
-// NodeType is the number in node_type (enum rdma_node_type).
-type NodeType int
-
-// Node types, as the kernel numbers them.
-const (
-	NodeCA          NodeType = 1 // "1: CA" (InfiniBand and RoCE adapters, rxe)
-	NodeSwitch      NodeType = 2 // "2: switch"
-	NodeRouter      NodeType = 3 // "3: router"
-	NodeRNIC        NodeType = 4 // "4: RNIC" (iWARP)
-	NodeUSNIC       NodeType = 5 // "5: usNIC"
-	NodeUSNICUDP    NodeType = 6 // "6: usNIC UDP"
-	NodeUnspecified NodeType = 7 // "7: unspecified"
-)
-
-// String returns the name the kernel prints after the number in node_type
-// ("CA", "switch", …), or "<unknown>".
-func (t NodeType) String() string {
-	switch t {
-	case NodeCA:
-		return "CA"
-	case NodeSwitch:
-		return "switch"
-	case NodeRouter:
-		return "router"
-	case NodeRNIC:
-		return "RNIC"
-	case NodeUSNIC:
-		return "usNIC"
-	case NodeUSNICUDP:
-		return "usNIC UDP"
-	case NodeUnspecified:
-		return "unspecified"
-	}
-	return "<unknown>"
-}
 
 // CA is one RDMA device of /sys/class/infiniband/<name>/: what
 // libibumad's umad_get_ca reads, and what ibstat prints before the ports.
@@ -237,7 +202,7 @@ func (f *FS) readCAAttrs(name string) (*CA, error) {
 		if err != nil {
 			return nil, err
 		}
-		if *g.dst, err = ParseGUID(s); err != nil {
+		if *g.dst, err = parseGUID(s); err != nil {
 			return nil, f.inFile(err, path.Join(dir, g.file))
 		}
 	}

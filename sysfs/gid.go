@@ -95,7 +95,7 @@ func (f *FS) readGIDValue(portDir string, index int) (GID, error) {
 	if err != nil {
 		return GID{}, err
 	}
-	g, err := ParseGID(s)
+	g, err := parseGID(s)
 	if err != nil {
 		return GID{}, f.inFile(err, rel)
 	}

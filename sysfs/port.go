@@ -7,55 +7,6 @@ import (
 	"strconv"
 )
 
-// PortState is the number in ports/N/state (enum ib_port_state).
-type PortState int
-
-// Port states.
-const (
-	PortNOP         PortState = 0 // "0: NOP"
-	PortDown        PortState = 1 // "1: DOWN"
-	PortInit        PortState = 2 // "2: INIT"
-	PortArmed       PortState = 3 // "3: ARMED"
-	PortActive      PortState = 4 // "4: ACTIVE"
-	PortActiveDefer PortState = 5 // "5: ACTIVE_DEFER"
-)
-
-var portStateNames = [...]string{"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}
-
-// String returns the name the kernel prints after the number ("ACTIVE"),
-// or "UNKNOWN" as the kernel does for other values.
-func (s PortState) String() string {
-	if s >= 0 && int(s) < len(portStateNames) {
-		return portStateNames[s]
-	}
-	return "UNKNOWN"
-}
-
-// PhysState is the number in ports/N/phys_state (enum ib_port_phys_state).
-type PhysState int
-
-// Physical port states.
-const (
-	PhysSleep                     PhysState = 1 // "1: Sleep"
-	PhysPolling                   PhysState = 2 // "2: Polling"
-	PhysDisabled                  PhysState = 3 // "3: Disabled"
-	PhysPortConfigurationTraining PhysState = 4 // "4: PortConfigurationTraining"
-	PhysLinkUp                    PhysState = 5 // "5: LinkUp"
-	PhysLinkErrorRecovery         PhysState = 6 // "6: LinkErrorRecovery"
-	PhysPhyTest                   PhysState = 7 // "7: Phy Test"
-)
-
-var physStateNames = [...]string{"<unknown>", "Sleep", "Polling", "Disabled", "PortConfigurationTraining", "LinkUp", "LinkErrorRecovery", "Phy Test"}
-
-// String returns the name the kernel prints after the number ("LinkUp"), or
-// "<unknown>" as the kernel does for 0 and other values.
-func (s PhysState) String() string {
-	if s >= 0 && int(s) < len(physStateNames) {
-		return physStateNames[s]
-	}
-	return "<unknown>"
-}
-
 // Link layers, the values of ports/N/link_layer.
 const (
 	LinkLayerInfiniBand = "InfiniBand"

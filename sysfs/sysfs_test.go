@@ -299,7 +299,7 @@ func TestToolOutputs(t *testing.T) {
 			t.Errorf("%s Port GUID %s, ibstat printed %s", tc.ca, got, tc.portGUID)
 		}
 		// ibstatus
-		if g0.GID.String() != tc.defaultGID {
+		if g0.GID.Hex() != tc.defaultGID {
 			t.Errorf("%s default gid %s, ibstatus printed %s", tc.ca, g0.GID, tc.defaultGID)
 		}
 		if p.Rate.Raw != "10 Gb/sec (1X FDR10)" || p.StateName != "ACTIVE" || p.PhysStateName != "LinkUp" {
@@ -384,7 +384,7 @@ func TestGIDs(t *testing.T) {
 }
 
 func mustGID(s string) GID {
-	g, err := ParseGID(s)
+	g, err := parseGID(s)
 	if err != nil {
 		panic(err)
 	}

@@ -93,7 +93,7 @@ type Device struct {
 
 // Transport returns the device's transport, as libibverbs derives it from
 // the node type.
-func (d Device) Transport() Transport { return d.NodeType.Transport() }
+func (d Device) Transport() Transport { return transportOf(d.NodeType) }
 
 // Driver names the device's driver: "rxe", "mlx5", … or "driver id N".
 func (d Device) Driver() string { return DriverName(d.DriverID) }

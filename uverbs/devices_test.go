@@ -77,34 +77,6 @@ func TestDevicesEdgeCases(t *testing.T) {
 	}
 }
 
-func TestGIDFormats(t *testing.T) {
-	for _, tc := range []struct {
-		hex, ntop string
-	}{
-		{"fe80:0000:0000:0000:acad:e8ff:fe37:5f42", "fe80::acad:e8ff:fe37:5f42"},
-		{"0000:0000:0000:0000:0000:ffff:0a4d:0001", "::ffff:10.77.0.1"},
-		{"0000:0000:0000:0000:0000:0000:0a4d:0001", "::10.77.0.1"},
-		{"0000:0000:0000:0000:0000:0000:0000:0001", "::1"},
-		{"0000:0000:0000:0000:0000:0000:0000:0000", "::"},
-		{"2001:0db8:0000:0001:0000:0000:0000:0001", "2001:db8:0:1::1"},
-		{"2001:0db8:0000:0000:0001:0000:0000:0001", "2001:db8::1:0:0:1"},
-		{"fe80:0000:0001:0000:0000:0000:0000:0000", "fe80:0:1::"},
-		{"0001:0000:0001:0000:0001:0000:0001:0000", "1:0:1:0:1:0:1:0"},
-	} {
-		var g GID
-		var w [8]uint16
-		if _, err := sscanHex(tc.hex, &w); err != nil {
-			t.Fatal(err)
-		}
-		for i, x := range w {
-			g[2*i], g[2*i+1] = byte(x>>8), byte(x)
-		}
-		if g.Hex() != tc.hex || g.String() != tc.ntop {
-			t.Errorf("%s: Hex %s, String %s (want %s)", tc.hex, g.Hex(), g.String(), tc.ntop)
-		}
-	}
-}
-
 func rxeNamed(name string) *fakeVerbs {
 	v := rxe0()
 	v.Name = name

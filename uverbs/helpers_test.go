@@ -113,7 +113,3 @@ func wantErrno(t testing.TB, err error, want syscall.Errno) {
 }
 
 type fakeVerbs = fakekernel.Verbs
-
-func sscanHex(s string, w *[8]uint16) (int, error) {
-	return fmt.Sscanf(s, "%x:%x:%x:%x:%x:%x:%x:%x", &w[0], &w[1], &w[2], &w[3], &w[4], &w[5], &w[6], &w[7])
-}
