@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	rdma "github.com/purerdma/rdma"
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/flow"
 	"github.com/purerdma/rdma/internal/errs"

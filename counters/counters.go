@@ -3,10 +3,12 @@ package counters
 import (
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/ucontext"
 	"os"
 	"syscall"
 	"unsafe"
+
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/ucontext"
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/countbind"
@@ -120,12 +122,12 @@ func Create(c *uverbs.Context, attr *InitAttr) (*Object, error) {
 		return fail(os.ErrClosed)
 	}
 	defer ucontext.Release(c)
-	r := abi.NewRequest(ucontext.API(c), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE).
+	r := abi.NewRequest(ucontext.API(c), uint32(c.DriverID()), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE).
 		NewHandle(abi.UVERBS_ATTR_CREATE_COUNTERS_HANDLE)
 	if err := ucontext.InvokeHeld(c, r); err != nil {
 		err = errnoOf(err)
 		if errs.Is(err, ErrNotSupported) {
-			err = fmt.Errorf("the %s driver has no verbs counters: %w", dev.Driver(), err)
+			err = fmt.Errorf("the %s driver has no verbs counters: %w", dev.DriverID, err)
 		}
 		return fail(err)
 	}
@@ -134,11 +136,11 @@ func Create(c *uverbs.Context, attr *InitAttr) (*Object, error) {
 		return fail(err)
 	}
 	cs := &Object{c: c, handle: h}
-	if c.DriverID() != abi.RDMA_DRIVER_MLX5 {
+	if c.DriverID() != rdma.DriverMLX5 {
 		// A kernel newer than 6.12 with counters on another driver: how
 		// that driver takes counter points is unknown here.
 		cs.destroy(func(r *abi.Request) error { return ucontext.InvokeHeld(c, r) })
-		return fail(fmt.Errorf("purerdma binds counters only on mlx5, not on the %s driver: %w", dev.Driver(), syscall.EOPNOTSUPP))
+		return fail(fmt.Errorf("purerdma binds counters only on mlx5, not on the %s driver: %w", dev.DriverID, syscall.EOPNOTSUPP))
 	}
 	cs.own = ucontext.Own(c, ucontext.StageCounters, "destroy counters", cs.destroy)
 	return cs, nil
@@ -215,7 +217,7 @@ func (cs *Object) Attach(attr AttachAttr, obj Target) error {
 	}
 	fail := func(err error) error { return errs.New(op, cs.c.Device().Name, err) }
 	if obj != nil && obj.Context() != nil {
-		return fail(fmt.Errorf("the %s driver supports only static attach (no flow; attach before creating the flow): %w", cs.c.Device().Driver(), syscall.ENOTSUP))
+		return fail(fmt.Errorf("the %s driver supports only static attach (no flow; attach before creating the flow): %w", cs.c.Device().DriverID, syscall.ENOTSUP))
 	}
 	if attr.CompMask != 0 {
 		return fail(fmt.Errorf("comp_mask %#x: no bit is defined: %w", attr.CompMask, syscall.EOPNOTSUPP))
@@ -271,9 +273,9 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 		return errs.New(op, c.Device().Name, os.ErrClosed)
 	}
 	if cs.req == nil {
-		cs.req = abi.NewRequest(ucontext.API(c), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
+		cs.req = abi.NewRequest(ucontext.API(c), uint32(c.DriverID()), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
 	} else {
-		cs.req.Reset(ucontext.API(c), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
+		cs.req.Reset(ucontext.API(c), uint32(c.DriverID()), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
 	}
 	var buf []byte
 	if len(values) > 0 {
@@ -326,7 +328,7 @@ func (cs *Object) Close() error {
 // destroy runs UVERBS_METHOD_COUNTERS_DESTROY; own's lock is held.
 func (cs *Object) destroy(invoke ucontext.Invoker) error {
 	c := cs.c
-	r := abi.NewRequest(ucontext.API(c), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_DESTROY).
+	r := abi.NewRequest(ucontext.API(c), uint32(c.DriverID()), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_DESTROY).
 		Handle(abi.UVERBS_ATTR_DESTROY_COUNTERS_HANDLE, cs.handle)
 	if err := invoke(r); err != nil && !errors.Is(err, syscall.EIO) {
 		err = errnoOf(err)

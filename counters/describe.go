@@ -3,13 +3,15 @@ package counters
 import (
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/errs"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
@@ -170,9 +172,9 @@ type Options struct {
 	Netlink StatsSource
 	// NoNetlink leaves the netlink sets out.
 	NoNetlink bool
-	// DriverID is the device's driver (abi.RDMA_DRIVER_*); 0 means ask
+	// DriverID is the device's driver; rdma.DriverUnknown means ask
 	// uverbs.LookupDevice (netlink, or the sysfs driver link).
-	DriverID uint32
+	DriverID rdma.DriverID
 }
 
 // Describe lists every counter set the device offers, like the RFC's
@@ -225,11 +227,11 @@ func DescribeWith(device string, opts *Options) ([]*Set, error) {
 		s.Device = device
 		sets = append(sets, s)
 	}
-	drv := uint32(0)
+	drv := rdma.DriverUnknown
 	if opts != nil {
 		drv = opts.DriverID
 	}
-	if drv == 0 {
+	if drv == rdma.DriverUnknown {
 		if d, err := uverbs.LookupDevice(device, &uverbs.Options{SysfsRoot: root}); err == nil {
 			drv = d.DriverID
 		}
@@ -278,8 +280,8 @@ func DescribeWith(device string, opts *Options) ([]*Set, error) {
 
 // Supported reports whether devices of the driver have verbs counters in
 // Linux 6.12 (only mlx5 registers the COUNTERS object).
-func Supported(driverID uint32) bool {
-	return abi.APIFor(driverID).Method(abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE) != nil
+func Supported(driverID rdma.DriverID) bool {
+	return abi.APIFor(uint32(driverID)).Method(abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE) != nil
 }
 
 // pmaSet reads a port's counters/ files, kept open.

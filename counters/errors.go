@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"syscall"
 
-	rdma "github.com/purerdma/rdma"
+	"github.com/purerdma/rdma"
 )
 
 // ErrNotSupported is matched, through errors.Is, by every error whose errno

@@ -64,8 +64,8 @@ type Attr struct {
 	Type AttrType
 	// Priority: lower is higher priority; mlx5 takes 0–15 (ENOMEM above).
 	Priority uint16
-	// Port is the 1-based port number.
-	Port  uint8
+	// Port is the 1-based port number (1 to 255: the ABI carries a u8).
+	Port  int
 	Flags AttrFlags
 	// Specs are the filters and actions, in order. The kernel takes at
 	// most 10 (IB_FLOW_SPEC_SUPPORT_LAYERS).
@@ -84,9 +84,12 @@ func (a *Attr) Size() int {
 }
 
 // AppendBinary appends struct ib_uverbs_flow_attr and the specs to b. The
-// error wraps EINVAL for more than 255 specs, more than 65535 bytes of
+// error wraps EINVAL for a port past 255, more than 255 specs, more than 65535 bytes of
 // them, a nil spec or a spec that fails to encode.
 func (a *Attr) AppendBinary(b []byte) ([]byte, error) {
+	if a.Port < 0 || a.Port > 0xff {
+		return b, errs.New("encode flow attr", "", fmt.Errorf("port %d: port numbers are 1 to 255: %w", a.Port, syscall.EINVAL))
+	}
 	if len(a.Specs) > 0xff {
 		return b, errs.New("encode flow attr", "", fmt.Errorf("%d specs, num_of_specs is 8 bits: %w", len(a.Specs), syscall.EINVAL))
 	}
@@ -105,7 +108,7 @@ func (a *Attr) AppendBinary(b []byte) ([]byte, error) {
 	b = le.AppendUint32(b, uint32(a.Type))
 	b = le.AppendUint16(b, uint16(size))
 	b = le.AppendUint16(b, a.Priority)
-	b = append(b, uint8(len(a.Specs)), 0, 0, a.Port)
+	b = append(b, uint8(len(a.Specs)), 0, 0, uint8(a.Port))
 	b = le.AppendUint32(b, uint32(a.Flags))
 	for _, s := range a.Specs {
 		var err error
@@ -154,7 +157,7 @@ func (a *Attr) UnmarshalBinary(b []byte) error {
 	*a = Attr{
 		Type:     AttrType(le.Uint32(b[0:])),
 		Priority: le.Uint16(b[6:]),
-		Port:     b[11],
+		Port:     int(b[11]),
 		Flags:    AttrFlags(le.Uint32(b[12:])),
 		Specs:    specs,
 	}

@@ -118,14 +118,14 @@ func Create(qp *uverbs.QP, attr *Attr) (*Flow, error) {
 		drv = mlx5DriverData(count != nil, pairs)
 	}
 	resp := new(abi.IbUverbsCreateFlowResp)
-	r := abi.InvokeWrite(ucontext.API(c), c.DriverID(), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW,
+	r := abi.InvokeWrite(ucontext.API(c), uint32(c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW,
 		core, structBytes(resp), drv, nil)
 	err = ucontext.InvokeHeld(c, r)
 	runtime.KeepAlive(pairs) // their address is inside drv
 	if err != nil {
 		err = kernelErr(err)
 		if errs.Is(err, ErrNotSupported) && ucontext.API(c).Method(abi.UVERBS_OBJECT_FLOW, abi.UVERBS_METHOD_FLOW_DESTROY) == nil {
-			err = fmt.Errorf("the %s driver has no flow steering: %w", c.Device().Driver(), err)
+			err = fmt.Errorf("the %s driver has no flow steering: %w", c.Device().DriverID, err)
 		}
 		return fail(err)
 	}
@@ -226,13 +226,13 @@ func (f *Flow) Close() error {
 // is held.
 func (f *Flow) destroy(invoke ucontext.Invoker) error {
 	c := f.c
-	r := abi.NewRequest(ucontext.API(c), c.DriverID(), abi.UVERBS_OBJECT_FLOW, abi.UVERBS_METHOD_FLOW_DESTROY).
+	r := abi.NewRequest(ucontext.API(c), uint32(c.DriverID()), abi.UVERBS_OBJECT_FLOW, abi.UVERBS_METHOD_FLOW_DESTROY).
 		Handle(abi.UVERBS_ATTR_DESTROY_FLOW_HANDLE, f.handle)
 	err := invoke(r)
 	if errors.Is(err, syscall.EPROTONOSUPPORT) {
 		req := new(abi.IbUverbsDestroyFlow)
 		req.FlowHandle = f.handle
-		err = invoke(abi.InvokeWrite(ucontext.API(c), c.DriverID(), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_DESTROY_FLOW,
+		err = invoke(abi.InvokeWrite(ucontext.API(c), uint32(c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_DESTROY_FLOW,
 			structBytes(req), nil, nil, nil))
 	}
 	if err != nil && !errors.Is(err, syscall.EIO) {

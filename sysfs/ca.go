@@ -3,13 +3,14 @@ package sysfs
 import (
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/errs"
 	"io/fs"
 	"path"
 	"sort"
 	"strconv"
-)
 
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
+)
 
 // CA is one RDMA device of /sys/class/infiniband/<name>/: what
 // libibumad's umad_get_ca reads, and what ibstat prints before the ports.
@@ -22,12 +23,12 @@ type CA struct {
 	Name string
 	// NodeType is node_type's number, and NodeTypeName the text after it
 	// as the kernel printed it ("1: CA" gives NodeCA and "CA").
-	NodeType     NodeType
+	NodeType     rdma.NodeType
 	NodeTypeName string
 	// NodeGUID is node_guid.
-	NodeGUID GUID
+	NodeGUID rdma.GUID
 	// SysImageGUID is sys_image_guid.
-	SysImageGUID GUID
+	SysImageGUID rdma.GUID
 	// FWVersion is fw_ver (empty on rxe; created by the core since
 	// Linux 4.10, so nil only on older kernels).
 	FWVersion *string
@@ -150,9 +151,9 @@ func (f *FS) readCA(name string, devs []CharDev) (*CA, error) {
 	}
 	for _, e := range ents {
 		n, err := ParsePortName(e.Name())
-		if err == nil && n == 0 && ca.NodeType != NodeSwitch {
+		if err == nil && n == 0 && ca.NodeType != rdma.NodeSwitch {
 			err = parseErr("", e.Name(), fmt.Sprintf("a port number from 1: port 0 exists only on a switch (node type %d), this is a %s (%d)",
-				NodeSwitch, ca.NodeType, ca.NodeType))
+				rdma.NodeSwitch, ca.NodeType, ca.NodeType))
 		}
 		if err != nil {
 			pe := err.(*ParseError)
@@ -193,10 +194,10 @@ func (f *FS) readCAAttrs(name string) (*CA, error) {
 	if err != nil {
 		return nil, f.inFile(err, path.Join(dir, "node_type"))
 	}
-	ca.NodeType, ca.NodeTypeName = NodeType(n), typeName
+	ca.NodeType, ca.NodeTypeName = rdma.NodeType(n), typeName
 	for _, g := range []struct {
 		file string
-		dst  *GUID
+		dst  *rdma.GUID
 	}{{"node_guid", &ca.NodeGUID}, {"sys_image_guid", &ca.SysImageGUID}} {
 		s, err := f.readString(path.Join(dir, g.file))
 		if err != nil {

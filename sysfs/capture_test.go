@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/purerdma/rdma"
 )
 
 // extractCapture unpacks testdata/name/sysfs.tar.gz, written in the VM by
@@ -148,7 +149,7 @@ func TestVMCaptures(t *testing.T) {
 	}
 }
 
-func vmCA(n int, guid GUID, netdev string, issm bool) *CA {
+func vmCA(n int, guid rdma.GUID, netdev string, issm bool) *CA {
 	ca := rxeCA(n, guid, netdev)
 	ca.NodeDesc = ptr("rxe")
 	if !issm {

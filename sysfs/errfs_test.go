@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"testing/fstest"
+
+	"github.com/purerdma/rdma"
 )
 
 // errFS is a tree whose chosen files fail the way the kernel makes sysfs
@@ -255,7 +257,7 @@ func TestMapFS(t *testing.T) {
 		t.Fatalf("CAs = %+v", cas)
 	}
 	p := cas[0].Ports[0]
-	if p.State != PortInit || p.Rate.Mbps != 2500 || p.LID != nil || p.Umad == nil || p.Umad.Name != "umad3" || cas[0].Verbs.Name != "uverbs3" {
+	if p.State != rdma.PortInit || p.Rate.Mbps != 2500 || p.LID != nil || p.Umad == nil || p.Umad.Name != "umad3" || cas[0].Verbs.Name != "uverbs3" {
 		t.Errorf("port %+v", p)
 	}
 	if r, _ := p.UmadRate(); r != 2 {

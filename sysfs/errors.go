@@ -3,7 +3,7 @@ package sysfs
 import (
 	"fmt"
 
-	rdma "github.com/purerdma/rdma"
+	"github.com/purerdma/rdma"
 )
 
 // ErrNotSupported is the library-wide "not supported" sentinel (see

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/purerdma/rdma"
 )
 
 // Fuzz targets for every parser and decoder. The properties: no panic on
@@ -60,7 +61,7 @@ func FuzzParseGID(f *testing.F) {
 		if err != nil || g2 != g {
 			t.Fatalf("round trip of %q via %q: %v, %v", s, out, g2, err)
 		}
-		var g3 GID
+		var g3 rdma.GID
 		if err := g3.UnmarshalText([]byte(out)); err != nil || g3 != g {
 			t.Fatalf("UnmarshalText(%q) = %v, %v", out, g3, err)
 		}
@@ -88,18 +89,18 @@ func FuzzParseGUID(f *testing.F) {
 }
 
 func TestGUIDRoundTrip(t *testing.T) {
-	for _, g := range []GUID{0, 1, 0xacade8fffe375f42, math.MaxUint64} {
+	for _, g := range []rdma.GUID{0, 1, 0xacade8fffe375f42, math.MaxUint64} {
 		got, err := parseGUID(g.String())
 		if err != nil || got != g {
 			t.Errorf("parseGUID(%q) = %#x, %v", g.String(), got, err)
 		}
 		b, _ := g.MarshalText()
-		var u GUID
+		var u rdma.GUID
 		if err := u.UnmarshalText(b); err != nil || u != g {
 			t.Errorf("text round trip of %#x: %#x, %v", g, u, err)
 		}
 	}
-	if err := new(GUID).UnmarshalText([]byte("nope")); err == nil {
+	if err := new(rdma.GUID).UnmarshalText([]byte("nope")); err == nil {
 		t.Error("UnmarshalText accepted nope")
 	}
 }
@@ -220,7 +221,7 @@ func FuzzParsePortName(f *testing.F) {
 
 func FuzzDecodeDevice(f *testing.F) {
 	f.Add(encodeDevice(NetlinkDevice{Index: 0, Name: "rxe0", NumPorts: 1, NodeGUID: 0xacade8fffe375f42, SysImageGUID: 0xacade8fffe375f42,
-		NodeType: ptr(NodeCA), Protocol: ptr("roce"), CapFlags: ptr[uint64](0x1223c76)}, false))
+		NodeType: ptr(rdma.NodeCA), Protocol: ptr("roce"), CapFlags: ptr[uint64](0x1223c76)}, false))
 	f.Add(encodeDevice(NetlinkDevice{Index: 7, Name: "mlx5_0", NumPorts: 2, NodeGUID: 1, SysImageGUID: 2, FWVersion: ptr("20.31.1014")}, true))
 	f.Add([]byte{8, 0, 1, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -243,7 +244,7 @@ func FuzzDecodeDevice(f *testing.F) {
 }
 
 func FuzzDecodeChardev(f *testing.F) {
-	f.Add(encodeChardev(NetlinkChardev{Name: "uverbs0", Dev: DevNumber{231, 192}, ABI: 2, DriverID: ptr[uint32](14)}, false))
+	f.Add(encodeChardev(NetlinkChardev{Name: "uverbs0", Dev: DevNumber{231, 192}, ABI: 2, DriverID: ptr(rdma.DriverRXE)}, false))
 	f.Add(encodeChardev(NetlinkChardev{Name: "umad1", Dev: DevNumber{231, 1}, ABI: 5}, true))
 	f.Add([]byte{6, 0, 0x49, 0, 1, 2, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -1,9 +1,11 @@
 package sysfs
 
 import (
-	"github.com/purerdma/rdma/internal/errs"
 	"path"
 	"strconv"
+
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // GID types, the values of ports/N/gid_attrs/types/M.
@@ -19,7 +21,7 @@ type GIDEntry struct {
 	// Index is the table index N.
 	Index int
 	// GID is gids/N; zero for an empty slot.
-	GID GID
+	GID rdma.GID
 	// Type is gid_attrs/types/N: GIDTypeIBRoCEv1 or GIDTypeRoCEv2. nil
 	// when the kernel refuses the read (EINVAL: an empty slot) or the file
 	// does not exist (kernels before 4.9).
@@ -89,15 +91,15 @@ func (f *FS) readGID(portDir string, index int) (GIDEntry, error) {
 	return e, f.readGIDAttrs(portDir, &e)
 }
 
-func (f *FS) readGIDValue(portDir string, index int) (GID, error) {
+func (f *FS) readGIDValue(portDir string, index int) (rdma.GID, error) {
 	rel := path.Join(portDir, "gids", strconv.Itoa(index))
 	s, err := f.readString(rel)
 	if err != nil {
-		return GID{}, err
+		return rdma.GID{}, err
 	}
 	g, err := parseGID(s)
 	if err != nil {
-		return GID{}, f.inFile(err, rel)
+		return rdma.GID{}, f.inFile(err, rel)
 	}
 	return g, nil
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/errs"
 	"syscall"
+
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -90,14 +92,14 @@ type NetlinkDevice struct {
 	NumPorts int
 	// NodeGUID and SysImageGUID are the same values as sysfs's node_guid
 	// and sys_image_guid.
-	NodeGUID     GUID
-	SysImageGUID GUID
+	NodeGUID     rdma.GUID
+	SysImageGUID rdma.GUID
 	// FWVersion is the firmware version; nil when the device has none
 	// (the kernel leaves the attribute out for an empty string, as for
 	// rxe).
 	FWVersion *string
 	// NodeType is the node type (1 = CA …), nil on kernels without it.
-	NodeType *NodeType
+	NodeType *rdma.NodeType
 	// Protocol is "ib", "roce", "iw", "opa" or "usnic" (Linux 5.5 and
 	// later; nil before).
 	Protocol *string
@@ -223,10 +225,10 @@ type NetlinkChardev struct {
 	// ABI is the ABI version: the driver's uverbs ABI for uverbs (rxe 2,
 	// mlx5 1), 5 for umad and issm.
 	ABI uint64
-	// DriverID is the driver (enum rdma_driver_id, abi.RDMA_DRIVER_*) for
+	// DriverID is the driver (enum rdma_driver_id) for
 	// uverbs; nil for umad and issm, and for drivers the kernel binds no
 	// driver id to.
-	DriverID *uint32
+	DriverID *rdma.DriverID
 }
 
 // Chardev asks the kernel for the character device of kind of the device

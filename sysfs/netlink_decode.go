@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 )
 
@@ -162,17 +163,17 @@ func decodeDevice(b []byte) (NetlinkDevice, error) {
 		case abi.RDMA_NLDEV_ATTR_NODE_GUID:
 			var v uint64
 			v, err = attrU64(it.typ, it.val)
-			d.NodeGUID = GUID(v)
+			d.NodeGUID = rdma.GUID(v)
 			have.node = true
 		case abi.RDMA_NLDEV_ATTR_SYS_IMAGE_GUID:
 			var v uint64
 			v, err = attrU64(it.typ, it.val)
-			d.SysImageGUID = GUID(v)
+			d.SysImageGUID = rdma.GUID(v)
 			have.sys = true
 		case abi.RDMA_NLDEV_ATTR_DEV_NODE_TYPE:
 			var v uint8
 			if v, err = attrU8(it.typ, it.val); err == nil {
-				t := NodeType(v)
+				t := rdma.NodeType(v)
 				d.NodeType = &t
 			}
 		case abi.RDMA_NLDEV_ATTR_DEV_PROTOCOL:
@@ -317,7 +318,8 @@ func decodeChardev(b []byte) (NetlinkChardev, error) {
 				v, err = attrU32(it.typ, it.val)
 			}
 			if err == nil {
-				c.DriverID = &v
+				d := rdma.DriverID(v)
+				c.DriverID = &d
 			}
 		}
 		if err != nil {

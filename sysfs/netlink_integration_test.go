@@ -14,7 +14,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/integration/vmtest"
 	"github.com/purerdma/rdma/sysfs"
 )
@@ -192,7 +192,7 @@ func TestLiveSysfs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.State != sysfs.PortActive || p.LinkLayer == nil || *p.LinkLayer != sysfs.LinkLayerEthernet || p.Rate == nil {
+		if p.State != rdma.PortActive || p.LinkLayer == nil || *p.LinkLayer != sysfs.LinkLayerEthernet || p.Rate == nil {
 			t.Errorf("%s: %+v", p.Name(), p)
 		}
 		gids, err := p.GIDs()
@@ -334,9 +334,9 @@ func TestNetlinkChardevAgreesWithSysfs(t *testing.T) {
 		want := sysfs.NetlinkChardev{Name: cd.Name, Dev: *cd.Dev, ABI: uint64(madABI)}
 		if cd.Kind == sysfs.KindUverbs {
 			want.ABI = uint64(*cd.ABIVersion)
-			id := uint32(abi.RDMA_DRIVER_RXE)
+			id := rdma.DriverRXE
 			if cd.CA == vmtest.MockDev {
-				id = abi.RDMA_DRIVER_MLX5 // the test device says mlx5
+				id = rdma.DriverMLX5 // the test device says mlx5
 			}
 			want.DriverID = &id
 		}

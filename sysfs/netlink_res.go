@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 )
 
@@ -330,9 +331,9 @@ func decodeResObject(b []byte) (ResourceObject, error) {
 type NetlinkPort struct {
 	Index     uint32
 	Device    string
-	Port      uint32
-	State     uint8 // IB_PORT_* (4 = ACTIVE)
-	PhysState uint8 // 5 = LinkUp
+	Port      int
+	State     rdma.PortState
+	PhysState rdma.PhysState
 	// InfiniBand only.
 	CapFlags     *uint64
 	SubnetPrefix *uint64
@@ -346,11 +347,11 @@ type NetlinkPort struct {
 // Port reads one port of the device with index devIndex (like "rdma link
 // show DEV/PORT"). The kernel answers EINVAL for an unknown device or
 // port.
-func (n *Netlink) Port(devIndex uint32, port uint32) (*NetlinkPort, error) {
+func (n *Netlink) Port(devIndex uint32, port int) (*NetlinkPort, error) {
 	dev := fmt.Sprintf("index %d/%d", devIndex, port)
 	msgs, err := n.run(abi.RDMA_NLDEV_CMD_PORT_GET, 0, []nlAttr{
 		{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)},
-		{abi.RDMA_NLDEV_ATTR_PORT_INDEX, u32(port)},
+		{abi.RDMA_NLDEV_ATTR_PORT_INDEX, u32(uint32(port))},
 	})
 	if err != nil {
 		return nil, &Error{Op: "netlink port get", Device: dev, Err: err}
@@ -379,13 +380,19 @@ func decodePort(b []byte) (NetlinkPort, error) {
 			p.Device, err = attrString(it.typ, it.val)
 			haveName = true
 		case abi.RDMA_NLDEV_ATTR_PORT_INDEX:
-			p.Port, err = attrU32(it.typ, it.val)
+			var v uint32
+			v, err = attrU32(it.typ, it.val)
+			p.Port = int(v)
 			havePort = true
 		case abi.RDMA_NLDEV_ATTR_PORT_STATE:
-			p.State, err = attrU8(it.typ, it.val)
+			var v uint8
+			v, err = attrU8(it.typ, it.val)
+			p.State = rdma.PortState(v)
 			haveState = true
 		case abi.RDMA_NLDEV_ATTR_PORT_PHYS_STATE:
-			p.PhysState, err = attrU8(it.typ, it.val)
+			var v uint8
+			v, err = attrU8(it.typ, it.val)
+			p.PhysState = rdma.PhysState(v)
 			havePhys = true
 		case abi.RDMA_NLDEV_ATTR_CAP_FLAGS:
 			var v uint64

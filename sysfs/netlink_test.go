@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 )
 
@@ -113,7 +114,7 @@ func hugeEncodeDev(d DevNumber) uint64 {
 func encodeChardev(c NetlinkChardev, pad bool) []byte {
 	e := &nlEnc{pad: pad}
 	if c.DriverID != nil {
-		e.u32(abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, *c.DriverID)
+		e.u32(abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, uint32(*c.DriverID))
 	}
 	e.u64(abi.RDMA_NLDEV_ATTR_CHARDEV, hugeEncodeDev(c.Dev), nlmsgHdrLen)
 	e.u64(abi.RDMA_NLDEV_ATTR_CHARDEV_ABI, c.ABI, nlmsgHdrLen)
@@ -244,7 +245,7 @@ func (k *fakeKernel) getChardev(m map[uint16][]byte) ([][]byte, error) {
 		if p != -1 {
 			return nil, syscall.EINVAL
 		}
-		id := dev.driverID
+		id := rdma.DriverID(dev.driverID)
 		c = NetlinkChardev{Name: fmt.Sprintf("uverbs%d", dev.uverbsMinor-192), Dev: DevNumber{231, dev.uverbsMinor}, ABI: dev.uverbsABI, DriverID: &id}
 	case "umad", "issm":
 		if p == -1 {
@@ -275,10 +276,10 @@ func rxeKernel(pad bool) *fakeKernel {
 	}
 	return &fakeKernel{pad: pad, devs: []fakeDev{
 		{NetlinkDevice{Index: 0, Name: "rxe0", NumPorts: 1, NodeGUID: 0xacade8fffe375f42, SysImageGUID: 0xacade8fffe375f42,
-			NodeType: ptr(NodeCA), Protocol: ptr("roce"), CapFlags: ptr[uint64](0x1223c76)}, map[int][]NamedCounter{1: counters(25019)},
+			NodeType: ptr(rdma.NodeCA), Protocol: ptr("roce"), CapFlags: ptr[uint64](0x1223c76)}, map[int][]NamedCounter{1: counters(25019)},
 			abi.RDMA_DRIVER_RXE, 2, 192, 0, false, false},
 		{NetlinkDevice{Index: 1, Name: "rxe1", NumPorts: 1, NodeGUID: 0xacdf59fffef0895d, SysImageGUID: 0xacdf59fffef0895d,
-			NodeType: ptr(NodeCA), Protocol: ptr("roce"), CapFlags: ptr[uint64](0x1223c76)}, map[int][]NamedCounter{1: counters(15011)},
+			NodeType: ptr(rdma.NodeCA), Protocol: ptr("roce"), CapFlags: ptr[uint64](0x1223c76)}, map[int][]NamedCounter{1: counters(15011)},
 			abi.RDMA_DRIVER_RXE, 2, 193, 1, false, false},
 		{NetlinkDevice{Index: 7, Name: "mlx5_0", NumPorts: 2, NodeGUID: 1, SysImageGUID: 2, FWVersion: ptr("20.31.1014")}, nil,
 			abi.RDMA_DRIVER_MLX5, 1, 194, 2, true, false},
@@ -355,7 +356,7 @@ func TestNetlinkChardev(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &NetlinkChardev{Name: "uverbs1", Dev: DevNumber{231, 193}, ABI: 2, DriverID: ptr[uint32](abi.RDMA_DRIVER_RXE)}
+		want := &NetlinkChardev{Name: "uverbs1", Dev: DevNumber{231, 193}, ABI: 2, DriverID: ptr(rdma.DriverRXE)}
 		if d := cmp.Diff(want, c); d != "" {
 			t.Errorf("pad %v: uverbs (-want +got):\n%s", pad, d)
 		}

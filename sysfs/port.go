@@ -1,10 +1,12 @@
 package sysfs
 
 import (
-	"github.com/purerdma/rdma/internal/errs"
 	"path"
 	"sort"
 	"strconv"
+
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // Link layers, the values of ports/N/link_layer.
@@ -27,10 +29,10 @@ type Port struct {
 	CA     string
 	Number int
 	// State is state's number; StateName the kernel's text after it.
-	State     PortState
+	State     rdma.PortState
 	StateName string
 	// PhysState is phys_state's number; PhysStateName the text after it.
-	PhysState     PhysState
+	PhysState     rdma.PhysState
 	PhysStateName string
 	// Rate is rate, parsed.
 	Rate *Rate

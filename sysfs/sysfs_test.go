@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/purerdma/rdma"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -62,7 +63,7 @@ func pkeys(n int, first ...uint16) []uint16 {
 func rxePort(ca string, n int) *Port {
 	return &Port{
 		CA: ca, Number: 1,
-		State: PortActive, StateName: "ACTIVE", PhysState: PhysLinkUp, PhysStateName: "LinkUp",
+		State: rdma.PortActive, StateName: "ACTIVE", PhysState: rdma.PhysLinkUp, PhysStateName: "LinkUp",
 		Rate: &Rate{Mbps: 10000, Width: 1, Speed: "FDR10", Raw: "10 Gb/sec (1X FDR10)"},
 		LID:  ptr[uint32](0), LMC: ptr[uint8](0), SMLID: ptr[uint32](0), SMSL: ptr[uint8](0),
 		CapMask: ptr[uint32](0x00010000), LinkLayer: ptr("Ethernet"), PKeys: []uint16{0xffff},
@@ -71,23 +72,23 @@ func rxePort(ca string, n int) *Port {
 	}
 }
 
-func rxeCA(n int, guid GUID, parent string) *CA {
+func rxeCA(n int, guid rdma.GUID, parent string) *CA {
 	name := "rxe" + string(rune('0'+n))
 	return &CA{
-		Name: name, NodeType: NodeCA, NodeTypeName: "CA", NodeGUID: guid, SysImageGUID: guid,
+		Name: name, NodeType: rdma.NodeCA, NodeTypeName: "CA", NodeGUID: guid, SysImageGUID: guid,
 		FWVersion: ptr(""), NodeDesc: ptr("rxe"), Parent: ptr(parent),
 		Ports: []*Port{rxePort(name, n)},
 		Verbs: uverbs(n, name, ptr(2), &DevNumber{231, uint32(192 + n)}),
 	}
 }
 
-func mlx5CA(guid GUID, fw, hcaType, board, desc string, port *Port, issm bool) *CA {
+func mlx5CA(guid rdma.GUID, fw, hcaType, board, desc string, port *Port, issm bool) *CA {
 	port.Umad = madDev(KindUmad, 0, "mlx5_0", 1, &DevNumber{231, 0})
 	if issm {
 		port.ISSM = madDev(KindISSM, 0, "mlx5_0", 1, &DevNumber{231, 64})
 	}
 	return &CA{
-		Name: "mlx5_0", NodeType: NodeCA, NodeTypeName: "CA", NodeGUID: guid, SysImageGUID: guid,
+		Name: "mlx5_0", NodeType: rdma.NodeCA, NodeTypeName: "CA", NodeGUID: guid, SysImageGUID: guid,
 		FWVersion: ptr(fw), HCAType: ptr(hcaType), HWRev: ptr("0"), BoardID: ptr(board), NodeDesc: ptr(desc),
 		Ports: []*Port{port},
 		Verbs: uverbs(0, "mlx5_0", ptr(1), &DevNumber{231, 192}),
@@ -103,25 +104,25 @@ var wantCAs = map[string][]*CA{
 	},
 	"mlx5-ib": {mlx5CA(0x0c42a1030016054e, "20.31.1014", "MT4123", "MT_0000000223", "node01 mlx5_0", &Port{
 		CA: "mlx5_0", Number: 1,
-		State: PortActive, StateName: "ACTIVE", PhysState: PhysLinkUp, PhysStateName: "LinkUp",
+		State: rdma.PortActive, StateName: "ACTIVE", PhysState: rdma.PhysLinkUp, PhysStateName: "LinkUp",
 		Rate: &Rate{Mbps: 200000, Width: 4, Speed: "HDR", Raw: "200 Gb/sec (4X HDR)"},
 		LID:  ptr[uint32](0x1a), LMC: ptr[uint8](0), SMLID: ptr[uint32](1), SMSL: ptr[uint8](0),
 		CapMask: ptr[uint32](0xa651e848), LinkLayer: ptr("InfiniBand"), PKeys: pkeys(128, 0xffff, 0x8001),
 	}, true)},
 	"mlx5-eth": {mlx5CA(0xb8599f0300d42a10, "22.36.1010", "MT4125", "MT_0000000359", "node02 mlx5_0", &Port{
 		CA: "mlx5_0", Number: 1,
-		State: PortActive, StateName: "ACTIVE", PhysState: PhysLinkUp, PhysStateName: "LinkUp",
+		State: rdma.PortActive, StateName: "ACTIVE", PhysState: rdma.PhysLinkUp, PhysStateName: "LinkUp",
 		Rate: &Rate{Mbps: 100000, Width: 4, Speed: "EDR", Raw: "100 Gb/sec (4X EDR)"},
 		LID:  ptr[uint32](0), LMC: ptr[uint8](0), SMLID: ptr[uint32](0), SMSL: ptr[uint8](0),
 		CapMask: ptr[uint32](0x04010000), LinkLayer: ptr("Ethernet"), PKeys: []uint16{0xffff},
 	}, false)},
 	"hfi1": {{
-		Name: "hfi1_0", NodeType: NodeCA, NodeTypeName: "CA", NodeGUID: 0x001175010179e2d5, SysImageGUID: 0x001175010179e2d5,
+		Name: "hfi1_0", NodeType: rdma.NodeCA, NodeTypeName: "CA", NodeGUID: 0x001175010179e2d5, SysImageGUID: 0x001175010179e2d5,
 		FWVersion: ptr("1.27.0"), HWRev: ptr("11"), NodeDesc: ptr("node03 hfi1_0"),
 		BoardID: ptr("Intel Omni-Path Host Fabric Interface Adapter 100 Series"),
 		Ports: []*Port{{
 			CA: "hfi1_0", Number: 1,
-			State: PortActive, StateName: "ACTIVE", PhysState: PhysLinkUp, PhysStateName: "LinkUp",
+			State: rdma.PortActive, StateName: "ACTIVE", PhysState: rdma.PhysLinkUp, PhysStateName: "LinkUp",
 			Rate: &Rate{Mbps: 100000, Width: 4, Speed: "EDR", Raw: "100 Gb/sec (4X EDR)"},
 			LID:  ptr[uint32](1), LMC: ptr[uint8](0), SMLID: ptr[uint32](1), SMSL: ptr[uint8](0),
 			CapMask: ptr[uint32](0x00490020), LinkLayer: ptr("InfiniBand"), PKeys: pkeys(16, 0xffff, 0x7fff),
@@ -132,12 +133,12 @@ var wantCAs = map[string][]*CA{
 	}},
 	// A switch: its management port 0 is its only port.
 	"ib-switch": {{
-		Name: "switch0", NodeType: NodeSwitch, NodeTypeName: "switch", NodeGUID: 0x0c42a10300aabb00, SysImageGUID: 0x0c42a10300aabb00,
+		Name: "switch0", NodeType: rdma.NodeSwitch, NodeTypeName: "switch", NodeGUID: 0x0c42a10300aabb00, SysImageGUID: 0x0c42a10300aabb00,
 		FWVersion: ptr("27.2010.1202"), HCAType: ptr("MT54000"), HWRev: ptr("0"), BoardID: ptr("MT_0000000063"),
 		NodeDesc: ptr("leaf01 switch0"),
 		Ports: []*Port{{
 			CA: "switch0", Number: 0,
-			State: PortActive, StateName: "ACTIVE", PhysState: PhysLinkUp, PhysStateName: "LinkUp",
+			State: rdma.PortActive, StateName: "ACTIVE", PhysState: rdma.PhysLinkUp, PhysStateName: "LinkUp",
 			Rate: &Rate{Mbps: 100000, Width: 4, Speed: "EDR", Raw: "100 Gb/sec (4X EDR)"},
 			LID:  ptr[uint32](2), LMC: ptr[uint8](0), SMLID: ptr[uint32](1), SMSL: ptr[uint8](0),
 			CapMask: ptr[uint32](0x0250084a), LinkLayer: ptr("InfiniBand"), PKeys: []uint16{0xffff},
@@ -147,17 +148,17 @@ var wantCAs = map[string][]*CA{
 		Verbs: uverbs(0, "switch0", ptr(1), &DevNumber{231, 192}),
 	}},
 	"iwarp-old": {{
-		Name: "cxgb4_0", NodeType: NodeRNIC, NodeTypeName: "RNIC", NodeGUID: 0x000743a1b2c00000, SysImageGUID: 0x000743a1b2c00000,
+		Name: "cxgb4_0", NodeType: rdma.NodeRNIC, NodeTypeName: "RNIC", NodeGUID: 0x000743a1b2c00000, SysImageGUID: 0x000743a1b2c00000,
 		FWVersion: ptr("1.16.63.0"), HCAType: ptr("cxgb4"), HWRev: ptr("0"), BoardID: ptr("1425.5401"), NodeDesc: ptr("cxgb4_0"),
 		Ports: []*Port{{
 			CA: "cxgb4_0", Number: 1,
-			State: PortActive, StateName: "ACTIVE", PhysState: PhysLinkUp, PhysStateName: "LinkUp",
+			State: rdma.PortActive, StateName: "ACTIVE", PhysState: rdma.PhysLinkUp, PhysStateName: "LinkUp",
 			Rate: &Rate{Mbps: 20000, Width: 4, Speed: "DDR", Raw: "20 Gb/sec (4X DDR)"},
 			LID:  ptr[uint32](0), LMC: ptr[uint8](0), SMLID: ptr[uint32](0), SMSL: ptr[uint8](0),
 			CapMask: ptr[uint32](0x00010000), LinkLayer: ptr("Ethernet"),
 		}, {
 			CA: "cxgb4_0", Number: 2,
-			State: PortDown, StateName: "DOWN", PhysState: PhysDisabled, PhysStateName: "Disabled",
+			State: rdma.PortDown, StateName: "DOWN", PhysState: rdma.PhysDisabled, PhysStateName: "Disabled",
 			LID: ptr[uint32](0), LMC: ptr[uint8](0), SMLID: ptr[uint32](0), SMSL: ptr[uint8](0),
 			CapMask: ptr[uint32](0x00010000), LinkLayer: ptr("Ethernet"),
 		}},
@@ -295,7 +296,7 @@ func TestToolOutputs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := "0x" + strings.TrimLeft(strings.ReplaceAll(GUID(g0.GID.InterfaceID()).String(), ":", ""), ""); got != tc.portGUID {
+		if got := "0x" + strings.TrimLeft(strings.ReplaceAll(rdma.GUID(g0.GID.InterfaceID()).String(), ":", ""), ""); got != tc.portGUID {
 			t.Errorf("%s Port GUID %s, ibstat printed %s", tc.ca, got, tc.portGUID)
 		}
 		// ibstatus
@@ -383,7 +384,7 @@ func TestGIDs(t *testing.T) {
 	}
 }
 
-func mustGID(s string) GID {
+func mustGID(s string) rdma.GID {
 	g, err := parseGID(s)
 	if err != nil {
 		panic(err)

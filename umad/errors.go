@@ -5,7 +5,7 @@ import (
 	"strings"
 	"syscall"
 
-	rdma "github.com/purerdma/rdma"
+	"github.com/purerdma/rdma"
 )
 
 // Error is purerdma's one error type (rdma.Error): the operation, the

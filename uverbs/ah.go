@@ -46,6 +46,9 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	if _, ok := c.prov.(rxeProvider); !ok {
 		return nil, c.err(op, errNoDataPath(c))
 	}
+	if attr.Port < 0 || attr.Port > maxPort {
+		return nil, c.err(op, errArg("port %d: port numbers are 1 to %d", attr.Port, maxPort))
+	}
 	d := qpDest(&attr)
 	req := &abi.IbUverbsCreateAh{PdHandle: pd.handle, Attr: abi.IbUverbsAhAttr{
 		Grh: abi.IbUverbsGlobalRoute{Dgid: d.Dgid, FlowLabel: d.FlowLabel, SgidIndex: d.SgidIndex,

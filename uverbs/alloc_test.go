@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
 )
@@ -64,7 +65,7 @@ func portOnlyContext(t testing.TB) *Context {
 // QueryPort allocates nothing in steady state.
 func TestQueryPortAllocatesNothing(t *testing.T) {
 	c := portOnlyContext(t)
-	if p, err := c.QueryPort(1); err != nil || p.State != PortActive || p.LinkLayer != LinkLayerEthernet {
+	if p, err := c.QueryPort(1); err != nil || p.State != rdma.PortActive || p.LinkLayer != rdma.LinkLayerEthernet {
 		t.Fatalf("QueryPort = %+v, %v", p, err)
 	}
 	if n := testing.AllocsPerRun(200, func() {

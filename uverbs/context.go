@@ -3,7 +3,6 @@ package uverbs
 import (
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/errs"
 	"os"
 	"runtime"
 	"sort"
@@ -11,6 +10,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
@@ -100,8 +102,8 @@ func OpenDevice(d Device, opts *Options) (*Context, error) {
 	c := &Context{
 		dev:     d,
 		fd:      fd,
-		api:     abi.APIFor(d.DriverID),
-		drv:     d.DriverID,
+		api:     abi.APIFor(uint32(d.DriverID)),
+		drv:     uint32(d.DriverID),
 		prov:    prov,
 		objects: map[object]struct{}{},
 		byUH:    map[uint64]object{},
@@ -180,11 +182,11 @@ func (c *Context) Device() Device {
 
 // DriverID returns the device's driver id (enum rdma_driver_id), which every
 // ioctl request on the context carries.
-func (c *Context) DriverID() uint32 {
+func (c *Context) DriverID() rdma.DriverID {
 	if c == nil {
-		return 0
+		return rdma.DriverUnknown
 	}
-	return c.drv
+	return rdma.DriverID(c.drv)
 }
 
 // apiTable returns the method table of the device (abi.APIFor(DriverID())).

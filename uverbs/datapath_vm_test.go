@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/integration/vmtest"
 )
 
@@ -26,7 +27,7 @@ type vmEnd struct {
 func vmConnect(t *testing.T) [2]*vmEnd {
 	t.Helper()
 	var e [2]*vmEnd
-	var gids [2]GID
+	var gids [2]rdma.GID
 	for i, dev := range []string{vmtest.Dev0, vmtest.Dev1} {
 		c := vmOpen(t, dev)
 		ch, err := c.CreateCompChannel()
@@ -295,7 +296,7 @@ func TestVMUD(t *testing.T) {
 		cq *CQ
 		qp *QP
 		mr *MR
-		g  GID
+		g  rdma.GID
 	}
 	var e [2]end
 	for i, dev := range []string{vmtest.Dev0, vmtest.Dev1} {

@@ -48,8 +48,8 @@ func decodeGIDEntry(b []byte) (GIDEntry, error) {
 		return e, fmt.Errorf("%d bytes of the %d of struct ib_uverbs_gid_entry: %w", len(b), gidEntrySize, syscall.EPROTO)
 	}
 	copy(e.GID[:], b[:16])
-	e.Index = binary.LittleEndian.Uint32(b[16:])
-	e.Port = binary.LittleEndian.Uint32(b[20:])
+	e.Index = int(binary.LittleEndian.Uint32(b[16:]))
+	e.Port = int(binary.LittleEndian.Uint32(b[20:]))
 	e.Type = GIDType(binary.LittleEndian.Uint32(b[24:]))
 	e.NetdevIfindex = binary.LittleEndian.Uint32(b[28:])
 	return e, nil

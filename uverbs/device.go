@@ -3,7 +3,6 @@ package uverbs
 import (
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/errs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,7 +10,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
+
 	"github.com/purerdma/rdma/internal/sys"
 )
 
@@ -78,14 +79,14 @@ type Device struct {
 	// ABIVersion is the driver's uverbs ABI version (sysfs
 	// infiniband_verbs/uverbsN/abi_version): 1 for mlx5, 2 for rxe.
 	ABIVersion int
-	// DriverID is the driver (enum rdma_driver_id, abi.RDMA_DRIVER_*), 0
-	// when it could not be learnt.
-	DriverID uint32
+	// DriverID is the driver (enum rdma_driver_id), rdma.DriverUnknown
+	// when it could not be learnt; its String names it ("mlx5", "rxe").
+	DriverID rdma.DriverID
 	// NodeGUID is the node GUID in host order (0xacade8fffe375f42 prints
 	// as acad:e8ff:fe37:5f42).
 	NodeGUID uint64
 	// NodeType is the node type from sysfs.
-	NodeType NodeType
+	NodeType rdma.NodeType
 	// Index is the kernel's device index (from netlink, where the first
 	// device is 0), -1 when netlink did not answer.
 	Index int
@@ -94,41 +95,6 @@ type Device struct {
 // Transport returns the device's transport, as libibverbs derives it from
 // the node type.
 func (d Device) Transport() Transport { return transportOf(d.NodeType) }
-
-// Driver names the device's driver: "rxe", "mlx5", … or "driver id N".
-func (d Device) Driver() string { return DriverName(d.DriverID) }
-
-// DriverName names a driver id (enum rdma_driver_id).
-func DriverName(id uint32) string {
-	if n, ok := driverNames[id]; ok {
-		return n
-	}
-	return fmt.Sprintf("driver id %d", id)
-}
-
-var driverNames = map[uint32]string{
-	abi.RDMA_DRIVER_UNKNOWN:    "unknown",
-	abi.RDMA_DRIVER_MLX5:       "mlx5",
-	abi.RDMA_DRIVER_MLX4:       "mlx4",
-	abi.RDMA_DRIVER_CXGB3:      "cxgb3",
-	abi.RDMA_DRIVER_CXGB4:      "cxgb4",
-	abi.RDMA_DRIVER_MTHCA:      "mthca",
-	abi.RDMA_DRIVER_BNXT_RE:    "bnxt_re",
-	abi.RDMA_DRIVER_OCRDMA:     "ocrdma",
-	abi.RDMA_DRIVER_NES:        "nes",
-	abi.RDMA_DRIVER_IRDMA:      "irdma",
-	abi.RDMA_DRIVER_VMW_PVRDMA: "vmw_pvrdma",
-	abi.RDMA_DRIVER_QEDR:       "qedr",
-	abi.RDMA_DRIVER_HNS:        "hns",
-	abi.RDMA_DRIVER_USNIC:      "usnic",
-	abi.RDMA_DRIVER_RXE:        "rxe",
-	abi.RDMA_DRIVER_HFI1:       "hfi1",
-	abi.RDMA_DRIVER_QIB:        "qib",
-	abi.RDMA_DRIVER_EFA:        "efa",
-	abi.RDMA_DRIVER_SIW:        "siw",
-	abi.RDMA_DRIVER_ERDMA:      "erdma",
-	abi.RDMA_DRIVER_MANA:       "mana",
-}
 
 // Devices lists the RDMA devices that have a uverbs node, like
 // ibv_get_device_list: in the kernel's device index order when netlink
@@ -176,13 +142,13 @@ func Devices(opts *Options) ([]Device, error) {
 			Node:      node,
 			Path:      filepath.Join(opts.devDir(), node),
 			SysfsPath: filepath.Join(root, "class", "infiniband", name),
-			NodeType:  NodeUnknown,
+			NodeType:  rdma.NodeUnknown,
 			Index:     -1,
 		}
 		d.ABIVersion, _ = readInt(filepath.Join(dir, "abi_version"))
 		if s, err := readLine(filepath.Join(d.SysfsPath, "node_type")); err == nil {
 			if n, err := strconv.Atoi(strings.SplitN(s, ":", 2)[0]); err == nil {
-				d.NodeType = NodeType(n)
+				d.NodeType = rdma.NodeType(n)
 			}
 		}
 		if s, err := readLine(filepath.Join(d.SysfsPath, "node_guid")); err == nil {
@@ -194,7 +160,7 @@ func Devices(opts *Options) ([]Device, error) {
 		netlinkDriverIDs(devs)
 	}
 	for i := range devs {
-		if devs[i].DriverID == abi.RDMA_DRIVER_UNKNOWN {
+		if devs[i].DriverID == rdma.DriverUnknown {
 			devs[i].DriverID = sysfsDriverID(devs[i])
 		}
 	}
@@ -227,24 +193,24 @@ func LookupDevice(name string, opts *Options) (Device, error) {
 }
 
 // sysfsDriverID infers the driver from sysfs when netlink did not say.
-func sysfsDriverID(d Device) uint32 {
+func sysfsDriverID(d Device) rdma.DriverID {
 	if link, err := os.Readlink(filepath.Join(d.SysfsPath, "device", "driver")); err == nil {
 		switch filepath.Base(link) {
 		case "mlx5_core":
-			return abi.RDMA_DRIVER_MLX5
+			return rdma.DriverMLX5
 		case "mlx4_core":
-			return abi.RDMA_DRIVER_MLX4
+			return rdma.DriverMLX4
 		case "efa":
-			return abi.RDMA_DRIVER_EFA
+			return rdma.DriverEFA
 		}
 	}
 	switch {
 	case strings.HasPrefix(d.Name, "rxe"):
-		return abi.RDMA_DRIVER_RXE
+		return rdma.DriverRXE
 	case strings.HasPrefix(d.Name, "siw"):
-		return abi.RDMA_DRIVER_SIW
+		return rdma.DriverSIW
 	}
-	return abi.RDMA_DRIVER_UNKNOWN
+	return rdma.DriverUnknown
 }
 
 func readLine(path string) (string, error) {

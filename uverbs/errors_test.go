@@ -43,11 +43,11 @@ func TestErrorsIs(t *testing.T) {
 			defer func() { b.devs["rxe0"].NetRaw = false }()
 			return second(pd.CreateQP(QPInitAttr{Type: QPTypeRawPacket, SendCQ: cq, RecvCQ: cq, Cap: rcCap()}))
 		}(), syscall.EOPNOTSUPP, ErrNotSupported},
-		{"EPROTONOSUPPORT: counters on rxe", c.invoke(abi.NewRequest(c.apiTable(), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE).
+		{"EPROTONOSUPPORT: counters on rxe", c.invoke(abi.NewRequest(c.apiTable(), uint32(c.DriverID()), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE).
 			NewHandle(abi.UVERBS_ATTR_CREATE_COUNTERS_HANDLE)), syscall.EPROTONOSUPPORT, ErrNotSupported},
 		{"EPERM: RAW_PACKET without CAP_NET_RAW", second(mpd.CreateQP(QPInitAttr{Type: QPTypeRawPacket, SendCQ: mcq, RecvCQ: mcq,
 			Cap: QPCap{MaxRecvWR: 4, MaxRecvSGE: 1}})), syscall.EPERM, os.ErrPermission},
-		{"ENOENT: unknown handle", c.invoke(abi.NewRequest(c.apiTable(), c.DriverID(), abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY).
+		{"ENOENT: unknown handle", c.invoke(abi.NewRequest(c.apiTable(), uint32(c.DriverID()), abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY).
 			Handle(abi.UVERBS_ATTR_DESTROY_PD_HANDLE, 999)), syscall.ENOENT, os.ErrNotExist},
 		{"ENODATA: empty GID", second(c.QueryGID(1, 7)), syscall.ENODATA, nil},
 		{"ENODEV: no such device", second(Open("rxe7", b.opts)), syscall.ENODEV, os.ErrNotExist},

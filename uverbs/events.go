@@ -84,7 +84,7 @@ type AsyncEvent struct {
 	// no longer known, for example destroyed meanwhile).
 	CQ   *CQ
 	QP   *QP
-	Port uint8
+	Port int
 }
 
 // String returns the name libibverbs and the kernel use for the value.
@@ -135,7 +135,7 @@ func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
 	case e.Type.isQP():
 		e.QP, _ = c.lookupUH(e.Element).(*QP)
 	case e.Type.isPort():
-		e.Port = uint8(e.Element)
+		e.Port = int(e.Element)
 	}
 	return e, nil
 }

@@ -17,7 +17,7 @@ func ExampleDevices() {
 		log.Fatal(err)
 	}
 	for _, d := range devs {
-		fmt.Printf("%-16s %016x %s\n", d.Name, d.NodeGUID, d.Driver())
+		fmt.Printf("%-16s %016x %s\n", d.Name, d.NodeGUID, d.DriverID)
 	}
 }
 

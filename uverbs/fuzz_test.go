@@ -84,7 +84,7 @@ func FuzzDecodeGIDEntry(f *testing.F) {
 		}
 		want := overlay[abi.IbUverbsGidEntry](b)
 		gid := overlay[[2]uint64](e.GID[:])
-		if gid != want.Gid || e.Index != want.GidIndex || e.Port != want.PortNum ||
+		if gid != want.Gid || uint32(e.Index) != want.GidIndex || uint32(e.Port) != want.PortNum ||
 			uint32(e.Type) != want.GidType || e.NetdevIfindex != want.NetdevIfindex {
 			t.Fatalf("decoded %+v, want %+v", e, want)
 		}

@@ -2,13 +2,15 @@ package uverbs
 
 import (
 	"errors"
-	"github.com/purerdma/rdma/internal/ucontext"
 	"os"
 	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/ucontext"
 
 	"github.com/purerdma/rdma/abi"
 )
@@ -17,7 +19,7 @@ func rcCap() QPCap { return QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, M
 
 // toRTS drives qp from RESET to RTS against a peer QP number, the way
 // ibv_rc_pingpong does on RoCE (GRH with source GID index 0).
-func toRTS(t *testing.T, qp *QP, remote uint32, dgid GID) {
+func toRTS(t *testing.T, qp *QP, remote uint32, dgid rdma.GID) {
 	t.Helper()
 	steps := []struct {
 		attr QPAttr
@@ -49,7 +51,7 @@ func TestLifecycleRXE(t *testing.T) {
 		t.Errorf("device %+v", c0.Device())
 	}
 	var qps [2]*QP
-	var gids [2]GID
+	var gids [2]rdma.GID
 	for i, c := range []*Context{c0, c1} {
 		pd, err := c.AllocPD()
 		if err != nil {
@@ -206,7 +208,7 @@ func TestQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.State != PortActive || p.MaxMTU != MTU4096 || p.ActiveMTU != MTU1024 || p.LinkLayer != LinkLayerEthernet ||
+	if p.State != rdma.PortActive || p.MaxMTU != MTU4096 || p.ActiveMTU != MTU1024 || p.LinkLayer != rdma.LinkLayerEthernet ||
 		p.GIDTableLen != 1024 || p.MaxMsgSize != 0x800000 || p.ActiveSpeed != 8 || p.PhysState != 5 {
 		t.Errorf("port: %+v", p)
 	}

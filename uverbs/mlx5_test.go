@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/fakekernel"
 )
@@ -23,7 +24,7 @@ func mlx5Bed(t *testing.T, adjust func(v *fakekernel.Verbs)) (*bed, *Context) {
 
 func TestMlx5Context(t *testing.T) {
 	_, c := mlx5Bed(t, nil)
-	if c.DriverID() != abi.RDMA_DRIVER_MLX5 {
+	if c.DriverID() != rdma.DriverMLX5 {
 		t.Fatalf("driver id %d (the sysfs fallback should find mlx5_core)", c.DriverID())
 	}
 	p := c.prov.(*mlx5Provider)

@@ -3,6 +3,7 @@ package uverbs
 import (
 	"fmt"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
 )
@@ -85,27 +86,27 @@ func (d *driverRes) release() {
 
 // Driver ABI versions (sysfs uverbsN/abi_version) each provider accepts,
 // as rdma-core's providers declare them.
-var providerABI = map[uint32][2]int{
-	abi.RDMA_DRIVER_RXE:  {1, 2},
-	abi.RDMA_DRIVER_MLX5: {1, 1},
+var providerABI = map[rdma.DriverID][2]int{
+	rdma.DriverRXE:  {1, 2},
+	rdma.DriverMLX5: {1, 1},
 }
 
 func newProvider(d Device, generic bool) (provider, error) {
 	if r, ok := providerABI[d.DriverID]; ok && d.ABIVersion != 0 && (d.ABIVersion < r[0] || d.ABIVersion > r[1]) {
 		return nil, fmt.Errorf("%s driver ABI version %d is outside what the provider supports (%d..%d): %w",
-			d.Driver(), d.ABIVersion, r[0], r[1], ErrNotSupported)
+			d.DriverID, d.ABIVersion, r[0], r[1], ErrNotSupported)
 	}
 	switch d.DriverID {
-	case abi.RDMA_DRIVER_RXE:
+	case rdma.DriverRXE:
 		return rxeProvider{}, nil
-	case abi.RDMA_DRIVER_MLX5:
+	case rdma.DriverMLX5:
 		return newMlx5Provider(), nil
 	}
-	if generic && d.DriverID != abi.RDMA_DRIVER_UNKNOWN {
+	if generic && d.DriverID != rdma.DriverUnknown {
 		return genericProvider{}, nil
 	}
 	return nil, fmt.Errorf("purerdma has no provider for the %s driver (Options.Generic allows queries with the generic provider): %w",
-		d.Driver(), errNoProvider)
+		d.DriverID, errNoProvider)
 }
 
 // genericProvider sends no driver data.
@@ -120,11 +121,11 @@ func (genericProvider) deviceAttr(raw *abi.IbUverbsExQueryDeviceResp, _ []byte, 
 }
 func (genericProvider) pdData() ([]byte, []byte) { return nil, nil }
 func (genericProvider) prepareCQ(c *Context, _ uint32) (*driverRes, error) {
-	return nil, fmt.Errorf("the generic provider cannot create CQs for the %s driver: %w", c.dev.Driver(), ErrNotSupported)
+	return nil, fmt.Errorf("the generic provider cannot create CQs for the %s driver: %w", c.dev.DriverID, ErrNotSupported)
 }
 func (genericProvider) cqCreated(*Context, *driverRes) error { return nil }
 func (genericProvider) prepareQP(c *Context, _ *QPInitAttr) (*driverRes, error) {
-	return nil, fmt.Errorf("the generic provider cannot create QPs for the %s driver: %w", c.dev.Driver(), ErrNotSupported)
+	return nil, fmt.Errorf("the generic provider cannot create QPs for the %s driver: %w", c.dev.DriverID, ErrNotSupported)
 }
 func (genericProvider) qpCreated(*Context, *driverRes) error { return nil }
 func (genericProvider) reqNotify() bool                      { return true }

@@ -3,6 +3,7 @@ package uverbs
 import (
 	"fmt"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 )
 
@@ -86,7 +87,7 @@ const (
 
 // GlobalRoute is the GRH part of an address (struct ibv_global_route).
 type GlobalRoute struct {
-	DGID         GID
+	DGID         rdma.GID
 	FlowLabel    uint32
 	SGIDIndex    uint8
 	HopLimit     uint8
@@ -102,7 +103,7 @@ type AHAttr struct {
 	SrcPathBits uint8
 	StaticRate  uint8
 	IsGlobal    bool
-	Port        uint8
+	Port        int
 }
 
 // QPAttr are the attributes Modify sets and Query returns (struct
@@ -127,11 +128,11 @@ type QPAttr struct {
 	MaxRdAtomic      uint8
 	MaxDestRdAtomic  uint8
 	MinRNRTimer      uint8
-	Port             uint8
+	Port             int
 	Timeout          uint8
 	RetryCnt         uint8
 	RNRRetry         uint8
-	AltPort          uint8
+	AltPort          int
 	AltTimeout       uint8
 }
 
@@ -163,6 +164,11 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	if attr.State > QPStateErr || attr.CurState > QPStateErr {
 		return c.err(op, errArg("QP state %d", max(attr.State, attr.CurState)))
 	}
+	for _, p := range [...]int{attr.Port, attr.AltPort, attr.AH.Port, attr.AltAH.Port} {
+		if p < 0 || p > maxPort {
+			return c.err(op, errArg("port %d: port numbers are 1 to %d", p, maxPort))
+		}
+	}
 	m := &abi.IbUverbsModifyQp{
 		Dest:             qpDest(&attr.AH),
 		AltDest:          qpDest(&attr.AltAH),
@@ -183,11 +189,11 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		MaxRdAtomic:      attr.MaxRdAtomic,
 		MaxDestRdAtomic:  attr.MaxDestRdAtomic,
 		MinRnrTimer:      attr.MinRNRTimer,
-		PortNum:          attr.Port,
+		PortNum:          uint8(attr.Port),
 		Timeout:          attr.Timeout,
 		RetryCnt:         attr.RetryCnt,
 		RnrRetry:         attr.RNRRetry,
-		AltPortNum:       attr.AltPort,
+		AltPortNum:       uint8(attr.AltPort),
 		AltTimeout:       attr.AltTimeout,
 	}
 	if err := c.invokeWrite(abi.IB_USER_VERBS_CMD_MODIFY_QP, bytesOf(m), nil, nil, nil); err != nil {
@@ -223,8 +229,8 @@ func (qp *QP) Query(mask QPAttrMask) (QPAttr, QPInitAttr, error) {
 		AH: ahAttr(&resp.Dest), AltAH: ahAttr(&resp.AltDest),
 		PKeyIndex: resp.PkeyIndex, AltPKeyIndex: resp.AltPkeyIndex, SQDraining: resp.SqDraining != 0,
 		MaxRdAtomic: resp.MaxRdAtomic, MaxDestRdAtomic: resp.MaxDestRdAtomic, MinRNRTimer: resp.MinRnrTimer,
-		Port: resp.PortNum, Timeout: resp.Timeout, RetryCnt: resp.RetryCnt, RNRRetry: resp.RnrRetry,
-		AltPort: resp.AltPortNum, AltTimeout: resp.AltTimeout,
+		Port: int(resp.PortNum), Timeout: resp.Timeout, RetryCnt: resp.RetryCnt, RNRRetry: resp.RnrRetry,
+		AltPort: int(resp.AltPortNum), AltTimeout: resp.AltTimeout,
 	}
 	init := QPInitAttr{Type: qp.typ, Cap: caps, SQSigAll: resp.SqSigAll != 0}
 	return a, init, nil
@@ -235,14 +241,14 @@ func qpDest(a *AHAttr) abi.IbUverbsQpDest {
 		Dgid: a.GRH.DGID, FlowLabel: a.GRH.FlowLabel, Dlid: a.DLID,
 		SgidIndex: a.GRH.SGIDIndex, HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass,
 		Sl: a.SL, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate, IsGlobal: b2u(a.IsGlobal),
-		PortNum: a.Port,
+		PortNum: uint8(a.Port),
 	}
 }
 
 func ahAttr(d *abi.IbUverbsQpDest) AHAttr {
 	return AHAttr{
 		GRH:  GlobalRoute{DGID: d.Dgid, FlowLabel: d.FlowLabel, SGIDIndex: d.SgidIndex, HopLimit: d.HopLimit, TrafficClass: d.TrafficClass},
-		DLID: d.Dlid, SL: d.Sl, SrcPathBits: d.SrcPathBits, StaticRate: d.StaticRate, IsGlobal: d.IsGlobal != 0, Port: d.PortNum,
+		DLID: d.Dlid, SL: d.Sl, SrcPathBits: d.SrcPathBits, StaticRate: d.StaticRate, IsGlobal: d.IsGlobal != 0, Port: int(d.PortNum),
 	}
 }
 

@@ -4,10 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"syscall"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 )
 
@@ -248,29 +250,29 @@ func (c *Context) QueryContext() (ContextAttr, error) {
 
 // PortAttr is what QueryPort returns (struct ibv_port_attr).
 type PortAttr struct {
-	State         PortState `json:"state"`
-	MaxMTU        MTU       `json:"max_mtu"`
-	ActiveMTU     MTU       `json:"active_mtu"`
-	GIDTableLen   uint32    `json:"gid_tbl_len"`
-	PortCapFlags  uint32    `json:"port_cap_flags"` // IB_UVERBS_PCF_*
-	MaxMsgSize    uint32    `json:"max_msg_sz"`
-	BadPKeyCntr   uint32    `json:"bad_pkey_cntr"`
-	QKeyViolCntr  uint32    `json:"qkey_viol_cntr"`
-	PKeyTableLen  uint16    `json:"pkey_tbl_len"`
-	LID           uint16    `json:"lid"`
-	SMLID         uint16    `json:"sm_lid"`
-	LMC           uint8     `json:"lmc"`
-	MaxVLNum      uint8     `json:"max_vl_num"`
-	SMSL          uint8     `json:"sm_sl"`
-	SubnetTimeout uint8     `json:"subnet_timeout"`
-	InitTypeReply uint8     `json:"init_type_reply"`
-	ActiveWidth   uint8     `json:"active_width"`    // 1 = 1X, 2 = 4X, 4 = 8X, 8 = 12X, 16 = 2X
-	ActiveSpeed   uint8     `json:"active_speed"`    // 1 SDR … 128 NDR (clamped)
-	ActiveSpeedEx uint32    `json:"active_speed_ex"` // unclamped (Linux 6.12 and later; else 0)
-	PhysState     uint8     `json:"phys_state"`
-	LinkLayer     LinkLayer `json:"link_layer"`
-	Flags         uint8     `json:"flags"` // IB_UVERBS_QPF_GRH_REQUIRED
-	PortCapFlags2 uint16    `json:"port_cap_flags2"`
+	State         rdma.PortState `json:"state"`
+	MaxMTU        MTU            `json:"max_mtu"`
+	ActiveMTU     MTU            `json:"active_mtu"`
+	GIDTableLen   uint32         `json:"gid_tbl_len"`
+	PortCapFlags  uint32         `json:"port_cap_flags"` // IB_UVERBS_PCF_*
+	MaxMsgSize    uint32         `json:"max_msg_sz"`
+	BadPKeyCntr   uint32         `json:"bad_pkey_cntr"`
+	QKeyViolCntr  uint32         `json:"qkey_viol_cntr"`
+	PKeyTableLen  uint16         `json:"pkey_tbl_len"`
+	LID           uint16         `json:"lid"`
+	SMLID         uint16         `json:"sm_lid"`
+	LMC           uint8          `json:"lmc"`
+	MaxVLNum      uint8          `json:"max_vl_num"`
+	SMSL          uint8          `json:"sm_sl"`
+	SubnetTimeout uint8          `json:"subnet_timeout"`
+	InitTypeReply uint8          `json:"init_type_reply"`
+	ActiveWidth   uint8          `json:"active_width"`    // 1 = 1X, 2 = 4X, 4 = 8X, 8 = 12X, 16 = 2X
+	ActiveSpeed   uint8          `json:"active_speed"`    // 1 SDR … 128 NDR (clamped)
+	ActiveSpeedEx uint32         `json:"active_speed_ex"` // unclamped (Linux 6.12 and later; else 0)
+	PhysState     uint8          `json:"phys_state"`
+	LinkLayer     rdma.LinkLayer `json:"link_layer"`
+	Flags         uint8          `json:"flags"` // IB_UVERBS_QPF_GRH_REQUIRED
+	PortCapFlags2 uint16         `json:"port_cap_flags2"`
 }
 
 // QueryPort returns the attributes of port (1-based), like ibv_query_port:
@@ -281,11 +283,14 @@ type PortAttr struct {
 // Errors: an *Error wrapping EINVAL for port 0 or a port the device does
 // not have (the kernel's answer), EIO once the device was removed,
 // os.ErrClosed after Close.
-func (c *Context) QueryPort(port uint8) (PortAttr, error) {
+func (c *Context) QueryPort(port int) (PortAttr, error) {
 	if err := c.enter("query port"); err != nil {
 		return PortAttr{}, err
 	}
 	defer c.leave()
+	if port < 0 || port > maxPort {
+		return PortAttr{}, c.portErr(port, syscall.EINVAL)
+	}
 	c.portMu.Lock()
 	defer c.portMu.Unlock()
 	rsp := c.portRsp
@@ -299,24 +304,24 @@ func (c *Context) QueryPort(port uint8) (PortAttr, error) {
 	}
 	l := &rsp.LegacyResp
 	return PortAttr{
-		State: PortState(l.State), MaxMTU: MTU(l.MaxMtu), ActiveMTU: MTU(l.ActiveMtu),
+		State: rdma.PortState(l.State), MaxMTU: MTU(l.MaxMtu), ActiveMTU: MTU(l.ActiveMtu),
 		GIDTableLen: l.GidTblLen, PortCapFlags: l.PortCapFlags, MaxMsgSize: l.MaxMsgSz,
 		BadPKeyCntr: l.BadPkeyCntr, QKeyViolCntr: l.QkeyViolCntr, PKeyTableLen: l.PkeyTblLen,
 		LID: l.Lid, SMLID: l.SmLid, LMC: l.Lmc, MaxVLNum: l.MaxVlNum, SMSL: l.SmSl,
 		SubnetTimeout: l.SubnetTimeout, InitTypeReply: l.InitTypeReply,
 		ActiveWidth: l.ActiveWidth, ActiveSpeed: l.ActiveSpeed, ActiveSpeedEx: rsp.ActiveSpeedEx,
-		PhysState: l.PhysState, LinkLayer: LinkLayer(l.LinkLayer), Flags: l.Flags,
+		PhysState: l.PhysState, LinkLayer: rdma.LinkLayer(l.LinkLayer), Flags: l.Flags,
 		PortCapFlags2: rsp.PortCapFlags2,
 	}, nil
 }
 
 // portErr is kept out of QueryPort so the success path does not allocate.
-func (c *Context) portErr(port uint8, err error) error {
+func (c *Context) portErr(port int, err error) error {
 	// EINVAL for a port the device does not have (rdma_is_port_valid):
 	// name the limit, from the device's ports in sysfs.
 	if errors.Is(err, syscall.EINVAL) && c.dev.SysfsPath != "" {
 		if ents, rerr := os.ReadDir(filepath.Join(c.dev.SysfsPath, "ports")); rerr == nil && len(ents) > 0 &&
-			(port == 0 || int(port) > len(ents)) {
+			(port <= 0 || port > len(ents)) {
 			err = fmt.Errorf("port %d does not exist: %s has ports 1 to %d: %w", port, c.dev.Name, len(ents), err)
 		}
 	}
@@ -325,9 +330,9 @@ func (c *Context) portErr(port uint8, err error) error {
 
 // GIDEntry is one valid GID table entry (struct ibv_gid_entry).
 type GIDEntry struct {
-	GID           GID
-	Index         uint32
-	Port          uint32
+	GID           rdma.GID
+	Index         int
+	Port          int
 	Type          GIDType
 	NetdevIfindex uint32 // 0 when the GID has no netdev
 }
@@ -345,7 +350,7 @@ func (c *Context) QueryGIDTable() ([]GIDEntry, error) {
 	}
 	total := 0
 	for p := 1; p <= int(dev.PhysPortCnt); p++ {
-		pa, err := c.QueryPort(uint8(p))
+		pa, err := c.QueryPort(p)
 		if err != nil {
 			return nil, err
 		}
@@ -389,11 +394,14 @@ func (c *Context) QueryGIDTable() ([]GIDEntry, error) {
 //
 // Errors: an *Error wrapping ENODATA for an empty entry, EINVAL for an
 // invalid port or an index past the table.
-func (c *Context) QueryGID(port uint32, index uint32) (GIDEntry, error) {
+func (c *Context) QueryGID(port, index int) (GIDEntry, error) {
 	if err := c.enter("query GID"); err != nil {
 		return GIDEntry{}, err
 	}
 	defer c.leave()
+	if port < 0 || port > maxPort || index < 0 || index > math.MaxUint32 {
+		return GIDEntry{}, c.err(fmt.Sprintf("query GID %d of port %d", index, port), syscall.EINVAL)
+	}
 	buf := make([]byte, gidEntrySize)
 	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_GID_ENTRY).
 		Const(abi.UVERBS_ATTR_QUERY_GID_ENTRY_PORT, uint64(port)).

@@ -55,6 +55,11 @@ func (t Transport) String() string {
 	return "invalid transport"
 }
 
+// maxPort is the highest port number the verbs ABI carries (a u8 in
+// struct ib_uverbs_qp_dest, ib_uverbs_ah_attr and the QUERY_PORT
+// attribute's users).
+const maxPort = 255
+
 // MTU is an IB MTU enumerator (enum ibv_mtu): 1 = 256 bytes … 5 = 4096.
 type MTU uint8
 

@@ -42,7 +42,7 @@ func TestVMBenchmarkGoVsC(t *testing.T) {
 	}
 	defer c.Close()
 	bare := make([]byte, abi.IoctlHdrSize)
-	h := abi.AppendIoctlHdr(bare[:0], abi.IoctlHdr{Length: abi.IoctlHdrSize, MethodID: 0x14, DriverID: c.DriverID()})
+	h := abi.AppendIoctlHdr(bare[:0], abi.IoctlHdr{Length: abi.IoctlHdrSize, MethodID: 0x14, DriverID: uint32(c.DriverID())})
 	benches := []struct {
 		name string
 		f    func(b *testing.B)

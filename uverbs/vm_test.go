@@ -15,6 +15,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/integration/vmtest"
 	"github.com/purerdma/rdma/internal/sys"
@@ -66,7 +67,7 @@ func TestVMQueries(t *testing.T) {
 		t.Errorf("device %+v", a)
 	}
 	p, err := c.QueryPort(1)
-	if err != nil || p.State != PortActive || p.LinkLayer != LinkLayerEthernet {
+	if err != nil || p.State != rdma.PortActive || p.LinkLayer != rdma.LinkLayerEthernet {
 		t.Fatalf("port %+v, %v", p, err)
 	}
 	if _, err := c.QueryPort(2); !errors.Is(err, syscall.EINVAL) {
@@ -100,7 +101,7 @@ func TestVMLifecycleRC(t *testing.T) {
 	vmtest.Require(t)
 	ctxs := []*Context{vmOpen(t, vmtest.Dev0), vmOpen(t, vmtest.Dev1)}
 	var qps [2]*QP
-	var gids [2]GID
+	var gids [2]rdma.GID
 	for i, c := range ctxs {
 		ch, err := c.CreateCompChannel()
 		if err != nil {

@@ -185,14 +185,14 @@ type WC struct {
 	SLID         uint16
 	SL           uint8
 	DLIDPathBits uint8
-	Port         uint8
+	Port         int
 }
 
 // set fills w from the kernel's struct ib_uverbs_wc.
 func (w *WC) set(k *abi.IbUverbsWc) {
 	*w = WC{ID: k.WrId, Status: WCStatus(k.Status), Opcode: WCOpcode(k.Opcode), VendorErr: k.VendorErr,
 		ByteLen: k.ByteLen, Imm: be32(k.Ex), QPNum: k.QpNum, SrcQP: k.SrcQp, Flags: WCFlags(k.WcFlags),
-		PKeyIndex: k.PkeyIndex, SLID: k.Slid, SL: k.Sl, DLIDPathBits: k.DlidPathBits, Port: k.PortNum}
+		PKeyIndex: k.PkeyIndex, SLID: k.Slid, SL: k.Sl, DLIDPathBits: k.DlidPathBits, Port: int(k.PortNum)}
 }
 
 // be32 swaps between host order and the big-endian order of a __be32 held

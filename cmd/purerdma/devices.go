@@ -50,7 +50,7 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 		for _, d := range devs {
 			out = append(out, deviceJSON{
 				Device: d.Name, NodeGUID: fmt.Sprintf("%016x", d.NodeGUID), Node: d.Node, Path: d.Path,
-				Driver: d.Driver(), DriverID: d.DriverID, ABIVersion: d.ABIVersion,
+				Driver: d.DriverID.String(), DriverID: uint32(d.DriverID), ABIVersion: d.ABIVersion,
 				NodeType: d.NodeType.String(), Transport: d.Transport().String(),
 			})
 		}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/uverbs"
 )
@@ -196,7 +197,7 @@ func devinfoGather(d uverbs.Device, port uint8, verbose bool, stderr io.Writer) 
 		if port != 0 && p != port {
 			continue
 		}
-		pa, err := c.QueryPort(p)
+		pa, err := c.QueryPort(int(p))
 		if err != nil {
 			fmt.Fprintf(stderr, "Failed to query port %d props\n", p)
 			debugErr(stderr, err)
@@ -245,7 +246,7 @@ func portGIDs(c *uverbs.Context, port uint8, pa uverbs.PortAttr, table []uverbs.
 	if tableErr == nil {
 		var out []uverbs.GIDEntry
 		for _, g := range table {
-			if g.Port == uint32(port) {
+			if g.Port == int(port) {
 				out = append(out, g)
 			}
 		}
@@ -256,7 +257,7 @@ func portGIDs(c *uverbs.Context, port uint8, pa uverbs.PortAttr, table []uverbs.
 	}
 	var out []uverbs.GIDEntry
 	for i := uint32(0); i < pa.GIDTableLen; i++ {
-		g, err := c.QueryGID(uint32(port), i)
+		g, err := c.QueryGID(int(port), int(i))
 		if err != nil {
 			if errors.Is(err, errNoData) {
 				continue
@@ -526,7 +527,7 @@ func printQPTs(p func(string, ...any), qpts uint32) {
 // printGID is print_formated_gid: GIDs whose interface id (bytes 8–15) is
 // zero are skipped; IB and RoCE v1 GIDs print as eight groups of hex, RoCE
 // v2 GIDs as inet_ntop does; on Ethernet ports the type follows.
-func printGID(p func(string, ...any), g uverbs.GIDEntry, ll uverbs.LinkLayer) {
+func printGID(p func(string, ...any), g uverbs.GIDEntry, ll rdma.LinkLayer) {
 	zero := true
 	for _, b := range g.GID[8:] {
 		zero = zero && b == 0
@@ -536,7 +537,7 @@ func printGID(p func(string, ...any), g uverbs.GIDEntry, ll uverbs.LinkLayer) {
 	}
 	suffix := ""
 	v2 := g.Type == uverbs.GIDTypeRoCEv2
-	if ll == uverbs.LinkLayerEthernet {
+	if ll == rdma.LinkLayerEthernet {
 		if v2 {
 			suffix = ", RoCE v2"
 		} else {
@@ -554,15 +555,15 @@ func guidStr(g uint64) string {
 	return fmt.Sprintf("%04x:%04x:%04x:%04x", g>>48, g>>32&0xffff, g>>16&0xffff, g&0xffff)
 }
 
-func portStateStr(s uverbs.PortState) string {
+func portStateStr(s rdma.PortState) string {
 	switch s {
-	case uverbs.PortDown:
+	case rdma.PortDown:
 		return "PORT_DOWN"
-	case uverbs.PortInit:
+	case rdma.PortInit:
 		return "PORT_INIT"
-	case uverbs.PortArmed:
+	case rdma.PortArmed:
 		return "PORT_ARMED"
-	case uverbs.PortActive:
+	case rdma.PortActive:
 		return "PORT_ACTIVE"
 	}
 	return "invalid state"

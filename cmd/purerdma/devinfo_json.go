@@ -43,7 +43,7 @@ type portJSON struct {
 }
 
 type gidJSON struct {
-	Index   uint32 `json:"index"`
+	Index   int    `json:"index"`
 	GID     string `json:"gid"`
 	Type    string `json:"type"`
 	Ifindex uint32 `json:"netdev_ifindex"`
@@ -52,7 +52,7 @@ type gidJSON struct {
 func (h *devinfoHCA) json() devinfoJSON {
 	tr := h.Dev.Transport()
 	j := devinfoJSON{
-		HCAID: h.Dev.Name, Transport: tr.String(), TransportType: int(tr), Driver: h.Dev.Driver(), UverbsNode: h.Dev.Node,
+		HCAID: h.Dev.Name, Transport: tr.String(), TransportType: int(tr), Driver: h.Dev.DriverID.String(), UverbsNode: h.Dev.Node,
 		FWVer: h.Attr.FWVer, NodeGUID: guidStr(h.Attr.NodeGUID), SysImageGUID: guidStr(h.Attr.SysImageGUID),
 		VendorID: h.Attr.VendorID, VendorPartID: h.Attr.VendorPartID, HWVer: h.Attr.HWVer, BoardID: h.BoardID,
 		PhysPortCnt: h.Attr.PhysPortCnt, NumCompVectors: h.NumCompVectors, Attr: h.Attr, Ports: []portJSON{},

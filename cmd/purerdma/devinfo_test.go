@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/uverbs"
 )
 
@@ -16,7 +17,7 @@ import (
 // testdata/ibv_devinfo-v-rxe0-6.1.txt shows it (rdma-core's
 // ibv_devinfo -v -d rxe0 in the VM: go run ./integration/vmrun -- ibv_devinfo -v -d rxe0).
 func rxeHCA(name string, guid uint64, ipv4 [4]byte) *devinfoHCA {
-	var g0, g1 uverbs.GID
+	var g0, g1 rdma.GID
 	g0[0], g0[1] = 0xfe, 0x80
 	for i := 0; i < 8; i++ {
 		g0[8+i] = byte(guid >> (56 - 8*i))
@@ -24,7 +25,7 @@ func rxeHCA(name string, guid uint64, ipv4 [4]byte) *devinfoHCA {
 	g1[10], g1[11] = 0xff, 0xff
 	copy(g1[12:], ipv4[:])
 	return &devinfoHCA{
-		Dev: uverbs.Device{Name: name, NodeType: uverbs.NodeCA, NodeGUID: guid},
+		Dev: uverbs.Device{Name: name, NodeType: rdma.NodeCA, NodeGUID: guid},
 		Attr: uverbs.DeviceAttr{
 			FWVer: "0.0.0", NodeGUID: guid, SysImageGUID: guid, MaxMRSize: ^uint64(0), PageSizeCap: 0xfffff000,
 			VendorID: 0xffffff, MaxQP: 1048560, MaxQPWR: 1048576, DeviceCapFlags: 0x01223c76, MaxSGE: 32, MaxSGERd: 32,
@@ -37,7 +38,7 @@ func rxeHCA(name string, guid uint64, ipv4 [4]byte) *devinfoHCA {
 		Ports: []devinfoPort{{
 			Num: 1,
 			Attr: uverbs.PortAttr{
-				State: uverbs.PortActive, MaxMTU: uverbs.MTU4096, ActiveMTU: uverbs.MTU1024, LinkLayer: uverbs.LinkLayerEthernet,
+				State: rdma.PortActive, MaxMTU: uverbs.MTU4096, ActiveMTU: uverbs.MTU1024, LinkLayer: rdma.LinkLayerEthernet,
 				MaxMsgSize: 0x800000, PortCapFlags: 0x00010000, MaxVLNum: 1, PKeyTableLen: 1, GIDTableLen: 1024,
 				ActiveWidth: 1, ActiveSpeed: 8, PhysState: 5,
 			},
@@ -98,7 +99,7 @@ func TestDevinfoVerboseOtherDevices(t *testing.T) {
 	h.Ports[0].GIDs[0].Type = uverbs.GIDTypeRoCEv1
 	ib := h.Ports[0]
 	ib.Num = 2
-	ib.Attr.LinkLayer = uverbs.LinkLayerInfiniBand
+	ib.Attr.LinkLayer = rdma.LinkLayerInfiniBand
 	ib.Attr.ActiveSpeed, ib.Attr.ActiveWidth, ib.Attr.MaxVLNum, ib.Attr.State = 128, 2, 4, 7
 	ib.GIDs = []uverbs.GIDEntry{{GID: h.Ports[0].GIDs[0].GID, Index: 0, Type: uverbs.GIDTypeIB}, {Index: 3, Type: uverbs.GIDTypeIB}}
 	h.Ports = append(h.Ports, ib)
@@ -138,7 +139,7 @@ func TestDevinfoVerboseOtherDevices(t *testing.T) {
 		t.Error("a GID with a zero interface id was printed")
 	}
 	// An iWARP device prints no phys_state.
-	h.Dev.NodeType = uverbs.NodeRNIC
+	h.Dev.NodeType = rdma.NodeRNIC
 	out.Reset()
 	devinfoPrint(&out, h, true)
 	if s := out.String(); strings.Contains(s, "phys_state") || !strings.Contains(s, "\ttransport:\t\t\tiWARP (1)\n") {

@@ -155,7 +155,7 @@ func flowcount(ctx context.Context, a flowcountArgs, stdout io.Writer) (err erro
 	// Create the counters object and define its counter points.
 	cs, err := counters.Create(c, nil)
 	if errors.Is(err, counters.ErrNotSupported) {
-		return fmt.Errorf("%s: verbs counters are not supported on this device (the %s driver has none; mlx5 has them)", dev.Name, dev.Driver())
+		return fmt.Errorf("%s: verbs counters are not supported on this device (the %s driver has none; mlx5 has them)", dev.Name, dev.DriverID)
 	}
 	if err != nil {
 		return err
@@ -194,7 +194,7 @@ func flowcount(ctx context.Context, a flowcountArgs, stdout io.Writer) (err erro
 
 	// A simple L2 flow on the MAC, with the count action.
 	all := flow.MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	f, err := flow.Create(qp, &flow.Attr{Type: flow.AttrNormal, Port: uint8(a.port), Specs: []flow.Spec{
+	f, err := flow.Create(qp, &flow.Attr{Type: flow.AttrNormal, Port: a.port, Specs: []flow.Spec{
 		&flow.Eth{Value: flow.EthFilter{DstMAC: a.mac}, Mask: flow.EthFilter{DstMAC: all}},
 		&flow.Count{Counters: cs},
 	}})

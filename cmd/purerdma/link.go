@@ -22,7 +22,7 @@ func init() {
 // linkNetlink is how link talks to the kernel (tests: a fake).
 var linkNetlink interface {
 	Devices() ([]sysfs.NetlinkDevice, error)
-	Port(devIndex, port uint32) (*sysfs.NetlinkPort, error)
+	Port(devIndex uint32, port int) (*sysfs.NetlinkPort, error)
 	LinkAdd(name, linkType, netdev string) error
 	LinkDelete(devIndex uint32) error
 } = sysfs.NewNetlink()
@@ -70,8 +70,8 @@ var (
 	linkPhysStates = []string{"NOP", "SLEEP", "POLLING", "DISABLED", "ARMED", "LINK_UP", "LINK_ERROR_RECOVER", "PHY_TEST", "UNKNOWN", "OPA_OFFLINE", "UNKNOWN", "OPA_TEST"}
 )
 
-func linkName(table []string, v uint8) string {
-	if int(v) < len(table) {
+func linkName(table []string, v int) string {
+	if v >= 0 && v < len(table) {
 		return table[v]
 	}
 	return "UNKNOWN"
@@ -114,7 +114,7 @@ func linkShow(args []string, asJSON bool, stdout, stderr io.Writer) error {
 			if port != 0 && p != port {
 				continue
 			}
-			np, err := linkNetlink.Port(d.Index, p)
+			np, err := linkNetlink.Port(d.Index, int(p))
 			if err != nil {
 				return linkKernelErr(stderr, err)
 			}
@@ -156,7 +156,7 @@ func linkLine(p *sysfs.NetlinkPort) *resLine {
 	if p.LMC != nil {
 		l.add("lmc", fmt.Sprintf("lmc %d ", *p.LMC), *p.LMC)
 	}
-	st, ph := linkName(linkStates, p.State), linkName(linkPhysStates, p.PhysState)
+	st, ph := linkName(linkStates, int(p.State)), linkName(linkPhysStates, int(p.PhysState))
 	l.add("state", "state "+st+" ", st)
 	l.add("physical_state", "physical_state "+ph+" ", ph)
 	if p.Netdev != nil && p.NetdevIndex != nil {

@@ -14,7 +14,7 @@ type fakeLinks struct {
 
 func (f *fakeLinks) Devices() ([]sysfs.NetlinkDevice, error) { return f.devs, nil }
 
-func (f *fakeLinks) Port(idx, port uint32) (*sysfs.NetlinkPort, error) {
+func (f *fakeLinks) Port(idx uint32, port int) (*sysfs.NetlinkPort, error) {
 	for _, d := range f.devs {
 		if d.Index == idx {
 			nd, ni := "veth"+string(rune('0'+idx)), 10+idx

@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/uverbs"
 )
 
@@ -103,7 +104,7 @@ func runRCPingpong(args []string, stdout, stderr io.Writer) error {
 // ppDest is what the two sides exchange over TCP.
 type ppDest struct {
 	lid, qpn, psn uint32
-	gid           uverbs.GID
+	gid           rdma.GID
 }
 
 // wire is the C tool's message: "%04x:%06x:%06x:%s" with the GID as 32 hex
@@ -281,7 +282,7 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 	if err != nil {
 		return fmt.Errorf("couldn't create QP: %w", err)
 	}
-	if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateInit, Port: uint8(o.ibPort)},
+	if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateInit, Port: o.ibPort},
 		uverbs.QPAttrState|uverbs.QPAttrPKeyIndex|uverbs.QPAttrPort|uverbs.QPAttrAccessFlags); err != nil {
 		return fmt.Errorf("failed to modify QP to INIT: %w", err)
 	}
@@ -306,16 +307,16 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 			return fmt.Errorf("couldn't request CQ notification: %w", err)
 		}
 	}
-	pa, err := c.QueryPort(uint8(o.ibPort))
+	pa, err := c.QueryPort(o.ibPort)
 	if err != nil {
 		return fmt.Errorf("couldn't get port info: %w", err)
 	}
 	my := ppDest{lid: uint32(pa.LID), qpn: qp.Num(), psn: rand.Uint32() & 0xffffff}
-	if pa.LinkLayer != uverbs.LinkLayerEthernet && pa.LID == 0 {
+	if pa.LinkLayer != rdma.LinkLayerEthernet && pa.LID == 0 {
 		return errors.New("couldn't get local LID")
 	}
 	if o.gidx >= 0 {
-		g, err := c.QueryGID(uint32(o.ibPort), uint32(o.gidx))
+		g, err := c.QueryGID(o.ibPort, o.gidx)
 		if err != nil {
 			return fmt.Errorf("can't read sgid of index %d: %w", o.gidx, err)
 		}
@@ -326,7 +327,7 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 	connect := func(rem ppDest) error {
 		a := &uverbs.QPAttr{State: uverbs.QPStateRTR, PathMTU: mtu, DestQPNum: rem.qpn, RQPSN: rem.psn,
 			MaxDestRdAtomic: 1, MinRNRTimer: 12,
-			AH: uverbs.AHAttr{DLID: uint16(rem.lid), SL: uint8(o.sl), Port: uint8(o.ibPort)}}
+			AH: uverbs.AHAttr{DLID: uint16(rem.lid), SL: uint8(o.sl), Port: o.ibPort}}
 		// rc_pingpong goes global when the remote GID's interface id is set.
 		if binary.BigEndian.Uint64(rem.gid[8:]) != 0 {
 			a.AH.IsGlobal = true

@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/flow"
 	"github.com/purerdma/rdma/uverbs"
@@ -213,8 +213,8 @@ func newFlowSet(cfgs []FlowConfig, sysfsRoot string) (_ *flowSet, err error) {
 		// (MLX5_FLOW_CONTEXT_ACTION_FWD_NEXT_PRIO, fs.c
 		// _create_flow_rule). A driver that cannot keep it would leave
 		// matched traffic on a RAW_PACKET QP with no receives posted.
-		if c.DriverID() != abi.RDMA_DRIVER_MLX5 {
-			return nil, configErr("flow %q: %s's driver (%s) cannot count without taking the traffic (no DONT_TRAP flows); only mlx5 can", fc.Name, fc.Device, uverbs.DriverName(c.DriverID()))
+		if c.DriverID() != rdma.DriverMLX5 {
+			return nil, configErr("flow %q: %s's driver (%s) cannot count without taking the traffic (no DONT_TRAP flows); only mlx5 can", fc.Name, fc.Device, c.DriverID())
 		}
 		key := fmt.Sprintf("%s/%d", fc.Device, fc.Port)
 		qp := qps[key]
@@ -246,7 +246,7 @@ func newFlowSet(cfgs []FlowConfig, sysfsRoot string) (_ *flowSet, err error) {
 				return nil, fmt.Errorf("flow %q: %w", fc.Name, err)
 			}
 		}
-		f, err := flow.Create(qp, &flow.Attr{Port: uint8(fc.Port), Flags: flow.FlagDontTrap,
+		f, err := flow.Create(qp, &flow.Attr{Port: fc.Port, Flags: flow.FlagDontTrap,
 			Specs: append(specs, &flow.Count{Counters: cs})})
 		if err != nil {
 			cs.Close()

@@ -16,7 +16,7 @@ import (
 // rawRead runs UVERBS_METHOD_COUNTERS_READ for handle h into n values.
 func rawRead(c *uverbs.Context, h uint32, n int, flags uint32) ([]byte, error) {
 	buf := make([]byte, n*8)
-	r := abi.NewRequest(ucontext.API(c), c.DriverID(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ).
+	r := abi.NewRequest(ucontext.API(c), uint32(c.DriverID()), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ).
 		Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, h).
 		Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, buf).
 		Flags32(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, flags)
