@@ -179,6 +179,18 @@ func (g GUID) String() string {
 	return string(b)
 }
 
+// Format implements fmt.Formatter: the number verbs (x, X, d, o, b)
+// format the GUID as the number it is, so "0x%016x" prints ibstat's form;
+// s, v and q format [GUID.String].
+func (g GUID) Format(f fmt.State, verb rune) {
+	switch verb {
+	case 's', 'v', 'q':
+		fmt.Fprintf(f, fmt.FormatString(f, verb), g.String())
+	default:
+		fmt.Fprintf(f, fmt.FormatString(f, verb), uint64(g))
+	}
+}
+
 // MarshalText returns the sysfs form.
 func (g GUID) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
 

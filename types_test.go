@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -84,6 +85,14 @@ func TestGUIDText(t *testing.T) {
 		var u GUID
 		if err := u.UnmarshalText(b); err != nil || u != g {
 			t.Errorf("text round trip of %#x: %#x, %v", g, u, err)
+		}
+	}
+	if s := fmt.Sprintf("0x%016x %v %s %d", GUID(0xacade8fffe375f42), GUID(1), GUID(2), GUID(3)); s != "0xacade8fffe375f42 0000:0000:0000:0001 0000:0000:0000:0002 3" {
+		t.Errorf("formatted %q", s)
+	}
+	for _, bad := range []string{"", "1:2:3", "zz:0:0:0", "10000:0:0:0", "1:2:3:4:"} {
+		if _, err := ParseGUID(bad); err == nil {
+			t.Errorf("ParseGUID(%q) succeeded", bad)
 		}
 	}
 	if g, err := ParseGUID("acad:e8ff:fe37:5f42"); err != nil || g != 0xacade8fffe375f42 || g.String() != "acad:e8ff:fe37:5f42" {

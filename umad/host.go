@@ -3,11 +3,13 @@ package umad
 import (
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/errs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
 
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/sysfs"
@@ -106,7 +108,7 @@ type CA struct {
 	// Name is the device name ("mlx5_0", "rxe0").
 	Name string
 	// NodeType is node_type's number: 1 CA, 2 switch, 3 router.
-	NodeType int
+	NodeType rdma.NodeType
 	// NumPorts is the highest port number.
 	NumPorts int
 	// FirmwareVersion is fw_ver, HardwareVersion hw_rev and Type hca_type
@@ -115,8 +117,8 @@ type CA struct {
 	HardwareVersion string
 	Type            string
 	// NodeGUID is node_guid and SystemImageGUID sys_image_guid.
-	NodeGUID        uint64
-	SystemImageGUID uint64
+	NodeGUID        rdma.GUID
+	SystemImageGUID rdma.GUID
 	// Ports is indexed by port number: len(Ports) is NumPorts+1, and an
 	// index without a port (0, on a CA) holds nil.
 	Ports []*CAPort
@@ -142,15 +144,15 @@ type CAPort struct {
 	SMSL    uint32
 	// State is state's number (4 = ACTIVE) and PhysState phys_state's
 	// (5 = LinkUp, 3 = Disabled).
-	State     uint32
-	PhysState uint32
+	State     rdma.PortState
+	PhysState rdma.PhysState
 	// Rate is rate's integer part in Gb/s.
 	Rate uint32
 	// CapMask is cap_mask (IBA PortInfo:CapabilityMask), host order.
 	CapMask uint32
 	// GIDPrefix and PortGUID are the two halves of GID 0, as numbers.
 	GIDPrefix uint64
-	PortGUID  uint64
+	PortGUID  rdma.GUID
 	// PKeys is the P_Key table, indexed by table index.
 	PKeys []uint16
 	// LinkLayer is link_layer ("InfiniBand", "Ethernet"), or "IB" when
@@ -242,12 +244,12 @@ func (h *Host) LookupPort(ca string, port int) (*CAPort, error) {
 // (umad_get_ca_portguids), or of the default device when name is "": the
 // slice is indexed by port number, so element 0 is 0 on a CA (whose ports
 // start at 1) and len is NumPorts+1.
-func (h *Host) CAPortGUIDs(name string) ([]uint64, error) {
+func (h *Host) CAPortGUIDs(name string) ([]rdma.GUID, error) {
 	ca, err := h.LookupCA(name)
 	if err != nil {
 		return nil, err
 	}
-	guids := make([]uint64, len(ca.Ports))
+	guids := make([]rdma.GUID, len(ca.Ports))
 	for i, p := range ca.Ports {
 		if p != nil {
 			guids[i] = p.PortGUID
@@ -331,12 +333,12 @@ func (h *Host) readCA(name string) (*CA, error) {
 func (h *Host) convertCA(sc *sysfs.CA) *CA {
 	ca := &CA{
 		Name:            sc.Name,
-		NodeType:        int(sc.NodeType),
+		NodeType:        sc.NodeType,
 		FirmwareVersion: deref(sc.FWVersion),
 		HardwareVersion: deref(sc.HWRev),
 		Type:            deref(sc.HCAType),
-		NodeGUID:        uint64(sc.NodeGUID),
-		SystemImageGUID: uint64(sc.SysImageGUID),
+		NodeGUID:        sc.NodeGUID,
+		SystemImageGUID: sc.SysImageGUID,
 	}
 	for _, sp := range sc.Ports {
 		ca.NumPorts = max(ca.NumPorts, sp.Number)
@@ -355,8 +357,8 @@ func (h *Host) convertPort(sp *sysfs.Port) *CAPort {
 		BaseLID:   derefU32(sp.LID),
 		SMLID:     derefU32(sp.SMLID),
 		CapMask:   derefU32(sp.CapMask),
-		State:     uint32(sp.State),
-		PhysState: uint32(sp.PhysState),
+		State:     sp.State,
+		PhysState: sp.PhysState,
 		PKeys:     sp.PKeys,
 		LinkLayer: sp.UmadLinkLayer(),
 	}
@@ -370,7 +372,7 @@ func (h *Host) convertPort(sp *sysfs.Port) *CAPort {
 		p.Rate = r
 	}
 	if g, err := sp.GID(0); err == nil {
-		p.GIDPrefix, p.PortGUID = g.GID.Prefix(), g.GID.InterfaceID()
+		p.GIDPrefix, p.PortGUID = g.GID.Prefix(), rdma.GUID(g.GID.InterfaceID())
 	}
 	if sp.Umad != nil {
 		p.Umad = filepath.Join(h.devDir(), sp.Umad.Name)
@@ -520,7 +522,7 @@ func LookupCA(name string) (*CA, error) { return defaultHost.LookupCA(name) }
 func LookupPort(ca string, port int) (*CAPort, error) { return defaultHost.LookupPort(ca, port) }
 
 // CAPortGUIDs is Host.CAPortGUIDs on /sys (umad_get_ca_portguids).
-func CAPortGUIDs(name string) ([]uint64, error) { return defaultHost.CAPortGUIDs(name) }
+func CAPortGUIDs(name string) ([]rdma.GUID, error) { return defaultHost.CAPortGUIDs(name) }
 
 // OpenPort is Host.OpenPort on /sys and /dev/infiniband (umad_open_port).
 func OpenPort(ca string, port int) (*Port, error) { return defaultHost.OpenPort(ca, port) }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/sys"
 )
 
@@ -84,7 +85,7 @@ func TestLookupCA(t *testing.T) {
 		t.Fatalf("port 2 %+v", ca.Ports[2])
 	}
 	guids, err := e.host.CAPortGUIDs("mlx5_0")
-	if err != nil || !reflect.DeepEqual(guids, []uint64{0, 0x0002c90000010007, 0x0002c90000010000}) {
+	if err != nil || !reflect.DeepEqual(guids, []rdma.GUID{0, 0x0002c90000010007, 0x0002c90000010000}) {
 		t.Fatalf("CAPortGUIDs = %#x, %v", guids, err)
 	}
 	// The default CA.

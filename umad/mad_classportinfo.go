@@ -1,6 +1,10 @@
 package umad
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/purerdma/rdma"
+)
 
 // ClassPortInfoSize is the size of the ClassPortInfo attribute.
 const ClassPortInfoSize = 72
@@ -20,7 +24,7 @@ type ClassPortInfo struct {
 	CapabilityMask  uint16   // CapabilityMask: 16, 16 (for PerfMgmt: the PMCap bits)
 	CapabilityMask2 uint32   // CapabilityMask2: 32, 27 (for PerfMgmt: the PMCap2 bits)
 	RespTimeValue   uint8    // RespTimeValue: 59, 5
-	RedirectGID     [16]byte // RedirectGID: 64, 128
+	RedirectGID     rdma.GID // RedirectGID: 64, 128
 	RedirectTC      uint8    // RedirectTC: 192, 8
 	RedirectSL      uint8    // RedirectSL: 200, 4
 	RedirectFL      uint32   // RedirectFL: 204, 20
@@ -28,7 +32,7 @@ type ClassPortInfo struct {
 	RedirectPKey    uint16   // RedirectP_Key: 240, 16
 	RedirectQP      uint32   // RedirectQP: 264, 24
 	RedirectQKey    uint32   // RedirectQ_Key: 288, 32
-	TrapGID         [16]byte // TrapGID: 320, 128
+	TrapGID         rdma.GID // TrapGID: 320, 128
 	TrapTC          uint8    // TrapTC: 448, 8
 	TrapSL          uint8    // TrapSL: 456, 4
 	TrapFL          uint32   // TrapFL: 460, 20

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 )
 
@@ -116,7 +117,7 @@ func (p *Packet) TimedOut() bool { return p.hdr.Status == uint32(syscall.ETIMEDO
 type GRH struct {
 	// GID is the remote GID, in network order (the 16 bytes of an IPv6
 	// address). On receive, the sender's GID.
-	GID [16]byte
+	GID rdma.GID
 	// GIDIndex is the index of the local (source) GID to send from.
 	GIDIndex uint8
 	// HopLimit and TrafficClass go into the GRH as given.
@@ -223,7 +224,7 @@ func (p *Packet) SetGRH(g GRH) error {
 
 // SetGRHNet is SetGRH with the flow label in network byte order, as in a
 // wire structure (umad_set_grh_net, which libibumad never implemented).
-func (p *Packet) SetGRHNet(gid [16]byte, gidIndex, hopLimit, trafficClass uint8, flowLabel [4]byte) error {
+func (p *Packet) SetGRHNet(gid rdma.GID, gidIndex, hopLimit, trafficClass uint8, flowLabel [4]byte) error {
 	return p.SetGRH(GRH{GID: gid, GIDIndex: gidIndex, HopLimit: hopLimit, TrafficClass: trafficClass,
 		FlowLabel: binary.BigEndian.Uint32(flowLabel[:])})
 }

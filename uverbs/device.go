@@ -84,7 +84,7 @@ type Device struct {
 	DriverID rdma.DriverID
 	// NodeGUID is the node GUID in host order (0xacade8fffe375f42 prints
 	// as acad:e8ff:fe37:5f42).
-	NodeGUID uint64
+	NodeGUID rdma.GUID
 	// NodeType is the node type from sysfs.
 	NodeType rdma.NodeType
 	// Index is the kernel's device index (from netlink, where the first
@@ -152,7 +152,7 @@ func Devices(opts *Options) ([]Device, error) {
 			}
 		}
 		if s, err := readLine(filepath.Join(d.SysfsPath, "node_guid")); err == nil {
-			d.NodeGUID, _ = parseGUID(s)
+			d.NodeGUID, _ = rdma.ParseGUID(strings.TrimSpace(s))
 		}
 		devs = append(devs, d)
 	}
@@ -231,24 +231,6 @@ func readInt(path string) (int, error) {
 		return 0, fmt.Errorf("%s: %q is not a number", path, s)
 	}
 	return n, nil
-}
-
-// parseGUID parses the sysfs form of a GUID, four colon-separated groups of
-// 16-bit hex ("acad:e8ff:fe37:5f42"), into host order.
-func parseGUID(s string) (uint64, error) {
-	parts := strings.Split(strings.TrimSpace(s), ":")
-	if len(parts) != 4 {
-		return 0, fmt.Errorf("GUID %q: want four groups", s)
-	}
-	var g uint64
-	for _, p := range parts {
-		v, err := strconv.ParseUint(p, 16, 16)
-		if err != nil {
-			return 0, fmt.Errorf("GUID %q: %v", s, err)
-		}
-		g = g<<16 | v
-	}
-	return g, nil
 }
 
 // naturalLess orders names with numbers by value: rxe2 before rxe10.

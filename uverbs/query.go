@@ -18,8 +18,8 @@ import (
 // in host order.
 type DeviceAttr struct {
 	FWVer                 string    `json:"fw_ver"` // formatted the way the driver's rdma-core provider does
-	NodeGUID              uint64    `json:"node_guid"`
-	SysImageGUID          uint64    `json:"sys_image_guid"`
+	NodeGUID              rdma.GUID `json:"node_guid"`
+	SysImageGUID          rdma.GUID `json:"sys_image_guid"`
 	MaxMRSize             uint64    `json:"max_mr_size"`
 	PageSizeCap           uint64    `json:"page_size_cap"`
 	VendorID              uint32    `json:"vendor_id"`
@@ -154,7 +154,7 @@ func (c *Context) QueryDevice() (DeviceAttr, error) {
 func fillDeviceAttr(r *abi.IbUverbsExQueryDeviceResp, a *DeviceAttr) {
 	b := &r.Base
 	*a = DeviceAttr{
-		NodeGUID: beU64(b.NodeGuid), SysImageGUID: beU64(b.SysImageGuid),
+		NodeGUID: rdma.GUID(beU64(b.NodeGuid)), SysImageGUID: rdma.GUID(beU64(b.SysImageGuid)),
 		MaxMRSize: b.MaxMrSize, PageSizeCap: b.PageSizeCap,
 		VendorID: b.VendorId, VendorPartID: b.VendorPartId, HWVer: b.HwVer,
 		MaxQP: b.MaxQp, MaxQPWR: b.MaxQpWr, DeviceCapFlags: b.DeviceCapFlags,

@@ -294,8 +294,8 @@ func devinfoPrint(w io.Writer, h *devinfoHCA, verbose bool) {
 	if a.FWVer != "" {
 		p("\tfw_ver:\t\t\t\t%s\n", a.FWVer)
 	}
-	p("\tnode_guid:\t\t\t%s\n", guidStr(a.NodeGUID))
-	p("\tsys_image_guid:\t\t\t%s\n", guidStr(a.SysImageGUID))
+	p("\tnode_guid:\t\t\t%s\n", a.NodeGUID.String())
+	p("\tsys_image_guid:\t\t\t%s\n", a.SysImageGUID.String())
 	p("\tvendor_id:\t\t\t0x%04x\n", a.VendorID)
 	p("\tvendor_part_id:\t\t\t%d\n", int32(a.VendorPartID))
 	p("\thw_ver:\t\t\t\t0x%X\n", a.HWVer)
@@ -549,10 +549,6 @@ func printGID(p func(string, ...any), g uverbs.GIDEntry, ll rdma.LinkLayer) {
 		s = g.GID.String()
 	}
 	p("\t\t\tGID[%3d]:\t\t%s%s\n", g.Index, s, suffix)
-}
-
-func guidStr(g uint64) string {
-	return fmt.Sprintf("%04x:%04x:%04x:%04x", g>>48, g>>32&0xffff, g>>16&0xffff, g&0xffff)
 }
 
 func portStateStr(s rdma.PortState) string {

@@ -53,7 +53,7 @@ func (h *devinfoHCA) json() devinfoJSON {
 	tr := h.Dev.Transport()
 	j := devinfoJSON{
 		HCAID: h.Dev.Name, Transport: tr.String(), TransportType: int(tr), Driver: h.Dev.DriverID.String(), UverbsNode: h.Dev.Node,
-		FWVer: h.Attr.FWVer, NodeGUID: guidStr(h.Attr.NodeGUID), SysImageGUID: guidStr(h.Attr.SysImageGUID),
+		FWVer: h.Attr.FWVer, NodeGUID: h.Attr.NodeGUID.String(), SysImageGUID: h.Attr.SysImageGUID.String(),
 		VendorID: h.Attr.VendorID, VendorPartID: h.Attr.VendorPartID, HWVer: h.Attr.HWVer, BoardID: h.BoardID,
 		PhysPortCnt: h.Attr.PhysPortCnt, NumCompVectors: h.NumCompVectors, Attr: h.Attr, Ports: []portJSON{},
 	}

@@ -25,9 +25,9 @@ func rxeHCA(name string, guid uint64, ipv4 [4]byte) *devinfoHCA {
 	g1[10], g1[11] = 0xff, 0xff
 	copy(g1[12:], ipv4[:])
 	return &devinfoHCA{
-		Dev: uverbs.Device{Name: name, NodeType: rdma.NodeCA, NodeGUID: guid},
+		Dev: uverbs.Device{Name: name, NodeType: rdma.NodeCA, NodeGUID: rdma.GUID(guid)},
 		Attr: uverbs.DeviceAttr{
-			FWVer: "0.0.0", NodeGUID: guid, SysImageGUID: guid, MaxMRSize: ^uint64(0), PageSizeCap: 0xfffff000,
+			FWVer: "0.0.0", NodeGUID: rdma.GUID(guid), SysImageGUID: rdma.GUID(guid), MaxMRSize: ^uint64(0), PageSizeCap: 0xfffff000,
 			VendorID: 0xffffff, MaxQP: 1048560, MaxQPWR: 1048576, DeviceCapFlags: 0x01223c76, MaxSGE: 32, MaxSGERd: 32,
 			MaxCQ: 1048576, MaxCQE: 32767, MaxMR: 524287, MaxPD: 1048576, MaxQPRdAtom: 128, MaxResRdAtom: 258048,
 			MaxQPInitRdAtom: 128, AtomicCap: uverbs.AtomicHCA, MaxMW: 524287, MaxMcastGrp: 8192, MaxMcastQPAttach: 56,

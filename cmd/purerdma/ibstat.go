@@ -361,8 +361,8 @@ func ibstatJSONOf(cas []*umad.CA, devPort int, short bool) []ibstatJSONCA {
 					continue
 				}
 				j.Ports = append(j.Ports, ibstatJSONPort{
-					Port: p.Number, State: p.State, StateName: ibstatName(ibstatStates, uint64(p.State)),
-					PhysicalState: p.PhysState, PhysicalStateName: ibstatName(ibstatPhys, uint64(p.PhysState)),
+					Port: p.Number, State: uint32(p.State), StateName: ibstatName(ibstatStates, uint64(p.State)),
+					PhysicalState: uint32(p.PhysState), PhysicalStateName: ibstatName(ibstatPhys, uint64(p.PhysState)),
 					Rate: ibstatRate(p), BaseLID: p.BaseLID, LMC: p.LMC, SMLID: p.SMLID,
 					CapabilityMask: fmt.Sprintf("0x%08x", p.CapMask), PortGUID: fmt.Sprintf("0x%016x", p.PortGUID),
 					LinkLayer: p.LinkLayer,

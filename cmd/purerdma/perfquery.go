@@ -284,7 +284,7 @@ func perfqueryResolve(o *perfqueryOpts, local *umad.CAPort) (*perfqueryTarget, e
 	case roce:
 		t.grh = true
 		binary.BigEndian.PutUint64(t.gid[:8], local.GIDPrefix)
-		binary.BigEndian.PutUint64(t.gid[8:], local.PortGUID)
+		binary.BigEndian.PutUint64(t.gid[8:], uint64(local.PortGUID))
 	default:
 		t.lid = uint16(local.BaseLID)
 	}
