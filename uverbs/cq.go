@@ -2,11 +2,14 @@ package uverbs
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/errs"
-	"github.com/purerdma/rdma/internal/ucontext"
 	"os"
 	"sync"
+	"syscall"
+
+	"github.com/purerdma/rdma/internal/errs"
+	"github.com/purerdma/rdma/internal/ucontext"
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
@@ -108,6 +111,14 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 	d.add(r)
 	if err := c.do(r); err != nil {
 		d.release()
+		if errors.Is(err, syscall.EINVAL) {
+			// Name the limit the kernel does not: ib_uverbs_create_cq
+			// (uverbs_std_types_cq.c) and the drivers refuse more than
+			// the device's max_cqe with a bare EINVAL.
+			if a, qerr := c.queryDevice(); qerr == nil && uint64(attr.CQE) > uint64(a.MaxCQE) {
+				err = fmt.Errorf("%d entries: %s takes at most %d (max_cqe): %w", attr.CQE, c.dev.Name, a.MaxCQE, err)
+			}
+		}
 		return nil, c.err(op, err)
 	}
 	cq.handle, _ = r.Created(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)

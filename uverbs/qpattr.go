@@ -197,7 +197,7 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		AltTimeout:       attr.AltTimeout,
 	}
 	if err := c.invokeWrite(abi.IB_USER_VERBS_CMD_MODIFY_QP, bytesOf(m), nil, nil, nil); err != nil {
-		return c.err(op, err)
+		return c.err(op, qp.modifyHint(attr, mask, err))
 	}
 	return nil
 }

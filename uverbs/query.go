@@ -131,6 +131,15 @@ func (c *Context) QueryDevice() (DeviceAttr, error) {
 		return DeviceAttr{}, err
 	}
 	defer c.leave()
+	a, err := c.queryDevice()
+	if err != nil {
+		return DeviceAttr{}, c.err("query device", err)
+	}
+	return a, nil
+}
+
+// queryDevice is QueryDevice for a caller that has entered the context.
+func (c *Context) queryDevice() (DeviceAttr, error) {
 	raw := new(abi.IbUverbsExQueryDeviceResp)
 	in, out := c.prov.queryDeviceData()
 	core := new(abi.IbUverbsExQueryDevice)
@@ -143,7 +152,7 @@ func (c *Context) QueryDevice() (DeviceAttr, error) {
 		raw.ResponseLength = uint32(len(bytesOf(&raw.Base)))
 	}
 	if err != nil {
-		return DeviceAttr{}, c.err("query device", err)
+		return DeviceAttr{}, err
 	}
 	var a DeviceAttr
 	fillDeviceAttr(raw, &a)
