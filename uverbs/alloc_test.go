@@ -53,7 +53,7 @@ func (portOnly) Close() error                              { return nil }
 func portOnlyContext(t testing.TB) *Context {
 	b := newBed(t, rxe0())
 	opts := *b.opts
-	opts.open = func(path string) (*sys.FD, error) { return sys.NewFake(path, portOnly{}, false), nil }
+	opts.open = func(path string) (*sys.FD, error) { return sys.NewFake(path, portOnly{}), nil }
 	c, err := Open("rxe0", &opts)
 	if err != nil {
 		t.Fatal(err)

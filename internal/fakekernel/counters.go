@@ -236,7 +236,7 @@ func (v *Verbs) OpenAllocFree() *sys.FD {
 	k.mu.Lock()
 	k.files[f] = struct{}{}
 	k.mu.Unlock()
-	return sys.NewFake("/dev/infiniband/uverbs-fake-"+k.dev.Name, &fastRead{File: f, v: v}, false)
+	return sys.NewFake("/dev/infiniband/uverbs-fake-"+k.dev.Name, &fastRead{File: f, v: v})
 }
 
 type fastRead struct {

@@ -87,7 +87,7 @@ func (k *Kernel) Open() *sys.FD {
 	k.mu.Lock()
 	k.files[f] = struct{}{}
 	k.mu.Unlock()
-	return sys.NewFake("/dev/infiniband/uverbs-fake-"+k.dev.Name, f, false)
+	return sys.NewFake("/dev/infiniband/uverbs-fake-"+k.dev.Name, f)
 }
 
 // OpenFiles returns how many files are open; a test that closes

@@ -221,7 +221,7 @@ func (p *UmadPort) Open() (*UmadFile, *sys.FD, error) {
 	}
 	f := &UmadFile{port: p, done: make(chan struct{})}
 	p.files[f] = struct{}{}
-	return f, sys.NewFake(p.cfg.Device, f, true), nil
+	return f, sys.NewFake(p.cfg.Device, f), nil
 }
 
 // Remove simulates hot unplug of the device: every open file's agents die

@@ -58,7 +58,7 @@ func TestAdoptErrors(t *testing.T) {
 		t.Errorf("Adopt(-1) = %v", err)
 	}
 	parent.Close()
-	fake := NewFake("fake", &recordingBackend{}, false)
+	fake := NewFake("fake", &recordingBackend{})
 	if _, err := fake.Adopt(3, "x"); !errors.Is(err, syscall.EBADF) {
 		t.Errorf("fake without Adopter: %v", err)
 	}
@@ -78,7 +78,7 @@ func (b *adoptingBackend) Adopt(raw int) (Backend, error) {
 }
 
 func TestAdoptFake(t *testing.T) {
-	parent := NewFake("fake", &adoptingBackend{}, false)
+	parent := NewFake("fake", &adoptingBackend{})
 	defer parent.Close()
 	if _, err := parent.Adopt(7, "x"); !errors.Is(err, syscall.EBADF) {
 		t.Errorf("unknown descriptor: %v", err)

@@ -1,12 +1,9 @@
 package sys
 
 import (
-	"os"
 	"sort"
 	"sync"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // anonMaps records every live mapping MmapAnon made, process-wide, so that
@@ -57,36 +54,4 @@ func IsMapped(b []byte) bool {
 	}
 	s := starts[i]
 	return a+uintptr(len(b)) <= s+uintptr(anonMaps.m[s])
-}
-
-// RawWrite issues write(2) of n bytes at p without telling the Go scheduler
-// (unix.RawSyscall: no entersyscall/exitsyscall, no hand-off of the P). Use
-// it only for writes that never block — the uverbs doorbell, see
-// uverbs/rxe_data.go — and with p pointing at memory outside the Go heap.
-// It returns the count written and the errno (EINTR is retried), or
-// os.ErrClosed. On a fake descriptor it calls the Backend's Write.
-func (fd *FD) RawWrite(p unsafe.Pointer, n int) (int, error) {
-	if fd == nil {
-		return 0, os.ErrClosed
-	}
-	if fd.be != nil {
-		if fd.closed.Load() {
-			return 0, os.ErrClosed
-		}
-		return fd.be.Write(unsafe.Slice((*byte)(p), n))
-	}
-	if err := fd.acquire(); err != nil {
-		return 0, err
-	}
-	for {
-		r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd.raw), uintptr(p), uintptr(n))
-		if e == unix.EINTR {
-			continue
-		}
-		fd.mu.RUnlock()
-		if e != 0 {
-			return int(r), e
-		}
-		return int(r), nil
-	}
 }

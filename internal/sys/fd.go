@@ -1,97 +1,54 @@
 package sys
 
 import (
-	"errors"
-	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// Backend stands in for the kernel behind one descriptor in unit tests.
-// Its methods receive exactly what the real system call would, and return
-// errors as syscall.Errno values the way the kernel does.
-type Backend interface {
-	// Ioctl handles ioctl(fd, req, arg). arg points at caller memory that
-	// stays alive for the call.
-	Ioctl(req uint, arg unsafe.Pointer) error
-	// Read handles read(2). It must give up with os.ErrDeadlineExceeded once
-	// deadline (when not zero) has passed, and with os.ErrClosed once Close
-	// was called; it returns syscall.EAGAIN when nonblocking is set and
-	// nothing is queued.
-	Read(p []byte, deadline time.Time, nonblocking bool) (int, error)
-	// Write handles write(2).
-	Write(p []byte) (int, error)
-	// Mmap handles mmap(2) of the descriptor.
-	Mmap(offset int64, length int, prot, flags int) ([]byte, error)
-	// Close is called once, when the FD is closed.
-	Close() error
-}
-
-// Waiter is implemented by fake Backends whose reads can block (a fake
-// umad device): it gives pollable fakes what the runtime poller gives real
-// descriptors.
-type Waiter interface {
-	// WaitReadable blocks until a read would not block, the deadline
-	// (when not zero) passes (os.ErrDeadlineExceeded) or the descriptor
-	// is closed (os.ErrClosed).
-	WaitReadable(deadline time.Time) error
-	// Readable reports without blocking whether a read would find data.
-	Readable() (bool, error)
-	// DeadlineChanged is called by SetReadDeadline with the new
-	// deadline: a Read or WaitReadable in progress must honour it from
-	// now on (a deadline in the past wakes them at once).
-	DeadlineChanged(deadline time.Time)
-}
-
-// readDeadline returns the fake descriptor's read deadline as set, its
-// monotonic clock reading included: a deadline kept as wall-clock
-// nanoseconds alone would be compared on the wall clock, which may step or
-// run at another rate than the monotonic clock that context timers use
-// (it does in a TCG guest), and a read could then give up before the
-// context that set the deadline knows it is done.
-func (fd *FD) readDeadline() time.Time {
-	fd.dlMu.Lock()
-	defer fd.dlMu.Unlock()
-	return fd.deadline
-}
-
 // FD is an owned file descriptor. Its zero value is not usable; get one from
 // [Open] or [NewFake].
+//
+// Its system calls go through one seam, the ops interface: the kernel's
+// (osFD, in osfd.go) or, in unit tests, a fake kernel's (fake.go). FD
+// itself only keeps what both share: the name, closing once, and the
+// accounting of live descriptors.
 type FD struct {
-	name        string
-	nonblocking bool
-
-	// Real descriptors.
-	raw  int
-	file *os.File        // set for pollable (O_NONBLOCK) descriptors
-	rc   syscall.RawConn // file's RawConn, cached
-	wait *waitState      // WaitReadable's poller callback
-
-	// Fake descriptors.
-	be       Backend
-	dlMu     sync.Mutex
-	deadline time.Time // zero = none (fakes only)
-
-	mu      sync.RWMutex // held shared by syscalls on raw, exclusively by Close
+	name    string
+	ops     ops
 	closed  atomic.Bool
 	track   *tracked
 	cleanup runtime.Cleanup // closes a real descriptor dropped without Close
 }
 
+// ops are the system calls behind an FD. The FD checks for nil and for a
+// closed descriptor before it calls them; an implementation must still
+// answer os.ErrClosed for a call that races with close.
+type ops interface {
+	number() int // the descriptor number, -1 for a fake
+	close() error
+	ioctl(req uint, arg unsafe.Pointer) error
+	read(p []byte) (int, error)
+	readNonblocking(p []byte) (int, error)
+	readable() (bool, error)
+	write(p []byte) (int, error)
+	rawWrite(p unsafe.Pointer, n int) (int, error)
+	setReadDeadline(t time.Time) error
+	waitReadable() error
+	mmap(offset int64, length int, prot, flags int) ([]byte, error)
+	adopt(raw int, name string) (*FD, error)
+}
+
 // dropped is what the cleanup of an FD dropped without Close releases;
 // it must not reach the FD itself, or the cleanup would never run.
 type dropped struct {
-	raw   int
-	file  *os.File
+	os    *osFD
 	track *tracked
 }
 
@@ -100,11 +57,15 @@ type dropped struct {
 // umad Port) that a caller forgot to close.
 func closeDropped(d dropped) {
 	untrack(d.track)
-	if d.file != nil {
-		d.file.Close()
-		return
-	}
-	unix.Close(d.raw)
+	d.os.close()
+}
+
+// newFD owns o, counting it in Live and closing it if the FD is dropped
+// without Close.
+func newFD(name string, o *osFD) *FD {
+	fd := &FD{name: name, ops: o, track: track(name)}
+	fd.cleanup = runtime.AddCleanup(fd, closeDropped, dropped{os: o, track: fd.track})
+	return fd
 }
 
 // Open opens path with flags|O_CLOEXEC. With O_NONBLOCK in flags the
@@ -129,32 +90,22 @@ func Open(path string, flags int) (*FD, error) {
 		}
 		return fd, nil
 	}
-	fd := &FD{name: path, raw: raw, track: track(path)}
-	fd.cleanup = runtime.AddCleanup(fd, closeDropped, dropped{raw: raw, track: fd.track})
-	return fd, nil
+	return newFD(path, &osFD{name: path, raw: raw}), nil
 }
 
 // newPollable owns raw, a non-blocking descriptor, through the runtime
 // poller. On error raw is closed.
 func newPollable(raw int, name string) (*FD, error) {
-	fd := &FD{name: name, raw: raw, nonblocking: true}
-	fd.file = os.NewFile(uintptr(raw), name)
-	rc, err := fd.file.SyscallConn()
+	o := &osFD{name: name, raw: raw, nonblocking: true}
+	o.file = os.NewFile(uintptr(raw), name)
+	rc, err := o.file.SyscallConn()
 	if err != nil {
-		fd.file.Close()
+		o.file.Close()
 		return nil, err
 	}
-	fd.rc = rc
-	fd.wait = newWaitState()
-	fd.track = track(name)
-	fd.cleanup = runtime.AddCleanup(fd, closeDropped, dropped{raw: raw, file: fd.file, track: fd.track})
-	return fd, nil
-}
-
-// NewFake returns an FD whose system calls go to be instead of the kernel.
-// name is what Name reports (for example "/dev/infiniband/uverbs0").
-func NewFake(name string, be Backend, nonblocking bool) *FD {
-	return &FD{name: name, raw: -1, be: be, nonblocking: nonblocking, track: track(name)}
+	o.rc = rc
+	o.wait = newWaitState()
+	return newFD(name, o), nil
 }
 
 // Name returns the path the descriptor was opened with.
@@ -169,13 +120,10 @@ func (fd *FD) Name() string {
 // It is meant for attributes that carry a descriptor to the kernel; the
 // number is only valid while fd is open.
 func (fd *FD) Raw() int {
-	if fd == nil {
+	if fd == nil || fd.closed.Load() {
 		return -1
 	}
-	if fd.be != nil || fd.closed.Load() {
-		return -1
-	}
-	return fd.raw
+	return fd.ops.number()
 }
 
 // Close closes the descriptor. It is safe to call more than once and from
@@ -188,60 +136,22 @@ func (fd *FD) Close() error {
 	}
 	fd.cleanup.Stop()
 	untrack(fd.track)
-	if fd.be != nil {
-		return fd.be.Close()
-	}
-	// Wait for ioctls in flight on the number, then close it. Readers
-	// parked in the poller hold no lock: os.File.Close wakes them.
-	fd.mu.Lock()
-	defer fd.mu.Unlock()
-	if fd.file != nil {
-		return fd.file.Close()
-	}
-	return unix.Close(fd.raw)
+	return fd.ops.close()
 }
 
-// acquire takes the shared lock for a system call on the raw number.
-func (fd *FD) acquire() error {
-	fd.mu.RLock()
-	if fd.closed.Load() {
-		fd.mu.RUnlock()
-		return os.ErrClosed
-	}
-	return nil
-}
+// open reports whether fd may be used: not nil and not closed.
+func (fd *FD) open() bool { return fd != nil && !fd.closed.Load() }
 
 // Ioctl issues ioctl(fd, req, arg). The objects in keep (the owners of any
 // memory whose address is inside *arg) are kept alive until the call
 // returns. The error is the errno, or os.ErrClosed.
 func (fd *FD) Ioctl(req uint, arg unsafe.Pointer, keep ...any) error {
-	if fd == nil {
+	if !fd.open() {
 		return os.ErrClosed
 	}
-	if fd.be != nil {
-		if fd.closed.Load() {
-			return os.ErrClosed
-		}
-		err := fd.be.Ioctl(req, arg)
-		runtime.KeepAlive(keep)
-		return err
-	}
-	if err := fd.acquire(); err != nil {
-		return err
-	}
-	var errno syscall.Errno
-	for {
-		_, _, errno = unix.Syscall(unix.SYS_IOCTL, uintptr(fd.raw), uintptr(req), uintptr(arg))
-		if errno != unix.EINTR {
-			break
-		}
-	}
-	fd.mu.RUnlock()
+	err := fd.ops.ioctl(req, arg)
 	runtime.KeepAlive(keep)
-	if errno != 0 {
-		return errno
-	}
-	return nil
+	return err
 }
 
 // Read reads one record. On a pollable descriptor it waits, through the
@@ -249,131 +159,51 @@ func (fd *FD) Ioctl(req uint, arg unsafe.Pointer, keep ...any) error {
 // (os.ErrDeadlineExceeded) or the descriptor is closed (os.ErrClosed). The
 // error is otherwise the errno.
 func (fd *FD) Read(p []byte) (int, error) {
-	if fd == nil {
+	if !fd.open() {
 		return 0, os.ErrClosed
 	}
-	if fd.be != nil {
-		if fd.closed.Load() {
-			return 0, os.ErrClosed
-		}
-		return fd.be.Read(p, fd.readDeadline(), false)
-	}
-	if fd.file != nil {
-		n, err := fd.file.Read(p)
-		err = unwrapPathError(err)
-		if err != nil && pollerGaveUp(err) {
-			// The runtime poller saw EPOLLERR alone (a umad device
-			// removed under the read: ib_umad_poll answers EPOLLERR) and
-			// reports "not pollable"; the kernel's own answer is the
-			// read's errno (EIO), so ask it once, without waiting.
-			if n, rerr := fd.ReadNonblocking(p); rerr != unix.EAGAIN {
-				return n, rerr
-			}
-			if _, perr := fd.Readable(); perr != nil {
-				return 0, perr
-			}
-		}
-		return n, err
-	}
-	if err := fd.acquire(); err != nil {
-		return 0, err
-	}
-	defer fd.mu.RUnlock()
-	for {
-		n, err := unix.Read(fd.raw, p)
-		if err != unix.EINTR {
-			return n, err
-		}
-	}
+	return fd.ops.read(p)
 }
 
 // ReadNonblocking reads one record if one is queued, and fails with EAGAIN
 // otherwise, whatever the read deadline.
 func (fd *FD) ReadNonblocking(p []byte) (int, error) {
-	if fd == nil {
+	if !fd.open() {
 		return 0, os.ErrClosed
 	}
-	if fd.be != nil {
-		if fd.closed.Load() {
-			return 0, os.ErrClosed
-		}
-		return fd.be.Read(p, time.Time{}, true)
-	}
-	if !fd.nonblocking {
-		return 0, fmt.Errorf("read %s: descriptor was not opened with O_NONBLOCK", fd.name)
-	}
-	// The descriptor is non-blocking, so a plain read(2) never parks; no
-	// poller round trip (and no closure allocation) is needed.
-	if err := fd.acquire(); err != nil {
-		return 0, err
-	}
-	defer fd.mu.RUnlock()
-	for {
-		n, err := unix.Read(fd.raw, p)
-		if err != unix.EINTR {
-			return n, err
-		}
-	}
+	return fd.ops.readNonblocking(p)
 }
 
 // Readable reports, without waiting, whether a read would find data
 // (poll(2) with a zero timeout). A descriptor in an error state (POLLERR,
 // for example a removed device) gives EIO.
 func (fd *FD) Readable() (bool, error) {
-	if fd == nil {
+	if !fd.open() {
 		return false, os.ErrClosed
 	}
-	if fd.be != nil {
-		if fd.closed.Load() {
-			return false, os.ErrClosed
-		}
-		if w, ok := fd.be.(Waiter); ok {
-			return w.Readable()
-		}
-		return false, os.ErrNoDeadline
-	}
-	if err := fd.acquire(); err != nil {
-		return false, err
-	}
-	defer fd.mu.RUnlock()
-	fds := [1]unix.PollFd{{Fd: int32(fd.raw), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds[:], 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return false, err
-		}
-		if n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLNVAL) != 0 {
-			return false, unix.EIO
-		}
-		return n > 0 && fds[0].Revents&unix.POLLIN != 0, nil
-	}
+	return fd.ops.readable()
 }
 
 // Write writes p in one write(2) call and returns the count the kernel
 // accepted; the error is the errno or os.ErrClosed.
 func (fd *FD) Write(p []byte) (int, error) {
-	if fd == nil {
+	if !fd.open() {
 		return 0, os.ErrClosed
 	}
-	if fd.be != nil {
-		if fd.closed.Load() {
-			return 0, os.ErrClosed
-		}
-		return fd.be.Write(p)
+	return fd.ops.write(p)
+}
+
+// RawWrite issues write(2) of n bytes at p without telling the Go scheduler
+// (unix.RawSyscall: no entersyscall/exitsyscall, no hand-off of the P). Use
+// it only for writes that never block — the uverbs doorbell, see
+// uverbs/rxe_data.go — and with p pointing at memory outside the Go heap.
+// It returns the count written and the errno (EINTR is retried), or
+// os.ErrClosed. On a fake descriptor it is the fake's Write.
+func (fd *FD) RawWrite(p unsafe.Pointer, n int) (int, error) {
+	if !fd.open() {
+		return 0, os.ErrClosed
 	}
-	if err := fd.acquire(); err != nil {
-		return 0, err
-	}
-	defer fd.mu.RUnlock()
-	for {
-		n, err := unix.Write(fd.raw, p)
-		if err != unix.EINTR {
-			return n, err
-		}
-	}
+	return fd.ops.rawWrite(p, n)
 }
 
 // SetReadDeadline sets the time after which a pending or future Read fails
@@ -383,100 +213,17 @@ func (fd *FD) SetReadDeadline(t time.Time) error {
 	if fd == nil {
 		return os.ErrClosed
 	}
-	if fd.be != nil {
-		fd.dlMu.Lock()
-		fd.deadline = t
-		fd.dlMu.Unlock()
-		if w, ok := fd.be.(Waiter); ok {
-			w.DeadlineChanged(t)
-		}
-		return nil
-	}
-	if fd.file == nil {
-		return os.ErrNoDeadline
-	}
-	return fd.file.SetReadDeadline(t)
+	return fd.ops.setReadDeadline(t)
 }
 
 // WaitReadable blocks until a read would not block, the read deadline passes
 // (os.ErrDeadlineExceeded) or the descriptor is closed (os.ErrClosed). It
 // consumes nothing. Only pollable descriptors support it.
 func (fd *FD) WaitReadable() error {
-	if fd == nil {
+	if !fd.open() {
 		return os.ErrClosed
 	}
-	if fd.be != nil {
-		if fd.closed.Load() {
-			return os.ErrClosed
-		}
-		w, ok := fd.be.(Waiter)
-		if !ok {
-			return os.ErrNoDeadline
-		}
-		return w.WaitReadable(fd.readDeadline())
-	}
-	if fd.file == nil {
-		return os.ErrNoDeadline
-	}
-	w := fd.wait
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.err = nil
-	if err := fd.rc.Read(w.fn); err != nil {
-		if pollerGaveUp(err) {
-			// As in Read: EPOLLERR alone is the kernel's error state,
-			// which poll(2) reports as POLLERR, given here as EIO.
-			if _, perr := fd.Readable(); perr != nil {
-				return perr
-			}
-		}
-		return err
-	}
-	return w.err
-}
-
-// pollerGaveUp reports whether err is the runtime poller's own failure
-// rather than the kernel's errno, a deadline or a close: internal/poll's
-// unexported ErrNotPollable ("not pollable"), which a wait reports when
-// epoll returned EPOLLERR alone for the descriptor.
-func pollerGaveUp(err error) bool {
-	var errno syscall.Errno
-	return !errors.As(err, &errno) && !errors.Is(err, os.ErrDeadlineExceeded) &&
-		!errors.Is(err, os.ErrClosed) && err != io.EOF
-}
-
-// waitState is what WaitReadable hands the runtime poller: a callback made
-// once per descriptor (a closure per call would allocate on a hot path) and
-// the poll(2) result it reports back.
-type waitState struct {
-	mu  sync.Mutex
-	fn  func(uintptr) bool // w.poll, bound once
-	err error
-	pfd [1]unix.PollFd
-}
-
-func newWaitState() *waitState {
-	w := &waitState{}
-	w.fn = w.poll
-	return w
-}
-
-// poll looks once, without blocking; returning false makes the poller wait
-// for readability and call it again.
-func (w *waitState) poll(s uintptr) bool {
-	w.pfd[0] = unix.PollFd{Fd: int32(s), Events: unix.POLLIN}
-	n, err := unix.Poll(w.pfd[:], 0)
-	switch {
-	case err == unix.EINTR:
-		return false
-	case err != nil:
-		w.err = err
-		return true
-	case n > 0 && w.pfd[0].Revents&(unix.POLLERR|unix.POLLNVAL) != 0:
-		w.err = unix.EIO
-		return true
-	}
-	return n > 0
+	return fd.ops.waitReadable()
 }
 
 // Mmap maps length bytes of the descriptor at offset.
@@ -487,17 +234,28 @@ func (fd *FD) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 	if length <= 0 {
 		return nil, unix.EINVAL
 	}
-	if fd.be != nil {
-		if fd.closed.Load() {
-			return nil, os.ErrClosed
-		}
-		return fd.be.Mmap(offset, length, prot, flags)
+	if fd.closed.Load() {
+		return nil, os.ErrClosed
 	}
-	if err := fd.acquire(); err != nil {
-		return nil, err
+	return fd.ops.mmap(offset, length, prot, flags)
+}
+
+// Adopt takes ownership of raw, a descriptor the kernel created through a
+// call on fd (for example the async event file that
+// UVERBS_METHOD_ASYNC_EVENT_ALLOC returns in an attribute, or a completion
+// channel), and returns it as an owned FD named name. The descriptor is
+// switched to O_NONBLOCK and registered with the runtime poller, so read
+// deadlines work and Close unblocks a pending read; it is counted by Live
+// from now on.
+//
+// On error raw is closed (the caller owns nothing): the error is the errno,
+// or os.ErrClosed when fd is closed. For a fake fd, the Backend must
+// implement Adopter, else the error is EBADF.
+func (fd *FD) Adopt(raw int, name string) (*FD, error) {
+	if !fd.open() {
+		return nil, os.ErrClosed // raw is the kernel's only through an open fd
 	}
-	defer fd.mu.RUnlock()
-	return unix.Mmap(fd.raw, offset, length, prot, flags)
+	return fd.ops.adopt(raw, name)
 }
 
 // Munmap unmaps memory returned by Mmap or MmapAnon.

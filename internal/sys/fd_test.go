@@ -201,7 +201,7 @@ func (b *recordingBackend) Close() error                              { b.closed
 
 func TestFakeBackend(t *testing.T) {
 	be := &recordingBackend{}
-	fd := NewFake("/dev/infiniband/uverbs9", be, false)
+	fd := NewFake("/dev/infiniband/uverbs9", be)
 	if err := fd.Ioctl(7, nil); !errors.Is(err, syscall.EPROTONOSUPPORT) {
 		t.Errorf("Ioctl = %v", err)
 	}
@@ -276,7 +276,7 @@ func (b *waitingBackend) DeadlineChanged(t time.Time)           { b.deadlines = 
 
 func TestFakeWaiter(t *testing.T) {
 	be := &waitingBackend{ready: true}
-	fd := NewFake("/dev/infiniband/umad-fake", be, true)
+	fd := NewFake("/dev/infiniband/umad-fake", be)
 	defer fd.Close()
 	dl := time.Now().Add(time.Hour)
 	if err := fd.SetReadDeadline(dl); err != nil {
@@ -291,7 +291,7 @@ func TestFakeWaiter(t *testing.T) {
 	if ok, err := fd.Readable(); !ok || err != nil {
 		t.Errorf("Readable = %v, %v", ok, err)
 	}
-	plain := NewFake("/dev/x", &recordingBackend{}, true)
+	plain := NewFake("/dev/x", &recordingBackend{})
 	defer plain.Close()
 	if err := plain.WaitReadable(); !errors.Is(err, os.ErrNoDeadline) {
 		t.Errorf("WaitReadable on a backend without Waiter: %v", err)

@@ -1,0 +1,265 @@
+package sys
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// osFD is a kernel descriptor: the ops every FD outside unit tests has.
+type osFD struct {
+	name        string
+	raw         int
+	nonblocking bool
+	file        *os.File        // set for pollable (O_NONBLOCK) descriptors
+	rc          syscall.RawConn // file's RawConn, cached
+	wait        *waitState      // waitReadable's poller callback
+
+	mu     sync.RWMutex // held shared by system calls on raw, exclusively by close
+	closed bool         // under mu
+}
+
+func (o *osFD) number() int { return o.raw }
+
+// close waits for system calls in flight on the number, then closes it.
+// Readers parked in the poller hold no lock: os.File.Close wakes them.
+func (o *osFD) close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil
+	}
+	o.closed = true
+	if o.file != nil {
+		return o.file.Close()
+	}
+	return unix.Close(o.raw)
+}
+
+// acquire takes the shared lock for a system call on the raw number.
+func (o *osFD) acquire() error {
+	o.mu.RLock()
+	if o.closed {
+		o.mu.RUnlock()
+		return os.ErrClosed
+	}
+	return nil
+}
+
+func (o *osFD) ioctl(req uint, arg unsafe.Pointer) error {
+	if err := o.acquire(); err != nil {
+		return err
+	}
+	var errno syscall.Errno
+	for {
+		_, _, errno = unix.Syscall(unix.SYS_IOCTL, uintptr(o.raw), uintptr(req), uintptr(arg))
+		if errno != unix.EINTR {
+			break
+		}
+	}
+	o.mu.RUnlock()
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+func (o *osFD) read(p []byte) (int, error) {
+	if o.file != nil {
+		n, err := o.file.Read(p)
+		err = unwrapPathError(err)
+		if err != nil && pollerGaveUp(err) {
+			// The runtime poller saw EPOLLERR alone (a umad device
+			// removed under the read: ib_umad_poll answers EPOLLERR) and
+			// reports "not pollable"; the kernel's own answer is the
+			// read's errno (EIO), so ask it once, without waiting.
+			if n, rerr := o.readNonblocking(p); rerr != unix.EAGAIN {
+				return n, rerr
+			}
+			if _, perr := o.readable(); perr != nil {
+				return 0, perr
+			}
+		}
+		return n, err
+	}
+	if err := o.acquire(); err != nil {
+		return 0, err
+	}
+	defer o.mu.RUnlock()
+	for {
+		n, err := unix.Read(o.raw, p)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
+func (o *osFD) readNonblocking(p []byte) (int, error) {
+	if !o.nonblocking {
+		return 0, fmt.Errorf("read %s: descriptor was not opened with O_NONBLOCK", o.name)
+	}
+	// The descriptor is non-blocking, so a plain read(2) never parks; no
+	// poller round trip (and no closure allocation) is needed.
+	if err := o.acquire(); err != nil {
+		return 0, err
+	}
+	defer o.mu.RUnlock()
+	for {
+		n, err := unix.Read(o.raw, p)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
+func (o *osFD) readable() (bool, error) {
+	if err := o.acquire(); err != nil {
+		return false, err
+	}
+	defer o.mu.RUnlock()
+	fds := [1]unix.PollFd{{Fd: int32(o.raw), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds[:], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLNVAL) != 0 {
+			return false, unix.EIO
+		}
+		return n > 0 && fds[0].Revents&unix.POLLIN != 0, nil
+	}
+}
+
+func (o *osFD) write(p []byte) (int, error) {
+	if err := o.acquire(); err != nil {
+		return 0, err
+	}
+	defer o.mu.RUnlock()
+	for {
+		n, err := unix.Write(o.raw, p)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
+// rawWrite is RawWrite's system call: the doorbell write never blocks (the
+// uverbs POST_SEND handler runs to completion), so the scheduler need not
+// know about it.
+func (o *osFD) rawWrite(p unsafe.Pointer, n int) (int, error) {
+	if err := o.acquire(); err != nil {
+		return 0, err
+	}
+	for {
+		r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(o.raw), uintptr(p), uintptr(n))
+		if e == unix.EINTR {
+			continue
+		}
+		o.mu.RUnlock()
+		if e != 0 {
+			return int(r), e
+		}
+		return int(r), nil
+	}
+}
+
+func (o *osFD) setReadDeadline(t time.Time) error {
+	if o.file == nil {
+		return os.ErrNoDeadline
+	}
+	return o.file.SetReadDeadline(t)
+}
+
+func (o *osFD) waitReadable() error {
+	if o.file == nil {
+		return os.ErrNoDeadline
+	}
+	w := o.wait
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.err = nil
+	if err := o.rc.Read(w.fn); err != nil {
+		if pollerGaveUp(err) {
+			// As in read: EPOLLERR alone is the kernel's error state,
+			// which poll(2) reports as POLLERR, given here as EIO.
+			if _, perr := o.readable(); perr != nil {
+				return perr
+			}
+		}
+		return err
+	}
+	return w.err
+}
+
+func (o *osFD) mmap(offset int64, length int, prot, flags int) ([]byte, error) {
+	if err := o.acquire(); err != nil {
+		return nil, err
+	}
+	defer o.mu.RUnlock()
+	return unix.Mmap(o.raw, offset, length, prot, flags)
+}
+
+func (o *osFD) adopt(raw int, name string) (*FD, error) {
+	if raw < 0 {
+		return nil, syscall.EBADF
+	}
+	if err := unix.SetNonblock(raw, true); err != nil {
+		unix.Close(raw)
+		return nil, err
+	}
+	return newPollable(raw, name)
+}
+
+// pollerGaveUp reports whether err is the runtime poller's own failure
+// rather than the kernel's errno, a deadline or a close: internal/poll's
+// unexported ErrNotPollable ("not pollable"), which a wait reports when
+// epoll returned EPOLLERR alone for the descriptor.
+func pollerGaveUp(err error) bool {
+	var errno syscall.Errno
+	return !errors.As(err, &errno) && !errors.Is(err, os.ErrDeadlineExceeded) &&
+		!errors.Is(err, os.ErrClosed) && err != io.EOF
+}
+
+// waitState is what waitReadable hands the runtime poller: a callback made
+// once per descriptor (a closure per call would allocate on a hot path) and
+// the poll(2) result it reports back.
+type waitState struct {
+	mu  sync.Mutex
+	fn  func(uintptr) bool // w.poll, bound once
+	err error
+	pfd [1]unix.PollFd
+}
+
+func newWaitState() *waitState {
+	w := &waitState{}
+	w.fn = w.poll
+	return w
+}
+
+// poll looks once, without blocking; returning false makes the poller wait
+// for readability and call it again.
+func (w *waitState) poll(s uintptr) bool {
+	w.pfd[0] = unix.PollFd{Fd: int32(s), Events: unix.POLLIN}
+	n, err := unix.Poll(w.pfd[:], 0)
+	switch {
+	case err == unix.EINTR:
+		return false
+	case err != nil:
+		w.err = err
+		return true
+	case n > 0 && w.pfd[0].Revents&(unix.POLLERR|unix.POLLNVAL) != 0:
+		w.err = unix.EIO
+		return true
+	}
+	return n > 0
+}
