@@ -4,8 +4,12 @@
 // (/dev/infiniband/umadN) directly, the way libibverbs and libibumad from
 // rdma-core do, without linking either.
 //
-// This package holds what every other package shares: the [ErrNotSupported]
-// sentinel. The work is done by the sub-packages:
+// This package holds what every other package shares: the one error type
+// [Error], the [ErrNotSupported] sentinel, and the domain types — [GID],
+// [GUID], [NodeType], [PortState], [PhysState], [LinkLayer] and [DriverID]
+// — that sysfs, uverbs, umad, counters and flow all use, so a value one
+// package reads can be handed to another. Port numbers are plain ints
+// everywhere. The work is done by the sub-packages:
 //
 //   - abi: the kernel ABI, generated from the Linux UAPI headers, plus the
 //     pure encoders (uverbs ioctl requests, write/ex command framing, the

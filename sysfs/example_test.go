@@ -27,7 +27,7 @@ func Example() {
 			if p.Rate != nil {
 				rate = p.Rate.Raw
 			}
-			fmt.Printf("  port %d: %s (%s), %s, %s\n", p.Number, p.StateName, p.PhysStateName, rate, *p.LinkLayer)
+			fmt.Printf("  port %d: %s (%s), %s, %s\n", p.Number, p.StateName, p.PhysStateName, rate, p.LinkLayer)
 		}
 	}
 	// Output:

@@ -192,7 +192,7 @@ func TestLiveSysfs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.State != rdma.PortActive || p.LinkLayer == nil || *p.LinkLayer != sysfs.LinkLayerEthernet || p.Rate == nil {
+		if p.State != rdma.PortActive || p.LinkLayer != rdma.LinkLayerEthernet || deref(p.LinkLayerName) != "Ethernet" || p.Rate == nil {
 			t.Errorf("%s: %+v", p.Name(), p)
 		}
 		gids, err := p.GIDs()

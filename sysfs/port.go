@@ -9,12 +9,6 @@ import (
 	"github.com/purerdma/rdma/internal/errs"
 )
 
-// Link layers, the values of ports/N/link_layer.
-const (
-	LinkLayerInfiniBand = "InfiniBand"
-	LinkLayerEthernet   = "Ethernet"
-	LinkLayerUnknown    = "Unknown"
-)
 
 // Port is one port of a CA, /sys/class/infiniband/<ca>/ports/<n>/: what
 // libibumad's umad_get_port reads (except the GID, see [Port.GID]) and what
@@ -45,9 +39,11 @@ type Port struct {
 	// CapMask is cap_mask (IBA PortInfo:CapabilityMask, the port_cap_flags
 	// of ibv_query_port).
 	CapMask *uint32
-	// LinkLayer is link_layer: LinkLayerInfiniBand, LinkLayerEthernet or
-	// LinkLayerUnknown.
-	LinkLayer *string
+	// LinkLayer is link_layer parsed (rdma.ParseLinkLayer), and
+	// LinkLayerName its text ("InfiniBand", "Ethernet", "Unknown"); nil
+	// and rdma.LinkLayerUnspecified when the file does not exist.
+	LinkLayer     rdma.LinkLayer
+	LinkLayerName *string
 	// PKeys is the P_Key table, pkeys/0 … pkeys/N-1 (0x%04x each),
 	// indexed by table index; nil when the port has no pkeys/ directory
 	// (the kernel creates it only for a table of at least one entry). An
@@ -89,10 +85,10 @@ func (p *Port) UmadRate() (rate uint32, ok bool) {
 // UmadLinkLayer returns link_layer the way umad_get_port fills
 // umad_port_t.link_layer: the file's text, or "IB" when it does not exist.
 func (p *Port) UmadLinkLayer() string {
-	if p.LinkLayer == nil {
+	if p.LinkLayerName == nil {
 		return "IB"
 	}
-	return *p.LinkLayer
+	return *p.LinkLayerName
 }
 
 // Port reads port n of the RDMA device ca (like umad_get_port with both
@@ -184,8 +180,11 @@ func (f *FS) readPortAttrs(p *Port) error {
 		}
 	}
 
-	if p.LinkLayer, err = f.optString(path.Join(dir, "link_layer")); err != nil {
+	if p.LinkLayerName, err = f.optString(path.Join(dir, "link_layer")); err != nil {
 		return err
+	}
+	if p.LinkLayerName != nil {
+		p.LinkLayer, _ = rdma.ParseLinkLayer(*p.LinkLayerName)
 	}
 	return f.readPKeys(p)
 }
