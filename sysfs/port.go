@@ -9,7 +9,6 @@ import (
 	"github.com/purerdma/rdma/internal/errs"
 )
 
-
 // Port is one port of a CA, /sys/class/infiniband/<ca>/ports/<n>/: what
 // libibumad's umad_get_port reads (except the GID, see [Port.GID]) and what
 // ibstat and ibstatus print.
