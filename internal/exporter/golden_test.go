@@ -50,7 +50,6 @@ func TestScrapeGolden(t *testing.T) {
 		{"hfi1", "../../sysfs/testdata/hfi1"},
 		{"ib-switch", "../../sysfs/testdata/ib-switch"},
 		{"iwarp-old", "../../sysfs/testdata/iwarp-old"},
-		{"rxe-6.12-vm", "../../sysfs/testdata/rxe-6.12-vm"},
 		{"broken", "../../sysfs/testdata/broken"},
 		{"synthetic", synth},
 	} {
@@ -81,5 +80,66 @@ func TestScrapeGolden(t *testing.T) {
 				got = scrapeText(t, e)
 			}
 		})
+	}
+}
+
+// The exporter keeps its devices between scrapes, yet a device removed or
+// added shows at the next scrape, and so do a port's new state and
+// counter values.
+func TestScrapeSeesChanges(t *testing.T) {
+	root := t.TempDir()
+	if err := sysfstest.Synthetic(root, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := sysfstest.SyntheticCounters(root, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{SysfsRoot: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	count := func(dev string) int {
+		n := 0
+		for _, ms := range gather(t, e) {
+			for _, m := range ms {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "device" && l.GetValue() == dev {
+						n++
+					}
+				}
+			}
+		}
+		return n
+	}
+	if n := count("mlx5_1"); n != 1+3+21+19 {
+		t.Fatalf("mlx5_1 has %d series, want 44", n)
+	}
+	port := filepath.Join(root, "class/infiniband/mlx5_0/ports/1")
+	os.WriteFile(filepath.Join(port, "state"), []byte("1: DOWN\n"), 0o644)
+	os.WriteFile(filepath.Join(port, "counters/symbol_error"), []byte("4242\n"), 0o644)
+	os.WriteFile(filepath.Join(port, "hw_counters/out_of_buffer"), []byte("77\n"), 0o644)
+	m := gather(t, e)
+	dev := map[string]string{"device": "mlx5_0", "port": "1"}
+	if v := value(t, m["node_infiniband_state_id"], dev); v != 1 {
+		t.Errorf("state_id = %v after the port went down", v)
+	}
+	if v := value(t, m["node_infiniband_symbol_error_total"], dev); v != 4242 {
+		t.Errorf("symbol_error_total = %v", v)
+	}
+	if v := value(t, m["rdma_hw_stat_total"], map[string]string{"device": "mlx5_0", "counter": "out_of_buffer"}); v != 77 {
+		t.Errorf("out_of_buffer = %v", v)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "class/infiniband/mlx5_1")); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("mlx5_1"); n != 0 {
+		t.Errorf("mlx5_1 removed: %d series left", n)
+	}
+	if err := sysfstest.Synthetic(root, 2, 1); err != nil { // mlx5_1 again, without counters
+		t.Fatal(err)
+	}
+	if n := count("mlx5_1"); n != 1+3 {
+		t.Errorf("mlx5_1 back without counters: %d series, want 4", n)
 	}
 }
