@@ -68,6 +68,16 @@ func (n *Netlink) QPCounters(devIndex uint32) ([]QPCounter, error) {
 	return out, nil
 }
 
+// QPCountersByName is [Netlink.QPCounters] for the device called name. The
+// error matches os.ErrNotExist when there is no such device.
+func (n *Netlink) QPCountersByName(name string) ([]QPCounter, error) {
+	d, err := n.Device(name)
+	if err != nil {
+		return nil, err
+	}
+	return n.QPCounters(d.Index)
+}
+
 // PortCounterMode is a port's QP counter mode, as "rdma statistic qp mode"
 // shows it.
 type PortCounterMode struct {
@@ -90,7 +100,7 @@ func (n *Netlink) CounterMode(devIndex uint32, port uint32) (*PortCounterMode, e
 		{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)},
 		{abi.RDMA_NLDEV_ATTR_PORT_INDEX, u32(port)},
 		{abi.RDMA_NLDEV_ATTR_STAT_RES, u32(abi.RDMA_NLDEV_ATTR_RES_QP)},
-		{abi.RDMA_NLDEV_ATTR_STAT_MODE, u32(0)},
+		{abi.RDMA_NLDEV_ATTR_STAT_MODE, u32(abi.RDMA_COUNTER_MODE_MANUAL)}, // any value: its presence asks for the mode (rdma sends MANUAL)
 	})
 	if err != nil {
 		return nil, &Error{Op: "netlink stat qp mode", Device: dev, Err: err}
