@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -72,6 +73,8 @@ var (
 	descRate    = prometheus.NewDesc(ns+"rate_bytes_per_second", "Maximum signal transfer rate", portLabels, nil)
 	descHw      = prometheus.NewDesc("rdma_hw_stat_total", "A port's hw_counters/ value (/sys/class/infiniband/<device>/ports/<port>/hw_counters/<counter>).", []string{"device", "port", "counter"}, nil)
 	descNetlink = prometheus.NewDesc("rdma_statistic_total", "A port's RDMA netlink statistic, as `rdma statistic show` prints it.", []string{"device", "port", "counter"}, nil)
+	descQPStat  = prometheus.NewDesc("rdma_qp_statistic_total", "A QP counter's value (an rdma_counter of `rdma statistic qp show`): it counts for the QPs bound to it, which rdma_qp_counter_qp_info lists.", []string{"device", "port", "counter_id", "counter"}, nil)
+	descQPInfo  = prometheus.NewDesc("rdma_qp_counter_qp_info", "A QP bound to a QP counter (an LQPN of `rdma statistic qp show`), value is always 1.", []string{"device", "port", "counter_id", "qpn"}, nil)
 	descUp      = prometheus.NewDesc("rdma_exporter_source_up", "1 when the source was read without error in this scrape, 0 when it failed (see the log).", []string{"source"}, nil)
 	pmaDescs    = func() map[string]*prometheus.Desc {
 		m := map[string]*prometheus.Desc{}
@@ -100,6 +103,13 @@ type Config struct {
 // StatsSource reads a port's RDMA netlink statistics.
 type StatsSource interface {
 	PortStatsByName(device string, port int) (*sysfs.PortStats, error)
+}
+
+// QPCounterSource reads a device's QP counters (`rdma statistic qp
+// show`); a StatsSource that implements it (sysfs.Netlink does) has them
+// exported with the netlink source.
+type QPCounterSource interface {
+	QPCountersByName(device string) ([]sysfs.QPCounter, error)
 }
 
 // Exporter is a prometheus.Collector over the RDMA devices of a host.
@@ -212,6 +222,26 @@ func (e *Exporter) collectNetlink(ch chan<- prometheus.Metric, cas []*devState) 
 			}
 			for _, c := range st.Counters {
 				ch <- prometheus.MustNewConstMetric(descNetlink, prometheus.CounterValue, float64(c.Value), ca.Name, strconv.Itoa(p.Number), c.Name)
+			}
+		}
+		qs, ok := nl.(QPCounterSource)
+		if !ok {
+			continue
+		}
+		cs, err := qs.QPCountersByName(ca.Name)
+		if err != nil {
+			if !errors.Is(err, sysfs.ErrNotSupported) && !isEINVAL(err) && !errors.Is(err, syscall.EOPNOTSUPP) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		for _, c := range cs {
+			port, id := strconv.FormatUint(uint64(c.Port), 10), strconv.FormatUint(uint64(c.ID), 10)
+			for _, hc := range c.Counters {
+				ch <- prometheus.MustNewConstMetric(descQPStat, prometheus.CounterValue, float64(hc.Value), ca.Name, port, id, hc.Name)
+			}
+			for _, qpn := range c.QPNs {
+				ch <- prometheus.MustNewConstMetric(descQPInfo, prometheus.GaugeValue, 1, ca.Name, port, id, strconv.FormatUint(uint64(qpn), 10))
 			}
 		}
 	}
