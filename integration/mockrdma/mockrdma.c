@@ -32,6 +32,10 @@
  * mockrdma/<dev>/fence the number of the last fence frame (see
  * MOCK_FENCE_TYPE) and how many other frames the port saw.
  *
+ * Per-QP counters: the counter ops of struct ib_device_ops (see "per-QP
+ * counters" below) let the core bind QPs to rdma_counters (rdma statistic
+ * qp); each counts out_of_buffer, the frames steered to its QPs.
+ *
  * Parameters: netdev= (default veth1), driver_id= (default 1, mlx5),
  * dyn_uar= (default 1: answer MLX5_LIB_CAP_DYN_UAR like a modern mlx5;
  * 0: static bfregs), steal= (default 1).
