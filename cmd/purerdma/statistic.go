@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/purerdma/rdma/abi"
@@ -30,7 +29,8 @@ Like iproute2's rdma statistic (text output): a port's hardware counters
 (the port's own plus those of its QP counters, as the kernel sums them),
 the QP counters (rdma_counters: id, QP type of an auto counter, owner,
 values and the QPs bound to them) and each port's QP counter mode. Every
-port of every device unless link DEV/PORT names one.
+port of every device unless link DEV or link DEV/PORT names some. qp
+show's filters (cntn, lqpn, pid, qp-type) are not supported.
 `
 
 func runStatistic(args []string, stdout, stderr io.Writer) error {
@@ -38,38 +38,60 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, statUsage)
 		return nil
 	}
-	qp := false
-	if len(args) > 0 && args[0] == "qp" {
+	// rd_exec_cmd: an unknown word is one line on stderr, and rdma 6.1
+	// exits 0.
+	unknown := func(what, arg string) error {
+		fmt.Fprintf(stderr, "Unknown %s '%s'.\n", what, arg)
+		return nil
+	}
+	qp, verb := false, "show"
+	switch {
+	case len(args) == 0:
+	case args[0] == "show" || args[0] == "list":
+		args = args[1:]
+	case args[0] == "qp":
 		qp, args = true, args[1:]
-	}
-	verb := "show"
-	if len(args) > 0 && (args[0] == "show" || args[0] == "list" || (qp && args[0] == "mode")) {
-		verb, args = args[0], args[1:]
-	}
-	only, port := "", uint32(0)
-	if len(args) > 0 {
-		if args[0] != "link" || len(args) > 2 {
-			fmt.Fprintf(stderr, "Unknown parameter '%s'.\n", args[0])
-			return exitError{1}
-		}
-		if len(args) == 2 {
-			name, p, _ := strings.Cut(args[1], "/")
-			n, err := strconv.ParseUint(p, 10, 32)
-			if err != nil || n == 0 {
-				fmt.Fprintln(stderr, "Wrong device name")
-				return exitError{1}
+		if len(args) > 0 {
+			switch args[0] {
+			case "show", "list":
+				args = args[1:]
+			case "mode":
+				verb, args = "mode", args[1:]
+			default:
+				return unknown("parameter", args[0])
 			}
-			only, port = name, uint32(n)
 		}
+	default:
+		return unknown("statistic command", args[0])
+	}
+	if len(args) > 0 && args[0] != "link" {
+		return unknown("parameter", args[0])
 	}
 	devs, err := statNetlink.Devices()
 	if err != nil {
 		return linkKernelErr(stderr, err)
 	}
-	if only != "" {
+	// rd_exec_link: "link" alone is every port of every device; DEV is
+	// every port of DEV; DEV/N port N (what atoi reads; not a number is a
+	// wrong device name, as rdma says in the VM test). Words
+	// after it are ignored (qp show would take them as filters: not
+	// supported here).
+	only, port := "", uint32(0)
+	if len(args) > 1 {
+		if qp && verb == "show" && len(args) > 2 {
+			fmt.Fprintf(stderr, "purerdma statistic qp show: filters (%s) are not supported\n", strings.Join(args[2:], " "))
+			return exitError{1}
+		}
+		name, p, slash := strings.Cut(args[1], "/")
+		n := int64(0)
+		if slash {
+			if n = atoi(p); p == "" || p[0] < '0' || p[0] > '9' {
+				n = -1 // rdma: "mock0/x" is a wrong device name
+			}
+		}
 		found := false
 		for _, d := range devs {
-			if d.Name == only && port <= uint32(d.NumPorts) {
+			if d.Name == name && n >= 0 && n <= int64(d.NumPorts) {
 				found = true
 			}
 		}
@@ -77,6 +99,7 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, "Wrong device name")
 			return exitError{1}
 		}
+		only, port = name, uint32(n)
 	}
 	var out strings.Builder
 	for _, d := range devs {
@@ -117,6 +140,23 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = io.WriteString(stdout, out.String())
 	return err
+}
+
+// atoi is C's atoi on the text after DEV/: an optional sign and the
+// leading digits, 0 when there are none.
+func atoi(s string) int64 {
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	var v int64
+	for i := 0; i < len(s) && s[i] >= '0' && s[i] <= '9' && v < 1<<40; i++ {
+		v = v*10 + int64(s[i]-'0')
+	}
+	if neg {
+		return -v
+	}
+	return v
 }
 
 // statLine is stat_show_parse_cb's line (rdma/stat.c): "link DEV/PORT "

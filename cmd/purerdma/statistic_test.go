@@ -57,7 +57,14 @@ func TestStatisticText(t *testing.T) {
 		{[]string{"qp", "mode"}, "link rxe0/1 mode qp auto off \nlink mock0/1 mode qp auto type,pid on \n", 0},
 		{[]string{"qp", "mode", "link", "rxe0/1"}, "link rxe0/1 mode qp auto off \n", 0},
 		{[]string{"show", "link", "nosuch/1"}, "", 1},
-		{[]string{"show", "bogus"}, "", 1},
+		{[]string{"show", "link", "mock0/9"}, "", 1},
+		{[]string{"show", "link", "mock0"}, "link mock0/1 out_of_buffer 20 \n", 0},
+		{[]string{"show", "link", "mock0/x"}, "", 1},
+		{[]string{"show", "link", "mock0/1", "extra"}, "link mock0/1 out_of_buffer 20 \n", 0},
+		{[]string{"show", "bogus"}, "", 0},
+		{[]string{"qp", "bogus"}, "", 0},
+		{[]string{"bogus"}, "", 0},
+		{[]string{"qp", "show", "link", "mock0/1", "cntn", "1"}, "", 1},
 	} {
 		out, _, code := runTool(append([]string{"statistic"}, tc.args...)...)
 		if out != tc.want || code != tc.code {

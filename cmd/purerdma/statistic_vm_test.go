@@ -116,6 +116,10 @@ func TestVMStatisticMatchesRdma(t *testing.T) {
 		{}, {"show"}, {"show", "link", "mock0/1"}, {"show", "link", "rxe0/1"},
 		{"qp"}, {"qp", "show"}, {"qp", "show", "link", "mock0/1"}, {"qp", "show", "link", "rxe1/1"},
 		{"qp", "mode"}, {"qp", "mode", "link", "mock0/1"}, {"qp", "mode", "link", "rxe0/1"},
+		// what rdma refuses, and how
+		{"show", "link", "mock0"}, {"show", "link", "mock0/9"}, {"show", "link", "nosuch/1"}, {"show", "link", "mock0/x"},
+		{"show", "link"}, {"qp", "mode", "link", "mock0"}, {"qp", "show", "link", "mock0/2"},
+		{"show", "bogus"}, {"qp", "bogus"}, {"bogus"}, {"show", "link", "mock0/1", "extra"},
 	} {
 		cout, cerr, ccode := rdmaOut(t, append([]string{"statistic"}, args...)...)
 		gout, gerr, gcode := runTool(append([]string{"statistic"}, args...)...)
