@@ -172,6 +172,7 @@ func (p *Port) HwCountersLifespan() (time.Duration, error) {
 // per counter).
 type HwCounterSet struct {
 	dev   string
+	op    string
 	names []string
 	paths []string
 	files []io.ReaderAt
@@ -187,15 +188,21 @@ func (p *Port) OpenHwCounters() (*HwCounterSet, error) {
 }
 
 func (f *FS) openHwCounters(parent, dev string) (*HwCounterSet, error) {
-	dir := path.Join(parent, "hw_counters")
+	return f.openCounterFiles(path.Join(parent, "hw_counters"), "read hw counters", dev, "the driver has no hardware counters here")
+}
+
+// openCounterFiles opens the files of dir (lifespan and directories
+// excepted) for repeated reading; a missing dir matches ErrNotSupported,
+// with absent saying why.
+func (f *FS) openCounterFiles(dir, op, dev, absent string) (*HwCounterSet, error) {
 	ents, err := f.readDir(dir)
 	if err != nil {
 		if isAbsent(err) {
-			err = fmt.Errorf("%s does not exist, the driver has no hardware counters here: %w", f.display(dir), ErrNotSupported)
+			err = fmt.Errorf("%s does not exist, %s: %w", f.display(dir), absent, ErrNotSupported)
 		}
-		return nil, errs.New("read hw counters", dev, err)
+		return nil, errs.New(op, dev, err)
 	}
-	s := &HwCounterSet{dev: dev}
+	s := &HwCounterSet{dev: dev, op: op}
 	for _, e := range ents {
 		if e.Name() == lifespanFile || e.IsDir() {
 			continue
@@ -204,13 +211,13 @@ func (f *FS) openHwCounters(parent, dev string) (*HwCounterSet, error) {
 		file, err := f.open(rel)
 		if err != nil {
 			s.Close()
-			return nil, errs.New("read hw counters", dev, err)
+			return nil, errs.New(op, dev, err)
 		}
 		ra, ok := file.(io.ReaderAt)
 		if !ok {
 			file.Close()
 			s.Close()
-			return nil, errs.New("read hw counters", dev, &fs.PathError{Op: "open", Path: f.display(rel), Err: errors.New("file does not implement io.ReaderAt")})
+			return nil, errs.New(op, dev, &fs.PathError{Op: "open", Path: f.display(rel), Err: errors.New("file does not implement io.ReaderAt")})
 		}
 		s.names = append(s.names, e.Name())
 		s.paths = append(s.paths, f.display(rel))
@@ -242,7 +249,7 @@ func (s *HwCounterSet) Read(dst map[string]uint64) error {
 // [HwCounterSet.Names]; dst must be at least that long.
 func (s *HwCounterSet) ReadValues(dst []uint64) error {
 	if len(dst) < len(s.names) {
-		return errs.New("read hw counters", s.dev, fmt.Errorf("destination holds %d values, the set has %d counters", len(dst), len(s.names)))
+		return errs.New(s.op, s.dev, fmt.Errorf("destination holds %d values, the set has %d counters", len(dst), len(s.names)))
 	}
 	for i := range s.names {
 		v, err := s.read(i)
@@ -255,19 +262,28 @@ func (s *HwCounterSet) ReadValues(dst []uint64) error {
 }
 
 func (s *HwCounterSet) read(i int) (uint64, error) {
+	b, err := s.readRaw(i)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := ParseCounter(b)
+	if !ok {
+		text := strings.TrimSuffix(string(b), "\n")
+		return 0, errs.New(s.op, s.dev, parseErr(s.paths[i], text, `a decimal 64-bit counter ("%llu")`))
+	}
+	return v, nil
+}
+
+// readRaw reads counter i's file from offset 0 into the set's buffer.
+func (s *HwCounterSet) readRaw(i int) ([]byte, error) {
 	if s.files[i] == nil {
-		return 0, errs.New("read hw counters", s.dev, &fs.PathError{Op: "read", Path: s.paths[i], Err: fs.ErrClosed})
+		return nil, errs.New(s.op, s.dev, &fs.PathError{Op: "read", Path: s.paths[i], Err: fs.ErrClosed})
 	}
 	n, err := s.files[i].ReadAt(s.buf[:], 0)
 	if err != nil && err != io.EOF {
-		return 0, errs.New("read hw counters", s.dev, pathErrAt(err, s.paths[i]))
+		return nil, errs.New(s.op, s.dev, pathErrAt(err, s.paths[i]))
 	}
-	v, ok := ParseCounter(s.buf[:n])
-	if !ok {
-		text := strings.TrimSuffix(string(s.buf[:n]), "\n")
-		return 0, errs.New("read hw counters", s.dev, parseErr(s.paths[i], text, `a decimal 64-bit counter ("%llu")`))
-	}
-	return v, nil
+	return s.buf[:n], nil
 }
 
 func pathErrAt(err error, p string) error {
@@ -293,4 +309,84 @@ func (s *HwCounterSet) Close() error {
 		s.files[i] = nil
 	}
 	return first
+}
+
+// CounterSet keeps a port's counters/ files (its PMA counters, see
+// [Counters]) open so that reading them again costs one pread per counter
+// and no allocation. A set is not safe for concurrent use; Close it when
+// done (it holds one descriptor per counter).
+type CounterSet struct{ s *HwCounterSet }
+
+// OpenCounters opens the port's counters/ files for repeated reading with
+// [CounterSet.ReadValues]. The error matches [ErrNotSupported] when the
+// port has no counters/ directory (a driver without a PMA).
+func (p *Port) OpenCounters() (*CounterSet, error) {
+	s, err := p.fs.openCounterFiles(path.Join(p.dir(), "counters"), "read PMA counters", p.Name(), "the driver has no PMA")
+	if err != nil {
+		return nil, err
+	}
+	return &CounterSet{s: s}, nil
+}
+
+// Names returns the counter (file) names in the set, sorted. The slice
+// belongs to the set.
+func (c *CounterSet) Names() []string {
+	if c.s == nil {
+		return nil
+	}
+	return c.s.names
+}
+
+// ReadValues reads every counter into dst[i], in the order of
+// [CounterSet.Names], and sets ok[i] to whether it has a value: false,
+// as [Port.Counters] leaves such a counter out, when the file reads
+// "N/A (no PMA)" or the kernel could not get the value from the driver.
+// dst and ok must be at least as long as Names. It allocates nothing.
+func (c *CounterSet) ReadValues(dst []uint64, ok []bool) error {
+	s := c.s
+	if s == nil {
+		return errs.New("read PMA counters", "", errNotOpened)
+	}
+	if len(dst) < len(s.names) || len(ok) < len(s.names) {
+		return errs.New(s.op, s.dev, fmt.Errorf("destination holds %d values and %d flags, the set has %d counters", len(dst), len(ok), len(s.names)))
+	}
+	for i := range s.names {
+		b, err := s.readRaw(i)
+		if err != nil {
+			if s.files[i] != nil && pmaUnavailable(err) {
+				ok[i] = false
+				continue
+			}
+			return err
+		}
+		b = trimNewline(b)
+		v, good := ParseCounter(b)
+		if !good {
+			if string(b) == naPMA {
+				ok[i] = false
+				continue
+			}
+			return errs.New(s.op, s.dev, parseErr(s.paths[i], string(b), `a decimal counter ("%llu") or "N/A (no PMA)"`))
+		}
+		dst[i], ok[i] = v, true
+	}
+	return nil
+}
+
+// Close closes the files. It is safe to call more than once; reading a
+// closed set fails with an error matching fs.ErrClosed.
+func (c *CounterSet) Close() error {
+	if c.s == nil {
+		return nil
+	}
+	return c.s.Close()
+}
+
+var errNotOpened = errors.New("not opened (a zero value)")
+
+func trimNewline(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		return b[:n-1]
+	}
+	return b
 }

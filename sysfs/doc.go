@@ -17,13 +17,14 @@
 //	    node_desc parent                    optional
 //	    hw_counters/                        device-wide counters, few drivers (CA.HwCounters)
 //	    ports/<n>/                          FS.Port, CA.Ports
-//	        state phys_state                required: "4: ACTIVE", "5: LinkUp"
+//	        state phys_state                required: "4: ACTIVE", "5: LinkUp" (also Port.OpenStatus)
 //	        rate lid lid_mask_count sm_lid sm_sl cap_mask link_layer
 //	        pkeys/<i>                       Port.PKeys
 //	        gids/<i>                        Port.GID, Port.GIDs
 //	        gid_attrs/types/<i> gid_attrs/ndevs/<i>
-//	        counters/                       PMA counters (Port.Counters)
+//	        counters/                       PMA counters (Port.Counters, Port.OpenCounters)
 //	        hw_counters/                    driver counters (Port.HwCounters, Port.OpenHwCounters)
+//	class/infiniband/                       its entries: FS.WatchCAs
 //	class/infiniband_verbs/abi_version      FS.VerbsABIVersion
 //	class/infiniband_verbs/uverbs<N>/{ibdev,abi_version,dev}    FS.CharDevs, CA.Verbs
 //	class/infiniband_mad/abi_version        FS.MadABIVersion

@@ -15,7 +15,7 @@ func TestZeroValues(t *testing.T) {
 	// running kernel) LinkDelete(0) removes the device with index 0, which
 	// in the VM is rxe0, under the tests that come after.
 	zerotest.Methods(t, []string{"Netlink.LinkAdd", "Netlink.LinkDelete"},
-		new(FS), new(Netlink), new(CA), new(Port), new(HwCounterSet), new(CharDev), new(DevNumber),
+		new(FS), new(Netlink), new(CA), new(Port), new(HwCounterSet), new(CounterSet), new(PortStatusReader), new(PortStatus), new(CAWatch), new(CharDev), new(DevNumber),
 		new(GIDEntry), new(NetlinkDevice), new(NetlinkChardev), new(PortStats), new(Rate),
 		new(ResourceKind), new(NetlinkPort), new(ResourceSummary), new(ResourceObject),
 		(*FS)(nil), (*Netlink)(nil))

@@ -32,6 +32,10 @@
  * mockrdma/<dev>/fence the number of the last fence frame (see
  * MOCK_FENCE_TYPE) and how many other frames the port saw.
  *
+ * Per-QP counters: the counter ops of struct ib_device_ops (see "per-QP
+ * counters" below) let the core bind QPs to rdma_counters (rdma statistic
+ * qp); each counts out_of_buffer, the frames steered to its QPs.
+ *
  * Parameters: netdev= (default veth1), driver_id= (default 1, mlx5),
  * dyn_uar= (default 1: answer MLX5_LIB_CAP_DYN_UAR like a modern mlx5;
  * 0: static bfregs), steal= (default 1).
@@ -100,6 +104,11 @@ MODULE_PARM_DESC(steal, "drop frames a flow without DONT_TRAP takes (0: pass the
 #define MOCK_FENCE_TYPE 0x88b5
 #define MOCK_FENCE_MAGIC "MOCKFENCE"
 
+/* Per-QP counters (mlx5: counters.c mlx5_ib_counter_bind_qp and friends,
+ * a q counter set per rdma_counter): the counter ids the device hands out
+ * and each one's values. */
+#define MOCK_QCOUNTERS 64
+
 struct mock_dev {
 	struct ib_device ibdev;
 	struct net_device *ndev;
@@ -115,6 +124,10 @@ struct mock_dev {
 	u64 log_dropped;
 	u64 fence;		/* the last fence frame's number */
 	u64 frames;		/* frames seen, fences not included */
+	/* q counters: [0] is the port's default set (QPs bound to no
+	 * rdma_counter), [id] the set of the rdma_counter with that id. */
+	u64 qcnt[MOCK_QCOUNTERS];
+	struct ida qcnt_ida;
 };
 
 struct mock_ucontext {
@@ -129,7 +142,11 @@ struct mock_ucontext {
 
 struct mock_pd { struct ib_pd ibpd; u32 pdn; };
 struct mock_cq { struct ib_cq ibcq; u32 cqn; };
-struct mock_qp { struct ib_qp ibqp; };
+/* cnt_id: the id of the rdma_counter the QP is bound to (0: none), read
+ * by the rx_handler under mock_dev.lock. */
+struct mock_qp { struct ib_qp ibqp; u32 cnt_id; };
+
+
 
 struct mock_counters {
 	struct ib_counters ibc;
@@ -161,6 +178,7 @@ struct mock_flow {
 	u16 priority;
 	u32 type, flags;
 	struct mock_counters *counters;
+	struct mock_qp *qp;	/* the QP the flow steers to */
 	bool drop, vxlan, never;	/* never: a spec with no frame meaning here */
 	__be32 vni_v, vni_m;
 	struct mock_match m[2];
@@ -1135,6 +1153,7 @@ static struct ib_flow *mock_create_flow(struct ib_qp *qp,
 		goto out;
 	}
 	f->type = fa->type;
+	f->qp = container_of(qp, struct mock_qp, ibqp);
 	f->priority = fa->priority;
 	f->flags = fa->flags;
 	switch (fa->type) {
@@ -1399,6 +1418,12 @@ static rx_handler_result_t mock_rx(struct sk_buff **pskb)
 			f->counters->packets++;
 			f->counters->bytes += len;
 		}
+		/* Steered to the QP (a DONT_TRAP flow's frame too: mlx5 sends
+		 * it to the QP and on to the next priority), which has no
+		 * receive WQE here: mlx5 counts such a drop as out_of_buffer on
+		 * the QP's q counter. */
+		if (!f->drop)
+			md->qcnt[f->qp->cnt_id]++;
 		if (f->drop || !(f->flags & IB_FLOW_ATTR_FLAGS_DONT_TRAP)) {
 			take = true;
 			break;
@@ -1523,6 +1548,111 @@ static const struct uapi_definition mock_uapi_defs[] = {
 	{},
 };
 
+/* ---- per-QP counters (rdma statistic qp) ----
+ *
+ * The core (counters.c rdma_counter_bind_qp_auto, rdma_counter_bind_qpn,
+ * alloc_and_bind, counter_release; nldev.c RDMA_NLDEV_CMD_STAT_*) binds
+ * QPs to rdma_counters; the driver gives each counter a hardware counter
+ * set and an id (mlx5: counters.c mlx5_ib_counter_bind_qp, which allocates
+ * a q counter on the first bind, and qp.c mlx5_ib_qp_set_counter, which
+ * sets qp->counter). Here a counter's set is qcnt[id]; a QP bound to none
+ * counts on qcnt[0], the port's set, which hw_counters shows (the core adds
+ * the counters' values for rdma statistic show: nldev.c
+ * stat_get_doit_default_counter, counters.c rdma_counter_get_hwstat_value).
+ * One counter: out_of_buffer, the frames the QP's flows steered to it
+ * (there is no receive queue, see mock_rx). */
+
+static const struct rdma_stat_desc mock_qcnt_descs[] = {
+	{ .name = "out_of_buffer" },
+};
+
+static struct rdma_hw_stats *mock_alloc_hw_port_stats(struct ib_device *ibdev, u32 port)
+{
+	return rdma_alloc_hw_stats_struct(mock_qcnt_descs, ARRAY_SIZE(mock_qcnt_descs),
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int mock_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+			     u32 port, int index)
+{
+	struct mock_dev *md = to_mdev(ibdev);
+
+	if (port != 1)
+		return -EINVAL;
+	spin_lock_bh(&md->lock);
+	stats->value[0] = md->qcnt[0];
+	spin_unlock_bh(&md->lock);
+	return ARRAY_SIZE(mock_qcnt_descs);
+}
+
+static struct rdma_hw_stats *mock_counter_alloc_stats(struct rdma_counter *counter)
+{
+	return rdma_alloc_hw_stats_struct(mock_qcnt_descs, ARRAY_SIZE(mock_qcnt_descs),
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int mock_counter_update_stats(struct rdma_counter *counter)
+{
+	struct mock_dev *md = to_mdev(counter->device);
+
+	if (!counter->id || counter->id >= MOCK_QCOUNTERS)
+		return -EINVAL;
+	spin_lock_bh(&md->lock);
+	counter->stats->value[0] = md->qcnt[counter->id];
+	spin_unlock_bh(&md->lock);
+	return 0;
+}
+
+/* mlx5: counters.c mlx5_ib_counter_bind_qp, qp.c mlx5_ib_qp_set_counter */
+static int mock_counter_bind_qp(struct rdma_counter *counter, struct ib_qp *qp)
+{
+	struct mock_dev *md = to_mdev(qp->device);
+	struct mock_qp *mqp = container_of(qp, struct mock_qp, ibqp);
+	int id;
+
+	if (!counter->id) {
+		id = ida_alloc_range(&md->qcnt_ida, 1, MOCK_QCOUNTERS - 1, GFP_KERNEL);
+		if (id < 0)
+			return id;
+		spin_lock_bh(&md->lock);
+		md->qcnt[id] = 0;
+		spin_unlock_bh(&md->lock);
+		counter->id = id;
+	}
+	spin_lock_bh(&md->lock);
+	mqp->cnt_id = counter->id;
+	spin_unlock_bh(&md->lock);
+	qp->counter = counter;
+	mock_rec(md, "counter_bind_qp counter=%u qp=%s", counter->id, qpt_name(qp->qp_type));
+	return 0;
+}
+
+/* mlx5: counters.c mlx5_ib_counter_unbind_qp */
+static int mock_counter_unbind_qp(struct ib_qp *qp)
+{
+	struct mock_dev *md = to_mdev(qp->device);
+	struct mock_qp *mqp = container_of(qp, struct mock_qp, ibqp);
+
+	spin_lock_bh(&md->lock);
+	mqp->cnt_id = 0;
+	spin_unlock_bh(&md->lock);
+	mock_rec(md, "counter_unbind_qp counter=%u qp=%s", qp->counter ? qp->counter->id : 0, qpt_name(qp->qp_type));
+	qp->counter = NULL;
+	return 0;
+}
+
+/* mlx5: counters.c mlx5_ib_counter_dealloc */
+static int mock_counter_dealloc(struct rdma_counter *counter)
+{
+	struct mock_dev *md = to_mdev(counter->device);
+
+	if (!counter->id || counter->id >= MOCK_QCOUNTERS)
+		return 0;
+	mock_rec(md, "counter_dealloc counter=%u", counter->id);
+	ida_free(&md->qcnt_ida, counter->id);
+	return 0;
+}
+
 /* ---- registration ---- */
 
 static struct ib_device_ops mock_ops = {
@@ -1559,6 +1689,13 @@ static struct ib_device_ops mock_ops = {
 	.read_counters = mock_read_counters,
 	.create_flow = mock_create_flow,
 	.destroy_flow = mock_destroy_flow,
+	.alloc_hw_port_stats = mock_alloc_hw_port_stats,
+	.get_hw_stats = mock_get_hw_stats,
+	.counter_bind_qp = mock_counter_bind_qp,
+	.counter_unbind_qp = mock_counter_unbind_qp,
+	.counter_dealloc = mock_counter_dealloc,
+	.counter_alloc_stats = mock_counter_alloc_stats,
+	.counter_update_stats = mock_counter_update_stats,
 
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, mock_ucontext, ibuc),
 	INIT_RDMA_OBJ_SIZE(ib_pd, mock_pd, ibpd),
@@ -1585,6 +1722,7 @@ static int __init mock_init(void)
 	spin_lock_init(&mdev->lock);
 	mutex_init(&mdev->log_lock);
 	INIT_LIST_HEAD(&mdev->flows);
+	ida_init(&mdev->qcnt_ida);
 	mdev->log = kvzalloc(MOCK_LOG_MAX, GFP_KERNEL);
 	if (!mdev->log) {
 		ret = -ENOMEM;
@@ -1643,6 +1781,7 @@ static void __exit mock_exit(void)
 	netdev_rx_handler_unregister(ndev);
 	rtnl_unlock();
 	ib_unregister_device(&mdev->ibdev);
+	ida_destroy(&mdev->qcnt_ida);
 	kvfree(mdev->log);
 	ib_dealloc_device(&mdev->ibdev);
 	dev_put(ndev);

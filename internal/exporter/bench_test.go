@@ -10,12 +10,16 @@ import (
 )
 
 // BenchmarkScrape: one scrape of synthetic hosts of 1, 16 and 64 devices
-// (two ports each), through the registry as Prometheus would.
+// (two ports each, with an mlx5 port's counters/ and hw_counters/),
+// through the registry as Prometheus would.
 func BenchmarkScrape(b *testing.B) {
 	for _, n := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("devices=%d", n), func(b *testing.B) {
 			root := b.TempDir()
 			if err := sysfstest.Synthetic(root, n, 2); err != nil {
+				b.Fatal(err)
+			}
+			if err := sysfstest.SyntheticCounters(root, n, 2); err != nil {
 				b.Fatal(err)
 			}
 			e, err := New(Config{SysfsRoot: root})

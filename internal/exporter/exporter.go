@@ -12,9 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -73,6 +73,8 @@ var (
 	descRate    = prometheus.NewDesc(ns+"rate_bytes_per_second", "Maximum signal transfer rate", portLabels, nil)
 	descHw      = prometheus.NewDesc("rdma_hw_stat_total", "A port's hw_counters/ value (/sys/class/infiniband/<device>/ports/<port>/hw_counters/<counter>).", []string{"device", "port", "counter"}, nil)
 	descNetlink = prometheus.NewDesc("rdma_statistic_total", "A port's RDMA netlink statistic, as `rdma statistic show` prints it.", []string{"device", "port", "counter"}, nil)
+	descQPStat  = prometheus.NewDesc("rdma_qp_statistic_total", "A QP counter's value (an rdma_counter of `rdma statistic qp show`): it counts for the QPs bound to it, which rdma_qp_counter_qp_info lists.", []string{"device", "port", "counter_id", "counter"}, nil)
+	descQPInfo  = prometheus.NewDesc("rdma_qp_counter_qp_info", "A QP bound to a QP counter (an LQPN of `rdma statistic qp show`), value is always 1.", []string{"device", "port", "counter_id", "qpn"}, nil)
 	descUp      = prometheus.NewDesc("rdma_exporter_source_up", "1 when the source was read without error in this scrape, 0 when it failed (see the log).", []string{"source"}, nil)
 	pmaDescs    = func() map[string]*prometheus.Desc {
 		m := map[string]*prometheus.Desc{}
@@ -103,12 +105,22 @@ type StatsSource interface {
 	PortStatsByName(device string, port int) (*sysfs.PortStats, error)
 }
 
+// QPCounterSource reads a device's QP counters (`rdma statistic qp
+// show`); a StatsSource that implements it (sysfs.Netlink does) has them
+// exported with the netlink source.
+type QPCounterSource interface {
+	QPCountersByName(device string) ([]sysfs.QPCounter, error)
+}
+
 // Exporter is a prometheus.Collector over the RDMA devices of a host.
 type Exporter struct {
 	cfg   Config
 	fs    *sysfs.FS
 	flows *flowSet
-	mu    sync.Mutex // one scrape at a time: the flows' reads share buffers
+	mu    sync.Mutex // one scrape at a time: the flows' reads and devs share buffers
+
+	devs    devices
+	samples samples
 }
 
 // New returns an Exporter; with flows configured it creates them (see
@@ -130,9 +142,17 @@ func New(cfg Config) (*Exporter, error) {
 	return e, nil
 }
 
-// Close destroys the configured flows and their counters.
+// Close closes the sysfs files the exporter keeps open and destroys the
+// configured flows and their counters.
 func (e *Exporter) Close() error {
-	if e == nil || e.flows == nil {
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.devs.close()
+	e.devs.watch = nil
+	if e.flows == nil {
 		return nil
 	}
 	return e.flows.close()
@@ -146,15 +166,12 @@ func (e *Exporter) Describe(chan<- *prometheus.Desc) {}
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var cas []*sysfs.CA
+	defer e.samples.reset()
 	var caErr error
 	if !e.cfg.Off[SourceInfiniBand] || !e.cfg.Off[SourceHwCounters] || !e.cfg.Off[SourceNetlink] {
-		if _, err := e.fs.CANames(); isNotExist(err) {
-			// no RDMA stack (no class/infiniband): no devices, not a failure
-		} else {
-			cas, caErr = e.fs.CAs()
-		}
+		caErr = e.devs.refresh(e.fs)
 	}
+	cas := e.devs.cas
 	for _, src := range Sources {
 		if e.cfg.Off[src] {
 			continue
@@ -178,68 +195,13 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 			e.cfg.Logger.Warn("source failed", "source", src, "err", err)
 		}
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, src)
-	}
-}
-
-func (e *Exporter) collectInfiniBand(ch chan<- prometheus.Metric, cas []*sysfs.CA) error {
-	var errs []error
-	for _, ca := range cas {
-		ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, ca.Name, deref(ca.BoardID), deref(ca.FWVersion), deref(ca.HCAType))
-		for _, p := range ca.Ports {
-			port := strconv.Itoa(p.Number)
-			ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, float64(p.State), ca.Name, port)
-			ch <- prometheus.MustNewConstMetric(descPhys, prometheus.GaugeValue, float64(p.PhysState), ca.Name, port)
-			if p.Rate != nil {
-				ch <- prometheus.MustNewConstMetric(descRate, prometheus.GaugeValue, float64(p.Rate.Mbps)*125000, ca.Name, port)
-			}
-			c, err := p.Counters()
-			if err != nil {
-				if !errors.Is(err, sysfs.ErrNotSupported) { // no PMA: nothing to export, as node_exporter
-					errs = append(errs, err)
-				}
-				continue
-			}
-			names := make([]string, 0, len(c))
-			for n := range c {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, file := range names {
-				m, ok := pmaMetrics[file]
-				if !ok {
-					continue
-				}
-				v := c[file]
-				if m.octets {
-					v = sysfs.DataOctets(v)
-				}
-				ch <- prometheus.MustNewConstMetric(pmaDescs[file], prometheus.CounterValue, float64(v), ca.Name, port)
-			}
+		if err != nil && src != SourceFlows {
+			e.devs.stale = true // a device may have gone: discover again next time
 		}
 	}
-	return errors.Join(errs...)
 }
 
-func (e *Exporter) collectHw(ch chan<- prometheus.Metric, cas []*sysfs.CA) error {
-	var errs []error
-	for _, ca := range cas {
-		for _, p := range ca.Ports {
-			hw, err := p.HwCounters()
-			if err != nil {
-				if !errors.Is(err, sysfs.ErrNotSupported) {
-					errs = append(errs, err)
-				}
-				continue
-			}
-			for name, v := range hw {
-				ch <- prometheus.MustNewConstMetric(descHw, prometheus.CounterValue, float64(v), ca.Name, strconv.Itoa(p.Number), name)
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (e *Exporter) collectNetlink(ch chan<- prometheus.Metric, cas []*sysfs.CA) error {
+func (e *Exporter) collectNetlink(ch chan<- prometheus.Metric, cas []*devState) error {
 	nl := e.cfg.Netlink
 	if nl == nil {
 		if e.cfg.SysfsRoot != "" && e.cfg.SysfsRoot != "/sys" {
@@ -248,7 +210,8 @@ func (e *Exporter) collectNetlink(ch chan<- prometheus.Metric, cas []*sysfs.CA) 
 		nl = sysfs.NewNetlink()
 	}
 	var errs []error
-	for _, ca := range cas {
+	for _, ds := range cas {
+		ca := ds.ca
 		for _, p := range ca.Ports {
 			st, err := nl.PortStatsByName(ca.Name, p.Number)
 			if err != nil {
@@ -259,6 +222,26 @@ func (e *Exporter) collectNetlink(ch chan<- prometheus.Metric, cas []*sysfs.CA) 
 			}
 			for _, c := range st.Counters {
 				ch <- prometheus.MustNewConstMetric(descNetlink, prometheus.CounterValue, float64(c.Value), ca.Name, strconv.Itoa(p.Number), c.Name)
+			}
+		}
+		qs, ok := nl.(QPCounterSource)
+		if !ok {
+			continue
+		}
+		cs, err := qs.QPCountersByName(ca.Name)
+		if err != nil {
+			if !errors.Is(err, sysfs.ErrNotSupported) && !isEINVAL(err) && !errors.Is(err, syscall.EOPNOTSUPP) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		for _, c := range cs {
+			port, id := strconv.FormatUint(uint64(c.Port), 10), strconv.FormatUint(uint64(c.ID), 10)
+			for _, hc := range c.Counters {
+				ch <- prometheus.MustNewConstMetric(descQPStat, prometheus.CounterValue, float64(hc.Value), ca.Name, port, id, hc.Name)
+			}
+			for _, qpn := range c.QPNs {
+				ch <- prometheus.MustNewConstMetric(descQPInfo, prometheus.GaugeValue, 1, ca.Name, port, id, strconv.FormatUint(uint64(qpn), 10))
 			}
 		}
 	}

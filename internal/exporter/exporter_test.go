@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/purerdma/rdma/sysfs"
 )
 
 const fixture = "../../sysfs/testdata/mlx5-ib"
@@ -177,5 +179,38 @@ func TestMainExitCodes(t *testing.T) {
 		if code := Main(tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", tc.args, code, errb.String(), tc.want)
 		}
+	}
+}
+
+type fakeStats struct{}
+
+func (fakeStats) PortStatsByName(dev string, port int) (*sysfs.PortStats, error) {
+	return &sysfs.PortStats{Device: dev, Port: port, Counters: []sysfs.NamedCounter{{Name: "out_of_buffer", Value: 30}}}, nil
+}
+
+func (fakeStats) QPCountersByName(dev string) ([]sysfs.QPCounter, error) {
+	return []sysfs.QPCounter{{Device: dev, Port: 1, ID: 4, Mode: sysfs.CounterModeAuto,
+		Counters: []sysfs.NamedCounter{{Name: "out_of_buffer", Value: 20}}, QPNs: []uint32{257, 258}}}, nil
+}
+
+// QP counters: one series per counter value, one info series per bound QP.
+func TestQPCounterSeries(t *testing.T) {
+	e, err := New(Config{SysfsRoot: fixture, Netlink: fakeStats{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	m := gather(t, e)
+	if v := value(t, m["rdma_qp_statistic_total"], map[string]string{"device": "mlx5_0", "port": "1", "counter_id": "4", "counter": "out_of_buffer"}); v != 20 {
+		t.Errorf("qp counter = %v", v)
+	}
+	if n := len(m["rdma_qp_counter_qp_info"]); n != 2 {
+		t.Errorf("%d qp info series, want 2", n)
+	}
+	if v := value(t, m["rdma_qp_counter_qp_info"], map[string]string{"counter_id": "4", "qpn": "258"}); v != 1 {
+		t.Errorf("qp info = %v", v)
+	}
+	if v := value(t, m["rdma_statistic_total"], map[string]string{"device": "mlx5_0", "counter": "out_of_buffer"}); v != 30 {
+		t.Errorf("statistic = %v", v)
 	}
 }

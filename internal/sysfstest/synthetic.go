@@ -65,3 +65,54 @@ func Synthetic(root string, n, ports int) error {
 	}
 	return nil
 }
+
+// pmaFiles are the counters/ files of an mlx5 InfiniBand port.
+var pmaFiles = []string{
+	"VL15_dropped", "excessive_buffer_overrun_errors", "link_downed", "link_error_recovery",
+	"local_link_integrity_errors", "multicast_rcv_packets", "multicast_xmit_packets",
+	"port_rcv_constraint_errors", "port_rcv_data", "port_rcv_errors", "port_rcv_packets",
+	"port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors",
+	"port_xmit_constraint_errors", "port_xmit_data", "port_xmit_discards", "port_xmit_packets",
+	"port_xmit_wait", "symbol_error", "unicast_rcv_packets", "unicast_xmit_packets",
+}
+
+// hwFiles are the hw_counters/ files of an mlx5 InfiniBand port (lifespan
+// included).
+var hwFiles = []string{
+	"duplicate_request", "implied_nak_seq_err", "local_ack_timeout_err", "out_of_buffer",
+	"out_of_sequence", "packet_seq_err", "req_cqe_error", "req_cqe_flush_error",
+	"req_remote_access_errors", "req_remote_invalid_request", "resp_cqe_error",
+	"resp_cqe_flush_error", "resp_local_length_error", "resp_remote_access_errors",
+	"rnr_nak_retry_err", "rx_atomic_requests", "rx_dct_connect", "rx_read_requests",
+	"rx_write_requests",
+}
+
+// SyntheticCounters adds to a tree written by [Synthetic] (same n and
+// ports) every port's counters/ (the 21 PMA counters of an mlx5 port) and
+// hw_counters/ (its 19 counters and lifespan), with distinct values.
+func SyntheticCounters(root string, n, ports int) error {
+	for i := 0; i < n; i++ {
+		for p := 1; p <= ports; p++ {
+			pd := filepath.Join(root, fmt.Sprintf("class/infiniband/mlx5_%d/ports/%d", i, p))
+			for _, d := range []string{"counters", "hw_counters"} {
+				if err := os.MkdirAll(filepath.Join(pd, d), 0o755); err != nil {
+					return err
+				}
+			}
+			for j, f := range pmaFiles {
+				if err := os.WriteFile(filepath.Join(pd, "counters", f), []byte(fmt.Sprintf("%d\n", 1000*i+100*p+j)), 0o644); err != nil {
+					return err
+				}
+			}
+			for j, f := range hwFiles {
+				if err := os.WriteFile(filepath.Join(pd, "hw_counters", f), []byte(fmt.Sprintf("%d\n", 7*i+3*p+j)), 0o644); err != nil {
+					return err
+				}
+			}
+			if err := os.WriteFile(filepath.Join(pd, "hw_counters", "lifespan"), []byte("10\n"), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

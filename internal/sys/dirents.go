@@ -1,0 +1,87 @@
+package sys
+
+import (
+	"encoding/binary"
+	"io/fs"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// direntsMax bounds what Dirents reads: a directory whose records take more
+// is an error (class/infiniband with 64 devices takes about 2 KiB).
+const direntsMax = 1 << 20
+
+var atFDCWD = func() uintptr { fd := unix.AT_FDCWD; return uintptr(fd) }() // -100 as the syscall's unsigned word
+
+// Dirents reads the raw getdents64 records of the directory at pathz (a
+// path ending in one NUL byte, so that the call converts nothing) into
+// buf[:0], growing it as needed, and returns them: a snapshot of the
+// entries' names, inode numbers and types, equal from call to call while
+// the directory does not change (the kernel leaves the padding after each
+// name as the buffer held it; Dirents zeroes it). It allocates only to grow buf. Errors are
+// *fs.PathError values.
+func Dirents(pathz []byte, buf []byte) ([]byte, error) {
+	name := func() string { return string(pathz[:max(len(pathz)-1, 0)]) } // for errors only
+	if len(pathz) == 0 || pathz[len(pathz)-1] != 0 {
+		return buf, &fs.PathError{Op: "open", Path: name(), Err: unix.EINVAL}
+	}
+	var fd int
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(&pathz[0])),
+			uintptr(unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NONBLOCK), 0, 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return buf, &fs.PathError{Op: "open", Path: name(), Err: e}
+		}
+		fd = int(r)
+		break
+	}
+	defer unix.Close(fd)
+	buf = buf[:0]
+	for {
+		if cap(buf)-len(buf) < 1024 {
+			if cap(buf) >= direntsMax {
+				return buf, &fs.PathError{Op: "getdents", Path: name(), Err: &TooLargeError{Limit: direntsMax}}
+			}
+			nb := make([]byte, len(buf), 2*cap(buf)+4096)
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := unix.Getdents(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return buf, &fs.PathError{Op: "getdents", Path: name(), Err: err}
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		zeroPadding(buf[len(buf) : len(buf)+n])
+		buf = buf[:len(buf)+n]
+	}
+}
+
+// zeroPadding zeroes what follows each record's name (struct
+// linux_dirent64: d_ino 8 bytes, d_off 8, d_reclen 2, d_type 1, then the
+// NUL-terminated name padded to 8 bytes). A record that does not fit stops
+// it: the kernel's records always fit.
+func zeroPadding(b []byte) {
+	for len(b) >= 19 {
+		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+		if reclen < 19 || reclen > len(b) {
+			return
+		}
+		rec := b[19:reclen]
+		for i, c := range rec {
+			if c == 0 {
+				clear(rec[i:])
+				break
+			}
+		}
+		b = b[reclen:]
+	}
+}
