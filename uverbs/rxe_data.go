@@ -178,7 +178,12 @@ var errFull = fmt.Errorf("the work queue is full: %w", syscall.ENOMEM)
 // longer than MaxInlineData or with RDMA read, a UD send without an
 // address handle or an RDMA operation on UD); ENOMEM when the send queue is full; the
 // doorbell's errno (EINVAL before the QP is in RTS); ErrNotSupported on a
-// driver without a data path here (mlx5); os.ErrClosed after Close.
+// driver without a data path here (the generic provider; UD on mlx5);
+// os.ErrClosed after Close.
+//
+// On mlx5 (unproven on hardware: see mlx5_data.go) the requests become
+// send WQEs in the QP's buffer; the doorbell is the doorbell record and a
+// store to the UAR page, no system call.
 func (qp *QP) PostSend(wrs []SendWR) (int, error) {
 	const op = "post send"
 	if qp == nil || qp.c == nil {
@@ -188,6 +193,15 @@ func (qp *QP) PostSend(wrs []SendWR) (int, error) {
 	defer qp.mu.RUnlock()
 	if qp.destroyed {
 		return 0, qp.c.err(op, os.ErrClosed)
+	}
+	if m := qp.mlx5; m != nil {
+		m.sqMu.Lock()
+		n, err := m.postSend(wrs)
+		m.sqMu.Unlock()
+		if err != nil {
+			return n, qp.c.err(op, err)
+		}
+		return n, nil
 	}
 	x := qp.rxe
 	if x == nil {
@@ -344,6 +358,15 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 	if qp.destroyed {
 		return 0, qp.c.err(op, os.ErrClosed)
 	}
+	if m := qp.mlx5; m != nil && m.rqCnt > 0 {
+		m.rqMu.Lock()
+		n, err := m.postRecv(wrs)
+		m.rqMu.Unlock()
+		if err != nil {
+			return n, qp.c.err(op, err)
+		}
+		return n, nil
+	}
 	x := qp.rxe
 	if x == nil || !x.hasRQ {
 		return 0, qp.c.err(op, errNoDataPath(qp.c))
@@ -399,7 +422,8 @@ func (x *rxeQP) postRecv(wrs []RecvWR) (int, error) {
 // makes no system call and does not allocate. Pollers of one CQ take turns.
 //
 // Errors (*Error): ErrNotSupported on a driver without a data path here
-// (mlx5); os.ErrClosed after Close.
+// (the generic provider); EPROTO for a CQE the device wrote that names no
+// QP of the context (mlx5); os.ErrClosed after Close.
 func (cq *CQ) Poll(wc []WC) (int, error) {
 	const op = "poll cq"
 	if cq == nil || cq.c == nil {
@@ -409,6 +433,13 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 	defer cq.mu.Unlock()
 	if cq.destroyed {
 		return 0, cq.c.err(op, os.ErrClosed)
+	}
+	if cq.m5 != nil {
+		n, err := cq.m5.poll(wc)
+		if err != nil {
+			return n, cq.c.err(op, err)
+		}
+		return n, nil
 	}
 	if !cq.hasRing {
 		return 0, cq.c.err(op, errNoDataPath(cq.c))
