@@ -19,16 +19,17 @@ package uverbs
 // the receive counter, [MLX5_SND_DBR=1] the send counter (mlx5dv.h); a
 // CQ's doorbell record word 0 (MLX5_CQ_SET_CI) is its consumer index.
 //
-// Memory ordering, as rdma-core's udma barriers:
+// Memory ordering (ring.go's rules, as rdma-core's udma barriers):
 //   - posting: WQEs are written with plain stores, then the doorbell
-//     record with atomic.StoreUint32 (release; udma_to_device_barrier in
-//     post_send_db and mlx5_post_recv), then the UAR with a 64-bit
-//     atomic store (mmio_write64_be after mmio_wc_start) or, for
-//     BlueFlame, 64-bit atomic stores of the whole WQE;
+//     record is released (udma_to_device_barrier in post_send_db and
+//     mlx5_post_recv), then the UAR gets a 64-bit atomic store
+//     (mmio_write64_be after mmio_wc_start) or, for BlueFlame, 64-bit
+//     atomic stores of the whole WQE; the tails the poller advances are
+//     acquired before a slot is reused;
 //   - polling: the CQE's last word (wqe_counter, signature, op_own) is
-//     read with atomic.LoadUint32 (acquire, udma_from_device_barrier after
-//     the owner check), the rest with plain loads, then the CQ doorbell
-//     record with atomic.StoreUint32 (release).
+//     acquired (udma_from_device_barrier after the owner check), the rest
+//     read with plain loads, then the CQ doorbell record released; the
+//     tails of the queues whose WQEs completed are released.
 //
 // Go's atomics order memory for the inner-shareable domain (arm64 DMB ISH
 // and LDAR/STLR); a device is outer-shareable, which rdma-core's arm64
@@ -132,9 +133,9 @@ type mlx5QP struct {
 	maxBB   uint32 // the most basic blocks one WQE may take
 	sqMu    sync.Mutex
 	sq      unsafe.Pointer
-	sqCnt   uint32 // basic blocks, a power of two
-	sqCur   uint32 // cur_post, in basic blocks; ours, under sqMu
-	sqTail  atomic.Uint32
+	sqCnt   uint32   // basic blocks, a power of two
+	sqCur   uint32   // cur_post, in basic blocks; ours, under sqMu
+	sqTail  uint32   // released by the poller
 	sqWrid  []uint64 // by the WQE's first basic block
 	sqEnd   []uint32 // cur_post after the WQE (the tail once it completes)
 	rqMu    sync.Mutex
@@ -142,7 +143,7 @@ type mlx5QP struct {
 	rqCnt   uint32
 	rqShift uint32
 	rqHead  uint32 // ours, under rqMu
-	rqTail  atomic.Uint32
+	rqTail  uint32 // released by the receive CQ's poller
 	rqWrid  []uint64
 	maxRSGE int
 }
@@ -427,7 +428,7 @@ func (x *mlx5QP) writeSend(wr *SendWR) (uint32, error) {
 		return 0, errArg("a %d-byte WQE: the QP's are %d", ds*16, x.maxBB*mlx5SendWQEBB)
 	}
 	// Acquire: the poller advanced the tail after the device finished.
-	if x.sqCur+bbs-x.sqTail.Load() > x.sqCnt {
+	if x.sqCur+bbs-acquire(&x.sqTail) > x.sqCnt {
 		return 0, errFull
 	}
 	bb := x.sqCur
@@ -539,8 +540,8 @@ func gather(dst []byte, wr *SendWR) {
 // (the whole WQE into the register) for a single inline WQE that fits
 // bf->buf_size, else the control segment's first 8 bytes.
 func (x *mlx5QP) ring(n int, ctrl unsafe.Pointer, ds uint32, inl bool) {
-	// Release: the WQEs before the record (udma_to_device_barrier).
-	atomic.StoreUint32(&x.dbrec[mlx5SndDBR], be32(x.sqCur&0xffff))
+	// The WQEs before the record (udma_to_device_barrier).
+	release(&x.dbrec[mlx5SndDBR], be32(x.sqCur&0xffff))
 	bf := x.bf
 	bf.mu.Lock()
 	reg := unsafe.Add(bf.reg, bf.offset)
@@ -567,7 +568,7 @@ func (x *mlx5QP) postRecv(wrs []RecvWR) (int, error) {
 	var err error
 	for i := range wrs {
 		wr := &wrs[i]
-		if x.rqHead-x.rqTail.Load() >= x.rqCnt { // acquire, as in writeSend
+		if x.rqHead-acquire(&x.rqTail) >= x.rqCnt {
 			err = errFull
 			break
 		}
@@ -599,8 +600,7 @@ func (x *mlx5QP) postRecv(wrs []RecvWR) (int, error) {
 		n++
 	}
 	if n > 0 {
-		// Release (udma_to_device_barrier in mlx5_post_recv).
-		atomic.StoreUint32(&x.dbrec[mlx5RcvDBR], be32(x.rqHead&0xffff))
+		release(&x.dbrec[mlx5RcvDBR], be32(x.rqHead&0xffff)) // udma_to_device_barrier
 	}
 	return n, err
 }
@@ -615,7 +615,7 @@ func (m *mlx5CQ) poll(wc []WC) (int, error) {
 		// then udma_from_device_barrier). The word holds wqe_counter,
 		// signature and op_own in memory order.
 		var last [4]byte
-		binary.NativeEndian.PutUint32(last[:], atomic.LoadUint32((*uint32)(unsafe.Add(cqe, mlx5CQEWqeCounter))))
+		binary.NativeEndian.PutUint32(last[:], acquire((*uint32)(unsafe.Add(cqe, mlx5CQEWqeCounter))))
 		opOwn := last[3]
 		owner := uint8(0)
 		if m.ci&m.entries != 0 {
@@ -630,8 +630,8 @@ func (m *mlx5CQ) poll(wc []WC) (int, error) {
 		}
 		n++
 	}
-	// Release: our reads of the CQEs are done (update_cons_index).
-	atomic.StoreUint32(m.dbrec, be32(m.ci&0xffffff))
+	// Our reads of the CQEs are done (update_cons_index).
+	release(m.dbrec, be32(m.ci&0xffffff))
 	return n, err
 }
 
@@ -656,7 +656,7 @@ func (m *mlx5CQ) decode(cqe unsafe.Pointer, op uint8, w *WC) error {
 		}
 		i := ctr & (x.sqCnt - 1)
 		w.ID = x.sqWrid[i]
-		x.sqTail.Store(x.sqEnd[i]) // release: the slots are free again
+		release(&x.sqTail, x.sqEnd[i]) // the slots are free again
 		if op == mlx5CQEReqErr {
 			m.errStatus(cqe, w)
 			return nil
@@ -684,7 +684,7 @@ func (m *mlx5CQ) decode(cqe unsafe.Pointer, op uint8, w *WC) error {
 			return fmt.Errorf("a receive CQE for QP %#x, which has no receive queue: %w", x.qpn, syscall.EPROTO)
 		}
 		w.ID = x.rqWrid[ctr&(x.rqCnt-1)]
-		x.rqTail.Add(1)
+		release(&x.rqTail, x.rqTail+1) // ours: only this CQ's poller writes it
 		if op == mlx5CQERespErr {
 			m.errStatus(cqe, w)
 			return nil
