@@ -333,10 +333,12 @@ func (x *mlx5QP) postSend(wrs []SendWR) (int, error) {
 	var err error
 	for i := range wrs {
 		start := x.sqCur
-		if size, err = x.writeSend(&wrs[i]); err != nil {
+		ds, werr := x.writeSend(&wrs[i])
+		if werr != nil {
+			err = werr
 			break
 		}
-		last, inl = x.seg(start, 0), wrs[i].Inline != nil
+		last, size, inl = x.seg(start, 0), ds, wrs[i].Inline != nil
 		n++
 	}
 	if n > 0 {
@@ -520,7 +522,9 @@ func (x *mlx5QP) dataSegs(sgl []SGE, skip uint64) int {
 	return n
 }
 
-// gather copies the first len(dst) bytes of wr's data into dst.
+// gather copies the first len(dst) bytes of wr's data into dst. Like
+// rdma-core's copy_eth_inline_headers it reads the SGEs' memory: they must
+// lie in the caller's registered memory.
 func gather(dst []byte, wr *SendWR) {
 	if wr.Inline != nil {
 		copy(dst, wr.Inline)
