@@ -15,7 +15,7 @@ package uverbs
 // producer+1 == consumer.
 //
 // Memory ordering: ring.go (acquire the kernel's index, release ours).
-
+//
 // Linux 6.1 and 6.12 agree on the WQE fields rdma-core 44 writes, which are
 // the only ones written here (wr, iova, dma, ssn; the kernel fills mask,
 // state, psns itself in rxe_req.c req_next_wqe). They differ in two ways
