@@ -82,7 +82,7 @@ type m5End struct {
 	mr *MR
 }
 
-func m5Pair(t *testing.T, adjust func(v *fakekernel.Verbs), cqe int, cp QPCap) (*fakekernel.Verbs, *Context, [2]m5End) {
+func m5Pair(t testing.TB, adjust func(v *fakekernel.Verbs), cqe int, cp QPCap) (*fakekernel.Verbs, *Context, [2]m5End) {
 	t.Helper()
 	b, c := mlx5Bed(t, adjust)
 	v := b.devs["mlx5_0"]
@@ -111,7 +111,7 @@ func m5Pair(t *testing.T, adjust func(v *fakekernel.Verbs), cqe int, cp QPCap) (
 	return v, c, e
 }
 
-func m5sge(t *testing.T, mr *MR, off, n int) SGE {
+func m5sge(t testing.TB, mr *MR, off, n int) SGE {
 	t.Helper()
 	s, ok := mr.SGE(off, n)
 	if !ok {
@@ -503,16 +503,22 @@ func FuzzMlx5PollCQE(f *testing.F) {
 	binary.BigEndian.PutUint16(good[mlx5CQEWqeCounter:], 0xffff)
 	good[63] = mlx5CQEReqErr << 4
 	f.Add(good)
+	_, _, e := m5Pair(f, nil, 3, rcCap())
+	cq := e[0].cq
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _, e := m5Pair(t, nil, 3, rcCap())
-		m := e[0].cq.m5
+		m := cq.m5
 		cqe := unsafe.Slice((*byte)(unsafe.Add(m.buf, uintptr(m.ci&(m.entries-1))*64)), 64)
 		copy(cqe, b)
-		cqe[63] &^= 1 // software owns the first lap's entries with owner 0
+		cqe[63] &^= 1 // the owner bit software expects on this lap
+		if m.ci&m.entries != 0 {
+			cqe[63] |= 1
+		}
 		wc := make([]WC, 2)
-		n, _ := e[0].cq.Poll(wc)
+		n, _ := cq.Poll(wc)
 		if n < 0 || n > len(wc) {
 			t.Fatalf("Poll = %d", n)
 		}
+		clear(cqe[:63]) // not this entry's again, whatever the next lap expects
+		cqe[63] = mlx5CQEInvalid << 4
 	})
 }
