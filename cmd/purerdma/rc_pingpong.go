@@ -25,7 +25,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/uverbs"
 )
 
@@ -37,10 +36,6 @@ func init() {
 const (
 	ppRecvWRID = 1
 	ppSendWRID = 2
-
-	// ppSpinBeforeYield is how many empty polls spin before the loop
-	// starts yielding the CPU between polls (see the poll loop).
-	ppSpinBeforeYield = 32
 )
 
 type ppOpts struct {
@@ -427,7 +422,7 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 				return fmt.Errorf("couldn't request CQ notification: %w", err)
 			}
 		}
-		for empty := 0; ; empty++ {
+		for {
 			if ne, err = cq.Poll(wc[:]); err != nil {
 				return fmt.Errorf("poll CQ failed: %w", err)
 			}
@@ -436,17 +431,6 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 			}
 			if spins++; spins&0xffff == 0 && ctx.Err() != nil {
 				return fmt.Errorf("after %d sends and %d receives: %w", scnt, rcnt, ctx.Err())
-			}
-			// The polling strategy, where this tool parts from
-			// ibv_rc_pingpong's pure spin: after a short spin, each
-			// empty poll yields the CPU (sched_yield). On rxe the
-			// completion this loop waits for needs kernel work queued
-			// on this very CPU (6.12 runs the requester from a
-			// workqueue; softirqs may be deferred to ksoftirqd), which
-			// a pure spin delays to the end of its timeslice; with
-			// nothing else runnable a yield returns at once.
-			if empty >= ppSpinBeforeYield {
-				sys.Yield()
 			}
 		}
 		for _, w := range wc[:ne] {
