@@ -120,7 +120,7 @@ func m5sge(t testing.TB, mr *MR, off, n int) SGE {
 	return s
 }
 
-func run(t *testing.T, v *fakekernel.Verbs, want int) {
+func m5Run(t *testing.T, v *fakekernel.Verbs, want int) {
 	t.Helper()
 	n, err := v.Mlx5Run()
 	if err != nil || n != want {
@@ -128,7 +128,7 @@ func run(t *testing.T, v *fakekernel.Verbs, want int) {
 	}
 }
 
-func poll1(t *testing.T, cq *CQ) WC {
+func m5Poll1(t *testing.T, cq *CQ) WC {
 	t.Helper()
 	wc := make([]WC, 2)
 	n, err := cq.Poll(wc)
@@ -187,14 +187,14 @@ func TestMlx5Loopback(t *testing.T) {
 	if _, err := a.qp.PostSend([]SendWR{{ID: 1, Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{m5sge(t, a.mr, 0, 20)}}}); err != nil {
 		t.Fatal(err)
 	}
-	run(t, v, 1)
+	m5Run(t, v, 1)
 	if got := string(b.mr.Buf()[:8]) + string(b.mr.Buf()[1000:1012]); got != "hello, mlx5 loopback" {
 		t.Errorf("received %q", got)
 	}
-	if w := poll1(t, a.cq); w.ID != 1 || w.Status != WCSuccess || w.Opcode != WCSend || w.QPNum != a.qp.Num() {
+	if w := m5Poll1(t, a.cq); w.ID != 1 || w.Status != WCSuccess || w.Opcode != WCSend || w.QPNum != a.qp.Num() {
 		t.Errorf("send WC %+v", w)
 	}
-	if w := poll1(t, b.cq); w.ID != 100 || w.Status != WCSuccess || w.Opcode != WCRecv || w.ByteLen != 20 || w.SrcQP != a.qp.Num() || w.Flags != 0 {
+	if w := m5Poll1(t, b.cq); w.ID != 100 || w.Status != WCSuccess || w.Opcode != WCRecv || w.ByteLen != 20 || w.SrcQP != a.qp.Num() || w.Flags != 0 {
 		t.Errorf("recv WC %+v", w)
 	}
 
@@ -202,15 +202,15 @@ func TestMlx5Loopback(t *testing.T) {
 	if _, err := a.qp.PostSend([]SendWR{{ID: 2, Opcode: WRSendWithImm, Flags: SendSignaled, Imm: 0xabcdef01, Inline: []byte("inline!")}}); err != nil {
 		t.Fatal(err)
 	}
-	run(t, v, 0)
+	m5Run(t, v, 0)
 	if _, err := b.qp.PostRecv([]RecvWR{{ID: 101, SGL: []SGE{m5sge(t, b.mr, 2000, 64)}}}); err != nil {
 		t.Fatal(err)
 	}
-	run(t, v, 1)
-	if w := poll1(t, b.cq); w.ID != 101 || w.ByteLen != 7 || w.Flags != WCWithImm || w.Imm != 0xabcdef01 || string(b.mr.Buf()[2000:2007]) != "inline!" {
+	m5Run(t, v, 1)
+	if w := m5Poll1(t, b.cq); w.ID != 101 || w.ByteLen != 7 || w.Flags != WCWithImm || w.Imm != 0xabcdef01 || string(b.mr.Buf()[2000:2007]) != "inline!" {
 		t.Errorf("recv WC %+v, bytes %q", w, b.mr.Buf()[2000:2007])
 	}
-	if w := poll1(t, a.cq); w.ID != 2 || w.Flags != WCWithImm || w.Opcode != WCSend {
+	if w := m5Poll1(t, a.cq); w.ID != 2 || w.Flags != WCWithImm || w.Opcode != WCSend {
 		t.Errorf("send WC %+v", w)
 	}
 
@@ -227,11 +227,11 @@ func TestMlx5Loopback(t *testing.T) {
 		SGL: []SGE{m5sge(t, a.mr, 12000, 16)}, RemoteAddr: b.mr.Addr() + 8192, RKey: b.mr.RKey()}}); err != nil {
 		t.Fatal(err)
 	}
-	run(t, v, 2)
+	m5Run(t, v, 2)
 	if string(b.mr.Buf()[8192:8208]) != "written remotely" || string(a.mr.Buf()[12000:12016]) != "written remotely" {
 		t.Errorf("RDMA: %q, %q", b.mr.Buf()[8192:8208], a.mr.Buf()[12000:12016])
 	}
-	if w := poll1(t, b.cq); w.ID != 102 || w.Opcode != WCRecvRDMAWithImm || w.Imm != 9 || w.ByteLen != 16 {
+	if w := m5Poll1(t, b.cq); w.ID != 102 || w.Opcode != WCRecvRDMAWithImm || w.Imm != 9 || w.ByteLen != 16 {
 		t.Errorf("write-with-imm WC %+v", w)
 	}
 	wc := make([]WC, 4)
@@ -267,11 +267,11 @@ func TestMlx5Wrap(t *testing.T) {
 		if _, err := a.qp.PostSend([]SendWR{wr}); err != nil {
 			t.Fatalf("round %d: %v", i, err)
 		}
-		run(t, v, 1)
-		if w := poll1(t, b.cq); w.ID != uint64(1000+i) || w.ByteLen != 90 || !bytes.Equal(b.mr.Buf()[:90], msg) {
+		m5Run(t, v, 1)
+		if w := m5Poll1(t, b.cq); w.ID != uint64(1000+i) || w.ByteLen != 90 || !bytes.Equal(b.mr.Buf()[:90], msg) {
 			t.Fatalf("round %d: recv WC %+v", i, w)
 		}
-		if w := poll1(t, a.cq); w.ID != uint64(i) || w.Status != WCSuccess {
+		if w := m5Poll1(t, a.cq); w.ID != uint64(i) || w.Status != WCSuccess {
 			t.Fatalf("round %d: send WC %+v", i, w)
 		}
 	}
@@ -287,7 +287,7 @@ func TestMlx5Errors(t *testing.T) {
 	if n != 2 || !errors.Is(err, syscall.ENOMEM) {
 		t.Fatalf("PostSend of 3 into 2 = %d, %v", n, err)
 	}
-	run(t, v, 2)
+	m5Run(t, v, 2)
 	if n, err := a.cq.Poll(make([]WC, 4)); n != 2 || err != nil {
 		t.Fatalf("Poll = %d, %v", n, err)
 	}
@@ -296,8 +296,8 @@ func TestMlx5Errors(t *testing.T) {
 	if _, err := a.qp.PostSend([]SendWR{bad}); err != nil {
 		t.Fatal(err)
 	}
-	run(t, v, 1)
-	if w := poll1(t, a.cq); w.Status != WCLocProtErr {
+	m5Run(t, v, 1)
+	if w := m5Poll1(t, a.cq); w.Status != WCLocProtErr {
 		t.Errorf("bad lkey: %+v", w)
 	}
 	if _, err := a.qp.PostSend([]SendWR{{Opcode: WROpcode(99)}}); !errors.Is(err, syscall.EINVAL) {
@@ -338,7 +338,7 @@ func TestMlx5BlueFlame(t *testing.T) {
 	if !bytes.Equal(uar[0x900:0x908], wqe[64:72]) {
 		t.Errorf("second doorbell at 0x900: % x, want % x", uar[0x900:0x908], wqe[64:72])
 	}
-	run(t, v, 2)
+	m5Run(t, v, 2)
 	// Without write combining (an NC UAR): no BlueFlame, one register.
 	v2, c2, e2 := m5Pair(t, func(v *fakekernel.Verbs) { v.Mlx5.WC = false }, 8, QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 64})
 	if _, err := e2[1].qp.PostRecv([]RecvWR{{SGL: []SGE{m5sge(t, e2[1].mr, 0, 64)}}}); err != nil {
@@ -351,7 +351,7 @@ func TestMlx5BlueFlame(t *testing.T) {
 	if !p2.uar.nc || e2[0].qp.mlx5.bf.offset != 0 || !bytes.Equal(p2.uar.mem[0x800:0x808], unsafe.Slice((*byte)(e2[0].qp.mlx5.sq), 8)) || p2.uar.mem[0x808] != 0 {
 		t.Errorf("NC UAR: nc %v, offset %d, register % x", p2.uar.nc, e2[0].qp.mlx5.bf.offset, p2.uar.mem[0x800:0x810])
 	}
-	run(t, v2, 1)
+	m5Run(t, v2, 1)
 }
 
 // Static bfregs (a kernel without DYN_UAR): the QP rings bfreg 1, the
@@ -364,8 +364,8 @@ func TestMlx5StaticBfreg(t *testing.T) {
 	if _, err := e[0].qp.PostSend([]SendWR{{Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{m5sge(t, e[0].mr, 0, 4)}}}); err != nil {
 		t.Fatal(err)
 	}
-	run(t, v, 1)
-	poll1(t, e[0].cq)
+	m5Run(t, v, 1)
+	m5Poll1(t, e[0].cq)
 }
 
 // RAW_PACKET: a send becomes a frame, its first 18 bytes from the
@@ -409,7 +409,7 @@ func TestMlx5RawPacket(t *testing.T) {
 	if _, err := qp.PostSend([]SendWR{{ID: 6, Opcode: WRSend, Flags: SendSignaled, Inline: frame}}); err != nil {
 		t.Fatal(err)
 	}
-	run(t, v, 2)
+	m5Run(t, v, 2)
 	got := v.Mlx5Frames()
 	if len(got) != 2 || !bytes.Equal(got[0], frame) || !bytes.Equal(got[1], frame) {
 		t.Errorf("frames %q", got)
@@ -427,7 +427,7 @@ func TestMlx5RawPacket(t *testing.T) {
 	if err := v.Mlx5Deliver(qp.Num(), frame); err != nil {
 		t.Fatal(err)
 	}
-	if w := poll1(t, cq); w.ID != 9 || w.ByteLen != uint32(len(frame)) || !bytes.Equal(mr.Buf()[2048:2048+len(frame)], frame) {
+	if w := m5Poll1(t, cq); w.ID != 9 || w.ByteLen != uint32(len(frame)) || !bytes.Equal(mr.Buf()[2048:2048+len(frame)], frame) {
 		t.Errorf("received %+v", w)
 	}
 }
@@ -454,7 +454,7 @@ func TestMlx5Allocs(t *testing.T) {
 			b.qp.PostRecv(rwr)
 			a.qp.PostSend(swr[i%2 : i%2+1])
 		})
-		run(t, v, 1)
+		m5Run(t, v, 1)
 		measure(func() {
 			a.cq.Poll(wc)
 			b.cq.Poll(wc)
@@ -482,7 +482,7 @@ func TestMlx5DeviceChecks(t *testing.T) {
 		t.Error("a doorbell record without the UAR write: the device ran it")
 	}
 	copy(uar[0x800:0x808], saved)
-	run(t, v, 1)
+	m5Run(t, v, 1)
 	// Four more fill the 4-entry CQ; the fifth overruns it.
 	if n, err := a.qp.PostSend([]SendWR{wr, wr, wr, wr}); n != 4 || err != nil {
 		t.Fatal(n, err)
