@@ -48,6 +48,7 @@ type CQ struct {
 	seqV    uint64
 	ring    rxeRing // the CQE ring on rxe (hasRing)
 	hasRing bool
+	m5      *mlx5CQ // the CQE ring on mlx5
 
 	mu        sync.Mutex
 	destroyed bool
@@ -129,6 +130,12 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 	}
 	if _, ok := c.prov.(rxeProvider); ok {
 		if err := cq.rxeInit(d); err != nil {
+			cq.destroyLocked(false)
+			return nil, c.err(op, err)
+		}
+	}
+	if p, ok := c.prov.(*mlx5Provider); ok {
+		if err := cq.mlx5Init(p, d); err != nil {
 			cq.destroyLocked(false)
 			return nil, c.err(op, err)
 		}

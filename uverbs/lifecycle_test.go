@@ -19,7 +19,7 @@ func rcCap() QPCap { return QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, M
 
 // toRTS drives qp from RESET to RTS against a peer QP number, the way
 // ibv_rc_pingpong does on RoCE (GRH with source GID index 0).
-func toRTS(t *testing.T, qp *QP, remote uint32, dgid rdma.GID) {
+func toRTS(t testing.TB, qp *QP, remote uint32, dgid rdma.GID) {
 	t.Helper()
 	steps := []struct {
 		attr QPAttr

@@ -36,12 +36,19 @@ type mlx5Provider struct {
 	staticUARs [][]byte    // with static bfregs: the UAR pages libmlx5 maps too
 	db         dbPool
 	uidx       uidxPool
+	staticBF   map[int]*mlx5BF // under mu
+
+	// qps finds a CQE's QP: by user index (CQE version 1) or QP number.
+	qpMu sync.RWMutex
+	qps  map[uint32]*mlx5QP
 }
 
 type mlx5UAR struct {
 	handle uint32
 	pageID uint32
 	mem    []byte
+	nc     bool    // a non-cached UAR: doorbells only, no BlueFlame
+	bf     *mlx5BF // its first register, shared by the QPs
 }
 
 // mlx5 constants rdma-core uses (providers/mlx5/mlx5.h).
@@ -185,7 +192,7 @@ func (p *mlx5Provider) allocUAR(c *Context, typ uint64) (*mlx5UAR, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &mlx5UAR{handle: h, pageID: *page}
+	u := &mlx5UAR{handle: h, pageID: *page, nc: typ == abi.MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC}
 	m, err := c.maps.Device(c.fd, int64(*off), int(*length), syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		p.destroyUAR(c, u)

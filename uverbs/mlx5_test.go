@@ -13,7 +13,7 @@ import (
 	"github.com/purerdma/rdma/internal/fakekernel"
 )
 
-func mlx5Bed(t *testing.T, adjust func(v *fakekernel.Verbs)) (*bed, *Context) {
+func mlx5Bed(t testing.TB, adjust func(v *fakekernel.Verbs)) (*bed, *Context) {
 	v := fakekernel.MLX5("mlx5_0")
 	if adjust != nil {
 		adjust(v)

@@ -78,7 +78,8 @@ type QP struct {
 	cap    QPCap
 	res    *driverRes
 	seqV   uint64
-	rxe    *rxeQP // the data path on rxe; nil elsewhere
+	rxe    *rxeQP  // the data path on rxe; nil elsewhere
+	mlx5   *mlx5QP // the data path on mlx5; nil elsewhere
 
 	mu        sync.RWMutex
 	destroyed bool
@@ -175,6 +176,12 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	}
 	if _, ok := c.prov.(rxeProvider); ok {
 		if err := qp.rxeInit(c, d); err != nil {
+			qp.destroyLocked(false)
+			return nil, c.err(op, err)
+		}
+	}
+	if p, ok := c.prov.(*mlx5Provider); ok {
+		if err := qp.mlx5Init(p, d, &attr); err != nil {
 			qp.destroyLocked(false)
 			return nil, c.err(op, err)
 		}

@@ -14,24 +14,7 @@ package uverbs
 // (SGEs at 40). Indices are masked (both kernels): a queue is full when
 // producer+1 == consumer.
 //
-// Memory ordering. The kernel reads and writes the index it does not own
-// with smp_load_acquire and smp_store_release (rxe_queue.h
-// queue_get_producer, queue_advance_producer, queue_advance_consumer).
-// Go's sync/atomic loads and stores are sequentially consistent, so they
-// are at least acquire and release (amd64: plain MOV and XCHG; arm64: LDAR
-// and STLR). So:
-//   - posting: the slot is written with plain stores, then the producer
-//     index is published with atomic.StoreUint32 (release: the kernel's
-//     acquire load of the producer sees the whole WQE); the consumer index
-//     is read with atomic.LoadUint32 (acquire: the kernel is done with a
-//     slot before it releases it by advancing the consumer);
-//   - polling: atomic.LoadUint32 of the producer (acquire: the CQE the
-//     kernel wrote before its release store is visible), plain reads of
-//     the slot, then atomic.StoreUint32 of the consumer (release: our
-//     reads of the slots are done before the kernel may overwrite them).
-//
-// Our own index (the producer of the send and receive queues, the consumer
-// of a CQ) is written by us only, under the queue's lock.
+// Memory ordering: ring.go (acquire the kernel's index, release ours).
 //
 // Linux 6.1 and 6.12 agree on the WQE fields rdma-core 44 writes, which are
 // the only ones written here (wr, iova, dma, ssn; the kernel fills mask,
@@ -53,7 +36,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -77,25 +59,6 @@ const (
 	// rxeDoorbellResp is where the doorbell's response goes in its page.
 	rxeDoorbellResp = 64
 )
-
-// rxeRing is one mapped struct rxe_queue_buf.
-type rxeRing struct {
-	hdr   *abi.RxeQueueBuf
-	mask  uint32
-	shift uint32
-}
-
-func newRxeRing(m []byte) rxeRing {
-	q := (*abi.RxeQueueBuf)(ptrOf(m))
-	// rxeMap checked the header against the mapping's size.
-	return rxeRing{hdr: q, mask: q.IndexMask, shift: q.Log2ElemSize}
-}
-
-func (r *rxeRing) slot(i uint32) unsafe.Pointer {
-	return unsafe.Add(unsafe.Pointer(r.hdr), rxeQueueHdr+uintptr(i&r.mask)<<r.shift)
-}
-
-func (r *rxeRing) slotSize() uintptr { return 1 << r.shift }
 
 // rxeQP is the userspace half of an rxe QP.
 type rxeQP struct {
@@ -178,7 +141,12 @@ var errFull = fmt.Errorf("the work queue is full: %w", syscall.ENOMEM)
 // longer than MaxInlineData or with RDMA read, a UD send without an
 // address handle or an RDMA operation on UD); ENOMEM when the send queue is full; the
 // doorbell's errno (EINVAL before the QP is in RTS); ErrNotSupported on a
-// driver without a data path here (mlx5); os.ErrClosed after Close.
+// driver without a data path here (the generic provider; UD on mlx5);
+// os.ErrClosed after Close.
+//
+// On mlx5 (unproven on hardware: see mlx5_data.go) the requests become
+// send WQEs in the QP's buffer; the doorbell is the doorbell record and a
+// store to the UAR page, no system call.
 func (qp *QP) PostSend(wrs []SendWR) (int, error) {
 	const op = "post send"
 	if qp == nil || qp.c == nil {
@@ -188,6 +156,15 @@ func (qp *QP) PostSend(wrs []SendWR) (int, error) {
 	defer qp.mu.RUnlock()
 	if qp.destroyed {
 		return 0, qp.c.err(op, os.ErrClosed)
+	}
+	if m := qp.mlx5; m != nil {
+		m.sqMu.Lock()
+		n, err := m.postSend(wrs)
+		m.sqMu.Unlock()
+		if err != nil {
+			return n, qp.c.err(op, err)
+		}
+		return n, nil
 	}
 	x := qp.rxe
 	if x == nil {
@@ -210,30 +187,11 @@ func (qp *QP) PostSend(wrs []SendWR) (int, error) {
 }
 
 func (x *rxeQP) postSend(wrs []SendWR) (int, error) {
-	r := &x.sq
-	prod := r.hdr.ProducerIndex // ours: only we write it, under sqMu
-	n := 0
-	var err error
-	for i := range wrs {
-		if err = x.writeSend(r, prod, &wrs[i]); err != nil {
-			break
-		}
-		prod = (prod + 1) & r.mask
-		n++
-	}
-	if n > 0 {
-		// Release: the WQEs above are visible before the new index.
-		atomic.StoreUint32(&r.hdr.ProducerIndex, prod)
-	}
-	return n, err
+	return x.sq.post(len(wrs), func(slot unsafe.Pointer, k int) error { return x.writeSend(slot, &wrs[k]) })
 }
 
-// writeSend fills slot prod with wr (init_send_wqe, convert_send_wr).
-func (x *rxeQP) writeSend(r *rxeRing, prod uint32, wr *SendWR) error {
-	// Acquire: the kernel finished with a slot before advancing past it.
-	if (prod+1)&r.mask == atomic.LoadUint32(&r.hdr.ConsumerIndex) {
-		return errFull
-	}
+// writeSend fills slot p with wr (init_send_wqe, convert_send_wr).
+func (x *rxeQP) writeSend(p unsafe.Pointer, wr *SendWR) error {
 	rdma := false
 	switch wr.Opcode {
 	case WRSend, WRSendWithImm:
@@ -251,7 +209,6 @@ func (x *rxeQP) writeSend(r *rxeRing, prod uint32, wr *SendWR) error {
 	if wr.Flags&^(SendFence|SendSignaled|SendSolicited) != 0 {
 		return errArg("send flags %#x", uint32(wr.Flags))
 	}
-	p := r.slot(prod)
 	w := (*abi.RxeSendWqe)(p)
 	*w = abi.RxeSendWqe{} // the kernel leaves the last use's fields behind
 	w.Wr.WrId = wr.ID
@@ -344,6 +301,15 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 	if qp.destroyed {
 		return 0, qp.c.err(op, os.ErrClosed)
 	}
+	if m := qp.mlx5; m != nil && m.rqCnt > 0 {
+		m.rqMu.Lock()
+		n, err := m.postRecv(wrs)
+		m.rqMu.Unlock()
+		if err != nil {
+			return n, qp.c.err(op, err)
+		}
+		return n, nil
+	}
 	x := qp.rxe
 	if x == nil || !x.hasRQ {
 		return 0, qp.c.err(op, errNoDataPath(qp.c))
@@ -358,21 +324,11 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 }
 
 func (x *rxeQP) postRecv(wrs []RecvWR) (int, error) {
-	r := &x.rq
-	prod := r.hdr.ProducerIndex // ours, under rqMu
-	n := 0
-	var err error
-	for i := range wrs {
-		wr := &wrs[i]
-		if (prod+1)&r.mask == atomic.LoadUint32(&r.hdr.ConsumerIndex) { // acquire, as in writeSend
-			err = errFull
-			break
-		}
+	return x.rq.post(len(wrs), func(p unsafe.Pointer, k int) error {
+		wr := &wrs[k]
 		if len(wr.SGL) > x.maxRecvSGE {
-			err = errArg("%d SGEs: the QP takes %d", len(wr.SGL), x.maxRecvSGE)
-			break
+			return errArg("%d SGEs: the QP takes %d", len(wr.SGL), x.maxRecvSGE)
 		}
-		p := r.slot(prod)
 		var length uint64
 		sges := unsafe.Slice((*abi.RxeSge)(unsafe.Add(p, rxeRecvWqeSize)), len(wr.SGL))
 		for j, s := range wr.SGL {
@@ -380,18 +336,12 @@ func (x *rxeQP) postRecv(wrs []RecvWR) (int, error) {
 			length += uint64(s.Length)
 		}
 		if length > 1<<31 {
-			err = errArg("%d bytes: at most %d per work request", length, 1<<31)
-			break
+			return errArg("%d bytes: at most %d per work request", length, 1<<31)
 		}
 		*(*abi.RxeRecvWqe)(p) = abi.RxeRecvWqe{WrId: wr.ID, Dma: abi.RxeDmaInfo{
 			Length: uint32(length), Resid: uint32(length), NumSge: uint32(len(wr.SGL))}}
-		prod = (prod + 1) & r.mask
-		n++
-	}
-	if n > 0 {
-		atomic.StoreUint32(&r.hdr.ProducerIndex, prod) // release
-	}
-	return n, err
+		return nil
+	})
 }
 
 // Poll copies up to len(wc) completions from the CQ into wc, oldest first,
@@ -399,7 +349,8 @@ func (x *rxeQP) postRecv(wrs []RecvWR) (int, error) {
 // makes no system call and does not allocate. Pollers of one CQ take turns.
 //
 // Errors (*Error): ErrNotSupported on a driver without a data path here
-// (mlx5); os.ErrClosed after Close.
+// (the generic provider); EPROTO for a CQE the device wrote that names no
+// QP of the context (mlx5); os.ErrClosed after Close.
 func (cq *CQ) Poll(wc []WC) (int, error) {
 	const op = "poll cq"
 	if cq == nil || cq.c == nil {
@@ -410,21 +361,17 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 	if cq.destroyed {
 		return 0, cq.c.err(op, os.ErrClosed)
 	}
+	if cq.m5 != nil {
+		n, err := cq.m5.poll(wc)
+		if err != nil {
+			return n, cq.c.err(op, err)
+		}
+		return n, nil
+	}
 	if !cq.hasRing {
 		return 0, cq.c.err(op, errNoDataPath(cq.c))
 	}
-	r := &cq.ring
-	cons := r.hdr.ConsumerIndex                     // ours, under mu
-	prod := atomic.LoadUint32(&r.hdr.ProducerIndex) // acquire
-	n := 0
-	for n < len(wc) && cons != prod {
-		wc[n].set((*abi.IbUverbsWc)(r.slot(cons)))
-		cons = (cons + 1) & r.mask
-		n++
-	}
-	if n > 0 {
-		atomic.StoreUint32(&r.hdr.ConsumerIndex, cons) // release
-	}
+	n := cq.ring.consume(len(wc), func(slot unsafe.Pointer, k int) { wc[k].set((*abi.IbUverbsWc)(slot)) })
 	return n, nil
 }
 

@@ -39,4 +39,10 @@
 // mmap of driver pages and observe teardown; descriptors the device creates
 // (async event files, completion channels) are adopted through
 // sys.FD.Adopt (File implements sys.Adopter).
+//
+// For mlx5 it also plays the device's data path (mlx5_data.go):
+// Verbs.Mlx5Run reads the send WQEs userspace wrote, checks the doorbell
+// record and the UAR doorbell, executes them in loopback and writes CQEs
+// with the owner bit; Verbs.Mlx5Frames and Verbs.Mlx5Deliver are the wire
+// of RAW_PACKET QPs.
 package fakekernel

@@ -167,7 +167,7 @@ func (v *Verbs) mlx5AllocUcontext(c *Call) error {
 		// (uar_mmap) maps at MLX5_IB_MMAP_REGULAR_PAGE << 8 | index,
 		// one page at a time.
 		for i := uint32(0); i < total/2; i++ {
-			st.mmaps[int64(i)*int64(sys.PageSize)] = mmapRegion{length: sys.PageSize, exact: true, what: "mlx5 static uar"}
+			st.mmaps[int64(i)*int64(sys.PageSize)] = mmapRegion{length: sys.PageSize, exact: true, what: "mlx5 static uar", uar: true}
 		}
 	}
 	st.mlx5.dynUAR = dyn
@@ -237,7 +237,7 @@ func (v *Verbs) mlx5UARAlloc(c *Call) error {
 	v.nextUAR++
 	page := 0x40 + v.nextUAR
 	v.mu.Unlock()
-	off := v.addMmap(c.File, mmapRegion{length: sys.PageSize, exact: true, what: "mlx5 uar"})
+	off := v.addMmap(c.File, mmapRegion{length: sys.PageSize, exact: true, what: "mlx5 uar", uar: true})
 	o := c.Object(abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE)
 	o.Value = &uarVal{pageID: page, offset: off}
 	if err := c.outU64(abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET, uint64(off)); err != nil {
@@ -301,6 +301,7 @@ func (v *Verbs) mlx5CreateCQ(c *Call, cq *cqVal, flags uint32) error {
 		return syscall.EFAULT
 	}
 	cq.cqe = entries - 1
+	cq.m5 = &m5CQ{buf: cmd.BufAddr, db: cmd.DbAddr, entries: entries, cqeSize: cmd.CqeSize}
 	return c.copyToUdata(binary.LittleEndian.AppendUint32(nil, 0x400+cq.cqe))
 }
 
@@ -370,11 +371,28 @@ func (v *Verbs) mlx5CreateQP(c *Call, qp *qpVal, create uint32) error {
 		return syscall.EOPNOTSUPP
 	}
 	resp := &abi.Mlx5IbCreateQpResp{}
+	m := &m5QP{rq: cmd.BufAddr, sq: cmd.BufAddr + uint64(rqBytes), db: cmd.DbAddr, sqCnt: cmd.SqWqeCount,
+		rqCnt: cmd.RqWqeCount, rqShift: cmd.RqWqeShift, uidx: cmd.Uidx, raw: raw, reg: 0x800}
+	if raw {
+		m.sq = cmd.SqBufAddr
+	}
 	if cmd.Flags&uarPage != 0 {
 		resp.BfregIndex = 0x80000000
+		for _, o := range c.File.objects {
+			if u, ok := o.Value.(*uarVal); ok && o.Type == abi.MLX5_IB_OBJECT_UAR && u.pageID == cmd.BfregIndex {
+				m.uar = st.uarMem[u.offset]
+			}
+		}
 	} else {
+		// Static bfreg 1: the second register of static UAR page 0
+		// (MLX5_BF_OFFSET + bf_reg_size).
 		resp.BfregIndex = 1
+		m.uar = st.uarMem[0]
+		if v.Mlx5.WC {
+			m.reg += 512
+		}
 	}
+	qp.m5 = m
 	n := max(c.OutLen(abi.UVERBS_ATTR_UHW_OUT), 0)
 	if n > 0 {
 		return c.Out(abi.UVERBS_ATTR_UHW_OUT, structBytes(resp)[:min(n, 40)], false)

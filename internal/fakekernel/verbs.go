@@ -45,6 +45,7 @@ type Verbs struct {
 	nextUAR uint32
 	nextOff int64
 	queues  []*eventQueue // async event files, for Remove
+	frames  [][]byte      // what mlx5 RAW_PACKET QPs sent
 }
 
 // Port is one port of a Verbs device.
@@ -146,6 +147,9 @@ type verbsFile struct {
 	mlx5  mlx5Context
 	mmaps map[int64]mmapRegion
 	uctx  []byte // GET_CONTEXT's driver response, for QUERY_CONTEXT
+	// uarMem are the mlx5 UAR pages userspace mapped, by mmap offset:
+	// the device reads its doorbells there.
+	uarMem map[int64][]byte
 }
 
 type mmapRegion struct {
@@ -153,6 +157,7 @@ type mmapRegion struct {
 	exact  bool // the mapping must be exactly length (rdma_user_mmap_entry)
 	init   []byte
 	what   string
+	uar    bool // an mlx5 UAR page
 }
 
 func (v *Verbs) state(f *File) *verbsFile {
@@ -192,6 +197,12 @@ func (v *Verbs) mmap(f *File, offset int64, length, prot, flags int) ([]byte, er
 		return nil, err
 	}
 	copy(m, r.init)
+	if r.uar {
+		if st.uarMem == nil {
+			st.uarMem = map[int64][]byte{}
+		}
+		st.uarMem[offset] = m
+	}
 	v.logf("mmap %s", r.what)
 	return m, nil
 }
@@ -205,6 +216,7 @@ type cqVal struct {
 	channel    *eventQueue
 	async      *eventQueue
 	uar        uint32
+	m5         *m5CQ // mlx5: the CQ's buffer and doorbell record
 }
 
 type uarVal struct {

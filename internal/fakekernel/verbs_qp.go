@@ -17,6 +17,7 @@ type qpVal struct {
 	sqSigAll   bool
 	cap        abi.IbUverbsQpCap
 	attr       abi.IbUverbsQueryQpResp // what QUERY_QP answers
+	m5         *m5QP                   // mlx5: the queues' buffers and doorbell record
 }
 
 // IB QP states and attribute mask bits (enum ib_qp_state, enum
