@@ -64,8 +64,9 @@ cross:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build ./...
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build ./...
 
-## unit: unit tests on this machine, with the race detector.
-unit:
+## unit: unit tests on this machine, with the race detector (the
+## fabric tests on ibsim among them: deps-apt installs the test bed).
+unit: deps-apt
 	$(GO) test -race -count=1 ./...
 
 ## bench: the data path's cost and allocations per PostSend, PostRecv and
@@ -79,11 +80,17 @@ bench: vmrun integration-cpeers
 			-exec '$(VMRUN) -kernel '$$k' -timeout $(VMRUN_TIMEOUT) --' ./cmd/purerdma/ | grep -E 'rate on|^(ok|FAIL)'; \
 	done
 
+# The simulated InfiniBand fabric of the fabric tests (docs/ibsim.md):
+# ibsim, libumad2sim to attach OpenSM and the C tools to it, OpenSM, and
+# infiniband-diags, the tools ours are compared with.
+IBSIM_PKGS := ibsim-utils libumad2sim0 opensm infiniband-diags
+
 # Debian packages the targets need; installed once.
 deps-apt:
 	@missing=""; \
 	command -v gcc >/dev/null || missing="$$missing gcc"; \
 	[ -x $(QEMU_ARM64) ] || missing="$$missing qemu-user-static"; \
+	for p in $(IBSIM_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		export DEBIAN_FRONTEND=noninteractive; \
