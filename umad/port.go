@@ -30,6 +30,7 @@ type Port struct {
 	dev       string
 	name      string // "ca/port"
 	linkLayer string
+	sim       *simLink // the ibsim transport's link, nil for a kernel port
 
 	hdr      atomic.Int32 // 56 or 64: the umad header this file uses
 	noAgent2 atomic.Bool  // the kernel answered REGISTER_AGENT2 with ENOTTY
@@ -62,6 +63,11 @@ type Port struct {
 // os.ErrPermission for a node the caller may not open (the kernel makes
 // umad nodes root-only unless udev rules say otherwise).
 func (h *Host) OpenPort(ca string, port int) (*Port, error) {
+	if h == &defaultHost {
+		if p, ok, err := openSimEnv(); ok {
+			return p, err
+		}
+	}
 	name := portName(ca, port)
 	fail := func(err error) (*Port, error) {
 		return nil, errs.New("open port", name, err)
@@ -127,6 +133,11 @@ func (p *Port) Close() error {
 	}
 	if err := p.fd.Close(); err != nil {
 		return errs.New("close port", p.name, err)
+	}
+	if p.sim != nil {
+		if err := p.sim.close(); err != nil {
+			return errs.New("close port", p.name, err)
+		}
 	}
 	if debugOn(1) {
 		logDebug("umad: closed port", slog.String("port", p.name))
