@@ -523,7 +523,4 @@ func LookupPort(ca string, port int) (*CAPort, error) { return defaultHost.Looku
 func CAPortGUIDs(name string) ([]uint64, error) { return defaultHost.CAPortGUIDs(name) }
 
 // OpenPort is Host.OpenPort on /sys and /dev/infiniband (umad_open_port).
-// When the environment variable SimEnv ("PURERDMA_IBSIM") is set, it is
-// OpenSimPort on the ibsim fabric it names instead, and ca and port are
-// ignored.
 func OpenPort(ca string, port int) (*Port, error) { return defaultHost.OpenPort(ca, port) }

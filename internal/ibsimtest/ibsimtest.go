@@ -270,6 +270,16 @@ func (f *Fabric) Env(node string) []string {
 	return env
 }
 
+// Command returns the command of a C tool (smpquery, perfquery,
+// ibnetdiscover, …) attached at node through libumad2sim, in the
+// fabric's directory.
+func (f *Fabric) Command(ctx context.Context, node, tool string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, tool, args...)
+	cmd.Dir = f.Dir
+	cmd.Env = f.Env(node)
+	return cmd
+}
+
 // Run runs a C tool (smpquery, perfquery, ibnetdiscover, …) attached at
 // node through libumad2sim and returns its standard output; the error
 // carries its standard error.
