@@ -110,4 +110,3 @@ func TestFabricSMPQuery(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
