@@ -84,15 +84,46 @@ func openSMP(ca string, port int, timeout time.Duration, retries int) (*smpClien
 	if err != nil {
 		return nil, err
 	}
-	c := &smpClient{port: p, pkt: umad.NewPacket(), timeout: timeout, retries: retries}
-	if c.lid, err = p.Register(uint8(umad.ClassSubnMgmt), 1, umad.MethodMask{}); err == nil {
-		c.dr, err = p.Register(uint8(umad.ClassSubnMgmtDirectedRoute), 1, umad.MethodMask{})
-	}
+	c, err := newSMPClient(p, timeout, retries)
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// newSMPClient registers the SMP clients on an open port.
+func newSMPClient(p *umad.Port, timeout time.Duration, retries int) (*smpClient, error) {
+	c := &smpClient{port: p, pkt: umad.NewPacket(), timeout: timeout, retries: retries}
+	var err error
+	if c.lid, err = p.Register(uint8(umad.ClassSubnMgmt), 1, umad.MethodMask{}); err == nil {
+		c.dr, err = p.Register(uint8(umad.ClassSubnMgmtDirectedRoute), 1, umad.MethodMask{})
+	}
+	return c, err
+}
+
+// isSim reports whether p is a port of an ibsim fabric (umad.OpenSimPort).
+func isSim(p *umad.Port) bool { return strings.HasPrefix(p.Device(), "ibsim:") }
+
+// localPort describes the port p, as sysfs does for a kernel port; an
+// ibsim port has no sysfs, so its own PortInfo (a directed-route SMP of
+// no hops, answered by the simulated SMA) gives its number and LIDs.
+func localPort(h *umad.Host, p *umad.Port, timeout time.Duration, retries int) (*umad.CAPort, error) {
+	if !isSim(p) {
+		return h.LookupPort(p.CA(), p.PortNum())
+	}
+	c, err := newSMPClient(p, timeout, retries)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = p.Unregister(c.lid); _ = p.Unregister(c.dr) }()
+	pi, err := c.get(smpDest{dr: true}, umad.SMAttrPortInfo, 0)
+	if err != nil {
+		return nil, fmt.Errorf("can't resolve self port: %w", err)
+	}
+	return &umad.CAPort{CA: p.CA(), Number: int(pi[28]), LinkLayer: "InfiniBand",
+		BaseLID: uint32(binary.BigEndian.Uint16(pi[16:18])), SMLID: uint32(binary.BigEndian.Uint16(pi[18:20])),
+		State: 4}, nil
 }
 
 func (c *smpClient) Close() error { return c.port.Close() }

@@ -206,7 +206,9 @@ func start(dir, net string, o Options) (*Fabric, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	log := filepath.Join(dir, "opensm.log")
-	smArgs := []string{"-f", log}
+	// -s 0: no periodic sweeps after the first, so that no traffic of
+	// OpenSM's moves the counters while tests compare them.
+	smArgs := []string{"-f", log, "-s", "0"}
 	f.sm = exec.Command(OpenSM, smArgs...)
 	f.sm.Dir = dir
 	f.sm.Env = f.Env(o.SMNode)
@@ -298,14 +300,25 @@ func (f *Fabric) Run(ctx context.Context, node, tool string, args ...string) ([]
 
 // Console sends one command line to ibsim's console (Options.Console),
 // for example `PerformanceSet "Hca1"[1] PortCounters.SymbolErrorCounter=7`
-// (ibsim/sim_cmd.c). ibsim runs console commands in its event loop
-// between MADs, so a query sent after the command sees its effect.
+// (ibsim/sim_cmd.c). It returns once ibsim has run the command (its
+// prompt comes back), so a query sent after it sees its effect.
 func (f *Fabric) Console(line string) error {
 	if f.console == nil {
 		return errors.New("ibsimtest: the fabric was started without Options.Console")
 	}
-	_, err := io.WriteString(f.console, line+"\n")
-	return err
+	before := strings.Count(f.Output(), "sim> ")
+	if _, err := io.WriteString(f.console, line+"\n"); err != nil {
+		return err
+	}
+	// ibsim prints its prompt again once the command is done.
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(f.Output(), "sim> ") <= before {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ibsim did not finish %q:\n%s", line, f.Output())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
 }
 
 // Stop stops OpenSM, then ibsim (which frees every client slot), and
