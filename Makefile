@@ -70,11 +70,15 @@ unit: deps-apt
 	$(GO) test -race -count=1 ./...
 
 ## bench: the data path's cost and allocations per PostSend, PostRecv and
-## Poll on the fake (allocations must be 0), then rc_pingpong's message rate
+## Poll on the fake (allocations must be 0), the 1,052-node fabric scan on
+## ibsim (our ibnetdiscover against infiniband-diags', same output, the
+## Go/C time ratio logged), then rc_pingpong's message rate
 ## and latency, Go client against C client (same server, sizes and rounds,
 ## interleaved), in the VM on each kernel: logged, never a failure.
-bench: vmrun integration-cpeers
+bench: vmrun integration-cpeers deps-apt
 	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll' -benchmem ./uverbs/
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFabricScan1k$$' -benchtime 5x ./cmd/purerdma/ | grep -E 'scan|Benchmark|differ|^(ok|FAIL)'
+
 	@for k in $(INTEGRATION_KERNELS); do \
 		CGO_ENABLED=0 $(GO) test -tags integration -count=1 -v -run '^TestVMRCPingpongRate$$' \
 			-exec '$(VMRUN) -kernel '$$k' -timeout $(VMRUN_TIMEOUT) --' ./cmd/purerdma/ | grep -E 'rate on|^(ok|FAIL)'; \

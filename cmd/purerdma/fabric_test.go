@@ -186,3 +186,61 @@ func TestFabricPerfquery(t *testing.T) {
 		}
 	}
 }
+
+// topoTime masks ibnetdiscover's "generated on" line, the one line that
+// differs on purpose (the time of the run).
+var topoTime = regexp.MustCompile(`(?m)^# Topology file: generated on .*$`)
+
+func maskTopoTime(s string) string {
+	return topoTime.ReplaceAllString(s, "# Topology file: generated on TIME")
+}
+
+// TestFabricIBNetDiscover compares ibnetdiscover's default output, ours
+// and infiniband-diags', from an HCA and from a switch of the small
+// fabric.
+func TestFabricIBNetDiscover(t *testing.T) {
+	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{})
+	for _, node := range []string{"Hca1", "Hca4", "Switch2"} {
+		c := runC(t, f, node, "ibnetdiscover")
+		g := runGo(t, f, node, "ibnetdiscover")
+		sameRun(t, "ibnetdiscover at "+node, c, g, maskTopoTime)
+		if !strings.Contains(g.stdout, `"Switch1" lid`) {
+			t.Errorf("at %s: no link to Switch1:\n%s", node, g.stdout)
+		}
+	}
+}
+
+// BenchmarkFabricScan1k scans the 1,052-node fat tree with our
+// ibnetdiscover and with infiniband-diags', in turn, checks that the
+// outputs are the same, and logs the times and their ratio (never a
+// failure on time). `make bench` runs it.
+func BenchmarkFabricScan1k(b *testing.B) {
+	f := ibsimtest.Start(b, ibsimtest.Big, ibsimtest.Options{Timeout: 120 * time.Second})
+	var goTime, cTime time.Duration
+	for i := 0; i < b.N; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		start := time.Now()
+		cmd := f.Command(ctx, "hca0_0", "ibnetdiscover")
+		cout, err := cmd.Output()
+		cTime += time.Since(start)
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Setenv(umad.SimEnv, f.Sock+":hca0_0")
+		var out, errb bytes.Buffer
+		start = time.Now()
+		if err := run([]string{"purerdma", "ibnetdiscover"}, &out, &errb); err != nil {
+			b.Fatalf("%v: %s", err, errb.String())
+		}
+		goTime += time.Since(start)
+		if maskTopoTime(out.String()) != maskTopoTime(string(cout)) {
+			b.Errorf("outputs differ (%d and %d bytes)", out.Len(), len(cout))
+		}
+	}
+	b.ReportMetric(float64(goTime.Milliseconds())/float64(b.N), "go-ms/scan")
+	b.ReportMetric(float64(cTime.Milliseconds())/float64(b.N), "c-ms/scan")
+	b.ReportMetric(goTime.Seconds()/cTime.Seconds(), "go/c")
+	b.Logf("1,052-node scan: purerdma %v, infiniband-diags %v per scan, Go/C %.2f",
+		goTime/time.Duration(b.N), cTime/time.Duration(b.N), goTime.Seconds()/cTime.Seconds())
+}

@@ -131,7 +131,8 @@ func available() string {
 }
 
 // Start starts ibsim on net (a net file's text) and OpenSM on it, waits
-// until OpenSM is MASTER, and stops both when the test ends. It skips t
+// until OpenSM is MASTER and every port has a LID, and stops both when
+// the test ends. It skips t
 // when the test bed is not installed.
 func Start(t testing.TB, net string, o Options) *Fabric {
 	t.Helper()
@@ -228,7 +229,21 @@ func start(dir, net string, o Options) (*Fabric, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return f, nil
+	// MASTER comes before OpenSM has given every port its LID on a large
+	// fabric: wait until infiniband-diags' ibnetdiscover finds no port
+	// without one.
+	for {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		out, err := f.Run(ctx, o.SMNode, "ibnetdiscover")
+		cancel()
+		if err == nil && !bytes.Contains(out, []byte(" lid 0 ")) {
+			return f, nil
+		}
+		if time.Now().After(deadline) {
+			return f, fmt.Errorf("the subnet did not come up in %v (err %v):\n%s", timeout, err, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // listening reports whether ibsim's control socket is bound.
