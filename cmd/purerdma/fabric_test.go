@@ -244,3 +244,23 @@ func BenchmarkFabricScan1k(b *testing.B) {
 	b.Logf("1,052-node scan: purerdma %v, infiniband-diags %v per scan, Go/C %.2f",
 		goTime/time.Duration(b.N), cTime/time.Duration(b.N), goTime.Seconds()/cTime.Seconds())
 }
+
+// TestFabricIBLinkInfo compares iblinkinfo's default output, ours and
+// infiniband-diags', on the small fabric.
+func TestFabricIBLinkInfo(t *testing.T) {
+	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{})
+	for _, node := range []string{"Hca1", "Switch1"} {
+		sameRun(t, "iblinkinfo at "+node, runC(t, f, node, "iblinkinfo"), runGo(t, f, node, "iblinkinfo"), nil)
+	}
+}
+
+// TestFabricBig compares ibnetdiscover and iblinkinfo, ours and
+// infiniband-diags', on the 1,052-node fat tree (skipped with -short).
+func TestFabricBig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the 1,052-node fabric takes seconds to come up")
+	}
+	f := ibsimtest.Start(t, ibsimtest.Big, ibsimtest.Options{Timeout: 120 * time.Second})
+	sameRun(t, "ibnetdiscover", runC(t, f, "hca5_7", "ibnetdiscover"), runGo(t, f, "hca5_7", "ibnetdiscover"), maskTopoTime)
+	sameRun(t, "iblinkinfo", runC(t, f, "spine3", "iblinkinfo"), runGo(t, f, "spine3", "iblinkinfo"), nil)
+}

@@ -131,8 +131,8 @@ func available() string {
 }
 
 // Start starts ibsim on net (a net file's text) and OpenSM on it, waits
-// until OpenSM is MASTER and every port has a LID, and stops both when
-// the test ends. It skips t
+// until OpenSM is MASTER, every port has a LID and every link is Active,
+// and stops both when the test ends. It skips t
 // when the test bed is not installed.
 func Start(t testing.TB, net string, o Options) *Fabric {
 	t.Helper()
@@ -229,16 +229,22 @@ func start(dir, net string, o Options) (*Fabric, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// MASTER comes before OpenSM has given every port its LID on a large
-	// fabric: wait until infiniband-diags' ibnetdiscover finds no port
-	// without one.
+	// MASTER comes before OpenSM has given every port its LID and made
+	// every link Active on a large fabric: wait until infiniband-diags'
+	// ibnetdiscover finds no port without a LID and iblinkinfo no link
+	// Armed or Initialize.
 	for {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		out, err := f.Run(ctx, o.SMNode, "ibnetdiscover")
-		cancel()
 		if err == nil && !bytes.Contains(out, []byte(" lid 0 ")) {
-			return f, nil
+			// and until no link is still on its way to Active.
+			out, err = f.Run(ctx, o.SMNode, "iblinkinfo")
+			if err == nil && !bytes.Contains(out, []byte("Armed/")) && !bytes.Contains(out, []byte("Initialize/")) {
+				cancel()
+				return f, nil
+			}
 		}
+		cancel()
 		if time.Now().After(deadline) {
 			return f, fmt.Errorf("the subnet did not come up in %v (err %v):\n%s", timeout, err, out)
 		}
