@@ -297,7 +297,6 @@ func (l *simLink) Transmit(_ *fakekernel.UmadPort, srcQPN uint32, h *abi.MadHdr,
 func (l *simLink) receive() {
 	defer close(l.done)
 	var b [simReqSize + 1]byte
-	be := binary.BigEndian
 	for {
 		n, err := l.data.Read(b[:])
 		if err != nil {
@@ -310,28 +309,47 @@ func (l *simLink) receive() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		if n != simReqSize {
+		r, ok := decodeSimRequest(b[:n])
+		if !ok {
 			continue // not a struct sim_request
 		}
-		length := be.Uint64(b[24:32])
-		if length < 24 || length > 256 {
+		if r.status != 0 {
+			l.fab.Fail(l.port, r.mad)
 			continue
 		}
-		mad := b[32 : 32+256]
-		// ibsim writes the client index into the top 16 bits of a
-		// request's TID to route the answer back; agents' TIDs have zero
-		// there (their hi_tid is below 2¹⁶).
-		if mad[3]&0x80 != 0 || be.Uint32(b[16:20]) != 0 {
-			mad[8], mad[9] = 0, 0
-		}
-		if st := be.Uint32(b[16:20]); st != 0 {
-			l.fab.Fail(l.port, mad)
-			continue
-		}
-		// The packet comes back with source and destination swapped:
-		// slid and sqp are the sender's.
-		l.fab.Deliver(l.port, be.Uint16(b[4:6]), be.Uint32(b[12:16])&0xffffff, be.Uint32(b[8:12])&0xffffff, mad)
+		l.fab.Deliver(l.port, r.slid, r.sqp, r.dqp, r.mad)
 	}
+}
+
+// simRequest is a decoded struct sim_request.
+type simRequest struct {
+	slid     uint16
+	sqp, dqp uint32
+	status   uint32
+	mad      []byte // 256 bytes, inside the buffer decoded
+}
+
+// decodeSimRequest decodes one packet from ibsim: exactly 288 bytes, a
+// length of a MAD header to a whole MAD. The packet comes back with
+// source and destination swapped, so slid and sqp are the sender's. ibsim
+// writes the client index into the top 16 bits of a request's TID to
+// route the answer back; the agents' TIDs have zero there (their hi_tid
+// is below 2¹⁶), so they are cleared in answers and in failed requests
+// (not in requests from other clients, whose answers need them).
+func decodeSimRequest(b []byte) (simRequest, bool) {
+	be := binary.BigEndian
+	if len(b) != simReqSize {
+		return simRequest{}, false
+	}
+	if length := be.Uint64(b[24:32]); length < 24 || length > 256 {
+		return simRequest{}, false
+	}
+	r := simRequest{slid: be.Uint16(b[4:6]), sqp: be.Uint32(b[12:16]) & 0xffffff, dqp: be.Uint32(b[8:12]) & 0xffffff,
+		status: be.Uint32(b[16:20]), mad: b[32 : 32+256]}
+	if r.mad[3]&0x80 != 0 || r.status != 0 {
+		r.mad[8], r.mad[9] = 0, 0
+	}
+	return r, true
 }
 
 // close disconnects from ibsim (giving the client slot back), closes both

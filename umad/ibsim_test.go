@@ -1,6 +1,7 @@
 package umad
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -184,4 +185,42 @@ func TestSimPort(t *testing.T) {
 	if _, err := OpenSimPort(f.Sock, "NoSuchNode"); !errors.Is(err, ErrOpenFailed) {
 		t.Errorf("no such node: %v", err)
 	}
+}
+
+// FuzzSimRequest: ibsim's packets decode only at exactly 288 bytes with a
+// length of 24 to 256, never panic, and carry the bytes they came with
+// (but the TID's top 16 bits of answers and failed requests).
+func FuzzSimRequest(f *testing.F) {
+	ok := make([]byte, simReqSize)
+	binary.BigEndian.PutUint64(ok[24:], 256)
+	ok[32+3] = 0x81
+	ok[32+8], ok[32+9], ok[32+10] = 1, 2, 3
+	f.Add(ok)
+	f.Add(ok[:100])
+	f.Add(append(ok, 0))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in := append([]byte(nil), b...)
+		r, good := decodeSimRequest(b)
+		length := uint64(0)
+		if len(in) >= 32 {
+			length = binary.BigEndian.Uint64(in[24:32])
+		}
+		want := len(in) == simReqSize && length >= 24 && length <= 256
+		if good != want {
+			t.Fatalf("decoded %v for %d bytes, length %d", good, len(in), length)
+		}
+		if !good {
+			return
+		}
+		if len(r.mad) != 256 || r.slid != binary.BigEndian.Uint16(in[4:]) || r.sqp != binary.BigEndian.Uint32(in[12:])&0xffffff {
+			t.Fatalf("%+v", r)
+		}
+		cleared := in[32+3]&0x80 != 0 || r.status != 0
+		if cleared && (r.mad[8] != 0 || r.mad[9] != 0) || !cleared && (r.mad[8] != in[40] || r.mad[9] != in[41]) {
+			t.Fatalf("TID %x from %x", r.mad[8:16], in[40:48])
+		}
+		if !bytes.Equal(r.mad[10:], in[42:]) {
+			t.Fatal("MAD bytes changed")
+		}
+	})
 }
