@@ -264,3 +264,47 @@ func TestFabricBig(t *testing.T) {
 	sameRun(t, "ibnetdiscover", runC(t, f, "hca5_7", "ibnetdiscover"), runGo(t, f, "hca5_7", "ibnetdiscover"), maskTopoTime)
 	sameRun(t, "iblinkinfo", runC(t, f, "spine3", "iblinkinfo"), runGo(t, f, "spine3", "iblinkinfo"), nil)
 }
+
+// TestFabricFaults breaks the small fabric from ibsim's console (one of
+// the two cables between the switches unlinked, an HCA's port errors set)
+// and compares what ibnetdiscover, iblinkinfo and perfquery report, ours
+// and infiniband-diags'.
+func TestFabricFaults(t *testing.T) {
+	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{Console: true})
+	for _, c := range []string{`Unlink "Switch1"[5]`, `PerformanceSet "Hca3"[1] PortCounters.SymbolErrorCounter=65535`} {
+		if err := f.Console(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, g := runC(t, f, "Hca1", "ibnetdiscover"), runGo(t, f, "Hca1", "ibnetdiscover")
+	sameRun(t, "ibnetdiscover", c, g, maskTopoTime)
+	if strings.Contains(g.stdout, `[5]	"S-`) {
+		t.Errorf("the unlinked cable still shows:\n%s", g.stdout)
+	}
+	c, g = runC(t, f, "Hca1", "iblinkinfo"), runGo(t, f, "Hca1", "iblinkinfo")
+	sameRun(t, "iblinkinfo", c, g, nil)
+	if !strings.Contains(g.stdout, "    5[  ] ==(                Down/ Polling)==>             [  ] \"\" ( )") {
+		t.Errorf("port 5 not down:\n%s", g.stdout)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lids, err := f.LIDs(ctx, "Hca1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lid := itoa(lids["Hca3"])
+	runC(t, f, "Hca1", "perfquery", "-R", lid, "1")
+	if err := f.Console(`PerformanceSet "Hca3"[1] PortCounters.SymbolErrorCounter=65535`); err != nil {
+		t.Fatal(err)
+	}
+	c = runC(t, f, "Hca1", "perfquery", lid, "1")
+	runC(t, f, "Hca1", "perfquery", "-R", lid, "1")
+	if err := f.Console(`PerformanceSet "Hca3"[1] PortCounters.SymbolErrorCounter=65535`); err != nil {
+		t.Fatal(err)
+	}
+	g = runGo(t, f, "Hca1", "perfquery", lid, "1")
+	sameRun(t, "perfquery", c, g, nil)
+	if !strings.Contains(g.stdout, "SymbolErrorCounter:..............65535\n") {
+		t.Errorf("the saturated counter does not show:\n%s", g.stdout)
+	}
+}
