@@ -96,6 +96,9 @@ type Config struct {
 	Netlink StatsSource
 	// Logger gets a line per failed source; nil means slog.Default().
 	Logger *slog.Logger
+	// Fabric turns the fabric mode on (SourceFabric): every port of the
+	// fabric, read over the fabric from one port.
+	Fabric *FabricConfig
 }
 
 // StatsSource reads a port's RDMA netlink statistics.
@@ -172,6 +175,16 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 				err = e.flows.collect(ch)
 			}
 		}
+		up := 1.0
+		if err != nil {
+			up = 0
+			e.cfg.Logger.Warn("source failed", "source", src, "err", err)
+		}
+		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, src)
+	}
+	if e.cfg.Fabric != nil && !e.cfg.Off[SourceFabric] {
+		err := e.collectFabric(ch)
+		src := SourceFabric
 		up := 1.0
 		if err != nil {
 			up = 0
