@@ -39,4 +39,9 @@
 // mmap of driver pages and observe teardown; descriptors the device creates
 // (async event files, completion channels) are adopted through
 // sys.FD.Adopt (File implements sys.Adopter).
+//
+// UmadFabric (umad*.go) models the umad device the same way. It is also
+// used outside tests, by one caller: umad.OpenSimPort gives it a wire to
+// ibsim (UmadWire, Deliver, Fail), so a port of a simulated InfiniBand
+// fabric runs the same agent model as the unit tests' fake ports.
 package fakekernel
