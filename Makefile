@@ -64,26 +64,37 @@ cross:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build ./...
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build ./...
 
-## unit: unit tests on this machine, with the race detector.
-unit:
+## unit: unit tests on this machine, with the race detector (the
+## fabric tests on ibsim among them: deps-apt installs the test bed).
+unit: deps-apt
 	$(GO) test -race -count=1 ./...
 
 ## bench: the data path's cost and allocations per PostSend, PostRecv and
-## Poll on the fake (allocations must be 0), then rc_pingpong's message rate
+## Poll on the fake (allocations must be 0), the 1,052-node fabric scan on
+## ibsim (our ibnetdiscover against infiniband-diags', same output, the
+## Go/C time ratio logged), then rc_pingpong's message rate
 ## and latency, Go client against C client (same server, sizes and rounds,
 ## interleaved), in the VM on each kernel: logged, never a failure.
-bench: vmrun integration-cpeers
+bench: vmrun integration-cpeers deps-apt
 	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll' -benchmem ./uverbs/
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFabricScan1k$$' -benchtime 5x ./cmd/purerdma/ | grep -E 'scan|Benchmark|differ|^(ok|FAIL)'
+
 	@for k in $(INTEGRATION_KERNELS); do \
 		CGO_ENABLED=0 $(GO) test -tags integration -count=1 -v -run '^TestVMRCPingpongRate$$' \
 			-exec '$(VMRUN) -kernel '$$k' -timeout $(VMRUN_TIMEOUT) --' ./cmd/purerdma/ | grep -E 'rate on|^(ok|FAIL)'; \
 	done
+
+# The simulated InfiniBand fabric of the fabric tests (docs/ibsim.md):
+# ibsim, libumad2sim to attach OpenSM and the C tools to it, OpenSM, and
+# infiniband-diags, the tools ours are compared with.
+IBSIM_PKGS := ibsim-utils libumad2sim0 opensm infiniband-diags
 
 # Debian packages the targets need; installed once.
 deps-apt:
 	@missing=""; \
 	command -v gcc >/dev/null || missing="$$missing gcc"; \
 	[ -x $(QEMU_ARM64) ] || missing="$$missing qemu-user-static"; \
+	for p in $(IBSIM_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		export DEBIAN_FRONTEND=noninteractive; \

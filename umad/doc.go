@@ -64,6 +64,15 @@
 // need a GRH (Packet.SetGRH with the peer's GID). In steady state Send and
 // Recv do not allocate.
 //
+// # A simulated fabric
+//
+// OpenSimPort (or the environment variable SimEnv for OpenPort) opens a
+// port of an InfiniBand fabric that ibsim simulates, over ibsim's socket
+// protocol instead of a kernel umad device: the same Port API, with the
+// kernel's agent work done by the model of internal/fakekernel. It is how
+// the fabric tools are tested against infiniband-diags on the host
+// (docs/ibsim.md).
+//
 // Errors are *Error values: the operation, the device and the cause; see
 // Error for what errors.Is matches.
 package umad

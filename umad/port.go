@@ -30,6 +30,7 @@ type Port struct {
 	dev       string
 	name      string // "ca/port"
 	linkLayer string
+	sim       *simLink // the ibsim transport's link, nil for a kernel port
 
 	hdr      atomic.Int32 // 56 or 64: the umad header this file uses
 	noAgent2 atomic.Bool  // the kernel answered REGISTER_AGENT2 with ENOTTY
@@ -61,7 +62,13 @@ type Port struct {
 // cannot be opened (-EIO), in which case it also matches the open's errno:
 // os.ErrPermission for a node the caller may not open (the kernel makes
 // umad nodes root-only unless udev rules say otherwise).
+//
+// With the environment variable SimEnv set, OpenPort is OpenSimPort on
+// the ibsim fabric it names instead, and ca and port are ignored.
 func (h *Host) OpenPort(ca string, port int) (*Port, error) {
+	if p, ok, err := openSimEnv(); ok {
+		return p, err
+	}
 	name := portName(ca, port)
 	fail := func(err error) (*Port, error) {
 		return nil, errs.New("open port", name, err)
@@ -127,6 +134,11 @@ func (p *Port) Close() error {
 	}
 	if err := p.fd.Close(); err != nil {
 		return errs.New("close port", p.name, err)
+	}
+	if p.sim != nil {
+		if err := p.sim.close(); err != nil {
+			return errs.New("close port", p.name, err)
+		}
 	}
 	if debugOn(1) {
 		logDebug("umad: closed port", slog.String("port", p.name))

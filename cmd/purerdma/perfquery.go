@@ -29,7 +29,7 @@ func init() {
 	register("perfquery", "a port's PortCounters (-x: PortCountersExtended) from its PMA, like infiniband-diags' perfquery", runPerfquery)
 }
 
-const perfqueryUsage = `Usage: perfquery [options] [<lid> [<port>]]
+const perfqueryUsage = `Usage: perfquery [options] [<lid> [<port> [<reset_mask>]]]
 
 Like infiniband-diags' perfquery: a port's PortCounters, or with -x its
 PortCountersExtended, read from the port's PMA over QP1. Without <lid> it
@@ -38,6 +38,11 @@ queries the local port (on RoCE its GID 0); <port> is the port to read
 
 Options:
   -x, --extended       PortCountersExtended
+  -a, --all_ports      all ports (PortSelect 255; emulated port by port
+                       and summed where the PMA has no AllPortSelect)
+  -r, --reset_after_read  reset the counters after reading them
+  -R, --Reset_only     only reset the counters (an optional third
+                       argument is the counter select mask)
   -C, --Ca <ca>        local device (default: as libibumad chooses)
   -P, --Port <port>    local port (default: as libibumad chooses)
   -t, --timeout <ms>   response timeout per try (default 1000)
@@ -48,15 +53,20 @@ Options:
 `
 
 type perfqueryOpts struct {
-	ca       string
-	port     int
-	extended bool
-	timeout  time.Duration
-	retries  int
-	dgid     string
-	json     bool
-	lid      int // -1: the local port
-	dport    int // 0: the local port's number
+	ca        string
+	port      int
+	extended  bool
+	timeout   time.Duration
+	retries   int
+	dgid      string
+	json      bool
+	lid       int // -1: the local port
+	dport     int // 0: the local port's number
+	all       bool
+	reset     bool // -r
+	resetOnly bool // -R
+	mask      uint64
+	maskSet   bool
 }
 
 func perfqueryParse(args []string) (*perfqueryOpts, error) {
@@ -83,6 +93,12 @@ func perfqueryParse(args []string) (*perfqueryOpts, error) {
 		switch name {
 		case "-x", "--extended":
 			o.extended = true
+		case "-a", "--all_ports":
+			o.all = true
+		case "-r", "--reset_after_read":
+			o.reset = true
+		case "-R", "--Reset_only":
+			o.resetOnly = true
 		case "--json":
 			o.json = true
 		case "-h", "--help":
@@ -118,15 +134,26 @@ func perfqueryParse(args []string) (*perfqueryOpts, error) {
 			return nil, err
 		}
 	}
-	if len(pos) > 2 {
+	if len(pos) > 3 {
 		return nil, errors.New("too many arguments")
 	}
+	if len(pos) > 2 {
+		m, err := strconv.ParseUint(pos[2], 0, 64)
+		if err != nil {
+			return nil, fmt.Errorf("invalid reset mask %q", pos[2])
+		}
+		o.mask, o.maskSet = m, true
+	}
+
 	if len(pos) > 0 {
 		n, err := perfqueryNum(pos[0], "lid")
 		if err != nil || n > 0xffff {
 			return nil, fmt.Errorf("invalid LID %q", pos[0])
 		}
 		o.lid = n
+	}
+	if o.all && len(pos) < 2 {
+		o.dport = perfqueryAllPorts
 	}
 	if len(pos) > 1 {
 		n, err := perfqueryNum(pos[1], "port")
@@ -166,6 +193,16 @@ type perfqueryTarget struct {
 	display string // libibmad's portid2str
 }
 
+// perfqueryAllPorts is the PortSelect of every port (AllPortSelect).
+const perfqueryAllPorts = 0xff
+
+// PerfMgmt ClassPortInfo capability bits perfquery looks at (IBA
+// 16.1.3.1; infiniband-diags' IB_PM_*).
+const (
+	pmCapAllPortSelect = 0x0100
+	pmCapQP1Drop       = 0x4000
+)
+
 func runPerfquery(args []string, stdout, stderr io.Writer) error {
 	o, err := perfqueryParse(args)
 	if errors.Is(err, errHelp) {
@@ -182,7 +219,7 @@ func runPerfquery(args []string, stdout, stderr io.Writer) error {
 		return perfqueryFail(stderr, err)
 	}
 	defer port.Close()
-	local, err := h.LookupPort(port.CA(), port.PortNum())
+	local, err := localPort(h, port, o.timeout, o.retries)
 	if err != nil {
 		return perfqueryFail(stderr, err)
 	}
@@ -194,69 +231,258 @@ func runPerfquery(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return perfqueryFail(stderr, err)
 	}
-	q := &perfqueryQuerier{port: port, agent: agent, pkt: umad.NewPacket(), tgt: tgt, timeout: o.timeout, retries: o.retries}
+	q := &perfqueryQuerier{port: port, agent: agent, pkt: umad.NewPacket(), tgt: tgt, timeout: o.timeout, retries: o.retries, warn: stderr}
+	// What failed, as infiniband-diags' IBEXIT says it on standard
+	// output; our explanation goes to standard error after libibmad's
+	// warning.
+	ibexit := func(what string, err error) error {
+		fmt.Fprintf(stdout, "perfquery: iberror: failed: %s\n", what)
+		fmt.Fprintf(stderr, "perfquery: %v\n", err)
+		return exitError{255}
+	}
 
 	// ClassPortInfo is mandatory; its capability masks say which counters
 	// are valid.
-	data, err := q.query(umad.AttrClassPortInfo, nil)
+	data, err := q.query(umad.AttrClassPortInfo, umad.MethodGet, nil)
 	if err != nil {
-		return perfqueryFail(stderr, fmt.Errorf("classportinfo query: %w", err))
+		return ibexit("classportinfo query", fmt.Errorf("classportinfo query: %w", err))
 	}
 	var cpi umad.ClassPortInfo
 	if err := cpi.Decode(data); err != nil {
-		return perfqueryFail(stderr, fmt.Errorf("classportinfo query: %w", err))
+		return ibexit("classportinfo query", fmt.Errorf("classportinfo query: %w", err))
 	}
 	capMask, capMask2 := cpi.CapabilityMask, cpi.CapabilityMask2
 
-	var fields []perfqueryField
-	var header string
+	// Without AllPortSelect, -a reads the ports one by one and sums them.
+	ports := []int{tgt.port}
+	aggregate := false
+	if tgt.port == perfqueryAllPorts && capMask&pmCapAllPortSelect == 0 {
+		if !o.all {
+			return ibexit("AllPortSelect not supported", errors.New("the PMA has no AllPortSelect"))
+		}
+		c, err := newSMPClient(port, o.timeout, o.retries)
+		if err != nil {
+			return perfqueryFail(stderr, err)
+		}
+		c.warn = stderr
+		d := smpDest{lid: tgt.lid}
+		ni, err := c.get(d, umad.SMAttrNodeInfo, 0)
+		if err != nil {
+			return ibexit("smp query nodeinfo failed", err)
+		}
+		n, start := int(ni[3]), 1
+		if n == 0 {
+			return ibexit("smp query nodeinfo: num ports invalid", errors.New("no ports"))
+		}
+		if ni[2] == 2 {
+			si, err := c.get(d, umad.SMAttrSwitchInfo, 0)
+			if err != nil {
+				return ibexit("smp query nodeinfo failed", err)
+			}
+			if bits(si, 132, 1) != 0 {
+				start = 0
+			}
+		}
+		fmt.Fprintf(stderr, "ibwarn: [%d] main: Emulating AllPortSelect by iterating through all ports\n", os.Getpid())
+		ports = ports[:0]
+		for i := start; i <= n; i++ {
+			ports = append(ports, i)
+		}
+		aggregate = true
+	}
+
+	if !o.resetOnly {
+		var sum perfquerySum
+		for _, p := range ports {
+			fields, header, err := perfqueryRead(q, o.extended, p, capMask, capMask2, stderr)
+			if err != nil {
+				what := "perfquery"
+				if o.extended {
+					what = "perfextquery"
+				}
+				return ibexit(what, err)
+			}
+			if aggregate {
+				sum.add(fields)
+				continue
+			}
+			if o.json {
+				counters := map[string]uint64{}
+				for _, f := range fields {
+					counters[f.name] = f.value
+				}
+				if err := ibJSON(stdout, map[string]any{
+					"port_id": tgt.display, "port": p, "extended": o.extended,
+					"cap_mask": fmt.Sprintf("0x%04x", capMask), "cap_mask2": fmt.Sprintf("0x%07x", capMask2),
+					"counters": counters,
+				}); err != nil {
+					return err
+				}
+				continue
+			}
+			fmt.Fprint(stdout, header)
+			for _, f := range fields {
+				fmt.Fprintln(stdout, f.String())
+			}
+		}
+		if aggregate {
+			fields := sum.fields(perfqueryAllPorts)
+			if o.extended {
+				fmt.Fprintf(stdout, "# Port extended counters: %s port %d (CapMask: 0x%02X CapMask2: 0x%07X)\n",
+					tgt.display, perfqueryAllPorts, capMask, capMask2)
+			} else {
+				fmt.Fprintf(stdout, "# Port counters: %s port %d (CapMask: 0x%02X)\n", tgt.display, perfqueryAllPorts, capMask)
+			}
+			for _, f := range fields {
+				fmt.Fprintln(stdout, f.String())
+			}
+		}
+		if !o.reset {
+			return nil
+		}
+	}
+
+	// The reset: perfquery's mask (counter select bits, CounterSelect2
+	// above bit 16), widened as perfquery.c's do_reset does.
+	mask := uint64(0xffff)
+	if o.maskSet {
+		mask = o.mask
+	}
+	if !o.maskSet && !o.extended {
+		if capMask&umad.PMCapPortCountersXmitWait != 0 {
+			mask |= 1 << 16
+		}
+		if capMask&pmCapQP1Drop != 0 {
+			mask |= 1 << 17
+		}
+	}
 	if o.extended {
+		mask |= 0xfff0000
+		if capMask&umad.PMCapPortCountersXmitWait != 0 {
+			mask |= 1 << 28
+		}
+		if capMask&pmCapQP1Drop != 0 {
+			mask |= 1 << 29
+		}
+	}
+	for _, p := range ports {
+		if err := perfqueryReset(q, o.extended, p, mask); err != nil {
+			what := "perf reset"
+			if o.extended {
+				what = "perf ext reset"
+			}
+			return ibexit(what, err)
+		}
+	}
+	return nil
+}
+
+// perfqueryRead reads one port's counters and returns them with the
+// header perfquery prints above them.
+func perfqueryRead(q *perfqueryQuerier, extended bool, port int, capMask uint16, capMask2 uint32, stderr io.Writer) ([]perfqueryField, string, error) {
+	tgt := q.tgt
+	if extended {
 		if capMask&(umad.PMCapExtendedWidth|umad.PMCapExtendedWidthNoIETF) == 0 {
 			fmt.Fprintf(stderr, "ibwarn: [%d] dump_perfcounters: PerfMgt ClassPortInfo CapMask 0x%02X; No extended counter support indicated\n\n",
 				os.Getpid(), capMask)
 		}
-		data, err := q.query(umad.PMAttrPortCountersExtended, &umad.PortCountersExtended{PortSelect: uint8(tgt.port)})
+		data, err := q.query(umad.PMAttrPortCountersExtended, umad.MethodGet, &umad.PortCountersExtended{PortSelect: uint8(port)})
 		if err != nil {
-			return perfqueryFail(stderr, fmt.Errorf("perfextquery: %w", err))
+			return nil, "", fmt.Errorf("perfextquery: %w", err)
 		}
 		var pc umad.PortCountersExtended
 		if err := pc.Decode(data); err != nil {
-			return perfqueryFail(stderr, fmt.Errorf("perfextquery: %w", err))
+			return nil, "", fmt.Errorf("perfextquery: %w", err)
 		}
-		fields = perfqueryExtFields(&pc, capMask, capMask2)
-		header = fmt.Sprintf("# Port extended counters: %s port %d (CapMask: 0x%02X CapMask2: 0x%07X)\n",
-			tgt.display, tgt.port, capMask, capMask2)
-	} else {
-		data, err := q.query(umad.PMAttrPortCounters, &umad.PortCounters{PortSelect: uint8(tgt.port)})
-		if err != nil {
-			return perfqueryFail(stderr, fmt.Errorf("perfquery: %w", err))
-		}
-		var pc umad.PortCounters
-		if err := pc.Decode(data); err != nil {
-			return perfqueryFail(stderr, fmt.Errorf("perfquery: %w", err))
-		}
-		if capMask&umad.PMCapPortCountersXmitWait == 0 {
-			pc.PortXmitWait = 0 // not supported: perfquery clears it
-		}
-		fields = perfqueryFields(&pc)
-		header = fmt.Sprintf("# Port counters: %s port %d (CapMask: 0x%02X)\n", tgt.display, tgt.port, capMask)
+		return perfqueryExtFields(&pc, capMask, capMask2), fmt.Sprintf("# Port extended counters: %s port %d (CapMask: 0x%02X CapMask2: 0x%07X)\n",
+			tgt.display, port, capMask, capMask2), nil
 	}
-	if o.json {
-		counters := map[string]uint64{}
-		for _, f := range fields {
-			counters[f.name] = f.value
+	data, err := q.query(umad.PMAttrPortCounters, umad.MethodGet, &umad.PortCounters{PortSelect: uint8(port)})
+	if err != nil {
+		return nil, "", fmt.Errorf("perfquery: %w", err)
+	}
+	var pc umad.PortCounters
+	if err := pc.Decode(data); err != nil {
+		return nil, "", fmt.Errorf("perfquery: %w", err)
+	}
+	if capMask&umad.PMCapPortCountersXmitWait == 0 {
+		pc.PortXmitWait = 0 // not supported: perfquery clears it
+	}
+	return perfqueryFields(&pc), fmt.Sprintf("# Port counters: %s port %d (CapMask: 0x%02X)\n", tgt.display, port, capMask), nil
+}
+
+// perfqueryReset is libibmad's performance_reset_via: a Set of the
+// counters with the select mask.
+func perfqueryReset(q *perfqueryQuerier, extended bool, port int, mask uint64) error {
+	if extended {
+		a := umad.PortCountersExtended{PortSelect: uint8(port), CounterSelect: uint16(mask), CounterSelect2: uint32(mask>>16) & 0xffffff}
+		_, err := q.query(umad.PMAttrPortCountersExtended, umad.MethodSet, &a)
+		return err
+	}
+	a := umad.PortCounters{PortSelect: uint8(port), CounterSelect: uint16(mask), CounterSelect2: uint8(mask >> 16)}
+	_, err := q.query(umad.PMAttrPortCounters, umad.MethodSet, &a)
+	return err
+}
+
+// perfquerySum is perfquery.c's aggregation of ports: counters summed,
+// each saturating at its width (aggregate_perfcounters).
+type perfquerySum struct {
+	names []perfqueryField
+	sums  []uint64
+}
+
+// perfqueryWidths are the PortCounters fields' widths in bits, by name
+// (PortCountersExtended's are all 64).
+var perfqueryWidths = map[string]int{
+	"SymbolErrorCounter": 16, "LinkErrorRecoveryCounter": 8, "LinkDownedCounter": 8, "PortRcvErrors": 16,
+	"PortRcvRemotePhysicalErrors": 16, "PortRcvSwitchRelayErrors": 16, "PortXmitDiscards": 16,
+	"PortXmitConstraintErrors": 8, "PortRcvConstraintErrors": 8, "LocalLinkIntegrityErrors": 4,
+	"ExcessiveBufferOverrunErrors": 4, "QP1Dropped": 16, "VL15Dropped": 16, "PortXmitData": 32,
+	"PortRcvData": 32, "PortXmitPkts": 32, "PortRcvPkts": 32, "PortXmitWait": 32,
+}
+
+func (s *perfquerySum) add(fields []perfqueryField) {
+	if s.names == nil {
+		s.names = append([]perfqueryField(nil), fields...)
+		s.sums = make([]uint64, len(fields))
+	}
+	for i, f := range fields {
+		if i >= len(s.sums) {
+			break
 		}
-		return ibJSON(stdout, map[string]any{
-			"port_id": tgt.display, "port": tgt.port, "extended": o.extended,
-			"cap_mask": fmt.Sprintf("0x%04x", capMask), "cap_mask2": fmt.Sprintf("0x%07x", capMask2),
-			"counters": counters,
-		})
+		switch f.name {
+		case "PortSelect", "CounterSelect", "CounterSelect2":
+			continue
+		}
+		w := perfqueryWidths[f.name]
+		if w == 0 || s.names[0].name != "PortSelect" || len(fields) != 21 {
+			w = 64
+		}
+		max := uint64(1)<<w - 1
+		if w == 64 {
+			max = ^uint64(0)
+		}
+		if s.sums[i] > max-f.value {
+			s.sums[i] = max
+		} else {
+			s.sums[i] += f.value
+		}
 	}
-	fmt.Fprint(stdout, header)
-	for _, f := range fields {
-		fmt.Fprintln(stdout, f.String())
+}
+
+func (s *perfquerySum) fields(portSelect uint64) []perfqueryField {
+	out := append([]perfqueryField(nil), s.names...)
+	for i := range out {
+		switch out[i].name {
+		case "PortSelect":
+			out[i].value = portSelect
+		case "CounterSelect", "CounterSelect2":
+			out[i].value = 0
+		default:
+			out[i].value = s.sums[i]
+		}
 	}
-	return nil
+	return out
 }
 
 // perfqueryResolve turns the options into a destination. The local port
@@ -304,6 +530,7 @@ type perfqueryQuerier struct {
 	timeout time.Duration
 	retries int
 	tid     uint32
+	warn    io.Writer // libibmad's warning on a timeout (nil: none)
 }
 
 // query sends Get(attr) with attribute a (nil: an empty data area) and
@@ -311,9 +538,9 @@ type perfqueryQuerier struct {
 // timeout (after the retries) and a kernel that never reports back all
 // fail, the last after the total time the retries could take plus a
 // second: no hang.
-func (q *perfqueryQuerier) query(attr umad.AttrID, a umad.Attribute) ([]byte, error) {
+func (q *perfqueryQuerier) query(attr umad.AttrID, method umad.Method, a umad.Attribute) ([]byte, error) {
 	q.tid++
-	m := umad.PerfMAD{Header: umad.NewMADHeader(umad.ClassPerfMgmt, umad.MethodGet, attr, 0, uint64(q.tid))}
+	m := umad.PerfMAD{Header: umad.NewMADHeader(umad.ClassPerfMgmt, method, attr, 0, uint64(q.tid))}
 	if a != nil {
 		if err := m.SetAttribute(a); err != nil {
 			return nil, err
@@ -353,6 +580,9 @@ func (q *perfqueryQuerier) query(attr umad.AttrID, a umad.Attribute) ([]byte, er
 			continue // a late answer to an earlier query
 		}
 		if q.pkt.TimedOut() {
+			if q.warn != nil {
+				fmt.Fprintf(q.warn, "ibwarn: [%d] mad_rpc: _do_madrpc failed; dport (%s)\n", os.Getpid(), q.tgt.display)
+			}
 			return nil, fmt.Errorf("no response from the PMA of %s after %d tries %v apart: %w (the port has no PMA answering, or nothing is at that address)",
 				q.tgt.display, q.retries+1, q.timeout, umad.ErrTimeout)
 		}

@@ -53,10 +53,16 @@ func TestPerfqueryArgs(t *testing.T) {
 		o.dgid != "fe80::1" || o.lid != 0x12 || o.dport != 3 {
 		t.Fatalf("%+v %v", o, err)
 	}
-	for _, bad := range [][]string{{"-t", "0"}, {"-P"}, {"-y"}, {"1", "2", "3"}, {"70000"}, {"1", "256"}, {"-t", "-5"}} {
+	for _, bad := range [][]string{{"-t", "0"}, {"-P"}, {"-y"}, {"1", "2", "3", "4"}, {"1", "2", "x"}, {"70000"}, {"1", "256"}, {"-t", "-5"}} {
 		if _, err := perfqueryParse(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+	if o, err := perfqueryParse([]string{"-R", "-a", "5", "1", "0xf000"}); err != nil || !o.resetOnly || !o.all || o.dport != 1 || o.mask != 0xf000 || !o.maskSet {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if o, err := perfqueryParse([]string{"-a", "-r", "5"}); err != nil || o.dport != perfqueryAllPorts || !o.reset {
+		t.Fatalf("%+v %v", o, err)
 	}
 	var out, errb bytes.Buffer
 	var ee exitError

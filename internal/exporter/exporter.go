@@ -98,6 +98,9 @@ type Config struct {
 	Netlink StatsSource
 	// Logger gets a line per failed source; nil means slog.Default().
 	Logger *slog.Logger
+	// Fabric turns the fabric mode on (SourceFabric): every port of the
+	// fabric, read over the fabric from one port.
+	Fabric *FabricConfig
 }
 
 // StatsSource reads a port's RDMA netlink statistics.
@@ -198,6 +201,15 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		if err != nil && src != SourceFlows {
 			e.devs.stale = true // a device may have gone: discover again next time
 		}
+	}
+	if e.cfg.Fabric != nil && !e.cfg.Off[SourceFabric] {
+		err := e.collectFabric(ch)
+		up := 1.0
+		if err != nil {
+			up = 0
+			e.cfg.Logger.Warn("source failed", "source", SourceFabric, "err", err)
+		}
+		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, SourceFabric)
 	}
 }
 

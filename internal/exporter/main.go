@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/purerdma/rdma/umad"
 )
 
 // Main runs the exporter with command-line args (without the program
@@ -26,6 +28,8 @@ import (
 //	--path.sysfs=/sys               sysfs mount point
 //	--config.flows=FILE             flows to count (JSON, see FlowConfig)
 //	--[no-]collector.SOURCE         each source of Sources, on by default
+//	--collector.fabric              the fabric mode (FabricConfig), off by
+//	                                default; --fabric.ca, --fabric.port
 //
 // It serves until SIGINT or SIGTERM, then destroys its flows. It returns
 // the exit status: 0 after a clean stop, 2 for a bad flag or config, 1 when
@@ -37,6 +41,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("web.telemetry-path", "/metrics", "path of the metrics")
 	sysfsRoot := fs.String("path.sysfs", "/sys", "sysfs mount point")
 	flowsFile := fs.String("config.flows", "", "file listing the flows to count (JSON array of {name, device, port, dst_mac, src_mac, ethertype, vlan, src_ip, dst_ip, proto, src_port, dst_port})")
+	fabric := fs.Bool("collector.fabric", false, "fabric mode: discover the fabric from one port and read every port's PMA counters over it, with infiniband_exporter's metric names (needs an InfiniBand port with an SMI; PURERDMA_IBSIM=SOCKET:NODE for an ibsim fabric)")
+	fabricCA := fs.String("fabric.ca", "", "fabric mode: the local device (default: as libibumad chooses)")
+	fabricPort := fs.Int("fabric.port", 0, "fabric mode: the local port (default: as libibumad chooses)")
 	on, off := map[string]*bool{}, map[string]*bool{}
 	for _, s := range Sources {
 		on[s] = fs.Bool("collector."+s, true, "collect "+s)
@@ -56,6 +63,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cfg := Config{SysfsRoot: *sysfsRoot, Off: map[string]bool{}, Logger: log}
 	for _, s := range Sources {
 		cfg.Off[s] = !*on[s] || *off[s]
+	}
+	if *fabric {
+		ca, port := *fabricCA, *fabricPort
+		cfg.Fabric = &FabricConfig{Open: func() (*umad.Port, error) { return umad.OpenPort(ca, port) }}
 	}
 	if *flowsFile != "" {
 		f, err := os.Open(*flowsFile)

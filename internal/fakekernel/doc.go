@@ -45,4 +45,9 @@
 // record and the UAR doorbell, executes them in loopback and writes CQEs
 // with the owner bit; Verbs.Mlx5Frames and Verbs.Mlx5Deliver are the wire
 // of RAW_PACKET QPs.
+//
+// UmadFabric (umad*.go) models the umad device the same way. It is also
+// used outside tests, by one caller: umad.OpenSimPort gives it a wire to
+// ibsim (UmadWire, Deliver, Fail), so a port of a simulated InfiniBand
+// fabric runs the same agent model as the unit tests' fake ports.
 package fakekernel

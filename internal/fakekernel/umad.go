@@ -145,6 +145,7 @@ type UmadFabric struct {
 	ports   []*UmadPort
 	byTID   map[uint32]*umadAgent // hi_tid → agent (ib_mad_clients)
 	lastTID uint32
+	wire    UmadWire // nil: MADs go between the fabric's ports
 	recFree []*umadRecord
 	sndFree []*umadSend
 }

@@ -269,16 +269,84 @@ func (fab *UmadFabric) route(h *abi.MadHdr) *UmadPort {
 // holds fab.mu.
 func (fab *UmadFabric) transmit(src *UmadPort, a *umadAgent, h *abi.MadHdr, mad []byte) {
 	src.sent++
+	if fab.wire != nil {
+		fab.wire.Transmit(src, a.qpn, h, mad)
+		return
+	}
 	dst := fab.route(h)
 	if dst == nil {
 		return // nobody there: lost
 	}
-	fab.arrive(dst, src, a.qpn, h, mad)
+	fab.arrive(dst, src.cfg.LID, src.cfg.GID, a.qpn, h, mad)
+}
+
+// UmadWire carries the MADs of a fabric's ports to a network outside the
+// fabric (ibsim's, for umad's simulator transport) instead of between
+// the fabric's own ports. What comes back from the network enters
+// through Deliver and Fail.
+type UmadWire interface {
+	// Transmit puts mad, sent from QP srcQPN of port src to the address
+	// in h, on the network. It is called with the fabric's lock held: it
+	// must not block for long nor call back into the fabric.
+	Transmit(src *UmadPort, srcQPN uint32, h *abi.MadHdr, mad []byte)
+}
+
+// SetWire makes w carry every MAD the fabric's ports send, from now on.
+func (fab *UmadFabric) SetWire(w UmadWire) {
+	fab.mu.Lock()
+	fab.wire = w
+	fab.mu.Unlock()
+}
+
+// Deliver is a MAD arriving at port dst's QP dqpn from the network, sent
+// by QP srcQPN of the port whose LID is srcLID. From there it goes as any
+// MAD does: a response to the agent waiting for it, a request to the
+// agent registered for it; a mad shorter than a MAD header is dropped.
+func (fab *UmadFabric) Deliver(dst *UmadPort, srcLID uint16, srcQPN, dqpn uint32, mad []byte) {
+	if len(mad) < umadMADHdr || len(mad) > umadMADSize {
+		return
+	}
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if dst.removed {
+		return
+	}
+	h := abi.MadHdr{QPN: dqpn, LID: dst.cfg.LID}
+	fab.arrive(dst, srcLID, [16]byte{}, srcQPN, &h, mad)
+}
+
+// Fail is the network's word that the request mad (as sent by port src)
+// cannot be delivered (ibsim answers an unroutable one with status
+// ETIMEDOUT at once): the request is handed back to its agent as one
+// whose last retry timed out, without waiting for the retries.
+func (fab *UmadFabric) Fail(src *UmadPort, mad []byte) {
+	if len(mad) < umadMADHdr || umadIsResponse(mad) {
+		return
+	}
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	tid := binary.BigEndian.Uint64(mad[8:16])
+	a := fab.byTID[uint32(tid>>32)]
+	if a == nil || a.file.port != src {
+		return
+	}
+	for _, s := range a.file.sends {
+		if s.agent == a && s.tid == tid && s.class == mad[1] && !s.response {
+			s.retries = 0
+			if s.armed && s.timer.Stop() {
+				s.armed = false
+				fab.mu.Unlock()
+				s.expire()
+				fab.mu.Lock()
+			}
+			return
+		}
+	}
 }
 
 // arrive is ib_mad_recv_done on port dst for a MAD that src sent from QP
 // srcQPN to the QP h.QPN. Caller holds fab.mu.
-func (fab *UmadFabric) arrive(dst, src *UmadPort, srcQPN uint32, h *abi.MadHdr, mad []byte) {
+func (fab *UmadFabric) arrive(dst *UmadPort, srcLID uint16, srcGID [16]byte, srcQPN uint32, h *abi.MadHdr, mad []byte) {
 	dqpn := h.QPN
 	switch {
 	case dqpn == 0 && !dst.hasSMI(), dqpn == 1 && dst.cfg.NoGSI, dqpn > 1:
@@ -315,7 +383,7 @@ func (fab *UmadFabric) arrive(dst, src *UmadPort, srcQPN uint32, h *abi.MadHdr, 
 		a = dst.find(dqpn, mad)
 		if a == nil {
 			if m := mad[3]; m == umadMethodGet || m == umadMethodSet {
-				fab.unmatched(dst, src, dqpn, srcQPN, h, mad)
+				fab.unmatched(dst, srcLID, srcGID, dqpn, srcQPN, h, mad)
 			}
 			return
 		}
@@ -336,7 +404,7 @@ func (fab *UmadFabric) arrive(dst, src *UmadPort, srcQPN uint32, h *abi.MadHdr, 
 	r.hdr = abi.MadHdr{
 		AgentID:    a.id,
 		QPN:        srcQPN,
-		LID:        src.cfg.LID,
+		LID:        srcLID,
 		SL:         h.SL,
 		GRHPresent: h.GRHPresent,
 		PKeyIndex:  h.PKeyIndex,
@@ -345,7 +413,7 @@ func (fab *UmadFabric) arrive(dst, src *UmadPort, srcQPN uint32, h *abi.MadHdr, 
 		r.hdr.GIDIndex = 0
 		r.hdr.HopLimit = h.HopLimit
 		r.hdr.TrafficClass = h.TrafficClass
-		r.hdr.GID = src.cfg.GID
+		r.hdr.GID = srcGID
 		r.hdr.FlowLabel = h.FlowLabel & 0xfffff
 	}
 	f.recv.push(r)
@@ -376,7 +444,7 @@ func (p *UmadPort) find(qpn uint32, mad []byte) *umadAgent {
 // Set that no agent takes is answered by the MAD layer itself with a
 // GetResp whose status is "unsupported method/attribute". Caller holds
 // fab.mu.
-func (fab *UmadFabric) unmatched(dst, src *UmadPort, dqpn, srcQPN uint32, h *abi.MadHdr, mad []byte) {
+func (fab *UmadFabric) unmatched(dst *UmadPort, srcLID uint16, srcGID [16]byte, dqpn, srcQPN uint32, h *abi.MadHdr, mad []byte) {
 	var resp [umadMADSize]byte
 	copy(resp[:], mad)
 	resp[3] = umadMethodGetResp
@@ -386,9 +454,24 @@ func (fab *UmadFabric) unmatched(dst, src *UmadPort, dqpn, srcQPN uint32, h *abi
 	}
 	binary.BigEndian.PutUint16(resp[4:6], status)
 	dst.sent++
+	if fab.wire != nil {
+		to := abi.MadHdr{QPN: srcQPN, LID: srcLID, PKeyIndex: h.PKeyIndex}
+		fab.wire.Transmit(dst, dqpn, &to, resp[:])
+		return
+	}
+	var src *UmadPort
+	for _, p := range fab.ports {
+		if !p.removed && (h.GRHPresent && p.cfg.GID == srcGID || !h.GRHPresent && p.cfg.LID == srcLID) {
+			src = p
+			break
+		}
+	}
+	if src == nil {
+		return
+	}
 	back := abi.MadHdr{QPN: srcQPN, LID: dst.cfg.LID, GRHPresent: h.GRHPresent, GID: dst.cfg.GID,
 		HopLimit: h.HopLimit, TrafficClass: h.TrafficClass, PKeyIndex: h.PKeyIndex}
-	fab.arrive(src, dst, dqpn, &back, resp[:])
+	fab.arrive(src, dst.cfg.LID, dst.cfg.GID, dqpn, &back, resp[:])
 }
 
 // Read implements sys.Backend: ib_umad_read. With nonblocking set it

@@ -1,0 +1,5 @@
+package ibsimtest
+
+import "runtime"
+
+func runtimeGOARCH() string { return runtime.GOARCH }

@@ -1,0 +1,7 @@
+package ibsimtest
+
+import "flag"
+
+var update bool
+
+func init() { flag.BoolVar(&update, "update", false, "rewrite testdata/net.fattree1k") }
