@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -21,11 +22,11 @@ var statNetlink interface {
 	CounterMode(devIndex uint32, port uint32) (*sysfs.PortCounterMode, error)
 } = sysfs.NewNetlink()
 
-const statUsage = `Usage: purerdma statistic [show [link DEV/PORT]]
-       purerdma statistic qp [show [link DEV/PORT]]
-       purerdma statistic qp mode [link DEV/PORT]
+const statUsage = `Usage: purerdma statistic [-j] [show [link DEV/PORT]]
+       purerdma statistic [-j] qp [show [link DEV/PORT]]
+       purerdma statistic [-j] qp mode [link DEV/PORT]
 
-Like iproute2's rdma statistic (text output): a port's hardware counters
+Like iproute2's rdma statistic (-j: rdma -j's JSON): a port's hardware counters
 (the port's own plus those of its QP counters, as the kernel sums them),
 the QP counters (rdma_counters: id, QP type of an auto counter, owner,
 values and the QPs bound to them) and each port's QP counter mode. Every
@@ -34,6 +35,10 @@ show's filters (cntn, lqpn, pid, qp-type) are not supported.
 `
 
 func runStatistic(args []string, stdout, stderr io.Writer) error {
+	asJSON := false
+	for len(args) > 0 && (args[0] == "-j" || args[0] == "--json") {
+		asJSON, args = true, args[1:]
+	}
 	if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
 		fmt.Fprint(stdout, statUsage)
 		return nil
@@ -96,12 +101,15 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		if !found {
+			if asJSON {
+				fmt.Fprintln(stdout, "[]")
+			}
 			fmt.Fprintln(stderr, "Wrong device name")
 			return exitError{1}
 		}
 		only, port = name, uint32(n)
 	}
-	var out strings.Builder
+	lines := []*resLine{}
 	for _, d := range devs {
 		if only != "" && d.Name != only {
 			continue
@@ -122,21 +130,34 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 				if err != nil {
 					return linkKernelErr(stderr, err)
 				}
-				out.WriteString(statLine(st))
+				lines = append(lines, statLine(st))
 			case verb == "mode":
 				m, err := statNetlink.CounterMode(d.Index, p)
 				if err != nil {
 					return linkKernelErr(stderr, err)
 				}
-				out.WriteString(statModeLine(m))
+				lines = append(lines, statModeLine(m))
 			default:
 				for i := range counters {
 					if counters[i].Port == p {
-						out.WriteString(statQPLine(&counters[i]))
+						lines = append(lines, statQPLine(&counters[i]))
 					}
 				}
 			}
 		}
+	}
+	if asJSON {
+		b, err := json.Marshal(lines)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	var out strings.Builder
+	for _, l := range lines {
+		out.WriteString(l.text.String())
+		out.WriteString("\n")
 	}
 	_, err = io.WriteString(stdout, out.String())
 	return err
@@ -160,21 +181,29 @@ func atoi(s string) int64 {
 }
 
 // statLine is stat_show_parse_cb's line (rdma/stat.c): "link DEV/PORT "
-// and "NAME VALUE " per counter.
-func statLine(s *sysfs.PortStats) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "link %s/%d ", s.Device, s.Port)
+// and "NAME VALUE " per counter; JSON ifname, port and the counters.
+func statLine(s *sysfs.PortStats) *resLine {
+	l := &resLine{}
+	l.add("ifname", "link "+s.Device+"/", s.Device)
+	l.add("port", fmt.Sprintf("%d ", s.Port), s.Port)
 	for _, c := range s.Counters {
-		fmt.Fprintf(&b, "%s %d ", c.Name, c.Value)
+		l.add(c.Name, fmt.Sprintf("%s %d ", c.Name, c.Value), c.Value)
 	}
-	b.WriteString("\n")
-	return b.String()
+	return l
+}
+
+// statLink is print_link: JSON ifindex, ifname, port; text "link DEV/PORT ".
+func statLink(l *resLine, index uint32, dev string, port uint32) {
+	l.keys = append(l.keys, "ifindex")
+	l.vals = append(l.vals, index)
+	l.add("ifname", "link "+dev+"/", dev)
+	l.add("port", fmt.Sprintf("%d ", port), port)
 }
 
 // statModeLine is qp_link_get_mode_parse_cb's line: "mode qp auto off",
 // or "qp auto" and the rule's names (type, pid) joined by commas, then
 // "on" (prepare_auto_mode_str).
-func statModeLine(m *sysfs.PortCounterMode) string {
+func statModeLine(m *sysfs.PortCounterMode) *resLine {
 	mode := "qp auto off"
 	if m.Mode == sysfs.CounterModeAuto {
 		var mask uint32
@@ -190,50 +219,58 @@ func statModeLine(m *sysfs.PortCounterMode) string {
 		}
 		if len(names) > 0 {
 			mode = "qp auto " + strings.Join(names, ",") + " on"
-		} else {
-			mode = "qp auto off"
 		}
 	}
-	return fmt.Sprintf("link %s/%d mode %s \n", m.Device, m.Port, mode)
+	l := &resLine{}
+	statLink(l, m.Index, m.Device, m.Port)
+	l.add("mode", "mode "+mode+" ", mode)
+	return l
 }
 
-// statQPLine is res_counter_line's text: link, cntn, qp-type (an auto
-// counter by type), pid and comm (print_comm: a kernel owner in
-// brackets, at most 17 characters), the counters, then the bound QPs on
-// a line of their own: "    LQPN: <N,N>".
-func statQPLine(c *sysfs.QPCounter) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "link %s/%d cntn %d ", c.Device, c.Port, c.ID)
+// statQPLine is res_counter_line's: link, cntn, qp-type (an auto counter
+// by type), pid and comm (print_comm: a kernel owner in brackets, at most
+// 17 characters; JSON gets the name whole), the counters, then the bound
+// QPs on a line of their own, "    LQPN: <N,N>" (JSON: lqpn, a list).
+func statQPLine(c *sysfs.QPCounter) *resLine {
+	l := &resLine{}
+	statLink(l, c.Index, c.Device, c.Port)
+	l.add("cntn", fmt.Sprintf("cntn %d ", c.ID), c.ID)
 	if c.QPType != nil {
-		fmt.Fprintf(&b, "qp-type %s ", resName(resQPTypes, *c.QPType))
+		t := resName(resQPTypes, *c.QPType)
+		l.add("qp-type", "qp-type "+t+" ", t)
 	}
 	comm, have := "", false
 	if c.PID != nil {
-		fmt.Fprintf(&b, "pid %d ", *c.PID)
+		l.add("pid", fmt.Sprintf("pid %d ", *c.PID), *c.PID)
 		comm, have = resourceComm(*c.PID)
 	}
 	if c.KernName != nil {
 		comm, have = *c.KernName, true
 	}
 	if have {
+		text := comm
 		if c.PID == nil {
-			comm = "[" + comm + "]"
+			text = "[" + comm + "]"
 		}
-		if len(comm) > 17 {
-			comm = comm[:17]
+		if len(text) > 17 {
+			text = text[:17]
 		}
-		fmt.Fprintf(&b, "comm %s ", comm)
+		l.add("comm", "comm "+text+" ", comm)
 	}
 	for _, hc := range c.Counters {
-		fmt.Fprintf(&b, "%s %d ", hc.Name, hc.Value)
+		l.add(hc.Name, fmt.Sprintf("%s %d ", hc.Name, hc.Value), hc.Value)
 	}
-	b.WriteString("\n    LQPN: <")
-	for i, q := range c.QPNs {
+	var q strings.Builder
+	q.WriteString("\n    LQPN: <")
+	qpns := make([]int32, len(c.QPNs))
+	for i, n := range c.QPNs {
 		if i > 0 {
-			b.WriteString(",")
+			q.WriteString(",")
 		}
-		fmt.Fprintf(&b, "%d", int32(q))
+		fmt.Fprintf(&q, "%d", int32(n))
+		qpns[i] = int32(n)
 	}
-	b.WriteString(">\n")
-	return b.String()
+	q.WriteString(">")
+	l.add("lqpn", q.String(), qpns)
+	return l
 }

@@ -65,6 +65,11 @@ func TestStatisticText(t *testing.T) {
 		{[]string{"qp", "bogus"}, "", 0},
 		{[]string{"bogus"}, "", 0},
 		{[]string{"qp", "show", "link", "mock0/1", "cntn", "1"}, "", 1},
+		{[]string{"-j", "qp", "show", "link", "mock0/1"}, `[{"ifindex":2,"ifname":"mock0","port":1,"cntn":1,"qp-type":"RAW_PACKET","pid":4242,"comm":"rdma_exporter","out_of_buffer":20,"lqpn":[257,258]},` +
+			`{"ifindex":2,"ifname":"mock0","port":1,"cntn":2,"comm":"ib_core_kernel_user_x","out_of_buffer":0,"lqpn":[259]}]` + "\n", 0},
+		{[]string{"-j", "show", "link", "rxe0/1"}, `[{"ifname":"rxe0","port":1,"sent_pkts":5,"rcvd_pkts":6}]` + "\n", 0},
+		{[]string{"-j", "qp", "mode", "link", "mock0/1"}, `[{"ifindex":2,"ifname":"mock0","port":1,"mode":"qp auto type,pid on"}]` + "\n", 0},
+		{[]string{"-j", "show", "link", "nosuch/1"}, "[]\n", 1},
 	} {
 		out, _, code := runTool(append([]string{"statistic"}, tc.args...)...)
 		if out != tc.want || code != tc.code {

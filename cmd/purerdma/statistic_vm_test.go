@@ -73,8 +73,8 @@ func mockQPWithFlow(t *testing.T, dst flow.MAC) uint32 {
 // TestVMStatisticMatchesRdma: with mock0's port in auto mode (by QP type),
 // a QP that frames are steered to is bound to a counter that counts them
 // (out_of_buffer: mock0 has no receive queue), and purerdma statistic
-// prints what rdma statistic prints, byte for byte: show, qp show, qp
-// mode, for every port and for mock0/1.
+// prints what rdma statistic prints, byte for byte, text and -j: show, qp
+// show, qp mode, for every port and for mock0/1, and the errors.
 func TestVMStatisticMatchesRdma(t *testing.T) {
 	vmtest.RequireMock(t)
 	vmtest.WaitQuiet(t, time.Second)
@@ -121,13 +121,15 @@ func TestVMStatisticMatchesRdma(t *testing.T) {
 		{"show", "link"}, {"qp", "mode", "link", "mock0"}, {"qp", "show", "link", "mock0/2"},
 		{"show", "bogus"}, {"qp", "bogus"}, {"bogus"}, {"show", "link", "mock0/1", "extra"},
 	} {
-		cout, cerr, ccode := rdmaOut(t, append([]string{"statistic"}, args...)...)
-		gout, gerr, gcode := runTool(append([]string{"statistic"}, args...)...)
-		if gout != cout || gerr != cerr || gcode != ccode {
-			t.Errorf("rdma statistic %s (kernel %s):\nrdma:     exit %d, stdout %q, stderr %q\npurerdma: exit %d, stdout %q, stderr %q",
-				strings.Join(args, " "), vmtest.Kernel(), ccode, cout, cerr, gcode, gout, gerr)
-			continue
+		for _, j := range [][]string{nil, {"-j"}} {
+			cout, cerr, ccode := rdmaOut(t, append(append(append([]string{}, j...), "statistic"), args...)...)
+			gout, gerr, gcode := runTool(append(append([]string{"statistic"}, j...), args...)...)
+			if gout != cout || gerr != cerr || gcode != ccode {
+				t.Errorf("rdma %s statistic %s (kernel %s):\nrdma:     exit %d, stdout %q, stderr %q\npurerdma: exit %d, stdout %q, stderr %q",
+					strings.Join(j, ""), strings.Join(args, " "), vmtest.Kernel(), ccode, cout, cerr, gcode, gout, gerr)
+				continue
+			}
+			t.Logf("%s statistic %s: identical: %q", strings.Join(j, ""), strings.Join(args, " "), cout)
 		}
-		t.Logf("statistic %s: identical: %q", strings.Join(args, " "), cout)
 	}
 }
