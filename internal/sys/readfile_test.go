@@ -162,3 +162,27 @@ func TestReadFileAllocs(t *testing.T) {
 		t.Errorf("ReadFile allocates %.0f times per call, want at most 2", allocs)
 	}
 }
+
+// TestReadFileSysfs reads under the running system's /sys, where ReadFile
+// leaves the stat out: an attribute reads whole, a directory is EISDIR
+// (from read(2) now rather than from the check), a missing file ENOENT.
+func TestReadFileSysfs(t *testing.T) {
+	if !underSysfs("/sys/kernel/uevent_seqnum") {
+		t.Skip("/sys is not a sysfs mount here")
+	}
+	buf := make([]byte, AttrMax)
+	b, err := ReadFile("/sys/kernel/uevent_seqnum", buf)
+	if err != nil || len(b) == 0 || b[len(b)-1] != '\n' {
+		t.Errorf("ReadFile(uevent_seqnum) = %q, %v; want a number and a newline", b, err)
+	}
+	if _, err := ReadFile("/sys/kernel/", buf); !errors.Is(err, syscall.EISDIR) {
+		t.Errorf("ReadFile(/sys/kernel/) = %v, want EISDIR", err)
+	}
+	if _, err := ReadFile("/sys/kernel/no-such-attribute", buf); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadFile(missing) = %v, want ENOENT", err)
+	}
+	small := make([]byte, 1)
+	if _, err := ReadFile("/sys/kernel/uevent_seqnum", small); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("ReadFile(uevent_seqnum, 1 byte) = %v, want EFBIG", err)
+	}
+}
