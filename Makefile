@@ -23,7 +23,7 @@ QEMU_ARM64 := /usr/bin/qemu-aarch64-static
 # 200000 executions take about 10 s per target on two cores.
 FUZZTIME  ?= 200000x
 
-.PHONY: all build test unit bench generate generate-check lint api cross test-arm64 fuzz-smoke deps-apt test-bootstrap clean
+.PHONY: all build test unit bench bench-tools generate generate-check lint api cross test-arm64 fuzz-smoke deps-apt test-bootstrap clean
 
 all: build
 
@@ -69,15 +69,27 @@ unit:
 	$(GO) test -race -count=1 ./...
 
 ## bench: the data path's cost and allocations per PostSend, PostRecv and
-## Poll on the fake (allocations must be 0), then rc_pingpong's message rate
-## and latency, Go client against C client (same server, sizes and rounds,
-## interleaved), in the VM on each kernel: logged, never a failure.
-bench: vmrun integration-cpeers
+## Poll on the fake (allocations must be 0), the tools against rdma-core's
+## on synthetic sysfs trees on this host (bench-tools), then rc_pingpong's
+## message rate and latency, Go client against C client (same server, sizes
+## and rounds, interleaved), in the VM on each kernel: logged, never a
+## failure.
+bench: bench-tools vmrun integration-cpeers
 	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll' -benchmem ./uverbs/
 	@for k in $(INTEGRATION_KERNELS); do \
 		CGO_ENABLED=0 $(GO) test -tags integration -count=1 -v -run '^TestVMRCPingpongRate$$' \
 			-exec '$(VMRUN) -kernel '$$k' -timeout $(VMRUN_TIMEOUT) --' ./cmd/purerdma/ | grep -E 'rate on|^(ok|FAIL)'; \
 	done
+
+## bench-tools: ibstat (plain, -s, -p) and ibstatus against infiniband-diags'
+## on synthetic sysfs trees of BENCH_CAS devices bound over /sys/class in a
+## private mount namespace (root): same output, wall ms min/median of
+## interleaved runs, system calls per run (strace). Logged, never a failure.
+BENCH_CAS ?= 1 16 256
+bench-tools:
+	CGO_ENABLED=0 $(GO) build -o $(CACHE)/bench/purerdma ./cmd/purerdma
+	CGO_ENABLED=0 $(GO) build -o $(CACHE)/bench/synthtree ./internal/sysfstest/synthtree
+	mk/bench-tools.sh $(CACHE)/bench/purerdma $(CACHE)/bench/synthtree $(BENCH_CAS)
 
 # Debian packages the targets need; installed once.
 deps-apt:
