@@ -128,7 +128,7 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 			return nil, c.err(op, os.ErrClosed)
 		}
 	}
-	d, err := c.prov.prepareQP(c, &attr)
+	d, err := c.prov.prepareQP(c, attr) // by value: a pointer through the interface would move attr to the heap
 	if err != nil {
 		return nil, c.err(op, err)
 	}
