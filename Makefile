@@ -69,13 +69,18 @@ unit:
 	$(GO) test -race -count=1 ./...
 
 ## bench: the data path's cost and allocations per PostSend, PostRecv and
-## Poll on the fake (allocations must be 0), the tools against rdma-core's
-## on synthetic sysfs trees on this host (bench-tools), then rc_pingpong's
-## message rate and latency, Go client against C client (same server, sizes
-## and rounds, interleaved), in the VM on each kernel: logged, never a
-## failure.
+## Poll and per PD, CQ and QP create+destroy on the fake, the tools against
+## rdma-core's on synthetic sysfs trees on this host (bench-tools) and on
+## the VM's devices (mk/bench-tools-live.sh: ibstat, ibstatus, devices,
+## devinfo [-v], link, perfquery, counters), then rc_pingpong's message rate
+## and latency, Go client against C client (same server, sizes and rounds,
+## interleaved), in the VM on each kernel: logged, never a failure.
 bench: bench-tools vmrun integration-cpeers
-	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll' -benchmem ./uverbs/
+	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll|Create(PD|CQ|QP)Fake' -benchmem ./uverbs/
+	@for k in $(INTEGRATION_KERNELS); do \
+		echo "== the tools against rdma-core's in the VM, Linux $$k"; \
+		$(VMRUN) -kernel $$k -timeout $(VMRUN_TIMEOUT) -- sh mk/bench-tools-live.sh .cache/bench/purerdma || true; \
+	done
 	@for k in $(INTEGRATION_KERNELS); do \
 		CGO_ENABLED=0 $(GO) test -tags integration -count=1 -v -run '^TestVMRCPingpongRate$$' \
 			-exec '$(VMRUN) -kernel '$$k' -timeout $(VMRUN_TIMEOUT) --' ./cmd/purerdma/ | grep -E 'rate on|^(ok|FAIL)'; \
