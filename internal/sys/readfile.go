@@ -4,10 +4,11 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -220,16 +221,19 @@ func underSysfs(path string) bool {
 }
 
 // OpenFile opens the regular file at path for reading, with the checks of
-// [ReadFile] (stat before, fstat after, O_NONBLOCK|O_NOCTTY|O_CLOEXEC), for
-// a caller that reads it again and again (with ReadAt, bounded by its own
-// buffer): hw_counters and PMA counter files.
-func OpenFile(path string) (*os.File, error) {
-	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Stat(path, &st) }); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if err := checkRegular(path, st.Mode); err != nil {
-		return nil, err
+// [ReadFile] (a stat before the open except under the running system's
+// sysfs; O_NONBLOCK|O_NOCTTY|O_CLOEXEC), for a caller that reads it again
+// and again with ReadAt, bounded by its own buffer: hw_counters and PMA
+// counter files.
+func OpenFile(path string) (*File, error) {
+	if !underSysfs(path) {
+		var st unix.Stat_t
+		if err := ignoringEINTR(func() error { return unix.Stat(path, &st) }); err != nil {
+			return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+		}
+		if err := checkRegular(path, st.Mode); err != nil {
+			return nil, err
+		}
 	}
 	var raw int
 	err := ignoringEINTR(func() error {
@@ -240,16 +244,121 @@ func OpenFile(path string) (*os.File, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	if err := ignoringEINTR(func() error { return unix.Fstat(raw, &st) }); err != nil {
-		unix.Close(raw)
-		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if err := checkRegular(path, st.Mode); err != nil {
-		unix.Close(raw)
-		return nil, err
-	}
-	return os.NewFile(uintptr(raw), path), nil
+	f := &File{name: path, raw: raw}
+	f.cleanup = runtime.AddCleanup(f, func(raw int) { unix.Close(raw) }, raw)
+	return f, nil
 }
+
+// File is a regular file opened by [OpenFile]: a descriptor read with
+// pread(2) and read(2) directly. It is not an os.File because os.NewFile
+// on an O_NONBLOCK descriptor tries the runtime poller first (fcntl, an
+// epoll_ctl that fails with EPERM for a regular file, two more fcntl to
+// make it blocking again): four calls a file for nothing. Its methods are
+// safe for concurrent use; Close waits for reads in flight, so the number
+// cannot be reused under them.
+type File struct {
+	name    string
+	raw     int
+	mu      sync.RWMutex
+	closed  bool
+	cleanup runtime.Cleanup
+}
+
+// Name returns the path the file was opened with.
+func (f *File) Name() string { return f.name }
+
+// ReadAt reads len(p) bytes from offset off with one pread(2). A regular
+// file's read returns less than asked only at end of file (see
+// [ReadFile]), so a short read returns io.EOF with the bytes read, as
+// io.ReaderAt asks, without a second call to find the end.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, &fs.PathError{Op: "read", Path: f.name, Err: syscall.EINVAL}
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return 0, &fs.PathError{Op: "read", Path: f.name, Err: fs.ErrClosed}
+	}
+	for {
+		n, err := unix.Pread(f.raw, p, off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, &fs.PathError{Op: "read", Path: f.name, Err: err}
+		}
+		if n < len(p) {
+			return n, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// Read reads from the file's offset with read(2), io.EOF at its end.
+func (f *File) Read(p []byte) (int, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return 0, &fs.PathError{Op: "read", Path: f.name, Err: fs.ErrClosed}
+	}
+	n, err := fdReader(f.raw).Read(p)
+	if err != nil && err != io.EOF {
+		return n, &fs.PathError{Op: "read", Path: f.name, Err: err}
+	}
+	return n, err
+}
+
+// Stat returns the file's information from fstat(2).
+func (f *File) Stat() (fs.FileInfo, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return nil, &fs.PathError{Op: "stat", Path: f.name, Err: fs.ErrClosed}
+	}
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(f.raw, &st) }); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: f.name, Err: err}
+	}
+	return &fileInfo{name: f.name, st: st}, nil
+}
+
+// Close closes the file; later calls return nil.
+func (f *File) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	f.cleanup.Stop()
+	if err := unix.Close(f.raw); err != nil {
+		return &fs.PathError{Op: "close", Path: f.name, Err: err}
+	}
+	return nil
+}
+
+// fileInfo is fs.FileInfo from a stat(2) result.
+type fileInfo struct {
+	name string
+	st   unix.Stat_t
+}
+
+func (i *fileInfo) Name() string {
+	for j := len(i.name) - 1; j >= 0; j-- {
+		if i.name[j] == '/' {
+			return i.name[j+1:]
+		}
+	}
+	return i.name
+}
+func (i *fileInfo) Size() int64 { return i.st.Size }
+func (i *fileInfo) Mode() fs.FileMode {
+	return fileType(i.st.Mode)&^fs.ModeIrregular | fs.FileMode(i.st.Mode&0o777)
+}
+func (i *fileInfo) ModTime() time.Time { return time.Unix(i.st.Mtim.Unix()) }
+func (i *fileInfo) IsDir() bool        { return i.Mode().IsDir() }
+func (i *fileInfo) Sys() any           { return &i.st }
 
 // ReadFileFS is [ReadFile] for a file of an fs.FS (a test tree, or a
 // caller's copy of sysfs): the file must be regular by fs.Stat before it is
