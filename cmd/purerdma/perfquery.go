@@ -182,11 +182,8 @@ func runPerfquery(args []string, stdout, stderr io.Writer) error {
 		return perfqueryFail(stderr, err)
 	}
 	defer port.Close()
-	local, err := h.LookupPort(port.CA(), port.PortNum())
-	if err != nil {
-		return perfqueryFail(stderr, err)
-	}
-	tgt, err := perfqueryResolve(o, local)
+	info := port.Info() // as OpenPort read it: sysfs is not read twice
+	tgt, err := perfqueryResolve(o, &info)
 	if err != nil {
 		return perfqueryFail(stderr, err)
 	}
