@@ -69,7 +69,8 @@ unit:
 	$(GO) test -race -count=1 ./...
 
 ## bench: the data path's cost and allocations per PostSend, PostRecv and
-## Poll and per PD, CQ and QP create+destroy on the fake, the tools against
+## Poll and per PD, CQ and QP create+destroy on the fake, discovery on
+## synthetic trees of 1 to 1,024 devices, the tools against
 ## rdma-core's on synthetic sysfs trees on this host (bench-tools) and on
 ## the VM's devices (mk/bench-tools-live.sh: ibstat, ibstatus, devices,
 ## devinfo [-v], link, perfquery, counters), then rc_pingpong's message rate
@@ -77,6 +78,7 @@ unit:
 ## interleaved), in the VM on each kernel: logged, never a failure.
 bench: bench-tools vmrun integration-cpeers
 	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll|Create(PD|CQ|QP)Fake' -benchmem ./uverbs/
+	$(GO) test -run '^$$' -bench Discovery -benchmem ./sysfs/
 	@for k in $(INTEGRATION_KERNELS); do \
 		echo "== the tools against rdma-core's in the VM, Linux $$k"; \
 		$(VMRUN) -kernel $$k -timeout $(VMRUN_TIMEOUT) -- sh mk/bench-tools-live.sh .cache/bench/purerdma || true; \
