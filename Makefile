@@ -23,7 +23,7 @@ QEMU_ARM64 := /usr/bin/qemu-aarch64-static
 # 200000 executions take about 10 s per target on two cores.
 FUZZTIME  ?= 200000x
 
-.PHONY: all build test unit bench generate generate-check lint api cross test-arm64 fuzz-smoke deps-apt test-bootstrap clean
+.PHONY: all build test unit bench bench-tools generate generate-check lint api cross test-arm64 fuzz-smoke deps-apt test-bootstrap clean
 
 all: build
 
@@ -70,19 +70,37 @@ unit: deps-apt
 	$(GO) test -race -count=1 ./...
 
 ## bench: the data path's cost and allocations per PostSend, PostRecv and
-## Poll on the fake (allocations must be 0), the 1,052-node fabric scan on
+## Poll and per PD, CQ and QP create+destroy on the fake, discovery on
+## synthetic trees of 1 to 1,024 devices, the tools against
+## rdma-core's on synthetic sysfs trees on this host (bench-tools) and on
+## the VM's devices (mk/bench-tools-live.sh: ibstat, ibstatus, devices,
+## devinfo [-v], link, perfquery, counters), the 1,052-node fabric scan on
 ## ibsim (our ibnetdiscover against infiniband-diags', same output, the
 ## Go/C time ratio logged), then rc_pingpong's message rate
 ## and latency, Go client against C client (same server, sizes and rounds,
 ## interleaved), in the VM on each kernel: logged, never a failure.
-bench: vmrun integration-cpeers deps-apt
-	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll' -benchmem ./uverbs/
+bench: bench-tools vmrun integration-cpeers deps-apt
+	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll|Create(PD|CQ|QP)Fake' -benchmem ./uverbs/
+	$(GO) test -run '^$$' -bench Discovery -benchmem ./sysfs/
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFabricScan1k$$' -benchtime 5x ./cmd/purerdma/ | grep -E 'scan|Benchmark|differ|^(ok|FAIL)'
-
+	@for k in $(INTEGRATION_KERNELS); do \
+		echo "== the tools against rdma-core's in the VM, Linux $$k"; \
+		$(VMRUN) -kernel $$k -timeout $(VMRUN_TIMEOUT) -- sh mk/bench-tools-live.sh .cache/bench/purerdma || true; \
+	done
 	@for k in $(INTEGRATION_KERNELS); do \
 		CGO_ENABLED=0 $(GO) test -tags integration -count=1 -v -run '^TestVMRCPingpongRate$$' \
 			-exec '$(VMRUN) -kernel '$$k' -timeout $(VMRUN_TIMEOUT) --' ./cmd/purerdma/ | grep -E 'rate on|^(ok|FAIL)'; \
 	done
+
+## bench-tools: ibstat (plain, -s, -p) and ibstatus against infiniband-diags'
+## on synthetic sysfs trees of BENCH_CAS devices bound over /sys/class in a
+## private mount namespace (root): same output, wall ms min/median of
+## interleaved runs, system calls per run (strace). Logged, never a failure.
+BENCH_CAS ?= 1 16 256
+bench-tools: deps-apt
+	CGO_ENABLED=0 $(GO) build -o $(CACHE)/bench/purerdma ./cmd/purerdma
+	CGO_ENABLED=0 $(GO) build -o $(CACHE)/bench/synthtree ./internal/sysfstest/synthtree
+	mk/bench-tools.sh $(CACHE)/bench/purerdma $(CACHE)/bench/synthtree $(BENCH_CAS)
 
 # The simulated InfiniBand fabric of the fabric tests (docs/ibsim.md):
 # ibsim, libumad2sim to attach OpenSM and the C tools to it, OpenSM, and
@@ -94,6 +112,7 @@ deps-apt:
 	@missing=""; \
 	command -v gcc >/dev/null || missing="$$missing gcc"; \
 	[ -x $(QEMU_ARM64) ] || missing="$$missing qemu-user-static"; \
+	command -v strace >/dev/null || missing="$$missing strace"; \
 	for p in $(IBSIM_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \

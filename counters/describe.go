@@ -286,7 +286,7 @@ func Supported(driverID rdma.DriverID) bool {
 
 // pmaSet reads a port's counters/ files, kept open.
 type pmaSet struct {
-	files  []*os.File
+	files  []*sys.File
 	octets []bool
 	buf    [32]byte
 }
@@ -350,7 +350,7 @@ func openPMA(root, device string, port int) (*Set, error) {
 	return s, nil
 }
 
-func (ps *pmaSet) readFile(f *os.File) (uint64, error) {
+func (ps *pmaSet) readFile(f *sys.File) (uint64, error) {
 	n, err := f.ReadAt(ps.buf[:], 0)
 	if err != nil && err != io.EOF {
 		return 0, err

@@ -45,6 +45,18 @@ func (p *Port) GID(index int) (GIDEntry, error) {
 	return e, nil
 }
 
+// GIDValue reads slot index of the port's GID table without its
+// attributes: one file, gids/N, where [Port.GID] reads three. It is what
+// libibumad's umad_get_port reads (gids/0, for gid_prefix and port_guid).
+// The error matches os.ErrNotExist when there is no such slot.
+func (p *Port) GIDValue(index int) (rdma.GID, error) {
+	g, err := p.fs.readGIDValue(p.dir(), index)
+	if err != nil {
+		return rdma.GID{}, errs.New("read GID "+strconv.Itoa(index), p.Name(), err)
+	}
+	return g, nil
+}
+
 // GIDs reads the port's GID table and returns the slots that hold a GID
 // (not all zeros), in index order, with their attributes (like the GID
 // lines of ibv_devinfo -v). It reads one file per slot: rxe has 1024

@@ -299,6 +299,12 @@ func TestToolOutputs(t *testing.T) {
 		if got := "0x" + strings.TrimLeft(strings.ReplaceAll(rdma.GUID(g0.GID.InterfaceID()).String(), ":", ""), ""); got != tc.portGUID {
 			t.Errorf("%s Port GUID %s, ibstat printed %s", tc.ca, got, tc.portGUID)
 		}
+		if v, err := p.GIDValue(0); err != nil || v != g0.GID {
+			t.Errorf("%s GIDValue(0) = %v, %v; GID(0) has %v", tc.ca, v, err, g0.GID)
+		}
+		if _, err := p.GIDValue(5000); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s GIDValue(5000) = %v, want ErrNotExist", tc.ca, err)
+		}
 		// ibstatus
 		if g0.GID.Hex() != tc.defaultGID {
 			t.Errorf("%s default gid %s, ibstatus printed %s", tc.ca, g0.GID, tc.defaultGID)

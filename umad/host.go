@@ -371,8 +371,8 @@ func (h *Host) convertPort(sp *sysfs.Port) *CAPort {
 	if r, ok := sp.UmadRate(); ok {
 		p.Rate = r
 	}
-	if g, err := sp.GID(0); err == nil {
-		p.GIDPrefix, p.PortGUID = g.GID.Prefix(), rdma.GUID(g.GID.InterfaceID())
+	if g, err := sp.GIDValue(0); err == nil {
+		p.GIDPrefix, p.PortGUID = g.Prefix(), rdma.GUID(g.InterfaceID())
 	}
 	if sp.Umad != nil {
 		p.Umad = filepath.Join(h.devDir(), sp.Umad.Name)

@@ -292,3 +292,22 @@ func TestOpenPortBasics(t *testing.T) {
 		t.Fatal("a second Close must return nil")
 	}
 }
+
+// Port.Info is the port LookupPort reads, kept from OpenPort: a copy the
+// caller may change.
+func TestPortInfo(t *testing.T) {
+	e := newEnv(t, tCA{name: "mlx5_0", guid: 0x0002c903000a0b0c, ports: []tPort{ib(1, active, linkUp, 7), ib(2, down, polling, 0)}})
+	p := e.open(t, "mlx5_0", 1)
+	want, err := e.host.LookupPort("mlx5_0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.Info()
+	if !reflect.DeepEqual(got, *want) {
+		t.Fatalf("Info() = %+v, LookupPort = %+v", got, *want)
+	}
+	got.PKeys[0] = 0
+	if p.Info().PKeys[0] != 0xffff {
+		t.Error("Info shares its P_Key table with the caller")
+	}
+}

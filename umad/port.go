@@ -31,6 +31,7 @@ type Port struct {
 	name      string // "ca/port"
 	linkLayer string
 	sim       *simLink // the ibsim transport's link, nil for a kernel port
+	info      CAPort // the port as OpenPort read it
 
 	hdr      atomic.Int32 // 56 or 64: the umad header this file uses
 	noAgent2 atomic.Bool  // the kernel answered REGISTER_AGENT2 with ENOTTY
@@ -104,7 +105,7 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 		}
 		return fail(detail(ErrOpenFailed, text, err))
 	}
-	p := &Port{fd: fd, ca: caName, num: num, dev: cp.Umad, name: name, linkLayer: cp.LinkLayer}
+	p := &Port{fd: fd, ca: caName, num: num, dev: cp.Umad, name: name, linkLayer: cp.LinkLayer, info: *cp}
 	p.hdr.Store(abi.MadHdrSizeOld)
 	if err := fd.Ioctl(abi.IB_USER_MAD_ENABLE_PKEY, nil); err == nil {
 		p.hdr.Store(abi.MadHdrSize)
@@ -151,6 +152,16 @@ func (p *Port) CA() string { return p.ca }
 
 // PortNum returns the port number.
 func (p *Port) PortNum() int { return p.num }
+
+// Info returns the port as OpenPort read it from sysfs (LookupPort's view
+// at open time, as libibmad's mad_rpc_open_port keeps umad_get_port's): a
+// copy, not read again, so a tool that needs the port's LID or GID after
+// opening it does not read the device's sysfs a second time.
+func (p *Port) Info() CAPort {
+	info := p.info
+	info.PKeys = append([]uint16(nil), p.info.PKeys...)
+	return info
+}
 
 // Device returns the path of the umad node ("/dev/infiniband/umad0").
 func (p *Port) Device() string { return p.dev }

@@ -425,7 +425,9 @@ func addUHW(r *abi.Request, in, out []byte) {
 
 // invokeWrite runs a legacy write command through INVOKE_WRITE.
 func (c *Context) invokeWrite(cmd uint32, coreIn, coreOut, drvIn, drvOut []byte) error {
-	return c.do(abi.InvokeWrite(c.api, c.drv, cmd, coreIn, coreOut, drvIn, drvOut))
+	s := c.getScratch(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
+	defer c.putScratch(s)
+	return c.do(invokeWriteInto(&s.r, cmd, coreIn, coreOut, drvIn, drvOut))
 }
 
 // String names the context by device and node.

@@ -93,9 +93,10 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 		return nil, c.err(op, err)
 	}
 	cq := &CQ{c: c, uh: c.newUserHandle(), res: d}
-	respCQE := new(uint32)
-	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE).
-		NewHandle(abi.UVERBS_ATTR_CREATE_CQ_HANDLE).
+	s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
+	defer c.putScratch(s)
+	respCQE := &s.u32
+	r := s.r.NewHandle(abi.UVERBS_ATTR_CREATE_CQ_HANDLE).
 		Out(abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE, bytesOf(respCQE)).
 		InU32(abi.UVERBS_ATTR_CREATE_CQ_CQE, d.cqe).
 		InU64(abi.UVERBS_ATTR_CREATE_CQ_USER_HANDLE, cq.uh)
@@ -240,9 +241,10 @@ func (cq *CQ) destroyLocked(bool) error {
 		return nil
 	}
 	c := cq.c
-	resp := new(abi.IbUverbsDestroyCqResp)
-	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_DESTROY).
-		Handle(abi.UVERBS_ATTR_DESTROY_CQ_HANDLE, cq.handle).
+	s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_DESTROY)
+	defer c.putScratch(s)
+	resp := &s.cqDone
+	r := s.r.Handle(abi.UVERBS_ATTR_DESTROY_CQ_HANDLE, cq.handle).
 		Out(abi.UVERBS_ATTR_DESTROY_CQ_RESP, bytesOf(resp))
 	if err := c.do(r); err != nil && !isGone(err) {
 		return c.err("destroy cq", err)

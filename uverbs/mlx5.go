@@ -286,7 +286,7 @@ func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32) (d *driverRes, err erro
 
 func (p *mlx5Provider) cqCreated(*Context, *driverRes) error { return nil }
 
-func (p *mlx5Provider) prepareQP(c *Context, attr *QPInitAttr) (d *driverRes, err error) {
+func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr) (d *driverRes, err error) {
 	page, dyn, err := p.uarPage(c)
 	if err != nil {
 		return nil, err
@@ -308,7 +308,7 @@ func (p *mlx5Provider) prepareQP(c *Context, attr *QPInitAttr) (d *driverRes, er
 	// Send queue: in 64-byte basic blocks (WQEBBs).
 	var sqCnt uint32
 	if attr.Cap.MaxSendWR > 0 {
-		wqe := mlx5SendWQESize(attr)
+		wqe := mlx5SendWQESize(&attr)
 		sqCnt = roundPow2(attr.Cap.MaxSendWR * (wqe / mlx5SendWQEBB))
 	}
 	if rqCnt > 1<<20 || sqCnt > 1<<20 {

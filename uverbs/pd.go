@@ -29,11 +29,12 @@ func (c *Context) AllocPD() (*PD, error) {
 		return nil, err
 	}
 	defer c.leave()
-	resp := new(abi.IbUverbsAllocPdResp)
-	req := new(abi.IbUverbsAllocPd)
+	s := c.getScratch(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
+	defer c.putScratch(s)
+	resp, req := &s.pdResp, &s.pdReq
 	req.Response = addrOf(bytesOf(resp)) // ignored by INVOKE_WRITE; rdma-core fills it too
 	in, out := c.prov.pdData()
-	if err := c.invokeWrite(abi.IB_USER_VERBS_CMD_ALLOC_PD, bytesOf(req), bytesOf(resp), in, out); err != nil {
+	if err := c.do(invokeWriteInto(&s.r, abi.IB_USER_VERBS_CMD_ALLOC_PD, bytesOf(req), bytesOf(resp), in, out)); err != nil {
 		return nil, c.err("alloc pd", err)
 	}
 	pd := &PD{c: c, handle: resp.PdHandle}
@@ -86,8 +87,9 @@ func (pd *PD) destroyLocked(bool) error {
 		return nil
 	}
 	c := pd.c
-	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY).
-		Handle(abi.UVERBS_ATTR_DESTROY_PD_HANDLE, pd.handle)
+	s := c.getScratch(abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY)
+	defer c.putScratch(s)
+	r := s.r.Handle(abi.UVERBS_ATTR_DESTROY_PD_HANDLE, pd.handle)
 	if err := c.do(r); err != nil && !isGone(err) {
 		return c.err("dealloc pd", err)
 	}

@@ -30,7 +30,7 @@ type provider interface {
 	// created the CQ (an error makes the caller destroy it).
 	prepareCQ(c *Context, cqe uint32) (*driverRes, error)
 	cqCreated(c *Context, d *driverRes) error
-	prepareQP(c *Context, attr *QPInitAttr) (*driverRes, error)
+	prepareQP(c *Context, attr QPInitAttr) (*driverRes, error)
 	qpCreated(c *Context, d *driverRes) error
 	// reqNotify reports whether REQ_NOTIFY_CQ through the kernel arms a
 	// CQ of this driver (mlx5 arms through its doorbell page instead).
@@ -124,7 +124,7 @@ func (genericProvider) prepareCQ(c *Context, _ uint32) (*driverRes, error) {
 	return nil, fmt.Errorf("the generic provider cannot create CQs for the %s driver: %w", c.dev.DriverID, ErrNotSupported)
 }
 func (genericProvider) cqCreated(*Context, *driverRes) error { return nil }
-func (genericProvider) prepareQP(c *Context, _ *QPInitAttr) (*driverRes, error) {
+func (genericProvider) prepareQP(c *Context, _ QPInitAttr) (*driverRes, error) {
 	return nil, fmt.Errorf("the generic provider cannot create QPs for the %s driver: %w", c.dev.DriverID, ErrNotSupported)
 }
 func (genericProvider) qpCreated(*Context, *driverRes) error { return nil }

@@ -129,20 +129,20 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 			return nil, c.err(op, os.ErrClosed)
 		}
 	}
-	d, err := c.prov.prepareQP(c, &attr)
+	d, err := c.prov.prepareQP(c, attr) // by value: a pointer through the interface would move attr to the heap
 	if err != nil {
 		return nil, c.err(op, err)
 	}
 	qp := &QP{c: c, pd: pd, uh: c.newUserHandle(), typ: attr.Type, res: d}
-	capIn := &abi.IbUverbsQpCap{
+	s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
+	defer c.putScratch(s)
+	capIn, capOut, qpn := &s.capIn, &s.capOut, &s.u32
+	*capIn = abi.IbUverbsQpCap{
 		MaxSendWr: attr.Cap.MaxSendWR, MaxRecvWr: attr.Cap.MaxRecvWR,
 		MaxSendSge: attr.Cap.MaxSendSGE, MaxRecvSge: attr.Cap.MaxRecvSGE,
 		MaxInlineData: attr.Cap.MaxInlineData,
 	}
-	capOut := new(abi.IbUverbsQpCap)
-	qpn := new(uint32)
-	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE).
-		Handle(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle).
+	r := s.r.Handle(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle).
 		Handle(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr.SendCQ.handle).
 		Handle(abi.UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr.RecvCQ.handle).
 		NewHandle(abi.UVERBS_ATTR_CREATE_QP_HANDLE).
@@ -268,9 +268,10 @@ func (qp *QP) destroyLocked(bool) error {
 		return nil
 	}
 	c := qp.c
-	resp := new(abi.IbUverbsDestroyQpResp)
-	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY).
-		Handle(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, qp.handle).
+	s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY)
+	defer c.putScratch(s)
+	resp := &s.qpDone
+	r := s.r.Handle(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, qp.handle).
 		Out(abi.UVERBS_ATTR_DESTROY_QP_RESP, bytesOf(resp))
 	if err := c.do(r); err != nil && !isGone(err) {
 		return c.err("destroy qp", err)

@@ -33,7 +33,7 @@ func (rxeProvider) cqCreated(c *Context, d *driverRes) error {
 	return rxeMap(c, d, resp.Mi, "CQ")
 }
 
-func (rxeProvider) prepareQP(c *Context, _ *QPInitAttr) (*driverRes, error) {
+func (rxeProvider) prepareQP(c *Context, _ QPInitAttr) (*driverRes, error) {
 	return &driverRes{out: bytesOf(new(abi.RxeCreateQpResp)), ms: c.maps}, nil
 }
 

@@ -154,15 +154,24 @@ func runIbstat(args []string, stdout, stderr io.Writer) error {
 
 	switch {
 	case listPorts:
+		// umad_get_ca_portguids per device, from one read of sysfs
+		// (LookupCAs), not a LookupCA each, which lists every character
+		// device again.
 		var guids []string
-		for _, n := range names {
-			g, err := h.CAPortGUIDs(n)
-			if err != nil {
+		var all []*umad.CA
+		var errs []error
+		if len(names) > 0 {
+			if all, errs, err = h.LookupCAs(names...); err != nil {
 				return ibstatPanic(stderr, errnoOf(err), "can't list ports")
 			}
-			for _, v := range g {
-				if v != 0 {
-					guids = append(guids, fmt.Sprintf("0x%016x", v))
+		}
+		for i := range names {
+			if errs[i] != nil {
+				return ibstatPanic(stderr, errnoOf(errs[i]), "can't list ports")
+			}
+			for _, p := range all[i].Ports {
+				if p != nil && p.PortGUID != 0 {
+					guids = append(guids, fmt.Sprintf("0x%016x", p.PortGUID))
 				}
 			}
 		}

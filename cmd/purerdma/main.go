@@ -8,6 +8,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -31,6 +32,31 @@ func register(name, summary string, run func(args []string, stdout, stderr io.Wr
 		panic("purerdma: tool registered twice: " + name)
 	}
 	tools[name] = tool{summary: summary, run: run}
+}
+
+// batchTools print a report and exit: their standard output is buffered
+// and written once at the end (one write(2) for a report up to 64 KiB, as
+// rdma-core's tools do through stdio when the output is not a terminal),
+// where an unbuffered os.Stdout costs a write per Fprintf. Tools that
+// stream (asyncwatch, exporter, flowcount, rc_pingpong, umad) write as
+// they go.
+var batchTools = map[string]bool{
+	"counters": true, "devices": true, "ibv_devices": true, "devinfo": true, "ibv_devinfo": true,
+	"ibstat": true, "ibstatus": true, "link": true, "perfquery": true, "resource": true, "version": true,
+}
+
+// startTool runs t as name, buffering its standard output when it is a
+// batch tool; the buffer is flushed whatever the tool returns.
+func startTool(name string, t tool, args []string, stdout, stderr io.Writer) error {
+	if !batchTools[name] {
+		return t.run(args, stdout, stderr)
+	}
+	bw := bufio.NewWriterSize(stdout, 64<<10)
+	err := t.run(args, bw, stderr)
+	if ferr := bw.Flush(); err == nil && ferr != nil {
+		err = ferr
+	}
+	return err
 }
 
 // exitError carries a specific exit status without a message of its own
@@ -59,7 +85,7 @@ func run(argv []string, stdout, stderr io.Writer) error {
 	}
 	name := filepath.Base(argv[0])
 	if t, ok := tools[name]; ok && name != "purerdma" {
-		return t.run(argv[1:], stdout, stderr)
+		return startTool(name, t, argv[1:], stdout, stderr)
 	}
 	if len(argv) < 2 {
 		return usage(stderr)
@@ -78,7 +104,7 @@ func run(argv []string, stdout, stderr io.Writer) error {
 		listTools(stderr)
 		return exitError{2}
 	}
-	return t.run(argv[2:], stdout, stderr)
+	return startTool(argv[1], t, argv[2:], stdout, stderr)
 }
 
 // toolHelp is `purerdma help TOOL`: the tool's own -h text on

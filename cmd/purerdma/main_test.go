@@ -28,3 +28,33 @@ func TestDispatch(t *testing.T) {
 		t.Fatalf("help: %q, %v", out.String(), err)
 	}
 }
+
+// writeCounter counts the Write calls that reach it.
+type writeCounter struct {
+	writes int
+	bytes.Buffer
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// TestBatchToolsWriteOnce: a report tool's output reaches standard output
+// in one write (ibstat's 2-device rxe report is 40 lines), as rdma-core's
+// stdio does when the output is not a terminal.
+func TestBatchToolsWriteOnce(t *testing.T) {
+	old := ibSysfsRoot
+	ibSysfsRoot = ibstatFixtures + "/rxe-6.1"
+	defer func() { ibSysfsRoot = old }()
+	for _, args := range [][]string{{"ibstat"}, {"ibstatus"}, {"version"}} {
+		var out writeCounter
+		var errb bytes.Buffer
+		if err := run(append([]string{"purerdma"}, args...), &out, &errb); err != nil {
+			t.Fatalf("%v: %v (%s)", args, err, errb.String())
+		}
+		if out.writes != 1 || out.Len() == 0 {
+			t.Errorf("%v: %d writes of %d bytes, want one", args, out.writes, out.Len())
+		}
+	}
+}

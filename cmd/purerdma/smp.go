@@ -110,7 +110,8 @@ func isSim(p *umad.Port) bool { return strings.HasPrefix(p.Device(), "ibsim:") }
 // no hops, answered by the simulated SMA) gives its number and LIDs.
 func localPort(h *umad.Host, p *umad.Port, timeout time.Duration, retries int) (*umad.CAPort, error) {
 	if !isSim(p) {
-		return h.LookupPort(p.CA(), p.PortNum())
+		info := p.Info() // as OpenPort read it: sysfs is not read twice
+		return &info, nil
 	}
 	c, err := newSMPClient(p, timeout, retries)
 	if err != nil {

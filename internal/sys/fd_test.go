@@ -318,3 +318,35 @@ func TestWaitReadableAllocatesNothing(t *testing.T) {
 		t.Errorf("WaitReadable: %v allocations per call, want 0", n)
 	}
 }
+
+// The ioctl path's own cost, against the cheapest ioctl there is (TCGETS
+// on /dev/null: ENOTTY from the VFS without a driver): FD.Ioctl (the
+// shared lock, unix.Syscall's entersyscall/exitsyscall, the EINTR loop)
+// against a bare unix.RawSyscall. fd.go's Ioctl comment gives the figures
+// and why it stays a Syscall under the lock.
+func BenchmarkIoctlENOTTY(b *testing.B) {
+	fd, err := Open("/dev/null", unix.O_RDWR)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fd.Close()
+	tio := new(unix.Termios)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		fd.Ioctl(unix.TCGETS, unsafe.Pointer(tio), tio)
+	}
+}
+
+func BenchmarkRawIoctlENOTTY(b *testing.B) {
+	fd, err := Open("/dev/null", unix.O_RDWR)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fd.Close()
+	tio := new(unix.Termios)
+	raw := uintptr(fd.Raw())
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		unix.RawSyscall(unix.SYS_IOCTL, raw, unix.TCGETS, uintptr(unsafe.Pointer(tio)))
+	}
+}

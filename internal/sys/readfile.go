@@ -4,10 +4,11 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -90,24 +91,39 @@ func ReadString(path string) (string, error) {
 // len(buf) bytes plus one:
 //
 //   - path must name a regular file (after symbolic links): it is checked
-//     with stat(2) before opening and with fstat(2) after, and anything else
-//     gives a *fs.PathError wrapping a [*NotRegularError], without the file
-//     being opened when stat already tells;
+//     with stat(2) before opening, and anything else gives a *fs.PathError
+//     wrapping a [*NotRegularError] without the file being opened (opening
+//     a device node can act on the device);
 //   - it is opened O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC, so a FIFO put in
-//     its place between the two checks cannot block the open;
+//     its place between the check and the open cannot block the open or the
+//     read, and the bound below stops a device that never ends;
 //   - a file holding more than len(buf) bytes gives a *fs.PathError wrapping
 //     a [*TooLargeError] (which matches syscall.EFBIG).
 //
-// Other errors are *fs.PathError values wrapping the errno. The read goes
-// until end of file, so a kernel attribute whose show function fails
-// (EINVAL for an uncomputable rate) reports that errno.
+// Under the running system's sysfs (path starting "/sys/" while /sys is a
+// sysfs mount, checked once per process with statfs(2)), the stat is left
+// out: kernfs holds only directories, regular files and symbolic links to
+// its own nodes (fs/kernfs/symlink.c, kernfs_create_link), so a path there
+// that opens is a regular file, and the read is open, read, close: the
+// three calls rdma-core makes (libibumad's sysfs.c, sys_read_string).
+//
+// The file is read with one read(2) into buf: a regular file's read returns
+// less than asked only at end of file (filemap_read for page-cache files;
+// for sysfs, seq_read_iter copies the whole attribute, formatted by
+// sysfs_kf_seq_show on the first read, up to the count asked), so a short
+// read ends the file, and only a read that fills buf costs a second, of one
+// byte, to tell a full buffer from a file too large. A kernel attribute whose
+// show function fails (EINVAL for an uncomputable rate) reports that errno.
+// Other errors are *fs.PathError values wrapping the errno.
 func ReadFile(path string, buf []byte) ([]byte, error) {
-	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Stat(path, &st) }); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if err := checkRegular(path, st.Mode); err != nil {
-		return nil, err
+	if !underSysfs(path) {
+		var st unix.Stat_t
+		if err := ignoringEINTR(func() error { return unix.Stat(path, &st) }); err != nil {
+			return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+		}
+		if err := checkRegular(path, st.Mode); err != nil {
+			return nil, err
+		}
 	}
 	var raw int
 	err := ignoringEINTR(func() error {
@@ -119,49 +135,105 @@ func ReadFile(path string, buf []byte) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(raw)
-	if err := ignoringEINTR(func() error { return unix.Fstat(raw, &st) }); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if err := checkRegular(path, st.Mode); err != nil {
-		return nil, err
-	}
-	n := 0
+	return readBounded(fdReader(raw), path, buf, true)
+}
+
+// fdReader reads a descriptor with read(2), again on EINTR, with io.Reader's
+// convention for end of file.
+type fdReader int
+
+func (fd fdReader) Read(p []byte) (int, error) {
 	for {
-		var m int
-		var err error
-		if n < len(buf) {
-			m, err = unix.Read(raw, buf[n:])
-		} else {
-			var one [1]byte
-			m, err = unix.Read(raw, one[:])
-			if err == nil && m > 0 {
-				return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Limit: len(buf)}}
-			}
-		}
+		n, err := unix.Read(int(fd), p)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+			return 0, err
 		}
-		if m <= 0 {
-			return buf[:n], nil
+		if n == 0 && len(p) > 0 {
+			return 0, io.EOF
 		}
-		n += m
+		return n, nil
 	}
 }
 
-// OpenFile opens the regular file at path for reading, with the checks of
-// [ReadFile] (stat before, fstat after, O_NONBLOCK|O_NOCTTY|O_CLOEXEC), for
-// a caller that reads it again and again (with ReadAt, bounded by its own
-// buffer): hw_counters and PMA counter files.
-func OpenFile(path string) (*os.File, error) {
-	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Stat(path, &st) }); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+// readBounded reads r into buf until end of file and returns buf[:n], or a
+// *fs.PathError naming name: wrapping a [*TooLargeError] when r holds more
+// than len(buf) bytes, or r's error. With shortIsEOF (a regular file read
+// with read(2), see [ReadFile]) a read that returns less than it was asked
+// for ends the file; otherwise (an fs.File, whose Read may return any
+// amount) only io.EOF or an empty read does. It is the one read loop of
+// ReadFile and ReadFileFS.
+func readBounded(r io.Reader, name string, buf []byte, shortIsEOF bool) ([]byte, error) {
+	n := 0
+	for {
+		if n == len(buf) {
+			// Full: one more byte tells a file of exactly len(buf)
+			// bytes from a larger one.
+			var one [1]byte
+			m, err := r.Read(one[:])
+			if m > 0 {
+				return nil, &fs.PathError{Op: "read", Path: name, Err: &TooLargeError{Limit: len(buf)}}
+			}
+			if err != nil && err != io.EOF {
+				return nil, pathErr("read", name, err)
+			}
+			return buf[:n], nil
+		}
+		m, err := r.Read(buf[n:])
+		if m > 0 {
+			n += m
+		}
+		if err == io.EOF || (err == nil && m <= 0) {
+			return buf[:n], nil
+		}
+		if err != nil {
+			return nil, pathErr("read", name, err)
+		}
+		if shortIsEOF && n < len(buf) {
+			return buf[:n], nil
+		}
 	}
-	if err := checkRegular(path, st.Mode); err != nil {
-		return nil, err
+}
+
+// sysfsMagic is SYSFS_MAGIC (include/uapi/linux/magic.h).
+const sysfsMagic = 0x62656572
+
+var (
+	sysfsOnce    sync.Once
+	sysfsMounted bool
+)
+
+// underSysfs reports whether path is under /sys and /sys is a sysfs mount
+// (one statfs(2) per process, on the first call).
+func underSysfs(path string) bool {
+	if len(path) < 5 || path[:5] != "/sys/" {
+		return false
+	}
+	sysfsOnce.Do(func() {
+		var st unix.Statfs_t
+		if ignoringEINTR(func() error { return unix.Statfs("/sys", &st) }) == nil {
+			sysfsMounted = uint32(st.Type) == sysfsMagic
+		}
+	})
+	return sysfsMounted
+}
+
+// OpenFile opens the regular file at path for reading, with the checks of
+// [ReadFile] (a stat before the open except under the running system's
+// sysfs; O_NONBLOCK|O_NOCTTY|O_CLOEXEC), for a caller that reads it again
+// and again with ReadAt, bounded by its own buffer: hw_counters and PMA
+// counter files.
+func OpenFile(path string) (*File, error) {
+	if !underSysfs(path) {
+		var st unix.Stat_t
+		if err := ignoringEINTR(func() error { return unix.Stat(path, &st) }); err != nil {
+			return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+		}
+		if err := checkRegular(path, st.Mode); err != nil {
+			return nil, err
+		}
 	}
 	var raw int
 	err := ignoringEINTR(func() error {
@@ -172,16 +244,121 @@ func OpenFile(path string) (*os.File, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	if err := ignoringEINTR(func() error { return unix.Fstat(raw, &st) }); err != nil {
-		unix.Close(raw)
-		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if err := checkRegular(path, st.Mode); err != nil {
-		unix.Close(raw)
-		return nil, err
-	}
-	return os.NewFile(uintptr(raw), path), nil
+	f := &File{name: path, raw: raw}
+	f.cleanup = runtime.AddCleanup(f, func(raw int) { unix.Close(raw) }, raw)
+	return f, nil
 }
+
+// File is a regular file opened by [OpenFile]: a descriptor read with
+// pread(2) and read(2) directly. It is not an os.File because os.NewFile
+// on an O_NONBLOCK descriptor tries the runtime poller first (fcntl, an
+// epoll_ctl that fails with EPERM for a regular file, two more fcntl to
+// make it blocking again): four calls a file for nothing. Its methods are
+// safe for concurrent use; Close waits for reads in flight, so the number
+// cannot be reused under them.
+type File struct {
+	name    string
+	raw     int
+	mu      sync.RWMutex
+	closed  bool
+	cleanup runtime.Cleanup
+}
+
+// Name returns the path the file was opened with.
+func (f *File) Name() string { return f.name }
+
+// ReadAt reads len(p) bytes from offset off with one pread(2). A regular
+// file's read returns less than asked only at end of file (see
+// [ReadFile]), so a short read returns io.EOF with the bytes read, as
+// io.ReaderAt asks, without a second call to find the end.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, &fs.PathError{Op: "read", Path: f.name, Err: syscall.EINVAL}
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return 0, &fs.PathError{Op: "read", Path: f.name, Err: fs.ErrClosed}
+	}
+	for {
+		n, err := unix.Pread(f.raw, p, off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, &fs.PathError{Op: "read", Path: f.name, Err: err}
+		}
+		if n < len(p) {
+			return n, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// Read reads from the file's offset with read(2), io.EOF at its end.
+func (f *File) Read(p []byte) (int, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return 0, &fs.PathError{Op: "read", Path: f.name, Err: fs.ErrClosed}
+	}
+	n, err := fdReader(f.raw).Read(p)
+	if err != nil && err != io.EOF {
+		return n, &fs.PathError{Op: "read", Path: f.name, Err: err}
+	}
+	return n, err
+}
+
+// Stat returns the file's information from fstat(2).
+func (f *File) Stat() (fs.FileInfo, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return nil, &fs.PathError{Op: "stat", Path: f.name, Err: fs.ErrClosed}
+	}
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(f.raw, &st) }); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: f.name, Err: err}
+	}
+	return &fileInfo{name: f.name, st: st}, nil
+}
+
+// Close closes the file; later calls return nil.
+func (f *File) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	f.cleanup.Stop()
+	if err := unix.Close(f.raw); err != nil {
+		return &fs.PathError{Op: "close", Path: f.name, Err: err}
+	}
+	return nil
+}
+
+// fileInfo is fs.FileInfo from a stat(2) result.
+type fileInfo struct {
+	name string
+	st   unix.Stat_t
+}
+
+func (i *fileInfo) Name() string {
+	for j := len(i.name) - 1; j >= 0; j-- {
+		if i.name[j] == '/' {
+			return i.name[j+1:]
+		}
+	}
+	return i.name
+}
+func (i *fileInfo) Size() int64 { return i.st.Size }
+func (i *fileInfo) Mode() fs.FileMode {
+	return fileType(i.st.Mode)&^fs.ModeIrregular | fs.FileMode(i.st.Mode&0o777)
+}
+func (i *fileInfo) ModTime() time.Time { return time.Unix(i.st.Mtim.Unix()) }
+func (i *fileInfo) IsDir() bool        { return i.Mode().IsDir() }
+func (i *fileInfo) Sys() any           { return &i.st }
 
 // ReadFileFS is [ReadFile] for a file of an fs.FS (a test tree, or a
 // caller's copy of sysfs): the file must be regular by fs.Stat before it is
@@ -193,27 +370,7 @@ func ReadFileFS(fsys fs.FS, name string, buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	n := 0
-	for {
-		var m int
-		var err error
-		if n < len(buf) {
-			m, err = f.Read(buf[n:])
-		} else {
-			var one [1]byte
-			m, err = f.Read(one[:])
-			if m > 0 {
-				return nil, &fs.PathError{Op: "read", Path: name, Err: &TooLargeError{Limit: len(buf)}}
-			}
-		}
-		n += m
-		if err == io.EOF || (err == nil && m == 0) {
-			return buf[:n], nil
-		}
-		if err != nil {
-			return nil, pathErr("read", name, err)
-		}
-	}
+	return readBounded(f, name, buf, false)
 }
 
 // OpenFS opens name in fsys for reading once fs.Stat says it is a regular

@@ -3,6 +3,7 @@ package sys
 import (
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -160,5 +161,70 @@ func TestReadFileAllocs(t *testing.T) {
 	// The path is converted to a C string for stat and for open.
 	if allocs > 2 {
 		t.Errorf("ReadFile allocates %.0f times per call, want at most 2", allocs)
+	}
+}
+
+// TestReadFileSysfs reads under the running system's /sys, where ReadFile
+// leaves the stat out: an attribute reads whole, a directory is EISDIR
+// (from read(2) now rather than from the check), a missing file ENOENT.
+func TestReadFileSysfs(t *testing.T) {
+	if !underSysfs("/sys/kernel/uevent_seqnum") {
+		t.Skip("/sys is not a sysfs mount here")
+	}
+	buf := make([]byte, AttrMax)
+	b, err := ReadFile("/sys/kernel/uevent_seqnum", buf)
+	if err != nil || len(b) == 0 || b[len(b)-1] != '\n' {
+		t.Errorf("ReadFile(uevent_seqnum) = %q, %v; want a number and a newline", b, err)
+	}
+	if _, err := ReadFile("/sys/kernel/", buf); !errors.Is(err, syscall.EISDIR) {
+		t.Errorf("ReadFile(/sys/kernel/) = %v, want EISDIR", err)
+	}
+	if _, err := ReadFile("/sys/kernel/no-such-attribute", buf); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadFile(missing) = %v, want ENOENT", err)
+	}
+	small := make([]byte, 1)
+	if _, err := ReadFile("/sys/kernel/uevent_seqnum", small); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("ReadFile(uevent_seqnum, 1 byte) = %v, want EFBIG", err)
+	}
+}
+
+// TestOpenFileReadAt: one pread per ReadAt, a short one ending in io.EOF;
+// Stat says regular; reads after Close are fs.ErrClosed; a second Close is
+// nil.
+func TestOpenFileReadAt(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "port_rcv_packets")
+	if err := os.WriteFile(p, []byte("12345\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf [32]byte
+	for i := 0; i < 2; i++ {
+		if n, err := f.ReadAt(buf[:], 0); n != 6 || err != io.EOF || string(buf[:n]) != "12345\n" {
+			t.Fatalf("ReadAt = %d %q, %v; want 6 bytes and io.EOF", n, buf[:n], err)
+		}
+	}
+	if n, err := f.ReadAt(buf[:3], 1); n != 3 || err != nil || string(buf[:3]) != "234" {
+		t.Errorf("ReadAt(3 at 1) = %d %q, %v", n, buf[:n], err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != 6 || fi.Name() != "port_rcv_packets" {
+		t.Errorf("Stat = %v, %v", fi, err)
+	}
+	if n, err := f.Read(buf[:]); n != 6 || err != nil {
+		t.Errorf("Read = %d, %v", n, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ReadAt(buf[:], 0); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("ReadAt after Close = %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+	if _, err := OpenFile(filepath.Dir(p)); !errors.Is(err, syscall.EISDIR) {
+		t.Errorf("OpenFile(dir) = %v, want EISDIR", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 // Synthetic writes under root a sysfs tree of n mlx5-like InfiniBand
 // devices mlx5_0 … mlx5_(n-1) with ports ports each: the files of
 // class/infiniband/DEV (node type, GUIDs, firmware, ports with state, rate,
-// LIDs, capability mask, link layer, GID 0), one umad node per port and
+// LIDs, capability mask, link layer, GID 0, P_Key 0), one umad node per port and
 // one uverbs node per device, as Linux lays them out.
 func Synthetic(root string, n, ports int) error {
 	files := map[string]string{
@@ -43,6 +43,7 @@ func Synthetic(root string, n, ports int) error {
 			files[pd+"cap_mask"] = "0x2651e84a\n"
 			files[pd+"link_layer"] = "InfiniBand\n"
 			files[pd+"gids/0"] = "fe80:0000:0000:0000:" + guid + "\n"
+			files[pd+"pkeys/0"] = "0xffff\n"
 			u := fmt.Sprintf("class/infiniband_mad/umad%d/", umad)
 			files[u+"ibdev"] = dev + "\n"
 			files[u+"port"] = fmt.Sprintf("%d\n", p)

@@ -1,0 +1,29 @@
+// Command synthtree writes a synthetic sysfs tree (sysfstest.Synthetic) for
+// the tool benchmarks: synthtree [-n DEVICES] [-ports PORTS] DIR writes
+// DIR/class/infiniband, DIR/class/infiniband_mad and
+// DIR/class/infiniband_verbs, which a private mount namespace can bind over
+// /sys/class so that rdma-core's tools and ours read the same tree
+// (mk/bench-tools.sh).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/purerdma/rdma/internal/sysfstest"
+)
+
+func main() {
+	n := flag.Int("n", 256, "devices")
+	ports := flag.Int("ports", 2, "ports per device")
+	flag.Parse()
+	if flag.NArg() != 1 || *n < 0 || *ports < 1 {
+		fmt.Fprintln(os.Stderr, "usage: synthtree [-n DEVICES] [-ports PORTS] DIR")
+		os.Exit(2)
+	}
+	if err := sysfstest.Synthetic(flag.Arg(0), *n, *ports); err != nil {
+		fmt.Fprintln(os.Stderr, "synthtree:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,61 @@
+package uverbs
+
+import "testing"
+
+// The create+destroy benchmarks run through the strict fake kernel
+// (internal/fakekernel), whose own bookkeeping (its object tables, the
+// request it decodes) allocates too: -benchmem's allocs/op is the
+// library's and the fake's together. docs/performance.md says which are
+// which (go test -memprofile).
+
+func BenchmarkCreatePDFake(b *testing.B) {
+	c := newBed(b, rxe0()).open(b, "rxe0")
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		pd, err := c.AllocPD()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pd.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCreateCQFake(b *testing.B) {
+	c := newBed(b, rxe0()).open(b, "rxe0")
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		cq, err := c.CreateCQ(CQAttr{CQE: 16})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cq.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCreateQPFake(b *testing.B) {
+	c := newBed(b, rxe0()).open(b, "rxe0")
+	pd, err := c.AllocPD()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pd.Close()
+	cq, err := c.CreateCQ(CQAttr{CQE: 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cq.Close()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: rcCap()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := qp.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
