@@ -31,7 +31,7 @@ type Port struct {
 	name      string // "ca/port"
 	linkLayer string
 	sim       *simLink // the ibsim transport's link, nil for a kernel port
-	info      CAPort // the port as OpenPort read it
+	info      CAPort   // the port as OpenPort read it
 
 	hdr      atomic.Int32 // 56 or 64: the umad header this file uses
 	noAgent2 atomic.Bool  // the kernel answered REGISTER_AGENT2 with ENOTTY

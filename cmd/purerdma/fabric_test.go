@@ -111,7 +111,6 @@ func TestFabricSMPQuery(t *testing.T) {
 	}
 }
 
-
 // TestFabricPerfquery runs perfquery, infiniband-diags' and ours, against
 // remote LIDs of the small simulated fabric. Counters move with every
 // MAD, the queries' own included, so each run starts from counters reset
