@@ -11,8 +11,10 @@
 // Files the library or a tool did not create (sysfs attributes) are read
 // only through [ReadFile], [ReadString], [ReadFileFS], [OpenFile] and
 // [OpenFS]: the file must be regular (a FIFO, a device node or a directory
-// is an error naming it, found before it is opened) and may hold at most
-// the caller's buffer, one page ([AttrMax]) for an attribute.
+// is an error naming it, found before it is opened; under the running
+// system's sysfs, which holds none of those, the check is left out and a
+// directory is EISDIR from read) and may hold at most the caller's buffer,
+// one page ([AttrMax]) for an attribute.
 //
 // Unit tests replace the kernel behind a descriptor with a [Backend] (see
 // internal/fakekernel); the library code above the seam runs unchanged.
