@@ -11,7 +11,9 @@ import (
 
 // Port is one port of a CA, /sys/class/infiniband/<ca>/ports/<n>/: what
 // libibumad's umad_get_port reads (except the GID, see [Port.GID]) and what
-// ibstat and ibstatus print.
+// ibstat and ibstatus print. It describes a port; an open port, to send
+// and receive MADs on, is a umad.Port (libibumad's umad_open_port), and
+// umad.CAPort is this description in libibumad's umad_port_t shape.
 //
 // state and phys_state must exist and parse. The other attributes are
 // pointers: nil means the file does not exist or, for rate, that the

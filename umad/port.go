@@ -18,6 +18,8 @@ import (
 
 // Port is an open umad port: the /dev/infiniband/umadN of one port of an
 // RDMA device, and the MAD agents registered on it (libibumad's portid).
+// What a port is (its state, LID, GID) is a [CAPort] here, as libibumad's
+// umad_get_port gives it, or a sysfs.Port, as sysfs shows it.
 //
 // A Port is safe for concurrent use. Sends and registrations run in
 // parallel; receives (Recv, RecvContext, Poll) are served one at a time, in
