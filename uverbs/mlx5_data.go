@@ -178,7 +178,7 @@ func (p *mlx5Provider) bfFor(resp *abi.Mlx5IbCreateQpResp) (*mlx5BF, error) {
 	// (MLX5_NUM_NON_FP_BFREGS_PER_UAR, num_uars_per_page 1), at
 	// MLX5_BF_OFFSET + (i%2) × bf_reg_size (mlx5.c mlx5_init_context).
 	i := int(resp.BfregIndex)
-	if i >= 2*len(p.staticUARs) || mlx5BFOffset+uintptr(i%2+1)*max(size, 8) > sys4K {
+	if i >= 2*len(p.staticUARs) || mlx5BFOffset+uintptr(i%2+1)*max(size, 8) > mlx5AdapterPage {
 		return nil, fmt.Errorf("the kernel gave bfreg %d of %d: %w", i, 2*len(p.staticUARs), syscall.EPROTO)
 	}
 	if p.staticBF == nil {
@@ -192,7 +192,7 @@ func (p *mlx5Provider) bfFor(resp *abi.Mlx5IbCreateQpResp) (*mlx5BF, error) {
 	return bf, nil
 }
 
-const sys4K = 4096 // MLX5_ADAPTER_PAGE_SIZE
+const mlx5AdapterPage = 4096 // MLX5_ADAPTER_PAGE_SIZE
 
 // mlx5Init sets up the data path of a QP mlx5 created from the buffers
 // prepareQP allocated.
@@ -218,7 +218,7 @@ func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, attr *QPInitAttr) error {
 		if x.rq = find(cmd.BufAddr, rqBytes); x.rq == nil {
 			return fmt.Errorf("receive queue not in the QP's buffers: %w", syscall.EPROTO)
 		}
-		x.maxRSGE = min(int(qp.cap.MaxRecvSGE), (1<<x.rqShift)/mlx5DataSegSize)
+		x.maxRSGE = min(int(max(qp.cap.MaxRecvSGE, attr.Cap.MaxRecvSGE)), (1<<x.rqShift)/mlx5DataSegSize)
 		x.rqWrid = make([]uint64, x.rqCnt)
 	}
 	if x.sqCnt > 0 {

@@ -301,7 +301,10 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 	if qp.destroyed {
 		return 0, qp.c.err(op, os.ErrClosed)
 	}
-	if m := qp.mlx5; m != nil && m.rqCnt > 0 {
+	if m := qp.mlx5; m != nil {
+		if m.rqCnt == 0 {
+			return 0, qp.c.err(op, fmt.Errorf("the QP has no receive queue: %w", ErrNotSupported))
+		}
 		m.rqMu.Lock()
 		n, err := m.postRecv(wrs)
 		m.rqMu.Unlock()
