@@ -2,7 +2,6 @@ package uverbs
 
 import (
 	"fmt"
-	"sync"
 	"syscall"
 
 	"github.com/purerdma/rdma/abi"
@@ -17,8 +16,7 @@ type AH struct {
 	num    uint32 // rxe's ah_num, which UD send WQEs carry
 	seqV   uint64
 
-	mu        sync.Mutex
-	destroyed bool
+	lifecycle
 }
 
 // CreateAH creates an address handle on the PD, like ibv_create_ah: write
@@ -88,29 +86,16 @@ func (ah *AH) seq() uint64           { return ah.seqV }
 //
 // Errors: an *Error wrapping the kernel's errno.
 func (ah *AH) Close() error {
-	if ah == nil || ah.c == nil {
+	if ah == nil {
 		return nil
 	}
-	if err := ah.c.enter("destroy ah"); err != nil {
-		return nil
-	}
-	defer ah.c.leave()
-	return ah.destroyLocked(false)
+	return closeObject(ah.c, "destroy ah", ah)
 }
 
 func (ah *AH) destroyLocked(bool) error {
-	ah.mu.Lock()
-	defer ah.mu.Unlock()
-	if ah.destroyed {
-		return nil
-	}
 	c := ah.c
-	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_AH, abi.UVERBS_METHOD_AH_DESTROY).
-		Handle(abi.UVERBS_ATTR_DESTROY_AH_HANDLE, ah.handle)
-	if err := c.do(r); err != nil && !isGone(err) {
-		return c.err("destroy ah", err)
-	}
-	ah.destroyed = true
-	c.untrack(ah, 0)
-	return nil
+	return ah.destroyOnce(c, "destroy ah", func() error {
+		return c.do(abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_AH, abi.UVERBS_METHOD_AH_DESTROY).
+			Handle(abi.UVERBS_ATTR_DESTROY_AH_HANDLE, ah.handle))
+	}, func() { c.untrack(ah, 0) })
 }

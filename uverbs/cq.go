@@ -50,9 +50,8 @@ type CQ struct {
 	hasRing bool
 	m5      *mlx5CQ // the CQE ring on mlx5
 
-	mu        sync.Mutex
-	destroyed bool
-	events    [2]uint32 // completion and async events the kernel reported at destroy
+	lifecycle
+	events [2]uint32 // completion and async events the kernel reported at destroy
 }
 
 // CreateCQ creates a completion queue, like ibv_create_cq:
@@ -227,38 +226,29 @@ func (cq *CQ) Close() error {
 	if cq == nil {
 		return nil
 	}
-	if err := cq.c.enter("destroy cq"); err != nil {
-		return nil
-	}
-	defer cq.c.leave()
-	return cq.destroyLocked(false)
+	return closeObject(cq.c, "destroy cq", cq)
 }
 
 func (cq *CQ) destroyLocked(bool) error {
-	cq.mu.Lock()
-	defer cq.mu.Unlock()
-	if cq.destroyed {
-		return nil
-	}
 	c := cq.c
-	s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_DESTROY)
-	defer c.putScratch(s)
-	resp := &s.cqDone
-	r := s.r.Handle(abi.UVERBS_ATTR_DESTROY_CQ_HANDLE, cq.handle).
-		Out(abi.UVERBS_ATTR_DESTROY_CQ_RESP, bytesOf(resp))
-	if err := c.do(r); err != nil && !isGone(err) {
-		return c.err("destroy cq", err)
-	}
-	cq.events = [2]uint32{resp.CompEventsReported, resp.AsyncEventsReported}
-	cq.destroyed = true
-	cq.res.release()
-	if ch := cq.channel; ch != nil {
-		ch.mu.Lock()
-		ch.users--
-		ch.mu.Unlock()
-	}
-	c.untrack(cq, cq.uh)
-	return nil
+	return cq.destroyOnce(c, "destroy cq", func() error {
+		s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_DESTROY)
+		defer c.putScratch(s)
+		resp := &s.cqDone
+		*resp = abi.IbUverbsDestroyCqResp{}
+		err := c.do(s.r.Handle(abi.UVERBS_ATTR_DESTROY_CQ_HANDLE, cq.handle).
+			Out(abi.UVERBS_ATTR_DESTROY_CQ_RESP, bytesOf(resp)))
+		cq.events = [2]uint32{resp.CompEventsReported, resp.AsyncEventsReported}
+		return err
+	}, func() {
+		cq.res.release()
+		if ch := cq.channel; ch != nil {
+			ch.mu.Lock()
+			ch.users--
+			ch.mu.Unlock()
+		}
+		c.untrack(cq, cq.uh)
+	})
 }
 
 // CompChannel is a completion event channel (struct ibv_comp_channel).

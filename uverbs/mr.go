@@ -2,7 +2,6 @@ package uverbs
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/errs"
@@ -24,8 +23,7 @@ type MR struct {
 	owned  bool // buf was mapped by AllocMR and is unmapped by Close
 	seqV   uint64
 
-	mu        sync.Mutex
-	destroyed bool
+	lifecycle
 }
 
 // AllocMR maps length bytes (rounded up to whole pages) of zeroed memory
@@ -216,33 +214,22 @@ func (mr *MR) seq() uint64           { return mr.seqV }
 // Errors: an *Error wrapping the kernel's errno (EBUSY while a memory
 // window is bound to it); the MR then stays registered.
 func (mr *MR) Close() error {
-	if mr == nil || mr.c == nil {
+	if mr == nil {
 		return nil
 	}
-	if err := mr.c.enter("dereg mr"); err != nil {
-		return nil
-	}
-	defer mr.c.leave()
-	return mr.destroyLocked(false)
+	return closeObject(mr.c, "dereg mr", mr)
 }
 
 func (mr *MR) destroyLocked(bool) error {
-	mr.mu.Lock()
-	defer mr.mu.Unlock()
-	if mr.destroyed {
-		return nil
-	}
 	c := mr.c
-	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_MR_DESTROY).
-		Handle(abi.UVERBS_ATTR_DESTROY_MR_HANDLE, mr.handle)
-	if err := c.do(r); err != nil && !isGone(err) {
-		return c.err("dereg mr", err)
-	}
-	mr.destroyed = true
-	// Only now may the memory go: the device no longer knows it.
-	if mr.owned {
-		c.maps.Unmap(mr.buf)
-	}
-	c.untrack(mr, 0)
-	return nil
+	return mr.destroyOnce(c, "dereg mr", func() error {
+		return c.do(abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_MR_DESTROY).
+			Handle(abi.UVERBS_ATTR_DESTROY_MR_HANDLE, mr.handle))
+	}, func() {
+		// Only now may the memory go: the device no longer knows it.
+		if mr.owned {
+			c.maps.Unmap(mr.buf)
+		}
+		c.untrack(mr, 0)
+	})
 }

@@ -1,9 +1,9 @@
 package uverbs
 
 import (
-	"github.com/purerdma/rdma/internal/ucontext"
 	"os"
-	"sync"
+
+	"github.com/purerdma/rdma/internal/ucontext"
 
 	"github.com/purerdma/rdma/abi"
 )
@@ -14,8 +14,7 @@ type PD struct {
 	handle uint32
 	seqV   uint64
 
-	mu        sync.Mutex
-	destroyed bool
+	lifecycle
 }
 
 // AllocPD allocates a protection domain, like ibv_alloc_pd: write command
@@ -73,29 +72,16 @@ func (pd *PD) Close() error {
 	if pd == nil {
 		return nil
 	}
-	if err := pd.c.enter("dealloc pd"); err != nil {
-		return nil // Close of the context destroyed it
-	}
-	defer pd.c.leave()
-	return pd.destroyLocked(false)
+	return closeObject(pd.c, "dealloc pd", pd)
 }
 
 func (pd *PD) destroyLocked(bool) error {
-	pd.mu.Lock()
-	defer pd.mu.Unlock()
-	if pd.destroyed {
-		return nil
-	}
 	c := pd.c
-	s := c.getScratch(abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY)
-	defer c.putScratch(s)
-	r := s.r.Handle(abi.UVERBS_ATTR_DESTROY_PD_HANDLE, pd.handle)
-	if err := c.do(r); err != nil && !isGone(err) {
-		return c.err("dealloc pd", err)
-	}
-	pd.destroyed = true
-	c.untrack(pd, 0)
-	return nil
+	return pd.destroyOnce(c, "dealloc pd", func() error {
+		s := c.getScratch(abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY)
+		defer c.putScratch(s)
+		return c.do(s.r.Handle(abi.UVERBS_ATTR_DESTROY_PD_HANDLE, pd.handle))
+	}, func() { c.untrack(pd, 0) })
 }
 
 // alive checks the PD for use by a create call (the caller holds the

@@ -2,10 +2,10 @@ package uverbs
 
 import (
 	"fmt"
+	"os"
+
 	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/internal/ucontext"
-	"os"
-	"sync"
 
 	"github.com/purerdma/rdma/abi"
 )
@@ -81,8 +81,7 @@ type QP struct {
 	rxe    *rxeQP  // the data path on rxe; nil elsewhere
 	mlx5   *mlx5QP // the data path on mlx5; nil elsewhere
 
-	mu        sync.RWMutex
-	destroyed bool
+	lifecycle
 }
 
 // CreateQP creates a queue pair of type UD, RC, UC or RAW_PACKET on the
@@ -254,32 +253,20 @@ func (qp *QP) Close() error {
 	if qp == nil {
 		return nil
 	}
-	if err := qp.c.enter("destroy qp"); err != nil {
-		return nil
-	}
-	defer qp.c.leave()
-	return qp.destroyLocked(false)
+	return closeObject(qp.c, "destroy qp", qp)
 }
 
 func (qp *QP) destroyLocked(bool) error {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	if qp.destroyed {
-		return nil
-	}
 	c := qp.c
-	s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY)
-	defer c.putScratch(s)
-	resp := &s.qpDone
-	r := s.r.Handle(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, qp.handle).
-		Out(abi.UVERBS_ATTR_DESTROY_QP_RESP, bytesOf(resp))
-	if err := c.do(r); err != nil && !isGone(err) {
-		return c.err("destroy qp", err)
-	}
-	qp.destroyed = true
-	qp.res.release()
-	c.untrack(qp, qp.uh)
-	return nil
+	return qp.destroyOnce(c, "destroy qp", func() error {
+		s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY)
+		defer c.putScratch(s)
+		return c.do(s.r.Handle(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, qp.handle).
+			Out(abi.UVERBS_ATTR_DESTROY_QP_RESP, bytesOf(&s.qpDone)))
+	}, func() {
+		qp.res.release()
+		c.untrack(qp, qp.uh)
+	})
 }
 
 // use starts an operation on the QP: the context's life lock, then the
