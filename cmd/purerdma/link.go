@@ -9,8 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/purerdma/rdma/sysfs"
 )
@@ -88,22 +86,11 @@ func linkShow(args []string, asJSON bool, stdout, stderr io.Writer) error {
 	// name" for a device without a valid port as for an unknown device.
 	only, port := "", uint32(0)
 	if len(args) > 0 {
-		name, p, _ := strings.Cut(args[0], "/")
-		n, err := strconv.ParseUint(p, 10, 32)
-		found := false
-		for _, d := range devs {
-			if d.Name == name && err == nil && n >= 1 && n <= uint64(d.NumPorts) {
-				found = true
-			}
+		name, p, ok := devPort(devs, args[0], true)
+		if !ok {
+			return wrongDevice(asJSON, stdout, stderr)
 		}
-		if !found {
-			if asJSON {
-				fmt.Fprintln(stdout, "[]")
-			}
-			fmt.Fprintln(stderr, "Wrong device name")
-			return exitError{1}
-		}
-		only, port = name, uint32(n)
+		only, port = name, p
 	}
 	lines := []*resLine{}
 	for _, d := range devs {

@@ -87,27 +87,11 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "purerdma statistic qp show: filters (%s) are not supported\n", strings.Join(args[2:], " "))
 			return exitError{1}
 		}
-		name, p, slash := strings.Cut(args[1], "/")
-		n := int64(0)
-		if slash {
-			if n = atoi(p); p == "" || p[0] < '0' || p[0] > '9' {
-				n = -1 // rdma: "mock0/x" is a wrong device name
-			}
+		name, p, ok := devPort(devs, args[1], false)
+		if !ok {
+			return wrongDevice(asJSON, stdout, stderr)
 		}
-		found := false
-		for _, d := range devs {
-			if d.Name == name && n >= 0 && n <= int64(d.NumPorts) {
-				found = true
-			}
-		}
-		if !found {
-			if asJSON {
-				fmt.Fprintln(stdout, "[]")
-			}
-			fmt.Fprintln(stderr, "Wrong device name")
-			return exitError{1}
-		}
-		only, port = name, uint32(n)
+		only, port = name, p
 	}
 	lines := []*resLine{}
 	for _, d := range devs {
