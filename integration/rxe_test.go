@@ -13,7 +13,7 @@ import (
 	"github.com/purerdma/rdma/integration/vmtest"
 )
 
-func TestPortsActive(t *testing.T) {
+func TestVMPortsActive(t *testing.T) {
 	vmtest.Require(t)
 	for _, dev := range []string{vmtest.Dev0, vmtest.Dev1} {
 		state, err := vmtest.PortState(dev)
@@ -33,7 +33,7 @@ func TestPortsActive(t *testing.T) {
 	}
 }
 
-func TestCharDevices(t *testing.T) {
+func TestVMCharDevices(t *testing.T) {
 	vmtest.Require(t)
 	for _, name := range []string{"uverbs0", "uverbs1", "umad0", "umad1"} {
 		st, err := os.Stat("/dev/infiniband/" + name)
@@ -47,7 +47,7 @@ func TestCharDevices(t *testing.T) {
 	}
 }
 
-func TestABIVersions(t *testing.T) {
+func TestVMABIVersions(t *testing.T) {
 	vmtest.Require(t)
 	for file, want := range map[string]string{
 		"/sys/class/infiniband_verbs/abi_version": "6",
@@ -64,7 +64,7 @@ func TestABIVersions(t *testing.T) {
 	}
 }
 
-func TestPingpongMovesCounters(t *testing.T) {
+func TestVMPingpongMovesCounters(t *testing.T) {
 	vmtest.Require(t)
 	before, err := vmtest.HWCounter(vmtest.Dev0, "sent_pkts")
 	if err != nil {
@@ -84,7 +84,7 @@ func TestPingpongMovesCounters(t *testing.T) {
 	}
 }
 
-func TestFixedAddresses(t *testing.T) {
+func TestVMFixedAddresses(t *testing.T) {
 	vmtest.Require(t)
 	for dev, want := range map[string][2]string{
 		vmtest.Dev0: {vmtest.GUID0, vmtest.GID0},
@@ -104,9 +104,9 @@ func TestFixedAddresses(t *testing.T) {
 	}
 }
 
-// TestCaptureGolden captures ibv_devinfo -d rxe0 and compares what it asked
+// TestVMCaptureGolden captures ibv_devinfo -d rxe0 and compares what it asked
 // the kernel for with the capture stored in testdata (made on 6.1).
-func TestCaptureGolden(t *testing.T) {
+func TestVMCaptureGolden(t *testing.T) {
 	vmtest.Require(t)
 	got, err := vmtest.Capture(context.Background(), "ibv_devinfo", "-d", vmtest.Dev0)
 	if err != nil {

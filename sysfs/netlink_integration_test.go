@@ -33,12 +33,12 @@ func traffic(t *testing.T) {
 	}
 }
 
-// TestNetlinkAgreesWithSysfs compares the two sources: the device list
+// TestVMNetlinkAgreesWithSysfs compares the two sources: the device list
 // (names, GUIDs, firmware, ports, node type) and every port's hardware
 // counters. Counter names must be equal; since sysfs is read first (and may
 // serve values up to hw_counters/lifespan old) and netlink asks the driver
 // afresh, each netlink value must be at least the sysfs one.
-func TestNetlinkAgreesWithSysfs(t *testing.T) {
+func TestVMNetlinkAgreesWithSysfs(t *testing.T) {
 	vmtest.Require(t)
 	traffic(t)
 
@@ -127,10 +127,10 @@ func TestNetlinkAgreesWithSysfs(t *testing.T) {
 	}
 }
 
-// TestVishvanandaNetlinkAgrees checks that vishvananda/netlink's own calls
+// TestVMVishvanandaNetlinkAgrees checks that vishvananda/netlink's own calls
 // see the same devices, port counts and counter names, and logs how it
 // renders the GUIDs (byte-reversed, from the host-order u64).
-func TestVishvanandaNetlinkAgrees(t *testing.T) {
+func TestVMVishvanandaNetlinkAgrees(t *testing.T) {
 	vmtest.Require(t)
 	ours, err := sysfs.NewNetlink().Devices()
 	if err != nil {
@@ -165,12 +165,12 @@ func TestVishvanandaNetlinkAgrees(t *testing.T) {
 	}
 }
 
-// TestLiveSysfs reads the real tree: GIDs with their attributes (1024
+// TestVMLiveSysfs reads the real tree: GIDs with their attributes (1024
 // slots, the empty ones failing EINVAL), the missing PMA, the character
 // devices against /dev/infiniband, the ABI versions, and an open
 // HwCounterSet seeing new values after traffic (sysfs recomputes a file
 // read again from offset 0).
-func TestLiveSysfs(t *testing.T) {
+func TestVMLiveSysfs(t *testing.T) {
 	vmtest.Require(t)
 	fs, err := sysfs.New("")
 	if err != nil {
@@ -287,11 +287,11 @@ func deref(s *string) string {
 	return *s
 }
 
-// TestNetlinkChardevAgreesWithSysfs asks GET_CHARDEV for every uverbs, umad
+// TestVMNetlinkChardevAgreesWithSysfs asks GET_CHARDEV for every uverbs, umad
 // and issm node sysfs lists and compares name, device number and ABI; the
 // uverbs driver id must be rxe's. RoCE ports have no SMI, so the kernel
 // answers EOPNOTSUPP for their issm nodes where sysfs lists them (6.1).
-func TestNetlinkChardevAgreesWithSysfs(t *testing.T) {
+func TestVMNetlinkChardevAgreesWithSysfs(t *testing.T) {
 	vmtest.Require(t)
 	fs, err := sysfs.New("")
 	if err != nil {
