@@ -69,27 +69,27 @@ cross:
 unit: deps-apt
 	$(GO) test -race -count=1 ./...
 
-## bench: the data path's cost and allocations per PostSend, PostRecv and
-## Poll and per PD, CQ and QP create+destroy on the fake, discovery on
-## synthetic trees of 1 to 1,024 devices, the tools against
-## rdma-core's on synthetic sysfs trees on this host (bench-tools) and on
-## the VM's devices (mk/bench-tools-live.sh: ibstat, ibstatus, devices,
-## devinfo [-v], link, perfquery, counters), the 1,052-node fabric scan on
-## ibsim (our ibnetdiscover against infiniband-diags', same output, the
-## Go/C time ratio logged), then rc_pingpong's message rate
-## and latency, Go client against C client (same server, sizes and rounds,
-## interleaved), in the VM on each kernel: logged, never a failure.
+## bench: on this host, the data path's cost and allocations per PostSend,
+## PostRecv and Poll and per PD, CQ and QP create+destroy on the fake,
+## discovery on synthetic trees of 1 to 1,024 devices, the tools against
+## rdma-core's on synthetic sysfs trees (bench-tools) and the 1,052-node
+## fabric scan on ibsim (our ibnetdiscover against infiniband-diags', same
+## output, the Go/C time ratio logged); then one VM boot per kernel
+## (mk/bench-vm.sh): the tools against rdma-core's on the VM's devices
+## (ibstat, ibstatus, devices, devinfo [-v], link, perfquery, counters), Go
+## against C per uverbs operation (bare ioctl, QueryPort, PD, CQ, QP
+## create+destroy) and per MAD exchange in interleaved chunks, and
+## rc_pingpong's message rate, Go client against C client. Logged, never a
+## failure (except an allocation count).
 bench: bench-tools vmrun integration-cpeers deps-apt
 	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll|Create(PD|CQ|QP)Fake' -benchmem ./uverbs/
 	$(GO) test -run '^$$' -bench Discovery -benchmem ./sysfs/
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFabricScan1k$$' -benchtime 5x ./cmd/purerdma/ | grep -E 'scan|Benchmark|differ|^(ok|FAIL)'
-	@for k in $(INTEGRATION_KERNELS); do \
-		echo "== the tools against rdma-core's in the VM, Linux $$k"; \
-		$(VMRUN) -kernel $$k -timeout $(VMRUN_TIMEOUT) -- sh mk/bench-tools-live.sh .cache/bench/purerdma || true; \
+	for p in uverbs umad cmd/purerdma; do \
+		CGO_ENABLED=0 $(GO) test -c -tags integration -o $(CACHE)/bench/$$(basename $$p).test ./$$p || exit; \
 	done
 	@for k in $(INTEGRATION_KERNELS); do \
-		CGO_ENABLED=0 $(GO) test -tags integration -count=1 -v -run '^TestVMRCPingpongRate$$' \
-			-exec '$(VMRUN) -kernel '$$k' -timeout $(VMRUN_TIMEOUT) --' ./cmd/purerdma/ | grep -E 'rate on|^(ok|FAIL)'; \
+		$(VMRUN) -kernel $$k -timeout $(VMRUN_TIMEOUT) -- sh mk/bench-vm.sh .cache/bench || true; \
 	done
 
 ## bench-tools: ibstat (plain, -s, -p) and ibstatus against infiniband-diags'

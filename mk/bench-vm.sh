@@ -1,0 +1,32 @@
+#!/bin/sh
+# bench-vm.sh DIR: make bench's guest half, run by vmrun in one boot per
+# kernel. DIR holds what the host built: purerdma (the tools) and the
+# test binaries uverbs.test, umad.test and purerdma.test (go test -c -tags
+# integration). In order: the tools against rdma-core's
+# (bench-tools-live.sh); Go against C per uverbs operation (bare ioctl,
+# QueryPort, PD, CQ, QP create+destroy) and per MAD exchange, in
+# interleaved chunks; rc_pingpong's message rate, Go client against C
+# client. POSIX sh, for the guest's busybox. It reports; it never fails on
+# a figure.
+set -u
+dir=$(cd "$1" && pwd)
+root=$(pwd)
+echo "==== Linux ${VMRUN_KERNEL:-?} (TCG): only the ratios mean anything"
+echo
+echo "== the tools against rdma-core's on this machine's devices"
+sh "$root/mk/bench-tools-live.sh" "$dir/purerdma"
+# run PKG BINARY TEST FILTER: one VM test, in its package's directory as
+# go test would run it, keeping the lines FILTER matches.
+run() {
+	(cd "$root/$1" && "$dir/$2" -test.run "^$3\$" -test.v -test.count=1 2>&1) | grep -E "$4" | sed 's/^        //'
+}
+echo
+echo "== uverbs: Go against C (rdma-core 44) per operation"
+run uverbs uverbs.test TestVMBenchmarkGoVsC '^ {8}|^(--- |FAIL|ok|PASS)' | grep -v '^=== '
+echo
+echo "== umad: Go against C (libibumad) per MAD exchange, rxe0 to rxe1"
+run umad umad.test TestVMBenchmarkGoVsC '^ {8}|^(--- |FAIL|ok|PASS)' | grep -v '^=== '
+echo
+echo "== rc_pingpong: Go client against C client, same C server"
+run cmd/purerdma purerdma.test TestVMRCPingpongRate 'rate on|^(--- |FAIL)'
+exit 0
