@@ -44,11 +44,12 @@ type CQ struct {
 	uh      uint64
 	cqe     int
 	channel *CompChannel
-	res     *driverRes
+	res     driverRes // what the provider gave the CQ
 	seqV    uint64
 	ring    rxeRing // the CQE ring on rxe (hasRing)
 	hasRing bool
-	m5      *mlx5CQ // the CQE ring on mlx5
+	m5      *mlx5CQ // the CQE ring on mlx5: &m5CQ, or nil
+	m5CQ    mlx5CQ  // in the CQ, not beside it: one allocation
 
 	lifecycle
 	events [2]uint32 // completion and async events the kernel reported at destroy
@@ -87,13 +88,19 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 			return nil, c.err(op, os.ErrClosed)
 		}
 	}
-	d, err := c.prov.prepareCQ(c, uint32(attr.CQE))
-	if err != nil {
+	// The CQ is the one allocation: the provider's state lives in it, the
+	// request and the driver data in the scratch.
+	cq := &CQ{c: c}
+	d := &cq.res
+	s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
+	defer func() {
+		d.done()
+		c.putScratch(s)
+	}()
+	if err := c.prov.prepareCQ(c, uint32(attr.CQE), d, s); err != nil {
 		return nil, c.err(op, err)
 	}
-	cq := &CQ{c: c, uh: c.newUserHandle(), res: d}
-	s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
-	defer c.putScratch(s)
+	cq.uh = c.newUserHandle()
 	respCQE := &s.u32
 	r := s.r.NewHandle(abi.UVERBS_ATTR_CREATE_CQ_HANDLE).
 		Out(abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE, bytesOf(respCQE)).

@@ -26,11 +26,12 @@ type provider interface {
 	// pdData returns the driver data of ALLOC_PD.
 	pdData() (in, out []byte)
 	// prepareCQ allocates what a CQ of at least cqe entries needs and
-	// returns the driver data; cqCreated finishes after the kernel
+	// fills d, the CQ's own, with it and the driver data (which lives in
+	// s, the create call's scratch); cqCreated finishes after the kernel
 	// created the CQ (an error makes the caller destroy it).
-	prepareCQ(c *Context, cqe uint32) (*driverRes, error)
+	prepareCQ(c *Context, cqe uint32, d *driverRes, s *scratch) error
 	cqCreated(c *Context, d *driverRes) error
-	prepareQP(c *Context, attr QPInitAttr) (*driverRes, error)
+	prepareQP(c *Context, attr QPInitAttr, d *driverRes, s *scratch) error
 	qpCreated(c *Context, d *driverRes) error
 	// reqNotify reports whether REQ_NOTIFY_CQ through the kernel arms a
 	// CQ of this driver (mlx5 arms through its doorbell page instead).
@@ -41,17 +42,33 @@ type provider interface {
 }
 
 // driverRes is what one CQ or QP holds of its provider: the driver data of
-// the create call and the memory to release after destroy.
+// the create call and the memory to release after destroy. It lives in
+// the CQ or QP struct itself, and holds its mappings in fixed arrays, so
+// that creating an object allocates the object and nothing beside it.
 type driverRes struct {
+	// in and out are the driver data of the create call. They point into
+	// the call's scratch and are cleared when the call returns (done).
 	in, out []byte
 	// cqe is the CQ size to ask the kernel for (mlx5 rounds it).
 	cqe uint32
-	// attrs are extra driver attributes for the create request.
-	attrs []driverAttr
-	ms    *sys.MapSet // the context's, which records every mapping
-	maps  [][]byte    // mappings of the device file (rxe queues)
-	anon  [][]byte    // anonymous memory (mlx5 buffers)
-	free  func()      // returns a doorbell record, a user index, …
+	// attr is an extra driver attribute for the create request (id 0:
+	// none).
+	attr driverAttr
+	ms   *sys.MapSet // the context's, which records every mapping
+	// maps are the mappings of the device file (rxe queues: the receive
+	// queue, then the send queue), anon the anonymous memory (mlx5
+	// buffers, rxe's doorbell page); nmaps and nanon count them.
+	maps         [2][]byte
+	anon         [2][]byte
+	nmaps, nanon uint8
+	// What the mlx5 provider hands out per object, returned by release:
+	// a doorbell record (db, not 0), a user index (uidx, not 0), the QP's
+	// entry in its table (qpKey, when keyed).
+	m5    *mlx5Provider
+	db    uint64
+	uidx  uint32
+	qpKey uint32
+	keyed bool
 }
 
 type driverAttr struct {
@@ -59,28 +76,61 @@ type driverAttr struct {
 	u32 uint32
 }
 
+// addMap records m, a mapping of the device file.
+func (d *driverRes) addMap(m []byte) {
+	d.maps[d.nmaps] = m // more than len(d.maps) is a bug: panic
+	d.nmaps++
+}
+
+// addAnon records m, anonymous memory.
+func (d *driverRes) addAnon(m []byte) {
+	d.anon[d.nanon] = m
+	d.nanon++
+}
+
+// mapped returns the device file's mappings, anonymous the anonymous ones.
+func (d *driverRes) mapped() [][]byte    { return d.maps[:d.nmaps] }
+func (d *driverRes) anonymous() [][]byte { return d.anon[:d.nanon] }
+
 func (d *driverRes) add(r *abi.Request) {
 	addUHW(r, d.in, d.out)
-	for _, a := range d.attrs {
-		r.InU32(a.id, a.u32)
+	if d.attr.id != 0 {
+		r.InU32(d.attr.id, d.attr.u32)
 	}
 }
+
+// done drops the references to the create call's scratch.
+func (d *driverRes) done() { d.in, d.out = nil, nil }
 
 // release unmaps and frees everything; safe on nil and more than once.
 func (d *driverRes) release() {
 	if d == nil {
 		return
 	}
-	for _, m := range d.maps {
+	for i, m := range d.mapped() {
 		d.ms.Unmap(m)
+		d.maps[i] = nil
 	}
-	for _, m := range d.anon {
+	for i, m := range d.anonymous() {
 		d.ms.Unmap(m)
+		d.anon[i] = nil
 	}
-	d.maps, d.anon = nil, nil
-	if d.free != nil {
-		d.free()
-		d.free = nil
+	d.nmaps, d.nanon = 0, 0
+	if p := d.m5; p != nil {
+		if d.keyed {
+			p.qpMu.Lock()
+			delete(p.qps, d.qpKey)
+			p.qpMu.Unlock()
+			d.keyed = false
+		}
+		if d.db != 0 {
+			p.db.put(d.db)
+			d.db = 0
+		}
+		if d.uidx != 0 {
+			p.uidx.free(d.uidx)
+			d.uidx = 0
+		}
 	}
 }
 
@@ -120,12 +170,12 @@ func (genericProvider) deviceAttr(raw *abi.IbUverbsExQueryDeviceResp, _ []byte, 
 	a.FWVer = fwVersionDotted(raw.Base.FwVer)
 }
 func (genericProvider) pdData() ([]byte, []byte) { return nil, nil }
-func (genericProvider) prepareCQ(c *Context, _ uint32) (*driverRes, error) {
-	return nil, fmt.Errorf("the generic provider cannot create CQs for the %s driver: %w", c.dev.DriverID, ErrNotSupported)
+func (genericProvider) prepareCQ(c *Context, _ uint32, _ *driverRes, _ *scratch) error {
+	return fmt.Errorf("the generic provider cannot create CQs for the %s driver: %w", c.dev.DriverID, ErrNotSupported)
 }
 func (genericProvider) cqCreated(*Context, *driverRes) error { return nil }
-func (genericProvider) prepareQP(c *Context, _ QPInitAttr) (*driverRes, error) {
-	return nil, fmt.Errorf("the generic provider cannot create QPs for the %s driver: %w", c.dev.DriverID, ErrNotSupported)
+func (genericProvider) prepareQP(c *Context, _ QPInitAttr, _ *driverRes, _ *scratch) error {
+	return fmt.Errorf("the generic provider cannot create QPs for the %s driver: %w", c.dev.DriverID, ErrNotSupported)
 }
 func (genericProvider) qpCreated(*Context, *driverRes) error { return nil }
 func (genericProvider) reqNotify() bool                      { return true }

@@ -76,10 +76,11 @@ type QP struct {
 	num    uint32
 	typ    QPType
 	cap    QPCap
-	res    *driverRes
+	res    driverRes // what the provider gave the QP
 	seqV   uint64
-	rxe    *rxeQP  // the data path on rxe; nil elsewhere
-	mlx5   *mlx5QP // the data path on mlx5; nil elsewhere
+	rxe    *rxeQP  // the data path on rxe: &rxeQP; nil elsewhere
+	mlx5   *mlx5QP // the data path on mlx5 (with its work request arrays); nil elsewhere
+	rxeQP  rxeQP   // in the QP, not beside it: one allocation
 
 	lifecycle
 }
@@ -128,13 +129,21 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 			return nil, c.err(op, os.ErrClosed)
 		}
 	}
-	d, err := c.prov.prepareQP(c, attr) // by value: a pointer through the interface would move attr to the heap
-	if err != nil {
+	// The QP is the one allocation on rxe: the provider's state and the
+	// data path live in it, the request and the driver data in the
+	// scratch.
+	qp := &QP{c: c, pd: pd, typ: attr.Type}
+	d := &qp.res
+	s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
+	defer func() {
+		d.done()
+		c.putScratch(s)
+	}()
+	// attr by value: a pointer through the interface would move it to the heap.
+	if err := c.prov.prepareQP(c, attr, d, s); err != nil {
 		return nil, c.err(op, err)
 	}
-	qp := &QP{c: c, pd: pd, uh: c.newUserHandle(), typ: attr.Type, res: d}
-	s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
-	defer c.putScratch(s)
+	qp.uh = c.newUserHandle()
 	capIn, capOut, qpn := &s.capIn, &s.capOut, &s.u32
 	*capIn = abi.IbUverbsQpCap{
 		MaxSendWr: attr.Cap.MaxSendWR, MaxRecvWr: attr.Cap.MaxRecvWR,

@@ -24,8 +24,9 @@ func (rxeProvider) pdData() ([]byte, []byte) { return nil, nil }
 func (rxeProvider) reqNotify() bool          { return true }
 func (rxeProvider) close(*Context)           {}
 
-func (rxeProvider) prepareCQ(c *Context, cqe uint32) (*driverRes, error) {
-	return &driverRes{out: bytesOf(new(abi.RxeCreateCqResp)), cqe: cqe, ms: c.maps}, nil
+func (rxeProvider) prepareCQ(c *Context, cqe uint32, d *driverRes, s *scratch) error {
+	d.out, d.cqe, d.ms = bytesOf(&s.drv.rxeCQ), cqe, c.maps
+	return nil
 }
 
 func (rxeProvider) cqCreated(c *Context, d *driverRes) error {
@@ -33,8 +34,9 @@ func (rxeProvider) cqCreated(c *Context, d *driverRes) error {
 	return rxeMap(c, d, resp.Mi, "CQ")
 }
 
-func (rxeProvider) prepareQP(c *Context, _ QPInitAttr) (*driverRes, error) {
-	return &driverRes{out: bytesOf(new(abi.RxeCreateQpResp)), ms: c.maps}, nil
+func (rxeProvider) prepareQP(c *Context, _ QPInitAttr, d *driverRes, s *scratch) error {
+	d.out, d.ms = bytesOf(&s.drv.rxeQP), c.maps
+	return nil
 }
 
 func (rxeProvider) qpCreated(c *Context, d *driverRes) error {
@@ -58,7 +60,7 @@ func rxeMap(c *Context, d *driverRes, mi abi.Mminfo, what string) error {
 	if err != nil {
 		return fmt.Errorf("map the %s: %w", what, err)
 	}
-	d.maps = append(d.maps, m)
+	d.addMap(m)
 	q := (*abi.RxeQueueBuf)(ptrOf(m))
 	slots := uint64(q.IndexMask) + 1
 	if q.IndexMask&(q.IndexMask+1) != 0 || q.Log2ElemSize > 16 || rxeQueueHdr+slots<<q.Log2ElemSize > uint64(mi.Size) {

@@ -21,6 +21,19 @@ type scratch struct {
 	u32    uint32
 	cqDone abi.IbUverbsDestroyCqResp
 	qpDone abi.IbUverbsDestroyQpResp
+	// drv is the driver data of CQ and QP creation (driverRes.in and
+	// out point here during the call).
+	drv drvScratch
+}
+
+// drvScratch holds the driver data of each provider's create calls.
+type drvScratch struct {
+	rxeCQ    abi.RxeCreateCqResp
+	rxeQP    abi.RxeCreateQpResp
+	m5CQ     abi.Mlx5IbCreateCq
+	m5CQResp abi.Mlx5IbCreateCqResp
+	m5QP     abi.Mlx5IbCreateQp
+	m5QPResp abi.Mlx5IbCreateQpResp
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -41,6 +54,7 @@ func (c *Context) putScratch(s *scratch) {
 	s.pdReq, s.pdResp = abi.IbUverbsAllocPd{}, abi.IbUverbsAllocPdResp{}
 	s.capIn, s.capOut, s.u32 = abi.IbUverbsQpCap{}, abi.IbUverbsQpCap{}, 0
 	s.cqDone, s.qpDone = abi.IbUverbsDestroyCqResp{}, abi.IbUverbsDestroyQpResp{}
+	s.drv = drvScratch{}
 	scratchPool.Put(s)
 }
 
