@@ -236,7 +236,7 @@ func (p *mlx5Provider) uarPage(c *Context) (uint32, bool, error) {
 	return u.pageID, true, nil
 }
 
-func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32, d *driverRes, s *scratch) (err error) {
+func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32, d *driverRes, x *drvScratch) (err error) {
 	page, dyn, err := p.uarPage(c)
 	if err != nil {
 		return err
@@ -247,7 +247,8 @@ func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32, d *driverRes, s *scratc
 	// The kernel sizes the CQ as roundup_pow_of_two(cqe + 1) entries and
 	// pins exactly that many CQEs at buf_addr; ask for entries - 1.
 	entries := roundPow2(cqe + 1)
-	d.cqe, d.ms, d.m5 = entries-1, c.maps, p
+	d.ms, d.m5 = c.maps, p
+	x.cqe = entries - 1
 	defer func() {
 		if err != nil {
 			d.release()
@@ -266,7 +267,7 @@ func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32, d *driverRes, s *scratc
 		return err
 	}
 	d.db = db
-	cmd := &s.drv.m5CQ
+	cmd := &x.m5CQ
 	*cmd = abi.Mlx5IbCreateCq{
 		BufAddr: addrOf(buf),
 		DbAddr:  db,
@@ -274,20 +275,20 @@ func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32, d *driverRes, s *scratc
 	}
 	if dyn {
 		if page > 0xffff {
-			d.attr = driverAttr{id: abi.MLX5_IB_ATTR_CREATE_CQ_UAR_INDEX, u32: page}
+			x.attr = driverAttr{id: abi.MLX5_IB_ATTR_CREATE_CQ_UAR_INDEX, u32: page}
 		} else {
 			cmd.Flags |= abi.MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX
 			cmd.UarPageIndex = uint16(page)
 		}
 	}
-	d.in = bytesOf(cmd)
-	d.out = bytesOf(&s.drv.m5CQResp)
+	x.in = bytesOf(cmd)
+	x.out = bytesOf(&x.m5CQResp)
 	return nil
 }
 
-func (p *mlx5Provider) cqCreated(*Context, *driverRes) error { return nil }
+func (p *mlx5Provider) cqCreated(*Context, *driverRes, *drvScratch) error { return nil }
 
-func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr, d *driverRes, s *scratch) (err error) {
+func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr, d *driverRes, x *drvScratch) (err error) {
 	page, dyn, err := p.uarPage(c)
 	if err != nil {
 		return err
@@ -315,7 +316,7 @@ func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr, d *driverRes, s *s
 	if rqCnt > 1<<20 || sqCnt > 1<<20 {
 		return errArg("queue too large (send %d, receive %d WQEs)", sqCnt, rqCnt)
 	}
-	cmd := &s.drv.m5QP
+	cmd := &x.m5QP
 	*cmd = abi.Mlx5IbCreateQp{
 		SqWqeCount: sqCnt,
 		RqWqeCount: rqCnt,
@@ -372,12 +373,12 @@ func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr, d *driverRes, s *s
 		cmd.Flags |= abi.MLX5_QP_FLAG_UAR_PAGE_INDEX
 		cmd.BfregIndex = page
 	}
-	d.in = bytesOf(cmd)
-	d.out = bytesOf(&s.drv.m5QPResp)
+	x.in = bytesOf(cmd)
+	x.out = bytesOf(&x.m5QPResp)
 	return nil
 }
 
-func (p *mlx5Provider) qpCreated(*Context, *driverRes) error { return nil }
+func (p *mlx5Provider) qpCreated(*Context, *driverRes, *drvScratch) error { return nil }
 
 // mlx5SendWQESize is the size of one send WQE in bytes, a multiple of
 // MLX5_SEND_WQE_BB: the control segment, the transport segment of the QP

@@ -195,10 +195,9 @@ func (p *mlx5Provider) bfFor(resp *abi.Mlx5IbCreateQpResp) (*mlx5BF, error) {
 const mlx5AdapterPage = 4096 // MLX5_ADAPTER_PAGE_SIZE
 
 // mlx5Init sets up the data path of a QP mlx5 created from the buffers
-// prepareQP allocated.
-func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, attr *QPInitAttr) error {
-	cmd := (*abi.Mlx5IbCreateQp)(ptrOf(d.in))
-	resp := (*abi.Mlx5IbCreateQpResp)(ptrOf(d.out))
+// prepareQP allocated (in d) and the create call's driver data (x).
+func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, drv *drvScratch, attr *QPInitAttr) error {
+	cmd, resp := &drv.m5QP, &drv.m5QPResp
 	rec := p.db.slot(cmd.DbAddr)
 	if rec == nil {
 		return fmt.Errorf("doorbell record %#x not ours: %w", cmd.DbAddr, syscall.EPROTO)
@@ -264,8 +263,8 @@ func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, attr *QPInitAttr) error {
 }
 
 // mlx5Init sets up the poll path of a CQ mlx5 created.
-func (cq *CQ) mlx5Init(p *mlx5Provider, d *driverRes) error {
-	cmd := (*abi.Mlx5IbCreateCq)(ptrOf(d.in))
+func (cq *CQ) mlx5Init(p *mlx5Provider, d *driverRes, x *drvScratch) error {
+	cmd := &x.m5CQ
 	rec := p.db.slot(cmd.DbAddr)
 	entries := uint32(cq.cqe) + 1
 	if rec == nil || d.nanon != 1 || entries&(entries-1) != 0 || len(d.anon[0]) < int(entries)*mlx5CQESize {

@@ -135,12 +135,10 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	qp := &QP{c: c, pd: pd, typ: attr.Type}
 	d := &qp.res
 	s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
-	defer func() {
-		d.done()
-		c.putScratch(s)
-	}()
+	defer c.putScratch(s)
+	x := &s.drv
 	// attr by value: a pointer through the interface would move it to the heap.
-	if err := c.prov.prepareQP(c, attr, d, s); err != nil {
+	if err := c.prov.prepareQP(c, attr, d, x); err != nil {
 		return nil, c.err(op, err)
 	}
 	qp.uh = c.newUserHandle()
@@ -169,7 +167,7 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	}
 	r.Out(abi.UVERBS_ATTR_CREATE_QP_RESP_CAP, bytesOf(capOut)).
 		Out(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, bytesOf(qpn))
-	d.add(r)
+	x.add(r)
 	if err := c.do(r); err != nil {
 		d.release()
 		return nil, c.err(op, err)
@@ -178,7 +176,7 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	qp.num = *qpn
 	qp.cap = QPCap{MaxSendWR: capOut.MaxSendWr, MaxRecvWR: capOut.MaxRecvWr,
 		MaxSendSGE: capOut.MaxSendSge, MaxRecvSGE: capOut.MaxRecvSge, MaxInlineData: capOut.MaxInlineData}
-	if err := c.prov.qpCreated(c, d); err != nil {
+	if err := c.prov.qpCreated(c, d, x); err != nil {
 		qp.destroyLocked(false)
 		return nil, c.err(op, err)
 	}
@@ -189,7 +187,7 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 		}
 	}
 	if p, ok := c.prov.(*mlx5Provider); ok {
-		if err := qp.mlx5Init(p, d, &attr); err != nil {
+		if err := qp.mlx5Init(p, d, x, &attr); err != nil {
 			qp.destroyLocked(false)
 			return nil, c.err(op, err)
 		}

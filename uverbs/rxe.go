@@ -24,23 +24,24 @@ func (rxeProvider) pdData() ([]byte, []byte) { return nil, nil }
 func (rxeProvider) reqNotify() bool          { return true }
 func (rxeProvider) close(*Context)           {}
 
-func (rxeProvider) prepareCQ(c *Context, cqe uint32, d *driverRes, s *scratch) error {
-	d.out, d.cqe, d.ms = bytesOf(&s.drv.rxeCQ), cqe, c.maps
+func (rxeProvider) prepareCQ(c *Context, cqe uint32, d *driverRes, x *drvScratch) error {
+	d.ms = c.maps
+	x.out, x.cqe = bytesOf(&x.rxeCQ), cqe
 	return nil
 }
 
-func (rxeProvider) cqCreated(c *Context, d *driverRes) error {
-	resp := (*abi.RxeCreateCqResp)(ptrOf(d.out))
-	return rxeMap(c, d, resp.Mi, "CQ")
+func (rxeProvider) cqCreated(c *Context, d *driverRes, x *drvScratch) error {
+	return rxeMap(c, d, x.rxeCQ.Mi, "CQ")
 }
 
-func (rxeProvider) prepareQP(c *Context, _ QPInitAttr, d *driverRes, s *scratch) error {
-	d.out, d.ms = bytesOf(&s.drv.rxeQP), c.maps
+func (rxeProvider) prepareQP(c *Context, _ QPInitAttr, d *driverRes, x *drvScratch) error {
+	d.ms = c.maps
+	x.out = bytesOf(&x.rxeQP)
 	return nil
 }
 
-func (rxeProvider) qpCreated(c *Context, d *driverRes) error {
-	resp := (*abi.RxeCreateQpResp)(ptrOf(d.out))
+func (rxeProvider) qpCreated(c *Context, d *driverRes, x *drvScratch) error {
+	resp := &x.rxeQP
 	// The RQ descriptor is empty when the QP uses an SRQ.
 	if resp.RqMi.Size != 0 {
 		if err := rxeMap(c, d, resp.RqMi, "receive queue"); err != nil {

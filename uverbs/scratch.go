@@ -21,19 +21,34 @@ type scratch struct {
 	u32    uint32
 	cqDone abi.IbUverbsDestroyCqResp
 	qpDone abi.IbUverbsDestroyQpResp
-	// drv is the driver data of CQ and QP creation (driverRes.in and
-	// out point here during the call).
-	drv drvScratch
+	drv    drvScratch
 }
 
-// drvScratch holds the driver data of each provider's create calls.
+// drvScratch is the driver's part of a CQ or QP create call: what the
+// provider adds to the request, and room for each provider's driver data.
+// None of it outlives the call.
 type drvScratch struct {
+	// in and out are the driver data (UHW_IN, UHW_OUT): fields below.
+	in, out []byte
+	// cqe is the CQ size to ask the kernel for (mlx5 rounds it).
+	cqe uint32
+	// attr is an extra driver attribute.
+	attr driverAttr
+
 	rxeCQ    abi.RxeCreateCqResp
 	rxeQP    abi.RxeCreateQpResp
 	m5CQ     abi.Mlx5IbCreateCq
 	m5CQResp abi.Mlx5IbCreateCqResp
 	m5QP     abi.Mlx5IbCreateQp
 	m5QPResp abi.Mlx5IbCreateQpResp
+}
+
+// add adds the driver data and attribute to the create request.
+func (x *drvScratch) add(r *abi.Request) {
+	addUHW(r, x.in, x.out)
+	if x.attr.id != 0 {
+		r.InU32(x.attr.id, x.attr.u32)
+	}
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
