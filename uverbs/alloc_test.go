@@ -2,6 +2,8 @@ package uverbs
 
 import (
 	"encoding/binary"
+	"errors"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -12,10 +14,24 @@ import (
 	"github.com/purerdma/rdma/internal/sys"
 )
 
-// portOnly is a minimal, allocation-free stand-in for the kernel that
-// answers GET_CONTEXT and QUERY_PORT only, so that the allocations a test
-// counts are the library's own (the strict fake allocates per call).
+// portOnly is a minimal, allocation-free stand-in for the kernel so that
+// the allocations a test counts are the library's own (the strict fake
+// allocates per call). It answers GET_CONTEXT, QUERY_PORT, ALLOC_PD and
+// DEALLOC_PD, and creates and destroys rxe CQs and QPs: their responses
+// name queues at the standIn* offsets, which Mmap maps as anonymous memory
+// with an rxe queue header.
 type portOnly struct{}
+
+// The stand-in's handles, QP number and queue offsets.
+const (
+	standInPD    = 7
+	standInCQ    = 11
+	standInQP    = 12
+	standInQPN   = 0x11
+	standInCQOff = 1 << 12 // 16 slots of 64 bytes
+	standInRQOff = 2 << 12 // 16 slots of 64 bytes
+	standInSQOff = 3 << 12 // 8 slots of 256 bytes
+)
 
 func (portOnly) Ioctl(req uint, arg unsafe.Pointer) error {
 	if req != abi.RDMA_VERBS_IOCTL {
@@ -25,17 +41,79 @@ func (portOnly) Ioctl(req uint, arg unsafe.Pointer) error {
 	n := int(binary.LittleEndian.Uint16(hdr[6:]))
 	all := unsafe.Slice((*byte)(arg), abi.IoctlHdrSize+n*abi.IoctlAttrSize)
 	obj, method := binary.LittleEndian.Uint16(hdr[2:]), binary.LittleEndian.Uint16(hdr[4:])
+	attr := func(i int) (uint16, []byte) {
+		a := all[abi.IoctlHdrSize+i*abi.IoctlAttrSize:][:abi.IoctlAttrSize]
+		return binary.LittleEndian.Uint16(a[0:]), a
+	}
+	// data is the memory attribute a points at: an output, or an input
+	// longer than 8 bytes (shorter ones are inline).
+	data := func(a []byte) []byte {
+		return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&a[8]))), binary.LittleEndian.Uint16(a[2:]))
+	}
+	valid := func(a []byte) {
+		binary.LittleEndian.PutUint16(a[4:], binary.LittleEndian.Uint16(a[4:])|abi.UVERBS_ATTR_F_VALID_OUTPUT)
+	}
 	switch {
-	case obj == abi.UVERBS_OBJECT_PD && method == abi.UVERBS_METHOD_PD_DESTROY:
+	case obj == abi.UVERBS_OBJECT_PD && method == abi.UVERBS_METHOD_PD_DESTROY,
+		obj == abi.UVERBS_OBJECT_CQ && method == abi.UVERBS_METHOD_CQ_DESTROY,
+		obj == abi.UVERBS_OBJECT_QP && method == abi.UVERBS_METHOD_QP_DESTROY:
+		return nil
+	case obj == abi.UVERBS_OBJECT_CQ && method == abi.UVERBS_METHOD_CQ_CREATE:
+		for i := 0; i < n; i++ {
+			switch id, a := attr(i); id {
+			case abi.UVERBS_ATTR_CREATE_CQ_HANDLE:
+				binary.LittleEndian.PutUint64(a[8:], standInCQ)
+			case abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE:
+				binary.LittleEndian.PutUint32(data(a), 15)
+				valid(a)
+			case abi.UVERBS_ATTR_UHW_OUT:
+				out := data(a)
+				if len(out) < int(unsafe.Sizeof(abi.RxeCreateCqResp{})) {
+					return syscall.EINVAL
+				}
+				*(*abi.RxeCreateCqResp)(unsafe.Pointer(&out[0])) = abi.RxeCreateCqResp{Mi: abi.Mminfo{Offset: standInCQOff, Size: 4096}}
+				valid(a)
+			}
+		}
+		return nil
+	case obj == abi.UVERBS_OBJECT_QP && method == abi.UVERBS_METHOD_QP_CREATE:
+		var capIn []byte
+		for i := 0; i < n; i++ {
+			if id, a := attr(i); id == abi.UVERBS_ATTR_CREATE_QP_CAP {
+				capIn = data(a)
+			}
+		}
+		for i := 0; i < n; i++ {
+			switch id, a := attr(i); id {
+			case abi.UVERBS_ATTR_CREATE_QP_HANDLE:
+				binary.LittleEndian.PutUint64(a[8:], standInQP)
+			case abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM:
+				binary.LittleEndian.PutUint32(data(a), standInQPN)
+				valid(a)
+			case abi.UVERBS_ATTR_CREATE_QP_RESP_CAP:
+				copy(data(a), capIn) // the sizes asked for
+				valid(a)
+			case abi.UVERBS_ATTR_UHW_OUT:
+				out := data(a)
+				if len(out) < int(unsafe.Sizeof(abi.RxeCreateQpResp{})) {
+					return syscall.EINVAL
+				}
+				*(*abi.RxeCreateQpResp)(unsafe.Pointer(&out[0])) = abi.RxeCreateQpResp{
+					RqMi: abi.Mminfo{Offset: standInRQOff, Size: 4096},
+					SqMi: abi.Mminfo{Offset: standInSQOff, Size: 4096},
+				}
+				valid(a)
+			}
+		}
 		return nil
 	case obj == abi.UVERBS_OBJECT_DEVICE && method == abi.UVERBS_METHOD_INVOKE_WRITE:
-		// ALLOC_PD: handle 7 in the core response (the only write
+		// ALLOC_PD: the handle in the core response (the only write
 		// command these tests send).
 		for i := 0; i < n; i++ {
 			a := all[abi.IoctlHdrSize+i*abi.IoctlAttrSize:]
 			if binary.LittleEndian.Uint16(a[0:]) == abi.UVERBS_ATTR_CORE_OUT {
 				p := *(*unsafe.Pointer)(unsafe.Pointer(&a[8]))
-				binary.LittleEndian.PutUint32(unsafe.Slice((*byte)(p), 4), 7)
+				binary.LittleEndian.PutUint32(unsafe.Slice((*byte)(p), 4), standInPD)
 			}
 		}
 		return nil
@@ -51,7 +129,7 @@ func (portOnly) Ioctl(req uint, arg unsafe.Pointer) error {
 			clear(out)
 			out[26] = 4 // state ACTIVE
 			out[37] = 2 // Ethernet
-			binary.LittleEndian.PutUint16(a[4:], binary.LittleEndian.Uint16(a[4:])|abi.UVERBS_ATTR_F_VALID_OUTPUT)
+			valid(a)
 		}
 		if method == abi.UVERBS_METHOD_GET_CONTEXT && id == abi.UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS {
 			binary.LittleEndian.PutUint32(unsafe.Slice((*byte)(p), 4), 1)
@@ -59,9 +137,32 @@ func (portOnly) Ioctl(req uint, arg unsafe.Pointer) error {
 	}
 	return nil
 }
+
+// Mmap maps the queue at offset: anonymous memory with the header of an
+// rxe queue (struct rxe_queue_buf) of the stand-in's shape.
+func (portOnly) Mmap(offset int64, length int, _, _ int) ([]byte, error) {
+	var log2, slots uint32
+	switch offset {
+	case standInCQOff, standInRQOff:
+		log2, slots = 6, 16
+	case standInSQOff:
+		log2, slots = 8, 8
+	default:
+		return nil, syscall.EINVAL
+	}
+	if length != 4096 {
+		return nil, syscall.EINVAL
+	}
+	m, err := sys.MmapAnon(length)
+	if err != nil {
+		return nil, err
+	}
+	q := (*abi.RxeQueueBuf)(unsafe.Pointer(&m[0]))
+	q.Log2ElemSize, q.IndexMask = log2, slots-1
+	return m, nil
+}
 func (portOnly) Read([]byte, time.Time, bool) (int, error) { return 0, syscall.EINVAL }
 func (portOnly) Write([]byte) (int, error)                 { return 0, syscall.EINVAL }
-func (portOnly) Mmap(int64, int, int, int) ([]byte, error) { return nil, syscall.ENODEV }
 func (portOnly) Close() error                              { return nil }
 
 func portOnlyContext(t testing.TB) *Context {
@@ -98,8 +199,8 @@ func TestAllocPDAllocatesOnlyThePD(t *testing.T) {
 		t.Skip("the race detector makes sync.Pool drop items")
 	}
 	c := portOnlyContext(t)
-	if pd, err := c.AllocPD(); err != nil || pd.Handle() != 7 {
-		t.Fatalf("AllocPD = %v, %v; want handle 7", pd, err)
+	if pd, err := c.AllocPD(); err != nil || pd.Handle() != standInPD {
+		t.Fatalf("AllocPD = %v, %v; want handle %d", pd, err, standInPD)
 	} else if err := pd.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +214,110 @@ func TestAllocPDAllocatesOnlyThePD(t *testing.T) {
 		}
 	}); n != 1 {
 		t.Errorf("AllocPD+Close allocates %v times, want 1 (the PD)", n)
+	}
+}
+
+// CreateCQ and Close allocate the CQ and nothing else: the provider's
+// state (its driver resources and the mapping of its ring) lives in the
+// CQ, the request and the driver data in reused scratch memory.
+func TestCreateCQAllocatesOnlyTheCQ(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items")
+	}
+	c := portOnlyContext(t)
+	mapped := sys.Mapped()
+	cq, err := c.CreateCQ(CQAttr{CQE: 8})
+	if err != nil || cq.Handle() != standInCQ || cq.CQE() != 15 {
+		t.Fatalf("CreateCQ = %v, %v; want handle %d of 15 entries", cq, err, standInCQ)
+	}
+	if n, err := cq.Poll(make([]WC, 4)); n != 0 || err != nil {
+		t.Fatalf("Poll of an empty CQ = %d, %v", n, err)
+	}
+	if got := sys.Mapped() - mapped; got != 4096 {
+		t.Errorf("the CQ maps %d bytes, want its 4096-byte ring", got)
+	}
+	if err := cq.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := sys.Mapped(); got != mapped {
+		t.Errorf("%d bytes mapped after Close, want %d", got, mapped)
+	}
+	if _, err := cq.Poll(make([]WC, 1)); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Poll after Close: %v, want os.ErrClosed", err)
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		cq, err := c.CreateCQ(CQAttr{CQE: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cq.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 1 {
+		t.Errorf("CreateCQ+Close allocates %v times, want 1 (the CQ)", n)
+	}
+	if got := sys.Mapped(); got != mapped {
+		t.Errorf("%d bytes mapped after 200 CQs, want %d", got, mapped)
+	}
+}
+
+// CreateQP and Close allocate the QP and nothing else: the provider's
+// state (driver resources, the mappings of its two queues and of its
+// doorbell page) and rxe's data path live in the QP, the request and the
+// driver data in reused scratch memory.
+func TestCreateQPAllocatesOnlyTheQP(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items")
+	}
+	c := portOnlyContext(t)
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(CQAttr{CQE: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr := QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
+	mapped := sys.Mapped()
+	qp, err := pd.CreateQP(attr)
+	if err != nil || qp.Handle() != standInQP || qp.Num() != standInQPN {
+		t.Fatalf("CreateQP = %v, %v; want handle %d, QP number %#x", qp, err, standInQP, standInQPN)
+	}
+	// The receive queue is the QP's: a posted request lands in its
+	// first slot and moves the producer index.
+	if n, err := qp.PostRecv([]RecvWR{{ID: 42, SGL: []SGE{{Addr: 0x1000, Length: 64, LKey: 5}}}}); n != 1 || err != nil {
+		t.Fatalf("PostRecv = %d, %v", n, err)
+	}
+	if w := (*abi.RxeRecvWqe)(qp.rxe.rq.slot(0)); w.WrId != 42 || w.Dma.NumSge != 1 || qp.rxe.rq.hdr.ProducerIndex != 1 {
+		t.Errorf("receive WQE %+v, producer index %d", *w, qp.rxe.rq.hdr.ProducerIndex)
+	}
+	// Two queues and the doorbell page.
+	if got := sys.Mapped() - mapped; got != 2*4096+int64(sys.PageSize) {
+		t.Errorf("the QP maps %d bytes, want two 4096-byte queues and a %d-byte doorbell page", got, sys.PageSize)
+	}
+	if err := qp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := sys.Mapped(); got != mapped {
+		t.Errorf("%d bytes mapped after Close, want %d", got, mapped)
+	}
+	if _, err := qp.PostRecv([]RecvWR{{ID: 1}}); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("PostRecv after Close: %v, want os.ErrClosed", err)
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		qp, err := pd.CreateQP(attr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := qp.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 1 {
+		t.Errorf("CreateQP+Close allocates %v times, want 1 (the QP)", n)
+	}
+	if got := sys.Mapped(); got != mapped {
+		t.Errorf("%d bytes mapped after 200 QPs, want %d", got, mapped)
 	}
 }
 

@@ -44,11 +44,12 @@ type CQ struct {
 	uh      uint64
 	cqe     int
 	channel *CompChannel
-	res     *driverRes
+	res     driverRes // what the provider gave the CQ
 	seqV    uint64
 	ring    rxeRing // the CQE ring on rxe (hasRing)
 	hasRing bool
-	m5      *mlx5CQ // the CQE ring on mlx5
+	m5      *mlx5CQ // the CQE ring on mlx5: &m5CQ, or nil
+	m5CQ    mlx5CQ  // in the CQ, not beside it: one allocation
 
 	lifecycle
 	events [2]uint32 // completion and async events the kernel reported at destroy
@@ -87,17 +88,21 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 			return nil, c.err(op, os.ErrClosed)
 		}
 	}
-	d, err := c.prov.prepareCQ(c, uint32(attr.CQE))
-	if err != nil {
-		return nil, c.err(op, err)
-	}
-	cq := &CQ{c: c, uh: c.newUserHandle(), res: d}
+	// The CQ is the one allocation: the provider's state lives in it, the
+	// request and the driver data in the scratch.
+	cq := &CQ{c: c}
+	d := &cq.res
 	s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
 	defer c.putScratch(s)
+	x := &s.drv
+	if err := c.prov.prepareCQ(c, uint32(attr.CQE), d, x); err != nil {
+		return nil, c.err(op, err)
+	}
+	cq.uh = c.newUserHandle()
 	respCQE := &s.u32
 	r := s.r.NewHandle(abi.UVERBS_ATTR_CREATE_CQ_HANDLE).
 		Out(abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE, bytesOf(respCQE)).
-		InU32(abi.UVERBS_ATTR_CREATE_CQ_CQE, d.cqe).
+		InU32(abi.UVERBS_ATTR_CREATE_CQ_CQE, x.cqe).
 		InU64(abi.UVERBS_ATTR_CREATE_CQ_USER_HANDLE, cq.uh)
 	if attr.Channel != nil {
 		r.FD(abi.UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, attr.Channel.raw)
@@ -109,7 +114,7 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 	if attr.Flags != 0 {
 		r.Flags32(abi.UVERBS_ATTR_CREATE_CQ_FLAGS, uint32(attr.Flags))
 	}
-	d.add(r)
+	x.add(r)
 	if err := c.do(r); err != nil {
 		d.release()
 		if errors.Is(err, syscall.EINVAL) {
@@ -124,7 +129,7 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 	}
 	cq.handle, _ = r.Created(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)
 	cq.cqe = int(*respCQE)
-	if err := c.prov.cqCreated(c, d); err != nil {
+	if err := c.prov.cqCreated(c, d, x); err != nil {
 		cq.destroyLocked(false)
 		return nil, c.err(op, err)
 	}
@@ -135,7 +140,7 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 		}
 	}
 	if p, ok := c.prov.(*mlx5Provider); ok {
-		if err := cq.mlx5Init(p, d); err != nil {
+		if err := cq.mlx5Init(p, d, x); err != nil {
 			cq.destroyLocked(false)
 			return nil, c.err(op, err)
 		}

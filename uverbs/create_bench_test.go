@@ -59,3 +59,45 @@ func BenchmarkCreateQPFake(b *testing.B) {
 		}
 	}
 }
+
+// The mlx5 create+destroy benchmarks: the provider's buffers are anonymous
+// memory outside the Go heap, its doorbell records and user indices come
+// from the context's pools.
+
+func BenchmarkCreateCQMlx5Fake(b *testing.B) {
+	_, c := mlx5Bed(b, nil)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		cq, err := c.CreateCQ(CQAttr{CQE: 16})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cq.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCreateQPMlx5Fake(b *testing.B) {
+	_, c := mlx5Bed(b, nil)
+	pd, err := c.AllocPD()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pd.Close()
+	cq, err := c.CreateCQ(CQAttr{CQE: 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cq.Close()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: rcCap()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := qp.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

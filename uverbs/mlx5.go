@@ -236,18 +236,19 @@ func (p *mlx5Provider) uarPage(c *Context) (uint32, bool, error) {
 	return u.pageID, true, nil
 }
 
-func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32) (d *driverRes, err error) {
+func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32, d *driverRes, x *drvScratch) (err error) {
 	page, dyn, err := p.uarPage(c)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if cqe > 1<<30 {
-		return nil, errArg("%d CQ entries is too many", cqe)
+		return errArg("%d CQ entries is too many", cqe)
 	}
 	// The kernel sizes the CQ as roundup_pow_of_two(cqe + 1) entries and
 	// pins exactly that many CQEs at buf_addr; ask for entries - 1.
 	entries := roundPow2(cqe + 1)
-	d = &driverRes{cqe: entries - 1, ms: c.maps}
+	d.ms, d.m5 = c.maps, p
+	x.cqe = entries - 1
 	defer func() {
 		if err != nil {
 			d.release()
@@ -255,43 +256,44 @@ func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32) (d *driverRes, err erro
 	}()
 	buf, err := c.maps.Anon(pageRound(int(entries) * mlx5CQESize))
 	if err != nil {
-		return nil, fmt.Errorf("allocate the CQ buffer: %w", err)
+		return fmt.Errorf("allocate the CQ buffer: %w", err)
 	}
-	d.anon = append(d.anon, buf)
+	d.addAnon(buf)
 	for i := 0; i < int(entries); i++ {
 		buf[i*mlx5CQESize+mlx5CQESize-1] = mlx5CQEInvalidOwner
 	}
-	db, free, err := p.db.alloc()
+	db, err := p.db.alloc()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	d.free = free
-	cmd := &abi.Mlx5IbCreateCq{
+	d.db = db
+	cmd := &x.m5CQ
+	*cmd = abi.Mlx5IbCreateCq{
 		BufAddr: addrOf(buf),
 		DbAddr:  db,
 		CqeSize: mlx5CQESize,
 	}
 	if dyn {
 		if page > 0xffff {
-			d.attrs = append(d.attrs, driverAttr{id: abi.MLX5_IB_ATTR_CREATE_CQ_UAR_INDEX, u32: page})
+			x.attr = driverAttr{id: abi.MLX5_IB_ATTR_CREATE_CQ_UAR_INDEX, u32: page}
 		} else {
 			cmd.Flags |= abi.MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX
 			cmd.UarPageIndex = uint16(page)
 		}
 	}
-	d.in = bytesOf(cmd)
-	d.out = bytesOf(new(abi.Mlx5IbCreateCqResp))
-	return d, nil
+	x.in = bytesOf(cmd)
+	x.out = bytesOf(&x.m5CQResp)
+	return nil
 }
 
-func (p *mlx5Provider) cqCreated(*Context, *driverRes) error { return nil }
+func (p *mlx5Provider) cqCreated(*Context, *driverRes, *drvScratch) error { return nil }
 
-func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr) (d *driverRes, err error) {
+func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr, d *driverRes, x *drvScratch) (err error) {
 	page, dyn, err := p.uarPage(c)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	d = &driverRes{ms: c.maps}
+	d.ms, d.m5 = c.maps, p
 	defer func() {
 		if err != nil {
 			d.release()
@@ -312,9 +314,10 @@ func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr) (d *driverRes, err
 		sqCnt = roundPow2(attr.Cap.MaxSendWR * (wqe / mlx5SendWQEBB))
 	}
 	if rqCnt > 1<<20 || sqCnt > 1<<20 {
-		return nil, errArg("queue too large (send %d, receive %d WQEs)", sqCnt, rqCnt)
+		return errArg("queue too large (send %d, receive %d WQEs)", sqCnt, rqCnt)
 	}
-	cmd := &abi.Mlx5IbCreateQp{
+	cmd := &x.m5QP
+	*cmd = abi.Mlx5IbCreateQp{
 		SqWqeCount: sqCnt,
 		RqWqeCount: rqCnt,
 		RqWqeShift: rqShift,
@@ -326,57 +329,56 @@ func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr) (d *driverRes, err
 		if rqBytes > 0 {
 			rq, err := c.maps.Anon(pageRound(rqBytes))
 			if err != nil {
-				return nil, fmt.Errorf("allocate the receive queue: %w", err)
+				return fmt.Errorf("allocate the receive queue: %w", err)
 			}
-			d.anon = append(d.anon, rq)
+			d.addAnon(rq)
 			cmd.BufAddr = addrOf(rq)
 		}
 		if sqBytes > 0 {
 			sq, err := c.maps.Anon(pageRound(sqBytes))
 			if err != nil {
-				return nil, fmt.Errorf("allocate the send queue: %w", err)
+				return fmt.Errorf("allocate the send queue: %w", err)
 			}
-			d.anon = append(d.anon, sq)
+			d.addAnon(sq)
 			cmd.SqBufAddr = addrOf(sq)
 		}
 	} else if n := rqBytes + sqBytes; n > 0 {
 		// The receive queue first, then the send queue.
 		buf, err := c.maps.Anon(pageRound(n))
 		if err != nil {
-			return nil, fmt.Errorf("allocate the QP buffer: %w", err)
+			return fmt.Errorf("allocate the QP buffer: %w", err)
 		}
-		d.anon = append(d.anon, buf)
+		d.addAnon(buf)
 		cmd.BufAddr = addrOf(buf)
 	}
-	db, freeDB, err := p.db.alloc()
+	db, err := p.db.alloc()
 	if err != nil {
-		return nil, err
+		return err
 	}
+	d.db = db
 	cmd.DbAddr = db
 	if p.cqeVersion >= 1 {
 		// With CQE version 1 CQEs report this user index instead of
 		// the QP number; the kernel requires a valid 24-bit one.
 		u, err := p.uidx.alloc()
 		if err != nil {
-			freeDB()
-			return nil, err
+			return err
 		}
+		d.uidx = u
 		cmd.Uidx = u
-		d.free = func() { freeDB(); p.uidx.free(u) }
 	} else {
 		cmd.Uidx = 0xffffff // MLX5_IB_DEFAULT_UIDX
-		d.free = freeDB
 	}
 	if dyn {
 		cmd.Flags |= abi.MLX5_QP_FLAG_UAR_PAGE_INDEX
 		cmd.BfregIndex = page
 	}
-	d.in = bytesOf(cmd)
-	d.out = bytesOf(new(abi.Mlx5IbCreateQpResp))
-	return d, nil
+	x.in = bytesOf(cmd)
+	x.out = bytesOf(&x.m5QPResp)
+	return nil
 }
 
-func (p *mlx5Provider) qpCreated(*Context, *driverRes) error { return nil }
+func (p *mlx5Provider) qpCreated(*Context, *driverRes, *drvScratch) error { return nil }
 
 // mlx5SendWQESize is the size of one send WQE in bytes, a multiple of
 // MLX5_SEND_WQE_BB: the control segment, the transport segment of the QP
@@ -409,13 +411,15 @@ type dbPool struct {
 	free  []uint64
 }
 
-func (p *dbPool) alloc() (uint64, func(), error) {
+// alloc returns the address of a zeroed doorbell record; give it back
+// with put.
+func (p *dbPool) alloc() (uint64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.free) == 0 {
 		pg, err := p.ms.Anon(sys.PageSize)
 		if err != nil {
-			return 0, nil, fmt.Errorf("allocate doorbell records: %w", err)
+			return 0, fmt.Errorf("allocate doorbell records: %w", err)
 		}
 		p.pages = append(p.pages, pg)
 		for off := len(pg) - mlx5DBRecSize; off >= 0; off -= mlx5DBRecSize {
@@ -425,11 +429,14 @@ func (p *dbPool) alloc() (uint64, func(), error) {
 	a := p.free[len(p.free)-1]
 	p.free = p.free[:len(p.free)-1]
 	clear(p.slot(a))
-	return a, func() {
-		p.mu.Lock()
-		p.free = append(p.free, a)
-		p.mu.Unlock()
-	}, nil
+	return a, nil
+}
+
+// put gives back the record at a.
+func (p *dbPool) put(a uint64) {
+	p.mu.Lock()
+	p.free = append(p.free, a)
+	p.mu.Unlock()
 }
 
 // slot returns the record at address a (it lies in one of p.pages).

@@ -195,10 +195,9 @@ func (p *mlx5Provider) bfFor(resp *abi.Mlx5IbCreateQpResp) (*mlx5BF, error) {
 const mlx5AdapterPage = 4096 // MLX5_ADAPTER_PAGE_SIZE
 
 // mlx5Init sets up the data path of a QP mlx5 created from the buffers
-// prepareQP allocated.
-func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, attr *QPInitAttr) error {
-	cmd := (*abi.Mlx5IbCreateQp)(ptrOf(d.in))
-	resp := (*abi.Mlx5IbCreateQpResp)(ptrOf(d.out))
+// prepareQP allocated (in d) and the create call's driver data (x).
+func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, drv *drvScratch, attr *QPInitAttr) error {
+	cmd, resp := &drv.m5QP, &drv.m5QPResp
 	rec := p.db.slot(cmd.DbAddr)
 	if rec == nil {
 		return fmt.Errorf("doorbell record %#x not ours: %w", cmd.DbAddr, syscall.EPROTO)
@@ -206,7 +205,7 @@ func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, attr *QPInitAttr) error {
 	x := &mlx5QP{qpn: qp.num, uidx: cmd.Uidx, typ: attr.Type, sigAll: attr.SQSigAll,
 		dbrec: (*[2]uint32)(ptrOf(rec)), sqCnt: cmd.SqWqeCount, rqCnt: cmd.RqWqeCount, rqShift: cmd.RqWqeShift}
 	find := func(addr uint64, n int) unsafe.Pointer {
-		for _, m := range d.anon {
+		for _, m := range d.anonymous() {
 			if a := addrOf(m); addr >= a && addr+uint64(n) <= a+uint64(len(m)) {
 				return unsafe.Add(ptrOf(m), addr-a)
 			}
@@ -258,28 +257,21 @@ func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, attr *QPInitAttr) error {
 	}
 	p.qps[key] = x
 	p.qpMu.Unlock()
-	free := d.free
-	d.free = func() {
-		p.qpMu.Lock()
-		delete(p.qps, key)
-		p.qpMu.Unlock()
-		if free != nil {
-			free()
-		}
-	}
+	d.qpKey, d.keyed = key, true // release deletes it
 	qp.mlx5 = x
 	return nil
 }
 
 // mlx5Init sets up the poll path of a CQ mlx5 created.
-func (cq *CQ) mlx5Init(p *mlx5Provider, d *driverRes) error {
-	cmd := (*abi.Mlx5IbCreateCq)(ptrOf(d.in))
+func (cq *CQ) mlx5Init(p *mlx5Provider, d *driverRes, x *drvScratch) error {
+	cmd := &x.m5CQ
 	rec := p.db.slot(cmd.DbAddr)
 	entries := uint32(cq.cqe) + 1
-	if rec == nil || len(d.anon) != 1 || entries&(entries-1) != 0 || len(d.anon[0]) < int(entries)*mlx5CQESize {
+	if rec == nil || d.nanon != 1 || entries&(entries-1) != 0 || len(d.anon[0]) < int(entries)*mlx5CQESize {
 		return fmt.Errorf("mlx5 CQ of %d entries without its buffer or doorbell record: %w", entries, syscall.EPROTO)
 	}
-	cq.m5 = &mlx5CQ{p: p, buf: ptrOf(d.anon[0]), entries: entries, dbrec: (*uint32)(ptrOf(rec))}
+	cq.m5CQ = mlx5CQ{p: p, buf: ptrOf(d.anon[0]), entries: entries, dbrec: (*uint32)(ptrOf(rec))}
+	cq.m5 = &cq.m5CQ
 	return nil
 }
 

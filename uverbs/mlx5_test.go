@@ -70,34 +70,41 @@ func TestMlx5Objects(t *testing.T) {
 			t.Fatalf("CQE %d op_own %#x, want 0xf0 (invalid, owned by hardware)", i, ring[i*64+63])
 		}
 	}
-	cmd := (*abi.Mlx5IbCreateCq)(ptrOf(cq.res.in))
+	dev := b.devs["mlx5_0"]
+	cmd, ok := dev.Mlx5CreateCQ(cq.Handle())
+	if !ok {
+		t.Fatalf("the fake has no mlx5 CQ %d", cq.Handle())
+	}
+	if cmd.BufAddr != addrOf(ring) {
+		t.Errorf("create_cq buf_addr %#x, want the CQ's ring at %#x", cmd.BufAddr, addrOf(ring))
+	}
 	p := c.prov.(*mlx5Provider)
 	if cmd.Flags != abi.MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX || uint32(cmd.UarPageIndex) != p.uar.pageID || cmd.DbAddr%64 != 0 || cmd.BufAddr%4096 != 0 {
-		t.Errorf("create_cq driver data %+v (UAR page %d)", *cmd, p.uar.pageID)
+		t.Errorf("create_cq driver data %+v (UAR page %d)", cmd, p.uar.pageID)
 	}
 	rc, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: rcCap()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	qcmd := (*abi.Mlx5IbCreateQp)(ptrOf(rc.res.in))
+	qcmd, _ := dev.Mlx5CreateQP(rc.Handle())
 	if qcmd.Flags != abi.MLX5_QP_FLAG_UAR_PAGE_INDEX || qcmd.BfregIndex != p.uar.pageID || qcmd.Uidx == 0 || qcmd.Uidx > 0xffffff ||
 		qcmd.SqWqeCount&(qcmd.SqWqeCount-1) != 0 || qcmd.RqWqeCount != 16 || qcmd.SqBufAddr != 0 {
-		t.Errorf("RC create_qp driver data %+v", *qcmd)
+		t.Errorf("RC create_qp driver data %+v", qcmd)
 	}
 	raw, err := pd.CreateQP(QPInitAttr{Type: QPTypeRawPacket, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxRecvWR: 64, MaxRecvSGE: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rcmd := (*abi.Mlx5IbCreateQp)(ptrOf(raw.res.in))
+	rcmd, _ := dev.Mlx5CreateQP(raw.Handle())
 	if rcmd.SqWqeCount != 0 || rcmd.RqWqeCount != 64 || rcmd.RqWqeShift != 4 || rcmd.Uidx == qcmd.Uidx || rcmd.BufAddr == 0 {
-		t.Errorf("receive-only RAW_PACKET create_qp driver data %+v", *rcmd)
+		t.Errorf("receive-only RAW_PACKET create_qp driver data %+v", rcmd)
 	}
 	rawSQ, err := pd.CreateQP(QPInitAttr{Type: QPTypeRawPacket, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 64, MaxSendSGE: 1, MaxInlineData: 18}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := (*abi.Mlx5IbCreateQp)(ptrOf(rawSQ.res.in)); s.SqBufAddr == 0 || s.SqWqeCount == 0 || len(rawSQ.res.anon) != 1 {
-		t.Errorf("RAW_PACKET with a send queue: %+v", *s)
+	if s, _ := dev.Mlx5CreateQP(rawSQ.Handle()); s.SqBufAddr == 0 || s.SqWqeCount == 0 || rawSQ.res.nanon != 1 || s.SqBufAddr != addrOf(rawSQ.res.anon[0]) {
+		t.Errorf("RAW_PACKET with a send queue: %+v", s)
 	}
 	if err := cq.ReqNotify(false); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("ReqNotify on mlx5: %v", err)
@@ -170,15 +177,15 @@ func TestMlx5StaticUAR(t *testing.T) {
 // A device with CQE version 0 cannot have RAW_PACKET QPs; other QPs use the
 // default user index.
 func TestMlx5CQEVersion0(t *testing.T) {
-	_, c := mlx5Bed(t, func(v *fakekernel.Verbs) { v.Mlx5.CQEVersion = 0; v.NetRaw = true })
+	b, c := mlx5Bed(t, func(v *fakekernel.Verbs) { v.Mlx5.CQEVersion = 0; v.NetRaw = true })
 	pd, _ := c.AllocPD()
 	cq, _ := c.CreateCQ(CQAttr{CQE: 8})
 	ud, err := pd.CreateQP(QPInitAttr{Type: QPTypeUD, SendCQ: cq, RecvCQ: cq, Cap: rcCap()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := (*abi.Mlx5IbCreateQp)(ptrOf(ud.res.in)).Uidx; u != 0xffffff {
-		t.Errorf("user index %#x with CQE version 0", u)
+	if cmd, ok := b.devs["mlx5_0"].Mlx5CreateQP(ud.Handle()); !ok || cmd.Uidx != 0xffffff {
+		t.Errorf("user index %#x with CQE version 0 (found %v)", cmd.Uidx, ok)
 	}
 	_, err = pd.CreateQP(QPInitAttr{Type: QPTypeRawPacket, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxRecvWR: 8, MaxRecvSGE: 1}})
 	wantErrno(t, err, syscall.EINVAL)

@@ -25,13 +25,15 @@ type provider interface {
 	deviceAttr(raw *abi.IbUverbsExQueryDeviceResp, out []byte, a *DeviceAttr)
 	// pdData returns the driver data of ALLOC_PD.
 	pdData() (in, out []byte)
-	// prepareCQ allocates what a CQ of at least cqe entries needs and
-	// returns the driver data; cqCreated finishes after the kernel
-	// created the CQ (an error makes the caller destroy it).
-	prepareCQ(c *Context, cqe uint32) (*driverRes, error)
-	cqCreated(c *Context, d *driverRes) error
-	prepareQP(c *Context, attr QPInitAttr) (*driverRes, error)
-	qpCreated(c *Context, d *driverRes) error
+	// prepareCQ allocates what a CQ of at least cqe entries needs into
+	// d, the CQ's own, and fills x, the create call's driver data;
+	// cqCreated finishes after the kernel created the CQ (an error makes
+	// the caller destroy it). prepareQP and qpCreated are the same for
+	// a QP.
+	prepareCQ(c *Context, cqe uint32, d *driverRes, x *drvScratch) error
+	cqCreated(c *Context, d *driverRes, x *drvScratch) error
+	prepareQP(c *Context, attr QPInitAttr, d *driverRes, x *drvScratch) error
+	qpCreated(c *Context, d *driverRes, x *drvScratch) error
 	// reqNotify reports whether REQ_NOTIFY_CQ through the kernel arms a
 	// CQ of this driver (mlx5 arms through its doorbell page instead).
 	reqNotify() bool
@@ -40,47 +42,79 @@ type provider interface {
 	close(c *Context)
 }
 
-// driverRes is what one CQ or QP holds of its provider: the driver data of
-// the create call and the memory to release after destroy.
+// driverRes is what one CQ or QP holds of its provider: the memory and
+// the provider's resources to release after destroy. It lives in the CQ or
+// QP struct itself, and holds its mappings in fixed arrays, so that
+// creating an object allocates the object and nothing beside it (the
+// create call's driver data is in its scratch, drvScratch).
 type driverRes struct {
-	in, out []byte
-	// cqe is the CQ size to ask the kernel for (mlx5 rounds it).
-	cqe uint32
-	// attrs are extra driver attributes for the create request.
-	attrs []driverAttr
-	ms    *sys.MapSet // the context's, which records every mapping
-	maps  [][]byte    // mappings of the device file (rxe queues)
-	anon  [][]byte    // anonymous memory (mlx5 buffers)
-	free  func()      // returns a doorbell record, a user index, …
+	ms *sys.MapSet // the context's, which records every mapping
+	// maps are the mappings of the device file (rxe queues: the receive
+	// queue, then the send queue), anon the anonymous memory (mlx5
+	// buffers, rxe's doorbell page); nmaps and nanon count them.
+	maps         [2][]byte
+	anon         [2][]byte
+	nmaps, nanon uint8
+	// What the mlx5 provider hands out per object, returned by release:
+	// a doorbell record (db, not 0), a user index (uidx, not 0), the QP's
+	// entry in its table (qpKey, when keyed).
+	keyed bool
+	uidx  uint32
+	qpKey uint32
+	db    uint64
+	m5    *mlx5Provider
 }
 
 type driverAttr struct {
-	id  uint16
+	id  uint16 // 0: none
 	u32 uint32
 }
 
-func (d *driverRes) add(r *abi.Request) {
-	addUHW(r, d.in, d.out)
-	for _, a := range d.attrs {
-		r.InU32(a.id, a.u32)
-	}
+// addMap records m, a mapping of the device file.
+func (d *driverRes) addMap(m []byte) {
+	d.maps[d.nmaps] = m // more than len(d.maps) is a bug: panic
+	d.nmaps++
 }
+
+// addAnon records m, anonymous memory.
+func (d *driverRes) addAnon(m []byte) {
+	d.anon[d.nanon] = m
+	d.nanon++
+}
+
+// mapped returns the device file's mappings, anonymous the anonymous ones.
+func (d *driverRes) mapped() [][]byte    { return d.maps[:d.nmaps] }
+func (d *driverRes) anonymous() [][]byte { return d.anon[:d.nanon] }
 
 // release unmaps and frees everything; safe on nil and more than once.
 func (d *driverRes) release() {
 	if d == nil {
 		return
 	}
-	for _, m := range d.maps {
+	for i, m := range d.mapped() {
 		d.ms.Unmap(m)
+		d.maps[i] = nil
 	}
-	for _, m := range d.anon {
+	for i, m := range d.anonymous() {
 		d.ms.Unmap(m)
+		d.anon[i] = nil
 	}
-	d.maps, d.anon = nil, nil
-	if d.free != nil {
-		d.free()
-		d.free = nil
+	d.nmaps, d.nanon = 0, 0
+	if p := d.m5; p != nil {
+		if d.keyed {
+			p.qpMu.Lock()
+			delete(p.qps, d.qpKey)
+			p.qpMu.Unlock()
+			d.keyed = false
+		}
+		if d.db != 0 {
+			p.db.put(d.db)
+			d.db = 0
+		}
+		if d.uidx != 0 {
+			p.uidx.free(d.uidx)
+			d.uidx = 0
+		}
 	}
 }
 
@@ -120,16 +154,16 @@ func (genericProvider) deviceAttr(raw *abi.IbUverbsExQueryDeviceResp, _ []byte, 
 	a.FWVer = fwVersionDotted(raw.Base.FwVer)
 }
 func (genericProvider) pdData() ([]byte, []byte) { return nil, nil }
-func (genericProvider) prepareCQ(c *Context, _ uint32) (*driverRes, error) {
-	return nil, fmt.Errorf("the generic provider cannot create CQs for the %s driver: %w", c.dev.DriverID, ErrNotSupported)
+func (genericProvider) prepareCQ(c *Context, _ uint32, _ *driverRes, _ *drvScratch) error {
+	return fmt.Errorf("the generic provider cannot create CQs for the %s driver: %w", c.dev.DriverID, ErrNotSupported)
 }
-func (genericProvider) cqCreated(*Context, *driverRes) error { return nil }
-func (genericProvider) prepareQP(c *Context, _ QPInitAttr) (*driverRes, error) {
-	return nil, fmt.Errorf("the generic provider cannot create QPs for the %s driver: %w", c.dev.DriverID, ErrNotSupported)
+func (genericProvider) cqCreated(*Context, *driverRes, *drvScratch) error { return nil }
+func (genericProvider) prepareQP(c *Context, _ QPInitAttr, _ *driverRes, _ *drvScratch) error {
+	return fmt.Errorf("the generic provider cannot create QPs for the %s driver: %w", c.dev.DriverID, ErrNotSupported)
 }
-func (genericProvider) qpCreated(*Context, *driverRes) error { return nil }
-func (genericProvider) reqNotify() bool                      { return true }
-func (genericProvider) close(*Context)                       {}
+func (genericProvider) qpCreated(*Context, *driverRes, *drvScratch) error { return nil }
+func (genericProvider) reqNotify() bool                                   { return true }
+func (genericProvider) close(*Context)                                    {}
 
 // fwVersionDotted is the "%d.%d.%d" firmware format of rxe and most
 // providers: major = bits 32–47, minor = bits 16–31, sub-minor = bits 0–15.

@@ -76,10 +76,11 @@ type QP struct {
 	num    uint32
 	typ    QPType
 	cap    QPCap
-	res    *driverRes
+	res    driverRes // what the provider gave the QP
 	seqV   uint64
-	rxe    *rxeQP  // the data path on rxe; nil elsewhere
-	mlx5   *mlx5QP // the data path on mlx5; nil elsewhere
+	rxe    *rxeQP  // the data path on rxe: &rxeQP; nil elsewhere
+	mlx5   *mlx5QP // the data path on mlx5 (with its work request arrays); nil elsewhere
+	rxeQP  rxeQP   // in the QP, not beside it: one allocation
 
 	lifecycle
 }
@@ -128,13 +129,19 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 			return nil, c.err(op, os.ErrClosed)
 		}
 	}
-	d, err := c.prov.prepareQP(c, attr) // by value: a pointer through the interface would move attr to the heap
-	if err != nil {
-		return nil, c.err(op, err)
-	}
-	qp := &QP{c: c, pd: pd, uh: c.newUserHandle(), typ: attr.Type, res: d}
+	// The QP is the one allocation on rxe: the provider's state and the
+	// data path live in it, the request and the driver data in the
+	// scratch.
+	qp := &QP{c: c, pd: pd, typ: attr.Type}
+	d := &qp.res
 	s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
 	defer c.putScratch(s)
+	x := &s.drv
+	// attr by value: a pointer through the interface would move it to the heap.
+	if err := c.prov.prepareQP(c, attr, d, x); err != nil {
+		return nil, c.err(op, err)
+	}
+	qp.uh = c.newUserHandle()
 	capIn, capOut, qpn := &s.capIn, &s.capOut, &s.u32
 	*capIn = abi.IbUverbsQpCap{
 		MaxSendWr: attr.Cap.MaxSendWR, MaxRecvWr: attr.Cap.MaxRecvWR,
@@ -160,7 +167,7 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	}
 	r.Out(abi.UVERBS_ATTR_CREATE_QP_RESP_CAP, bytesOf(capOut)).
 		Out(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, bytesOf(qpn))
-	d.add(r)
+	x.add(r)
 	if err := c.do(r); err != nil {
 		d.release()
 		return nil, c.err(op, err)
@@ -169,7 +176,7 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	qp.num = *qpn
 	qp.cap = QPCap{MaxSendWR: capOut.MaxSendWr, MaxRecvWR: capOut.MaxRecvWr,
 		MaxSendSGE: capOut.MaxSendSge, MaxRecvSGE: capOut.MaxRecvSge, MaxInlineData: capOut.MaxInlineData}
-	if err := c.prov.qpCreated(c, d); err != nil {
+	if err := c.prov.qpCreated(c, d, x); err != nil {
 		qp.destroyLocked(false)
 		return nil, c.err(op, err)
 	}
@@ -180,7 +187,7 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 		}
 	}
 	if p, ok := c.prov.(*mlx5Provider); ok {
-		if err := qp.mlx5Init(p, d, &attr); err != nil {
+		if err := qp.mlx5Init(p, d, x, &attr); err != nil {
 			qp.destroyLocked(false)
 			return nil, c.err(op, err)
 		}

@@ -24,21 +24,24 @@ func (rxeProvider) pdData() ([]byte, []byte) { return nil, nil }
 func (rxeProvider) reqNotify() bool          { return true }
 func (rxeProvider) close(*Context)           {}
 
-func (rxeProvider) prepareCQ(c *Context, cqe uint32) (*driverRes, error) {
-	return &driverRes{out: bytesOf(new(abi.RxeCreateCqResp)), cqe: cqe, ms: c.maps}, nil
+func (rxeProvider) prepareCQ(c *Context, cqe uint32, d *driverRes, x *drvScratch) error {
+	d.ms = c.maps
+	x.out, x.cqe = bytesOf(&x.rxeCQ), cqe
+	return nil
 }
 
-func (rxeProvider) cqCreated(c *Context, d *driverRes) error {
-	resp := (*abi.RxeCreateCqResp)(ptrOf(d.out))
-	return rxeMap(c, d, resp.Mi, "CQ")
+func (rxeProvider) cqCreated(c *Context, d *driverRes, x *drvScratch) error {
+	return rxeMap(c, d, x.rxeCQ.Mi, "CQ")
 }
 
-func (rxeProvider) prepareQP(c *Context, _ QPInitAttr) (*driverRes, error) {
-	return &driverRes{out: bytesOf(new(abi.RxeCreateQpResp)), ms: c.maps}, nil
+func (rxeProvider) prepareQP(c *Context, _ QPInitAttr, d *driverRes, x *drvScratch) error {
+	d.ms = c.maps
+	x.out = bytesOf(&x.rxeQP)
+	return nil
 }
 
-func (rxeProvider) qpCreated(c *Context, d *driverRes) error {
-	resp := (*abi.RxeCreateQpResp)(ptrOf(d.out))
+func (rxeProvider) qpCreated(c *Context, d *driverRes, x *drvScratch) error {
+	resp := &x.rxeQP
 	// The RQ descriptor is empty when the QP uses an SRQ.
 	if resp.RqMi.Size != 0 {
 		if err := rxeMap(c, d, resp.RqMi, "receive queue"); err != nil {
@@ -58,7 +61,7 @@ func rxeMap(c *Context, d *driverRes, mi abi.Mminfo, what string) error {
 	if err != nil {
 		return fmt.Errorf("map the %s: %w", what, err)
 	}
-	d.maps = append(d.maps, m)
+	d.addMap(m)
 	q := (*abi.RxeQueueBuf)(ptrOf(m))
 	slots := uint64(q.IndexMask) + 1
 	if q.IndexMask&(q.IndexMask+1) != 0 || q.Log2ElemSize > 16 || rxeQueueHdr+slots<<q.Log2ElemSize > uint64(mi.Size) {

@@ -84,24 +84,26 @@ type rxeQP struct {
 // rxeInit sets up the data path of a QP rxe created (qpCreated mapped
 // the receive queue, unless an SRQ serves it, then the send queue).
 func (qp *QP) rxeInit(c *Context, d *driverRes) error {
-	if len(d.maps) < 1 {
+	maps := d.mapped()
+	if len(maps) < 1 {
 		return fmt.Errorf("rxe QP without a mapped send queue: %w", syscall.EPROTO)
 	}
 	db, err := c.maps.Anon(sys.PageSize)
 	if err != nil {
 		return fmt.Errorf("map the doorbell page: %w", err)
 	}
-	d.anon = append(d.anon, db)
+	d.addAnon(db)
 	cmd, err := abi.AppendWriteCmd(db[:0], abi.IB_USER_VERBS_CMD_POST_SEND, bytesOf(&abi.IbUverbsPostSend{
 		Response: addrOf(db[rxeDoorbellResp:]), QpHandle: qp.handle, WqeSize: rxeDoorbellWqeSize,
 	}), nil, int(unsafe.Sizeof(abi.IbUverbsPostSendResp{})))
 	if err != nil || len(cmd) != rxeDoorbellLen {
 		return fmt.Errorf("doorbell command of %d bytes: %v: %w", len(cmd), err, syscall.EPROTO)
 	}
-	x := &rxeQP{fd: c.fd, db: db, ud: qp.typ == QPTypeUD}
-	x.sq = newRxeRing(d.maps[len(d.maps)-1])
-	if len(d.maps) == 2 {
-		x.rq, x.hasRQ = newRxeRing(d.maps[0]), true
+	x := &qp.rxeQP
+	x.fd, x.db, x.ud = c.fd, db, qp.typ == QPTypeUD
+	x.sq = newRxeRing(maps[len(maps)-1])
+	if len(maps) == 2 {
+		x.rq, x.hasRQ = newRxeRing(maps[0]), true
 	}
 	if x.sq.slotSize() < rxeSendWqeSize || (x.hasRQ && x.rq.slotSize() < rxeRecvWqeSize) {
 		return fmt.Errorf("rxe queue slots of %d and %d bytes are too small for a WQE: %w",
@@ -380,8 +382,8 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 
 // rxeInit sets up the poll path of a CQ rxe created.
 func (cq *CQ) rxeInit(d *driverRes) error {
-	if len(d.maps) != 1 {
-		return fmt.Errorf("rxe CQ with %d mapped queues: %w", len(d.maps), syscall.EPROTO)
+	if d.nmaps != 1 {
+		return fmt.Errorf("rxe CQ with %d mapped queues: %w", d.nmaps, syscall.EPROTO)
 	}
 	cq.ring = newRxeRing(d.maps[0])
 	if cq.ring.slotSize() < rxeWCSize {

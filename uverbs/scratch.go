@@ -21,6 +21,34 @@ type scratch struct {
 	u32    uint32
 	cqDone abi.IbUverbsDestroyCqResp
 	qpDone abi.IbUverbsDestroyQpResp
+	drv    drvScratch
+}
+
+// drvScratch is the driver's part of a CQ or QP create call: what the
+// provider adds to the request, and room for each provider's driver data.
+// None of it outlives the call.
+type drvScratch struct {
+	// in and out are the driver data (UHW_IN, UHW_OUT): fields below.
+	in, out []byte
+	// cqe is the CQ size to ask the kernel for (mlx5 rounds it).
+	cqe uint32
+	// attr is an extra driver attribute.
+	attr driverAttr
+
+	rxeCQ    abi.RxeCreateCqResp
+	rxeQP    abi.RxeCreateQpResp
+	m5CQ     abi.Mlx5IbCreateCq
+	m5CQResp abi.Mlx5IbCreateCqResp
+	m5QP     abi.Mlx5IbCreateQp
+	m5QPResp abi.Mlx5IbCreateQpResp
+}
+
+// add adds the driver data and attribute to the create request.
+func (x *drvScratch) add(r *abi.Request) {
+	addUHW(r, x.in, x.out)
+	if x.attr.id != 0 {
+		r.InU32(x.attr.id, x.attr.u32)
+	}
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -41,6 +69,7 @@ func (c *Context) putScratch(s *scratch) {
 	s.pdReq, s.pdResp = abi.IbUverbsAllocPd{}, abi.IbUverbsAllocPdResp{}
 	s.capIn, s.capOut, s.u32 = abi.IbUverbsQpCap{}, abi.IbUverbsQpCap{}, 0
 	s.cqDone, s.qpDone = abi.IbUverbsDestroyCqResp{}, abi.IbUverbsDestroyQpResp{}
+	s.drv = drvScratch{}
 	scratchPool.Put(s)
 }
 

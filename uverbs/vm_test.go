@@ -127,8 +127,8 @@ func TestVMLifecycleRC(t *testing.T) {
 			t.Fatal(err)
 		}
 		gids[i] = g.GID
-		if len(cq.res.maps) != 1 || len(qps[i].res.maps) != 2 {
-			t.Errorf("mapped queues: CQ %d, QP %d", len(cq.res.maps), len(qps[i].res.maps))
+		if cq.res.nmaps != 1 || qps[i].res.nmaps != 2 {
+			t.Errorf("mapped queues: CQ %d, QP %d", cq.res.nmaps, qps[i].res.nmaps)
 		}
 	}
 	toRTS(t, qps[0], qps[1].Num(), gids[1])

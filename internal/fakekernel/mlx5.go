@@ -301,7 +301,7 @@ func (v *Verbs) mlx5CreateCQ(c *Call, cq *cqVal, flags uint32) error {
 		return syscall.EFAULT
 	}
 	cq.cqe = entries - 1
-	cq.m5 = &m5CQ{buf: cmd.BufAddr, db: cmd.DbAddr, entries: entries, cqeSize: cmd.CqeSize}
+	cq.m5 = &m5CQ{cmd: *cmd, buf: cmd.BufAddr, db: cmd.DbAddr, entries: entries, cqeSize: cmd.CqeSize}
 	return c.copyToUdata(binary.LittleEndian.AppendUint32(nil, 0x400+cq.cqe))
 }
 
@@ -371,7 +371,7 @@ func (v *Verbs) mlx5CreateQP(c *Call, qp *qpVal, create uint32) error {
 		return syscall.EOPNOTSUPP
 	}
 	resp := &abi.Mlx5IbCreateQpResp{}
-	m := &m5QP{rq: cmd.BufAddr, sq: cmd.BufAddr + uint64(rqBytes), db: cmd.DbAddr, sqCnt: cmd.SqWqeCount,
+	m := &m5QP{cmd: *cmd, rq: cmd.BufAddr, sq: cmd.BufAddr + uint64(rqBytes), db: cmd.DbAddr, sqCnt: cmd.SqWqeCount,
 		rqCnt: cmd.RqWqeCount, rqShift: cmd.RqWqeShift, uidx: cmd.Uidx, raw: raw, reg: 0x800}
 	if raw {
 		m.sq = cmd.SqBufAddr
@@ -398,4 +398,48 @@ func (v *Verbs) mlx5CreateQP(c *Call, qp *qpVal, create uint32) error {
 		return c.Out(abi.UVERBS_ATTR_UHW_OUT, structBytes(resp)[:min(n, 40)], false)
 	}
 	return nil
+}
+
+// Mlx5CreateCQ returns the driver data (struct mlx5_ib_create_cq) the
+// mlx5 CQ with handle h was created with, on any open file of the device.
+func (v *Verbs) Mlx5CreateCQ(h uint32) (abi.Mlx5IbCreateCq, bool) {
+	for _, f := range v.Kernel().filesList() {
+		f.mu.Lock()
+		o := f.objects[h]
+		var cmd abi.Mlx5IbCreateCq
+		ok := o != nil && o.Type == abi.UVERBS_OBJECT_CQ
+		if ok {
+			m := o.Value.(*cqVal).m5
+			if ok = m != nil; ok {
+				cmd = m.cmd
+			}
+		}
+		f.mu.Unlock()
+		if ok {
+			return cmd, true
+		}
+	}
+	return abi.Mlx5IbCreateCq{}, false
+}
+
+// Mlx5CreateQP returns the driver data (struct mlx5_ib_create_qp) the
+// mlx5 QP with handle h was created with, on any open file of the device.
+func (v *Verbs) Mlx5CreateQP(h uint32) (abi.Mlx5IbCreateQp, bool) {
+	for _, f := range v.Kernel().filesList() {
+		f.mu.Lock()
+		o := f.objects[h]
+		var cmd abi.Mlx5IbCreateQp
+		ok := o != nil && o.Type == abi.UVERBS_OBJECT_QP
+		if ok {
+			m := o.Value.(*qpVal).m5
+			if ok = m != nil; ok {
+				cmd = m.cmd
+			}
+		}
+		f.mu.Unlock()
+		if ok {
+			return cmd, true
+		}
+	}
+	return abi.Mlx5IbCreateQp{}, false
 }

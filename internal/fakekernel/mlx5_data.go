@@ -29,9 +29,12 @@ import (
 	"fmt"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/purerdma/rdma/abi"
 )
 
 type m5CQ struct {
+	cmd     abi.Mlx5IbCreateCq // the driver data the CQ was created with
 	buf, db uint64
 	entries uint32
 	cqeSize uint32
@@ -39,7 +42,8 @@ type m5CQ struct {
 }
 
 type m5QP struct {
-	rq, sq         uint64 // buffer addresses
+	cmd            abi.Mlx5IbCreateQp // the driver data the QP was created with
+	rq, sq         uint64             // buffer addresses
 	db             uint64
 	sqCnt          uint32 // basic blocks
 	rqCnt, rqShift uint32
