@@ -41,7 +41,7 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	if err := pd.alive(c, op); err != nil {
 		return nil, err
 	}
-	if _, ok := c.prov.(rxeProvider); !ok {
+	if _, ok := c.prov.(*rxeProvider); !ok {
 		return nil, c.err(op, errNoDataPath(c))
 	}
 	if attr.Port < 0 || attr.Port > maxPort {

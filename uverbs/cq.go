@@ -133,7 +133,7 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 		cq.destroyLocked(false)
 		return nil, c.err(op, err)
 	}
-	if _, ok := c.prov.(rxeProvider); ok {
+	if _, ok := c.prov.(*rxeProvider); ok {
 		if err := cq.rxeInit(d); err != nil {
 			cq.destroyLocked(false)
 			return nil, c.err(op, err)

@@ -266,7 +266,7 @@ func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32, d *driverRes, x *drvScr
 	if err != nil {
 		return err
 	}
-	d.db = db
+	d.db, d.dbp = db, &p.db
 	cmd := &x.m5CQ
 	*cmd = abi.Mlx5IbCreateCq{
 		BufAddr: addrOf(buf),
@@ -355,7 +355,7 @@ func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr, d *driverRes, x *d
 	if err != nil {
 		return err
 	}
-	d.db = db
+	d.db, d.dbp = db, &p.db
 	cmd.DbAddr = db
 	if p.cqeVersion >= 1 {
 		// With CQE version 1 CQEs report this user index instead of
@@ -402,13 +402,24 @@ func mlx5SendWQESize(attr *QPInitAttr) uint32 {
 	return (size + mlx5SendWQEBB - 1) &^ (mlx5SendWQEBB - 1)
 }
 
-// dbPool hands out 64-byte doorbell records from anonymous pages (the
-// kernel pins the page that holds each; pages are shared).
+// dbPool hands out fixed-size slots from anonymous pages shared by the
+// objects of a context: mlx5's 64-byte doorbell records (the kernel pins
+// the page that holds each) and rxe's doorbell commands (rxeDBSlotSize).
+// A page is mapped once and kept until the context closes, so creating and
+// destroying objects maps nothing in steady state.
 type dbPool struct {
 	ms    *sys.MapSet // the context's
+	size  int         // bytes per slot; 0 means mlx5DBRecSize
 	mu    sync.Mutex
 	pages [][]byte
 	free  []uint64
+}
+
+func (p *dbPool) slotSize() int {
+	if p.size == 0 {
+		return mlx5DBRecSize
+	}
+	return p.size
 }
 
 // alloc returns the address of a zeroed doorbell record; give it back
@@ -422,7 +433,7 @@ func (p *dbPool) alloc() (uint64, error) {
 			return 0, fmt.Errorf("allocate doorbell records: %w", err)
 		}
 		p.pages = append(p.pages, pg)
-		for off := len(pg) - mlx5DBRecSize; off >= 0; off -= mlx5DBRecSize {
+		for off := len(pg) - p.slotSize(); off >= 0; off -= p.slotSize() {
 			p.free = append(p.free, addrOf(pg)+uint64(off))
 		}
 	}
@@ -445,7 +456,8 @@ func (p *dbPool) slot(a uint64) []byte {
 		base := addrOf(pg)
 		if a >= base && a < base+uint64(len(pg)) {
 			off := a - base
-			return pg[off : off+mlx5DBRecSize]
+			end := off + uint64(p.slotSize())
+			return pg[off:end:end]
 		}
 	}
 	return nil

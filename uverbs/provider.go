@@ -51,17 +51,20 @@ type driverRes struct {
 	ms *sys.MapSet // the context's, which records every mapping
 	// maps are the mappings of the device file (rxe queues: the receive
 	// queue, then the send queue), anon the anonymous memory (mlx5
-	// buffers, rxe's doorbell page); nmaps and nanon count them.
+	// buffers); nmaps and nanon count them.
 	maps         [2][]byte
 	anon         [2][]byte
 	nmaps, nanon uint8
+	// db is a slot of the context's pool dbp (mlx5's doorbell record,
+	// rxe's doorbell command), not 0 while held.
+	db  uint64
+	dbp *dbPool
 	// What the mlx5 provider hands out per object, returned by release:
-	// a doorbell record (db, not 0), a user index (uidx, not 0), the QP's
-	// entry in its table (qpKey, when keyed).
+	// a user index (uidx, not 0), the QP's entry in its table (qpKey,
+	// when keyed).
 	keyed bool
 	uidx  uint32
 	qpKey uint32
-	db    uint64
 	m5    *mlx5Provider
 }
 
@@ -100,16 +103,16 @@ func (d *driverRes) release() {
 		d.anon[i] = nil
 	}
 	d.nmaps, d.nanon = 0, 0
+	if d.db != 0 {
+		d.dbp.put(d.db)
+		d.db = 0
+	}
 	if p := d.m5; p != nil {
 		if d.keyed {
 			p.qpMu.Lock()
 			delete(p.qps, d.qpKey)
 			p.qpMu.Unlock()
 			d.keyed = false
-		}
-		if d.db != 0 {
-			p.db.put(d.db)
-			d.db = 0
 		}
 		if d.uidx != 0 {
 			p.uidx.free(d.uidx)
@@ -132,7 +135,7 @@ func newProvider(d Device, generic bool) (provider, error) {
 	}
 	switch d.DriverID {
 	case rdma.DriverRXE:
-		return rxeProvider{}, nil
+		return &rxeProvider{db: dbPool{size: rxeDBSlotSize}}, nil
 	case rdma.DriverMLX5:
 		return newMlx5Provider(), nil
 	}

@@ -180,7 +180,7 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 		qp.destroyLocked(false)
 		return nil, c.err(op, err)
 	}
-	if _, ok := c.prov.(rxeProvider); ok {
+	if _, ok := c.prov.(*rxeProvider); ok {
 		if err := qp.rxeInit(c, d); err != nil {
 			qp.destroyLocked(false)
 			return nil, c.err(op, err)

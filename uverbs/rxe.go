@@ -11,36 +11,39 @@ import (
 // or query_device (rxe rejects any with EINVAL); CQ and QP responses carry
 // the mmap offsets of their queues, which live in kernel memory shared with
 // the process (rxe_verbs.c rxe_create_cq/rxe_create_qp and rxe_mmap.c).
-type rxeProvider struct{}
+type rxeProvider struct {
+	// db holds the QPs' doorbell commands, rxeDBSlotSize bytes each.
+	db dbPool
+}
 
-func (rxeProvider) name() string                          { return "rxe" }
-func (rxeProvider) contextData() ([]byte, []byte)         { return nil, nil }
-func (rxeProvider) contextCreated(*Context, []byte) error { return nil }
-func (rxeProvider) queryDeviceData() ([]byte, []byte)     { return nil, nil }
-func (rxeProvider) deviceAttr(raw *abi.IbUverbsExQueryDeviceResp, _ []byte, a *DeviceAttr) {
+func (*rxeProvider) name() string                                { return "rxe" }
+func (*rxeProvider) contextData() ([]byte, []byte)               { return nil, nil }
+func (p *rxeProvider) contextCreated(c *Context, _ []byte) error { p.db.ms = c.maps; return nil }
+func (*rxeProvider) queryDeviceData() ([]byte, []byte)           { return nil, nil }
+func (*rxeProvider) deviceAttr(raw *abi.IbUverbsExQueryDeviceResp, _ []byte, a *DeviceAttr) {
 	a.FWVer = fwVersionDotted(raw.Base.FwVer)
 }
-func (rxeProvider) pdData() ([]byte, []byte) { return nil, nil }
-func (rxeProvider) reqNotify() bool          { return true }
-func (rxeProvider) close(*Context)           {}
+func (*rxeProvider) pdData() ([]byte, []byte) { return nil, nil }
+func (*rxeProvider) reqNotify() bool          { return true }
+func (p *rxeProvider) close(*Context)         { p.db.releaseAll() }
 
-func (rxeProvider) prepareCQ(c *Context, cqe uint32, d *driverRes, x *drvScratch) error {
+func (*rxeProvider) prepareCQ(c *Context, cqe uint32, d *driverRes, x *drvScratch) error {
 	d.ms = c.maps
 	x.out, x.cqe = bytesOf(&x.rxeCQ), cqe
 	return nil
 }
 
-func (rxeProvider) cqCreated(c *Context, d *driverRes, x *drvScratch) error {
+func (*rxeProvider) cqCreated(c *Context, d *driverRes, x *drvScratch) error {
 	return rxeMap(c, d, x.rxeCQ.Mi, "CQ")
 }
 
-func (rxeProvider) prepareQP(c *Context, _ QPInitAttr, d *driverRes, x *drvScratch) error {
+func (*rxeProvider) prepareQP(c *Context, _ QPInitAttr, d *driverRes, x *drvScratch) error {
 	d.ms = c.maps
 	x.out = bytesOf(&x.rxeQP)
 	return nil
 }
 
-func (rxeProvider) qpCreated(c *Context, d *driverRes, x *drvScratch) error {
+func (*rxeProvider) qpCreated(c *Context, d *driverRes, x *drvScratch) error {
 	resp := &x.rxeQP
 	// The RQ descriptor is empty when the QP uses an SRQ.
 	if resp.RqMi.Size != 0 {

@@ -58,13 +58,17 @@ const (
 	rxeDoorbellLen = abi.CmdHdrSize + int(unsafe.Sizeof(abi.IbUverbsPostSend{}))
 	// rxeDoorbellResp is where the doorbell's response goes in its page.
 	rxeDoorbellResp = 64
+	// rxeDBSlotSize is a QP's slot in the doorbell pool: the command, then
+	// the response at rxeDoorbellResp.
+	rxeDBSlotSize = 128
 )
 
 // rxeQP is the userspace half of an rxe QP.
 type rxeQP struct {
 	fd *sys.FD
-	// db is a page outside the Go heap holding the doorbell command and,
-	// at rxeDoorbellResp, its response (the kernel writes it).
+	// db is a slot outside the Go heap, in a page the context's QPs share
+	// (rxeProvider.db), holding the doorbell command and, at
+	// rxeDoorbellResp, its response (the kernel writes it).
 	db []byte
 
 	sqMu       sync.Mutex
@@ -88,11 +92,16 @@ func (qp *QP) rxeInit(c *Context, d *driverRes) error {
 	if len(maps) < 1 {
 		return fmt.Errorf("rxe QP without a mapped send queue: %w", syscall.EPROTO)
 	}
-	db, err := c.maps.Anon(sys.PageSize)
-	if err != nil {
-		return fmt.Errorf("map the doorbell page: %w", err)
+	p, ok := c.prov.(*rxeProvider)
+	if !ok {
+		return fmt.Errorf("rxe QP on a %s context: %w", c.prov.name(), syscall.EPROTO)
 	}
-	d.addAnon(db)
+	a, err := p.db.alloc()
+	if err != nil {
+		return fmt.Errorf("the doorbell command: %w", err)
+	}
+	d.db, d.dbp = a, &p.db
+	db := p.db.slot(a)
 	cmd, err := abi.AppendWriteCmd(db[:0], abi.IB_USER_VERBS_CMD_POST_SEND, bytesOf(&abi.IbUverbsPostSend{
 		Response: addrOf(db[rxeDoorbellResp:]), QpHandle: qp.handle, WqeSize: rxeDoorbellWqeSize,
 	}), nil, int(unsafe.Sizeof(abi.IbUverbsPostSendResp{})))
