@@ -224,9 +224,9 @@ func (f *FS) readCAAttrs(name string, parts Parts) (*CA, error) {
 	if !validName(name) {
 		return nil, f.noSuchDevice(classInfiniBand, name)
 	}
-	dir := path.Join(classInfiniBand, name)
+	dir := classInfiniBand + "/" + name
 	ca := &CA{Name: name, fs: f}
-	s, err := f.readString(path.Join(dir, "node_type"))
+	s, err := f.readString(dir + "/node_type")
 	if err != nil {
 		// A device that does not exist is named by its directory, not
 		// by node_type; the directory is looked at only then, which
@@ -238,19 +238,19 @@ func (f *FS) readCAAttrs(name string, parts Parts) (*CA, error) {
 	}
 	n, typeName, err := ParseEnumLine(s)
 	if err != nil {
-		return nil, f.inFile(err, path.Join(dir, "node_type"))
+		return nil, f.inFile(err, dir+"/node_type")
 	}
 	ca.NodeType, ca.NodeTypeName = rdma.NodeType(n), typeName
 	for _, g := range []struct {
 		file string
 		dst  *rdma.GUID
 	}{{"node_guid", &ca.NodeGUID}, {"sys_image_guid", &ca.SysImageGUID}} {
-		s, err := f.readString(path.Join(dir, g.file))
+		s, err := f.readString(dir + "/" + g.file)
 		if err != nil {
 			return nil, err
 		}
 		if *g.dst, err = parseGUID(s); err != nil {
-			return nil, f.inFile(err, path.Join(dir, g.file))
+			return nil, f.inFile(err, dir+"/"+g.file)
 		}
 	}
 	type opt struct {
@@ -271,7 +271,7 @@ func (f *FS) readCAAttrs(name string, parts Parts) (*CA, error) {
 		opts = all[:]
 	}
 	for _, o := range opts {
-		if *o.dst, err = f.optString(path.Join(dir, o.file)); err != nil {
+		if *o.dst, err = f.optString(dir + "/" + o.file); err != nil {
 			return nil, err
 		}
 	}
