@@ -146,8 +146,12 @@ type CAPort struct {
 	// (5 = LinkUp, 3 = Disabled).
 	State     rdma.PortState
 	PhysState rdma.PhysState
-	// Rate is rate's integer part in Gb/s.
-	Rate uint32
+	// Rate is rate's integer part in Gb/s, and RateText the file's text
+	// without the newline ("56 Gb/sec (4X FDR)"; "" when there is no rate).
+	// (umad_port_t has no RateText: libibumad's callers that need the
+	// speed, such as ibstat's is_fdr10, read the file again.)
+	Rate     uint32
+	RateText string
 	// CapMask is cap_mask (IBA PortInfo:CapabilityMask), host order.
 	CapMask uint32
 	// GIDPrefix and PortGUID are the two halves of GID 0, as numbers.
@@ -404,7 +408,7 @@ func (h *Host) convertPort(sp *sysfs.Port) *CAPort {
 		p.SMSL = uint32(*sp.SMSL)
 	}
 	if r, ok := sp.UmadRate(); ok {
-		p.Rate = r
+		p.Rate, p.RateText = r, sp.Rate.Raw
 	}
 	if g, err := sp.GIDValue(0); err == nil {
 		p.GIDPrefix, p.PortGUID = g.Prefix(), rdma.GUID(g.InterfaceID())

@@ -75,7 +75,7 @@ func TestLookupCA(t *testing.T) {
 		t.Fatalf("CA %+v", ca)
 	}
 	p := ca.Ports[1]
-	want := CAPort{CA: "mlx5_0", Number: 1, BaseLID: 7, SMLID: 1, State: 4, PhysState: 5, Rate: 100, CapMask: 0x2651e848,
+	want := CAPort{CA: "mlx5_0", Number: 1, BaseLID: 7, SMLID: 1, State: 4, PhysState: 5, Rate: 100, RateText: "100 Gb/sec (4X EDR)", CapMask: 0x2651e848,
 		GIDPrefix: 0xfe80000000000000, PortGUID: 0x0002c90000010007, PKeys: []uint16{0xffff}, LinkLayer: "InfiniBand"}
 	if !reflect.DeepEqual(*p, want) {
 		t.Fatalf("port 1:\n got %+v\nwant %+v", *p, want)

@@ -4,7 +4,6 @@ package main
 // through package umad, text for text, plus --json.
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/purerdma/rdma/internal/sys"
@@ -335,24 +333,16 @@ func ibstatAppendRate(b []byte, p *umad.CAPort) []byte {
 	return strconv.AppendInt(b, int64(int32(p.Rate)), 10)
 }
 
-// ibstatRateBuf holds the buffers ibstatIsFDR10 reads into: one page
-// each, which would otherwise be allocated for every port.
-var ibstatRateBuf = sync.Pool{New: func() any { return new([sys.AttrMax]byte) }}
-
 // ibstatIsFDR10 is is_fdr10: the five characters before the first ')' of
-// the rate file (its first 31 bytes) are "fdr10", in any case.
+// the rate file (its first 31 bytes) are "fdr10", in any case. ibstat reads
+// the rate file again for it; the text read with the port is the same.
 func ibstatIsFDR10(p *umad.CAPort) bool {
-	buf := ibstatRateBuf.Get().(*[sys.AttrMax]byte)
-	defer ibstatRateBuf.Put(buf)
-	b, err := sys.ReadFile(ibSysfsRoot+"/class/infiniband/"+p.CA+"/ports/"+strconv.Itoa(p.Number)+"/rate", buf[:])
-	if err != nil {
-		return false
-	}
+	b := p.RateText
 	if len(b) > 31 {
 		b = b[:31]
 	}
-	i := bytes.IndexByte(b, ')')
-	return i >= 5 && bytes.EqualFold(b[i-5:i], []byte("fdr10"))
+	i := strings.IndexByte(b, ')')
+	return i >= 5 && strings.EqualFold(b[i-5:i], "fdr10")
 }
 
 // JSON forms.
