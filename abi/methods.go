@@ -2,7 +2,10 @@
 
 package abi
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // AttrKind is how the kernel declares an ioctl attribute
 // (UVERBS_ATTR_TYPE_* in <rdma/uverbs_ioctl.h>).
@@ -193,22 +196,26 @@ func (a *API) Methods() []*MethodSpec {
 	return out
 }
 
-var apis = map[uint32]*API{}
-
-func init() {
+// apis holds the method trees by driver, built on first use rather than at
+// package init: a program that never issues a verbs command (a tool that
+// only reads sysfs) does not pay for building them.
+var apis = sync.OnceValue(func() map[uint32]*API {
+	m := map[uint32]*API{}
 	for _, id := range []uint32{RDMA_DRIVER_UNKNOWN, RDMA_DRIVER_MLX5, RDMA_DRIVER_MLX4, RDMA_DRIVER_RXE, RDMA_DRIVER_SIW, RDMA_DRIVER_EFA} {
-		apis[id] = buildAPI(id)
+		m[id] = buildAPI(id)
 	}
-}
+	return m
+})
 
 // APIFor returns the method tree of a Linux 6.12 device whose driver is
 // driverID (enum rdma_driver_id). Drivers the table does not model get the
 // core methods every driver has.
 func APIFor(driverID uint32) *API {
-	if a, ok := apis[driverID]; ok {
+	m := apis()
+	if a, ok := m[driverID]; ok {
 		return a
 	}
-	return apis[RDMA_DRIVER_UNKNOWN]
+	return m[RDMA_DRIVER_UNKNOWN]
 }
 
 // Helpers for the table below.

@@ -118,7 +118,7 @@ func (f *FS) CAs() ([]*CA, error) {
 	cas := make([]*CA, 0, len(names))
 	var bad []error
 	for _, name := range names {
-		ca, err := f.readCA(name, devs)
+		ca, err := f.readCA(name, devs, PartsAll)
 		if err != nil {
 			bad = append(bad, err)
 			continue
@@ -137,11 +137,54 @@ func (f *FS) CA(name string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.readCA(name, devs)
+	return f.readCA(name, devs, PartsAll)
 }
 
-func (f *FS) readCA(name string, devs []CharDev) (*CA, error) {
-	ca, err := f.readCAAttrs(name)
+// Parts selects the optional parts of a device that [FS.ReadCAs] reads, on
+// top of what libibumad's umad_get_ca reads (node type, GUIDs, fw_ver,
+// hw_rev, hca_type and every port's attributes and P_Keys). [FS.CA] and
+// [FS.CAs] read them all.
+type Parts uint
+
+const (
+	// PartDescription is board_id, node_desc and parent ([CA.BoardID],
+	// [CA.NodeDesc], [CA.Parent]): three files a device.
+	PartDescription Parts = 1 << iota
+	// PartCharDevs is the character devices ([CA.Verbs], [Port.Umad],
+	// [Port.ISSM]): class/infiniband_verbs and class/infiniband_mad are
+	// listed, and three files read for each of their devices.
+	PartCharDevs
+	// PartsAll is every part.
+	PartsAll = PartDescription | PartCharDevs
+)
+
+// ReadCAs reads the RDMA devices names with their ports, and of the
+// optional parts only those parts selects: with parts 0 it reads the files
+// libibumad's umad_get_ca reads and no others (a tool that prints what
+// ibstat prints needs no more), and the fields of the parts left out are
+// nil. The character devices, when asked for, are listed once for all the
+// names. The result holds a CA or nil per name, in order, and errs the
+// error of each name that could not be read (matching os.ErrNotExist when
+// there is no such device), nil where it could; err is set only when the
+// character devices cannot be listed.
+func (f *FS) ReadCAs(names []string, parts Parts) (cas []*CA, errs []error, err error) {
+	var devs []CharDev
+	if parts&PartCharDevs != 0 {
+		if devs, _, err = f.charDevs(); err != nil {
+			return nil, nil, err
+		}
+	}
+	cas, errs = make([]*CA, len(names)), make([]error, len(names))
+	for i, n := range names {
+		cas[i], errs[i] = f.readCA(n, devs, parts)
+	}
+	return cas, errs, nil
+}
+
+// readCA reads the device name; devs are the character devices, nil
+// unless parts has PartCharDevs.
+func (f *FS) readCA(name string, devs []CharDev, parts Parts) (*CA, error) {
+	ca, err := f.readCAAttrs(name, parts)
 	if err != nil {
 		return nil, errs.New("read CA", name, err)
 	}
@@ -177,48 +220,58 @@ func (f *FS) readCA(name string, devs []CharDev) (*CA, error) {
 	return ca, nil
 }
 
-func (f *FS) readCAAttrs(name string) (*CA, error) {
+func (f *FS) readCAAttrs(name string, parts Parts) (*CA, error) {
 	if !validName(name) {
 		return nil, f.noSuchDevice(classInfiniBand, name)
 	}
-	dir := path.Join(classInfiniBand, name)
-	if _, err := fs.Stat(f.files(), dir); err != nil {
-		return nil, f.fixPathErr(err, dir)
-	}
+	dir := classInfiniBand + "/" + name
 	ca := &CA{Name: name, fs: f}
-	s, err := f.readString(path.Join(dir, "node_type"))
+	s, err := f.readString(dir + "/node_type")
 	if err != nil {
+		// A device that does not exist is named by its directory, not
+		// by node_type; the directory is looked at only then, which
+		// saves a stat a device.
+		if _, serr := fs.Stat(f.files(), dir); serr != nil {
+			return nil, f.fixPathErr(serr, dir)
+		}
 		return nil, err
 	}
 	n, typeName, err := ParseEnumLine(s)
 	if err != nil {
-		return nil, f.inFile(err, path.Join(dir, "node_type"))
+		return nil, f.inFile(err, dir+"/node_type")
 	}
 	ca.NodeType, ca.NodeTypeName = rdma.NodeType(n), typeName
 	for _, g := range []struct {
 		file string
 		dst  *rdma.GUID
 	}{{"node_guid", &ca.NodeGUID}, {"sys_image_guid", &ca.SysImageGUID}} {
-		s, err := f.readString(path.Join(dir, g.file))
+		s, err := f.readString(dir + "/" + g.file)
 		if err != nil {
 			return nil, err
 		}
 		if *g.dst, err = parseGUID(s); err != nil {
-			return nil, f.inFile(err, path.Join(dir, g.file))
+			return nil, f.inFile(err, dir+"/"+g.file)
 		}
 	}
-	for _, o := range []struct {
+	type opt struct {
 		file string
 		dst  **string
-	}{
+	}
+	all := [...]opt{
 		{"fw_ver", &ca.FWVersion},
 		{"hca_type", &ca.HCAType},
 		{"hw_rev", &ca.HWRev},
+		// PartDescription:
 		{"board_id", &ca.BoardID},
 		{"node_desc", &ca.NodeDesc},
 		{"parent", &ca.Parent},
-	} {
-		if *o.dst, err = f.optString(path.Join(dir, o.file)); err != nil {
+	}
+	opts := all[:3]
+	if parts&PartDescription != 0 {
+		opts = all[:]
+	}
+	for _, o := range opts {
+		if *o.dst, err = f.optString(dir + "/" + o.file); err != nil {
 			return nil, err
 		}
 	}

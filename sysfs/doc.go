@@ -11,7 +11,7 @@
 //
 // Under the root (default /sys; see [New] and [NewFS]):
 //
-//	class/infiniband/<ca>/                  FS.CANames, FS.CAs, FS.CA
+//	class/infiniband/<ca>/                  FS.CANames, FS.CAs, FS.CA, FS.ReadCAs
 //	    node_type node_guid sys_image_guid  required
 //	    fw_ver hca_type hw_rev board_id     optional (driver-dependent)
 //	    node_desc parent                    optional

@@ -1,7 +1,6 @@
 package sysfs
 
 import (
-	"path"
 	"sort"
 	"strconv"
 
@@ -69,7 +68,7 @@ func portName(ca string, n int) string { return ca + "/" + strconv.Itoa(n) }
 func (p *Port) dir() string { return portDir(p.CA, p.Number) }
 
 func portDir(ca string, n int) string {
-	return path.Join(classInfiniBand, ca, "ports", strconv.Itoa(n))
+	return classInfiniBand + "/" + ca + "/ports/" + strconv.Itoa(n)
 }
 
 // UmadRate returns the rate the way libibumad's umad_get_port stores it in
@@ -136,7 +135,7 @@ func (f *FS) readPortAttrs(p *Port) error {
 		{"state", (*int)(&p.State), &p.StateName},
 		{"phys_state", (*int)(&p.PhysState), &p.PhysStateName},
 	} {
-		rel := path.Join(dir, e.file)
+		rel := dir + "/" + e.file
 		s, err := f.readString(rel)
 		if err != nil {
 			return err
@@ -146,7 +145,7 @@ func (f *FS) readPortAttrs(p *Port) error {
 		}
 	}
 
-	rel := path.Join(dir, "rate")
+	rel := dir + "/rate"
 	s, err := f.readString(rel)
 	switch {
 	case err == nil:
@@ -172,7 +171,7 @@ func (f *FS) readPortAttrs(p *Port) error {
 		{"sm_sl", 8, `"%u" (0–255)`, func(v uint64) { x := uint8(v); p.SMSL = &x }},
 		{"cap_mask", 32, `"0x%08x"`, func(v uint64) { x := uint32(v); p.CapMask = &x }},
 	} {
-		v, err := f.optUint(path.Join(dir, u.file), u.bits, u.want)
+		v, err := f.optUint(dir+"/"+u.file, u.bits, u.want)
 		if err != nil {
 			return err
 		}
@@ -181,7 +180,7 @@ func (f *FS) readPortAttrs(p *Port) error {
 		}
 	}
 
-	if p.LinkLayerName, err = f.optString(path.Join(dir, "link_layer")); err != nil {
+	if p.LinkLayerName, err = f.optString(dir + "/link_layer"); err != nil {
 		return err
 	}
 	if p.LinkLayerName != nil {
@@ -191,7 +190,7 @@ func (f *FS) readPortAttrs(p *Port) error {
 }
 
 func (f *FS) readPKeys(p *Port) error {
-	dir := path.Join(p.dir(), "pkeys")
+	dir := p.dir() + "/pkeys"
 	ents, err := f.readDir(dir)
 	if err != nil {
 		if isAbsent(err) {
@@ -210,7 +209,7 @@ func (f *FS) readPKeys(p *Port) error {
 		if !ok {
 			continue
 		}
-		v, err := f.optUint(path.Join(dir, e.Name()), 16, `"0x%04x"`)
+		v, err := f.optUint(dir+"/"+e.Name(), 16, `"0x%04x"`)
 		if err != nil {
 			return err
 		}

@@ -146,8 +146,12 @@ type CAPort struct {
 	// (5 = LinkUp, 3 = Disabled).
 	State     rdma.PortState
 	PhysState rdma.PhysState
-	// Rate is rate's integer part in Gb/s.
-	Rate uint32
+	// Rate is rate's integer part in Gb/s, and RateText the file's text
+	// without the newline ("56 Gb/sec (4X FDR)"; "" when there is no rate).
+	// (umad_port_t has no RateText: libibumad's callers that need the
+	// speed, such as ibstat's is_fdr10, read the file again.)
+	Rate     uint32
+	RateText string
 	// CapMask is cap_mask (IBA PortInfo:CapabilityMask), host order.
 	CapMask uint32
 	// GIDPrefix and PortGUID are the two halves of GID 0, as numbers.
@@ -158,10 +162,6 @@ type CAPort struct {
 	// LinkLayer is link_layer ("InfiniBand", "Ethernet"), or "IB" when
 	// the file does not exist, as libibumad reports it.
 	LinkLayer string
-	// Umad is the port's umad device node ("/dev/infiniband/umad0" under
-	// the Host's DevDir), "" when it has none. (Not in umad_port_t: it is
-	// what umad_open_port looks up.)
-	Umad string
 }
 
 // CANames returns the names of the RDMA devices, sorted, that libibumad's
@@ -275,12 +275,11 @@ func portName(ca string, port int) string {
 	return fmt.Sprintf("%s/%d", ca, port)
 }
 
-// LookupCAs reads the devices names (all of CANames when none are given)
-// from one read of sysfs: the character devices are listed once, not once
-// per device, so the cost grows linearly with the devices (ibstat on
-// hundreds of devices). The result holds a CA or nil per name, in order,
-// and errs the error of each name that could not be read (nil where it
-// could).
+// LookupCAs reads the devices names (all of CANames when none are given),
+// each as LookupCA does: the files libibumad's umad_get_ca reads and no
+// others, so the cost grows linearly with the devices (ibstat on hundreds
+// of devices). The result holds a CA or nil per name, in order, and errs
+// the error of each name that could not be read (nil where it could).
 func (h *Host) LookupCAs(names ...string) (cas []*CA, errs []error, err error) {
 	if len(names) == 0 {
 		if names, err = h.CANames(); err != nil {
@@ -291,18 +290,9 @@ func (h *Host) LookupCAs(names ...string) (cas []*CA, errs []error, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	all, _ := f.CAs() // the bad devices are read again below, for their error
-	byName := make(map[string]*sysfs.CA, len(all))
-	for _, c := range all {
-		byName[c.Name] = c
-	}
 	cas, errs = make([]*CA, len(names)), make([]error, len(names))
 	for i, n := range names {
-		if sc := byName[n]; sc != nil {
-			cas[i] = h.convertCA(sc)
-			continue
-		}
-		cas[i], errs[i] = h.readCA(n)
+		cas[i], errs[i] = h.readCAFrom(f, n)
 	}
 	return cas, errs, nil
 }
@@ -310,14 +300,35 @@ func (h *Host) LookupCAs(names ...string) (cas []*CA, errs []error, err error) {
 // readCA reads a device and its ports through package sysfs and converts
 // them to libibumad's view. A missing device matches ErrNoDevice.
 func (h *Host) readCA(name string) (*CA, error) {
-	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
-		return nil, detail(ErrNoDevice, fmt.Sprintf("invalid device name %q", name), nil)
+	if !validCAName(name) {
+		return nil, invalidCAName(name)
 	}
 	f, err := h.fs()
 	if err != nil {
 		return nil, err
 	}
-	sc, err := f.CA(name)
+	return h.readCAFrom(f, name)
+}
+
+func validCAName(name string) bool {
+	return name != "" && !strings.ContainsAny(name, "/\x00") && name != "." && name != ".."
+}
+
+func invalidCAName(name string) error {
+	return detail(ErrNoDevice, fmt.Sprintf("invalid device name %q", name), nil)
+}
+
+// readCAFrom is readCA on f. It reads what umad_get_ca reads
+// (sysfs.ReadCAs with no optional parts): not the device's description
+// files and not the character devices, which a umad_ca_t does not hold.
+func (h *Host) readCAFrom(f *sysfs.FS, name string) (*CA, error) {
+	if !validCAName(name) {
+		return nil, invalidCAName(name)
+	}
+	scs, bad, err := f.ReadCAs([]string{name}, 0)
+	if err == nil {
+		err = bad[0]
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			if _, serr := os.Stat(filepath.Join(h.root(), "class", "infiniband", name)); serr != nil {
@@ -326,7 +337,35 @@ func (h *Host) readCA(name string) (*CA, error) {
 		}
 		return nil, err
 	}
-	return h.convertCA(sc), nil
+	return h.convertCA(scs[0]), nil
+}
+
+// UmadNode returns the umad device node of port port of the device ca
+// ("/dev/infiniband/umad0" under the Host's DevDir), found as
+// libibumad's umad_open_port finds it (dev_to_umad_id): by the umadN
+// entries of class/infiniband_mad whose ibdev and port name the port. The
+// error matches ErrInvalidPort when the port has no umad device (ib_umad
+// is not loaded).
+func (h *Host) UmadNode(ca string, port int) (string, error) {
+	node, err := h.umadNode(ca, port)
+	if err != nil {
+		return "", errs.New("find umad node", resolvedName(ca, port), err)
+	}
+	return node, nil
+}
+
+func (h *Host) umadNode(ca string, port int) (string, error) {
+	f, err := h.fs()
+	if err != nil {
+		return "", err
+	}
+	devs, _ := f.CharDevs() // entries it cannot read belong to no port
+	for _, d := range devs {
+		if d.Kind == sysfs.KindUmad && d.CA == ca && d.Port == port {
+			return filepath.Join(h.devDir(), d.Name), nil
+		}
+	}
+	return "", detail(ErrInvalidPort, "the port has no umad device (is the ib_umad module loaded? modprobe ib_umad)", nil)
 }
 
 // convertCA is umad's view of a device sysfs read.
@@ -369,13 +408,10 @@ func (h *Host) convertPort(sp *sysfs.Port) *CAPort {
 		p.SMSL = uint32(*sp.SMSL)
 	}
 	if r, ok := sp.UmadRate(); ok {
-		p.Rate = r
+		p.Rate, p.RateText = r, sp.Rate.Raw
 	}
 	if g, err := sp.GIDValue(0); err == nil {
 		p.GIDPrefix, p.PortGUID = g.Prefix(), rdma.GUID(g.InterfaceID())
-	}
-	if sp.Umad != nil {
-		p.Umad = filepath.Join(h.devDir(), sp.Umad.Name)
 	}
 	return p
 }

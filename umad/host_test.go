@@ -75,14 +75,21 @@ func TestLookupCA(t *testing.T) {
 		t.Fatalf("CA %+v", ca)
 	}
 	p := ca.Ports[1]
-	want := CAPort{CA: "mlx5_0", Number: 1, BaseLID: 7, SMLID: 1, State: 4, PhysState: 5, Rate: 100, CapMask: 0x2651e848,
-		GIDPrefix: 0xfe80000000000000, PortGUID: 0x0002c90000010007, PKeys: []uint16{0xffff}, LinkLayer: "InfiniBand",
-		Umad: "/dev/infiniband/umad0"}
+	want := CAPort{CA: "mlx5_0", Number: 1, BaseLID: 7, SMLID: 1, State: 4, PhysState: 5, Rate: 100, RateText: "100 Gb/sec (4X EDR)", CapMask: 0x2651e848,
+		GIDPrefix: 0xfe80000000000000, PortGUID: 0x0002c90000010007, PKeys: []uint16{0xffff}, LinkLayer: "InfiniBand"}
 	if !reflect.DeepEqual(*p, want) {
 		t.Fatalf("port 1:\n got %+v\nwant %+v", *p, want)
 	}
-	if ca.Ports[2].State != 1 || ca.Ports[2].PhysState != 2 || ca.Ports[2].Umad != "/dev/infiniband/umad1" {
+	if ca.Ports[2].State != 1 || ca.Ports[2].PhysState != 2 {
 		t.Fatalf("port 2 %+v", ca.Ports[2])
+	}
+	for port, want := range map[int]string{1: "/dev/infiniband/umad0", 2: "/dev/infiniband/umad1"} {
+		if node, err := e.host.UmadNode("mlx5_0", port); err != nil || node != want {
+			t.Fatalf("UmadNode(mlx5_0, %d) = %q, %v, want %q", port, node, err, want)
+		}
+	}
+	if _, err := e.host.UmadNode("mlx5_0", 3); !errors.Is(err, ErrInvalidPort) {
+		t.Fatalf("UmadNode(mlx5_0, 3) = %v, want ErrInvalidPort", err)
 	}
 	guids, err := e.host.CAPortGUIDs("mlx5_0")
 	if err != nil || !reflect.DeepEqual(guids, []rdma.GUID{0, 0x0002c90000010007, 0x0002c90000010000}) {
@@ -117,8 +124,11 @@ func TestSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ca.NodeType != 2 || ca.NumPorts != 0 || len(ca.Ports) != 1 || ca.Ports[0] == nil ||
-		ca.Ports[0].Number != 0 || ca.Ports[0].BaseLID != 2 || ca.Ports[0].Umad != "/dev/infiniband/umad0" {
+		ca.Ports[0].Number != 0 || ca.Ports[0].BaseLID != 2 {
 		t.Fatalf("switch %+v, port 0 %+v", ca, ca.Ports[0])
+	}
+	if node, err := e.host.UmadNode("sw0", 0); err != nil || node != "/dev/infiniband/umad0" {
+		t.Fatalf("UmadNode(sw0, 0) = %q, %v", node, err)
 	}
 	guids, err := e.host.CAPortGUIDs("sw0")
 	if err != nil || len(guids) != 1 || guids[0] != 0x0002c90000010002 {

@@ -95,10 +95,11 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 		return fail(detail(ErrInvalidPort, fmt.Sprintf("%s has no port %d", caName, num), nil))
 	}
 	cp := c.Ports[num]
-	if cp.Umad == "" {
-		return fail(detail(ErrInvalidPort, "the port has no umad device (is the ib_umad module loaded? modprobe ib_umad)", nil))
+	node, err := h.umadNode(caName, num)
+	if err != nil {
+		return fail(err)
 	}
-	fd, err := h.openDevice(cp.Umad)
+	fd, err := h.openDevice(node)
 	if err != nil {
 		text := ""
 		if errors.Is(err, os.ErrPermission) {
@@ -107,7 +108,7 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 		}
 		return fail(detail(ErrOpenFailed, text, err))
 	}
-	p := &Port{fd: fd, ca: caName, num: num, dev: cp.Umad, name: name, linkLayer: cp.LinkLayer, info: *cp}
+	p := &Port{fd: fd, ca: caName, num: num, dev: node, name: name, linkLayer: cp.LinkLayer, info: *cp}
 	p.hdr.Store(abi.MadHdrSizeOld)
 	if err := fd.Ioctl(abi.IB_USER_MAD_ENABLE_PKEY, nil); err == nil {
 		p.hdr.Store(abi.MadHdrSize)
@@ -115,7 +116,7 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 		logDebug("umad: ENABLE_PKEY failed, using the 56-byte header", slog.String("port", name), slog.Any("err", err))
 	}
 	if debugOn(1) {
-		logDebug("umad: opened port", slog.String("port", name), slog.String("device", cp.Umad),
+		logDebug("umad: opened port", slog.String("port", name), slog.String("device", node),
 			slog.Int("fd", fd.Raw()), slog.Int("header", p.HeaderSize()), slog.String("link_layer", cp.LinkLayer))
 	}
 	return p, nil

@@ -92,8 +92,8 @@ func vmAddBack(t *testing.T) {
 	for {
 		s, _ := vmtest.PortState(vmtest.Dev1)
 		if s == "4: ACTIVE" {
-			if p, err := LookupPort(vmtest.Dev1, 1); err == nil && p.Umad != "" {
-				if _, err := os.Stat(p.Umad); err == nil {
+			if node, err := defaultHost.UmadNode(vmtest.Dev1, 1); err == nil {
+				if _, err := os.Stat(node); err == nil {
 					return
 				}
 			}

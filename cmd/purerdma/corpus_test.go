@@ -312,10 +312,11 @@ func corpusIsolated(tr corpusTree) []error {
 		errs = append(errs, fmt.Errorf("CAs read %d devices, want both", len(cas)))
 	}
 	h := &umad.Host{SysfsRoot: tr.sysfs, DevDir: tr.devDir}
-	if p, err := h.LookupPort("rxe1", 1); err != nil {
+	if _, err := h.LookupPort("rxe1", 1); err != nil {
 		errs = append(errs, err)
-	} else if p.Umad == "" {
-		errs = append(errs, fmt.Errorf("umad LookupPort(rxe1, 1) lost its umad device"))
+	}
+	if _, err := h.UmadNode("rxe1", 1); err != nil {
+		errs = append(errs, fmt.Errorf("umad UmadNode(rxe1, 1): %w", err))
 	}
 	if names, err := h.CANames(); err != nil || len(names) != 2 {
 		errs = append(errs, fmt.Errorf("umad CANames = %v, %v", names, err))

@@ -219,8 +219,11 @@ func runIbstat(args []string, stdout, stderr io.Writer) error {
 	if asJSON {
 		return ibJSON(stdout, ibstatJSONOf(cas, devPort, short))
 	}
+	var buf []byte
 	for _, ca := range cas {
-		ibstatCA(stdout, ca, devPort, short)
+		buf = ibstatCA(buf[:0], ca, devPort, short)
+		stdout.Write(buf) // as Fprintf was, and ibstat's printf: errors show at the flush
+
 	}
 	return nil
 }
@@ -257,74 +260,89 @@ func ibstatDevices() ([]string, error) {
 	return names, nil
 }
 
-// ibstatCA is ca_stat.
-func ibstatCA(w io.Writer, ca *umad.CA, devPort int, short bool) {
+// ibstatCA is ca_stat. It appends to b, with strconv rather than fmt
+// (ibstat on hundreds of devices formats thousands of lines), and returns
+// the extended buffer.
+func ibstatCA(b []byte, ca *umad.CA, devPort int, short bool) []byte {
 	typ := ibstatName(ibstatNodeTypes, uint64(ca.NodeType))
 	if !short && devPort >= 0 {
-		fmt.Fprintf(w, "%s: '%s'\n", typ, ca.Name)
-		ibstatPort(w, ca.Ports[devPort], true)
-		return
+		b = append(append(append(append(b, typ...), ": '"...), ca.Name...), "'\n"...)
+		return ibstatPort(b, ca.Ports[devPort], true)
 	}
-	fmt.Fprintf(w, "%s '%s'\n", typ, ca.Name)
-	fmt.Fprintf(w, "\t%s type: %s\n", typ, ca.Type)
-	fmt.Fprintf(w, "\tNumber of ports: %d\n", ca.NumPorts)
-	fmt.Fprintf(w, "\tFirmware version: %s\n", ca.FirmwareVersion)
-	fmt.Fprintf(w, "\tHardware version: %s\n", ca.HardwareVersion)
-	fmt.Fprintf(w, "\tNode GUID: 0x%016x\n", ca.NodeGUID)
-	fmt.Fprintf(w, "\tSystem image GUID: 0x%016x\n", ca.SystemImageGUID)
+	b = append(append(append(append(b, typ...), " '"...), ca.Name...), "'\n"...)
+	b = append(append(append(append(append(b, '\t'), typ...), " type: "...), ca.Type...), '\n')
+	b = strconv.AppendInt(append(b, "\tNumber of ports: "...), int64(ca.NumPorts), 10)
+	b = append(append(append(b, "\n\tFirmware version: "...), ca.FirmwareVersion...), '\n')
+	b = append(append(append(b, "\tHardware version: "...), ca.HardwareVersion...), '\n')
+	b = appendHex(append(b, "\tNode GUID: 0x"...), uint64(ca.NodeGUID), 16)
+	b = appendHex(append(b, "\n\tSystem image GUID: 0x"...), uint64(ca.SystemImageGUID), 16)
+	b = append(b, '\n')
 	if short {
-		return
+		return b
 	}
 	for _, p := range ca.Ports {
 		if p != nil {
-			ibstatPort(w, p, false)
+			b = ibstatPort(b, p, false)
 		}
 	}
+	return b
 }
 
-// ibstatPort is port_dump.
-func ibstatPort(w io.Writer, p *umad.CAPort, alone bool) {
+// ibstatPort is port_dump, appended to b.
+func ibstatPort(b []byte, p *umad.CAPort, alone bool) []byte {
 	pre, hdrpre := "\t\t", "\t"
 	if alone {
 		pre, hdrpre = "", ""
 	}
-	fmt.Fprintf(w, "%sPort %d:\n", hdrpre, p.Number)
-	fmt.Fprintf(w, "%sState: %s\n", pre, ibstatName(ibstatStates, uint64(p.State)))
-	fmt.Fprintf(w, "%sPhysical state: %s\n", pre, ibstatName(ibstatPhys, uint64(p.PhysState)))
-	fmt.Fprintf(w, "%sRate: %s\n", pre, ibstatRate(p))
-	fmt.Fprintf(w, "%sBase lid: %d\n", pre, int32(p.BaseLID))
-	fmt.Fprintf(w, "%sLMC: %d\n", pre, int32(p.LMC))
-	fmt.Fprintf(w, "%sSM lid: %d\n", pre, int32(p.SMLID))
-	fmt.Fprintf(w, "%sCapability mask: 0x%08x\n", pre, p.CapMask)
-	fmt.Fprintf(w, "%sPort GUID: 0x%016x\n", pre, p.PortGUID)
-	fmt.Fprintf(w, "%sLink layer: %s\n", pre, p.LinkLayer)
+	line := func(b []byte, label string) []byte { return append(append(b, pre...), label...) }
+	b = strconv.AppendInt(append(append(b, hdrpre...), "Port "...), int64(p.Number), 10)
+	b = append(b, ":\n"...)
+	b = append(append(line(b, "State: "), ibstatName(ibstatStates, uint64(p.State))...), '\n')
+	b = append(append(line(b, "Physical state: "), ibstatName(ibstatPhys, uint64(p.PhysState))...), '\n')
+	b = append(ibstatAppendRate(line(b, "Rate: "), p), '\n')
+	b = append(strconv.AppendInt(line(b, "Base lid: "), int64(int32(p.BaseLID)), 10), '\n')
+	b = append(strconv.AppendInt(line(b, "LMC: "), int64(int32(p.LMC)), 10), '\n')
+	b = append(strconv.AppendInt(line(b, "SM lid: "), int64(int32(p.SMLID)), 10), '\n')
+	b = append(appendHex(line(b, "Capability mask: 0x"), uint64(p.CapMask), 8), '\n')
+	b = append(appendHex(line(b, "Port GUID: 0x"), uint64(p.PortGUID), 16), '\n')
+	return append(append(line(b, "Link layer: "), p.LinkLayer...), '\n')
+}
+
+// appendHex appends v in lower-case hex, zero-padded to width digits
+// (printf's "%0*x").
+func appendHex(b []byte, v uint64, width int) []byte {
+	var d [16]byte
+	h := strconv.AppendUint(d[:0], v, 16)
+	for i := len(h); i < width; i++ {
+		b = append(b, '0')
+	}
+	return append(b, h...)
 }
 
 // ibstatRate is port_dump's rate: "N (FDR10)" when the rate file's speed
 // is FDR10, "2.5" for the integer rate 2 (1X SDR), else the integer.
-func ibstatRate(p *umad.CAPort) string {
+func ibstatRate(p *umad.CAPort) string { return string(ibstatAppendRate(nil, p)) }
+
+func ibstatAppendRate(b []byte, p *umad.CAPort) []byte {
 	if ibstatIsFDR10(p) {
-		return fmt.Sprintf("%d (FDR10)", int32(p.Rate))
+		return append(strconv.AppendInt(b, int64(int32(p.Rate)), 10), " (FDR10)"...)
 	}
 	if p.Rate == 2 {
-		return "2.5"
+		return append(b, "2.5"...)
 	}
-	return strconv.Itoa(int(int32(p.Rate)))
+	return strconv.AppendInt(b, int64(int32(p.Rate)), 10)
 }
 
 // ibstatIsFDR10 is is_fdr10: the five characters before the first ')' of
-// the rate file (its first 31 bytes) are "fdr10", in any case.
+// the rate file (its first 31 bytes) are "fdr10", in any case. ibstat reads
+// the rate file again for it; the text read with the port is the same.
 func ibstatIsFDR10(p *umad.CAPort) bool {
-	var buf [sys.AttrMax]byte
-	b, err := sys.ReadFile(filepath.Join(ibSysfsRoot, "class", "infiniband", p.CA, "ports", strconv.Itoa(p.Number), "rate"), buf[:])
-	if err != nil {
-		return false
-	}
+	b := p.RateText
 	if len(b) > 31 {
 		b = b[:31]
 	}
-	i := strings.IndexByte(string(b), ')')
-	return i >= 5 && strings.EqualFold(string(b[i-5:i]), "fdr10")
+	i := strings.IndexByte(b, ')')
+	return i >= 5 && strings.EqualFold(b[i-5:i], "fdr10")
 }
 
 // JSON forms.

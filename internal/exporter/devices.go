@@ -74,7 +74,7 @@ func (d *devices) refresh(fs *sysfs.FS) error {
 		d.stale = true
 	}
 	for _, ca := range cas {
-		ds := &devState{ca: ca, info: prometheus.MakeLabelPairs(descInfo, []string{ca.Name, deref(ca.BoardID), deref(ca.FWVersion), deref(ca.HCAType)})}
+		ds := &devState{ca: ca, info: prometheus.MakeLabelPairs(descInfo(), []string{ca.Name, deref(ca.BoardID), deref(ca.FWVersion), deref(ca.HCAType)})}
 		for _, p := range ca.Ports {
 			ds.ports = append(ds.ports, openPort(p))
 		}
@@ -85,7 +85,7 @@ func (d *devices) refresh(fs *sysfs.FS) error {
 
 func openPort(p *sysfs.Port) *portState {
 	port := strconv.Itoa(p.Number)
-	ps := &portState{p: p, labels: prometheus.MakeLabelPairs(descState, []string{p.CA, port})}
+	ps := &portState{p: p, labels: prometheus.MakeLabelPairs(descState(), []string{p.CA, port})}
 	ps.status, ps.statusErr = p.OpenStatus()
 	ps.pma, ps.pmaErr = p.OpenCounters()
 	if ps.pma != nil {
@@ -94,7 +94,7 @@ func openPort(p *sysfs.Port) *portState {
 		ps.pmaDescs, ps.pmaOctets = make([]*prometheus.Desc, len(names)), make([]bool, len(names))
 		for i, n := range names {
 			if m, ok := pmaMetrics[n]; ok {
-				ps.pmaDescs[i], ps.pmaOctets[i] = pmaDescs[n], m.octets
+				ps.pmaDescs[i], ps.pmaOctets[i] = pmaDescs()[n], m.octets
 			}
 		}
 	}
@@ -103,7 +103,7 @@ func openPort(p *sysfs.Port) *portState {
 		names := ps.hw.Names()
 		ps.hwVals = make([]uint64, len(names))
 		for _, n := range names {
-			ps.hwLabels = append(ps.hwLabels, prometheus.MakeLabelPairs(descHw, []string{p.CA, port, n}))
+			ps.hwLabels = append(ps.hwLabels, prometheus.MakeLabelPairs(descHw(), []string{p.CA, port, n}))
 		}
 	}
 	return ps
@@ -183,17 +183,17 @@ func (e *Exporter) collectInfiniBand(ch chan<- prometheus.Metric, cas []*devStat
 	var errs []error
 	var st sysfs.PortStatus
 	for _, ds := range cas {
-		e.samples.send(ch, descInfo, ds.info, 1, true)
+		e.samples.send(ch, descInfo(), ds.info, 1, true)
 		for _, ps := range ds.ports {
 			if ps.statusErr != nil {
 				errs = append(errs, ps.statusErr)
 			} else if err := ps.status.Read(&st); err != nil {
 				errs = append(errs, err)
 			} else {
-				e.samples.send(ch, descState, ps.labels, float64(st.State), true)
-				e.samples.send(ch, descPhys, ps.labels, float64(st.PhysState), true)
+				e.samples.send(ch, descState(), ps.labels, float64(st.State), true)
+				e.samples.send(ch, descPhys(), ps.labels, float64(st.PhysState), true)
 				if st.HasRate {
-					e.samples.send(ch, descRate, ps.labels, float64(st.Rate.Mbps)*125000, true)
+					e.samples.send(ch, descRate(), ps.labels, float64(st.Rate.Mbps)*125000, true)
 				}
 			}
 			if ps.pmaErr != nil {
@@ -236,7 +236,7 @@ func (e *Exporter) collectHw(ch chan<- prometheus.Metric, cas []*devState) error
 				continue
 			}
 			for i, v := range ps.hwVals {
-				e.samples.send(ch, descHw, ps.hwLabels[i], float64(v), false)
+				e.samples.send(ch, descHw(), ps.hwLabels[i], float64(v), false)
 			}
 		}
 	}

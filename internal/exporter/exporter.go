@@ -65,24 +65,45 @@ var pmaMetrics = map[string]struct {
 
 const ns = "node_infiniband_"
 
+// The descriptors are built on first use, not at package init: the
+// exporter is a subcommand of the tools' binary, and every other tool
+// (ibstat among them) would pay for building them at start-up.
 var (
-	portLabels  = []string{"device", "port"}
-	descInfo    = prometheus.NewDesc(ns+"info", "Non-numeric data from /sys/class/infiniband/<device>, value is always 1.", []string{"device", "board_id", "firmware_version", "hca_type"}, nil)
-	descState   = prometheus.NewDesc(ns+"state_id", "State of the InfiniBand port (0: no change, 1: down, 2: init, 3: armed, 4: active, 5: act defer)", portLabels, nil)
-	descPhys    = prometheus.NewDesc(ns+"physical_state_id", "Physical state of the InfiniBand port (0: no change, 1: sleep, 2: polling, 3: disable, 4: shift, 5: link up, 6: link error recover, 7: phytest)", portLabels, nil)
-	descRate    = prometheus.NewDesc(ns+"rate_bytes_per_second", "Maximum signal transfer rate", portLabels, nil)
-	descHw      = prometheus.NewDesc("rdma_hw_stat_total", "A port's hw_counters/ value (/sys/class/infiniband/<device>/ports/<port>/hw_counters/<counter>).", []string{"device", "port", "counter"}, nil)
-	descNetlink = prometheus.NewDesc("rdma_statistic_total", "A port's RDMA netlink statistic, as `rdma statistic show` prints it.", []string{"device", "port", "counter"}, nil)
-	descQPStat  = prometheus.NewDesc("rdma_qp_statistic_total", "A QP counter's value (an rdma_counter of `rdma statistic qp show`): it counts for the QPs bound to it, which rdma_qp_counter_qp_info lists.", []string{"device", "port", "counter_id", "counter"}, nil)
-	descQPInfo  = prometheus.NewDesc("rdma_qp_counter_qp_info", "A QP bound to a QP counter (an LQPN of `rdma statistic qp show`), value is always 1.", []string{"device", "port", "counter_id", "qpn"}, nil)
-	descUp      = prometheus.NewDesc("rdma_exporter_source_up", "1 when the source was read without error in this scrape, 0 when it failed (see the log).", []string{"source"}, nil)
-	pmaDescs    = func() map[string]*prometheus.Desc {
+	portLabels = []string{"device", "port"}
+	descInfo   = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc(ns+"info", "Non-numeric data from /sys/class/infiniband/<device>, value is always 1.", []string{"device", "board_id", "firmware_version", "hca_type"}, nil)
+	})
+	descState = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc(ns+"state_id", "State of the InfiniBand port (0: no change, 1: down, 2: init, 3: armed, 4: active, 5: act defer)", portLabels, nil)
+	})
+	descPhys = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc(ns+"physical_state_id", "Physical state of the InfiniBand port (0: no change, 1: sleep, 2: polling, 3: disable, 4: shift, 5: link up, 6: link error recover, 7: phytest)", portLabels, nil)
+	})
+	descRate = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc(ns+"rate_bytes_per_second", "Maximum signal transfer rate", portLabels, nil)
+	})
+	descHw = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc("rdma_hw_stat_total", "A port's hw_counters/ value (/sys/class/infiniband/<device>/ports/<port>/hw_counters/<counter>).", []string{"device", "port", "counter"}, nil)
+	})
+	descNetlink = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc("rdma_statistic_total", "A port's RDMA netlink statistic, as `rdma statistic show` prints it.", []string{"device", "port", "counter"}, nil)
+	})
+	descQPStat = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc("rdma_qp_statistic_total", "A QP counter's value (an rdma_counter of `rdma statistic qp show`): it counts for the QPs bound to it, which rdma_qp_counter_qp_info lists.", []string{"device", "port", "counter_id", "counter"}, nil)
+	})
+	descQPInfo = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc("rdma_qp_counter_qp_info", "A QP bound to a QP counter (an LQPN of `rdma statistic qp show`), value is always 1.", []string{"device", "port", "counter_id", "qpn"}, nil)
+	})
+	descUp = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc("rdma_exporter_source_up", "1 when the source was read without error in this scrape, 0 when it failed (see the log).", []string{"source"}, nil)
+	})
+	pmaDescs = sync.OnceValue(func() map[string]*prometheus.Desc {
 		m := map[string]*prometheus.Desc{}
 		for file, p := range pmaMetrics {
 			m[file] = prometheus.NewDesc(ns+p.name, p.help, portLabels, nil)
 		}
 		return m
-	}()
+	})
 )
 
 // Config says what an Exporter collects.
@@ -197,7 +218,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 			up = 0
 			e.cfg.Logger.Warn("source failed", "source", src, "err", err)
 		}
-		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, src)
+		ch <- prometheus.MustNewConstMetric(descUp(), prometheus.GaugeValue, up, src)
 		if err != nil && src != SourceFlows {
 			e.devs.stale = true // a device may have gone: discover again next time
 		}
@@ -209,7 +230,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 			up = 0
 			e.cfg.Logger.Warn("source failed", "source", SourceFabric, "err", err)
 		}
-		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, SourceFabric)
+		ch <- prometheus.MustNewConstMetric(descUp(), prometheus.GaugeValue, up, SourceFabric)
 	}
 }
 
@@ -233,7 +254,7 @@ func (e *Exporter) collectNetlink(ch chan<- prometheus.Metric, cas []*devState) 
 				continue // a device without statistics (no hw counters)
 			}
 			for _, c := range st.Counters {
-				ch <- prometheus.MustNewConstMetric(descNetlink, prometheus.CounterValue, float64(c.Value), ca.Name, strconv.Itoa(p.Number), c.Name)
+				ch <- prometheus.MustNewConstMetric(descNetlink(), prometheus.CounterValue, float64(c.Value), ca.Name, strconv.Itoa(p.Number), c.Name)
 			}
 		}
 		qs, ok := nl.(QPCounterSource)
@@ -250,10 +271,10 @@ func (e *Exporter) collectNetlink(ch chan<- prometheus.Metric, cas []*devState) 
 		for _, c := range cs {
 			port, id := strconv.FormatUint(uint64(c.Port), 10), strconv.FormatUint(uint64(c.ID), 10)
 			for _, hc := range c.Counters {
-				ch <- prometheus.MustNewConstMetric(descQPStat, prometheus.CounterValue, float64(hc.Value), ca.Name, port, id, hc.Name)
+				ch <- prometheus.MustNewConstMetric(descQPStat(), prometheus.CounterValue, float64(hc.Value), ca.Name, port, id, hc.Name)
 			}
 			for _, qpn := range c.QPNs {
-				ch <- prometheus.MustNewConstMetric(descQPInfo, prometheus.GaugeValue, 1, ca.Name, port, id, strconv.FormatUint(uint64(qpn), 10))
+				ch <- prometheus.MustNewConstMetric(descQPInfo(), prometheus.GaugeValue, 1, ca.Name, port, id, strconv.FormatUint(uint64(qpn), 10))
 			}
 		}
 	}

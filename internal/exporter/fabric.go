@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,7 +87,7 @@ var fabricCounters = []struct {
 // fabricDescs are the descriptors by subsystem ("switch", "hca") and
 // counter index; then the info metrics.
 var (
-	fabricDescs = func() map[string][]*prometheus.Desc {
+	fabricDescs = sync.OnceValue(func() map[string][]*prometheus.Desc {
 		m := map[string][]*prometheus.Desc{}
 		for _, sub := range []string{"switch", "hca"} {
 			for _, c := range fabricCounters {
@@ -95,9 +96,13 @@ var (
 			}
 		}
 		return m
-	}()
-	descSwitchInfo = prometheus.NewDesc("infiniband_switch_info", "Infiniband switch information", []string{"guid", "switch", "lid"}, nil)
-	descHCAInfo    = prometheus.NewDesc("infiniband_hca_info", "Infiniband HCA information", []string{"guid", "hca", "lid"}, nil)
+	})
+	descSwitchInfo = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc("infiniband_switch_info", "Infiniband switch information", []string{"guid", "switch", "lid"}, nil)
+	})
+	descHCAInfo = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc("infiniband_hca_info", "Infiniband HCA information", []string{"guid", "hca", "lid"}, nil)
+	})
 )
 
 // pmaTarget is one port whose counters are read.
@@ -134,9 +139,9 @@ func (e *Exporter) collectFabric(ch chan<- prometheus.Metric) error {
 	}
 	var targets []*pmaTarget
 	for _, n := range f.Nodes {
-		desc := descHCAInfo
+		desc := descHCAInfo()
 		if n.Type == netdisc.TypeSwitch {
-			desc = descSwitchInfo
+			desc = descSwitchInfo()
 		}
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, 1, guidLabel(n.GUID), n.Desc, strconv.Itoa(int(n.SMALID)))
 		for _, pt := range n.Ports[1:] {
@@ -166,7 +171,7 @@ func (e *Exporter) collectFabric(ch chan<- prometheus.Metric) error {
 		}
 		guid, port := guidLabel(t.node.GUID), strconv.Itoa(t.port)
 		for i, c := range fabricCounters {
-			ch <- prometheus.MustNewConstMetric(fabricDescs[sub][i], prometheus.CounterValue, float64(c.get(&t.pc, &t.ext)), guid, port)
+			ch <- prometheus.MustNewConstMetric(fabricDescs()[sub][i], prometheus.CounterValue, float64(c.get(&t.pc, &t.ext)), guid, port)
 		}
 	}
 	if failed > 0 {

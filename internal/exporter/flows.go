@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -182,8 +183,12 @@ type countedFlow struct {
 }
 
 var (
-	descFlowPackets = prometheus.NewDesc("rdma_flow_packets_total", "Packets a configured flow matched (a verbs counters object on a DONT_TRAP flow).", []string{"flow", "device", "port"}, nil)
-	descFlowBytes   = prometheus.NewDesc("rdma_flow_bytes_total", "Bytes of the packets a configured flow matched, from the destination MAC to the end of the payload.", []string{"flow", "device", "port"}, nil)
+	descFlowPackets = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc("rdma_flow_packets_total", "Packets a configured flow matched (a verbs counters object on a DONT_TRAP flow).", []string{"flow", "device", "port"}, nil)
+	})
+	descFlowBytes = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc("rdma_flow_bytes_total", "Bytes of the packets a configured flow matched, from the destination MAC to the end of the payload.", []string{"flow", "device", "port"}, nil)
+	})
 )
 
 func newFlowSet(cfgs []FlowConfig, sysfsRoot string) (_ *flowSet, err error) {
@@ -268,8 +273,8 @@ func (s *flowSet) collect(ch chan<- prometheus.Metric) error {
 			continue
 		}
 		port := fmt.Sprint(f.cfg.Port)
-		ch <- prometheus.MustNewConstMetric(descFlowPackets, prometheus.CounterValue, float64(s.vals[0]), f.cfg.Name, f.cfg.Device, port)
-		ch <- prometheus.MustNewConstMetric(descFlowBytes, prometheus.CounterValue, float64(s.vals[1]), f.cfg.Name, f.cfg.Device, port)
+		ch <- prometheus.MustNewConstMetric(descFlowPackets(), prometheus.CounterValue, float64(s.vals[0]), f.cfg.Name, f.cfg.Device, port)
+		ch <- prometheus.MustNewConstMetric(descFlowBytes(), prometheus.CounterValue, float64(s.vals[1]), f.cfg.Name, f.cfg.Device, port)
 	}
 	return errors.Join(errs...)
 }
