@@ -8,10 +8,10 @@ package umad
 // namespace, a control socket for struct sim_ctl messages and a data
 // socket for struct sim_request packets. The kernel's part of a umad
 // port — agents, method tables, TID routing of responses, timeouts and
-// retries — is internal/fakekernel's model of Linux's user_mad.c and
-// mad.c, the one the unit tests use, with its wire (UmadWire) leading to
-// ibsim: so the Port code above it, the MAD codecs and the agent logic are
-// the same for both transports.
+// retries — is internal/umadmodel's model of Linux's user_mad.c and
+// mad.c, the one the unit tests use, with its wire (umadmodel.Wire)
+// leading to ibsim: so the Port code above it, the MAD codecs and the
+// agent logic are the same for both transports.
 
 import (
 	"encoding/binary"
@@ -28,7 +28,7 @@ import (
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/errs"
-	"github.com/purerdma/rdma/internal/fakekernel"
+	"github.com/purerdma/rdma/internal/umadmodel"
 )
 
 // SimEnv names the environment variable that makes OpenPort open ports on
@@ -66,8 +66,8 @@ type simLink struct {
 	ctlMu sync.Mutex
 	data  *net.UnixConn
 	id    uint32 // the client index ibsim gave
-	fab   *fakekernel.UmadFabric
-	port  *fakekernel.UmadPort
+	fab   *umadmodel.Fabric
+	port  *umadmodel.Port
 	done  chan struct{}
 	once  sync.Once
 	cerr  error
@@ -213,9 +213,9 @@ func dialSim(base, node, name string) (*simLink, error) {
 	if r, err := l.call(simCtlPortInfo, pi); err == nil {
 		lid = binary.BigEndian.Uint16(r[16:18])
 	}
-	l.fab = fakekernel.NewUmadFabric()
-	l.port = l.fab.AddPort(fakekernel.UmadPortConfig{CA: got, Port: 1, LID: lid,
-		Device: name, LinkLayer: fakekernel.UmadInfiniBand})
+	l.fab = umadmodel.NewFabric()
+	l.port = l.fab.AddPort(umadmodel.PortConfig{CA: got, Port: 1, LID: lid,
+		Device: name, LinkLayer: umadmodel.InfiniBand})
 	l.fab.SetWire(l)
 	ok = true
 	return l, nil
@@ -267,12 +267,12 @@ func retryEINTR(f func() (int, error)) (int, error) {
 	}
 }
 
-// Transmit implements fakekernel.UmadWire: one struct sim_request to
+// Transmit implements umadmodel.Wire: one struct sim_request to
 // ibsim. Addresses are big-endian in their slots; slid 0 makes ibsim use
 // our port's LID, and a directed-route SMP goes with dlid and slid 0xffff
 // (what libibmad's permissive address gives libumad2sim). The request is
 // dropped, as a full wire would drop it, when ibsim does not take it.
-func (l *simLink) Transmit(_ *fakekernel.UmadPort, srcQPN uint32, h *abi.MadHdr, mad []byte) {
+func (l *simLink) Transmit(_ *umadmodel.Port, srcQPN uint32, h *abi.MadHdr, mad []byte) {
 	var b [simReqSize]byte
 	be := binary.BigEndian
 	dlid, slid := h.LID, uint16(0)

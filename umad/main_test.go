@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/purerdma/rdma/internal/fakekernel"
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/internal/sys/systest"
+	"github.com/purerdma/rdma/internal/umadmodel"
 )
 
 // TestMain fails the run when a test leaves a descriptor open.
@@ -125,9 +125,9 @@ func tSysfs(t testing.TB, abi string, cas ...tCA) string {
 // node, wired together, and a Host that opens the fakes.
 type tEnv struct {
 	host  *Host
-	fab   *fakekernel.UmadFabric
-	ports map[string]*fakekernel.UmadPort // by "ca/port"
-	files []*fakekernel.UmadFile
+	fab   *umadmodel.Fabric
+	ports map[string]*umadmodel.Port // by "ca/port"
+	files []*umadmodel.File
 }
 
 func newEnv(t testing.TB, cas ...tCA) *tEnv {
@@ -136,11 +136,11 @@ func newEnv(t testing.TB, cas ...tCA) *tEnv {
 }
 
 // newEnvWith is newEnv with a change to every fake port's configuration.
-func newEnvWith(t testing.TB, mod func(*fakekernel.UmadPortConfig), cas ...tCA) *tEnv {
+func newEnvWith(t testing.TB, mod func(*umadmodel.PortConfig), cas ...tCA) *tEnv {
 	t.Helper()
 	root := tSysfs(t, "5", cas...)
-	e := &tEnv{fab: fakekernel.NewUmadFabric(), ports: map[string]*fakekernel.UmadPort{}}
-	byDev := map[string]*fakekernel.UmadPort{}
+	e := &tEnv{fab: umadmodel.NewFabric(), ports: map[string]*umadmodel.Port{}}
+	byDev := map[string]*umadmodel.Port{}
 	umad := 0
 	for _, ca := range cas {
 		for _, p := range ca.ports {
@@ -149,11 +149,11 @@ func newEnvWith(t testing.TB, mod func(*fakekernel.UmadPortConfig), cas ...tCA) 
 			}
 			dev := fmt.Sprintf("/dev/infiniband/umad%d", umad)
 			umad++
-			ll := fakekernel.UmadInfiniBand
+			ll := umadmodel.InfiniBand
 			if p.linkLayer == linkEthernet {
-				ll = fakekernel.UmadEthernet
+				ll = umadmodel.Ethernet
 			}
-			cfg := fakekernel.UmadPortConfig{CA: ca.name, Port: p.num, Device: dev, LinkLayer: ll, LID: p.lid, GID: p.gid}
+			cfg := umadmodel.PortConfig{CA: ca.name, Port: p.num, Device: dev, LinkLayer: ll, LID: p.lid, GID: p.gid}
 			if mod != nil {
 				mod(&cfg)
 			}

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/purerdma/rdma/internal/fakekernel"
+	"github.com/purerdma/rdma/internal/umadmodel"
 )
 
 const (
@@ -114,7 +114,7 @@ func TestRegisterOUI(t *testing.T) {
 
 func TestRegisterFallsBackToAgent1(t *testing.T) {
 	// A kernel older than 3.16.
-	e := newEnvWith(t, func(c *fakekernel.UmadPortConfig) { c.NoRegisterAgent2 = true }, ibPair()...)
+	e := newEnvWith(t, func(c *umadmodel.PortConfig) { c.NoRegisterAgent2 = true }, ibPair()...)
 	p := e.open(t, "mlx5_0", 1)
 	id, err := p.Register(0x04, 1, MethodMaskOf(0x01))
 	if err != nil {

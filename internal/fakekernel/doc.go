@@ -46,8 +46,8 @@
 // with the owner bit; Verbs.Mlx5Frames and Verbs.Mlx5Deliver are the wire
 // of RAW_PACKET QPs.
 //
-// UmadFabric (umad*.go) models the umad device the same way. It is also
-// used outside tests, by one caller: umad.OpenSimPort gives it a wire to
-// ibsim (UmadWire, Deliver, Fail), so a port of a simulated InfiniBand
-// fabric runs the same agent model as the unit tests' fake ports.
+// The umad device is not here: package internal/umadmodel models it
+// (user_mad.c and mad.c), for umad's unit tests and for umad's ibsim
+// transport, which is production code. Nothing outside tests imports
+// fakekernel.
 package fakekernel

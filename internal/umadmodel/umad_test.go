@@ -1,4 +1,4 @@
-package fakekernel
+package umadmodel
 
 import (
 	"encoding/binary"
@@ -13,7 +13,7 @@ import (
 	"github.com/purerdma/rdma/internal/sys"
 )
 
-// One test per rule of the fake umad device (UmadFabric's documentation),
+// One test per rule of the modelled umad device (Fabric's documentation),
 // each driven through the real syscall seam with hand-made bytes.
 
 var (
@@ -26,13 +26,13 @@ var (
 // umadNet is a fabric with two InfiniBand ports (LIDs 1 and 2) and two
 // RoCE ports.
 type umadNet struct {
-	fab          *UmadFabric
-	ib1, ib2     *UmadPort
-	roce1, roce2 *UmadPort
+	fab          *Fabric
+	ib1, ib2     *Port
+	roce1, roce2 *Port
 }
 
 func newUmadNet(t *testing.T) *umadNet {
-	fab := NewUmadFabric()
+	fab := NewFabric()
 	t.Cleanup(func() {
 		for _, p := range fab.ports {
 			if n := p.OpenFiles(); n != 0 {
@@ -42,15 +42,15 @@ func newUmadNet(t *testing.T) *umadNet {
 	})
 	return &umadNet{
 		fab:   fab,
-		ib1:   fab.AddPort(UmadPortConfig{CA: "mlx5_0", Port: 1, LID: 1, GID: umadGIDA}),
-		ib2:   fab.AddPort(UmadPortConfig{CA: "mlx5_1", Port: 1, LID: 2, GID: umadGIDB}),
-		roce1: fab.AddPort(UmadPortConfig{CA: "rxe0", Port: 1, LinkLayer: UmadEthernet, GID: umadGIDR}),
-		roce2: fab.AddPort(UmadPortConfig{CA: "rxe1", Port: 1, LinkLayer: UmadEthernet, GID: umadGIDS}),
+		ib1:   fab.AddPort(PortConfig{CA: "mlx5_0", Port: 1, LID: 1, GID: umadGIDA}),
+		ib2:   fab.AddPort(PortConfig{CA: "mlx5_1", Port: 1, LID: 2, GID: umadGIDB}),
+		roce1: fab.AddPort(PortConfig{CA: "rxe0", Port: 1, LinkLayer: Ethernet, GID: umadGIDR}),
+		roce2: fab.AddPort(PortConfig{CA: "rxe1", Port: 1, LinkLayer: Ethernet, GID: umadGIDS}),
 	}
 }
 
 // umadOpen opens p, closed with the test.
-func umadOpen(t *testing.T, p *UmadPort) (*UmadFile, *sys.FD) {
+func umadOpen(t *testing.T, p *Port) (*File, *sys.FD) {
 	t.Helper()
 	f, fd, err := p.Open()
 	if err != nil {
@@ -61,7 +61,7 @@ func umadOpen(t *testing.T, p *UmadPort) (*UmadFile, *sys.FD) {
 }
 
 // umadOpenPKey opens p and enables the 64-byte header, as libibumad does.
-func umadOpenPKey(t *testing.T, p *UmadPort) (*UmadFile, *sys.FD) {
+func umadOpenPKey(t *testing.T, p *Port) (*File, *sys.FD) {
 	t.Helper()
 	f, fd := umadOpen(t, p)
 	if err := fd.Ioctl(abi.IB_USER_MAD_ENABLE_PKEY, nil); err != nil {
@@ -136,9 +136,9 @@ func umadWrite(fd *sys.FD, hs int, h abi.MadHdr, m []byte) error {
 }
 
 // umadTo returns a header addressing port p's QP1 from agent id.
-func umadTo(p *UmadPort, id uint32) abi.MadHdr {
+func umadTo(p *Port, id uint32) abi.MadHdr {
 	h := abi.MadHdr{AgentID: id, QPN: 1, QKey: 0x80010000}
-	if p.Config().LinkLayer == UmadEthernet {
+	if p.Config().LinkLayer == Ethernet {
 		h.GRHPresent, h.GID, h.HopLimit = true, p.Config().GID, 64
 	} else {
 		h.LID = p.Config().LID
@@ -223,8 +223,8 @@ func TestUmadRuleRegisterAgent2SwitchesHeader(t *testing.T) {
 }
 
 func TestUmadRuleRegisterAgent2Missing(t *testing.T) {
-	fab := NewUmadFabric()
-	p := fab.AddPort(UmadPortConfig{CA: "old", Port: 1, LID: 1, NoRegisterAgent2: true})
+	fab := NewFabric()
+	p := fab.AddPort(PortConfig{CA: "old", Port: 1, LID: 1, NoRegisterAgent2: true})
 	_, fd := umadOpen(t, p)
 	_, err := umadReg2(fd, abi.RegReq2{QPN: 1})
 	umadWant(t, err, syscall.ENOTTY)
@@ -377,7 +377,7 @@ func TestUmadRuleRegisterMissingQP(t *testing.T) {
 	umadWant(t, err, syscall.EINVAL)
 	umadMustReg(t, fd, umadVendorReg)
 
-	p := n.fab.AddPort(UmadPortConfig{CA: "nogsi", Port: 1, LID: 9, NoGSI: true})
+	p := n.fab.AddPort(PortConfig{CA: "nogsi", Port: 1, LID: 9, NoGSI: true})
 	_, fd2 := umadOpen(t, p)
 	_, err = umadReg2(fd2, abi.RegReq2{QPN: 1})
 	umadWant(t, err, syscall.EPROTONOSUPPORT)
@@ -906,7 +906,7 @@ func TestUmadBlockingReadWakeups(t *testing.T) {
 // FD.WaitReadable and FD.SetReadDeadline behave on it as poll(2) and the
 // runtime poller do on a real umad descriptor.
 func TestUmadWaiter(t *testing.T) {
-	var _ sys.Waiter = (*UmadFile)(nil)
+	var _ sys.Waiter = (*File)(nil)
 	n := newUmadNet(t)
 	_, fd := umadOpenPKey(t, n.ib1)
 	a := umadMustReg(t, fd, abi.RegReq2{QPN: 1, MgmtClass: 0x09, MgmtClassVersion: 1, MethodMask: abi.MethodMaskOf(0x03)})
@@ -1021,7 +1021,7 @@ func TestUmadOldHeader(t *testing.T) {
 	}
 }
 
-// TestUmadSteadyStateAllocs: the fake itself does not allocate for a
+// TestUmadSteadyStateAllocs: the model itself does not allocate for a
 // request/response round trip once warm, so that benchmarks of the code
 // above it measure that code.
 func TestUmadSteadyStateAllocs(t *testing.T) {

@@ -1,8 +1,8 @@
-package fakekernel
+package umadmodel
 
-// The fake umad device: /dev/infiniband/umadN as Linux 6.12's
+// The umad device: /dev/infiniband/umadN as Linux 6.12's
 // drivers/infiniband/core/user_mad.c and the MAD layer under it
-// (drivers/infiniband/core/mad.c) present it to userspace. UmadFabric's
+// (drivers/infiniband/core/mad.c) present it to userspace. Fabric's
 // documentation lists the rules it enforces.
 
 import (
@@ -18,7 +18,7 @@ import (
 	"github.com/purerdma/rdma/internal/sys"
 )
 
-// Kernel limits and MAD constants the fake applies (include/rdma/ib_mad.h,
+// Kernel limits and MAD constants the model applies (include/rdma/ib_mad.h,
 // drivers/infiniband/core/user_mad.c, mad_priv.h).
 const (
 	umadMaxAgents   = 32     // IB_UMAD_MAX_AGENTS
@@ -55,21 +55,21 @@ const (
 	umadForever = 1 << 31
 )
 
-// Link layers of a fake port.
+// Link layers of a port.
 const (
-	UmadInfiniBand = "InfiniBand"
-	UmadEthernet   = "Ethernet"
+	InfiniBand = "InfiniBand"
+	Ethernet   = "Ethernet"
 )
 
-// UmadPortConfig describes one port of a fake umad device.
-type UmadPortConfig struct {
+// PortConfig describes one port of a modelled umad device.
+type PortConfig struct {
 	// CA and Port name the RDMA device and port number ("mlx5_0", 1).
 	CA   string
 	Port int
 	// Device is the node name the descriptor reports, for example
 	// "/dev/infiniband/umad0"; empty means a made-up name.
 	Device string
-	// LinkLayer is UmadInfiniBand (the default) or UmadEthernet. An
+	// LinkLayer is InfiniBand (the default) or Ethernet. An
 	// InfiniBand port has QP0 (the SMI) and QP1; an Ethernet (RoCE) port
 	// has only QP1, and every MAD it sends needs a GRH, as with rxe.
 	LinkLayer string
@@ -86,14 +86,14 @@ type UmadPortConfig struct {
 	NoRegisterAgent2 bool
 }
 
-// UmadFabric is a set of fake umad ports wired together: a MAD one of
+// Fabric is a set of modelled umad ports wired together: a MAD one of
 // them sends arrives at the port its header addresses (by LID, or by GID
 // when it carries a GRH), where the MAD layer hands it to the agent
 // registered for its class, version and method; responses find their way
 // back to the requesting agent through the upper 32 bits of their TID.
 // A port can address itself. It is safe for concurrent use.
 //
-// Each open file (UmadFile, behind a real *sys.FD) enforces the rules of
+// Each open file (File, behind a real *sys.FD) enforces the rules of
 // Linux 6.12's user_mad.c and mad.c, in the kernel's order, with its
 // errnos:
 //
@@ -140,42 +140,42 @@ type UmadPortConfig struct {
 // answered by the MAD layer with a GetResp of status 0x000C (unsupported
 // method/attribute), as on a device without process_mad such as rxe.
 // Receive queues hold at most 200000 records.
-type UmadFabric struct {
+type Fabric struct {
 	mu      sync.Mutex
-	ports   []*UmadPort
+	ports   []*Port
 	byTID   map[uint32]*umadAgent // hi_tid → agent (ib_mad_clients)
 	lastTID uint32
-	wire    UmadWire // nil: MADs go between the fabric's ports
+	wire    Wire // nil: MADs go between the fabric's ports
 	recFree []*umadRecord
 	sndFree []*umadSend
 }
 
-// NewUmadFabric returns an empty fabric; add ports with AddPort.
-func NewUmadFabric() *UmadFabric {
-	return &UmadFabric{byTID: map[uint32]*umadAgent{}}
+// NewFabric returns an empty fabric; add ports with AddPort.
+func NewFabric() *Fabric {
+	return &Fabric{byTID: map[uint32]*umadAgent{}}
 }
 
 // AddPort adds a port to the fabric.
-func (fab *UmadFabric) AddPort(cfg UmadPortConfig) *UmadPort {
+func (fab *Fabric) AddPort(cfg PortConfig) *Port {
 	if cfg.LinkLayer == "" {
-		cfg.LinkLayer = UmadInfiniBand
+		cfg.LinkLayer = InfiniBand
 	}
 	if cfg.Device == "" {
 		cfg.Device = fmt.Sprintf("/dev/infiniband/umad-fake-%s-%d", cfg.CA, cfg.Port)
 	}
-	p := &UmadPort{fab: fab, cfg: cfg, files: map[*UmadFile]struct{}{}, claims: map[umadClaim]*umadAgent{}}
+	p := &Port{fab: fab, cfg: cfg, files: map[*File]struct{}{}, claims: map[umadClaim]*umadAgent{}}
 	fab.mu.Lock()
 	fab.ports = append(fab.ports, p)
 	fab.mu.Unlock()
 	return p
 }
 
-// UmadPort is one port of a fake umad device, the kernel side of
+// Port is one port of a modelled umad device, the kernel side of
 // /dev/infiniband/umadN.
-type UmadPort struct {
-	fab     *UmadFabric
-	cfg     UmadPortConfig
-	files   map[*UmadFile]struct{}
+type Port struct {
+	fab     *Fabric
+	cfg     PortConfig
+	files   map[*File]struct{}
 	claims  map[umadClaim]*umadAgent // the port's method tables
 	removed bool
 	sent    int // MADs put on the wire, resends included
@@ -190,20 +190,20 @@ type umadClaim struct {
 }
 
 // Config returns the port's configuration.
-func (p *UmadPort) Config() UmadPortConfig { return p.cfg }
+func (p *Port) Config() PortConfig { return p.cfg }
 
-func (p *UmadPort) hasSMI() bool { return p.cfg.LinkLayer == UmadInfiniBand }
+func (p *Port) hasSMI() bool { return p.cfg.LinkLayer == InfiniBand }
 
 // Sent returns how many MADs the port has put on the wire, resends of
 // timed-out requests and responses the MAD layer generated included.
-func (p *UmadPort) Sent() int {
+func (p *Port) Sent() int {
 	p.fab.mu.Lock()
 	defer p.fab.mu.Unlock()
 	return p.sent
 }
 
 // OpenFiles returns how many files of the port are open.
-func (p *UmadPort) OpenFiles() int {
+func (p *Port) OpenFiles() int {
 	p.fab.mu.Lock()
 	defer p.fab.mu.Unlock()
 	return len(p.files)
@@ -211,16 +211,16 @@ func (p *UmadPort) OpenFiles() int {
 
 // Open opens the port, like open("/dev/infiniband/umadN", O_RDWR |
 // O_NONBLOCK). The descriptor goes through the real syscall seam; the
-// UmadFile is the kernel's side of it, for tests that look inside. Opening
+// File is the kernel's side of it, for tests that look inside. Opening
 // a removed port fails ENXIO.
-func (p *UmadPort) Open() (*UmadFile, *sys.FD, error) {
+func (p *Port) Open() (*File, *sys.FD, error) {
 	fab := p.fab
 	fab.mu.Lock()
 	defer fab.mu.Unlock()
 	if p.removed {
 		return nil, nil, &os.PathError{Op: "open", Path: p.cfg.Device, Err: syscall.ENXIO}
 	}
-	f := &UmadFile{port: p, done: make(chan struct{})}
+	f := &File{port: p, done: make(chan struct{})}
 	p.files[f] = struct{}{}
 	return f, sys.NewFake(p.cfg.Device, f), nil
 }
@@ -228,7 +228,7 @@ func (p *UmadPort) Open() (*UmadFile, *sys.FD, error) {
 // Remove simulates hot unplug of the device: every open file's agents die
 // (reads fail EIO, writes EIO, registrations EPIPE, poll reports an
 // error) and later opens fail ENXIO.
-func (p *UmadPort) Remove() {
+func (p *Port) Remove() {
 	fab := p.fab
 	fab.mu.Lock()
 	defer fab.mu.Unlock()
@@ -239,10 +239,10 @@ func (p *UmadPort) Remove() {
 	}
 }
 
-// UmadFile is one open file of a fake umad port (struct ib_umad_file). It
+// File is one open file of a modelled umad port (struct ib_umad_file). It
 // implements sys.Backend.
-type UmadFile struct {
-	port *UmadPort
+type File struct {
+	port *Port
 
 	// Guarded by port.fab.mu.
 	agents      [umadMaxAgents]*umadAgent
@@ -270,7 +270,7 @@ type UmadFile struct {
 // umadAgent is a registered MAD agent (struct ib_mad_agent plus its
 // registration request).
 type umadAgent struct {
-	file    *UmadFile
+	file    *File
 	id      uint32
 	hiTID   uint32
 	qpn     uint32
@@ -289,13 +289,13 @@ func (a *umadAgent) kernelRMPP() bool {
 
 // HeaderSize returns the size of the umad header the file uses: 56 until
 // IB_USER_MAD_ENABLE_PKEY or IB_USER_MAD_REGISTER_AGENT2, then 64.
-func (f *UmadFile) HeaderSize() int {
+func (f *File) HeaderSize() int {
 	f.port.fab.mu.Lock()
 	defer f.port.fab.mu.Unlock()
 	return f.hdrSize()
 }
 
-func (f *UmadFile) hdrSize() int {
+func (f *File) hdrSize() int {
 	if f.usePKey {
 		return abi.MadHdrSize
 	}
@@ -303,7 +303,7 @@ func (f *UmadFile) hdrSize() int {
 }
 
 // Queued returns how many records wait to be read.
-func (f *UmadFile) Queued() int {
+func (f *File) Queued() int {
 	f.port.fab.mu.Lock()
 	defer f.port.fab.mu.Unlock()
 	return f.recv.n
@@ -311,7 +311,7 @@ func (f *UmadFile) Queued() int {
 
 // Outstanding returns how many sends are still in flight on the file
 // (struct ib_umad_file's send_list): requests waiting for a response.
-func (f *UmadFile) Outstanding() int {
+func (f *File) Outstanding() int {
 	f.port.fab.mu.Lock()
 	defer f.port.fab.mu.Unlock()
 	return len(f.sends)
@@ -319,7 +319,7 @@ func (f *UmadFile) Outstanding() int {
 
 // signal wakes every blocked Read and WaitReadable, which then look
 // again at the file. Caller holds fab.mu.
-func (f *UmadFile) signal() {
+func (f *File) signal() {
 	for _, ch := range f.waiters {
 		select {
 		case ch <- struct{}{}:
@@ -330,7 +330,7 @@ func (f *UmadFile) signal() {
 
 // addWaiter registers a blocked caller and returns the channel signal
 // wakes it on. Caller holds fab.mu.
-func (f *UmadFile) addWaiter() chan struct{} {
+func (f *File) addWaiter() chan struct{} {
 	var ch chan struct{}
 	if n := len(f.chanFree); n > 0 {
 		ch = f.chanFree[n-1]
@@ -343,7 +343,7 @@ func (f *UmadFile) addWaiter() chan struct{} {
 }
 
 // removeWaiter undoes addWaiter. Caller holds fab.mu.
-func (f *UmadFile) removeWaiter(ch chan struct{}) {
+func (f *File) removeWaiter(ch chan struct{}) {
 	for i, x := range f.waiters {
 		if x == ch {
 			f.waiters = append(f.waiters[:i], f.waiters[i+1:]...)
@@ -359,7 +359,7 @@ func (f *UmadFile) removeWaiter(ch chan struct{}) {
 
 // Ioctl implements sys.Backend: the four umad ioctls of ib_umad_ioctl.
 // Anything else fails ENOTTY (the kernel's ENOIOCTLCMD).
-func (f *UmadFile) Ioctl(req uint, arg unsafe.Pointer) error {
+func (f *File) Ioctl(req uint, arg unsafe.Pointer) error {
 	fab := f.port.fab
 	switch req {
 	case abi.IB_USER_MAD_REGISTER_AGENT:
@@ -429,7 +429,7 @@ func (f *UmadFile) Ioctl(req uint, arg unsafe.Pointer) error {
 }
 
 // agent is __get_agent. Caller holds fab.mu.
-func (f *UmadFile) agent(id uint32) *umadAgent {
+func (f *File) agent(id uint32) *umadAgent {
 	if f.dead || id >= umadMaxAgents {
 		return nil
 	}
@@ -439,7 +439,7 @@ func (f *UmadFile) agent(id uint32) *umadAgent {
 // register is ib_umad_reg_agent / ib_umad_reg_agent2 followed by
 // ib_register_mad_agent, with their checks in the kernel's order. Caller
 // holds fab.mu.
-func (f *UmadFile) register(qpn uint32, class, version uint8, oui uint32, methods abi.MethodMask, rmpp uint8, flags uint32, v2 bool) (uint32, error) {
+func (f *File) register(qpn uint32, class, version uint8, oui uint32, methods abi.MethodMask, rmpp uint8, flags uint32, v2 bool) (uint32, error) {
 	p := f.port
 	if p.removed {
 		return 0, syscall.EPIPE
@@ -538,7 +538,7 @@ func (a *umadAgent) claim(method uint8) umadClaim {
 // the agent's outstanding sends are cancelled without a report (the
 // kernel flushes them, and user_mad queues only timeouts). Caller holds
 // fab.mu.
-func (fab *UmadFabric) unregister(a *umadAgent) {
+func (fab *Fabric) unregister(a *umadAgent) {
 	p := a.file.port
 	if a.class != 0 {
 		for m := 0; m < 128; m++ {
@@ -561,7 +561,7 @@ func (fab *UmadFabric) unregister(a *umadAgent) {
 
 // kill is what device removal and close do to a file: agents_dead, every
 // agent unregistered, the queue dropped. Caller holds fab.mu.
-func (f *UmadFile) kill() {
+func (f *File) kill() {
 	fab := f.port.fab
 	f.dead = true
 	for i, a := range f.agents {
@@ -578,7 +578,7 @@ func (f *UmadFile) kill() {
 // Close implements sys.Backend (ib_umad_close): the file's agents are
 // unregistered and its queued records dropped; blocked readers return
 // os.ErrClosed.
-func (f *UmadFile) Close() error {
+func (f *File) Close() error {
 	fab := f.port.fab
 	fab.mu.Lock()
 	defer fab.mu.Unlock()
@@ -593,18 +593,18 @@ func (f *UmadFile) Close() error {
 }
 
 // Mmap implements sys.Backend: umad files cannot be mapped.
-func (f *UmadFile) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
+func (f *File) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 	return nil, syscall.ENODEV
 }
 
-// The file is pollable: *UmadFile implements sys.Waiter, so FD.Readable,
+// The file is pollable: *File implements sys.Waiter, so FD.Readable,
 // FD.WaitReadable and FD.SetReadDeadline reach it as poll(2) and the
 // runtime poller reach a real umad descriptor.
 
 // Readable implements sys.Waiter: poll(POLLIN) with a zero timeout. It
 // reports whether a record is queued; once the device is gone, EIO (the
 // kernel's POLLERR).
-func (f *UmadFile) Readable() (bool, error) {
+func (f *File) Readable() (bool, error) {
 	fab := f.port.fab
 	fab.mu.Lock()
 	defer fab.mu.Unlock()
@@ -623,7 +623,7 @@ func (f *UmadFile) Readable() (bool, error) {
 // or the one DeadlineChanged set since) has passed, and os.ErrClosed once
 // the file is closed; like the poller it looks at the deadline before the
 // queue. It consumes nothing.
-func (f *UmadFile) WaitReadable(deadline time.Time) error {
+func (f *File) WaitReadable(deadline time.Time) error {
 	fab := f.port.fab
 	fab.mu.Lock()
 	err := f.wait(deadline, nil)
@@ -635,7 +635,7 @@ func (f *UmadFile) WaitReadable(deadline time.Time) error {
 // WaitReadables in progress and later ones give up at deadline (zero:
 // never); one in the past wakes them at once with os.ErrDeadlineExceeded,
 // as SetReadDeadline does on a real descriptor.
-func (f *UmadFile) DeadlineChanged(deadline time.Time) {
+func (f *File) DeadlineChanged(deadline time.Time) {
 	fab := f.port.fab
 	fab.mu.Lock()
 	f.dl, f.dlKnown = deadline, true
@@ -646,7 +646,7 @@ func (f *UmadFile) DeadlineChanged(deadline time.Time) {
 
 // deadline returns the read deadline in force for a call made with arg.
 // Caller holds fab.mu.
-func (f *UmadFile) deadline(arg time.Time) time.Time {
+func (f *File) deadline(arg time.Time) time.Time {
 	if f.dlKnown {
 		return f.dl
 	}
@@ -656,7 +656,7 @@ func (f *UmadFile) deadline(arg time.Time) time.Time {
 // wait blocks until a record is queued, then runs take (when not nil) and
 // returns its error; or returns one of the errors WaitReadable lists.
 // Caller holds fab.mu, which wait releases while it sleeps.
-func (f *UmadFile) wait(deadline time.Time, take func() error) error {
+func (f *File) wait(deadline time.Time, take func() error) error {
 	fab := f.port.fab
 	deadline = f.deadline(deadline)
 	gen := f.dlGen
@@ -794,4 +794,4 @@ func umadIsResponse(mad []byte) bool {
 		(mad[1] == umadClassBM && binary.BigEndian.Uint32(mad[20:24])&1 != 0)
 }
 
-var _ sys.Backend = (*UmadFile)(nil)
+var _ sys.Backend = (*File)(nil)

@@ -1,6 +1,6 @@
-package fakekernel
+package umadmodel
 
-// write(), read() and the wire between fake umad ports.
+// write(), read() and the wire between the ports of a fabric.
 
 import (
 	"encoding/binary"
@@ -23,8 +23,8 @@ type umadRecord struct {
 // umadSend is one entry of a file's send_list: a MAD the kernel still
 // owns, here only requests waiting for their response.
 type umadSend struct {
-	fab      *UmadFabric
-	file     *UmadFile
+	fab      *Fabric
+	file     *File
 	agent    *umadAgent
 	raw      []byte // the header as written
 	hdr      abi.MadHdr
@@ -42,7 +42,7 @@ type umadSend struct {
 // Pools, so that steady-state traffic does not allocate. Callers hold
 // fab.mu.
 
-func (fab *UmadFabric) getRecord() *umadRecord {
+func (fab *Fabric) getRecord() *umadRecord {
 	if n := len(fab.recFree); n > 0 {
 		r := fab.recFree[n-1]
 		fab.recFree = fab.recFree[:n-1]
@@ -51,12 +51,12 @@ func (fab *UmadFabric) getRecord() *umadRecord {
 	return &umadRecord{data: make([]byte, 0, umadMADSize)}
 }
 
-func (fab *UmadFabric) putRecord(r *umadRecord) {
+func (fab *Fabric) putRecord(r *umadRecord) {
 	r.raw, r.data, r.isSend = r.raw[:0], r.data[:0], false
 	fab.recFree = append(fab.recFree, r)
 }
 
-func (fab *UmadFabric) getSend() *umadSend {
+func (fab *Fabric) getSend() *umadSend {
 	if n := len(fab.sndFree); n > 0 {
 		s := fab.sndFree[n-1]
 		fab.sndFree = fab.sndFree[:n-1]
@@ -68,7 +68,7 @@ func (fab *UmadFabric) getSend() *umadSend {
 
 // finish retires a send: its timer is stopped and, when no timer callback
 // can still be running for it, it goes back to the pool.
-func (fab *UmadFabric) finish(s *umadSend) {
+func (fab *Fabric) finish(s *umadSend) {
 	s.active = false
 	s.file, s.agent = nil, nil
 	if s.armed {
@@ -82,7 +82,7 @@ func (fab *UmadFabric) finish(s *umadSend) {
 
 // Write implements sys.Backend: ib_umad_write, checks in the kernel's
 // order, then the send.
-func (f *UmadFile) Write(p []byte) (int, error) {
+func (f *File) Write(p []byte) (int, error) {
 	fab := f.port.fab
 	fab.mu.Lock()
 	defer fab.mu.Unlock()
@@ -101,8 +101,8 @@ func (f *UmadFile) Write(p []byte) (int, error) {
 	}
 	// rdma_create_user_ah: a RoCE address handle needs a GRH, and the
 	// destination GID's neighbour must resolve (ETIMEDOUT when nothing
-	// answers the neighbour solicitation; the fake answers at once).
-	if f.port.cfg.LinkLayer == UmadEthernet {
+	// answers the neighbour solicitation; the model answers at once).
+	if f.port.cfg.LinkLayer == Ethernet {
 		if !h.GRHPresent {
 			return 0, syscall.EINVAL
 		}
@@ -157,7 +157,7 @@ func (f *UmadFile) Write(p []byte) (int, error) {
 }
 
 // isDuplicate is user_mad.c's is_duplicate. Caller holds fab.mu.
-func (f *UmadFile) isDuplicate(s *umadSend) bool {
+func (f *File) isDuplicate(s *umadSend) bool {
 	for _, sent := range f.sends {
 		if sent.tid != s.tid || sent.class != s.class {
 			continue
@@ -239,7 +239,7 @@ func (s *umadSend) expire() {
 // knownGID reports whether a port of the fabric, present or removed, has
 // the GID: the network under a RoCE GID outlives its RDMA device. Caller
 // holds fab.mu.
-func (fab *UmadFabric) knownGID(gid [16]byte) bool {
+func (fab *Fabric) knownGID(gid [16]byte) bool {
 	for _, p := range fab.ports {
 		if p.cfg.GID == gid {
 			return true
@@ -249,7 +249,7 @@ func (fab *UmadFabric) knownGID(gid [16]byte) bool {
 }
 
 // route finds the port a MAD addressed by h reaches. Caller holds fab.mu.
-func (fab *UmadFabric) route(h *abi.MadHdr) *UmadPort {
+func (fab *Fabric) route(h *abi.MadHdr) *Port {
 	for _, p := range fab.ports {
 		if p.removed {
 			continue
@@ -258,7 +258,7 @@ func (fab *UmadFabric) route(h *abi.MadHdr) *UmadPort {
 			if p.cfg.GID == h.GID {
 				return p
 			}
-		} else if p.cfg.LID == h.LID && p.cfg.LinkLayer == UmadInfiniBand {
+		} else if p.cfg.LID == h.LID && p.cfg.LinkLayer == InfiniBand {
 			return p
 		}
 	}
@@ -267,7 +267,7 @@ func (fab *UmadFabric) route(h *abi.MadHdr) *UmadPort {
 
 // transmit puts one MAD on the wire from agent a of port src. Caller
 // holds fab.mu.
-func (fab *UmadFabric) transmit(src *UmadPort, a *umadAgent, h *abi.MadHdr, mad []byte) {
+func (fab *Fabric) transmit(src *Port, a *umadAgent, h *abi.MadHdr, mad []byte) {
 	src.sent++
 	if fab.wire != nil {
 		fab.wire.Transmit(src, a.qpn, h, mad)
@@ -280,19 +280,19 @@ func (fab *UmadFabric) transmit(src *UmadPort, a *umadAgent, h *abi.MadHdr, mad 
 	fab.arrive(dst, src.cfg.LID, src.cfg.GID, a.qpn, h, mad)
 }
 
-// UmadWire carries the MADs of a fabric's ports to a network outside the
+// Wire carries the MADs of a fabric's ports to a network outside the
 // fabric (ibsim's, for umad's simulator transport) instead of between
 // the fabric's own ports. What comes back from the network enters
 // through Deliver and Fail.
-type UmadWire interface {
+type Wire interface {
 	// Transmit puts mad, sent from QP srcQPN of port src to the address
 	// in h, on the network. It is called with the fabric's lock held: it
 	// must not block for long nor call back into the fabric.
-	Transmit(src *UmadPort, srcQPN uint32, h *abi.MadHdr, mad []byte)
+	Transmit(src *Port, srcQPN uint32, h *abi.MadHdr, mad []byte)
 }
 
 // SetWire makes w carry every MAD the fabric's ports send, from now on.
-func (fab *UmadFabric) SetWire(w UmadWire) {
+func (fab *Fabric) SetWire(w Wire) {
 	fab.mu.Lock()
 	fab.wire = w
 	fab.mu.Unlock()
@@ -302,7 +302,7 @@ func (fab *UmadFabric) SetWire(w UmadWire) {
 // by QP srcQPN of the port whose LID is srcLID. From there it goes as any
 // MAD does: a response to the agent waiting for it, a request to the
 // agent registered for it; a mad shorter than a MAD header is dropped.
-func (fab *UmadFabric) Deliver(dst *UmadPort, srcLID uint16, srcQPN, dqpn uint32, mad []byte) {
+func (fab *Fabric) Deliver(dst *Port, srcLID uint16, srcQPN, dqpn uint32, mad []byte) {
 	if len(mad) < umadMADHdr || len(mad) > umadMADSize {
 		return
 	}
@@ -319,7 +319,7 @@ func (fab *UmadFabric) Deliver(dst *UmadPort, srcLID uint16, srcQPN, dqpn uint32
 // cannot be delivered (ibsim answers an unroutable one with status
 // ETIMEDOUT at once): the request is handed back to its agent as one
 // whose last retry timed out, without waiting for the retries.
-func (fab *UmadFabric) Fail(src *UmadPort, mad []byte) {
+func (fab *Fabric) Fail(src *Port, mad []byte) {
 	if len(mad) < umadMADHdr || umadIsResponse(mad) {
 		return
 	}
@@ -346,7 +346,7 @@ func (fab *UmadFabric) Fail(src *UmadPort, mad []byte) {
 
 // arrive is ib_mad_recv_done on port dst for a MAD that src sent from QP
 // srcQPN to the QP h.QPN. Caller holds fab.mu.
-func (fab *UmadFabric) arrive(dst *UmadPort, srcLID uint16, srcGID [16]byte, srcQPN uint32, h *abi.MadHdr, mad []byte) {
+func (fab *Fabric) arrive(dst *Port, srcLID uint16, srcGID [16]byte, srcQPN uint32, h *abi.MadHdr, mad []byte) {
 	dqpn := h.QPN
 	switch {
 	case dqpn == 0 && !dst.hasSMI(), dqpn == 1 && dst.cfg.NoGSI, dqpn > 1:
@@ -421,7 +421,7 @@ func (fab *UmadFabric) arrive(dst *UmadPort, srcLID uint16, srcGID [16]byte, src
 }
 
 // find is find_mad_agent for a request. Caller holds fab.mu.
-func (p *UmadPort) find(qpn uint32, mad []byte) *umadAgent {
+func (p *Port) find(qpn uint32, mad []byte) *umadAgent {
 	class, version := mad[1], mad[2]
 	if version >= umadMaxVersion {
 		return nil
@@ -444,7 +444,7 @@ func (p *UmadPort) find(qpn uint32, mad []byte) *umadAgent {
 // Set that no agent takes is answered by the MAD layer itself with a
 // GetResp whose status is "unsupported method/attribute". Caller holds
 // fab.mu.
-func (fab *UmadFabric) unmatched(dst *UmadPort, srcLID uint16, srcGID [16]byte, dqpn, srcQPN uint32, h *abi.MadHdr, mad []byte) {
+func (fab *Fabric) unmatched(dst *Port, srcLID uint16, srcGID [16]byte, dqpn, srcQPN uint32, h *abi.MadHdr, mad []byte) {
 	var resp [umadMADSize]byte
 	copy(resp[:], mad)
 	resp[3] = umadMethodGetResp
@@ -459,7 +459,7 @@ func (fab *UmadFabric) unmatched(dst *UmadPort, srcLID uint16, srcGID [16]byte, 
 		fab.wire.Transmit(dst, dqpn, &to, resp[:])
 		return
 	}
-	var src *UmadPort
+	var src *Port
 	for _, p := range fab.ports {
 		if !p.removed && (h.GRHPresent && p.cfg.GID == srcGID || !h.GRHPresent && p.cfg.LID == srcLID) {
 			src = p
@@ -480,7 +480,7 @@ func (fab *UmadFabric) unmatched(dst *UmadPort, srcLID uint16, srcGID [16]byte, 
 // arrives, the read deadline passes (os.ErrDeadlineExceeded; deadline, or
 // the one DeadlineChanged set since, looked at before the queue as the
 // poller does) or the file is closed (os.ErrClosed).
-func (f *UmadFile) Read(p []byte, deadline time.Time, nonblocking bool) (int, error) {
+func (f *File) Read(p []byte, deadline time.Time, nonblocking bool) (int, error) {
 	fab := f.port.fab
 	fab.mu.Lock()
 	defer fab.mu.Unlock()
@@ -508,7 +508,7 @@ func (f *UmadFile) Read(p []byte, deadline time.Time, nonblocking bool) (int, er
 
 // copyOut pops the first record into p, copy_recv_mad / copy_send_mad; on
 // failure the record goes back to the front. Caller holds fab.mu.
-func (f *UmadFile) copyOut(p []byte) (int, error) {
+func (f *File) copyOut(p []byte) (int, error) {
 	fab := f.port.fab
 	hs := f.hdrSize()
 	r := f.recv.pop()
