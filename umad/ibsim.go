@@ -57,7 +57,7 @@ const (
 // pid), so the links of one process need ids of their own.
 var simLinks atomic.Uint32
 
-// simLink is one ibsim client: its sockets and the fake umad port whose
+// simLink is one ibsim client: its sockets and the modelled umad port whose
 // wire it is.
 type simLink struct {
 	name  string
