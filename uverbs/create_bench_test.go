@@ -23,41 +23,11 @@ func BenchmarkCreatePDFake(b *testing.B) {
 }
 
 func BenchmarkCreateCQFake(b *testing.B) {
-	c := newBed(b, rxe0()).open(b, "rxe0")
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		cq, err := c.CreateCQ(CQAttr{CQE: 16})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cq.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCreateCQ(b, newBed(b, rxe0()).open(b, "rxe0"))
 }
 
 func BenchmarkCreateQPFake(b *testing.B) {
-	c := newBed(b, rxe0()).open(b, "rxe0")
-	pd, err := c.AllocPD()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pd.Close()
-	cq, err := c.CreateCQ(CQAttr{CQE: 16})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cq.Close()
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: rcCap()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := qp.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCreateQP(b, newBed(b, rxe0()).open(b, "rxe0"))
 }
 
 // The mlx5 create+destroy benchmarks: the provider's buffers are anonymous
@@ -66,6 +36,16 @@ func BenchmarkCreateQPFake(b *testing.B) {
 
 func BenchmarkCreateCQMlx5Fake(b *testing.B) {
 	_, c := mlx5Bed(b, nil)
+	benchCreateCQ(b, c)
+}
+
+func BenchmarkCreateQPMlx5Fake(b *testing.B) {
+	_, c := mlx5Bed(b, nil)
+	benchCreateQP(b, c)
+}
+
+// benchCreateCQ times CreateCQ and Close on c.
+func benchCreateCQ(b *testing.B, c *Context) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		cq, err := c.CreateCQ(CQAttr{CQE: 16})
@@ -78,8 +58,8 @@ func BenchmarkCreateCQMlx5Fake(b *testing.B) {
 	}
 }
 
-func BenchmarkCreateQPMlx5Fake(b *testing.B) {
-	_, c := mlx5Bed(b, nil)
+// benchCreateQP times CreateQP (RC) and Close on a PD and CQ of c.
+func benchCreateQP(b *testing.B, c *Context) {
 	pd, err := c.AllocPD()
 	if err != nil {
 		b.Fatal(err)
@@ -91,6 +71,7 @@ func BenchmarkCreateQPMlx5Fake(b *testing.B) {
 	}
 	defer cq.Close()
 	b.ReportAllocs()
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: rcCap()})
 		if err != nil {
