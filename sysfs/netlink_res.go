@@ -238,6 +238,15 @@ func decodeResSummaryTable(b []byte) ([]NamedCounter, error) {
 // decodeResObjects decodes one message of a RES_*_GET dump: DEV_INDEX,
 // DEV_NAME and a table nest of entry nests.
 func decodeResObjects(b []byte, table, entry uint16) ([]ResourceObject, error) {
+	return decodeDevEntries(b, table, entry, "nldev resource reply", decodeResObject,
+		func(o *ResourceObject, idx uint32, name string) { o.Index, o.Device = idx, name })
+}
+
+// decodeDevEntries decodes a dump message that names its device (DEV_INDEX,
+// DEV_NAME) and holds a table nest of entry nests, each decoded by decode
+// and given the device by setDev; what names the reply in errors.
+func decodeDevEntries[T any](b []byte, table, entry uint16, what string,
+	decode func([]byte) (T, error), setDev func(*T, uint32, string)) ([]T, error) {
 	var idx uint32
 	var name string
 	var haveIndex, haveName bool
@@ -269,16 +278,16 @@ func decodeResObjects(b []byte, table, entry uint16) ([]ResourceObject, error) {
 		return nil, it.err
 	}
 	if !haveIndex || !haveName {
-		return nil, fmt.Errorf("nldev resource reply without the device index or name")
+		return nil, fmt.Errorf("%s without the device index or name", what)
 	}
-	out := make([]ResourceObject, 0, len(raw))
+	out := make([]T, 0, len(raw))
 	for _, r := range raw {
-		o, err := decodeResObject(r)
+		v, err := decode(r)
 		if err != nil {
 			return nil, err
 		}
-		o.Index, o.Device = idx, name
-		out = append(out, o)
+		setDev(&v, idx, name)
+		out = append(out, v)
 	}
 	return out, nil
 }

@@ -159,49 +159,9 @@ func decodeCounterMode(b []byte) (PortCounterMode, error) {
 // (res_get_common_dumpit for RDMA_RESTRACK_COUNTER): DEV_INDEX, DEV_NAME
 // and a STAT_COUNTER nest of STAT_COUNTER_ENTRY nests (fill_res_counter_entry).
 func decodeQPCounters(b []byte) ([]QPCounter, error) {
-	var idx uint32
-	var name string
-	var haveIndex, haveName bool
-	var raw [][]byte
-	it := attrIter{b: b}
-	for it.next() {
-		var err error
-		switch it.typ {
-		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
-			idx, err = attrU32(it.typ, it.val)
-			haveIndex = true
-		case abi.RDMA_NLDEV_ATTR_DEV_NAME:
-			name, err = attrString(it.typ, it.val)
-			haveName = true
-		case abi.RDMA_NLDEV_ATTR_STAT_COUNTER:
-			t := attrIter{b: it.val}
-			for t.next() {
-				if t.typ == abi.RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY {
-					raw = append(raw, t.val)
-				}
-			}
-			err = t.err
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if it.err != nil {
-		return nil, it.err
-	}
-	if !haveIndex || !haveName {
-		return nil, fmt.Errorf("nldev STAT_GET QP reply without the device index or name")
-	}
-	out := make([]QPCounter, 0, len(raw))
-	for _, r := range raw {
-		c, err := decodeQPCounter(r)
-		if err != nil {
-			return nil, err
-		}
-		c.Index, c.Device = idx, name
-		out = append(out, c)
-	}
-	return out, nil
+	return decodeDevEntries(b, abi.RDMA_NLDEV_ATTR_STAT_COUNTER, abi.RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY,
+		"nldev STAT_GET QP reply", decodeQPCounter,
+		func(c *QPCounter, idx uint32, name string) { c.Index, c.Device = idx, name })
 }
 
 // decodeQPCounter decodes one STAT_COUNTER_ENTRY: PORT_INDEX,
