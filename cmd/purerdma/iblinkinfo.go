@@ -6,7 +6,6 @@ package main
 // package umad/netdisc.
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -33,18 +32,9 @@ Options:
 `
 
 func runIBLinkInfo(args []string, stdout, stderr io.Writer) error {
-	o, outstanding, err := parseDiscoverOpts(args)
-	if errors.Is(err, errHelp) {
-		fmt.Fprint(stdout, iblinkinfoUsage)
-		return nil
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "iblinkinfo: %v\n%s", err, iblinkinfoUsage)
-		return exitError{2}
-	}
-	f, err := discoverFabric(o, outstanding)
-	if err != nil {
-		return fabricFail(stdout, "iblinkinfo", fmt.Errorf("discover failed: %w", err))
+	f, err := discoverTool("iblinkinfo", iblinkinfoUsage, args, stdout, stderr)
+	if f == nil {
+		return err
 	}
 	var b strings.Builder
 	for i := len(f.Nodes) - 1; i >= 0; i-- {

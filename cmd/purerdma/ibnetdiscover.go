@@ -84,19 +84,30 @@ func hasTimeout(args []string) bool {
 	return false
 }
 
-func runIBNetDiscover(args []string, stdout, stderr io.Writer) error {
+// discoverTool is the start of a discovery tool: its options (usage on
+// -h, or after a bad option with exit status 2), then the fabric. A nil
+// fabric means the tool is done and returns err.
+func discoverTool(tool, usage string, args []string, stdout, stderr io.Writer) (*netdisc.Fabric, error) {
 	o, outstanding, err := parseDiscoverOpts(args)
 	if errors.Is(err, errHelp) {
-		fmt.Fprint(stdout, ibnetdiscoverUsage)
-		return nil
+		fmt.Fprint(stdout, usage)
+		return nil, nil
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "ibnetdiscover: %v\n%s", err, ibnetdiscoverUsage)
-		return exitError{2}
+		fmt.Fprintf(stderr, "%s: %v\n%s", tool, err, usage)
+		return nil, exitError{2}
 	}
 	f, err := discoverFabric(o, outstanding)
 	if err != nil {
-		return fabricFail(stdout, "ibnetdiscover", fmt.Errorf("discover failed: %w", err))
+		return nil, fabricFail(stdout, tool, fmt.Errorf("discover failed: %w", err))
+	}
+	return f, nil
+}
+
+func runIBNetDiscover(args []string, stdout, stderr io.Writer) error {
+	f, err := discoverTool("ibnetdiscover", ibnetdiscoverUsage, args, stdout, stderr)
+	if f == nil {
+		return err
 	}
 	var b strings.Builder
 	writeTopology(&b, f, time.Now())
