@@ -403,43 +403,43 @@ func (v *Verbs) mlx5CreateQP(c *Call, qp *qpVal, create uint32) error {
 // Mlx5CreateCQ returns the driver data (struct mlx5_ib_create_cq) the
 // mlx5 CQ with handle h was created with, on any open file of the device.
 func (v *Verbs) Mlx5CreateCQ(h uint32) (abi.Mlx5IbCreateCq, bool) {
-	for _, f := range v.Kernel().filesList() {
-		f.mu.Lock()
-		o := f.objects[h]
-		var cmd abi.Mlx5IbCreateCq
-		ok := o != nil && o.Type == abi.UVERBS_OBJECT_CQ
-		if ok {
-			m := o.Value.(*cqVal).m5
-			if ok = m != nil; ok {
-				cmd = m.cmd
-			}
+	return createData(v, h, abi.UVERBS_OBJECT_CQ, func(val any) (abi.Mlx5IbCreateCq, bool) {
+		m := val.(*cqVal).m5
+		if m == nil {
+			return abi.Mlx5IbCreateCq{}, false
 		}
-		f.mu.Unlock()
-		if ok {
-			return cmd, true
-		}
-	}
-	return abi.Mlx5IbCreateCq{}, false
+		return m.cmd, true
+	})
 }
 
 // Mlx5CreateQP returns the driver data (struct mlx5_ib_create_qp) the
 // mlx5 QP with handle h was created with, on any open file of the device.
 func (v *Verbs) Mlx5CreateQP(h uint32) (abi.Mlx5IbCreateQp, bool) {
+	return createData(v, h, abi.UVERBS_OBJECT_QP, func(val any) (abi.Mlx5IbCreateQp, bool) {
+		m := val.(*qpVal).m5
+		if m == nil {
+			return abi.Mlx5IbCreateQp{}, false
+		}
+		return m.cmd, true
+	})
+}
+
+// createData finds the object with handle h and type typ on any open file
+// of the device and returns what get reads from its value, under the
+// file's lock.
+func createData[C any](v *Verbs, h uint32, typ uint16, get func(any) (C, bool)) (C, bool) {
 	for _, f := range v.Kernel().filesList() {
 		f.mu.Lock()
-		o := f.objects[h]
-		var cmd abi.Mlx5IbCreateQp
-		ok := o != nil && o.Type == abi.UVERBS_OBJECT_QP
-		if ok {
-			m := o.Value.(*qpVal).m5
-			if ok = m != nil; ok {
-				cmd = m.cmd
-			}
+		var cmd C
+		ok := false
+		if o := f.objects[h]; o != nil && o.Type == typ {
+			cmd, ok = get(o.Value)
 		}
 		f.mu.Unlock()
 		if ok {
 			return cmd, true
 		}
 	}
-	return abi.Mlx5IbCreateQp{}, false
+	var zero C
+	return zero, false
 }
