@@ -27,6 +27,7 @@ echo
 echo "== umad: Go against C (libibumad) per MAD exchange, rxe0 to rxe1"
 run umad umad.test TestVMBenchmarkGoVsC '^ {8}|^(--- |FAIL|ok|PASS)' | grep -v '^=== '
 echo
-echo "== rc_pingpong: Go client against C client, same C server"
-run cmd/purerdma purerdma.test TestVMRCPingpongRate 'rate on|^(--- |FAIL)'
+echo "== rc_pingpong: Go client (yielding, and with --spin) against C client, same C server"
+export PURERDMA_PP_ROUNDS=21
+run cmd/purerdma purerdma.test TestVMRCPingpongRate 'rate on|^ {10}|^(--- |FAIL|ok)'
 exit 0

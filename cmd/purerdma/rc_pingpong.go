@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/uverbs"
 )
 
@@ -51,6 +52,7 @@ type ppOpts struct {
 	events  bool
 	gidx    int
 	verify  bool
+	spin    bool
 	timeout time.Duration
 	server  string
 }
@@ -70,6 +72,7 @@ func runRCPingpong(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.events, "e", false, "sleep on CQ events (default poll)")
 	fs.IntVar(&o.gidx, "g", -1, "local port gid index")
 	fs.BoolVar(&o.verify, "verify", false, "check every byte of every message received (purerdma only)")
+	fs.BoolVar(&o.spin, "spin", false, "poll without ever yielding the CPU, as rdma-core's tool does (purerdma only; the default yields between empty polls on rxe and siw)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (purerdma only; 0: never)")
 	if err := fs.Parse(args); err != nil {
 		return exitError{1}
@@ -406,6 +409,16 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 		}
 		pending |= ppSendWRID
 	}
+	// Between empty polls the loop yields the CPU (sched_yield) when the
+	// device is software: rxe's and siw's "hardware" is kernel code — the
+	// responder and completer tasks, a workqueue on 6.12 and after, the
+	// softirq of the veth or NIC below — that needs a CPU to produce the
+	// completion this loop waits for. rdma-core's tool spins, which on a
+	// machine with few CPUs keeps that work waiting for the spinner's time
+	// slice to end. sched_yield returns at once when nothing else is
+	// runnable, so it costs one system call per empty poll and nothing
+	// more. Hardware needs no CPU to complete, so there the loop spins.
+	yield := !o.spin && (c.DriverID() == rdma.DriverRXE || c.DriverID() == rdma.DriverSIW)
 	start := time.Now()
 	var wc [2]uverbs.WC
 	spins := 0
@@ -432,6 +445,9 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 			}
 			if spins++; spins&0xffff == 0 && ctx.Err() != nil {
 				return fmt.Errorf("after %d sends and %d receives: %w", scnt, rcnt, ctx.Err())
+			}
+			if yield {
+				sys.Yield()
 			}
 		}
 		for _, w := range wc[:ne] {

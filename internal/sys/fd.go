@@ -342,3 +342,13 @@ func Live() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Yield gives up the CPU to another runnable thread, if any, with
+// sched_yield(2); it returns at once when none is waiting. A busy-polling
+// loop calls it between empty polls when the device is the kernel itself
+// (rxe): the work that completes the poll is a kernel thread or softirq
+// that needs this CPU. sched_yield never blocks, so it is a RawSyscall: no
+// entersyscall/exitsyscall, no hand-off of the P.
+func Yield() {
+	unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+}
