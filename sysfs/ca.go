@@ -89,13 +89,9 @@ func (c *CA) HwCounters() (HwCounters, error) {
 // is 1 to 3). An empty list means no devices; when class/infiniband itself
 // does not exist (ib_core is not loaded) the error matches os.ErrNotExist.
 func (f *FS) CANames() ([]string, error) {
-	ents, err := f.readDir(classInfiniBand)
+	names, err := f.readNames(classInfiniBand)
 	if err != nil {
 		return nil, errs.New("list CAs", "", err)
-	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		names = append(names, e.Name())
 	}
 	return names, nil
 }
@@ -188,19 +184,19 @@ func (f *FS) readCA(name string, devs []CharDev, parts Parts) (*CA, error) {
 	if err != nil {
 		return nil, errs.New("read CA", name, err)
 	}
-	ents, err := f.readDir(path.Join(classInfiniBand, name, "ports"))
+	ents, err := f.readNames(path.Join(classInfiniBand, name, "ports"))
 	if err != nil {
 		return nil, errs.New("read CA", name, err)
 	}
 	for _, e := range ents {
-		n, err := ParsePortName(e.Name())
+		n, err := ParsePortName(e)
 		if err == nil && n == 0 && ca.NodeType != rdma.NodeSwitch {
-			err = parseErr("", e.Name(), fmt.Sprintf("a port number from 1: port 0 exists only on a switch (node type %d), this is a %s (%d)",
+			err = parseErr("", e, fmt.Sprintf("a port number from 1: port 0 exists only on a switch (node type %d), this is a %s (%d)",
 				rdma.NodeSwitch, ca.NodeType, ca.NodeType))
 		}
 		if err != nil {
 			pe := err.(*ParseError)
-			pe.Path = f.display(path.Join(classInfiniBand, name, "ports", e.Name()))
+			pe.Path = f.display(path.Join(classInfiniBand, name, "ports", e))
 			return nil, errs.New("read CA", name, pe)
 		}
 		p, err := f.readPort(name, n, devs)

@@ -88,7 +88,7 @@ func (f *FS) charDevs() (out []CharDev, bad []error, err error) {
 		{classVerbs, []CharDevKind{KindUverbs}},
 		{classMad, []CharDevKind{KindUmad, KindISSM}},
 	} {
-		ents, err := f.readDir(c.class)
+		ents, err := f.readNames(c.class)
 		if err != nil {
 			if isAbsent(err) {
 				continue
@@ -97,13 +97,13 @@ func (f *FS) charDevs() (out []CharDev, bad []error, err error) {
 		}
 		for _, e := range ents {
 			for _, k := range c.kinds {
-				idx, ok := charDevIndex(e.Name(), k)
+				idx, ok := charDevIndex(e, k)
 				if !ok {
 					continue
 				}
-				d, err := f.readCharDev(c.class, e.Name(), k, idx)
+				d, err := f.readCharDev(c.class, e, k, idx)
 				if err != nil {
-					bad = append(bad, errs.New("read character device", e.Name(), err))
+					bad = append(bad, errs.New("read character device", e, err))
 					continue
 				}
 				out = append(out, d)

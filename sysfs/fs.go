@@ -122,7 +122,7 @@ func (f *FS) readInto(rel string, buf []byte) ([]byte, error) {
 	var b []byte
 	var err error
 	if root := f.osRoot0(); root != "" {
-		b, err = sys.ReadFile(root+"/"+rel, buf)
+		b, err = sys.ReadFileIn(root, rel, buf)
 	} else {
 		b, err = sys.ReadFileFS(f.fsys, rel, buf)
 	}
@@ -157,6 +157,28 @@ func (f *FS) readDir(rel string) ([]fs.DirEntry, error) {
 		return nil, f.fixPathErr(err, rel)
 	}
 	return ents, nil
+}
+
+// readNames lists the names in a directory, sorted: sys.DirNames on the
+// running system's tree (no fs.DirEntry per entry), fs.ReadDir's names on
+// an fs.FS.
+func (f *FS) readNames(rel string) ([]string, error) {
+	if root := f.osRoot0(); root != "" {
+		names, err := sys.DirNames(root, rel)
+		if err != nil {
+			return nil, f.fixPathErr(err, rel)
+		}
+		return names, nil
+	}
+	ents, err := f.readDir(rel)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names, nil
 }
 
 // exists reports whether rel exists; errors other than "does not exist"

@@ -65,13 +65,9 @@ func (p *Port) GIDValue(index int) (rdma.GID, error) {
 // other read errors are returned (os.ErrPermission, …).
 func (p *Port) GIDs() ([]GIDEntry, error) {
 	dir := path.Join(p.dir(), "gids")
-	ents, err := p.fs.readDir(dir)
+	names, err := p.fs.readNames(dir)
 	if err != nil {
 		return nil, errs.New("read GIDs", p.Name(), err)
-	}
-	names := make([]string, len(ents))
-	for i, e := range ents {
-		names[i] = e.Name()
 	}
 	var out []GIDEntry
 	for _, i := range sortedIndexes(names) {

@@ -191,7 +191,7 @@ func (f *FS) readPortAttrs(p *Port) error {
 
 func (f *FS) readPKeys(p *Port) error {
 	dir := p.dir() + "/pkeys"
-	ents, err := f.readDir(dir)
+	ents, err := f.readNames(dir)
 	if err != nil {
 		if isAbsent(err) {
 			return nil
@@ -205,11 +205,11 @@ func (f *FS) readPKeys(p *Port) error {
 	var list []entry
 	maxIndex := -1
 	for _, e := range ents {
-		idx, ok := parseIndex(e.Name())
+		idx, ok := parseIndex(e)
 		if !ok {
 			continue
 		}
-		v, err := f.optUint(dir+"/"+e.Name(), 16, `"0x%04x"`)
+		v, err := f.optUint(dir+"/"+e, 16, `"0x%04x"`)
 		if err != nil {
 			return err
 		}

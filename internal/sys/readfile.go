@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -116,26 +117,62 @@ func ReadString(path string) (string, error) {
 // show function fails (EINVAL for an uncomputable rate) reports that errno.
 // Other errors are *fs.PathError values wrapping the errno.
 func ReadFile(path string, buf []byte) ([]byte, error) {
-	if !underSysfs(path) {
+	return ReadFileIn("", path, buf)
+}
+
+// pathMax is the longest dir/name ReadFileIn builds on the stack; a longer
+// one is built on the heap.
+const pathMax = 512
+
+// ReadFileIn is [ReadFile] of dir+"/"+name (of name alone when dir is
+// empty). The path is built, NUL-terminated, in a buffer on the stack when
+// it fits in 512 bytes, and handed to stat(2) and open(2) as it is: a
+// successful read allocates nothing (a sysfs walk reads thousands of
+// attributes; each path string and its NUL-terminated copy were two
+// allocations, issue 11).
+func ReadFileIn(dir, name string, buf []byte) ([]byte, error) {
+	var stack [pathMax]byte
+	pathz := stack[:0]
+	if dir != "" {
+		pathz = append(append(pathz, dir...), '/')
+	}
+	pathz = append(append(pathz, name...), 0)
+	if !underSysfsZ(pathz) {
 		var st unix.Stat_t
-		if err := ignoringEINTR(func() error { return unix.Stat(path, &st) }); err != nil {
-			return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+		if err := statZ(pathz, &st); err != nil {
+			return nil, &fs.PathError{Op: "stat", Path: zpath(pathz), Err: err}
 		}
-		if err := checkRegular(path, st.Mode); err != nil {
-			return nil, err
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return nil, checkRegular(zpath(pathz), st.Mode)
 		}
 	}
-	var raw int
-	err := ignoringEINTR(func() error {
-		var err error
-		raw, err = unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-		return err
-	})
+	raw, err := openZ(pathz, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, &fs.PathError{Op: "open", Path: zpath(pathz), Err: err}
 	}
-	defer unix.Close(raw)
-	return readBounded(fdReader(raw), path, buf, true)
+	b, err := readBounded(fdReader(raw), buf, true)
+	unix.Close(raw)
+	if err != nil {
+		return nil, pathErr("read", zpath(pathz), err)
+	}
+	return b, nil
+}
+
+// zpath is the path of a NUL-terminated pathz, for errors.
+func zpath(pathz []byte) string { return string(pathz[:len(pathz)-1]) }
+
+// openZ is open(2) of the NUL-terminated pathz, again on EINTR.
+func openZ(pathz []byte, flags int) (int, error) {
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(&pathz[0])), uintptr(flags), 0, 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return -1, e
+		}
+		return int(r), nil
+	}
 }
 
 // fdReader reads a descriptor with read(2), again on EINTR, with io.Reader's
@@ -158,14 +195,14 @@ func (fd fdReader) Read(p []byte) (int, error) {
 	}
 }
 
-// readBounded reads r into buf until end of file and returns buf[:n], or a
-// *fs.PathError naming name: wrapping a [*TooLargeError] when r holds more
-// than len(buf) bytes, or r's error. With shortIsEOF (a regular file read
-// with read(2), see [ReadFile]) a read that returns less than it was asked
-// for ends the file; otherwise (an fs.File, whose Read may return any
-// amount) only io.EOF or an empty read does. It is the one read loop of
-// ReadFile and ReadFileFS.
-func readBounded(r io.Reader, name string, buf []byte, shortIsEOF bool) ([]byte, error) {
+// readBounded reads r into buf until end of file and returns buf[:n], or
+// an error: a [*TooLargeError] when r holds more than len(buf) bytes, or
+// r's. With shortIsEOF (a regular file read with read(2), see [ReadFile]) a
+// read that returns less than it was asked for ends the file; otherwise (an
+// fs.File, whose Read may return any amount) only io.EOF or an empty read
+// does. It is the one read loop of ReadFileIn and ReadFileFS, which name
+// the file in the error.
+func readBounded[R io.Reader](r R, buf []byte, shortIsEOF bool) ([]byte, error) {
 	n := 0
 	for {
 		if n == len(buf) {
@@ -174,10 +211,10 @@ func readBounded(r io.Reader, name string, buf []byte, shortIsEOF bool) ([]byte,
 			var one [1]byte
 			m, err := r.Read(one[:])
 			if m > 0 {
-				return nil, &fs.PathError{Op: "read", Path: name, Err: &TooLargeError{Limit: len(buf)}}
+				return nil, &TooLargeError{Limit: len(buf)}
 			}
 			if err != nil && err != io.EOF {
-				return nil, pathErr("read", name, err)
+				return nil, err
 			}
 			return buf[:n], nil
 		}
@@ -189,7 +226,7 @@ func readBounded(r io.Reader, name string, buf []byte, shortIsEOF bool) ([]byte,
 			return buf[:n], nil
 		}
 		if err != nil {
-			return nil, pathErr("read", name, err)
+			return nil, err
 		}
 		if shortIsEOF && n < len(buf) {
 			return buf[:n], nil
@@ -205,12 +242,19 @@ var (
 	sysfsMounted bool
 )
 
+// underSysfsZ is underSysfs of a NUL-terminated path.
+func underSysfsZ(pathz []byte) bool {
+	return len(pathz) >= 5 && string(pathz[:5]) == "/sys/" && sysfsIsSysfs()
+}
+
 // underSysfs reports whether path is under /sys and /sys is a sysfs mount
 // (one statfs(2) per process, on the first call).
 func underSysfs(path string) bool {
-	if len(path) < 5 || path[:5] != "/sys/" {
-		return false
-	}
+	return len(path) >= 5 && path[:5] == "/sys/" && sysfsIsSysfs()
+}
+
+// sysfsIsSysfs reports whether /sys is a sysfs mount, asked once.
+func sysfsIsSysfs() bool {
 	sysfsOnce.Do(func() {
 		var st unix.Statfs_t
 		if ignoringEINTR(func() error { return unix.Statfs("/sys", &st) }) == nil {
@@ -370,7 +414,11 @@ func ReadFileFS(fsys fs.FS, name string, buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return readBounded(f, name, buf, false)
+	b, err := readBounded(f, buf, false)
+	if err != nil {
+		return nil, pathErr("read", name, err)
+	}
+	return b, nil
 }
 
 // OpenFS opens name in fsys for reading once fs.Stat says it is a regular

@@ -158,9 +158,30 @@ func TestReadFileAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	// The path is converted to a C string for stat and for open.
-	if allocs > 2 {
-		t.Errorf("ReadFile allocates %.0f times per call, want at most 2", allocs)
+	// The path is built on the stack and handed to stat and open as it is.
+	if allocs != 0 {
+		t.Errorf("ReadFile allocates %.0f times per call, want 0", allocs)
+	}
+}
+
+// TestReadFileInSysfsAllocatesNothing: under the running system's sysfs
+// ReadFileIn builds the path on the stack and opens it as it is.
+func TestReadFileInSysfsAllocatesNothing(t *testing.T) {
+	if !underSysfs("/sys/kernel/uevent_seqnum") {
+		t.Skip("/sys is not a sysfs mount here")
+	}
+	buf := make([]byte, AttrMax)
+	allocs := testing.AllocsPerRun(100, func() {
+		if b, err := ReadFileIn("/sys/kernel", "uevent_seqnum", buf); err != nil || len(b) == 0 {
+			t.Fatal(b, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("ReadFileIn under /sys allocates %.0f times per call, want 0", allocs)
+	}
+	long := strings.Repeat("x/", pathMax)
+	if _, err := ReadFileIn("/sys/kernel", long, buf); err == nil || !strings.Contains(err.Error(), long) {
+		t.Errorf("ReadFileIn of a path longer than the stack buffer: %v, want an error naming it", err)
 	}
 }
 
