@@ -44,14 +44,14 @@ echo "start-up of the Go binary alone (purerdma version): $(calls "$go" version)
 printf '%-36s | %-12s %-12s %6s | %8s %8s | %s\n' "C tool | purerdma" "C ms" "Go ms" "Go/C" "C calls" "Go calls" output
 for pair in "ibstat|ibstat" "ibstatus|ibstatus" "ibv_devices|devices" "ibv_devinfo|devinfo" \
 	"ibv_devinfo -v|devinfo -v" "rdma link|link" "perfquery -C $dev -P 1|perfquery -C $dev -P 1" \
-	"rdma statistic show|counters -d $dev"; do
+	"rdma statistic show|statistic show" "rdma resource|resource" "rdma statistic show|counters -d $dev"; do
 	c=${pair%|*} g=${pair#*|}
 	command -v "${c%% *}" >/dev/null || continue
 	$c >"$tmp/oc" 2>&1
 	$go $g >"$tmp/og" 2>&1
 	same=same
 	cmp -s "$tmp/oc" "$tmp/og" || same=differs
-	case $c in "rdma statistic"*) same="n/a (another format)" ;; esac
+	case $g in counters*) same="n/a (another format)" ;; esac
 	: >"$tmp/tc"
 	: >"$tmp/tg"
 	k=0
