@@ -199,14 +199,30 @@ func NewRequest(api *API, driverID uint32, object, method uint16) *Request {
 	return r
 }
 
-// Reset empties r for a new call, keeping its buffers.
+// Reset empties r for a new call, keeping its buffers. A request reset
+// for the method it was last built for keeps that method's spec without
+// looking it up again (pooled requests are reused for the same calls).
 func (r *Request) Reset(api *API, driverID uint32, object, method uint16) {
 	if api == nil {
 		api = APIFor(driverID)
 	}
+	if r.spec == nil || r.api != api || r.hdr.ObjectID != object || r.hdr.MethodID != method || r.hdr.DriverID != driverID {
+		r.spec = api.Method(object, method)
+	}
 	r.api = api
 	r.hdr = IoctlHdr{ObjectID: object, MethodID: method, DriverID: driverID}
-	r.spec = api.Method(object, method)
+	r.release()
+}
+
+// Release drops what r holds of the last call's buffers (a pooled request
+// must not keep them alive) and keeps its method, for a Reset to the same
+// method.
+func (r *Request) Release() {
+	r.hdr.Length, r.hdr.NumAttrs = 0, 0
+	r.release()
+}
+
+func (r *Request) release() {
 	r.attrs = r.attrs[:0]
 	r.kinds = r.kinds[:0]
 	clear(r.keep)

@@ -326,3 +326,34 @@ func TestCountersReadRequestAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations per reused counters-read request, want 0", n)
 	}
 }
+
+// TestResetKeepsOrLooksUpTheMethod: a request reset to another method
+// checks against that method's spec, one reset to the method it had (after
+// Release too) keeps it, and neither allocates.
+func TestResetKeepsOrLooksUpTheMethod(t *testing.T) {
+	api := APIFor(RDMA_DRIVER_UNKNOWN)
+	r := NewRequest(api, RDMA_DRIVER_UNKNOWN, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT)
+	if r.Name() != "UVERBS_METHOD_QUERY_PORT" {
+		t.Fatalf("new request for QUERY_PORT is %s", r.Name())
+	}
+	r.Reset(api, RDMA_DRIVER_UNKNOWN, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE)
+	if r.Name() != "UVERBS_METHOD_INVOKE_WRITE" {
+		t.Errorf("reset to INVOKE_WRITE is %s", r.Name())
+	}
+	r.Release()
+	r.Reset(api, RDMA_DRIVER_UNKNOWN, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE)
+	if r.Name() != "UVERBS_METHOD_INVOKE_WRITE" {
+		t.Errorf("reset to INVOKE_WRITE after Release is %s", r.Name())
+	}
+	r.Reset(api, RDMA_DRIVER_UNKNOWN, UVERBS_OBJECT_DEVICE, 0x7777)
+	if r.Name() == "UVERBS_METHOD_INVOKE_WRITE" {
+		t.Error("reset to an unknown method kept INVOKE_WRITE's spec")
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Reset(api, RDMA_DRIVER_UNKNOWN, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT)
+		r.Release()
+	})
+	if allocs != 0 {
+		t.Errorf("Reset and Release allocate %.0f times", allocs)
+	}
+}

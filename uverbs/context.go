@@ -43,7 +43,8 @@ type Context struct {
 	closed bool
 
 	objMu   sync.Mutex
-	objects map[object]struct{}
+	objects object            // the newest live object; the rest follow by objLink.next
+	nobj    int               // how many are live
 	byUH    map[uint64]object // user handle → CQ or QP, for events
 	nextUH  atomic.Uint64
 	nextSeq uint64
@@ -67,7 +68,20 @@ type object interface {
 	// destroyLocked destroys the object; the caller holds the Context's
 	// life lock (shared or exclusive). It reports EIO as success.
 	destroyLocked(closing bool) error
+	// listLink is the object's place in its Context's list.
+	listLink() *objLink
 }
+
+// objLink threads an object on its Context's list of live objects (the
+// ones Close destroys). Adding and removing hash and allocate nothing, where
+// a set keyed by the object interface hashed it on each create and destroy
+// (issue 11: the per-operation Go time in the VM's profile).
+type objLink struct {
+	prev, next object
+	listed     bool
+}
+
+func (l *objLink) listLink() *objLink { return l }
 
 // Open opens the device named name (an IB device name such as "rxe0", or a
 // uverbs node such as "uverbs0") and creates its user context, like
@@ -105,7 +119,6 @@ func OpenDevice(d Device, opts *Options) (*Context, error) {
 		api:     abi.APIFor(uint32(d.DriverID)),
 		drv:     uint32(d.DriverID),
 		prov:    prov,
-		objects: map[object]struct{}{},
 		byUH:    map[uint64]object{},
 		portRsp: new(abi.IbUverbsQueryPortRespEx),
 		maps:    sys.NewMapSet(),
@@ -281,16 +294,17 @@ func (c *Context) onClose(stage ucontext.Stage, destroy func(invoke ucontext.Inv
 	h := &hook{c: c, stageV: stage, fn: destroy}
 	c.objMu.Lock()
 	h.seqV = c.nextSeqLocked()
-	c.objects[h] = struct{}{}
+	c.listLocked(h)
 	c.objMu.Unlock()
 	return func() {
 		c.objMu.Lock()
-		delete(c.objects, h)
+		c.unlistLocked(h)
 		c.objMu.Unlock()
 	}
 }
 
 type hook struct {
+	objLink
 	c      *Context
 	stageV ucontext.Stage
 	seqV   uint64
@@ -322,7 +336,7 @@ func (c *Context) nextSeqLocked() uint64 {
 // caller holds life shared, so that cannot happen; it is a safety net).
 func (c *Context) track(o object, uh uint64) {
 	c.objMu.Lock()
-	c.objects[o] = struct{}{}
+	c.listLocked(o)
 	if uh != 0 {
 		c.byUH[uh] = o
 	}
@@ -331,11 +345,45 @@ func (c *Context) track(o object, uh uint64) {
 
 func (c *Context) untrack(o object, uh uint64) {
 	c.objMu.Lock()
-	delete(c.objects, o)
+	c.unlistLocked(o)
 	if uh != 0 {
 		delete(c.byUH, uh)
 	}
 	c.objMu.Unlock()
+}
+
+// listLocked puts o first on the list of live objects; the caller holds
+// objMu.
+func (c *Context) listLocked(o object) {
+	l := o.listLink()
+	if l.listed {
+		return
+	}
+	l.prev, l.next, l.listed = nil, c.objects, true
+	if c.objects != nil {
+		c.objects.listLink().prev = o
+	}
+	c.objects = o
+	c.nobj++
+}
+
+// unlistLocked takes o off the list, if it is on it; the caller holds
+// objMu.
+func (c *Context) unlistLocked(o object) {
+	l := o.listLink()
+	if !l.listed {
+		return
+	}
+	if l.prev != nil {
+		l.prev.listLink().next = l.next
+	} else {
+		c.objects = l.next
+	}
+	if l.next != nil {
+		l.next.listLink().prev = l.prev
+	}
+	l.prev, l.next, l.listed = nil, nil, false
+	c.nobj--
 }
 
 func (c *Context) lookupUH(uh uint64) object {
@@ -369,8 +417,8 @@ func (c *Context) Close() error {
 	}
 	c.closed = true
 	c.objMu.Lock()
-	objs := make([]object, 0, len(c.objects))
-	for o := range c.objects {
+	objs := make([]object, 0, c.nobj)
+	for o := c.objects; o != nil; o = o.listLink().next {
 		objs = append(objs, o)
 	}
 	c.objMu.Unlock()
@@ -388,7 +436,9 @@ func (c *Context) Close() error {
 		}
 	}
 	c.objMu.Lock()
-	c.objects = map[object]struct{}{}
+	for _, o := range objs {
+		c.unlistLocked(o)
+	}
 	c.byUH = map[uint64]object{}
 	c.objMu.Unlock()
 	c.prov.close(c)

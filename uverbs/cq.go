@@ -258,6 +258,7 @@ func (cq *CQ) destroyLocked(bool) error {
 
 // CompChannel is a completion event channel (struct ibv_comp_channel).
 type CompChannel struct {
+	objLink
 	c    *Context
 	fd   *sys.FD
 	raw  int

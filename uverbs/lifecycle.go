@@ -9,6 +9,7 @@ import "sync"
 // context's. The objects that packages above uverbs create (counters,
 // flows) have the same life through owned.
 type lifecycle struct {
+	objLink
 	mu        sync.RWMutex
 	destroyed bool
 }

@@ -17,7 +17,7 @@ func TestOwned(t *testing.T) {
 	objects := func(c *Context) int {
 		c.objMu.Lock()
 		defer c.objMu.Unlock()
-		return len(c.objects)
+		return c.nobj
 	}
 
 	c, err := Open("rxe0", b.opts)

@@ -65,7 +65,7 @@ func (c *Context) getScratch(object, method uint16) *scratch {
 // putScratch returns s to the pool; the reset drops the request's
 // references to the caller's buffers, so the pool keeps nothing alive.
 func (c *Context) putScratch(s *scratch) {
-	s.r.Reset(c.api, c.drv, 0, 0)
+	s.r.Release()
 	s.pdReq, s.pdResp = abi.IbUverbsAllocPd{}, abi.IbUverbsAllocPdResp{}
 	s.capIn, s.capOut, s.u32 = abi.IbUverbsQpCap{}, abi.IbUverbsQpCap{}, 0
 	s.cqDone, s.qpDone = abi.IbUverbsDestroyCqResp{}, abi.IbUverbsDestroyQpResp{}
