@@ -100,11 +100,10 @@ var direntPool = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return 
 // Errors are *fs.PathError values.
 func DirNames(dir, name string) ([]string, error) {
 	var stack [pathMax]byte
-	pathz := stack[:0]
-	if dir != "" {
-		pathz = append(append(pathz, dir...), '/')
+	pathz, err := appendPathZ(stack[:0], dir, name)
+	if err != nil {
+		return nil, err
 	}
-	pathz = append(append(pathz, name...), 0)
 	bp := direntPool.Get().(*[]byte)
 	defer direntPool.Put(bp)
 	recs, err := Dirents(pathz, *bp)

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"path"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -132,11 +134,10 @@ const pathMax = 512
 // allocations, issue 11).
 func ReadFileIn(dir, name string, buf []byte) ([]byte, error) {
 	var stack [pathMax]byte
-	pathz := stack[:0]
-	if dir != "" {
-		pathz = append(append(pathz, dir...), '/')
+	pathz, err := appendPathZ(stack[:0], dir, name)
+	if err != nil {
+		return nil, err
 	}
-	pathz = append(append(pathz, name...), 0)
 	if !underSysfsZ(pathz) {
 		var st unix.Stat_t
 		if err := statZ(pathz, &st); err != nil {
@@ -156,6 +157,19 @@ func ReadFileIn(dir, name string, buf []byte) ([]byte, error) {
 		return nil, pathErr("read", zpath(pathz), err)
 	}
 	return b, nil
+}
+
+// appendPathZ appends dir+"/"+name (name alone when dir is empty) and a
+// NUL to b. A NUL inside dir or name is EINVAL, as unix.Open says: the
+// kernel would read the path only up to it, another file.
+func appendPathZ(b []byte, dir, name string) ([]byte, error) {
+	if strings.IndexByte(dir, 0) >= 0 || strings.IndexByte(name, 0) >= 0 {
+		return nil, &fs.PathError{Op: "open", Path: path.Join(dir, name), Err: unix.EINVAL}
+	}
+	if dir != "" {
+		b = append(append(b, dir...), '/')
+	}
+	return append(append(b, name...), 0), nil
 }
 
 // zpath is the path of a NUL-terminated pathz, for errors.

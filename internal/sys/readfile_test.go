@@ -249,3 +249,22 @@ func TestOpenFileReadAt(t *testing.T) {
 		t.Errorf("OpenFile(dir) = %v, want EISDIR", err)
 	}
 }
+
+// TestReadFileInRefusesNUL: a NUL inside a path would make the kernel open
+// the path up to it, another file; it is EINVAL, as unix.Open says.
+func TestReadFileInRefusesNUL(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, AttrMax)
+	if _, err := ReadFileIn(dir, "a\x00b", buf); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("ReadFileIn(a NUL b) = %v, want EINVAL", err)
+	}
+	if _, err := ReadFileIn(dir+"\x00", "a", buf); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("ReadFileIn(dir NUL, a) = %v, want EINVAL", err)
+	}
+	if _, err := DirNames(dir+"\x00x", ""); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("DirNames(dir NUL x) = %v, want EINVAL", err)
+	}
+}
