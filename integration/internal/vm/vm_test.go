@@ -2,6 +2,8 @@ package vm
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -109,5 +111,24 @@ func TestVersionLess(t *testing.T) {
 		if got := versionLess(c.a, c.b); got != c.less {
 			t.Errorf("versionLess(%s, %s) = %v", c.a, c.b, got)
 		}
+	}
+}
+
+// TestExplainKeepsTheFailure: the explained error (console and qemu output
+// added) still says which failure it was, so Run can boot once more after
+// a panic before the guest was ready, and only then.
+func TestExplainKeepsTheFailure(t *testing.T) {
+	b := &Boot{Prepared: &Prepared{Cache: t.TempDir(), Kernel: &Kernel{Label: "test"}}}
+	console := &ring{max: 1 << 10}
+	console.Write([]byte("[    1.2] Kernel panic - not syncing: Fatal exception in interrupt\n"))
+	err := b.explain(fmt.Errorf("%w: %s", errBootPanic, "Kernel panic"), console, "")
+	if !errors.Is(err, errBootPanic) || !strings.Contains(err.Error(), "Fatal exception") {
+		t.Errorf("explained boot panic: %v (errors.Is %v)", err, errors.Is(err, errBootPanic))
+	}
+	if errors.Is(b.explain(errors.New("the guest kernel panicked: x"), console, ""), errBootPanic) {
+		t.Error("a panic after the guest was ready reads as a boot panic")
+	}
+	if got := firstLine("a\nb"); got != "a" {
+		t.Errorf("firstLine = %q", got)
 	}
 }
