@@ -68,23 +68,28 @@ func Dirents(pathz []byte, buf []byte) ([]byte, error) {
 	}
 }
 
-// zeroPadding zeroes what follows each record's name (struct
-// linux_dirent64: d_ino 8 bytes, d_off 8, d_reclen 2, d_type 1, then the
-// NUL-terminated name padded to 8 bytes). A record that does not fit stops
-// it: the kernel's records always fit.
+// zeroPadding zeroes what follows each record's name (see forEachRecord).
 func zeroPadding(b []byte) {
+	forEachRecord(b, func(_, pad []byte) { clear(pad) })
+}
+
+// forEachRecord calls fn for each record of b, raw getdents64 output
+// (struct linux_dirent64: d_ino 8 bytes, d_off 8, d_reclen 2, d_type 1,
+// then the NUL-terminated name padded to 8 bytes), with the name and the
+// bytes after it to the record's end (its NUL and padding). A record that
+// does not fit stops it: the kernel's records always fit.
+func forEachRecord(b []byte, fn func(name, pad []byte)) {
 	for len(b) >= 19 {
 		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 		if reclen < 19 || reclen > len(b) {
 			return
 		}
 		rec := b[19:reclen]
-		for i, c := range rec {
-			if c == 0 {
-				clear(rec[i:])
-				break
-			}
+		n := len(rec)
+		if i := bytes.IndexByte(rec, 0); i >= 0 {
+			n = i
 		}
+		fn(rec[:n], rec[n:])
 		b = b[reclen:]
 	}
 }
@@ -124,21 +129,12 @@ func DirNames(dir, name string) ([]string, error) {
 	return names, nil
 }
 
-// forEachName calls fn with the name of each linux_dirent64 record in b
-// but "." and "..", stopping at a record that does not fit.
+// forEachName calls fn with the name of each record in b but "." and
+// "..".
 func forEachName(b []byte, fn func(name []byte)) {
-	for len(b) >= 19 {
-		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-		if reclen < 19 || reclen > len(b) {
-			return
-		}
-		n := b[19:reclen]
-		if i := bytes.IndexByte(n, 0); i >= 0 {
-			n = n[:i]
-		}
+	forEachRecord(b, func(n, _ []byte) {
 		if !(len(n) == 1 && n[0] == '.') && !(len(n) == 2 && n[0] == '.' && n[1] == '.') {
 			fn(n)
 		}
-		b = b[reclen:]
-	}
+	})
 }
