@@ -180,11 +180,26 @@ func (f *FS) ReadCAs(names []string, parts Parts) (cas []*CA, errs []error, err 
 // readCA reads the device name; devs are the character devices, nil
 // unless parts has PartCharDevs.
 func (f *FS) readCA(name string, devs []CharDev, parts Parts) (*CA, error) {
-	ca, err := f.readCAAttrs(name, parts)
+	if !validName(name) {
+		return nil, errs.New("read CA", name, f.noSuchDevice(classInfiniBand, name))
+	}
+	// The device's directory is opened once and its files and ports read
+	// relative to it (see dir).
+	cd, err := f.openDir(classInfiniBand + "/" + name)
 	if err != nil {
 		return nil, errs.New("read CA", name, err)
 	}
-	ents, err := f.readNames(path.Join(classInfiniBand, name, "ports"))
+	defer cd.close()
+	ca, err := f.readCAAttrs(&cd, name, parts)
+	if err != nil {
+		return nil, errs.New("read CA", name, err)
+	}
+	pd, err := cd.sub("ports")
+	if err != nil {
+		return nil, errs.New("read CA", name, err)
+	}
+	defer pd.close()
+	ents, err := pd.names()
 	if err != nil {
 		return nil, errs.New("read CA", name, err)
 	}
@@ -199,7 +214,7 @@ func (f *FS) readCA(name string, devs []CharDev, parts Parts) (*CA, error) {
 			pe.Path = f.display(path.Join(classInfiniBand, name, "ports", e))
 			return nil, errs.New("read CA", name, pe)
 		}
-		p, err := f.readPort(name, n, devs)
+		p, err := f.readPortIn(&pd, name, n, devs)
 		if err != nil {
 			return nil, err
 		}
@@ -216,37 +231,37 @@ func (f *FS) readCA(name string, devs []CharDev, parts Parts) (*CA, error) {
 	return ca, nil
 }
 
-func (f *FS) readCAAttrs(name string, parts Parts) (*CA, error) {
-	if !validName(name) {
-		return nil, f.noSuchDevice(classInfiniBand, name)
-	}
-	dir := classInfiniBand + "/" + name
+// readCAAttrs reads the attributes of the device name in its directory d.
+func (f *FS) readCAAttrs(d *dir, name string, parts Parts) (*CA, error) {
 	ca := &CA{Name: name, fs: f}
-	s, err := f.readString(dir + "/node_type")
+	s, err := d.readString("node_type")
 	if err != nil {
 		// A device that does not exist is named by its directory, not
-		// by node_type; the directory is looked at only then, which
-		// saves a stat a device.
-		if _, serr := fs.Stat(f.files(), dir); serr != nil {
-			return nil, f.fixPathErr(serr, dir)
+		// by node_type (on the running system's tree, openDir already
+		// said so); the directory is looked at only then, which saves a
+		// stat a device.
+		if !d.open {
+			if _, serr := fs.Stat(f.files(), d.rel); serr != nil {
+				return nil, f.fixPathErr(serr, d.rel)
+			}
 		}
 		return nil, err
 	}
 	n, typeName, err := ParseEnumLine(s)
 	if err != nil {
-		return nil, f.inFile(err, dir+"/node_type")
+		return nil, f.inFile(err, d.relOf("node_type"))
 	}
 	ca.NodeType, ca.NodeTypeName = rdma.NodeType(n), typeName
 	for _, g := range []struct {
 		file string
 		dst  *rdma.GUID
 	}{{"node_guid", &ca.NodeGUID}, {"sys_image_guid", &ca.SysImageGUID}} {
-		s, err := f.readString(dir + "/" + g.file)
+		s, err := d.readString(g.file)
 		if err != nil {
 			return nil, err
 		}
 		if *g.dst, err = parseGUID(s); err != nil {
-			return nil, f.inFile(err, dir+"/"+g.file)
+			return nil, f.inFile(err, d.relOf(g.file))
 		}
 	}
 	type opt struct {
@@ -267,7 +282,7 @@ func (f *FS) readCAAttrs(name string, parts Parts) (*CA, error) {
 		opts = all[:]
 	}
 	for _, o := range opts {
-		if *o.dst, err = f.optString(dir + "/" + o.file); err != nil {
+		if *o.dst, err = d.optString(o.file); err != nil {
 			return nil, err
 		}
 	}

@@ -119,15 +119,93 @@ const maxAttr = sys.AttrMax
 // regular (a FIFO, a device node, a directory) or holds more than len(buf)
 // bytes is an error naming it.
 func (f *FS) readInto(rel string, buf []byte) ([]byte, error) {
+	d := dir{f: f}
+	return d.readInto(rel, buf)
+}
+
+// bufPool holds attribute-sized read buffers.
+var bufPool = sync.Pool{New: func() any { return new([maxAttr]byte) }}
+
+// readString reads a whole attribute file, minus one trailing newline.
+func (f *FS) readString(rel string) (string, error) {
+	d := dir{f: f}
+	return d.readString(rel)
+}
+
+// dir reads the files of one directory of the tree. On the running
+// system's tree, once opened with [FS.openDir], it holds the directory
+// open (sys.Dir) and opens each file relative to it, so that the kernel
+// walks the directory's path once, not once a file: a port directory
+// (class/infiniband/NAME, a symbolic link into /sys/devices, then
+// ports/N) has ten attributes and a P_Key table; reading each by its
+// whole path, as rdma-core does, costs about half as much again as
+// reading it relative to the open directory (sys.Dir). The zero dir{f: f}
+// is the root, read by path; so is every dir of an fs.FS.
+type dir struct {
+	f    *FS
+	rel  string  // the directory relative to the root; "" for the root
+	d    sys.Dir // open when on the running system's tree
+	open bool
+}
+
+// openDir opens the directory rel to read its files. On the running
+// system's tree a directory that does not exist is an error here,
+// matching os.ErrNotExist; on an fs.FS, at the first read in it.
+func (f *FS) openDir(rel string) (dir, error) {
+	root := f.osRoot0()
+	if root == "" {
+		return dir{f: f, rel: rel}, nil
+	}
+	d, err := sys.OpenDir(root, rel)
+	if err != nil {
+		return dir{}, f.fixPathErr(err, rel)
+	}
+	return dir{f: f, rel: rel, d: d, open: true}, nil
+}
+
+// sub opens the directory name in d, as openDir does.
+func (d *dir) sub(name string) (dir, error) {
+	rel := d.relOf(name)
+	if !d.open {
+		return d.f.openDir(rel)
+	}
+	sd, err := d.d.OpenDir(name)
+	if err != nil {
+		return dir{}, d.f.fixPathErr(err, rel)
+	}
+	return dir{f: d.f, rel: rel, d: sd, open: true}, nil
+}
+
+// close closes the directory, if open.
+func (d *dir) close() {
+	if d.open {
+		d.d.Close()
+		d.open = false
+	}
+}
+
+// relOf returns the path of name in d relative to the root.
+func (d *dir) relOf(name string) string {
+	if d.rel == "" {
+		return name
+	}
+	return d.rel + "/" + name
+}
+
+// readInto reads the file name in d into buf, as [FS.readInto] does.
+func (d *dir) readInto(name string, buf []byte) ([]byte, error) {
 	var b []byte
 	var err error
-	if root := f.osRoot0(); root != "" {
-		b, err = sys.ReadFileIn(root, rel, buf)
-	} else {
-		b, err = sys.ReadFileFS(f.fsys, rel, buf)
+	switch root := d.f.osRoot0(); {
+	case d.open:
+		b, err = d.d.ReadFile(name, buf)
+	case root != "":
+		b, err = sys.ReadFileIn(root, d.relOf(name), buf)
+	default:
+		b, err = sys.ReadFileFS(d.f.fsys, d.relOf(name), buf)
 	}
 	if err != nil {
-		return nil, f.fixPathErr(err, rel)
+		return nil, d.f.fixPathErr(err, d.relOf(name))
 	}
 	n := len(b)
 	if n > 0 && b[n-1] == '\n' {
@@ -136,18 +214,58 @@ func (f *FS) readInto(rel string, buf []byte) ([]byte, error) {
 	return b, nil
 }
 
-// bufPool holds attribute-sized read buffers.
-var bufPool = sync.Pool{New: func() any { return new([maxAttr]byte) }}
-
-// readString reads a whole attribute file, minus one trailing newline.
-func (f *FS) readString(rel string) (string, error) {
+// readString reads the whole attribute file name in d, minus one trailing
+// newline.
+func (d *dir) readString(name string) (string, error) {
 	buf := bufPool.Get().(*[maxAttr]byte)
 	defer bufPool.Put(buf)
-	b, err := f.readInto(rel, buf[:])
+	b, err := d.readInto(name, buf[:])
 	if err != nil {
 		return "", err
 	}
 	return string(b), nil
+}
+
+// names lists d, sorted.
+func (d *dir) names() ([]string, error) {
+	if !d.open {
+		return d.f.readNames(d.rel)
+	}
+	names, err := d.d.Names()
+	if err != nil {
+		return nil, d.f.fixPathErr(err, d.rel)
+	}
+	return names, nil
+}
+
+// optString reads an optional text attribute of d: nil when the file does
+// not exist.
+func (d *dir) optString(name string) (*string, error) {
+	s, err := d.readString(name)
+	if err != nil {
+		if isAbsent(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &s, nil
+}
+
+// optUint reads an optional "0x%x" or "%u" attribute of d: nil when the
+// file does not exist.
+func (d *dir) optUint(name string, bits int, want string) (*uint64, error) {
+	s, err := d.readString(name)
+	if err != nil {
+		if isAbsent(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	v, ok := parseUint(s, bits)
+	if !ok {
+		return nil, parseErr(d.f.display(d.relOf(name)), s, want)
+	}
+	return &v, nil
 }
 
 // readDir lists a directory, sorted by name.
@@ -216,29 +334,13 @@ func (f *FS) noSuchDevice(dir, name string) error {
 // optString reads an optional text attribute: nil when the file does not
 // exist.
 func (f *FS) optString(rel string) (*string, error) {
-	s, err := f.readString(rel)
-	if err != nil {
-		if isAbsent(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return &s, nil
+	d := dir{f: f}
+	return d.optString(rel)
 }
 
 // optUint reads an optional "0x%x" or "%u" attribute: nil when the file
 // does not exist.
 func (f *FS) optUint(rel string, bits int, want string) (*uint64, error) {
-	s, err := f.readString(rel)
-	if err != nil {
-		if isAbsent(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	v, ok := parseUint(s, bits)
-	if !ok {
-		return nil, parseErr(f.display(rel), s, want)
-	}
-	return &v, nil
+	d := dir{f: f}
+	return d.optUint(rel, bits, want)
 }

@@ -102,12 +102,23 @@ func (f *FS) Port(ca string, n int) (*Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.readPort(ca, n, devs)
+	pd, err := f.openDir(classInfiniBand + "/" + ca + "/ports")
+	if err != nil {
+		return nil, errs.New("read port", portName(ca, n), err)
+	}
+	defer pd.close()
+	return f.readPortIn(&pd, ca, n, devs)
 }
 
-func (f *FS) readPort(ca string, n int, devs []CharDev) (*Port, error) {
+// readPortIn reads port n of ca, whose ports directory is pd.
+func (f *FS) readPortIn(pd *dir, ca string, n int, devs []CharDev) (*Port, error) {
 	p := &Port{CA: ca, Number: n, fs: f}
-	if err := f.readPortAttrs(p); err != nil {
+	d, err := pd.sub(strconv.Itoa(n))
+	if err == nil {
+		err = f.readPortAttrs(&d, p)
+		d.close()
+	}
+	if err != nil {
 		return nil, errs.New("read port", p.Name(), err)
 	}
 	for i := range devs {
@@ -125,8 +136,8 @@ func (f *FS) readPort(ca string, n int, devs []CharDev) (*Port, error) {
 	return p, nil
 }
 
-func (f *FS) readPortAttrs(p *Port) error {
-	dir := p.dir()
+// readPortAttrs reads p's attributes and P_Keys in its directory d.
+func (f *FS) readPortAttrs(d *dir, p *Port) error {
 	for _, e := range []struct {
 		file string
 		num  *int
@@ -135,23 +146,21 @@ func (f *FS) readPortAttrs(p *Port) error {
 		{"state", (*int)(&p.State), &p.StateName},
 		{"phys_state", (*int)(&p.PhysState), &p.PhysStateName},
 	} {
-		rel := dir + "/" + e.file
-		s, err := f.readString(rel)
+		s, err := d.readString(e.file)
 		if err != nil {
 			return err
 		}
 		if *e.num, *e.name, err = ParseEnumLine(s); err != nil {
-			return f.inFile(err, rel)
+			return f.inFile(err, d.relOf(e.file))
 		}
 	}
 
-	rel := dir + "/rate"
-	s, err := f.readString(rel)
+	s, err := d.readString("rate")
 	switch {
 	case err == nil:
 		r, err := ParseRate(s)
 		if err != nil {
-			return f.inFile(err, rel)
+			return f.inFile(err, d.relOf("rate"))
 		}
 		p.Rate = &r
 	case isAbsent(err) || isEINVAL(err):
@@ -171,7 +180,7 @@ func (f *FS) readPortAttrs(p *Port) error {
 		{"sm_sl", 8, `"%u" (0–255)`, func(v uint64) { x := uint8(v); p.SMSL = &x }},
 		{"cap_mask", 32, `"0x%08x"`, func(v uint64) { x := uint32(v); p.CapMask = &x }},
 	} {
-		v, err := f.optUint(dir+"/"+u.file, u.bits, u.want)
+		v, err := d.optUint(u.file, u.bits, u.want)
 		if err != nil {
 			return err
 		}
@@ -180,18 +189,27 @@ func (f *FS) readPortAttrs(p *Port) error {
 		}
 	}
 
-	if p.LinkLayerName, err = f.optString(dir + "/link_layer"); err != nil {
+	if p.LinkLayerName, err = d.optString("link_layer"); err != nil {
 		return err
 	}
 	if p.LinkLayerName != nil {
 		p.LinkLayer, _ = rdma.ParseLinkLayer(*p.LinkLayerName)
 	}
-	return f.readPKeys(p)
+	return f.readPKeys(d, p)
 }
 
-func (f *FS) readPKeys(p *Port) error {
-	dir := p.dir() + "/pkeys"
-	ents, err := f.readNames(dir)
+// readPKeys reads the P_Key table of the port directory d into p: the
+// pkeys directory is listed and its files read relative to it.
+func (f *FS) readPKeys(d *dir, p *Port) error {
+	pk, err := d.sub("pkeys")
+	if err != nil {
+		if isAbsent(err) {
+			return nil
+		}
+		return err
+	}
+	defer pk.close()
+	ents, err := pk.names()
 	if err != nil {
 		if isAbsent(err) {
 			return nil
@@ -209,7 +227,7 @@ func (f *FS) readPKeys(p *Port) error {
 		if !ok {
 			continue
 		}
-		v, err := f.optUint(dir+"/"+e, 16, `"0x%04x"`)
+		v, err := pk.optUint(e, 16, `"0x%04x"`)
 		if err != nil {
 			return err
 		}

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io/fs"
-	"slices"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,20 +27,17 @@ func Dirents(pathz []byte, buf []byte) ([]byte, error) {
 	if len(pathz) == 0 || pathz[len(pathz)-1] != 0 {
 		return buf, &fs.PathError{Op: "open", Path: name(), Err: unix.EINVAL}
 	}
-	var fd int
-	for {
-		r, _, e := unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(&pathz[0])),
-			uintptr(unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NONBLOCK), 0, 0, 0)
-		if e == unix.EINTR {
-			continue
-		}
-		if e != 0 {
-			return buf, &fs.PathError{Op: "open", Path: name(), Err: e}
-		}
-		fd = int(r)
-		break
+	fd, err := openatZ(atFDCWD, pathz, dirFlags)
+	if err != nil {
+		return buf, &fs.PathError{Op: "open", Path: name(), Err: err}
 	}
 	defer unix.Close(fd)
+	return direntsFD(fd, buf, name)
+}
+
+// direntsFD is Dirents of the open directory fd, from its position; name
+// names it in errors.
+func direntsFD(fd int, buf []byte, name func() string) ([]byte, error) {
 	buf = buf[:0]
 	for {
 		if cap(buf)-len(buf) < 1024 {
@@ -116,17 +111,7 @@ func DirNames(dir, name string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One pass for the names' total length and count, one to cut them.
-	total, count := 0, 0
-	forEachName(recs, func(n []byte) { total += len(n); count++ })
-	all := make([]byte, 0, total)
-	forEachName(recs, func(n []byte) { all = append(all, n...) })
-	s := string(all)
-	names := make([]string, 0, count)
-	off := 0
-	forEachName(recs, func(n []byte) { names = append(names, s[off:off+len(n)]); off += len(n) })
-	slices.Sort(names)
-	return names, nil
+	return namesOf(recs), nil
 }
 
 // forEachName calls fn with the name of each record in b but "." and

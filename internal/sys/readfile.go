@@ -11,7 +11,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -138,16 +137,23 @@ func ReadFileIn(dir, name string, buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !underSysfsZ(pathz) {
+	return readFileAt(atFDCWD, pathz, underSysfsZ(pathz), buf)
+}
+
+// readFileAt is the read of ReadFileIn and Dir.ReadFile: pathz relative to
+// the directory descriptor at (atFDCWD for a path), stat first unless
+// sysfs, then open, one read, close. Errors name pathz.
+func readFileAt(at uintptr, pathz []byte, sysfs bool, buf []byte) ([]byte, error) {
+	if !sysfs {
 		var st unix.Stat_t
-		if err := statZ(pathz, &st); err != nil {
+		if err := fstatatZ(at, pathz, &st); err != nil {
 			return nil, &fs.PathError{Op: "stat", Path: zpath(pathz), Err: err}
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFREG {
 			return nil, checkRegular(zpath(pathz), st.Mode)
 		}
 	}
-	raw, err := openZ(pathz, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC)
+	raw, err := openatZ(at, pathz, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: zpath(pathz), Err: err}
 	}
@@ -174,20 +180,6 @@ func appendPathZ(b []byte, dir, name string) ([]byte, error) {
 
 // zpath is the path of a NUL-terminated pathz, for errors.
 func zpath(pathz []byte) string { return string(pathz[:len(pathz)-1]) }
-
-// openZ is open(2) of the NUL-terminated pathz, again on EINTR.
-func openZ(pathz []byte, flags int) (int, error) {
-	for {
-		r, _, e := unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(&pathz[0])), uintptr(flags), 0, 0, 0)
-		if e == unix.EINTR {
-			continue
-		}
-		if e != 0 {
-			return -1, e
-		}
-		return int(r), nil
-	}
-}
 
 // fdReader reads a descriptor with read(2), again on EINTR, with io.Reader's
 // convention for end of file.

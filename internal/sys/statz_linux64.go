@@ -8,11 +8,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// statZ is stat(2) (fstatat at AT_FDCWD, following links) of the
-// NUL-terminated pathz, again on EINTR, without converting the path.
-func statZ(pathz []byte, st *unix.Stat_t) error {
+// fstatatZ is fstatat(2) (following links) of the NUL-terminated pathz
+// relative to the directory descriptor at (atFDCWD: stat(2)), again on
+// EINTR, without converting the path.
+func fstatatZ(at uintptr, pathz []byte, st *unix.Stat_t) error {
 	for {
-		_, _, e := unix.Syscall6(sysFstatat, atFDCWD, uintptr(unsafe.Pointer(&pathz[0])), uintptr(unsafe.Pointer(st)), 0, 0, 0)
+		_, _, e := unix.Syscall6(sysFstatat, at, uintptr(unsafe.Pointer(&pathz[0])), uintptr(unsafe.Pointer(st)), 0, 0, 0)
 		if e == unix.EINTR {
 			continue
 		}

@@ -1,0 +1,216 @@
+package sys
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestDirReadFile reads every kind of file of TestReadFileBounds relative
+// to an open Dir: the same bounds and refusals, each error naming the
+// file, nothing blocking.
+func TestDirReadFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("exact", bytes.Repeat([]byte{'a'}, AttrMax))
+	write("over", bytes.Repeat([]byte{'a'}, AttrMax+1))
+	write("small", []byte("4: ACTIVE\n"))
+	write("empty", nil)
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("sub/inner", []byte("1\n"))
+	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("loop", filepath.Join(dir, "loop")); err != nil {
+		t.Fatal(err)
+	}
+
+	d, err := OpenDir(filepath.Dir(dir), filepath.Base(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.sysfs {
+		t.Fatalf("a directory under %s taken for sysfs", dir)
+	}
+	buf := make([]byte, AttrMax)
+	for _, c := range []struct {
+		name    string
+		want    string
+		errno   error
+		regular bool
+	}{
+		{name: "exact", want: strings.Repeat("a", AttrMax), regular: true},
+		{name: "small", want: "4: ACTIVE\n", regular: true},
+		{name: "empty", want: "", regular: true},
+		{name: "sub/inner", want: "1\n", regular: true},
+		{name: "over", errno: syscall.EFBIG, regular: true},
+		{name: "loop", errno: syscall.ELOOP, regular: true},
+		{name: "missing", errno: syscall.ENOENT, regular: true},
+		{name: "fifo"},
+		{name: "zero"},
+		{name: "sub"},
+	} {
+		done := make(chan struct{})
+		var got []byte
+		var err error
+		go func() {
+			defer close(done)
+			got, err = d.ReadFile(c.name, buf)
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("ReadFile(%s) still blocked after 30 s", c.name)
+		}
+		switch {
+		case !c.regular:
+			var nr *NotRegularError
+			if !errors.As(err, &nr) || !strings.Contains(err.Error(), c.name) {
+				t.Errorf("ReadFile(%s) = %v, want a NotRegularError naming the file", c.name, err)
+			}
+		case c.errno != nil:
+			if !errors.Is(err, c.errno) || !strings.Contains(err.Error(), c.name) {
+				t.Errorf("ReadFile(%s) = %v, want %v naming the file", c.name, err, c.errno)
+			}
+		case err != nil || string(got) != c.want:
+			t.Errorf("ReadFile(%s) = %q, %v; want %d bytes", c.name, got, err, len(c.want))
+		}
+	}
+
+	// Names twice: the second seeks back and lists the same.
+	want := []string{"empty", "exact", "fifo", "loop", "over", "small", "sub", "zero"}
+	for i := range 2 {
+		names, err := d.Names()
+		if err != nil || !slices.Equal(names, want) {
+			t.Errorf("Names (call %d) = %q, %v; want %q", i+1, names, err, want)
+		}
+	}
+
+	// A directory relative to d, and what is not one.
+	sub, err := d.OpenDir("sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := sub.ReadFile("inner", buf); err != nil || string(b) != "1\n" {
+		t.Errorf("sub.ReadFile(inner) = %q, %v", b, err)
+	}
+	sub.Close()
+	for name, errno := range map[string]error{"small": syscall.ENOTDIR, "fifo": syscall.ENOTDIR, "missing": syscall.ENOENT} {
+		if _, err := d.OpenDir(name); !errors.Is(err, errno) || !strings.Contains(err.Error(), name) {
+			t.Errorf("OpenDir(%s) = %v, want %v naming it", name, err, errno)
+		}
+	}
+	if _, err := d.ReadFile("a\x00b", buf); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("ReadFile of a name with a NUL = %v, want EINVAL", err)
+	}
+
+	// Closed and zero Dirs: EBADF, and Close stays nil.
+	var zero Dir
+	closed, err := OpenDir("", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*Dir{&zero, &closed} {
+		if _, err := x.ReadFile("small", buf); !errors.Is(err, syscall.EBADF) {
+			t.Errorf("ReadFile on a closed Dir = %v, want EBADF", err)
+		}
+		if _, err := x.OpenDir("sub"); !errors.Is(err, syscall.EBADF) {
+			t.Errorf("OpenDir on a closed Dir = %v, want EBADF", err)
+		}
+		if _, err := x.Names(); !errors.Is(err, syscall.EBADF) {
+			t.Errorf("Names on a closed Dir = %v, want EBADF", err)
+		}
+		if err := x.Close(); err != nil {
+			t.Errorf("Close of a closed Dir = %v", err)
+		}
+	}
+	if _, err := OpenDir(dir, "missing"); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), dir) {
+		t.Errorf("OpenDir(missing) = %v, want ENOENT naming the path", err)
+	}
+}
+
+// TestDirSysfsAllocatesNothing: under the running system's sysfs a Dir is
+// opened, read and closed without an allocation, the stat left out.
+func TestDirSysfsAllocatesNothing(t *testing.T) {
+	if !underSysfs("/sys/kernel/uevent_seqnum") {
+		t.Skip("/sys is not a sysfs mount here")
+	}
+	buf := make([]byte, AttrMax)
+	allocs := testing.AllocsPerRun(100, func() {
+		d, err := OpenDir("/sys", "kernel")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.sysfs {
+			t.Fatal("/sys/kernel not taken for sysfs")
+		}
+		if b, err := d.ReadFile("uevent_seqnum", buf); err != nil || len(b) == 0 {
+			t.Fatal(b, err)
+		}
+		d.Close()
+	})
+	if allocs != 0 {
+		t.Errorf("OpenDir, ReadFile and Close under /sys allocate %.0f times, want 0", allocs)
+	}
+}
+
+// BenchmarkDirRead compares reading sysfs attributes by their whole path
+// (what rdma-core does) with reading them relative to their open
+// directory, and what the directory's open and close cost.
+func BenchmarkDirRead(b *testing.B) {
+	const dir, name = "/sys/class/net/lo", "mtu"
+	if _, err := os.Stat(dir + "/" + name); err != nil {
+		b.Skip(err)
+	}
+	buf := make([]byte, AttrMax)
+	b.Run("path", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ReadFileIn(dir, name, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("dir", func(b *testing.B) {
+		d, err := OpenDir("", dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer d.Close()
+		for b.Loop() {
+			if _, err := d.ReadFile(name, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("open-close", func(b *testing.B) {
+		for b.Loop() {
+			d, err := OpenDir("", dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d.Close()
+		}
+	})
+}
