@@ -143,6 +143,12 @@ func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
 // readCtx reads one record from a pollable descriptor, giving up when ctx
 // is done: ctx's deadline becomes the read deadline, and cancellation sets
 // a deadline in the past, which wakes a pending read.
+//
+// A context that can never be done (context.Background, context.TODO:
+// Done returns nil) needs no wake-up: the read waits for a record or for
+// Close, and nothing is allocated, which keeps an event loop's GetEvent
+// allocation-free. A cancellable context costs the context.AfterFunc
+// registration and its channel (a few small allocations) a call.
 func readCtx(ctx context.Context, fd *sys.FD, p []byte) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -150,6 +156,9 @@ func readCtx(ctx context.Context, fd *sys.FD, p []byte) (int, error) {
 	dl, _ := ctx.Deadline()
 	if err := fd.SetReadDeadline(dl); err != nil {
 		return 0, err
+	}
+	if ctx.Done() == nil {
+		return fd.Read(p)
 	}
 	woke := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {

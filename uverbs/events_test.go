@@ -163,3 +163,44 @@ func TestDeviceRemoval(t *testing.T) {
 		t.Errorf("Close after removal: %v", err)
 	}
 }
+
+// TestGetEventBackgroundAllocatesNothing: with a context that cannot be
+// done, GetEvent reads a queued event without allocating (an event loop
+// calls it once per completion); a cancellable context still returns.
+func TestGetEventBackgroundAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	b := newBed(t, rxe0())
+	c := b.open(t, "rxe0")
+	v := b.devs["rxe0"]
+	ch, err := c.CreateCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(CQAttr{CQE: 4, Channel: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const runs = 100
+	for range runs + 1 { // AllocsPerRun runs the function once more to warm up
+		if !v.PostCompEvent(cq.Handle()) {
+			t.Fatal("the fake has no channel for the CQ")
+		}
+	}
+	bg := context.Background()
+	allocs := testing.AllocsPerRun(runs, func() {
+		if got, err := ch.GetEvent(bg); err != nil || got != cq {
+			t.Fatalf("GetEvent = %p, %v; want %p", got, err, cq)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("GetEvent(context.Background()) allocates %.1f times a call, want 0", allocs)
+	}
+	v.PostCompEvent(cq.Handle())
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	if got, err := ch.GetEvent(ctx); err != nil || got != cq {
+		t.Errorf("GetEvent with a cancellable context = %p, %v", got, err)
+	}
+}

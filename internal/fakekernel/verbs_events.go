@@ -148,11 +148,15 @@ func (q *eventQueue) Readable() (bool, error) {
 }
 
 // DeadlineChanged implements sys.Waiter: a read in progress honours the
-// new deadline (one in the past wakes it at once).
+// new deadline (one in the past wakes it at once). The same deadline again
+// wakes nothing (and allocates nothing: GetEvent sets its context's
+// deadline, none for context.Background, on every call).
 func (q *eventQueue) DeadlineChanged(deadline time.Time) {
 	q.mu.Lock()
-	q.deadline = deadline
-	q.changed()
+	if !q.deadline.Equal(deadline) {
+		q.deadline = deadline
+		q.changed()
+	}
 	q.mu.Unlock()
 }
 
