@@ -32,6 +32,20 @@ func TestDirReadsMatchPathReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	byPath := sysfs.NewFS(os.DirFS(root))
+	// Every directory opened is closed again, on errors too.
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	defer func() {
+		if after := fds(); after != before {
+			t.Errorf("%d descriptors open before the reads, %d after", before, after)
+		}
+	}()
 	same := func(what string) {
 		t.Helper()
 		done := make(chan struct{})
