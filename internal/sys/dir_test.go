@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -52,48 +51,19 @@ func TestDirReadFile(t *testing.T) {
 		t.Fatalf("a directory under %s taken for sysfs", dir)
 	}
 	buf := make([]byte, AttrMax)
-	for _, c := range []struct {
-		name    string
-		want    string
-		errno   error
-		regular bool
-	}{
-		{name: "exact", want: strings.Repeat("a", AttrMax), regular: true},
-		{name: "small", want: "4: ACTIVE\n", regular: true},
-		{name: "empty", want: "", regular: true},
-		{name: "sub/inner", want: "1\n", regular: true},
-		{name: "over", errno: syscall.EFBIG, regular: true},
-		{name: "loop", errno: syscall.ELOOP, regular: true},
-		{name: "missing", errno: syscall.ENOENT, regular: true},
-		{name: "fifo"},
-		{name: "zero"},
-		{name: "sub"},
+	for _, c := range []boundsCase{
+		{path: "exact", want: strings.Repeat("a", AttrMax), regular: true},
+		{path: "small", want: "4: ACTIVE\n", regular: true},
+		{path: "empty", want: "", regular: true},
+		{path: "sub/inner", want: "1\n", regular: true},
+		{path: "over", errno: syscall.EFBIG, regular: true},
+		{path: "loop", errno: syscall.ELOOP, regular: true},
+		{path: "missing", errno: syscall.ENOENT, regular: true},
+		{path: "fifo"},
+		{path: "zero"},
+		{path: "sub"},
 	} {
-		done := make(chan struct{})
-		var got []byte
-		var err error
-		go func() {
-			defer close(done)
-			got, err = d.ReadFile(c.name, buf)
-		}()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("ReadFile(%s) still blocked after 30 s", c.name)
-		}
-		switch {
-		case !c.regular:
-			var nr *NotRegularError
-			if !errors.As(err, &nr) || !strings.Contains(err.Error(), c.name) {
-				t.Errorf("ReadFile(%s) = %v, want a NotRegularError naming the file", c.name, err)
-			}
-		case c.errno != nil:
-			if !errors.Is(err, c.errno) || !strings.Contains(err.Error(), c.name) {
-				t.Errorf("ReadFile(%s) = %v, want %v naming the file", c.name, err, c.errno)
-			}
-		case err != nil || string(got) != c.want:
-			t.Errorf("ReadFile(%s) = %q, %v; want %d bytes", c.name, got, err, len(c.want))
-		}
+		checkBounded(t, c, func() ([]byte, error) { return d.ReadFile(c.path, buf) })
 	}
 
 	// Names twice: the second seeks back and lists the same.

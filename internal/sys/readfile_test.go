@@ -56,12 +56,7 @@ func TestReadFileBounds(t *testing.T) {
 	}
 
 	buf := make([]byte, AttrMax)
-	for _, c := range []struct {
-		path    string
-		want    string // contents, when it reads
-		errno   error  // the errno errors.Is must match, when it fails
-		regular bool   // false: a *NotRegularError
-	}{
+	for _, c := range []boundsCase{
 		{path: exact, want: strings.Repeat("a", AttrMax), regular: true},
 		{path: small, want: "4: ACTIVE\n", regular: true},
 		{path: empty, want: "", regular: true},
@@ -74,31 +69,7 @@ func TestReadFileBounds(t *testing.T) {
 		{path: dir},
 		{path: "/dev/null"},
 	} {
-		done := make(chan struct{})
-		var got []byte
-		var err error
-		go func() {
-			defer close(done)
-			got, err = ReadFile(c.path, buf)
-		}()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("ReadFile(%s) still blocked after 30 s", c.path)
-		}
-		switch {
-		case !c.regular:
-			var nr *NotRegularError
-			if !errors.As(err, &nr) || !strings.Contains(err.Error(), c.path) {
-				t.Errorf("ReadFile(%s) = %v, want a NotRegularError naming the file", c.path, err)
-			}
-		case c.errno != nil:
-			if !errors.Is(err, c.errno) || !strings.Contains(err.Error(), c.path) {
-				t.Errorf("ReadFile(%s) = %v, want %v naming the file", c.path, err, c.errno)
-			}
-		case err != nil || string(got) != c.want:
-			t.Errorf("ReadFile(%s) = %q, %v; want %d bytes", c.path, got, err, len(c.want))
-		}
+		checkBounded(t, c, func() ([]byte, error) { return ReadFile(c.path, buf) })
 		if c.regular && c.errno == nil {
 			f, err := OpenFile(c.path)
 			if err != nil {
@@ -266,5 +237,47 @@ func TestReadFileInRefusesNUL(t *testing.T) {
 	}
 	if _, err := DirNames(dir+"\x00x", ""); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("DirNames(dir NUL x) = %v, want EINVAL", err)
+	}
+}
+
+// boundsCase is one file of the bounded readers' tests: what reading it
+// gives, or the errno it fails with, or (regular false) a refusal as not a
+// regular file.
+type boundsCase struct {
+	path    string
+	want    string // contents, when it reads
+	errno   error  // the errno errors.Is must match, when it fails
+	regular bool   // false: a *NotRegularError
+}
+
+// checkBounded runs read, which must return within 30 s whatever the file
+// (a FIFO with no writer would block a plain open), and checks what it
+// returned against c; errors must name c.path.
+func checkBounded(t *testing.T, c boundsCase, read func() ([]byte, error)) {
+	t.Helper()
+	done := make(chan struct{})
+	var got []byte
+	var err error
+	go func() {
+		defer close(done)
+		got, err = read()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("reading %s still blocked after 30 s", c.path)
+	}
+	switch {
+	case !c.regular:
+		var nr *NotRegularError
+		if !errors.As(err, &nr) || !strings.Contains(err.Error(), c.path) {
+			t.Errorf("reading %s: %v, want a NotRegularError naming the file", c.path, err)
+		}
+	case c.errno != nil:
+		if !errors.Is(err, c.errno) || !strings.Contains(err.Error(), c.path) {
+			t.Errorf("reading %s: %v, want %v naming the file", c.path, err, c.errno)
+		}
+	case err != nil || string(got) != c.want:
+		t.Errorf("reading %s: %q, %v; want %d bytes", c.path, got, err, len(c.want))
 	}
 }
