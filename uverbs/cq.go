@@ -66,37 +66,71 @@ type CQ struct {
 // ErrNotSupported with the generic provider; os.ErrClosed after Close or
 // for a closed channel.
 func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
+	cq := new(CQ)
+	if err := c.createCQ(cq, attr); err != nil {
+		return nil, err
+	}
+	return cq, nil
+}
+
+// CreateCQInto is CreateCQ into a CQ the caller provides, for programs
+// that create and destroy completion queues at a high rate: cq, a zero CQ
+// or one that was closed (by its Close or its Context's), becomes the new
+// CQ, and the call allocates nothing. Pointers kept to cq from its
+// earlier life then refer to the new CQ; do not use cq from other
+// goroutines while the call runs.
+//
+// Errors: those of CreateCQ, which leave cq a zero CQ; an *Error wrapping
+// EBUSY, before any call, when cq is still live.
+func (c *Context) CreateCQInto(cq *CQ, attr CQAttr) error {
+	const op = "create cq"
+	if cq == nil {
+		return errs.New(op, "", errNil)
+	}
+	if cq.c != nil && !cq.reusable() {
+		return c.err(op, errLive("CQ"))
+	}
+	*cq = CQ{}
+	err := c.createCQ(cq, attr)
+	if err != nil {
+		*cq = CQ{}
+	}
+	return err
+}
+
+// createCQ creates the CQ into cq, a zero CQ.
+func (c *Context) createCQ(cq *CQ, attr CQAttr) error {
 	const op = "create cq"
 	if err := c.enter(op); err != nil {
-		return nil, err
+		return err
 	}
 	defer c.leave()
 	if attr.CQE < 1 || attr.CQE > 1<<30 {
-		return nil, c.err(op, errArg("%d entries: want 1 to %d", attr.CQE, 1<<30))
+		return c.err(op, errArg("%d entries: want 1 to %d", attr.CQE, 1<<30))
 	}
 	if attr.CompVector < 0 || attr.CompVector >= int(c.numCompVectors) {
-		return nil, c.err(op, errArg("completion vector %d: the device has %d", attr.CompVector, c.numCompVectors))
+		return c.err(op, errArg("completion vector %d: the device has %d", attr.CompVector, c.numCompVectors))
 	}
 	if ch := attr.Channel; ch != nil {
 		if ch.c != c {
-			return nil, c.err(op, errArg("the completion channel belongs to another context"))
+			return c.err(op, errArg("the completion channel belongs to another context"))
 		}
 		ch.mu.Lock()
 		closed := ch.closed
 		ch.mu.Unlock()
 		if closed {
-			return nil, c.err(op, os.ErrClosed)
+			return c.err(op, os.ErrClosed)
 		}
 	}
-	// The CQ is the one allocation: the provider's state lives in it, the
-	// request and the driver data in the scratch.
-	cq := &CQ{c: c}
+	// The provider's state lives in the CQ, the request and the driver
+	// data in the scratch: nothing else is allocated.
+	cq.c = c
 	d := &cq.res
 	s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
 	defer c.putScratch(s)
 	x := &s.drv
 	if err := c.prov.prepareCQ(c, uint32(attr.CQE), d, x); err != nil {
-		return nil, c.err(op, err)
+		return c.err(op, err)
 	}
 	cq.uh = c.newUserHandle()
 	respCQE := &s.u32
@@ -125,24 +159,24 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 				err = fmt.Errorf("%d entries: %s takes at most %d (max_cqe): %w", attr.CQE, c.dev.Name, a.MaxCQE, err)
 			}
 		}
-		return nil, c.err(op, err)
+		return c.err(op, err)
 	}
 	cq.handle, _ = r.Created(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)
 	cq.cqe = int(*respCQE)
 	if err := c.prov.cqCreated(c, d, x); err != nil {
 		cq.destroyLocked(false)
-		return nil, c.err(op, err)
+		return c.err(op, err)
 	}
 	if _, ok := c.prov.(*rxeProvider); ok {
 		if err := cq.rxeInit(d); err != nil {
 			cq.destroyLocked(false)
-			return nil, c.err(op, err)
+			return c.err(op, err)
 		}
 	}
 	if p, ok := c.prov.(*mlx5Provider); ok {
 		if err := cq.mlx5Init(p, d, x); err != nil {
 			cq.destroyLocked(false)
-			return nil, c.err(op, err)
+			return c.err(op, err)
 		}
 	}
 	if ch := attr.Channel; ch != nil {
@@ -155,7 +189,7 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 	cq.seqV = c.nextSeqLocked()
 	c.objMu.Unlock()
 	c.track(cq, cq.uh)
-	return cq, nil
+	return nil
 }
 
 // Handle returns the kernel's handle of the CQ.
@@ -254,6 +288,13 @@ func (cq *CQ) destroyLocked(bool) error {
 		}
 		c.untrack(cq, cq.uh)
 	})
+}
+
+// waitPollers returns once no Poll of the CQ is under way: a Poll holds
+// the CQ's lock from start to end.
+func (cq *CQ) waitPollers() {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
 }
 
 // CompChannel is a completion event channel (struct ibv_comp_channel).

@@ -13,11 +13,11 @@
 //	ibv_query_device_ex                                            Context.QueryDevice
 //	ibv_query_port                                                 Context.QueryPort
 //	ibv_query_gid_table, ibv_query_gid_ex                          Context.QueryGIDTable, Context.QueryGID
-//	ibv_alloc_pd, ibv_dealloc_pd                                   Context.AllocPD, PD.Close
+//	ibv_alloc_pd, ibv_dealloc_pd                                   Context.AllocPD (AllocPDInto), PD.Close
 //	ibv_create_comp_channel, ibv_destroy_comp_channel              Context.CreateCompChannel, CompChannel.Close
 //	ibv_get_cq_event                                               CompChannel.GetEvent
-//	ibv_create_cq, ibv_destroy_cq, ibv_req_notify_cq               Context.CreateCQ, CQ.Close, CQ.ReqNotify
-//	ibv_create_qp, ibv_modify_qp, ibv_query_qp, ibv_destroy_qp     PD.CreateQP, QP.Modify, QP.Query, QP.Close
+//	ibv_create_cq, ibv_destroy_cq, ibv_req_notify_cq               Context.CreateCQ (CreateCQInto), CQ.Close, CQ.ReqNotify
+//	ibv_create_qp, ibv_modify_qp, ibv_query_qp, ibv_destroy_qp     PD.CreateQP (CreateQPInto), QP.Modify, QP.Query, QP.Close
 //	ibv_get_async_event                                            Context.AsyncEvent
 //	ibv_reg_mr, ibv_dereg_mr                                       PD.AllocMR (mmap + ibv_reg_mr), PD.RegMR, MR.Close
 //	ibv_create_ah, ibv_destroy_ah                                  PD.CreateAH, AH.Close
@@ -53,10 +53,12 @@
 // the device uses it, so it never is Go heap memory: PD.AllocMR maps it
 // outside the heap and owns it, and PD.RegMR refuses memory the library
 // did not map. The memory ordering and the differences between Linux 6.1
-// and 6.12 are reasoned in rxe_data.go. mlx5 has no data path yet
-// (ErrNotSupported). Completion events: CQ.ReqNotify and
-// CompChannel.GetEvent, which honours a context.Context and is woken by
-// Close.
+// and 6.12 are reasoned in rxe_data.go. On mlx5 the same methods write
+// and read the formats of rdma-core's providers/mlx5 (mlx5_data.go),
+// tested against a fake device only: unproven on hardware; UD sends and
+// completion events there fail with ErrNotSupported. Completion events:
+// CQ.ReqNotify and CompChannel.GetEvent, which honours a context.Context
+// and is woken by Close.
 //
 // # Objects and teardown
 //
@@ -68,6 +70,12 @@
 // calls in flight, and calls after it fail with an error matching
 // os.ErrClosed. When the device is removed while open, calls fail with
 // EIO and Close still succeeds.
+//
+// The plain create methods allocate the object they return (one
+// allocation; the requests come from reused memory). A program that
+// creates and destroys PDs, CQs or QPs at a high rate can create into an
+// object it keeps instead, a zero one or one it closed, and allocate
+// nothing: Context.AllocPDInto, Context.CreateCQInto, PD.CreateQPInto.
 //
 // # Errors
 //

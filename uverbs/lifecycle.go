@@ -1,6 +1,10 @@
 package uverbs
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+	"syscall"
+)
 
 // lifecycle is the destroy-once life every built-in object (PD, CQ, QP,
 // AH, MR) embeds: its lock serialises the object's use (shared, or
@@ -45,4 +49,18 @@ func (l *lifecycle) destroyOnce(c *Context, op string, destroy func() error, aft
 	l.destroyed = true
 	after()
 	return nil
+}
+
+// reusable reports whether a created object may be created again in
+// place by an Into method: it was destroyed, by its Close or its
+// context's.
+func (l *lifecycle) reusable() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.destroyed
+}
+
+// errLive is the error of an Into method offered a live object.
+func errLive(what string) error {
+	return fmt.Errorf("the %s is live: close it before creating another in its place: %w", what, syscall.EBUSY)
 }

@@ -202,7 +202,16 @@ func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, drv *drvScratch, attr *QPI
 	if rec == nil {
 		return fmt.Errorf("doorbell record %#x not ours: %w", cmd.DbAddr, syscall.EPROTO)
 	}
-	x := &mlx5QP{qpn: qp.num, uidx: cmd.Uidx, typ: attr.Type, sigAll: attr.SQSigAll,
+	// A QP created in place (CreateQPInto) reuses the mlx5QP of its
+	// earlier life and its arrays: no poller still holds it, since the
+	// destroy waited for the CQs' pollers (destroyLocked).
+	x := qp.m5spare
+	qp.m5spare = nil
+	if x == nil {
+		x = new(mlx5QP)
+	}
+	sqWrid, sqEnd, rqWrid := x.sqWrid, x.sqEnd, x.rqWrid
+	*x = mlx5QP{qpn: qp.num, uidx: cmd.Uidx, typ: attr.Type, sigAll: attr.SQSigAll,
 		dbrec: (*[2]uint32)(ptrOf(rec)), sqCnt: cmd.SqWqeCount, rqCnt: cmd.RqWqeCount, rqShift: cmd.RqWqeShift}
 	find := func(addr uint64, n int) unsafe.Pointer {
 		for _, m := range d.anonymous() {
@@ -218,7 +227,7 @@ func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, drv *drvScratch, attr *QPI
 			return fmt.Errorf("receive queue not in the QP's buffers: %w", syscall.EPROTO)
 		}
 		x.maxRSGE = min(int(max(qp.cap.MaxRecvSGE, attr.Cap.MaxRecvSGE)), (1<<x.rqShift)/mlx5DataSegSize)
-		x.rqWrid = make([]uint64, x.rqCnt)
+		x.rqWrid = zeroed(rqWrid, x.rqCnt)
 	}
 	if x.sqCnt > 0 {
 		at := cmd.SqBufAddr
@@ -239,8 +248,8 @@ func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, drv *drvScratch, attr *QPI
 		x.maxBB = uint32(wqe / mlx5SendWQEBB)
 		x.maxSGE = min(int(max(qp.cap.MaxSendSGE, attr.Cap.MaxSendSGE)), room/mlx5DataSegSize)
 		x.maxInl = min(int(max(qp.cap.MaxInlineData, attr.Cap.MaxInlineData)), room-4)
-		x.sqWrid = make([]uint64, x.sqCnt)
-		x.sqEnd = make([]uint32, x.sqCnt)
+		x.sqWrid = zeroed(sqWrid, x.sqCnt)
+		x.sqEnd = zeroed(sqEnd, x.sqCnt)
 		bf, err := p.bfFor(resp)
 		if err != nil {
 			return err
@@ -260,6 +269,17 @@ func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, drv *drvScratch, attr *QPI
 	d.qpKey, d.keyed = key, true // release deletes it
 	qp.mlx5 = x
 	return nil
+}
+
+// zeroed returns n zero elements: s's memory when it has room, new memory
+// otherwise.
+func zeroed[T uint32 | uint64](s []T, n uint32) []T {
+	if uint32(cap(s)) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // mlx5Init sets up the poll path of a CQ mlx5 created.

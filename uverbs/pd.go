@@ -3,6 +3,7 @@ package uverbs
 import (
 	"os"
 
+	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/internal/ucontext"
 
 	"github.com/purerdma/rdma/abi"
@@ -24,8 +25,42 @@ type PD struct {
 // Errors: an *Error wrapping the errno (EIO once the device was removed),
 // or os.ErrClosed after Close.
 func (c *Context) AllocPD() (*PD, error) {
-	if err := c.enter("alloc pd"); err != nil {
+	pd := new(PD)
+	if err := c.allocPD(pd); err != nil {
 		return nil, err
+	}
+	return pd, nil
+}
+
+// AllocPDInto is AllocPD into a PD the caller provides, for programs that
+// allocate and deallocate protection domains at a high rate: pd, a zero PD
+// or one that was closed (by its Close or its Context's), becomes the new
+// PD, and the call allocates nothing. Pointers kept to pd from its earlier
+// life then refer to the new PD; do not use pd from other goroutines
+// while the call runs.
+//
+// Errors: those of AllocPD, which leave pd a zero PD; an *Error wrapping
+// EBUSY, before any call, when pd is still live.
+func (c *Context) AllocPDInto(pd *PD) error {
+	const op = "alloc pd"
+	if pd == nil {
+		return errs.New(op, "", errNil)
+	}
+	if pd.c != nil && !pd.reusable() {
+		return c.err(op, errLive("PD"))
+	}
+	*pd = PD{}
+	err := c.allocPD(pd)
+	if err != nil {
+		*pd = PD{}
+	}
+	return err
+}
+
+// allocPD allocates the PD into pd, a zero PD.
+func (c *Context) allocPD(pd *PD) error {
+	if err := c.enter("alloc pd"); err != nil {
+		return err
 	}
 	defer c.leave()
 	s := c.getScratch(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
@@ -34,14 +69,14 @@ func (c *Context) AllocPD() (*PD, error) {
 	req.Response = addrOf(bytesOf(resp)) // ignored by INVOKE_WRITE; rdma-core fills it too
 	in, out := c.prov.pdData()
 	if err := c.do(invokeWriteInto(&s.r, abi.IB_USER_VERBS_CMD_ALLOC_PD, bytesOf(req), bytesOf(resp), in, out)); err != nil {
-		return nil, c.err("alloc pd", err)
+		return c.err("alloc pd", err)
 	}
-	pd := &PD{c: c, handle: resp.PdHandle}
+	pd.c, pd.handle = c, resp.PdHandle
 	c.objMu.Lock()
 	pd.seqV = c.nextSeqLocked()
 	c.objMu.Unlock()
 	c.track(pd, 0)
-	return pd, nil
+	return nil
 }
 
 // Handle returns the kernel's handle of the PD.

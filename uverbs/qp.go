@@ -71,6 +71,8 @@ type QPInitAttr struct {
 type QP struct {
 	c      *Context
 	pd     *PD
+	sendCQ *CQ // the CQs it was created with (its destroy waits for their pollers)
+	recvCQ *CQ
 	handle uint32
 	uh     uint64
 	num    uint32
@@ -81,6 +83,9 @@ type QP struct {
 	rxe    *rxeQP  // the data path on rxe: &rxeQP; nil elsewhere
 	mlx5   *mlx5QP // the data path on mlx5 (with its work request arrays); nil elsewhere
 	rxeQP  rxeQP   // in the QP, not beside it: one allocation
+	// m5spare is the mlx5 data path of the QP's earlier life, which
+	// CreateQPInto hands to mlx5Init to reuse.
+	m5spare *mlx5QP
 
 	lifecycle
 }
@@ -101,45 +106,82 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	if pd == nil {
 		return nil, errs.New("create qp", "", errNil)
 	}
+	qp := new(QP)
+	if err := pd.createQP(qp, attr); err != nil {
+		return nil, err
+	}
+	return qp, nil
+}
+
+// CreateQPInto is CreateQP into a QP the caller provides, for programs
+// that create and destroy queue pairs at a high rate: qp, a zero QP or one
+// that was closed (by its Close or its Context's), becomes the new QP, and
+// the call allocates nothing (on mlx5, nothing once the work request
+// arrays of qp's earlier life are as large as the new queues'). Pointers
+// kept to qp from its earlier life then refer to the new QP; do not use
+// qp from other goroutines while the call runs.
+//
+// Errors: those of CreateQP, which leave qp a zero QP; an *Error wrapping
+// EBUSY, before any call, when qp is still live.
+func (pd *PD) CreateQPInto(qp *QP, attr QPInitAttr) error {
+	const op = "create qp"
+	if pd == nil || qp == nil {
+		return errs.New(op, "", errNil)
+	}
+	if qp.c != nil && !qp.reusable() {
+		return pd.c.err(op, errLive("QP"))
+	}
+	spare := qp.mlx5 // its arrays serve again (mlx5Init)
+	*qp = QP{m5spare: spare}
+	err := pd.createQP(qp, attr)
+	if err != nil {
+		*qp = QP{}
+	}
+	return err
+}
+
+// createQP creates the QP into qp, a zero QP but for m5spare.
+func (pd *PD) createQP(qp *QP, attr QPInitAttr) error {
 	c := pd.c
 	const op = "create qp"
 	if err := c.enter(op); err != nil {
-		return nil, err
+		return err
 	}
 	defer c.leave()
 	if err := pd.alive(c, op); err != nil {
-		return nil, err
+		return err
 	}
 	switch attr.Type {
 	case QPTypeRC, QPTypeUC, QPTypeUD, QPTypeRawPacket:
 	default:
-		return nil, c.err(op, errArg("QP type %d is not one of RC, UC, UD, RAW_PACKET", attr.Type))
+		return c.err(op, errArg("QP type %d is not one of RC, UC, UD, RAW_PACKET", attr.Type))
 	}
 	for _, cq := range []*CQ{attr.SendCQ, attr.RecvCQ} {
 		if cq == nil {
-			return nil, c.err(op, errArg("a QP needs a send and a receive CQ"))
+			return c.err(op, errArg("a QP needs a send and a receive CQ"))
 		}
 		if cq.c != c {
-			return nil, c.err(op, errArg("the CQ belongs to another context"))
+			return c.err(op, errArg("the CQ belongs to another context"))
 		}
 		cq.mu.Lock()
 		gone := cq.destroyed
 		cq.mu.Unlock()
 		if gone {
-			return nil, c.err(op, os.ErrClosed)
+			return c.err(op, os.ErrClosed)
 		}
 	}
-	// The QP is the one allocation on rxe: the provider's state and the
-	// data path live in it, the request and the driver data in the
-	// scratch.
-	qp := &QP{c: c, pd: pd, typ: attr.Type}
+	// The provider's state and the data path live in the QP (on rxe; on
+	// mlx5 the work request arrays are beside it), the request and the
+	// driver data in the scratch.
+	qp.c, qp.pd, qp.typ = c, pd, attr.Type
+	qp.sendCQ, qp.recvCQ = attr.SendCQ, attr.RecvCQ
 	d := &qp.res
 	s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
 	defer c.putScratch(s)
 	x := &s.drv
 	// attr by value: a pointer through the interface would move it to the heap.
 	if err := c.prov.prepareQP(c, attr, d, x); err != nil {
-		return nil, c.err(op, err)
+		return c.err(op, err)
 	}
 	qp.uh = c.newUserHandle()
 	capIn, capOut, qpn := &s.capIn, &s.capOut, &s.u32
@@ -170,7 +212,7 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	x.add(r)
 	if err := c.do(r); err != nil {
 		d.release()
-		return nil, c.err(op, err)
+		return c.err(op, err)
 	}
 	qp.handle, _ = r.Created(abi.UVERBS_ATTR_CREATE_QP_HANDLE)
 	qp.num = *qpn
@@ -178,25 +220,25 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 		MaxSendSGE: capOut.MaxSendSge, MaxRecvSGE: capOut.MaxRecvSge, MaxInlineData: capOut.MaxInlineData}
 	if err := c.prov.qpCreated(c, d, x); err != nil {
 		qp.destroyLocked(false)
-		return nil, c.err(op, err)
+		return c.err(op, err)
 	}
 	if _, ok := c.prov.(*rxeProvider); ok {
 		if err := qp.rxeInit(c, d); err != nil {
 			qp.destroyLocked(false)
-			return nil, c.err(op, err)
+			return c.err(op, err)
 		}
 	}
 	if p, ok := c.prov.(*mlx5Provider); ok {
 		if err := qp.mlx5Init(p, d, x, &attr); err != nil {
 			qp.destroyLocked(false)
-			return nil, c.err(op, err)
+			return c.err(op, err)
 		}
 	}
 	c.objMu.Lock()
 	qp.seqV = c.nextSeqLocked()
 	c.objMu.Unlock()
 	c.track(qp, qp.uh)
-	return qp, nil
+	return nil
 }
 
 // Handle returns the kernel's handle of the QP.
@@ -272,6 +314,16 @@ func (qp *QP) destroyLocked(bool) error {
 			Out(abi.UVERBS_ATTR_DESTROY_QP_RESP, bytesOf(&s.qpDone)))
 	}, func() {
 		qp.res.release()
+		if qp.mlx5 != nil {
+			// release took the QP out of the provider's table; a poller
+			// of its CQs that found it there before is done once it
+			// gives up the CQ's lock, as mlx5_destroy_qp
+			// (providers/mlx5/verbs.c) locks the CQs to clean them.
+			// After this nothing refers to qp.mlx5 but the QP, and
+			// CreateQPInto may reuse it.
+			qp.sendCQ.waitPollers()
+			qp.recvCQ.waitPollers()
+		}
 		c.untrack(qp, qp.uh)
 	})
 }
