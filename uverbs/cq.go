@@ -84,7 +84,7 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 // EBUSY, before any call, when cq is still live.
 func (c *Context) CreateCQInto(cq *CQ, attr CQAttr) error {
 	const op = "create cq"
-	if cq == nil {
+	if cq == nil || c == nil || c.fd == nil {
 		return errs.New(op, "", errNil)
 	}
 	if cq.c != nil && !cq.reusable() {

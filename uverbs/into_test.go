@@ -109,6 +109,17 @@ func TestCreateInto(t *testing.T) {
 		t.Error("objects created in place do not belong to the new context")
 	}
 
+	// Zero and nil receivers answer EINVAL, also when offered a live object.
+	var nilCtx *Context
+	if err := nilCtx.AllocPDInto(&pd); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("nil Context's AllocPDInto = %v, want EINVAL", err)
+	}
+	if err := new(Context).CreateCQInto(&cq, CQAttr{CQE: 1}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("zero Context's CreateCQInto = %v, want EINVAL", err)
+	}
+	if err := new(PD).CreateQPInto(&qp, attr); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("zero PD's CreateQPInto = %v, want EINVAL", err)
+	}
 	var nilPD *PD
 	if err := c2.AllocPDInto(nil); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("AllocPDInto(nil) = %v, want EINVAL", err)

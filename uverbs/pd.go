@@ -43,7 +43,7 @@ func (c *Context) AllocPD() (*PD, error) {
 // EBUSY, before any call, when pd is still live.
 func (c *Context) AllocPDInto(pd *PD) error {
 	const op = "alloc pd"
-	if pd == nil {
+	if pd == nil || c == nil || c.fd == nil {
 		return errs.New(op, "", errNil)
 	}
 	if pd.c != nil && !pd.reusable() {

@@ -125,7 +125,7 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 // EBUSY, before any call, when qp is still live.
 func (pd *PD) CreateQPInto(qp *QP, attr QPInitAttr) error {
 	const op = "create qp"
-	if pd == nil || qp == nil {
+	if pd == nil || qp == nil || pd.c == nil || pd.c.fd == nil {
 		return errs.New(op, "", errNil)
 	}
 	if qp.c != nil && !qp.reusable() {
