@@ -49,27 +49,7 @@ func BenchmarkCreateQPMlx5Fake(b *testing.B) {
 // library's share of allocs/op is 0 and the rest is the fake's.
 func BenchmarkCreateQPIntoMlx5Fake(b *testing.B) {
 	_, c := mlx5Bed(b, nil)
-	pd, err := c.AllocPD()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pd.Close()
-	cq, err := c.CreateCQ(CQAttr{CQE: 16})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cq.Close()
-	var qp QP
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := pd.CreateQPInto(&qp, QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: rcCap()}); err != nil {
-			b.Fatal(err)
-		}
-		if err := qp.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCreateQPInto(b, c, new(QP))
 }
 
 // benchCreateCQ times CreateCQ and Close on c.
@@ -87,7 +67,11 @@ func benchCreateCQ(b *testing.B, c *Context) {
 }
 
 // benchCreateQP times CreateQP (RC) and Close on a PD and CQ of c.
-func benchCreateQP(b *testing.B, c *Context) {
+func benchCreateQP(b *testing.B, c *Context) { benchCreateQPInto(b, c, nil) }
+
+// benchCreateQPInto times CreateQPInto into qp, or CreateQP when qp is
+// nil, and Close on a PD and CQ of c.
+func benchCreateQPInto(b *testing.B, c *Context, into *QP) {
 	pd, err := c.AllocPD()
 	if err != nil {
 		b.Fatal(err)
@@ -101,8 +85,13 @@ func benchCreateQP(b *testing.B, c *Context) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: rcCap()})
-		if err != nil {
+		attr := QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: rcCap()}
+		qp := into
+		if qp == nil {
+			if qp, err = pd.CreateQP(attr); err != nil {
+				b.Fatal(err)
+			}
+		} else if err := pd.CreateQPInto(qp, attr); err != nil {
 			b.Fatal(err)
 		}
 		if err := qp.Close(); err != nil {
