@@ -2,6 +2,7 @@ package uverbs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -140,29 +141,88 @@ func TestCreateIntoAllocatesNothing(t *testing.T) {
 		t.Skip("the race detector makes sync.Pool drop items")
 	}
 	c := portOnlyContext(t)
-	var pd PD
-	var cq, qcq CQ
-	var qp QP
-	if err := c.AllocPDInto(&pd); err != nil {
-		t.Fatal(err)
+	_, inPlace := standInCycles(t, c)
+	mapped := sys.Mapped()
+	for _, cy := range inPlace {
+		if err := cy.f(); err != nil {
+			t.Fatalf("%s: %v", cy.name, err)
+		}
+		if n := testing.AllocsPerRun(200, func() {
+			if err := cy.f(); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("%s allocates %v times, want 0", cy.name, n)
+		}
+		if got := sys.Mapped(); got != mapped {
+			t.Errorf("%s: %d bytes mapped after 200 cycles, want %d", cy.name, got, mapped)
+		}
 	}
-	if err := c.CreateCQInto(&qcq, CQAttr{CQE: 8}); err != nil {
-		t.Fatal(err)
+}
+
+// cycle is one create+destroy cycle of an object.
+type cycle struct {
+	name string
+	f    func() error
+}
+
+// standInCycles returns the create+destroy cycles of a PD, a CQ and an RC
+// QP (with one receive posted) on c, the stand-in kernel: with the plain
+// methods and in place, in that order. It makes the QPs' PD and CQ, and
+// creates and closes a first QP, which maps the context's doorbell page
+// for good.
+func standInCycles(tb testing.TB, c *Context) (plain, inPlace [3]cycle) {
+	tb.Helper()
+	pd, err := c.AllocPD()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	attr := QPInitAttr{Type: QPTypeRC, SendCQ: &qcq, RecvCQ: &qcq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
-	// The first QP maps the context's doorbell page, which stays.
-	if err := pd.CreateQPInto(&qp, attr); err != nil {
-		t.Fatal(err)
+	qcq, err := c.CreateCQ(CQAttr{CQE: 8})
+	if err != nil {
+		tb.Fatal(err)
 	}
-	if err := qp.Close(); err != nil {
-		t.Fatal(err)
+	attr := QPInitAttr{Type: QPTypeRC, SendCQ: qcq, RecvCQ: qcq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
+	first, err := pd.CreateQP(attr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	recv := []RecvWR{{ID: 1, SGL: []SGE{{Addr: 0x1000, Length: 8, LKey: 5}}}}
+	useQP := func(qp *QP) error {
+		if n, err := qp.PostRecv(recv); n != 1 || err != nil {
+			return fmt.Errorf("PostRecv = %d, %v", n, err)
+		}
+		return qp.Close()
 	}
 	var xpd PD
-	mapped := sys.Mapped()
-	for _, tc := range []struct {
-		name string
-		f    func() error
-	}{
+	var xcq CQ
+	var xqp QP
+	plain = [3]cycle{
+		{"AllocPD+Close", func() error {
+			pd, err := c.AllocPD()
+			if err != nil {
+				return err
+			}
+			return pd.Close()
+		}},
+		{"CreateCQ+Close", func() error {
+			cq, err := c.CreateCQ(CQAttr{CQE: 8})
+			if err != nil {
+				return err
+			}
+			return cq.Close()
+		}},
+		{"CreateQP+Close", func() error {
+			qp, err := pd.CreateQP(attr)
+			if err != nil {
+				return err
+			}
+			return useQP(qp)
+		}},
+	}
+	inPlace = [3]cycle{
 		{"AllocPDInto+Close", func() error {
 			if err := c.AllocPDInto(&xpd); err != nil {
 				return err
@@ -170,35 +230,19 @@ func TestCreateIntoAllocatesNothing(t *testing.T) {
 			return xpd.Close()
 		}},
 		{"CreateCQInto+Close", func() error {
-			if err := c.CreateCQInto(&cq, CQAttr{CQE: 8}); err != nil {
+			if err := c.CreateCQInto(&xcq, CQAttr{CQE: 8}); err != nil {
 				return err
 			}
-			return cq.Close()
+			return xcq.Close()
 		}},
 		{"CreateQPInto+Close", func() error {
-			if err := pd.CreateQPInto(&qp, attr); err != nil {
+			if err := pd.CreateQPInto(&xqp, attr); err != nil {
 				return err
 			}
-			if n, err := qp.PostRecv([]RecvWR{{ID: 1, SGL: []SGE{{Addr: 0x1000, Length: 8, LKey: 5}}}}); n != 1 || err != nil {
-				t.Fatalf("PostRecv = %d, %v", n, err)
-			}
-			return qp.Close()
+			return useQP(&xqp)
 		}},
-	} {
-		if err := tc.f(); err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		if n := testing.AllocsPerRun(200, func() {
-			if err := tc.f(); err != nil {
-				t.Fatal(err)
-			}
-		}); n != 0 {
-			t.Errorf("%s allocates %v times, want 0", tc.name, n)
-		}
-		if got := sys.Mapped(); got != mapped {
-			t.Errorf("%s: %d bytes mapped after 200 cycles, want %d", tc.name, got, mapped)
-		}
 	}
+	return plain, inPlace
 }
 
 // On mlx5, a QP created in place keeps the data path of its earlier life
@@ -235,6 +279,19 @@ func TestCreateQPIntoMlx5ReusesArrays(t *testing.T) {
 	if qp.mlx5.sqWrid[1] != 0 || qp.mlx5.qpn != qp.Num() || qp.m5spare != nil {
 		t.Errorf("reused data path not reset: wr_id %d, QP number %#x (QP %#x)", qp.mlx5.sqWrid[1], qp.mlx5.qpn, qp.Num())
 	}
+	// The table a CQ's poller looks QPs up in has the QP's data path
+	// under its user index (CQE version 1) or QP number.
+	p := c.prov.(*mlx5Provider)
+	key := qp.mlx5.uidx
+	if p.cqeVersion == 0 {
+		key = qp.Num()
+	}
+	p.qpMu.RLock()
+	found := p.qps[key]
+	p.qpMu.RUnlock()
+	if found != qp.mlx5 {
+		t.Errorf("the poller's table has %p under %#x, want the QP's data path %p", found, key, qp.mlx5)
+	}
 	if err := qp.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -247,81 +304,24 @@ func TestCreateQPIntoMlx5ReusesArrays(t *testing.T) {
 	}
 }
 
-// The library's side of create+destroy, against the allocation-free
-// stand-in kernel (as BenchmarkQueryPort): 1 allocs/op with the plain
-// forms (the object), 0 in place. The VM benchmark measures them against
-// Linux and rdma-core.
+// The library's side of create+destroy (the QP's with one receive
+// posted), against the allocation-free stand-in kernel (as
+// BenchmarkQueryPort): 1 allocs/op with the plain forms (the object), 0 in
+// place. The VM benchmark measures them against Linux and rdma-core.
 
-func BenchmarkAllocPD(b *testing.B)      { benchStandIn(b, false, benchPD) }
-func BenchmarkAllocPDInto(b *testing.B)  { benchStandIn(b, true, benchPD) }
-func BenchmarkCreateCQ(b *testing.B)     { benchStandIn(b, false, benchCQ) }
-func BenchmarkCreateCQInto(b *testing.B) { benchStandIn(b, true, benchCQ) }
-func BenchmarkCreateQP(b *testing.B)     { benchStandIn(b, false, benchQP) }
-func BenchmarkCreateQPInto(b *testing.B) { benchStandIn(b, true, benchQP) }
+func BenchmarkAllocPD(b *testing.B)      { benchStandIn(b, false, 0) }
+func BenchmarkAllocPDInto(b *testing.B)  { benchStandIn(b, true, 0) }
+func BenchmarkCreateCQ(b *testing.B)     { benchStandIn(b, false, 1) }
+func BenchmarkCreateCQInto(b *testing.B) { benchStandIn(b, true, 1) }
+func BenchmarkCreateQP(b *testing.B)     { benchStandIn(b, false, 2) }
+func BenchmarkCreateQPInto(b *testing.B) { benchStandIn(b, true, 2) }
 
-const (
-	benchPD = iota
-	benchCQ
-	benchQP
-)
-
-func benchStandIn(b *testing.B, into bool, what int) {
-	c := portOnlyContext(b)
-	pd, err := c.AllocPD()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cq, err := c.CreateCQ(CQAttr{CQE: 8})
-	if err != nil {
-		b.Fatal(err)
-	}
-	attr := QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
-	var xpd PD
-	var xcq CQ
-	var xqp QP
-	f := map[int]func() error{
-		benchPD: func() error {
-			if into {
-				if err := c.AllocPDInto(&xpd); err != nil {
-					return err
-				}
-				return xpd.Close()
-			}
-			pd, err := c.AllocPD()
-			if err != nil {
-				return err
-			}
-			return pd.Close()
-		},
-		benchCQ: func() error {
-			if into {
-				if err := c.CreateCQInto(&xcq, CQAttr{CQE: 8}); err != nil {
-					return err
-				}
-				return xcq.Close()
-			}
-			cq, err := c.CreateCQ(CQAttr{CQE: 8})
-			if err != nil {
-				return err
-			}
-			return cq.Close()
-		},
-		benchQP: func() error {
-			if into {
-				if err := pd.CreateQPInto(&xqp, attr); err != nil {
-					return err
-				}
-				return xqp.Close()
-			}
-			qp, err := pd.CreateQP(attr)
-			if err != nil {
-				return err
-			}
-			return qp.Close()
-		},
-	}[what]
-	if err := f(); err != nil { // the first QP maps the doorbell page
-		b.Fatal(err)
+// benchStandIn times cycle k of standInCycles, plain or in place.
+func benchStandIn(b *testing.B, inPlace bool, k int) {
+	plain, into := standInCycles(b, portOnlyContext(b))
+	f := plain[k].f
+	if inPlace {
+		f = into[k].f
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
