@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -134,6 +135,34 @@ func (f *FS) CA(name string) (*CA, error) {
 		return nil, err
 	}
 	return f.readCA(name, devs, PartsAll)
+}
+
+// PortNumbers lists the port numbers of the device name (its ports/
+// directory), in order, without reading the ports: what a caller that
+// goes on to one file or directory of each port needs, such as
+// [FS.OpenHwCounters]. The error matches os.ErrNotExist when there is no
+// such device.
+func (f *FS) PortNumbers(name string) ([]int, error) {
+	const op = "read CA ports"
+	if !validName(name) {
+		return nil, errs.New(op, name, f.noSuchDevice(classInfiniBand, name))
+	}
+	ents, err := f.readNames(classInfiniBand + "/" + name + "/ports")
+	if err != nil {
+		return nil, errs.New(op, name, err)
+	}
+	ports := make([]int, 0, len(ents))
+	for _, e := range ents {
+		n, err := ParsePortName(e)
+		if err != nil {
+			pe := err.(*ParseError)
+			pe.Path = f.display(path.Join(classInfiniBand, name, "ports", e))
+			return nil, errs.New(op, name, pe)
+		}
+		ports = append(ports, n)
+	}
+	slices.Sort(ports)
+	return ports, nil
 }
 
 // Parts selects the optional parts of a device that [FS.ReadCAs] reads, on

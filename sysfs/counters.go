@@ -145,22 +145,41 @@ func (f *FS) hwCounters(parent, dev string) (HwCounters, error) {
 // jiffies: 12 ms with HZ=250). The error matches [ErrNotSupported] when
 // the port has no hw_counters/ and os.ErrNotExist when there is no lifespan.
 func (p *Port) HwCountersLifespan() (time.Duration, error) {
-	f := p.fs
-	dir := path.Join(p.dir(), "hw_counters")
-	if ok, err := f.exists(dir); err != nil || !ok {
-		if err == nil {
-			err = fmt.Errorf("%s does not exist: %w", f.display(dir), ErrNotSupported)
-		}
-		return 0, errs.New("read hw counters lifespan", p.Name(), err)
+	return p.fs.hwCountersLifespan(p.CA, p.Number)
+}
+
+// HwCountersLifespan is [Port.HwCountersLifespan] for port of the device
+// ca, without reading the port's attributes first; the error matches
+// os.ErrNotExist when there is no such device or port.
+func (f *FS) HwCountersLifespan(ca string, port int) (time.Duration, error) {
+	if !validName(ca) {
+		return 0, errs.New("read hw counters lifespan", portName(ca, port), f.noSuchDevice(classInfiniBand, ca))
 	}
+	return f.hwCountersLifespan(ca, port)
+}
+
+func (f *FS) hwCountersLifespan(ca string, port int) (time.Duration, error) {
+	dir := path.Join(portDir(ca, port), "hw_counters")
 	rel := path.Join(dir, lifespanFile)
 	s, err := f.readString(rel)
 	if err != nil {
-		return 0, errs.New("read hw counters lifespan", p.Name(), err)
+		// Which is absent, the file or its directory, is looked at only
+		// then: the common case costs no stat.
+		if isAbsent(err) {
+			if ok, serr := f.exists(dir); serr != nil {
+				err = serr
+			} else if !ok {
+				err = fmt.Errorf("%s does not exist: %w", f.display(dir), ErrNotSupported)
+				if nerr := f.noSuchPort(ca, port); nerr != nil {
+					err = nerr
+				}
+			}
+		}
+		return 0, errs.New("read hw counters lifespan", portName(ca, port), err)
 	}
 	v, ok := parseUint(s, 32)
 	if !ok {
-		return 0, errs.New("read hw counters lifespan", p.Name(), parseErr(f.display(rel), s, `milliseconds ("%d")`))
+		return 0, errs.New("read hw counters lifespan", portName(ca, port), parseErr(f.display(rel), s, `milliseconds ("%d")`))
 	}
 	return time.Duration(v) * time.Millisecond, nil
 }
@@ -187,6 +206,37 @@ func (p *Port) OpenHwCounters() (*HwCounterSet, error) {
 	return p.fs.openHwCounters(p.dir(), p.Name())
 }
 
+// OpenHwCounters is [Port.OpenHwCounters] for port of the device ca,
+// without reading the port's attributes first (see [FS.PortNumbers]). The
+// error matches os.ErrNotExist when there is no such device or port, and
+// [ErrNotSupported] when the port has no hw_counters/.
+func (f *FS) OpenHwCounters(ca string, port int) (*HwCounterSet, error) {
+	if !validName(ca) {
+		return nil, errs.New("read hw counters", portName(ca, port), f.noSuchDevice(classInfiniBand, ca))
+	}
+	s, err := f.openHwCounters(portDir(ca, port), portName(ca, port))
+	if err != nil && errors.Is(err, ErrNotSupported) {
+		if nerr := f.noSuchPort(ca, port); nerr != nil {
+			return nil, errs.New("read hw counters", portName(ca, port), nerr)
+		}
+	}
+	return s, err
+}
+
+// noSuchPort returns the error of a port directory that does not exist,
+// nil when it does: what the FS forms say for a device or port that is not
+// there, where Port's cannot be asked about one.
+func (f *FS) noSuchPort(ca string, port int) error {
+	ok, err := f.exists(portDir(ca, port))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &fs.PathError{Op: "open", Path: f.display(portDir(ca, port)), Err: syscall.ENOENT}
+	}
+	return nil
+}
+
 func (f *FS) openHwCounters(parent, dev string) (*HwCounterSet, error) {
 	return f.openCounterFiles(path.Join(parent, "hw_counters"), "read hw counters", dev, "the driver has no hardware counters here")
 }
@@ -195,7 +245,7 @@ func (f *FS) openHwCounters(parent, dev string) (*HwCounterSet, error) {
 // excepted) for repeated reading; a missing dir matches ErrNotSupported,
 // with absent saying why.
 func (f *FS) openCounterFiles(dir, op, dev, absent string) (*HwCounterSet, error) {
-	ents, err := f.readDir(dir)
+	names, err := f.fileNames(dir)
 	if err != nil {
 		if isAbsent(err) {
 			err = fmt.Errorf("%s does not exist, %s: %w", f.display(dir), absent, ErrNotSupported)
@@ -203,11 +253,11 @@ func (f *FS) openCounterFiles(dir, op, dev, absent string) (*HwCounterSet, error
 		return nil, errs.New(op, dev, err)
 	}
 	s := &HwCounterSet{dev: dev, op: op}
-	for _, e := range ents {
-		if e.Name() == lifespanFile || e.IsDir() {
+	for _, name := range names {
+		if name == lifespanFile {
 			continue
 		}
-		rel := path.Join(dir, e.Name())
+		rel := path.Join(dir, name)
 		file, err := f.open(rel)
 		if err != nil {
 			s.Close()
@@ -219,7 +269,7 @@ func (f *FS) openCounterFiles(dir, op, dev, absent string) (*HwCounterSet, error
 			s.Close()
 			return nil, errs.New(op, dev, &fs.PathError{Op: "open", Path: f.display(rel), Err: errors.New("file does not implement io.ReaderAt")})
 		}
-		s.names = append(s.names, e.Name())
+		s.names = append(s.names, name)
 		s.paths = append(s.paths, f.display(rel))
 		s.files = append(s.files, ra)
 		s.close = append(s.close, file)

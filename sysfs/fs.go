@@ -299,6 +299,30 @@ func (f *FS) readNames(rel string) ([]string, error) {
 	return names, nil
 }
 
+// fileNames lists the names in a directory but its subdirectories', sorted:
+// sys.DirFileNames on the running system's tree (getdents64's d_type, no
+// stat), fs.ReadDir's on an fs.FS.
+func (f *FS) fileNames(rel string) ([]string, error) {
+	if root := f.osRoot0(); root != "" {
+		names, err := sys.DirFileNames(root, rel)
+		if err != nil {
+			return nil, f.fixPathErr(err, rel)
+		}
+		return names, nil
+	}
+	ents, err := f.readDir(rel)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
 // exists reports whether rel exists; errors other than "does not exist"
 // are returned.
 func (f *FS) exists(rel string) (bool, error) {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/purerdma/rdma"
@@ -19,14 +21,18 @@ import (
 // (NETLINK_RDMA, the nldev client): the second source next to sysfs, and
 // the one that reads hardware counters fresh from the driver and includes
 // the optional counters enabled with "rdma statistic set". Requests go
-// through github.com/vishvananda/netlink's nl package (one socket per
-// call, closed afterwards); the replies are decoded here, with every length
-// checked.
+// through github.com/vishvananda/netlink's nl package; the replies are
+// decoded here, with every length checked. A client from [NewNetlink] opens
+// a socket for each request and closes it afterwards; one from
+// [OpenNetlink] keeps one socket for all its requests until Close.
 //
 // It is safe for concurrent use. Only devices visible in the caller's
 // network namespace are reported.
 type Netlink struct {
 	exec nlExecFunc
+	// kept is OpenNetlink's socket; nil for NewNetlink's clients.
+	kept   *nl.SocketHandle
+	closed atomic.Bool
 }
 
 // nlExecFunc sends one nldev request (command cmd, netlink flags besides
@@ -45,6 +51,54 @@ type nlAttr struct {
 // *Netlink) works the same.
 func NewNetlink() *Netlink { return &Netlink{exec: execNetlink} }
 
+// OpenNetlink returns a Netlink client that sends all its requests on one
+// socket, opened here, where [NewNetlink]'s opens and closes one a request:
+// a tool or an agent that asks several questions saves the socket's set-up
+// and tear-down (eight system calls: socket, bind, the runtime poller's
+// registration and removal, close) on each but the first. Close it when
+// done; requests after Close fail with an error matching os.ErrClosed.
+//
+// Errors: an *Error matching ErrNotSupported when the kernel has no RDMA
+// netlink (ib_core not loaded: the socket cannot be created).
+func OpenNetlink() (*Netlink, error) {
+	s, err := nl.Subscribe(unix.NETLINK_RDMA) // no groups: a plain request socket
+	if err != nil {
+		return nil, errs.New("netlink open", "", err)
+	}
+	// The timeouts execNetlink's fresh sockets get (nl.SocketTimeoutTv,
+	// 60 s): a kernel that never answers does not hang the caller.
+	if err := s.SetSendTimeout(&nl.SocketTimeoutTv); err != nil {
+		s.Close()
+		return nil, errs.New("netlink open", "", err)
+	}
+	if err := s.SetReceiveTimeout(&nl.SocketTimeoutTv); err != nil {
+		s.Close()
+		return nil, errs.New("netlink open", "", err)
+	}
+	n := &Netlink{kept: &nl.SocketHandle{Socket: s}}
+	n.exec = n.execKept
+	return n, nil
+}
+
+// Close closes the socket of a client from [OpenNetlink]; on one from
+// [NewNetlink] (or a nil or zero Netlink) it does nothing. It is safe to
+// call more than once.
+func (n *Netlink) Close() error {
+	if n == nil || n.kept == nil || n.closed.Swap(true) {
+		return nil
+	}
+	n.kept.Socket.Close()
+	return nil
+}
+
+// execKept is execNetlink on the kept socket.
+func (n *Netlink) execKept(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
+	if n.closed.Load() {
+		return nil, os.ErrClosed
+	}
+	return execNetlinkOn(map[int]*nl.SocketHandle{unix.NETLINK_RDMA: n.kept}, cmd, flags, attrs)
+}
+
 func (n *Netlink) run(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
 	if n == nil || n.exec == nil {
 		return execNetlink(cmd, flags, attrs)
@@ -56,6 +110,14 @@ func (n *Netlink) run(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error
 func nlType(cmd uint16) uint16 { return abi.RDMA_NL_NLDEV<<10 | cmd }
 
 func execNetlink(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
+	return execNetlinkOn(nil, cmd, flags, attrs)
+}
+
+// execNetlinkOn sends the request on the socket of socks (nl's shared
+// sockets: the request takes the socket's lock and the next sequence
+// number, and skips replies to other sequence numbers), or on a fresh
+// socket when socks is nil.
+func execNetlinkOn(socks map[int]*nl.SocketHandle, cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
 	// The reply carries the request's type, except PORT_GET's: the
 	// kernel answers it with RDMA_NLDEV_CMD_GET's type (nldev.c,
 	// nldev_port_get_doit), and a reply of another type than the one
@@ -66,6 +128,7 @@ func execNetlink(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
 	}
 	for try := 0; ; try++ {
 		req := nl.NewNetlinkRequest(int(nlType(cmd)), int(flags))
+		req.Sockets = socks
 		for _, a := range attrs {
 			req.AddData(nl.NewRtAttr(int(a.typ), a.data))
 		}

@@ -5,6 +5,7 @@ package sysfs_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sort"
 	"syscall"
 	"testing"
@@ -162,6 +163,65 @@ func TestVMVishvanandaNetlinkAgrees(t *testing.T) {
 		if diff := cmp.Diff(keys(st.Statistics), keys(s.Map())); diff != "" {
 			t.Errorf("%s counter names (-vishvananda +ours):\n%s", d.Name, diff)
 		}
+	}
+}
+
+// TestVMOpenNetlinkAgrees: a client that keeps one socket answers as one
+// that opens a socket a request, for several requests in a row (each
+// reply matched to its request on the shared socket), and after Close
+// (twice) fails with os.ErrClosed.
+func TestVMOpenNetlinkAgrees(t *testing.T) {
+	vmtest.Require(t)
+	kept, err := sysfs.OpenNetlink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := sysfs.NewNetlink()
+	for range 3 {
+		a, err := kept.Devices()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := fresh.Devices()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(b, a); d != "" {
+			t.Fatalf("Devices (-fresh +kept):\n%s", d)
+		}
+		for _, dev := range a {
+			c1, err1 := kept.Chardev(dev.Index, sysfs.KindUverbs, 0)
+			c2, err2 := fresh.Chardev(dev.Index, sysfs.KindUverbs, 0)
+			if (err1 == nil) != (err2 == nil) || (err1 == nil && !cmp.Equal(c1, c2)) {
+				t.Errorf("%s chardev: kept %+v, %v; fresh %+v, %v", dev.Name, c1, err1, c2, err2)
+			}
+			s1, err1 := kept.PortStats(dev.Index, 1)
+			s2, err2 := fresh.PortStats(dev.Index, 1)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("%s port stats: kept %v, fresh %v", dev.Name, err1, err2)
+			}
+			if d := cmp.Diff(keys(s2.Map()), keys(s1.Map())); d != "" {
+				t.Errorf("%s counter names (-fresh +kept):\n%s", dev.Name, d)
+			}
+		}
+	}
+	if _, err := kept.PortStats(1<<30, 1); !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENODEV) {
+		t.Errorf("an unknown index: %v, want the kernel's EINVAL", err)
+	}
+	if _, err := kept.Devices(); err != nil {
+		t.Errorf("the socket after an error reply: %v", err)
+	}
+	if err := kept.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := kept.Devices(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Devices after Close: %v, want os.ErrClosed", err)
+	}
+	if err := fresh.Close(); err != nil {
+		t.Errorf("Close of a NewNetlink client: %v", err)
 	}
 }
 

@@ -483,6 +483,26 @@ func TestHwCounters(t *testing.T) {
 			if err != nil || ls != tc.lifespan {
 				t.Errorf("lifespan %v, %v; want %v", ls, err, tc.lifespan)
 			}
+			// The FS forms read the same without the port's attributes.
+			f := fixture(t, tc.fixture)
+			if ports, err := f.PortNumbers(tc.ca); err != nil || !slices.Equal(ports, []int{1}) {
+				t.Errorf("PortNumbers = %v, %v; want [1]", ports, err)
+			}
+			if ls, err := f.HwCountersLifespan(tc.ca, 1); err != nil || ls != tc.lifespan {
+				t.Errorf("FS.HwCountersLifespan %v, %v; want %v", ls, err, tc.lifespan)
+			}
+			fsSet, err := f.OpenHwCounters(tc.ca, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fsVals := map[string]uint64{}
+			if err := fsSet.Read(fsVals); err != nil {
+				t.Fatal(err)
+			}
+			fsSet.Close()
+			if d := cmp.Diff(map[string]uint64(hw), fsVals); d != "" {
+				t.Errorf("FS.OpenHwCounters differs from HwCounters (-want +got):\n%s", d)
+			}
 
 			s, err := p.OpenHwCounters()
 			if err != nil {
@@ -552,6 +572,69 @@ func TestHwCounters(t *testing.T) {
 	}
 	if _, err := old.HwCountersLifespan(); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("HwCountersLifespan without hw_counters/: %v, want ErrNotSupported", err)
+	}
+	iw := fixture(t, "iwarp-old")
+	if _, err := iw.OpenHwCounters("cxgb4_0", 1); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("FS.OpenHwCounters without hw_counters/: %v, want ErrNotSupported", err)
+	}
+	if _, err := iw.HwCountersLifespan("cxgb4_0", 1); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("FS.HwCountersLifespan without hw_counters/: %v, want ErrNotSupported", err)
+	}
+	for _, name := range []string{"nosuch", "", "..", "a/b"} {
+		if _, err := iw.PortNumbers(name); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("PortNumbers(%q): %v, want os.ErrNotExist", name, err)
+		}
+		if _, err := iw.OpenHwCounters(name, 1); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("FS.OpenHwCounters(%q): %v, want os.ErrNotExist", name, err)
+		}
+		if _, err := iw.HwCountersLifespan(name, 1); err == nil {
+			t.Errorf("FS.HwCountersLifespan(%q) succeeded", name)
+		}
+	}
+}
+
+// TestHwCountersSkipsDirectories: a directory in hw_counters/ is not a
+// counter (the listing's d_type tells, without a stat), and a port
+// directory's files are found without reading its attributes; a lifespan
+// file that is missing where the directory exists is os.ErrNotExist.
+func TestHwCountersSkipsDirectories(t *testing.T) {
+	root := t.TempDir()
+	hw := filepath.Join(root, "class/infiniband/dev0/ports/2/hw_counters")
+	if err := os.MkdirAll(filepath.Join(hw, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "class/infiniband/dev0/ports/10"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]string{"b_pkts": "7\n", "a_errs": "3\n"} {
+		if err := os.WriteFile(filepath.Join(hw, name), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ports, err := f.PortNumbers("dev0"); err != nil || !slices.Equal(ports, []int{2, 10}) {
+		t.Errorf("PortNumbers = %v, %v; want [2 10] (in numeric order)", ports, err)
+	}
+	s, err := f.OpenHwCounters("dev0", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !slices.Equal(s.Names(), []string{"a_errs", "b_pkts"}) {
+		t.Errorf("names %v, want [a_errs b_pkts]", s.Names())
+	}
+	vals := make([]uint64, 2)
+	if err := s.ReadValues(vals); err != nil || vals[0] != 3 || vals[1] != 7 {
+		t.Errorf("values %v, %v", vals, err)
+	}
+	if _, err := f.HwCountersLifespan("dev0", 2); !errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrNotSupported) {
+		t.Errorf("lifespan without its file: %v, want os.ErrNotExist only", err)
+	}
+	if _, err := f.HwCountersLifespan("dev0", 10); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("lifespan without hw_counters/: %v, want ErrNotSupported", err)
 	}
 }
 

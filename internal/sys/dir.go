@@ -116,7 +116,7 @@ func (d *Dir) Names() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return namesOf(recs), nil
+	return namesOf(recs, false), nil
 }
 
 // Close closes d; closing a closed or zero Dir returns nil.
@@ -145,18 +145,18 @@ func openatZ(at uintptr, pathz []byte, flags int) (int, error) {
 }
 
 // namesOf returns the names of the getdents64 records recs, sorted,
-// without "." and "..", cut from one string: three allocations whatever
-// their number.
-func namesOf(recs []byte) []string {
+// without "." and ".." (and without directories when skipDirs is set), cut
+// from one string: three allocations whatever their number.
+func namesOf(recs []byte, skipDirs bool) []string {
 	// One pass for the names' total length and count, one to cut them.
 	total, count := 0, 0
-	forEachName(recs, func(n []byte) { total += len(n); count++ })
+	forEachName(recs, skipDirs, func(n []byte) { total += len(n); count++ })
 	all := make([]byte, 0, total)
-	forEachName(recs, func(n []byte) { all = append(all, n...) })
+	forEachName(recs, skipDirs, func(n []byte) { all = append(all, n...) })
 	s := string(all)
 	names := make([]string, 0, count)
 	off := 0
-	forEachName(recs, func(n []byte) { names = append(names, s[off:off+len(n)]); off += len(n) })
+	forEachName(recs, skipDirs, func(n []byte) { names = append(names, s[off:off+len(n)]); off += len(n) })
 	slices.Sort(names)
 	return names
 }

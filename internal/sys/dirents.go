@@ -65,15 +65,15 @@ func direntsFD(fd int, buf []byte, name func() string) ([]byte, error) {
 
 // zeroPadding zeroes what follows each record's name (see forEachRecord).
 func zeroPadding(b []byte) {
-	forEachRecord(b, func(_, pad []byte) { clear(pad) })
+	forEachRecord(b, func(_, pad []byte, _ byte) { clear(pad) })
 }
 
 // forEachRecord calls fn for each record of b, raw getdents64 output
 // (struct linux_dirent64: d_ino 8 bytes, d_off 8, d_reclen 2, d_type 1,
 // then the NUL-terminated name padded to 8 bytes), with the name and the
-// bytes after it to the record's end (its NUL and padding). A record that
-// does not fit stops it: the kernel's records always fit.
-func forEachRecord(b []byte, fn func(name, pad []byte)) {
+// bytes after it to the record's end (its NUL and padding), and d_type. A
+// record that does not fit stops it: the kernel's records always fit.
+func forEachRecord(b []byte, fn func(name, pad []byte, typ byte)) {
 	for len(b) >= 19 {
 		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 		if reclen < 19 || reclen > len(b) {
@@ -84,7 +84,7 @@ func forEachRecord(b []byte, fn func(name, pad []byte)) {
 		if i := bytes.IndexByte(rec, 0); i >= 0 {
 			n = i
 		}
-		fn(rec[:n], rec[n:])
+		fn(rec[:n], rec[n:], b[18])
 		b = b[reclen:]
 	}
 }
@@ -98,7 +98,14 @@ var direntPool = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return 
 // the path built on the stack, and the names cut from one string (three
 // allocations, where os.ReadDir makes several per entry).
 // Errors are *fs.PathError values.
-func DirNames(dir, name string) ([]string, error) {
+func DirNames(dir, name string) ([]string, error) { return dirNames(dir, name, false) }
+
+// DirFileNames is [DirNames] without the entries getdents64 types as
+// directories (DT_DIR): the files of a sysfs attribute directory such as
+// hw_counters/, told apart without a stat each.
+func DirFileNames(dir, name string) ([]string, error) { return dirNames(dir, name, true) }
+
+func dirNames(dir, name string, skipDirs bool) ([]string, error) {
 	var stack [pathMax]byte
 	pathz, err := appendPathZ(stack[:0], dir, name)
 	if err != nil {
@@ -111,13 +118,16 @@ func DirNames(dir, name string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return namesOf(recs), nil
+	return namesOf(recs, skipDirs), nil
 }
 
 // forEachName calls fn with the name of each record in b but "." and
-// "..".
-func forEachName(b []byte, fn func(name []byte)) {
-	forEachRecord(b, func(n, _ []byte) {
+// "..", and but directories' when skipDirs is set.
+func forEachName(b []byte, skipDirs bool, fn func(name []byte)) {
+	forEachRecord(b, func(n, _ []byte, typ byte) {
+		if skipDirs && typ == unix.DT_DIR {
+			return
+		}
 		if !(len(n) == 1 && n[0] == '.') && !(len(n) == 2 && n[0] == '.' && n[1] == '.') {
 			fn(n)
 		}

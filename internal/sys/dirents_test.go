@@ -38,6 +38,11 @@ func TestDirNames(t *testing.T) {
 	if got, err := DirNames("", dir); err != nil || !slices.Equal(got, want) {
 		t.Errorf("DirNames(\"\", dir) = %q, %v; want %q", got, err, want)
 	}
+	// DirFileNames leaves the directory out, by the records' d_type.
+	files := slices.DeleteFunc(slices.Clone(want), func(n string) bool { return n == "sub" })
+	if got, err := DirFileNames("", dir); err != nil || !slices.Equal(got, files) {
+		t.Errorf("DirFileNames = %q, %v; want %q", got, err, files)
+	}
 	allocs := testing.AllocsPerRun(50, func() {
 		if _, err := DirNames(dir, "sub"); err != nil {
 			t.Fatal(err)
@@ -71,7 +76,7 @@ func FuzzForEachName(f *testing.F) {
 	f.Add(dirent("x")[:10])
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		forEachName(b, func(n []byte) {
+		forEachName(b, false, func(n []byte) {
 			if bytes.IndexByte(n, 0) >= 0 || string(n) == "." || string(n) == ".." {
 				t.Fatalf("name %q", n)
 			}
