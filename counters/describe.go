@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -199,29 +200,42 @@ type Options struct {
 func Describe(device string) ([]*Set, error) { return DescribeWith(device, nil) }
 
 // DescribeWith is Describe with options.
-func DescribeWith(device string, opts *Options) ([]*Set, error) {
+//
+// On the running system it reads no more than it describes: the port
+// numbers (ports/), each port's hw_counters/ and counters/, and, over one
+// netlink socket that the netlink sets keep until they are closed, the
+// device's index and driver and each port's statistics; not the device's
+// or its ports' attributes.
+func DescribeWith(device string, opts *Options) (sets []*Set, err error) {
 	root := "/sys"
 	var nl StatsSource
 	if opts != nil && opts.SysfsRoot != "" {
 		root = opts.SysfsRoot
 	}
-	if opts != nil && opts.Netlink != nil {
+	var kept *keptNetlink
+	switch {
+	case opts != nil && opts.NoNetlink:
+	case opts != nil && opts.Netlink != nil:
 		nl = opts.Netlink
-	} else if root == "/sys" {
-		nl = sysfs.NewNetlink()
-	}
-	if opts != nil && opts.NoNetlink {
-		nl = nil
+	case root == "/sys":
+		// One socket for every request of the description and of the
+		// netlink sets' reads; without RDMA netlink (no ib_core) there
+		// are no netlink sets, as before.
+		if n, err := sysfs.OpenNetlink(); err == nil {
+			kept = &keptNetlink{n: n}
+			kept.refs.Store(1) // Describe's own, released on return
+			defer kept.release()
+			nl = n
+		}
 	}
 	fsys, err := sysfs.New(root)
 	if err != nil {
 		return nil, errs.New("describe counters", device, err)
 	}
-	ca, err := fsys.CA(device)
+	ports, err := fsys.PortNumbers(device)
 	if err != nil {
 		return nil, errs.New("describe counters", device, err)
 	}
-	var sets []*Set
 	add := func(s *Set) {
 		s.ID = len(sets)
 		s.Device = device
@@ -230,6 +244,19 @@ func DescribeWith(device string, opts *Options) ([]*Set, error) {
 	drv := rdma.DriverUnknown
 	if opts != nil {
 		drv = opts.DriverID
+	}
+	index := -1 // the device's netlink index, when known
+	if kept != nil {
+		// The uverbs node's driver id, as uverbs.Devices learns it:
+		// GET_CHARDEV "uverbs" of the device's index.
+		if d, err := kept.n.Device(device); err == nil {
+			index = int(d.Index)
+			if drv == rdma.DriverUnknown {
+				if c, err := kept.n.Chardev(d.Index, sysfs.KindUverbs, 0); err == nil && c.DriverID != nil {
+					drv = *c.DriverID
+				}
+			}
+		}
 	}
 	if drv == rdma.DriverUnknown {
 		if d, err := uverbs.LookupDevice(device, &uverbs.Options{SysfsRoot: root}); err == nil {
@@ -253,29 +280,53 @@ func DescribeWith(device string, opts *Options) ([]*Set, error) {
 		}
 		return nil, errs.New("describe counters", device, err)
 	}
-	for _, p := range ca.Ports {
-		if s, err := openPMA(root, device, p.Number); err == nil {
+	for _, port := range ports {
+		if s, err := openPMA(root, device, port); err == nil {
 			add(s)
 		} else if !errors.Is(err, ErrNotSupported) {
 			return fail(err)
 		}
-		hw, err := p.OpenHwCounters()
+		hw, err := fsys.OpenHwCounters(device, port)
 		switch {
 		case err == nil:
-			s := &Set{Port: p.Number, Counted: CountedPort, Source: SourceHwSysfs, Cached: true,
+			s := &Set{Port: port, Counted: CountedPort, Source: SourceHwSysfs, Cached: true,
 				Names: hw.Names(), Units: make([]string, len(hw.Names())), read: hw.ReadValues, close: hw.Close}
-			s.Lifespan, _ = p.HwCountersLifespan()
+			s.Lifespan, _ = fsys.HwCountersLifespan(device, port)
 			add(s)
 		case !errors.Is(err, sysfs.ErrNotSupported):
 			return fail(err)
 		}
 		if nl != nil {
-			if s := netlinkSet(nl, device, p.Number); s != nil {
+			if s := netlinkSet(nl, device, port, index); s != nil {
+				if kept != nil {
+					kept.refs.Add(1)
+					s.close = func() error { kept.release(); return nil }
+				}
 				add(s)
 			}
 		}
 	}
 	return sets, nil
+}
+
+// keptNetlink is DescribeWith's netlink client, closed when Describe has
+// returned and every netlink set it made is closed.
+type keptNetlink struct {
+	n    *sysfs.Netlink
+	refs atomic.Int32
+}
+
+func (k *keptNetlink) release() {
+	if k.refs.Add(-1) == 0 {
+		k.n.Close()
+	}
+}
+
+// indexedStats is a StatsSource that also reads by the device's index
+// (*sysfs.Netlink): one request a read instead of two (the name's lookup,
+// then the statistics).
+type indexedStats interface {
+	PortStats(devIndex uint32, port int) (*sysfs.PortStats, error)
 }
 
 // Supported reports whether devices of the driver have verbs counters in
@@ -374,26 +425,35 @@ func (ps *pmaSet) close() error {
 }
 
 // netlinkSet describes a port's netlink statistics, or returns nil when
-// netlink does not answer for the port.
-func netlinkSet(nl StatsSource, device string, port int) *Set {
-	st, err := nl.PortStatsByName(device, port)
+// netlink does not answer for the port. index is the device's netlink
+// index, -1 when unknown.
+func netlinkSet(nl StatsSource, device string, port, index int) *Set {
+	ix, byIndex := nl.(indexedStats)
+	stats := func() (*sysfs.PortStats, error) {
+		if byIndex && index >= 0 {
+			return ix.PortStats(uint32(index), port)
+		}
+		return nl.PortStatsByName(device, port)
+	}
+	st, err := stats()
 	if err != nil || len(st.Counters) == 0 {
 		return nil
 	}
+	index = int(st.Index) // the reads go by index from here on
 	s := &Set{Port: port, Counted: CountedPort, Source: SourceNetlink}
-	index := make(map[string]int, len(st.Counters))
+	pos := make(map[string]int, len(st.Counters))
 	for i, c := range st.Counters {
 		s.Names = append(s.Names, c.Name)
-		index[c.Name] = i
+		pos[c.Name] = i
 	}
 	s.Units = make([]string, len(s.Names))
 	s.read = func(dst []uint64) error {
-		st, err := nl.PortStatsByName(device, port)
+		st, err := stats()
 		if err != nil {
 			return errs.New("read netlink statistics", device, err)
 		}
 		for _, c := range st.Counters {
-			if i, ok := index[c.Name]; ok {
+			if i, ok := pos[c.Name]; ok {
 				dst[i] = c.Value
 			}
 		}

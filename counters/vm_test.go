@@ -5,6 +5,7 @@ package counters_test
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -186,4 +187,56 @@ func BenchmarkVMPortSetRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestVMDescribeMock0: mock0's driver is learnt from netlink (GET_CHARDEV
+// "uverbs": mlx5), so its description starts with the flow set; the
+// netlink sets of rxe0 share one socket, which is closed with the last of
+// them (no descriptor left behind).
+func TestVMDescribeMock0(t *testing.T) {
+	vmtest.RequireMock(t)
+	sets, err := counters.Describe(vmtest.MockDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sets) == 0 || sets[0].Counted != counters.CountedFlow || sets[0].Source != counters.SourceVerbs {
+		t.Errorf("mock0's first set %+v, want the flow set of a driver with verbs counters", sets)
+	}
+	for _, s := range sets {
+		s.Close()
+	}
+
+	before := openFDs(t)
+	sets, err = counters.Describe(vmtest.Dev0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl := 0
+	for _, s := range sets {
+		if s.Source == counters.SourceNetlink {
+			nl++
+			vals := make([]uint64, len(s.Names))
+			if err := s.Read(vals); err != nil {
+				t.Errorf("netlink set of port %d: %v", s.Port, err)
+			}
+		}
+	}
+	if nl == 0 {
+		t.Fatalf("no netlink set for %s: %+v", vmtest.Dev0, sets)
+	}
+	for _, s := range sets {
+		s.Close()
+	}
+	if after := openFDs(t); after != before {
+		t.Errorf("%d descriptors open before Describe, %d after its sets were closed", before, after)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
 }

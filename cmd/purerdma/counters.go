@@ -73,23 +73,27 @@ func runCounters(args []string, stdout, stderr io.Writer) error {
 	if countersOptions != nil && countersOptions.SysfsRoot != "" {
 		root = countersOptions.SysfsRoot
 	}
-	fsys, err := sysfs.New(root)
-	if err != nil {
-		fmt.Fprintln(stderr, "counters:", err)
-		return exitError{1}
+	// The device list is read only where it is needed: without -d, or
+	// for the hint after an unknown -d.
+	listNames := func() ([]string, error) {
+		fsys, err := sysfs.New(root)
+		if err != nil {
+			return nil, err
+		}
+		names, err := fsys.CANames()
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil // no class/infiniband: no devices
+		}
+		return names, err
 	}
-	names, err := fsys.CANames()
-	if errors.Is(err, os.ErrNotExist) {
-		names, err = nil, nil // no class/infiniband: no devices
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "counters:", err)
-		return exitError{1}
-	}
-	devs := names
+	var devs []string
+	var err error
 	if dev != "" {
 		devs = []string{dev}
-	} else if len(names) == 0 {
+	} else if devs, err = listNames(); err != nil {
+		fmt.Fprintln(stderr, "counters:", err)
+		return exitError{1}
+	} else if len(devs) == 0 {
 		// Like `rdma statistic show` with no device: nothing to show.
 		if asJSON {
 			fmt.Fprintln(stdout, "[]")
@@ -102,6 +106,7 @@ func runCounters(args []string, stdout, stderr io.Writer) error {
 		out, err := countersOf(d)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
+				names, _ := listNames()
 				fmt.Fprintf(stderr, "counters: no RDMA device %s (%s)\n", d, countersKnown(names))
 			} else {
 				fmt.Fprintln(stderr, "counters:", err)
