@@ -11,7 +11,12 @@ import (
 // needs no privilege. Errors leave the fields alone; the sysfs fallback
 // then applies.
 func netlinkDriverIDs(devs []Device) {
-	nl := sysfs.NewNetlink()
+	// One socket for the list and every device's chardev request.
+	nl, err := sysfs.OpenNetlink()
+	if err != nil {
+		return
+	}
+	defer nl.Close()
 	links, err := nl.Devices()
 	if err != nil {
 		return

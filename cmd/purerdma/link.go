@@ -78,7 +78,9 @@ func linkName(table []string, v int) string {
 // linkShow is rdma link show [DEV[/PORT]]: every port of every device (or
 // of one), one PORT_GET each, as rd_exec_link does.
 func linkShow(args []string, asJSON bool, stdout, stderr io.Writer) error {
-	devs, err := linkNetlink.Devices()
+	nlc, done := keepSocket(linkNetlink)
+	defer done()
+	devs, err := nlc.Devices()
 	if err != nil {
 		return linkKernelErr(stderr, err)
 	}
@@ -101,7 +103,7 @@ func linkShow(args []string, asJSON bool, stdout, stderr io.Writer) error {
 			if port != 0 && p != port {
 				continue
 			}
-			np, err := linkNetlink.Port(d.Index, int(p))
+			np, err := nlc.Port(d.Index, int(p))
 			if err != nil {
 				return linkKernelErr(stderr, err)
 			}

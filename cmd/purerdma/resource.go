@@ -22,12 +22,15 @@ func init() {
 	register("resource", "tracked objects (pd, cq, qp, cm_id, mr, ctx) per device and process, like iproute2's rdma resource show (-j too)", runResource)
 }
 
-// resourceNetlink is where resource asks (tests: a fake).
-var resourceNetlink interface {
+// resourceSource is what resource asks.
+type resourceSource interface {
 	Devices() ([]sysfs.NetlinkDevice, error)
 	ResourceSummaries() ([]sysfs.ResourceSummary, error)
 	Resources(kind sysfs.ResourceKind, devIndex uint32) ([]sysfs.ResourceObject, error)
-} = sysfs.NewNetlink()
+}
+
+// resourceNetlink is where resource asks (tests: a fake).
+var resourceNetlink resourceSource = sysfs.NewNetlink()
 
 // resourceComm reads a process's name for user objects (tests: a fake).
 var resourceComm = func(pid uint32) (string, bool) {
@@ -191,7 +194,9 @@ func runResource(args []string, stdout, stderr io.Writer) error {
 	if len(words) > 0 && (words[0] == "show" || words[0] == "list") {
 		words = words[1:]
 	}
-	devs, err := resourceNetlink.Devices()
+	nlc, done := keepSocket(resourceNetlink)
+	defer done()
+	devs, err := nlc.Devices()
 	if err != nil {
 		fmt.Fprintf(stderr, "resource: %v\n", err)
 		return exitError{1}
@@ -203,7 +208,7 @@ func runResource(args []string, stdout, stderr io.Writer) error {
 		if len(words) == 1 {
 			only = words[0]
 		}
-		lines, err = resSummaryLines(only)
+		lines, err = resSummaryLines(nlc, only)
 	default:
 		kind, ok := sysfs.ParseResourceKind(words[0])
 		if !ok {
@@ -212,7 +217,7 @@ func runResource(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "Unknown parameter '%s'.\n", words[0])
 			return nil
 		}
-		lines, err = resObjectLines(kind, devs, words[1:])
+		lines, err = resObjectLines(nlc, kind, devs, words[1:])
 	}
 	if err == errResWrongD {
 		if asJSON {
@@ -251,8 +256,8 @@ func resDevKnown(devs []sysfs.NetlinkDevice, name string) bool {
 	return false
 }
 
-func resSummaryLines(only string) ([]*resLine, error) {
-	sums, err := resourceNetlink.ResourceSummaries()
+func resSummaryLines(nlc resourceSource, only string) ([]*resLine, error) {
+	sums, err := nlc.ResourceSummaries()
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +281,7 @@ func resSummaryLines(only string) ([]*resLine, error) {
 // "dev DEV" / "link DEV[/PORT]" names, device by device and, for QPs and
 // CM IDs, port by port (those without a port first), as rdma does
 // (utils.c, rd_exec_link).
-func resObjectLines(kind sysfs.ResourceKind, devs []sysfs.NetlinkDevice, rest []string) ([]*resLine, error) {
+func resObjectLines(nlc resourceSource, kind sysfs.ResourceKind, devs []sysfs.NetlinkDevice, rest []string) ([]*resLine, error) {
 	port := -1
 	if len(rest) > 0 {
 		if len(rest) != 2 || (rest[0] != "dev" && rest[0] != "link") {
@@ -303,7 +308,7 @@ func resObjectLines(kind sysfs.ResourceKind, devs []sysfs.NetlinkDevice, rest []
 	}
 	var lines []*resLine
 	for _, d := range devs {
-		objs, err := resourceNetlink.Resources(kind, d.Index)
+		objs, err := nlc.Resources(kind, d.Index)
 		if err != nil {
 			return nil, err
 		}

@@ -22,6 +22,26 @@ var statNetlink interface {
 	CounterMode(devIndex uint32, port uint32) (*sysfs.PortCounterMode, error)
 } = sysfs.NewNetlink()
 
+// keepSocket returns nl, or, where nl is the running system's client (a
+// *sysfs.Netlink, not a test's fake), one that sends all of this run's
+// requests on one socket (sysfs.OpenNetlink) where nl opens one a request,
+// with the func that closes it.
+func keepSocket[T any](nl T) (T, func()) {
+	if _, ok := any(nl).(*sysfs.Netlink); !ok {
+		return nl, func() {}
+	}
+	k, err := sysfs.OpenNetlink()
+	if err != nil {
+		return nl, func() {} // the requests fail as they would have
+	}
+	t, ok := any(k).(T)
+	if !ok {
+		k.Close()
+		return nl, func() {}
+	}
+	return t, func() { k.Close() }
+}
+
 const statUsage = `Usage: purerdma statistic [-j] [show [link DEV/PORT]]
        purerdma statistic [-j] qp [show [link DEV/PORT]]
        purerdma statistic [-j] qp mode [link DEV/PORT]
@@ -72,7 +92,9 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] != "link" {
 		return unknown("parameter", args[0])
 	}
-	devs, err := statNetlink.Devices()
+	nlc, done := keepSocket(statNetlink)
+	defer done()
+	devs, err := nlc.Devices()
 	if err != nil {
 		return linkKernelErr(stderr, err)
 	}
@@ -100,7 +122,7 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 		}
 		var counters []sysfs.QPCounter
 		if qp && verb != "mode" {
-			if counters, err = statNetlink.QPCounters(d.Index); err != nil {
+			if counters, err = nlc.QPCounters(d.Index); err != nil {
 				return linkKernelErr(stderr, err)
 			}
 		}
@@ -110,13 +132,13 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 			}
 			switch {
 			case !qp:
-				st, err := statNetlink.PortStats(d.Index, int(p))
+				st, err := nlc.PortStats(d.Index, int(p))
 				if err != nil {
 					return linkKernelErr(stderr, err)
 				}
 				lines = append(lines, statLine(st))
 			case verb == "mode":
-				m, err := statNetlink.CounterMode(d.Index, p)
+				m, err := nlc.CounterMode(d.Index, p)
 				if err != nil {
 					return linkKernelErr(stderr, err)
 				}

@@ -240,7 +240,15 @@ func (e *Exporter) collectNetlink(ch chan<- prometheus.Metric, cas []*devState) 
 		if e.cfg.SysfsRoot != "" && e.cfg.SysfsRoot != "/sys" {
 			return nil // a fixture tree describes no running system
 		}
-		nl = sysfs.NewNetlink()
+		// One socket for the scrape's requests; NewNetlink's one a
+		// request where it cannot be opened (the requests then fail
+		// as they would have).
+		if n, err := sysfs.OpenNetlink(); err == nil {
+			defer n.Close()
+			nl = n
+		} else {
+			nl = sysfs.NewNetlink()
+		}
 	}
 	var errs []error
 	for _, ds := range cas {
