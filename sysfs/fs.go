@@ -280,31 +280,19 @@ func (f *FS) readDir(rel string) ([]fs.DirEntry, error) {
 // readNames lists the names in a directory, sorted: sys.DirNames on the
 // running system's tree (no fs.DirEntry per entry), fs.ReadDir's names on
 // an fs.FS.
-func (f *FS) readNames(rel string) ([]string, error) {
-	if root := f.osRoot0(); root != "" {
-		names, err := sys.DirNames(root, rel)
-		if err != nil {
-			return nil, f.fixPathErr(err, rel)
-		}
-		return names, nil
-	}
-	ents, err := f.readDir(rel)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(ents))
-	for i, e := range ents {
-		names[i] = e.Name()
-	}
-	return names, nil
-}
+func (f *FS) readNames(rel string) ([]string, error) { return f.listNames(rel, false) }
 
-// fileNames lists the names in a directory but its subdirectories', sorted:
-// sys.DirFileNames on the running system's tree (getdents64's d_type, no
-// stat), fs.ReadDir's on an fs.FS.
-func (f *FS) fileNames(rel string) ([]string, error) {
+// fileNames is readNames without the directory's subdirectories
+// (sys.DirFileNames: getdents64's d_type, no stat).
+func (f *FS) fileNames(rel string) ([]string, error) { return f.listNames(rel, true) }
+
+func (f *FS) listNames(rel string, skipDirs bool) ([]string, error) {
 	if root := f.osRoot0(); root != "" {
-		names, err := sys.DirFileNames(root, rel)
+		list := sys.DirNames
+		if skipDirs {
+			list = sys.DirFileNames
+		}
+		names, err := list(root, rel)
 		if err != nil {
 			return nil, f.fixPathErr(err, rel)
 		}
@@ -316,7 +304,7 @@ func (f *FS) fileNames(rel string) ([]string, error) {
 	}
 	names := make([]string, 0, len(ents))
 	for _, e := range ents {
-		if !e.IsDir() {
+		if !skipDirs || !e.IsDir() {
 			names = append(names, e.Name())
 		}
 	}
