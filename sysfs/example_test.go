@@ -87,6 +87,33 @@ func ExamplePort_OpenHwCounters() {
 	// Output: sent 25019 received 25019
 }
 
+// A device's hardware counters by device and port number, without reading
+// the ports' attributes (what counters.Describe does).
+func ExampleFS_OpenHwCounters() {
+	fs, err := sysfs.New("testdata/rxe-6.1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ports, err := fs.PortNumbers("rxe0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, port := range ports {
+		set, err := fs.OpenHwCounters("rxe0", port)
+		if err != nil {
+			log.Fatal(err)
+		}
+		vals := make([]uint64, len(set.Names()))
+		if err := set.ReadValues(vals); err != nil {
+			log.Fatal(err)
+		}
+		lifespan, _ := fs.HwCountersLifespan("rxe0", port)
+		fmt.Printf("rxe0/%d: %d counters, cached for %v; %s %d\n", port, len(vals), lifespan, set.Names()[len(vals)-1], vals[len(vals)-1])
+		set.Close()
+	}
+	// Output: rxe0/1: 15 counters, cached for 12ms; sent_pkts 25019
+}
+
 // PMA counters: absent on drivers without a PMA, and the data counters
 // count 4-octet words.
 func ExamplePort_Counters() {
@@ -119,10 +146,15 @@ func ExamplePort_Counters() {
 }
 
 // The device list and a port's counters over RDMA netlink, like
-// "rdma dev show" and "rdma statistic show link rxe0/1". Needs a kernel
-// with RDMA devices, so it only compiles here.
+// "rdma dev show" and "rdma statistic show link rxe0/1", all on one socket
+// (OpenNetlink; NewNetlink opens one a request). Needs a kernel with RDMA
+// devices, so it only compiles here.
 func ExampleNetlink() {
-	nl := sysfs.NewNetlink()
+	nl, err := sysfs.OpenNetlink()
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, sysfs.ErrNotSupported) without ib_core
+	}
+	defer nl.Close()
 	devs, err := nl.Devices()
 	if err != nil {
 		log.Fatal(err)
