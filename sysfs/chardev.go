@@ -2,11 +2,15 @@ package sysfs
 
 import (
 	"errors"
+	"fmt"
 	"github.com/purerdma/rdma/internal/errs"
+	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // CharDevKind says which kind of RDMA character device a [CharDev] is.
@@ -118,6 +122,48 @@ func (f *FS) charDevs() (out []CharDev, bad []error, err error) {
 		return out[i].Index < out[j].Index
 	})
 	return out, bad, nil
+}
+
+// FindCharDev returns the character device of kind for port of the device
+// ca (port 0 for KindUverbs), found as libibumad's umad_open_port finds its
+// umad node (dev_to_umad_id): only the kind's class directory is listed,
+// and its entries of that kind are read in index order until one names the
+// device and port, where [FS.CharDevs] reads every entry of both classes.
+// Entries that cannot be read are skipped. The error matches
+// os.ErrNotExist when no entry matches (the class does not exist when its
+// module, ib_uverbs or ib_umad, is not loaded).
+func (f *FS) FindCharDev(kind CharDevKind, ca string, port int) (CharDev, error) {
+	const op = "find character device"
+	class := classMad
+	switch kind {
+	case KindUverbs:
+		class = classVerbs
+	case KindUmad, KindISSM:
+	default:
+		return CharDev{}, errs.New(op, portName(ca, port), fmt.Errorf("kind %q: want %q, %q or %q: %w", kind, KindUverbs, KindUmad, KindISSM, syscall.EINVAL))
+	}
+	ents, err := f.readNames(class)
+	if err != nil && !isAbsent(err) {
+		return CharDev{}, errs.New(op, portName(ca, port), err)
+	}
+	type entry struct {
+		name string
+		idx  int
+	}
+	var cands []entry
+	for _, e := range ents {
+		if idx, ok := charDevIndex(e, kind); ok {
+			cands = append(cands, entry{e, idx})
+		}
+	}
+	slices.SortFunc(cands, func(a, b entry) int { return a.idx - b.idx })
+	for _, c := range cands {
+		d, err := f.readCharDev(class, c.name, kind, c.idx)
+		if err == nil && d.CA == ca && d.Port == port {
+			return d, nil
+		}
+	}
+	return CharDev{}, errs.New(op, portName(ca, port), &fs.PathError{Op: "find", Path: f.display(class) + "/" + string(kind) + "*", Err: syscall.ENOENT})
 }
 
 // charDevIndex parses "uverbs12" as 12 for kind uverbs.

@@ -92,15 +92,24 @@ func (p *Port) UmadLinkLayer() string {
 }
 
 // Port reads port n of the RDMA device ca (like umad_get_port with both
-// given). The error matches os.ErrNotExist when there is no such device or
-// port.
-func (f *FS) Port(ca string, n int) (*Port, error) {
+// given), with its umad and issm nodes. The error matches os.ErrNotExist
+// when there is no such device or port.
+func (f *FS) Port(ca string, n int) (*Port, error) { return f.ReadPort(ca, n, PartsAll) }
+
+// ReadPort is [FS.Port] with only the optional parts that parts selects:
+// without [PartCharDevs] the character devices are not read and
+// [Port.Umad] and [Port.ISSM] are nil (a caller that finds its umad node
+// with [FS.FindCharDev] reads one class's entries, not both classes').
+func (f *FS) ReadPort(ca string, n int, parts Parts) (*Port, error) {
 	if !validName(ca) {
 		return nil, errs.New("read port", portName(ca, n), f.noSuchDevice(classInfiniBand, ca))
 	}
-	devs, _, err := f.charDevs()
-	if err != nil {
-		return nil, err
+	var devs []CharDev
+	if parts&PartCharDevs != 0 {
+		var err error
+		if devs, _, err = f.charDevs(); err != nil {
+			return nil, err
+		}
 	}
 	pd, err := f.openDir(classInfiniBand + "/" + ca + "/ports")
 	if err != nil {

@@ -652,6 +652,20 @@ func TestCharDevsAndABI(t *testing.T) {
 	if d := cmp.Diff(want, names); d != "" {
 		t.Errorf("CharDevs (-want +got):\n%s", d)
 	}
+	// FindCharDev finds each of them by kind, device and port, as
+	// CharDevs lists it.
+	for _, d := range devs {
+		got, err := f.FindCharDev(d.Kind, d.CA, d.Port)
+		if err != nil || !cmp.Equal(got, d) {
+			t.Errorf("FindCharDev(%s, %s, %d) = %+v, %v; want %+v", d.Kind, d.CA, d.Port, got, err, d)
+		}
+	}
+	if _, err := f.FindCharDev(KindUmad, "rxe0", 2); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("FindCharDev of a port without umad: %v, want os.ErrNotExist", err)
+	}
+	if _, err := f.FindCharDev("tty", "rxe0", 1); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("FindCharDev of kind tty: %v, want EINVAL", err)
+	}
 	if v, err := f.VerbsABIVersion(); err != nil || v != 6 {
 		t.Errorf("VerbsABIVersion = %d, %v", v, err)
 	}

@@ -340,6 +340,31 @@ func (h *Host) readCAFrom(f *sysfs.FS, name string) (*CA, error) {
 	return h.convertCA(scs[0]), nil
 }
 
+// readPort reads port num of the device name, what umad_get_port reads
+// (without the device's own files or the character devices: OpenPort
+// needs the port). The error matches ErrNoDevice when there is no such
+// device and ErrInvalidPort when it has no such port.
+func (h *Host) readPort(name string, num int) (*CAPort, error) {
+	if !validCAName(name) {
+		return nil, invalidCAName(name)
+	}
+	f, err := h.fs()
+	if err != nil {
+		return nil, err
+	}
+	sp, err := f.ReadPort(name, num, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			if _, serr := os.Stat(filepath.Join(h.root(), "class", "infiniband", name)); serr != nil {
+				return nil, detail(ErrNoDevice, "", err)
+			}
+			return nil, detail(ErrInvalidPort, fmt.Sprintf("%s has no port %d", name, num), nil)
+		}
+		return nil, err
+	}
+	return h.convertPort(sp), nil
+}
+
 // UmadNode returns the umad device node of port port of the device ca
 // ("/dev/infiniband/umad0" under the Host's DevDir), found as
 // libibumad's umad_open_port finds it (dev_to_umad_id): by the umadN
@@ -359,11 +384,10 @@ func (h *Host) umadNode(ca string, port int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	devs, _ := f.CharDevs() // entries it cannot read belong to no port
-	for _, d := range devs {
-		if d.Kind == sysfs.KindUmad && d.CA == ca && d.Port == port {
-			return filepath.Join(h.devDir(), d.Name), nil
-		}
+	// Only class/infiniband_mad's umadN entries, in order, until the
+	// port's (entries it cannot read belong to no port).
+	if d, err := f.FindCharDev(sysfs.KindUmad, ca, port); err == nil {
+		return filepath.Join(h.devDir(), d.Name), nil
 	}
 	return "", detail(ErrInvalidPort, "the port has no umad device (is the ib_umad module loaded? modprobe ib_umad)", nil)
 }

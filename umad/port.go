@@ -87,14 +87,10 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 		return fail(err)
 	}
 	name = resolvedName(caName, num)
-	c, err := h.readCA(caName)
+	cp, err := h.readPort(caName, num)
 	if err != nil {
 		return fail(err)
 	}
-	if num >= len(c.Ports) || c.Ports[num] == nil {
-		return fail(detail(ErrInvalidPort, fmt.Sprintf("%s has no port %d", caName, num), nil))
-	}
-	cp := c.Ports[num]
 	node, err := h.umadNode(caName, num)
 	if err != nil {
 		return fail(err)
