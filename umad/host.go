@@ -330,14 +330,25 @@ func (h *Host) readCAFrom(f *sysfs.FS, name string) (*CA, error) {
 		err = bad[0]
 	}
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			if _, serr := os.Stat(filepath.Join(h.root(), "class", "infiniband", name)); serr != nil {
-				return nil, detail(ErrNoDevice, "", err)
-			}
+		if nerr := h.noDevice(name, err); nerr != nil {
+			return nil, nerr
 		}
 		return nil, err
 	}
 	return h.convertCA(scs[0]), nil
+}
+
+// noDevice returns ErrNoDevice's error when err, from a read of the device
+// name, is os.ErrNotExist because the device's directory does not exist;
+// nil when the device is there (what was missing is inside it).
+func (h *Host) noDevice(name string, err error) error {
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if _, serr := os.Stat(filepath.Join(h.root(), "class", "infiniband", name)); serr != nil {
+		return detail(ErrNoDevice, "", err)
+	}
+	return nil
 }
 
 // readPort reads port num of the device name, what umad_get_port reads
@@ -354,10 +365,10 @@ func (h *Host) readPort(name string, num int) (*CAPort, error) {
 	}
 	sp, err := f.ReadPort(name, num, 0)
 	if err != nil {
+		if nerr := h.noDevice(name, err); nerr != nil {
+			return nil, nerr
+		}
 		if errors.Is(err, os.ErrNotExist) {
-			if _, serr := os.Stat(filepath.Join(h.root(), "class", "infiniband", name)); serr != nil {
-				return nil, detail(ErrNoDevice, "", err)
-			}
 			return nil, detail(ErrInvalidPort, fmt.Sprintf("%s has no port %d", name, num), nil)
 		}
 		return nil, err
