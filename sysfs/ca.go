@@ -153,16 +153,26 @@ func (f *FS) PortNumbers(name string) ([]int, error) {
 	}
 	ports := make([]int, 0, len(ents))
 	for _, e := range ents {
-		n, err := ParsePortName(e)
+		n, err := f.portNumber(name, e)
 		if err != nil {
-			pe := err.(*ParseError)
-			pe.Path = f.display(path.Join(classInfiniBand, name, "ports", e))
-			return nil, errs.New(op, name, pe)
+			return nil, errs.New(op, name, err)
 		}
 		ports = append(ports, n)
 	}
 	slices.Sort(ports)
 	return ports, nil
+}
+
+// portNumber parses e, an entry of the ports/ directory of the device
+// name; a parse error names the entry's path.
+func (f *FS) portNumber(name, e string) (int, error) {
+	n, err := ParsePortName(e)
+	if err != nil {
+		pe := err.(*ParseError)
+		pe.Path = f.display(path.Join(classInfiniBand, name, "ports", e))
+		return 0, pe
+	}
+	return n, nil
 }
 
 // Parts selects the optional parts of a device that [FS.ReadCAs] reads, on
@@ -233,15 +243,13 @@ func (f *FS) readCA(name string, devs []CharDev, parts Parts) (*CA, error) {
 		return nil, errs.New("read CA", name, err)
 	}
 	for _, e := range ents {
-		n, err := ParsePortName(e)
+		n, err := f.portNumber(name, e)
 		if err == nil && n == 0 && ca.NodeType != rdma.NodeSwitch {
-			err = parseErr("", e, fmt.Sprintf("a port number from 1: port 0 exists only on a switch (node type %d), this is a %s (%d)",
+			err = parseErr(f.display(path.Join(classInfiniBand, name, "ports", e)), e, fmt.Sprintf("a port number from 1: port 0 exists only on a switch (node type %d), this is a %s (%d)",
 				rdma.NodeSwitch, ca.NodeType, ca.NodeType))
 		}
 		if err != nil {
-			pe := err.(*ParseError)
-			pe.Path = f.display(path.Join(classInfiniBand, name, "ports", e))
-			return nil, errs.New("read CA", name, pe)
+			return nil, errs.New("read CA", name, err)
 		}
 		p, err := f.readPortIn(&pd, name, n, devs)
 		if err != nil {

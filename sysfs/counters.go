@@ -215,7 +215,7 @@ func (f *FS) OpenHwCounters(ca string, port int) (*HwCounterSet, error) {
 		return nil, errs.New("read hw counters", portName(ca, port), f.noSuchDevice(classInfiniBand, ca))
 	}
 	s, err := f.openHwCounters(portDir(ca, port), portName(ca, port))
-	if err != nil && errors.Is(err, ErrNotSupported) {
+	if errors.Is(err, ErrNotSupported) {
 		if nerr := f.noSuchPort(ca, port); nerr != nil {
 			return nil, errs.New("read hw counters", portName(ca, port), nerr)
 		}
