@@ -81,6 +81,12 @@ func attrName(typ uint16) string {
 		return "RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME"
 	case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE:
 		return "RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE"
+	case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY:
+		return "RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY"
+	case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME:
+		return "RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME"
+	case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR:
+		return "RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR"
 	case abi.RDMA_NLDEV_ATTR_CHARDEV:
 		return "RDMA_NLDEV_ATTR_CHARDEV"
 	case abi.RDMA_NLDEV_ATTR_CHARDEV_ABI:
@@ -249,10 +255,21 @@ func decodePortStats(b []byte) (PortStats, error) {
 }
 
 func decodeHwCounterTable(b []byte) ([]NamedCounter, error) {
+	return decodeNamedTable(b, abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY,
+		abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME, abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE,
+		"without a name or a value")
+}
+
+// decodeNamedTable decodes a nested table of entries (type entry), each
+// a name (type name, a string) and a value (type value, a u64), in
+// order: the hardware counters of STAT_GET and the resource summary of
+// RES_GET have this shape. Attributes of other types are skipped; an
+// entry that lacks its name or value is an error, missing says which.
+func decodeNamedTable(b []byte, entry, name, value uint16, missing string) ([]NamedCounter, error) {
 	out := []NamedCounter{}
 	it := attrIter{b: b}
 	for it.next() {
-		if it.typ != abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY {
+		if it.typ != entry {
 			continue
 		}
 		var c NamedCounter
@@ -261,10 +278,10 @@ func decodeHwCounterTable(b []byte) ([]NamedCounter, error) {
 		for e.next() {
 			var err error
 			switch e.typ {
-			case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME:
+			case name:
 				c.Name, err = attrString(e.typ, e.val)
 				haveName = true
-			case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE:
+			case value:
 				c.Value, err = attrU64(e.typ, e.val)
 				haveValue = true
 			}
@@ -276,7 +293,7 @@ func decodeHwCounterTable(b []byte) ([]NamedCounter, error) {
 			return nil, e.err
 		}
 		if !haveName || !haveValue {
-			return nil, fmt.Errorf("%s without a name or a value", attrName(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY))
+			return nil, fmt.Errorf("%s %s", attrName(entry), missing)
 		}
 		out = append(out, c)
 	}

@@ -198,41 +198,9 @@ func decodeResSummary(b []byte) (ResourceSummary, error) {
 }
 
 func decodeResSummaryTable(b []byte) ([]NamedCounter, error) {
-	out := []NamedCounter{}
-	it := attrIter{b: b}
-	for it.next() {
-		if it.typ != abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY {
-			continue
-		}
-		var c NamedCounter
-		var haveName, haveCurr bool
-		e := attrIter{b: it.val}
-		for e.next() {
-			var err error
-			switch e.typ {
-			case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME:
-				c.Name, err = attrString(e.typ, e.val)
-				haveName = true
-			case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR:
-				c.Value, err = attrU64(e.typ, e.val)
-				haveCurr = true
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-		if e.err != nil {
-			return nil, e.err
-		}
-		if !haveName || !haveCurr {
-			return nil, fmt.Errorf("RES_SUMMARY_ENTRY without a name or a count")
-		}
-		out = append(out, c)
-	}
-	if it.err != nil {
-		return nil, it.err
-	}
-	return out, nil
+	return decodeNamedTable(b, abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY,
+		abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME, abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR,
+		"without a name or a count")
 }
 
 // decodeResObjects decodes one message of a RES_*_GET dump: DEV_INDEX,

@@ -2,6 +2,7 @@ package sysfs
 
 import (
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -137,6 +138,14 @@ func TestResourceDecodeBad(t *testing.T) {
 	}
 	if _, err := decodeResSummary(sum[0][:8]); err == nil {
 		t.Error("a summary without a name and table was accepted")
+	}
+	// An entry without its count is refused, and the error names it.
+	noCount := &nlEnc{}
+	noCount.nest(abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY, true, 0, func(en *nlEnc, _ int) {
+		en.str(abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME, "qp")
+	})
+	if _, err := decodeResSummaryTable(noCount.b); err == nil || !strings.Contains(err.Error(), "RES_SUMMARY_ENTRY without a name or a count") {
+		t.Errorf("an entry without a count: %v, want an error naming RES_SUMMARY_ENTRY", err)
 	}
 }
 
