@@ -3,19 +3,15 @@ package counters
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/errs"
 
 	"github.com/purerdma/rdma/abi"
-	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/uverbs"
 )
@@ -281,7 +277,7 @@ func DescribeWith(device string, opts *Options) (sets []*Set, err error) {
 		return nil, errs.New("describe counters", device, err)
 	}
 	for _, port := range ports {
-		if s, err := openPMA(root, device, port); err == nil {
+		if s, err := openPMA(fsys, device, port); err == nil {
 			add(s)
 		} else if !errors.Is(err, ErrNotSupported) {
 			return fail(err)
@@ -335,93 +331,63 @@ func Supported(driverID rdma.DriverID) bool {
 	return abi.APIFor(uint32(driverID)).Method(abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE) != nil
 }
 
-// pmaSet reads a port's counters/ files, kept open.
-type pmaSet struct {
-	files  []*sys.File
-	octets []bool
-	buf    [32]byte
-}
-
-func openPMA(root, device string, port int) (*Set, error) {
-	dir := filepath.Join(root, "class", "infiniband", device, "ports", fmt.Sprint(port), "counters")
-	ents, err := os.ReadDir(dir)
+// openPMA describes the port's counters/ (the PMA's), kept open: the
+// counters that read a value now; one the driver cannot fetch ("N/A (no
+// PMA)" on older kernels, a failing PMA query) is left out, as
+// sysfs.Port.Counters leaves it. The data counters are converted to
+// octets.
+func openPMA(fsys *sysfs.FS, device string, port int) (*Set, error) {
+	cs, err := fsys.OpenCounters(device, port)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: %w", dir, ErrNotSupported)
-		}
 		return nil, err
 	}
-	ps := &pmaSet{}
-	s := &Set{Port: port, Counted: CountedPort, Source: SourcePMA, close: ps.close}
-	for _, e := range ents {
-		if e.IsDir() {
+	names := cs.Names()
+	vals, ok := make([]uint64, len(names)), make([]bool, len(names))
+	if err := cs.ReadValues(vals, ok); err != nil {
+		cs.Close()
+		return nil, err
+	}
+	var keep []int    // indexes into names of the counters described
+	var octets []bool // per described counter: a data counter
+	s := &Set{Port: port, Counted: CountedPort, Source: SourcePMA, close: cs.Close}
+	for i, name := range names {
+		if !ok[i] {
 			continue
 		}
-		f, err := sys.OpenFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			ps.close()
-			return nil, err
-		}
-		// A counter the driver cannot fetch (older kernels: "N/A (no
-		// PMA)"; a failing PMA query) is left out, as sysfs.Port.Counters
-		// leaves it.
-		if _, err := ps.readFile(f); err != nil {
-			f.Close()
-			continue
-		}
-		data := e.Name() == sysfs.CounterXmitData || e.Name() == sysfs.CounterRcvData
+		data := name == sysfs.CounterXmitData || name == sysfs.CounterRcvData
 		unit := ""
 		switch {
 		case data:
 			unit = "octets"
-		case strings.HasSuffix(e.Name(), "_packets"):
+		case strings.HasSuffix(name, "_packets"):
 			unit = "packets"
 		}
-		ps.files = append(ps.files, f)
-		ps.octets = append(ps.octets, data)
-		s.Names = append(s.Names, e.Name())
+		keep = append(keep, i)
+		octets = append(octets, data)
+		s.Names = append(s.Names, name)
 		s.Units = append(s.Units, unit)
 	}
-	if len(ps.files) == 0 {
-		return nil, fmt.Errorf("%s holds no readable counter: %w", dir, ErrNotSupported)
+	if len(keep) == 0 {
+		cs.Close()
+		return nil, fmt.Errorf("the counters of %s port %d read no value: %w", device, port, ErrNotSupported)
 	}
 	s.read = func(dst []uint64) error {
-		for i, f := range ps.files {
-			v, err := ps.readFile(f)
-			if err != nil {
-				return errs.New("read PMA counters", device, err)
+		if err := cs.ReadValues(vals, ok); err != nil {
+			return err
+		}
+		for j, i := range keep {
+			if !ok[i] {
+				return errs.New("read PMA counters", device, fmt.Errorf("%s no longer reads a value", names[i]))
 			}
-			if ps.octets[i] {
+			v := vals[i]
+			if octets[j] {
 				v = sysfs.DataOctets(v)
 			}
-			dst[i] = v
+			dst[j] = v
 		}
 		return nil
 	}
 	return s, nil
-}
-
-func (ps *pmaSet) readFile(f *sys.File) (uint64, error) {
-	n, err := f.ReadAt(ps.buf[:], 0)
-	if err != nil && err != io.EOF {
-		return 0, err
-	}
-	v, ok := sysfs.ParseCounter(ps.buf[:n])
-	if !ok {
-		return 0, &os.PathError{Op: "read", Path: f.Name(), Err: syscall.EINVAL}
-	}
-	return v, nil
-}
-
-func (ps *pmaSet) close() error {
-	var first error
-	for _, f := range ps.files {
-		if err := f.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	ps.files = nil
-	return first
 }
 
 // netlinkSet describes a port's netlink statistics, or returns nil when

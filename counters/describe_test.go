@@ -2,6 +2,8 @@ package counters_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -105,5 +107,51 @@ func TestDescribeErrors(t *testing.T) {
 	}
 	if !counters.Supported(abi.RDMA_DRIVER_MLX5) || counters.Supported(abi.RDMA_DRIVER_RXE) {
 		t.Error("Supported")
+	}
+}
+
+// A PMA counter the driver cannot fetch ("N/A (no PMA)") is left out of
+// the set, as sysfs.Port.Counters leaves it; one that stops reading a
+// value after the set was described makes Read fail, naming it; a port
+// whose counters/ reads no value at all has no PMA set.
+func TestDescribePMAUnavailable(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "class/infiniband/dev0/ports/1/counters")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, v string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(sysfs.CounterXmitData, "10\n")
+	write("port_rcv_packets", "7\n")
+	write("symbol_error", "N/A (no PMA)\n")
+	sets, err := counters.DescribeWith("dev0", &counters.Options{SysfsRoot: root, NoNetlink: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sets) != 1 || sets[0].Source != counters.SourcePMA {
+		t.Fatalf("sets: %+v", sets)
+	}
+	s := sets[0]
+	defer s.Close()
+	if strings.Join(s.Names, ",") != "port_rcv_packets,port_xmit_data" || strings.Join(s.Units, ",") != "packets,octets" {
+		t.Errorf("names %v units %v", s.Names, s.Units)
+	}
+	vals := make([]uint64, 2)
+	if err := s.Read(vals); err != nil || vals[0] != 7 || vals[1] != sysfs.DataOctets(10) {
+		t.Errorf("read %v, %v; want [7 %d]", vals, err, sysfs.DataOctets(10))
+	}
+	write("port_rcv_packets", "N/A (no PMA)\n")
+	if err := s.Read(vals); err == nil || !strings.Contains(err.Error(), "port_rcv_packets") {
+		t.Errorf("a counter gone N/A: %v, want an error naming it", err)
+	}
+	write(sysfs.CounterXmitData, "N/A (no PMA)\n")
+	sets, err = counters.DescribeWith("dev0", &counters.Options{SysfsRoot: root, NoNetlink: true})
+	if err != nil || len(sets) != 0 {
+		t.Errorf("no counter with a value: %d sets, %v; want none", len(sets), err)
 	}
 }

@@ -378,6 +378,27 @@ func (p *Port) OpenCounters() (*CounterSet, error) {
 	return &CounterSet{s: s}, nil
 }
 
+// OpenCounters is [Port.OpenCounters] for port of the device ca, without
+// reading the port's attributes first (see [FS.PortNumbers]). The error
+// matches os.ErrNotExist when there is no such device or port, and
+// [ErrNotSupported] when the port has no counters/.
+func (f *FS) OpenCounters(ca string, port int) (*CounterSet, error) {
+	const op = "read PMA counters"
+	if !validName(ca) {
+		return nil, errs.New(op, portName(ca, port), f.noSuchDevice(classInfiniBand, ca))
+	}
+	s, err := f.openCounterFiles(path.Join(portDir(ca, port), "counters"), op, portName(ca, port), "the driver has no PMA")
+	if errors.Is(err, ErrNotSupported) {
+		if nerr := f.noSuchPort(ca, port); nerr != nil {
+			return nil, errs.New(op, portName(ca, port), nerr)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &CounterSet{s: s}, nil
+}
+
 // Names returns the counter (file) names in the set, sorted. The slice
 // belongs to the set.
 func (c *CounterSet) Names() []string {

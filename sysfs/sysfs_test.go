@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -580,6 +581,9 @@ func TestHwCounters(t *testing.T) {
 	if _, err := iw.HwCountersLifespan("cxgb4_0", 1); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("FS.HwCountersLifespan without hw_counters/: %v, want ErrNotSupported", err)
 	}
+	if _, err := iw.OpenCounters("cxgb4_0", 9); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("FS.OpenCounters of a port that is not there: %v, want os.ErrNotExist", err)
+	}
 	for _, name := range []string{"nosuch", "", "..", "a/b"} {
 		if _, err := iw.PortNumbers(name); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("PortNumbers(%q): %v, want os.ErrNotExist", name, err)
@@ -589,6 +593,9 @@ func TestHwCounters(t *testing.T) {
 		}
 		if _, err := iw.HwCountersLifespan(name, 1); err == nil {
 			t.Errorf("FS.HwCountersLifespan(%q) succeeded", name)
+		}
+		if _, err := iw.OpenCounters(name, 1); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("FS.OpenCounters(%q): %v, want os.ErrNotExist", name, err)
 		}
 	}
 }
@@ -635,6 +642,42 @@ func TestHwCountersSkipsDirectories(t *testing.T) {
 	}
 	if _, err := f.HwCountersLifespan("dev0", 10); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("lifespan without hw_counters/: %v, want ErrNotSupported", err)
+	}
+	if _, err := f.OpenCounters("dev0", 10); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("FS.OpenCounters without counters/: %v, want ErrNotSupported", err)
+	}
+}
+
+// FS.OpenCounters opens a port's counters/ (the PMA's) by device name and
+// port number, as Port.OpenCounters does from a read port.
+func TestFSOpenCounters(t *testing.T) {
+	f := fixture(t, "mlx5-ib")
+	p, err := f.Port("mlx5_0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := p.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.OpenCounters("mlx5_0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	vals := make([]uint64, len(s.Names()))
+	ok := make([]bool, len(s.Names()))
+	if err := s.ReadValues(vals, ok); err != nil {
+		t.Fatal(err)
+	}
+	got := Counters{}
+	for i, name := range s.Names() {
+		if ok[i] {
+			got[name] = vals[i]
+		}
+	}
+	if len(got) == 0 || !maps.Equal(got, want) {
+		t.Errorf("FS.OpenCounters read %v, Port.Counters %v", got, want)
 	}
 }
 
