@@ -211,13 +211,20 @@ func (p *Port) OpenHwCounters() (*HwCounterSet, error) {
 // error matches os.ErrNotExist when there is no such device or port, and
 // [ErrNotSupported] when the port has no hw_counters/.
 func (f *FS) OpenHwCounters(ca string, port int) (*HwCounterSet, error) {
+	return f.openPortCounterFiles(ca, port, "hw_counters", "read hw counters", "the driver has no hardware counters here")
+}
+
+// openPortCounterFiles opens the counter files of directory sub of port of
+// the device ca. A device or port that is not there is os.ErrNotExist; a
+// port without sub is ErrNotSupported (absent says why).
+func (f *FS) openPortCounterFiles(ca string, port int, sub, op, absent string) (*HwCounterSet, error) {
 	if !validName(ca) {
-		return nil, errs.New("read hw counters", portName(ca, port), f.noSuchDevice(classInfiniBand, ca))
+		return nil, errs.New(op, portName(ca, port), f.noSuchDevice(classInfiniBand, ca))
 	}
-	s, err := f.openHwCounters(portDir(ca, port), portName(ca, port))
+	s, err := f.openCounterFiles(path.Join(portDir(ca, port), sub), op, portName(ca, port), absent)
 	if errors.Is(err, ErrNotSupported) {
 		if nerr := f.noSuchPort(ca, port); nerr != nil {
-			return nil, errs.New("read hw counters", portName(ca, port), nerr)
+			return nil, errs.New(op, portName(ca, port), nerr)
 		}
 	}
 	return s, err
@@ -383,16 +390,7 @@ func (p *Port) OpenCounters() (*CounterSet, error) {
 // matches os.ErrNotExist when there is no such device or port, and
 // [ErrNotSupported] when the port has no counters/.
 func (f *FS) OpenCounters(ca string, port int) (*CounterSet, error) {
-	const op = "read PMA counters"
-	if !validName(ca) {
-		return nil, errs.New(op, portName(ca, port), f.noSuchDevice(classInfiniBand, ca))
-	}
-	s, err := f.openCounterFiles(path.Join(portDir(ca, port), "counters"), op, portName(ca, port), "the driver has no PMA")
-	if errors.Is(err, ErrNotSupported) {
-		if nerr := f.noSuchPort(ca, port); nerr != nil {
-			return nil, errs.New(op, portName(ca, port), nerr)
-		}
-	}
+	s, err := f.openPortCounterFiles(ca, port, "counters", "read PMA counters", "the driver has no PMA")
 	if err != nil {
 		return nil, err
 	}
