@@ -334,56 +334,49 @@ func Supported(driverID rdma.DriverID) bool {
 // openPMA describes the port's counters/ (the PMA's), kept open: the
 // counters that read a value now; one the driver cannot fetch ("N/A (no
 // PMA)" on older kernels, a failing PMA query) is left out, as
-// sysfs.Port.Counters leaves it. The data counters are converted to
+// sysfs.Port.Counters leaves it, and its file closed, so that no read
+// asks the kernel for it again. The data counters are converted to
 // octets.
 func openPMA(fsys *sysfs.FS, device string, port int) (*Set, error) {
 	cs, err := fsys.OpenCounters(device, port)
 	if err != nil {
 		return nil, err
 	}
-	names := cs.Names()
-	vals, ok := make([]uint64, len(names)), make([]bool, len(names))
-	if err := cs.ReadValues(vals, ok); err != nil {
+	vals, ok := make([]uint64, len(cs.Names())), make([]bool, len(cs.Names()))
+	err = cs.ReadValues(vals, ok)
+	if err == nil {
+		err = cs.Keep(ok)
+	}
+	if err != nil {
 		cs.Close()
 		return nil, err
 	}
-	var keep []int    // indexes into names of the counters described
-	var octets []bool // per described counter: a data counter
-	s := &Set{Port: port, Counted: CountedPort, Source: SourcePMA, close: cs.Close}
-	for i, name := range names {
-		if !ok[i] {
-			continue
-		}
-		data := name == sysfs.CounterXmitData || name == sysfs.CounterRcvData
-		unit := ""
-		switch {
-		case data:
-			unit = "octets"
-		case strings.HasSuffix(name, "_packets"):
-			unit = "packets"
-		}
-		keep = append(keep, i)
-		octets = append(octets, data)
-		s.Names = append(s.Names, name)
-		s.Units = append(s.Units, unit)
-	}
-	if len(keep) == 0 {
+	names := cs.Names()
+	if len(names) == 0 {
 		cs.Close()
 		return nil, fmt.Errorf("the counters of %s port %d read no value: %w", device, port, ErrNotSupported)
 	}
+	octets := make([]bool, len(names)) // a data counter, converted
+	s := &Set{Port: port, Counted: CountedPort, Source: SourcePMA, Names: names, Units: make([]string, len(names)), close: cs.Close}
+	for i, name := range names {
+		switch {
+		case name == sysfs.CounterXmitData || name == sysfs.CounterRcvData:
+			octets[i], s.Units[i] = true, "octets"
+		case strings.HasSuffix(name, "_packets"):
+			s.Units[i] = "packets"
+		}
+	}
 	s.read = func(dst []uint64) error {
-		if err := cs.ReadValues(vals, ok); err != nil {
+		if err := cs.ReadValues(dst, ok); err != nil {
 			return err
 		}
-		for j, i := range keep {
+		for i := range names {
 			if !ok[i] {
 				return errs.New("read PMA counters", device, fmt.Errorf("%s no longer reads a value", names[i]))
 			}
-			v := vals[i]
-			if octets[j] {
-				v = sysfs.DataOctets(v)
+			if octets[i] {
+				dst[i] = sysfs.DataOctets(dst[i])
 			}
-			dst[j] = v
 		}
 		return nil
 	}

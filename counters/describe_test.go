@@ -154,4 +154,10 @@ func TestDescribePMAUnavailable(t *testing.T) {
 	if err != nil || len(sets) != 0 {
 		t.Errorf("no counter with a value: %d sets, %v; want none", len(sets), err)
 	}
+	// A file that is neither a counter nor "N/A (no PMA)" is an error, as
+	// sysfs.Port.Counters says.
+	write("symbol_error", "garbage\n")
+	if sets, err := counters.DescribeWith("dev0", &counters.Options{SysfsRoot: root, NoNetlink: true}); err == nil || !strings.Contains(err.Error(), "symbol_error") {
+		t.Errorf("a garbage counter: %d sets, %v; want an error naming it", len(sets), err)
+	}
 }

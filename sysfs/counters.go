@@ -442,6 +442,36 @@ func (c *CounterSet) ReadValues(dst []uint64, ok []bool) error {
 	return nil
 }
 
+// Keep narrows the set to the counters whose keep[i] is true (i in the
+// order of [CounterSet.Names]) and closes the other files: pass the ok
+// flags of a [CounterSet.ReadValues] to stop reading counters the driver
+// cannot fetch, each read of which costs the kernel a PMA query. keep must
+// be at least as long as Names; Names shrinks to the kept counters.
+func (c *CounterSet) Keep(keep []bool) error {
+	s := c.s
+	if s == nil {
+		return errs.New("read PMA counters", "", errNotOpened)
+	}
+	if len(keep) < len(s.names) {
+		return errs.New(s.op, s.dev, fmt.Errorf("%d flags for a set of %d counters", len(keep), len(s.names)))
+	}
+	n := 0
+	for i := range s.names {
+		if !keep[i] {
+			if s.close[i] != nil {
+				s.close[i].Close()
+			}
+			continue
+		}
+		s.names[n], s.paths[n], s.files[n], s.close[n] = s.names[i], s.paths[i], s.files[i], s.close[i]
+		n++
+	}
+	clear(s.files[n:])
+	clear(s.close[n:])
+	s.names, s.paths, s.files, s.close = s.names[:n], s.paths[:n], s.files[:n], s.close[:n]
+	return nil
+}
+
 // Close closes the files. It is safe to call more than once; reading a
 // closed set fails with an error matching fs.ErrClosed.
 func (c *CounterSet) Close() error {

@@ -924,3 +924,54 @@ func mapTree(t *testing.T, dir string) fstest.MapFS {
 	walk(".")
 	return m
 }
+
+// CounterSet.Keep drops the counters a read found without a value: their
+// files are closed and no longer read (a file that now holds garbage is
+// not looked at), and Names shrinks to the kept ones.
+func TestCounterSetKeep(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "class/infiniband/dev0/ports/1/counters")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, v string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a_packets", "1\n")
+	write("b_wait", "N/A (no PMA)\n")
+	write("c_errors", "3\n")
+	f, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.OpenCounters("dev0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	vals, ok := make([]uint64, 3), make([]bool, 3)
+	if err := s.ReadValues(vals, ok); err != nil || !slices.Equal(ok, []bool{true, false, true}) {
+		t.Fatalf("first read: %v %v, %v", vals, ok, err)
+	}
+	if err := s.Keep(ok[:1]); err == nil {
+		t.Error("Keep with too few flags succeeded")
+	}
+	if err := s.Keep(ok); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Names(), []string{"a_packets", "c_errors"}) {
+		t.Errorf("names after Keep: %v", s.Names())
+	}
+	write("b_wait", "garbage\n")
+	write("c_errors", "4\n")
+	clear(ok)
+	if err := s.ReadValues(vals, ok); err != nil || vals[0] != 1 || vals[1] != 4 || !ok[0] || !ok[1] {
+		t.Errorf("read after Keep: %v %v, %v; want [1 4], both with a value", vals[:2], ok[:2], err)
+	}
+	if err := (&CounterSet{}).Keep(nil); err == nil {
+		t.Error("Keep on a zero set succeeded")
+	}
+}
