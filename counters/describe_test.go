@@ -2,7 +2,6 @@ package counters_test
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/counters"
+	"github.com/purerdma/rdma/internal/sysfstest"
 	"github.com/purerdma/rdma/sysfs"
 )
 
@@ -116,16 +116,7 @@ func TestDescribeErrors(t *testing.T) {
 // whose counters/ reads no value at all has no PMA set.
 func TestDescribePMAUnavailable(t *testing.T) {
 	root := t.TempDir()
-	dir := filepath.Join(root, "class/infiniband/dev0/ports/1/counters")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, v string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := sysfstest.FileWriter(t, filepath.Join(root, "class/infiniband/dev0/ports/1/counters"))
 	write(sysfs.CounterXmitData, "10\n")
 	write("port_rcv_packets", "7\n")
 	write("symbol_error", "N/A (no PMA)\n")

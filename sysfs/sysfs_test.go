@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/sysfstest"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -930,16 +931,7 @@ func mapTree(t *testing.T, dir string) fstest.MapFS {
 // not looked at), and Names shrinks to the kept ones.
 func TestCounterSetKeep(t *testing.T) {
 	root := t.TempDir()
-	dir := filepath.Join(root, "class/infiniband/dev0/ports/1/counters")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, v string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := sysfstest.FileWriter(t, filepath.Join(root, "class/infiniband/dev0/ports/1/counters"))
 	write("a_packets", "1\n")
 	write("b_wait", "N/A (no PMA)\n")
 	write("c_errors", "3\n")

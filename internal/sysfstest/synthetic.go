@@ -1,11 +1,13 @@
 // Package sysfstest builds synthetic sysfs trees of many RDMA devices, for
-// the discovery benchmarks and scaling tests of sysfs, umad and the tools.
+// the discovery benchmarks and scaling tests of sysfs, umad and the tools,
+// and writes the small hand-made trees of unit tests.
 package sysfstest
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 )
 
 // Synthetic writes under root a sysfs tree of n mlx5-like InfiniBand
@@ -116,4 +118,20 @@ func SyntheticCounters(root string, n, ports int) error {
 		}
 	}
 	return nil
+}
+
+// FileWriter makes dir (and its parents) and returns a function that
+// writes one file in it, failing t when that cannot be done: the way a
+// test lays out a port's counters/ by hand, and changes a value later.
+func FileWriter(t testing.TB, dir string) func(name, content string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
