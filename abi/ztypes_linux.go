@@ -2045,3 +2045,301 @@ type RdmaLsIpResolveHeader struct {
 type RdmaNlaLsGid struct {
 	Gid [16]uint8
 }
+
+// Types from <rdma/ib_user_sa.h>.
+
+// IbPathRecData is struct ib_path_rec_data from <rdma/ib_user_sa.h>.
+type IbPathRecData struct {
+	Flags    uint32
+	Reserved uint32
+	PathRec  [16]uint32
+}
+
+// IbUserPathRec is struct ib_user_path_rec from <rdma/ib_user_sa.h>.
+type IbUserPathRec struct {
+	Dgid                   [16]uint8
+	Sgid                   [16]uint8
+	Dlid                   uint16 // big-endian
+	Slid                   uint16 // big-endian
+	RawTraffic             uint32
+	FlowLabel              uint32 // big-endian
+	Reversible             uint32
+	Mtu                    uint32
+	Pkey                   uint16 // big-endian
+	HopLimit               uint8
+	TrafficClass           uint8
+	NumbPath               uint8
+	Sl                     uint8
+	MtuSelector            uint8
+	RateSelector           uint8
+	Rate                   uint8
+	PacketLifeTimeSelector uint8
+	PacketLifeTime         uint8
+	Preference             uint8
+}
+
+// Types from <rdma/rdma_user_cm.h>.
+
+// RdmaUcmCmdHdr is struct rdma_ucm_cmd_hdr from <rdma/rdma_user_cm.h>.
+type RdmaUcmCmdHdr struct {
+	Cmd uint32
+	In  uint16
+	Out uint16
+}
+
+// RdmaUcmCreateId is struct rdma_ucm_create_id from <rdma/rdma_user_cm.h>.
+type RdmaUcmCreateId struct {
+	Uid      uint64
+	Response uint64
+	Ps       uint16
+	QpType   uint8
+	Reserved [5]uint8
+}
+
+// RdmaUcmCreateIdResp is struct rdma_ucm_create_id_resp from
+// <rdma/rdma_user_cm.h>.
+type RdmaUcmCreateIdResp struct {
+	Id uint32
+}
+
+// RdmaUcmDestroyId is struct rdma_ucm_destroy_id from <rdma/rdma_user_cm.h>.
+type RdmaUcmDestroyId struct {
+	Response uint64
+	Id       uint32
+	Reserved uint32
+}
+
+// RdmaUcmDestroyIdResp is struct rdma_ucm_destroy_id_resp from
+// <rdma/rdma_user_cm.h>.
+type RdmaUcmDestroyIdResp struct {
+	EventsReported uint32
+}
+
+// RdmaUcmBindIp is struct rdma_ucm_bind_ip from <rdma/rdma_user_cm.h>.
+type RdmaUcmBindIp struct {
+	Response uint64
+	Addr     [28]byte // struct sockaddr_in6
+	Id       uint32
+}
+
+// RdmaUcmBind is struct rdma_ucm_bind from <rdma/rdma_user_cm.h>.
+type RdmaUcmBind struct {
+	Id       uint32
+	AddrSize uint16
+	Reserved uint16
+	Addr     [128]byte // struct __kernel_sockaddr_storage
+}
+
+// RdmaUcmResolveIp is struct rdma_ucm_resolve_ip from <rdma/rdma_user_cm.h>.
+type RdmaUcmResolveIp struct {
+	SrcAddr   [28]byte // struct sockaddr_in6
+	DstAddr   [28]byte // struct sockaddr_in6
+	Id        uint32
+	TimeoutMs uint32
+}
+
+// RdmaUcmResolveAddr is struct rdma_ucm_resolve_addr from
+// <rdma/rdma_user_cm.h>.
+type RdmaUcmResolveAddr struct {
+	Id        uint32
+	TimeoutMs uint32
+	SrcSize   uint16
+	DstSize   uint16
+	Reserved  uint32
+	SrcAddr   [128]byte // struct __kernel_sockaddr_storage
+	DstAddr   [128]byte // struct __kernel_sockaddr_storage
+}
+
+// RdmaUcmResolveRoute is struct rdma_ucm_resolve_route from
+// <rdma/rdma_user_cm.h>.
+type RdmaUcmResolveRoute struct {
+	Id        uint32
+	TimeoutMs uint32
+}
+
+// RdmaUcmQuery is struct rdma_ucm_query from <rdma/rdma_user_cm.h>.
+type RdmaUcmQuery struct {
+	Response uint64
+	Id       uint32
+	Option   uint32
+}
+
+// RdmaUcmQueryRouteResp is struct rdma_ucm_query_route_resp from
+// <rdma/rdma_user_cm.h>.
+type RdmaUcmQueryRouteResp struct {
+	NodeGuid   uint64
+	IbRoute    [2]IbUserPathRec
+	SrcAddr    [28]byte // struct sockaddr_in6
+	DstAddr    [28]byte // struct sockaddr_in6
+	NumPaths   uint32
+	PortNum    uint8
+	Reserved   [3]uint8
+	IbdevIndex uint32
+	Reserved1  uint32
+}
+
+// RdmaUcmQueryAddrResp is struct rdma_ucm_query_addr_resp from
+// <rdma/rdma_user_cm.h>.
+type RdmaUcmQueryAddrResp struct {
+	NodeGuid   uint64
+	PortNum    uint8
+	Reserved   uint8
+	Pkey       uint16
+	SrcSize    uint16
+	DstSize    uint16
+	SrcAddr    [128]byte // struct __kernel_sockaddr_storage
+	DstAddr    [128]byte // struct __kernel_sockaddr_storage
+	IbdevIndex uint32
+	Reserved1  uint32
+}
+
+// RdmaUcmQueryPathResp is struct rdma_ucm_query_path_resp from
+// <rdma/rdma_user_cm.h>.
+//
+// The C type ends with the flexible array member path_data[] (struct
+// ib_path_rec_data) at offset 8, which has no Go field: the array follows the
+// fixed part in memory.
+type RdmaUcmQueryPathResp struct {
+	NumPaths uint32
+	Reserved uint32
+}
+
+// RdmaUcmConnParam is struct rdma_ucm_conn_param from <rdma/rdma_user_cm.h>.
+type RdmaUcmConnParam struct {
+	QpNum              uint32
+	Qkey               uint32
+	PrivateData        [256]uint8
+	PrivateDataLen     uint8
+	Srq                uint8
+	ResponderResources uint8
+	InitiatorDepth     uint8
+	FlowControl        uint8
+	RetryCount         uint8
+	RnrRetryCount      uint8
+	Valid              uint8
+}
+
+// RdmaUcmUdParam is struct rdma_ucm_ud_param from <rdma/rdma_user_cm.h>.
+type RdmaUcmUdParam struct {
+	QpNum          uint32
+	Qkey           uint32
+	AhAttr         IbUverbsAhAttr
+	PrivateData    [256]uint8
+	PrivateDataLen uint8
+	Reserved       [7]uint8
+}
+
+// RdmaUcmEce is struct rdma_ucm_ece from <rdma/rdma_user_cm.h>.
+type RdmaUcmEce struct {
+	VendorId uint32
+	AttrMod  uint32
+}
+
+// RdmaUcmConnect is struct rdma_ucm_connect from <rdma/rdma_user_cm.h>.
+type RdmaUcmConnect struct {
+	ConnParam RdmaUcmConnParam
+	Id        uint32
+	Reserved  uint32
+	Ece       RdmaUcmEce
+}
+
+// RdmaUcmListen is struct rdma_ucm_listen from <rdma/rdma_user_cm.h>.
+type RdmaUcmListen struct {
+	Id      uint32
+	Backlog uint32
+}
+
+// RdmaUcmAccept is struct rdma_ucm_accept from <rdma/rdma_user_cm.h>.
+type RdmaUcmAccept struct {
+	Uid       uint64
+	ConnParam RdmaUcmConnParam
+	Id        uint32
+	Reserved  uint32
+	Ece       RdmaUcmEce
+}
+
+// RdmaUcmReject is struct rdma_ucm_reject from <rdma/rdma_user_cm.h>.
+type RdmaUcmReject struct {
+	Id             uint32
+	PrivateDataLen uint8
+	Reason         uint8
+	Reserved       [2]uint8
+	PrivateData    [256]uint8
+}
+
+// RdmaUcmDisconnect is struct rdma_ucm_disconnect from <rdma/rdma_user_cm.h>.
+type RdmaUcmDisconnect struct {
+	Id uint32
+}
+
+// RdmaUcmInitQpAttr is struct rdma_ucm_init_qp_attr from <rdma/rdma_user_cm.h>.
+type RdmaUcmInitQpAttr struct {
+	Response uint64
+	Id       uint32
+	QpState  uint32
+}
+
+// RdmaUcmNotify is struct rdma_ucm_notify from <rdma/rdma_user_cm.h>.
+type RdmaUcmNotify struct {
+	Id    uint32
+	Event uint32
+}
+
+// RdmaUcmJoinIpMcast is struct rdma_ucm_join_ip_mcast from
+// <rdma/rdma_user_cm.h>.
+type RdmaUcmJoinIpMcast struct {
+	Response uint64
+	Uid      uint64
+	Addr     [28]byte // struct sockaddr_in6
+	Id       uint32
+}
+
+// RdmaUcmJoinMcast is struct rdma_ucm_join_mcast from <rdma/rdma_user_cm.h>.
+type RdmaUcmJoinMcast struct {
+	Response  uint64
+	Uid       uint64
+	Id        uint32
+	AddrSize  uint16
+	JoinFlags uint16
+	Addr      [128]byte // struct __kernel_sockaddr_storage
+}
+
+// RdmaUcmGetEvent is struct rdma_ucm_get_event from <rdma/rdma_user_cm.h>.
+type RdmaUcmGetEvent struct {
+	Response uint64
+}
+
+// RdmaUcmEventResp is struct rdma_ucm_event_resp from <rdma/rdma_user_cm.h>.
+type RdmaUcmEventResp struct {
+	Uid    uint64
+	Id     uint32
+	Event  uint32
+	Status uint32
+	// C union param of conn (struct rdma_ucm_conn_param, 272 bytes), ud (struct
+	// rdma_ucm_ud_param, 304 bytes); Go holds ud.
+	Param    RdmaUcmUdParam
+	Reserved uint32
+	Ece      RdmaUcmEce
+}
+
+// RdmaUcmSetOption is struct rdma_ucm_set_option from <rdma/rdma_user_cm.h>.
+type RdmaUcmSetOption struct {
+	Optval  uint64
+	Id      uint32
+	Level   uint32
+	Optname uint32
+	Optlen  uint32
+}
+
+// RdmaUcmMigrateId is struct rdma_ucm_migrate_id from <rdma/rdma_user_cm.h>.
+type RdmaUcmMigrateId struct {
+	Response uint64
+	Id       uint32
+	Fd       uint32
+}
+
+// RdmaUcmMigrateResp is struct rdma_ucm_migrate_resp from
+// <rdma/rdma_user_cm.h>.
+type RdmaUcmMigrateResp struct {
+	EventsReported uint32
+}

@@ -44,6 +44,8 @@ var headers = []string{
 	"mlx5_user_ioctl_verbs.h",
 	"rdma_user_rxe.h",
 	"rdma_netlink.h",
+	"ib_user_sa.h",
+	"rdma_user_cm.h",
 }
 
 // extraProbeIncludes are included by the C programs before the covered
