@@ -346,3 +346,20 @@ func (qp *QP) use(op string) (func(), error) {
 	}
 	return func() { qp.mu.RUnlock(); c.leave() }, nil
 }
+
+// SendCQ returns the CQ the QP's send completions go to, nil for a nil QP.
+func (qp *QP) SendCQ() *CQ {
+	if qp == nil {
+		return nil
+	}
+	return qp.sendCQ
+}
+
+// RecvCQ returns the CQ the QP's receive completions go to, nil for a nil
+// QP.
+func (qp *QP) RecvCQ() *CQ {
+	if qp == nil {
+		return nil
+	}
+	return qp.recvCQ
+}

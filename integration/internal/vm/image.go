@@ -41,6 +41,8 @@ var guestTools = []string{
 	"usr/sbin/ibstat", "usr/sbin/ibstatus", "usr/sbin/perfquery", "usr/sbin/smpquery",
 	"usr/sbin/smpdump", "usr/sbin/sminfo", "usr/sbin/ibaddr", "usr/sbin/ibportstate",
 	"usr/bin/rdma", "bin/ip", "sbin/tc", "usr/bin/strace",
+	// librdmacm's examples, the C peers of package rdmacm's tests
+	"usr/bin/rping", "usr/bin/ucmatose", "usr/bin/udaddy", "usr/bin/mckey",
 	// the rxe verbs provider, which libibverbs loads with dlopen
 	"usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so",
 	"etc/libibverbs.d/rxe.driver",
@@ -50,8 +52,11 @@ var guestTools = []string{
 }
 
 // guestLibs are there for C test peers built on the host against
-// libibverbs-dev and libibumad-dev.
-var guestLibs = []string{"libibverbs.so.1", "libibumad.so.3", "libibmad.so.5"}
+// libibverbs-dev, libibumad-dev and librdmacm-dev, and for what glibc
+// loads at run time.
+var guestLibs = []string{"libibverbs.so.1", "libibumad.so.3", "libibmad.so.5", "librdmacm.so.1",
+	"libgcc_s.so.1", // dlopened by glibc's pthread_exit and pthread_cancel (rping, ucmatose)
+}
 
 // libDirs are searched, in order, for DT_NEEDED libraries.
 var libDirs = []string{"lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib", "usr/lib"}

@@ -71,6 +71,9 @@ var (
 		{"libibumad3", "44.0-2"},
 		{"libibmad5", "44.0-2"},
 		{"libibnetdisc5", "44.0-2"},
+		{"librdmacm1", "44.0-2"},           // the connection manager's C library
+		{"rdmacm-utils", "44.0-2"},         // rping, ucmatose, udaddy: rdmacm's C peers
+		{"libgcc-s1", "12.2.0-14+deb12u1"}, // glibc's pthread_exit loads libgcc_s (rping's threads)
 		{"libnl-3-200", "3.7.0-0.2+b1"},
 		{"libnl-route-3-200", "3.7.0-0.2+b1"},
 		{"iproute2", "6.1.0-3"},

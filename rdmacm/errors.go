@@ -1,0 +1,24 @@
+package rdmacm
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/purerdma/rdma"
+)
+
+// ErrNotSupported is matched, through errors.Is, by every error whose errno
+// says "not supported"; it is the same value as rdma.ErrNotSupported.
+var ErrNotSupported = rdma.ErrNotSupported
+
+// Error is purerdma's one error type (rdma.Error): the operation, the
+// device, and the cause. Match it with errors.As and its cause with
+// errors.Is (the errno, os.ErrPermission, os.ErrNotExist,
+// ErrNotSupported, os.ErrClosed); see rdma.Error.
+type Error = rdma.Error
+
+var (
+	errClosed    = os.ErrClosed
+	errNotJoined = fmt.Errorf("the ID did not join this group: %w", syscall.EADDRNOTAVAIL)
+)
