@@ -76,7 +76,7 @@ type cmdScratch struct {
 
 // getScratch is GET_EVENT's command and response.
 type getScratch struct {
-	cmd  struct {
+	cmd struct {
 		hdr abi.RdmaUcmCmdHdr
 		req abi.RdmaUcmGetEvent
 	}
