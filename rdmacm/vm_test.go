@@ -6,7 +6,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -248,4 +255,732 @@ func TestVMAddrError(t *testing.T) {
 		t.Fatalf("event %s, want ADDR_ERROR", ev)
 	}
 	t.Logf("unanswered address: %s", ev)
+}
+
+// pair is a connected client and server ID, each with a QP.
+type pair struct {
+	cch, sch *rdmacm.EventChannel
+	c, s, l  *rdmacm.ID
+}
+
+// connect connects a client on cch to the listener l on sch (port),
+// accepting with a QP on the server side.
+func connect(t *testing.T, cch, sch *rdmacm.EventChannel, port uint16) (c, s *rdmacm.ID) {
+	t.Helper()
+	c = resolve(t, cch, rdmacm.PortSpaceTCP, port)
+	if _, err := c.CreateQP(nil, qpCap); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Connect(nil); err != nil {
+		t.Fatal(err)
+	}
+	req := next(t, sch, rdmacm.EventConnectRequest)
+	s = req.ID
+	req.Ack()
+	if _, err := s.CreateQP(nil, qpCap); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Accept(nil); err != nil {
+		t.Fatal(err)
+	}
+	next(t, cch, rdmacm.EventEstablished).Ack()
+	next(t, sch, rdmacm.EventEstablished).Ack()
+	return c, s
+}
+
+func TestVMDisconnectFromServer(t *testing.T) {
+	vmtest.Require(t)
+	sch, cch := newChannel(t), newChannel(t)
+	l := listen(t, sch, rdmacm.PortSpaceTCP, 7475)
+	defer l.Close()
+	c, s := connect(t, cch, sch, 7475)
+	if err := s.Disconnect(); err != nil {
+		t.Fatal(err)
+	}
+	next(t, cch, rdmacm.EventDisconnected).Ack()
+	if err := c.Disconnect(); err != nil {
+		t.Fatal(err)
+	}
+	next(t, sch, rdmacm.EventDisconnected).Ack()
+	// The QP was moved to ERR by Disconnect.
+	if a, _, err := c.QP().Query(uverbs.QPAttrState); err != nil || a.State != uverbs.QPStateErr {
+		t.Errorf("client QP after disconnect: %v %v", a.State, err)
+	}
+	c.Close()
+	s.Close()
+}
+
+func TestVMQueries(t *testing.T) {
+	vmtest.Require(t)
+	sch, cch := newChannel(t), newChannel(t)
+	l := listen(t, sch, rdmacm.PortSpaceTCP, 7476)
+	defer l.Close()
+	c, s := connect(t, cch, sch, 7476)
+	defer c.Close()
+	defer s.Close()
+	ca, err := c.QueryAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := s.QueryAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca.Dst != netip.AddrPortFrom(addr0, 7476) || sa.Src != ca.Dst || sa.Dst != ca.Src || ca.Port != 1 || ca.NodeGUID == 0 {
+		t.Errorf("client %+v, server %+v", ca, sa)
+	}
+	sgid, dgid, _, err := c.QueryGID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// RoCE v2 GIDs of IPv4 addresses: ::ffff:a.b.c.d.
+	if sgid.Addr().Unmap() != addr0 || dgid.Addr().Unmap() != addr0 {
+		t.Errorf("sgid %s dgid %s, want ::ffff:%s", sgid, dgid, addr0)
+	}
+	paths, err := c.QueryPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) == 0 || paths[0].DGID != dgid {
+		t.Errorf("paths %+v", paths)
+	}
+	t.Logf("client %+v; path %+v", ca, paths)
+}
+
+// cmIDs lists the kernel's cm_id resources of this process, as
+// `rdma resource show cm_id` prints them. The kernel names the task that
+// created each ID: its thread id, which in a Go program is one of the
+// process's threads, so the lines are matched by the command's name.
+func cmIDs(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("rdma", "resource", "show", "cm_id").CombinedOutput()
+	if err != nil {
+		t.Fatalf("rdma resource show cm_id: %v\n%s", err, out)
+	}
+	exe, _ := os.Executable()
+	comm := filepath.Base(exe)
+	if len(comm) > 15 { // TASK_COMM_LEN - 1
+		comm = comm[:15]
+	}
+	comm = " comm " + comm + " "
+	var mine []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line+" ", comm) {
+			mine = append(mine, line)
+		}
+	}
+	return mine
+}
+
+func fdCount(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+func TestVMResourceShow(t *testing.T) {
+	vmtest.Require(t)
+	sch := newChannel(t)
+	l := listen(t, sch, rdmacm.PortSpaceTCP, 7477)
+	ids := cmIDs(t)
+	found := false
+	for _, line := range ids {
+		if strings.Contains(line, "state LISTEN") && strings.Contains(line, "src-addr "+vmtest.Addr0+":7477") && strings.Contains(line, "ps TCP") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no LISTEN cm_id on %s:7477 of this process in:\n%s", vmtest.Addr0, strings.Join(ids, "\n"))
+	}
+	l.Close()
+	if ids := cmIDs(t); len(ids) != 0 {
+		t.Errorf("after Close: %s", strings.Join(ids, "\n"))
+	}
+}
+
+func TestVMManyConnections(t *testing.T) {
+	vmtest.Require(t)
+	const n = 100
+	sch, cch := newChannel(t), newChannel(t)
+	l, err := sch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Bind(netip.AddrPortFrom(addr0, 7478)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Listen(n); err != nil {
+		t.Fatal(err)
+	}
+	// The server accepts in its own goroutine, as requests come.
+	done := make(chan error, 1)
+	var servers []*rdmacm.ID
+	go func() {
+		established := 0
+		for established < n {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ev, err := sch.GetEvent(ctx)
+			cancel()
+			if err != nil {
+				done <- err
+				return
+			}
+			switch ev.Type {
+			case rdmacm.EventConnectRequest:
+				s := ev.ID
+				servers = append(servers, s)
+				if _, err := s.CreateQP(nil, qpCap); err != nil {
+					done <- err
+					return
+				}
+				if err := s.Accept(nil); err != nil {
+					done <- err
+					return
+				}
+			case rdmacm.EventEstablished:
+				established++
+			default:
+				done <- fmt.Errorf("server event %s", ev)
+				return
+			}
+			ev.Ack()
+		}
+		done <- nil
+	}()
+	clients := make([]*rdmacm.ID, n)
+	for i := range clients {
+		id, err := cch.CreateID(rdmacm.PortSpaceTCP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[i] = id
+		if err := id.ResolveAddr(netip.AddrPort{}, netip.AddrPortFrom(addr0, 7478), 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every client is driven by its events, in whatever order they come.
+	established := 0
+	for established < n {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ev, err := cch.GetEvent(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("after %d established: %v", established, err)
+		}
+		id := ev.ID
+		switch ev.Type {
+		case rdmacm.EventAddrResolved:
+			err = id.ResolveRoute(5 * time.Second)
+		case rdmacm.EventRouteResolved:
+			if _, err = id.CreateQP(nil, qpCap); err == nil {
+				err = id.Connect(nil)
+			}
+		case rdmacm.EventEstablished:
+			established++
+		default:
+			err = fmt.Errorf("client event %s", ev)
+		}
+		ev.Ack()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if ids := cmIDs(t); len(ids) != 2*n+1 {
+		t.Errorf("rdma resource show cm_id lists %d IDs of this process, want %d", len(ids), 2*n+1)
+	}
+	for _, id := range clients {
+		id.Close()
+	}
+	for _, id := range servers {
+		id.Close()
+	}
+	l.Close()
+	if ids := cmIDs(t); len(ids) != 0 {
+		t.Errorf("after Close, %d IDs left", len(ids))
+	}
+}
+
+// TestVMCycles connects and disconnects 1,000 times and checks that
+// nothing grows: descriptors, the kernel's IDs, goroutines.
+func TestVMCycles(t *testing.T) {
+	vmtest.Require(t)
+	cycles := 1000
+	if testing.Short() {
+		cycles = 50
+	}
+	sch, cch := newChannel(t), newChannel(t)
+	l := listen(t, sch, rdmacm.PortSpaceTCP, 7479)
+	defer l.Close()
+	cycle := func() {
+		c, s := connect(t, cch, sch, 7479)
+		if err := c.Disconnect(); err != nil {
+			t.Fatal(err)
+		}
+		next(t, sch, rdmacm.EventDisconnected).Ack()
+		if err := s.Disconnect(); err != nil {
+			t.Fatal(err)
+		}
+		next(t, cch, rdmacm.EventDisconnected).Ack()
+		c.Close()
+		s.Close()
+	}
+	cycle() // the first opens the device
+	fds, gs, ids := fdCount(t), runtime.NumGoroutine(), len(cmIDs(t))
+	start := time.Now()
+	for i := 1; i < cycles; i++ {
+		cycle()
+	}
+	el := time.Since(start)
+	runtime.GC()
+	if f, g, k := fdCount(t), runtime.NumGoroutine(), len(cmIDs(t)); f != fds || g > gs || k != ids {
+		t.Errorf("after %d cycles: %d fds (were %d), %d goroutines (were %d), %d kernel IDs (were %d)", cycles, f, fds, g, gs, k, ids)
+	}
+	t.Logf("%d connect/disconnect cycles in %v (%.0f a second); %d fds, %d goroutines, %d kernel IDs before and after",
+		cycles, el.Round(time.Millisecond), float64(cycles-1)/el.Seconds(), fds, gs, ids)
+}
+
+func TestVMIPv6LinkLocal(t *testing.T) {
+	vmtest.Require(t)
+	ifi, err := net.InterfaceByName(vmtest.Net0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ll netip.Addr
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is6() && p.Addr().IsLinkLocalUnicast() {
+			ll = p.Addr().WithZone(vmtest.Net0)
+		}
+	}
+	if !ll.IsValid() {
+		t.Fatalf("%s has no IPv6 link-local address: %v", vmtest.Net0, addrs)
+	}
+	sch, cch := newChannel(t), newChannel(t)
+	l, err := sch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// A wildcard IPv6 listener, IPv6 only.
+	if err := l.SetAFOnly(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Bind(netip.MustParseAddrPort("[::]:7480")); err != nil {
+		t.Fatal(err)
+	}
+	if l.Verbs() != nil {
+		t.Error("a wildcard bind opened a device")
+	}
+	if err := l.Listen(4); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.ResolveAddr(netip.AddrPort{}, netip.AddrPortFrom(ll, 7480), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	next(t, cch, rdmacm.EventAddrResolved).Ack()
+	if err := c.ResolveRoute(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	next(t, cch, rdmacm.EventRouteResolved).Ack()
+	if _, err := c.CreateQP(nil, qpCap); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Connect(nil); err != nil {
+		t.Fatal(err)
+	}
+	req := next(t, sch, rdmacm.EventConnectRequest)
+	s := req.ID
+	req.Ack()
+	defer s.Close()
+	if _, err := s.CreateQP(nil, qpCap); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Accept(nil); err != nil {
+		t.Fatal(err)
+	}
+	next(t, cch, rdmacm.EventEstablished).Ack()
+	next(t, sch, rdmacm.EventEstablished).Ack()
+	sa, err := s.QueryAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.Src.Addr().WithZone("") != ll.WithZone("") || sa.Src.Port() != 7480 {
+		t.Errorf("server's address %v, want %v", sa.Src, ll)
+	}
+	t.Logf("IPv6 connection %v -> %v on %s", sa.Dst, sa.Src, s.DeviceName())
+}
+
+func TestVMUDSIDR(t *testing.T) {
+	vmtest.Require(t)
+	sch, cch := newChannel(t), newChannel(t)
+	l := listen(t, sch, rdmacm.PortSpaceUDP, 7481)
+	defer l.Close()
+	c := resolve(t, cch, rdmacm.PortSpaceUDP, 7481)
+	defer c.Close()
+	cqp, err := c.CreateQP(nil, qpCap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _, err := cqp.Query(uverbs.QPAttrState); err != nil || a.State != uverbs.QPStateRTS {
+		t.Fatalf("UD QP after CreateQP: %v %v, want RTS", a.State, err)
+	}
+	if err := c.Connect(&rdmacm.ConnParam{PrivateData: []byte("sidr")}); err != nil {
+		t.Fatal(err)
+	}
+	req := next(t, sch, rdmacm.EventConnectRequest)
+	s := req.ID
+	if !bytes.HasPrefix(req.UD.PrivateData, []byte("sidr")) {
+		t.Errorf("SIDR request private data %q", req.UD.PrivateData)
+	}
+	req.Ack()
+	defer s.Close()
+	sqp, err := s.CreateQP(nil, qpCap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Accept(nil); err != nil {
+		t.Fatal(err)
+	}
+	est := next(t, cch, rdmacm.EventEstablished)
+	defer est.Ack()
+	if est.UD.QPNum != sqp.Num() || est.UD.QKey != 0x01234567 || !est.UD.AH.IsGlobal {
+		t.Errorf("SIDR reply: %+v, want QPN %#x and Q_Key 0x01234567", est.UD, sqp.Num())
+	}
+}
+
+func TestVMMigrate(t *testing.T) {
+	vmtest.Require(t)
+	a, b := newChannel(t), newChannel(t)
+	id, err := a.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer id.Close()
+	if err := id.ResolveAddr(netip.AddrPort{}, netip.AddrPortFrom(addr0, 7482), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// The event may already wait on a: it moves with the ID.
+	if err := id.Migrate(b); err != nil {
+		t.Fatal(err)
+	}
+	if id.Channel() != b {
+		t.Error("Channel is not the new one")
+	}
+	next(t, b, rdmacm.EventAddrResolved).Ack()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if ev, err := a.GetEvent(ctx); err == nil {
+		t.Errorf("old channel got %s", ev)
+	}
+}
+
+func TestVMOptions(t *testing.T) {
+	vmtest.Require(t)
+	ch := newChannel(t)
+	id, err := ch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer id.Close()
+	for name, err := range map[string]error{
+		"tos": id.SetTOS(32), "reuseaddr": id.SetReuseAddr(true), "afonly": id.SetAFOnly(false), "ack timeout": id.SetAckTimeout(14),
+	} {
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// REUSEADDR lets two IDs bind one port.
+	other, err := ch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.SetReuseAddr(true); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*rdmacm.ID{id, other} {
+		if err := x.Bind(netip.AddrPortFrom(addr0, 7483)); err != nil {
+			t.Errorf("bind with REUSEADDR: %v", err)
+		}
+	}
+}
+
+func TestVMMulticast(t *testing.T) {
+	vmtest.Require(t)
+	ch := newChannel(t)
+	id, err := ch.CreateID(rdmacm.PortSpaceUDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer id.Close()
+	group := netip.MustParseAddr("239.7.7.7")
+	if err := id.ResolveAddr(netip.AddrPortFrom(addr0, 0), netip.AddrPortFrom(group, 0), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	next(t, ch, rdmacm.EventAddrResolved).Ack()
+	qp, err := id.CreateQP(nil, qpCap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := id.JoinMulticast(group, false); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := ch.GetEvent(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Type != rdmacm.EventMulticastJoin || ev.Group != group || ev.UD.QKey == 0 {
+		t.Fatalf("event %s group %v UD %+v", ev, ev.Group, ev.UD)
+	}
+	t.Logf("joined %v: MGID %s, Q_Key %#x, QP %#x attached", group, ev.UD.AH.GRH.DGID, ev.UD.QKey, qp.Num())
+	ev.Ack()
+	if err := id.JoinMulticast(group, false); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("joining twice: %v, want EINVAL", err)
+	}
+	if err := id.LeaveMulticast(group); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.LeaveMulticast(group); !errors.Is(err, syscall.EADDRNOTAVAIL) {
+		t.Errorf("leaving twice: %v, want EADDRNOTAVAIL", err)
+	}
+}
+
+func TestVMBadInput(t *testing.T) {
+	vmtest.Require(t)
+	ch := newChannel(t)
+	id, err := ch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An address family the kernel refuses: an IPv4 source with an IPv6
+	// destination.
+	err = id.ResolveAddr(netip.AddrPortFrom(addr0, 0), netip.MustParseAddrPort("[fe80::1%1]:7484"), time.Second)
+	if !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.EAFNOSUPPORT) {
+		t.Errorf("mixed families: %v, want EINVAL", err)
+	}
+	if err := id.ResolveAddr(netip.AddrPort{}, netip.AddrPort{}, time.Second); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("no address: %v", err)
+	}
+	if _, err := ch.CreateID(0x999); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("unknown port space: %v", err)
+	}
+	// Private data over the kernel's limit, refused before the kernel.
+	c := resolve(t, ch, rdmacm.PortSpaceTCP, 7484)
+	if _, err := c.CreateQP(nil, qpCap); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Connect(&rdmacm.ConnParam{PrivateData: make([]byte, 57)}); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "at most 56") {
+		t.Errorf("57 bytes of private data: %v", err)
+	}
+	if _, err := c.CreateQP(nil, qpCap); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("second QP: %v", err)
+	}
+	// A closed ID and a closed channel.
+	if err := id.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := id.Listen(1); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("listen on a closed ID: %v", err)
+	}
+	if err := ch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Connect(nil); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("connect after the channel's Close: %v", err)
+	}
+	if _, err := ch.CreateID(rdmacm.PortSpaceTCP); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("create id on a closed channel: %v", err)
+	}
+	if _, err := ch.GetEvent(context.Background()); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("get event on a closed channel: %v", err)
+	}
+	if ids := cmIDs(t); len(ids) != 0 {
+		t.Errorf("left behind: %s", strings.Join(ids, "\n"))
+	}
+}
+
+func TestVMGetEventWakes(t *testing.T) {
+	vmtest.Require(t)
+	ch, err := rdmacm.NewEventChannel(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := ch.GetEvent(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("deadline: %v", err)
+	}
+	done := make(chan error)
+	go func() {
+		_, err := ch.GetEvent(context.Background())
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	ch.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Errorf("after Close: %v, want os.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not wake GetEvent")
+	}
+}
+
+// TestVMGetEventAllocs checks that GetEvent and Ack allocate nothing in
+// steady state: ADDR_RESOLVED events of IDs on a device already open.
+func TestVMGetEventAllocs(t *testing.T) {
+	vmtest.Require(t)
+	const n = 200
+	ch := newChannel(t)
+	ids := make([]*rdmacm.ID, n+1)
+	for i := range ids {
+		id, err := ch.CreateID(rdmacm.PortSpaceTCP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer id.Close()
+		ids[i] = id
+	}
+	if err := ids[0].ResolveAddr(netip.AddrPort{}, netip.AddrPortFrom(addr0, 7485), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	next(t, ch, rdmacm.EventAddrResolved).Ack() // opens the device, fills the pool
+	for _, id := range ids[1:] {
+		if err := id.ResolveAddr(netip.AddrPort{}, netip.AddrPortFrom(addr0, 7485), time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		ev, err := ch.GetEvent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type != rdmacm.EventAddrResolved {
+			t.Fatalf("event %s", ev)
+		}
+		ev.Ack()
+	}
+	runtime.ReadMemStats(&after)
+	if d := after.Mallocs - before.Mallocs; d > 0 {
+		t.Errorf("%d GetEvent+Ack allocated %d times", n, d)
+	}
+}
+
+// TestVMDeviceRemoval deletes rxe1 under a listener and a connection on it
+// and adds it back. It runs last: the other tests use rxe0.
+func TestVMDeviceRemoval(t *testing.T) {
+	vmtest.Require(t)
+	addr1 := netip.MustParseAddr(vmtest.Addr1)
+	sch, cch := newChannel(t), newChannel(t)
+	l, err := sch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Bind(netip.AddrPortFrom(addr1, 7486)); err != nil {
+		t.Fatal(err)
+	}
+	if l.DeviceName() != vmtest.Dev1 {
+		t.Fatalf("bound to %q", l.DeviceName())
+	}
+	if err := l.Listen(4); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ResolveAddr(netip.AddrPort{}, netip.AddrPortFrom(addr1, 7486), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	next(t, cch, rdmacm.EventAddrResolved).Ack()
+	if err := c.ResolveRoute(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	next(t, cch, rdmacm.EventRouteResolved).Ack()
+	if _, err := c.CreateQP(nil, qpCap); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Connect(nil); err != nil {
+		t.Fatal(err)
+	}
+	req := next(t, sch, rdmacm.EventConnectRequest)
+	s := req.ID
+	req.Ack()
+	if _, err := s.CreateQP(nil, qpCap); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Accept(nil); err != nil {
+		t.Fatal(err)
+	}
+	next(t, cch, rdmacm.EventEstablished).Ack()
+	next(t, sch, rdmacm.EventEstablished).Ack()
+
+	defer func() {
+		// Put rxe1 back for whatever runs after.
+		exec.Command("rdma", "link", "add", vmtest.Dev1, "type", "rxe", "netdev", vmtest.Net1).Run()
+		for i := 0; i < 100; i++ {
+			if st, _ := vmtest.PortState(vmtest.Dev1); st == "4: ACTIVE" {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	del := exec.Command("rdma", "link", "delete", vmtest.Dev1)
+	delDone := make(chan error, 1)
+	go func() { delDone <- del.Run() }()
+	// The kernel waits for the IDs to be destroyed before the device
+	// goes: each side sees DEVICE_REMOVAL and closes.
+	seen := map[*rdmacm.ID]bool{}
+	for _, ch := range []*rdmacm.EventChannel{sch, sch, cch} {
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ev, err := ch.GetEvent(ctx)
+			cancel()
+			if err != nil {
+				t.Fatalf("waiting for DEVICE_REMOVAL: %v", err)
+			}
+			typ, id := ev.Type, ev.ID
+			ev.Ack()
+			if typ == rdmacm.EventDeviceRemoval {
+				seen[id] = true
+				if err := id.Close(); err != nil {
+					t.Errorf("Close after DEVICE_REMOVAL: %v", err)
+				}
+				break
+			}
+			t.Logf("before DEVICE_REMOVAL: %s", typ)
+		}
+	}
+	if !seen[l] || !seen[s] || !seen[c] {
+		t.Errorf("DEVICE_REMOVAL for listener %v, server %v, client %v", seen[l], seen[s], seen[c])
+	}
+	select {
+	case err := <-delDone:
+		if err != nil {
+			t.Errorf("rdma link delete: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("rdma link delete hangs")
+	}
 }
