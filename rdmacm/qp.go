@@ -269,3 +269,23 @@ func (id *ID) connectFailed() bool {
 	defer id.mu.Unlock()
 	return id.connectError
 }
+
+// Establish completes an active connection whose ID has no QP, like
+// rdma_establish: after CONNECT_RESPONSE, once the program has moved its
+// own QP to RTR and RTS (InitQPAttr), it sends the RTU; the passive side
+// then reports ESTABLISHED.
+//
+// Errors: an *Error wrapping EINVAL when the ID has a QP (GetEvent
+// establishes those itself).
+func (id *ID) Establish() error {
+	const op = "establish"
+	ch, dev, err := id.use(op)
+	if err != nil {
+		return err
+	}
+	if id.hasQP() {
+		return errs.New(op, dev, errArg("the ID has a QP: GetEvent established it on CONNECT_RESPONSE"))
+	}
+	cmd := abi.RdmaUcmAccept{Id: id.handle}
+	return exec(ch, op, dev, abi.RDMA_USER_CM_CMD_ACCEPT, &cmd, 0, nil)
+}

@@ -984,3 +984,81 @@ func TestVMDeviceRemoval(t *testing.T) {
 		t.Fatal("rdma link delete hangs")
 	}
 }
+
+// TestVMConnectResponse connects an ID without a QP, with the program's
+// own QP driven by InitQPAttr: CONNECT_RESPONSE, then Establish.
+func TestVMConnectResponse(t *testing.T) {
+	vmtest.Require(t)
+	sch, cch := newChannel(t), newChannel(t)
+	l := listen(t, sch, rdmacm.PortSpaceTCP, 7487)
+	defer l.Close()
+	c := resolve(t, cch, rdmacm.PortSpaceTCP, 7487)
+	defer c.Close()
+	cq, err := c.Verbs().CreateCQ(uverbs.CQAttr{CQE: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cq.Close()
+	qp, err := c.PD().CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: qpCap.Cap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qp.Close()
+	move := func(state uverbs.QPState) {
+		t.Helper()
+		a, m, err := c.InitQPAttr(state)
+		if err != nil {
+			t.Fatalf("init qp attr %v: %v", state, err)
+		}
+		if err := qp.Modify(&a, m); err != nil {
+			t.Fatalf("modify to %v (mask %#x): %v", state, m, err)
+		}
+	}
+	move(uverbs.QPStateInit)
+	if err := c.Connect(&rdmacm.ConnParam{QPNum: qp.Num(), RetryCount: 7, RNRRetryCount: 7, InitiatorDepth: 1, ResponderResources: 1}); err != nil {
+		t.Fatal(err)
+	}
+	req := next(t, sch, rdmacm.EventConnectRequest)
+	if req.Conn.QPNum != qp.Num() {
+		t.Errorf("request's QPN %#x, want %#x", req.Conn.QPNum, qp.Num())
+	}
+	s := req.ID
+	req.Ack()
+	defer s.Close()
+	if _, err := s.CreateQP(nil, qpCap); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Accept(nil); err != nil {
+		t.Fatal(err)
+	}
+	next(t, cch, rdmacm.EventConnectResponse).Ack()
+	move(uverbs.QPStateRTR)
+	move(uverbs.QPStateRTS)
+	if err := c.Establish(); err != nil {
+		t.Fatal(err)
+	}
+	next(t, sch, rdmacm.EventEstablished).Ack()
+}
+
+// TestVMTimewaitExit waits, after a disconnect, for the kernel's
+// TIMEWAIT_EXIT on the active side.
+func TestVMTimewaitExit(t *testing.T) {
+	vmtest.Require(t)
+	sch, cch := newChannel(t), newChannel(t)
+	l := listen(t, sch, rdmacm.PortSpaceTCP, 7488)
+	defer l.Close()
+	c, s := connect(t, cch, sch, 7488)
+	defer c.Close()
+	defer s.Close()
+	if err := c.Disconnect(); err != nil {
+		t.Fatal(err)
+	}
+	next(t, sch, rdmacm.EventDisconnected).Ack()
+	if err := s.Disconnect(); err != nil {
+		t.Fatal(err)
+	}
+	next(t, cch, rdmacm.EventDisconnected).Ack()
+	start := time.Now()
+	next(t, cch, rdmacm.EventTimewaitExit).Ack()
+	t.Logf("TIMEWAIT_EXIT %v after the disconnect", time.Since(start).Round(time.Millisecond))
+}
