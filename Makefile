@@ -78,14 +78,15 @@ unit: deps-apt
 ## (mk/bench-vm.sh): the tools against rdma-core's on the VM's devices
 ## (ibstat, ibstatus, devices, devinfo [-v], link, perfquery, counters), Go
 ## against C per uverbs operation (bare ioctl, QueryPort, PD, CQ, QP
-## create+destroy) and per MAD exchange in interleaved chunks, and
-## rc_pingpong's message rate, Go client against C client. Logged, never a
-## failure (except an allocation count).
+## create+destroy), per MAD exchange and per connection set up and torn
+## down through the RDMA CM (rdmacm against librdmacm's) in interleaved
+## chunks, and rc_pingpong's message rate, Go client against C client.
+## Logged, never a failure (except an allocation count).
 bench: bench-tools vmrun integration-cpeers deps-apt
 	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll|Create(PD|CQ|QP)Fake' -benchmem ./uverbs/
 	$(GO) test -run '^$$' -bench Discovery -benchmem ./sysfs/
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFabricScan1k$$' -benchtime 5x ./cmd/purerdma/ | grep -E 'scan|Benchmark|differ|^(ok|FAIL)'
-	for p in uverbs umad cmd/purerdma; do \
+	for p in uverbs umad rdmacm cmd/purerdma; do \
 		CGO_ENABLED=0 $(GO) test -c -tags integration -o $(CACHE)/bench/$$(basename $$p).test ./$$p || exit; \
 	done
 	@for k in $(INTEGRATION_KERNELS); do \

@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench-vm.sh DIR: make bench's guest half, run by vmrun in one boot per
 # kernel. DIR holds what the host built: purerdma (the tools) and the
-# test binaries uverbs.test, umad.test and purerdma.test (go test -c -tags
+# test binaries uverbs.test, umad.test, rdmacm.test and purerdma.test (go test -c -tags
 # integration). In order: the tools against rdma-core's
 # (bench-tools-live.sh); Go against C per uverbs operation (bare ioctl,
 # QueryPort, PD, CQ, QP create+destroy) and per MAD exchange, in
@@ -26,6 +26,9 @@ run uverbs uverbs.test TestVMBenchmarkGoVsC '^ {8}|^(--- |FAIL|ok|PASS)' | grep 
 echo
 echo "== umad: Go against C (libibumad) per MAD exchange, rxe0 to rxe1"
 run umad umad.test TestVMBenchmarkGoVsC '^ {8}|^(--- |FAIL|ok|PASS)' | grep -v '^=== '
+echo
+echo "== rdmacm: Go against C (librdmacm) per connection set up and torn down"
+run rdmacm rdmacm.test TestVMBenchmarkGoVsC '^ {8}|^(--- |FAIL|ok|PASS)' | grep -v '^=== '
 echo
 echo "== rc_pingpong: Go client (yielding, and with --spin) against C client, same C server"
 export PURERDMA_PP_ROUNDS=21
