@@ -1,6 +1,7 @@
 package rdmacm
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"net/netip"
@@ -127,7 +128,7 @@ func TestNilAndZero(t *testing.T) {
 	if _, err := ch.CreateID(PortSpaceTCP); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("nil channel CreateID: %v", err)
 	}
-	if _, err := ch.GetEvent(nil); !errors.Is(err, syscall.EINVAL) {
+	if _, err := ch.GetEvent(context.TODO()); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("nil channel GetEvent: %v", err)
 	}
 	if ch.Close() != nil || ch.Fd() != -1 {

@@ -257,12 +257,6 @@ func TestVMAddrError(t *testing.T) {
 	t.Logf("unanswered address: %s", ev)
 }
 
-// pair is a connected client and server ID, each with a QP.
-type pair struct {
-	cch, sch *rdmacm.EventChannel
-	c, s, l  *rdmacm.ID
-}
-
 // connect connects a client on cch to the listener l on sch (port),
 // accepting with a QP on the server side.
 func connect(t *testing.T, cch, sch *rdmacm.EventChannel, port uint16) (c, s *rdmacm.ID) {
