@@ -18,7 +18,8 @@
 //	rdma_create_qp, rdma_destroy_qp, rdma_init_qp_attr      ID.CreateQP, ID.DestroyQP, ID.InitQPAttr
 //	rdma_get_local_addr, rdma_get_peer_addr, rdma_get_sgid  ID.QueryAddr, ID.QueryGID, ID.QueryPath
 //	rdma_set_option (TOS, REUSEADDR, AFONLY, ACK_TIMEOUT)   ID.SetTOS, ID.SetReuseAddr, ID.SetAFOnly, ID.SetAckTimeout
-//	rdma_migrate_id, rdma_notify                            ID.Migrate, ID.Notify
+//	rdma_migrate_id, rdma_notify, rdma_establish            ID.Migrate, ID.Notify, ID.Establish
+//	rdma_create_ep, rdma_destroy_ep, rdma_get_request       CreateEP, ID.Close, ID.GetRequest
 //	rdma_join_multicast(_ex), rdma_leave_multicast          ID.JoinMulticast, ID.LeaveMulticast
 //	id->verbs, id->pd, id->qp, id->port_num                 ID.Verbs, ID.PD, ID.QP, ID.Port
 //
@@ -39,6 +40,14 @@
 // A server binds and listens; each CONNECT_REQUEST carries a new ID to
 // give a QP and Accept (or Reject). Either side's Disconnect brings
 // DISCONNECTED to both; the passive side answers with its own Disconnect.
+//
+// CreateEP makes the same in synchronous form, as rdma_create_ep: an ID
+// with a channel of its own whose Connect, Accept and Disconnect return
+// when their outcome is known, and a passive one whose GetRequest returns
+// each connection's ID with its QP made:
+//
+//	c, err := rdmacm.CreateEP(ctx, rdmacm.EPAttr{Dst: dst, QP: &attr})
+//	err = c.Connect(nil) // ESTABLISHED, or an error matching ECONNREFUSED
 //
 // # Devices and contexts
 //

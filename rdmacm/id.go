@@ -78,6 +78,13 @@ type ID struct {
 	initDepth, respRes uint8
 	connectError       bool
 	mcs                []*mcast
+
+	// sync: the ID has its own channel and its calls wait for their
+	// outcome (CreateEP, GetRequest); reqQP and reqPD are a passive
+	// endpoint's QP attributes for GetRequest.
+	sync  bool
+	reqQP *uverbs.QPInitAttr
+	reqPD *uverbs.PD
 }
 
 // nextUID numbers the IDs and multicast joins of the process: the value
@@ -384,7 +391,8 @@ func (id *ID) privateLimit(accept bool) int {
 // accepts, GetEvent moves it to RTR and RTS and reports ESTABLISHED;
 // without one, the peer's answer is CONNECT_RESPONSE. p may be nil:
 // retries 7, the device's maximum depths. For UDP IDs it sends a SIDR
-// request: ESTABLISHED carries the peer's QP number and Q_Key.
+// request: ESTABLISHED carries the peer's QP number and Q_Key. On a
+// synchronous ID (CreateEP) it waits for ESTABLISHED.
 //
 // Errors: an *Error wrapping EINVAL, before any system call, for private
 // data over the kernel's limit (56 bytes for TCP) or depths over the
@@ -409,7 +417,7 @@ func (id *ID) Connect(p *ConnParam) error {
 	id.mu.Lock()
 	id.connectError = false
 	id.mu.Unlock()
-	return nil
+	return id.awaitIfSync(op, EventEstablished)
 }
 
 // connParamLocked checks p and fills the kernel's conn param, as
@@ -479,7 +487,8 @@ func (id *ID) connParamLocked(dst *abi.RdmaUcmConnParam, p *ConnParam, accept bo
 // Accept accepts the connection request that created the ID, like
 // rdma_accept. With a QP on the ID (RC) it is moved to RTR and RTS
 // first; ESTABLISHED follows on the channel. p may be nil (the depths the
-// peer asked for, within the device's).
+// peer asked for, within the device's). On a synchronous ID
+// (GetRequest) it waits for ESTABLISHED.
 //
 // Errors: an *Error wrapping EINVAL, before any system call, for private
 // data over the kernel's limit (196 bytes for TCP); the errno of a QP
@@ -507,7 +516,10 @@ func (id *ID) Accept(p *ConnParam) error {
 		id.qpToErr()
 		return err
 	}
-	return nil
+	if id.qpType == uverbs.QPTypeUD {
+		return nil
+	}
+	return id.awaitIfSync(op, EventEstablished)
 }
 
 // Reject rejects the connection request that created the ID, like
@@ -542,7 +554,8 @@ func (id *ID) reject(privateData []byte, reason RejectReason) error {
 
 // Disconnect disconnects, like rdma_disconnect: the ID's QP goes to ERR
 // (flushing its work requests) and the CM sends a DREQ; both sides get
-// DISCONNECTED.
+// DISCONNECTED. On a synchronous ID (CreateEP, GetRequest) it waits for
+// that event: the peer's DREQ if it came first, else the peer's answer.
 //
 // Errors: an *Error wrapping EINVAL when the ID is not connected.
 func (id *ID) Disconnect() error {
@@ -553,7 +566,10 @@ func (id *ID) Disconnect() error {
 	}
 	id.qpToErr()
 	cmd := abi.RdmaUcmDisconnect{Id: id.handle}
-	return exec(ch, op, dev, abi.RDMA_USER_CM_CMD_DISCONNECT, &cmd, 0, nil)
+	if err := exec(ch, op, dev, abi.RDMA_USER_CM_CMD_DISCONNECT, &cmd, 0, nil); err != nil {
+		return err
+	}
+	return id.awaitIfSync(op, EventDisconnected)
 }
 
 // Notify tells the CM of a QP event the verbs async events reported
@@ -660,6 +676,7 @@ func (id *ID) Close() error {
 	}
 	id.closed = true
 	ch := id.ch
+	sync := id.sync
 	id.destroyQPLocked()
 	id.mcs = nil
 	dev := id.dev
@@ -678,6 +695,9 @@ func (id *ID) Close() error {
 	}
 	if dev != nil {
 		dev.release()
+	}
+	if sync {
+		ch.Close()
 	}
 	return err
 }

@@ -1056,3 +1056,69 @@ func TestVMTimewaitExit(t *testing.T) {
 	next(t, cch, rdmacm.EventTimewaitExit).Ack()
 	t.Logf("TIMEWAIT_EXIT %v after the disconnect", time.Since(start).Round(time.Millisecond))
 }
+
+// TestVMEndpoint connects two synchronous endpoints (CreateEP,
+// GetRequest): every call returns when its outcome is known.
+func TestVMEndpoint(t *testing.T) {
+	vmtest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dst := netip.AddrPortFrom(addr0, 7493)
+	l, err := rdmacm.CreateEP(ctx, rdmacm.EPAttr{Passive: true, Src: dst, QP: &qpCap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Listen(4); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() {
+		s, err := l.GetRequest(ctx)
+		if err != nil {
+			served <- err
+			return
+		}
+		defer s.Close()
+		if s.QP() == nil {
+			served <- errors.New("GetRequest made no QP")
+			return
+		}
+		if err := s.Accept(nil); err != nil {
+			served <- err
+			return
+		}
+		served <- s.Disconnect() // takes the client's DISCONNECTED and answers it
+	}()
+	c, err := rdmacm.CreateEP(ctx, rdmacm.EPAttr{Dst: dst, QP: &qpCap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.QP() == nil || c.DeviceName() != vmtest.Dev0 {
+		t.Fatalf("endpoint: QP %v, device %q", c.QP(), c.DeviceName())
+	}
+	if err := c.Connect(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Disconnect(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	// A synchronous connect to a port nobody listens on is refused.
+	r, err := rdmacm.CreateEP(ctx, rdmacm.EPAttr{Dst: netip.AddrPortFrom(addr0, 7494), QP: &qpCap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var rej *rdmacm.RejectError
+	if err := r.Connect(nil); !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &rej) || rej.Reason != rdmacm.RejectInvalidServiceID {
+		t.Errorf("connect to no listener: %v", err)
+	}
+	// An address that does not resolve fails CreateEP itself.
+	if _, err := rdmacm.CreateEP(ctx, rdmacm.EPAttr{Dst: netip.MustParseAddrPort("10.77.0.99:7495"), Timeout: 300 * time.Millisecond}); !errors.Is(err, syscall.ETIMEDOUT) {
+		t.Errorf("unresolvable address: %v", err)
+	}
+}
