@@ -29,6 +29,7 @@ run umad umad.test TestVMBenchmarkGoVsC '^ {8}|^(--- |FAIL|ok|PASS)' | grep -v '
 echo
 echo "== rdmacm: Go against C (librdmacm) per connection set up and torn down"
 run rdmacm rdmacm.test TestVMBenchmarkGoVsC '^ {8}|^(--- |FAIL|ok|PASS)' | grep -v '^=== '
+(cd "$root/rdmacm" && "$dir/rdmacm.test" -test.run '^$' -test.bench '^BenchmarkVMGetEvent$' -test.benchmem 2>&1) | grep -E '^Benchmark|FAIL'
 echo
 echo "== rc_pingpong: Go client (yielding, and with --spin) against C client, same C server"
 export PURERDMA_PP_ROUNDS=21

@@ -115,10 +115,11 @@ func (e *RejectError) Is(target error) bool { return target == syscall.ECONNREFU
 // DISCONNECTED event (struct rdma_conn_param).
 type ConnParam struct {
 	// PrivateData is sent with the request, the reply or the rejection.
-	// The kernel's limits for the TCP port space: 56 bytes with Connect,
-	// 196 with Accept, 148 with Reject (the CM's REQ, REP and REJ less
-	// the 36 bytes of the RDMA CM header in a REQ); for UDP, 180 with
-	// Connect and 136 with Accept. In an event it is valid until Ack.
+	// The kernel's limits for RC (the TCP and IB port spaces): 56 bytes
+	// with Connect, 196 with Accept, 148 with Reject (the CM's REQ, REP
+	// and REJ less the 36 bytes of the RDMA CM header in a REQ); for UD
+	// (UDP), 180 with Connect and 136 with Accept. In an event it is
+	// valid until Ack.
 	PrivateData []byte
 	// ResponderResources and InitiatorDepth are the RDMA reads and
 	// atomics in flight this side accepts and issues; MaxDepth (0xff,

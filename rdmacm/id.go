@@ -367,23 +367,20 @@ func (id *ID) Listen(backlog int) error {
 	return exec(ch, op, dev, abi.RDMA_USER_CM_CMD_LISTEN, &cmd, 0, nil)
 }
 
-// privateLimits are the kernel's limits on private data (cma.c:
-// IB_CM_*_PRIVATE_DATA_SIZE less the RDMA CM header for a REQ, whose 36
-// bytes cma_format_hdr adds for the TCP and UDP port spaces).
+// privateLimit is the kernel's limit on private data (cma.c:
+// IB_CM_*_PRIVATE_DATA_SIZE less, for a request, the 36-byte RDMA CM
+// header cma_user_data_offset reserves for every address but AF_IB's;
+// this package gives the kernel IP addresses only).
 func (id *ID) privateLimit(accept bool) int {
 	switch {
 	case id.qpType == uverbs.QPTypeUD && accept:
 		return 136 // IB_CM_SIDR_REP_PRIVATE_DATA_SIZE
-	case id.qpType == uverbs.QPTypeUD && id.ps == PortSpaceIB:
-		return 216 // IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE
 	case id.qpType == uverbs.QPTypeUD:
-		return 216 - 36
+		return 216 - 36 // IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE
 	case accept:
 		return 196 // IB_CM_REP_PRIVATE_DATA_SIZE
-	case id.ps == PortSpaceIB:
-		return 92 // IB_CM_REQ_PRIVATE_DATA_SIZE
 	}
-	return 92 - 36
+	return 92 - 36 // IB_CM_REQ_PRIVATE_DATA_SIZE
 }
 
 // Connect connects to the peer whose route ResolveRoute resolved, like

@@ -166,3 +166,53 @@ func TestVMBenchmarkGoVsC(t *testing.T) {
 	t.Logf("        %-10s %12.0f %12.0f", "C", med(cs)/1e3, 1e9/med(cs))
 	t.Logf("        Go/C time, median of chunk pairs: %.2f", med(ratios))
 }
+
+// BenchmarkVMGetEvent measures GetEvent and Ack of ADDR_RESOLVED events
+// of IDs on a device already open; the resolutions that make the events
+// are outside the timer. Run with -benchmem: 0 allocations.
+func BenchmarkVMGetEvent(b *testing.B) {
+	vmtest.Require(b)
+	ch, err := rdmacm.NewEventChannel(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ch.Close()
+	const batch = 64
+	ids := make([]*rdmacm.ID, batch)
+	dst := netip.AddrPortFrom(addr0, 7497)
+	hold, err := ch.CreateID(rdmacm.PortSpaceTCP) // keeps the device open
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := hold.Bind(netip.AddrPortFrom(addr0, 0)); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.StopTimer()
+	for done := 0; done < b.N; {
+		for i := range ids {
+			if ids[i], err = ch.CreateID(rdmacm.PortSpaceTCP); err != nil {
+				b.Fatal(err)
+			}
+			if err := ids[i].ResolveAddr(netip.AddrPort{}, dst, time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+		n := min(batch, b.N-done)
+		b.StartTimer()
+		for range n {
+			ev, err := ch.GetEvent(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ev.Ack()
+		}
+		b.StopTimer()
+		for _, id := range ids {
+			id.Close()
+		}
+		done += n
+	}
+}

@@ -1122,3 +1122,48 @@ func TestVMEndpoint(t *testing.T) {
 		t.Errorf("unresolvable address: %v", err)
 	}
 }
+
+// TestVMPortSpaceIB connects in the IB port space with IP addresses, as
+// librdmacm does for RDMA_PS_IB: with IP addresses the RDMA CM header
+// is there as in the TCP port space, and the limit is 56 bytes.
+func TestVMPortSpaceIB(t *testing.T) {
+	vmtest.Require(t)
+	sch, cch := newChannel(t), newChannel(t)
+	l := listen(t, sch, rdmacm.PortSpaceIB, 7496)
+	defer l.Close()
+	c := resolve(t, cch, rdmacm.PortSpaceIB, 7496)
+	defer c.Close()
+	if c.QPType() != uverbs.QPTypeRC {
+		t.Errorf("QP type %v", c.QPType())
+	}
+	if _, err := c.CreateQP(nil, qpCap); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Connect(&rdmacm.ConnParam{PrivateData: make([]byte, 57)}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("57 bytes: %v", err)
+	}
+	pd := bytes.Repeat([]byte{0x5a}, 56)
+	if err := c.Connect(&rdmacm.ConnParam{PrivateData: pd, RetryCount: 7, RNRRetryCount: 7}); err != nil {
+		t.Fatal(err)
+	}
+	req := next(t, sch, rdmacm.EventConnectRequest)
+	if !bytes.Equal(req.Conn.PrivateData[:56], pd) {
+		t.Errorf("private data %x", req.Conn.PrivateData)
+	}
+	s := req.ID
+	req.Ack()
+	defer s.Close()
+	if _, err := s.CreateQP(nil, qpCap); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Accept(nil); err != nil {
+		t.Fatal(err)
+	}
+	next(t, cch, rdmacm.EventEstablished).Ack()
+	next(t, sch, rdmacm.EventEstablished).Ack()
+	// iproute2 (rdma/res-cmid.c, cm_id_ps_to_str) names RDMA_PS_IB
+	// "IPoIB", as it names RDMA_PS_IPOIB.
+	if ids := cmIDs(t); len(ids) != 3 || !strings.Contains(ids[0], "ps IPoIB") {
+		t.Errorf("want three IDs, ps IPoIB:\n%s", strings.Join(ids, "\n"))
+	}
+}
