@@ -3,16 +3,13 @@
 package rdmacm_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -106,27 +103,7 @@ func TestVMBenchmarkGoVsC(t *testing.T) {
 	vmtest.Require(t)
 	const chunks, per = 11, 20
 	cport, gport := uint16(7490), uint16(7491)
-	cmd := exec.Command(cmbench(t), "serve", vmtest.Addr0, strconv.Itoa(int(cport)))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stdin.Close()
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("cmbench serve: %v; stderr: %s", err, stderr.String())
-		}
-	}()
-	answers := bufio.NewScanner(stdout)
+	peer := vmtest.StartPeer(t, cmbench(t), "serve", vmtest.Addr0, strconv.Itoa(int(cport)))
 	sch, cch := newChannel(t), newChannel(t)
 	l := listen(t, sch, rdmacm.PortSpaceTCP, gport)
 	defer l.Close()
@@ -143,16 +120,7 @@ func TestVMBenchmarkGoVsC(t *testing.T) {
 			}
 		}
 		g := float64(time.Since(start).Nanoseconds()) / per
-		if _, err := fmt.Fprintf(stdin, "%d\n", per); err != nil {
-			t.Fatal(err)
-		}
-		if !answers.Scan() {
-			t.Fatalf("cmbench said nothing: %v; stderr: %s", answers.Err(), stderr.String())
-		}
-		c, err := strconv.ParseFloat(answers.Text(), 64)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := peer.Ask(t, strconv.Itoa(per))
 		gos, cs, ratios = append(gos, g), append(cs, c), append(ratios, g/c)
 	}
 	med := func(v []float64) float64 {

@@ -50,6 +50,17 @@ func newChannel(t *testing.T) *rdmacm.EventChannel {
 	return ch
 }
 
+// newID creates an ID on ch, closed when the test ends.
+func newID(t *testing.T, ch *rdmacm.EventChannel, ps rdmacm.PortSpace) *rdmacm.ID {
+	t.Helper()
+	id, err := ch.CreateID(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { id.Close() })
+	return id
+}
+
 // listen returns a listening ID on addr0:port.
 func listen(t *testing.T, ch *rdmacm.EventChannel, ps rdmacm.PortSpace, port uint16) *rdmacm.ID {
 	t.Helper()
@@ -233,13 +244,9 @@ func TestVMConnectNoListener(t *testing.T) {
 func TestVMAddrError(t *testing.T) {
 	vmtest.Require(t)
 	cch := newChannel(t)
-	id, err := cch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer id.Close()
+	id := newID(t, cch, rdmacm.PortSpaceTCP)
 	// An address on veth0's subnet that nobody has: ARP goes unanswered.
-	err = id.ResolveAddr(netip.AddrPort{}, netip.MustParseAddrPort("10.77.0.99:7474"), 500*time.Millisecond)
+	err := id.ResolveAddr(netip.AddrPort{}, netip.MustParseAddrPort("10.77.0.99:7474"), 500*time.Millisecond)
 	if err != nil {
 		t.Logf("resolve answered at once: %v", err)
 		return
@@ -399,10 +406,7 @@ func TestVMManyConnections(t *testing.T) {
 	vmtest.Require(t)
 	const n = 100
 	sch, cch := newChannel(t), newChannel(t)
-	l, err := sch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := newID(t, sch, rdmacm.PortSpaceTCP)
 	if err := l.Bind(netip.AddrPortFrom(addr0, 7478)); err != nil {
 		t.Fatal(err)
 	}
@@ -559,11 +563,7 @@ func TestVMIPv6LinkLocal(t *testing.T) {
 		t.Fatalf("%s has no IPv6 link-local address: %v", vmtest.Net0, addrs)
 	}
 	sch, cch := newChannel(t), newChannel(t)
-	l, err := sch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := newID(t, sch, rdmacm.PortSpaceTCP)
 	// A wildcard IPv6 listener, IPv6 only.
 	if err := l.SetAFOnly(true); err != nil {
 		t.Fatal(err)
@@ -577,11 +577,7 @@ func TestVMIPv6LinkLocal(t *testing.T) {
 	if err := l.Listen(4); err != nil {
 		t.Fatal(err)
 	}
-	c, err := cch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newID(t, cch, rdmacm.PortSpaceTCP)
 	if err := c.ResolveAddr(netip.AddrPort{}, netip.AddrPortFrom(ll, 7480), 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -659,11 +655,7 @@ func TestVMUDSIDR(t *testing.T) {
 func TestVMMigrate(t *testing.T) {
 	vmtest.Require(t)
 	a, b := newChannel(t), newChannel(t)
-	id, err := a.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer id.Close()
+	id := newID(t, a, rdmacm.PortSpaceTCP)
 	if err := id.ResolveAddr(netip.AddrPort{}, netip.AddrPortFrom(addr0, 7482), time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -685,11 +677,7 @@ func TestVMMigrate(t *testing.T) {
 func TestVMOptions(t *testing.T) {
 	vmtest.Require(t)
 	ch := newChannel(t)
-	id, err := ch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer id.Close()
+	id := newID(t, ch, rdmacm.PortSpaceTCP)
 	for name, err := range map[string]error{
 		"tos": id.SetTOS(32), "reuseaddr": id.SetReuseAddr(true), "afonly": id.SetAFOnly(false), "ack timeout": id.SetAckTimeout(14),
 	} {
@@ -698,11 +686,7 @@ func TestVMOptions(t *testing.T) {
 		}
 	}
 	// REUSEADDR lets two IDs bind one port.
-	other, err := ch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := newID(t, ch, rdmacm.PortSpaceTCP)
 	if err := other.SetReuseAddr(true); err != nil {
 		t.Fatal(err)
 	}
@@ -716,11 +700,7 @@ func TestVMOptions(t *testing.T) {
 func TestVMMulticast(t *testing.T) {
 	vmtest.Require(t)
 	ch := newChannel(t)
-	id, err := ch.CreateID(rdmacm.PortSpaceUDP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer id.Close()
+	id := newID(t, ch, rdmacm.PortSpaceUDP)
 	group := netip.MustParseAddr("239.7.7.7")
 	if err := id.ResolveAddr(netip.AddrPortFrom(addr0, 0), netip.AddrPortFrom(group, 0), time.Second); err != nil {
 		t.Fatal(err)
@@ -756,13 +736,10 @@ func TestVMMulticast(t *testing.T) {
 func TestVMBadInput(t *testing.T) {
 	vmtest.Require(t)
 	ch := newChannel(t)
-	id, err := ch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := newID(t, ch, rdmacm.PortSpaceTCP)
 	// An address family the kernel refuses: an IPv4 source with an IPv6
 	// destination.
-	err = id.ResolveAddr(netip.AddrPortFrom(addr0, 0), netip.MustParseAddrPort("[fe80::1%1]:7484"), time.Second)
+	err := id.ResolveAddr(netip.AddrPortFrom(addr0, 0), netip.MustParseAddrPort("[fe80::1%1]:7484"), time.Second)
 	if !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.EAFNOSUPPORT) {
 		t.Errorf("mixed families: %v, want EINVAL", err)
 	}
@@ -887,10 +864,7 @@ func TestVMDeviceRemoval(t *testing.T) {
 	vmtest.Require(t)
 	addr1 := netip.MustParseAddr(vmtest.Addr1)
 	sch, cch := newChannel(t), newChannel(t)
-	l, err := sch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := newID(t, sch, rdmacm.PortSpaceTCP)
 	if err := l.Bind(netip.AddrPortFrom(addr1, 7486)); err != nil {
 		t.Fatal(err)
 	}
@@ -900,10 +874,7 @@ func TestVMDeviceRemoval(t *testing.T) {
 	if err := l.Listen(4); err != nil {
 		t.Fatal(err)
 	}
-	c, err := cch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newID(t, cch, rdmacm.PortSpaceTCP)
 	if err := c.ResolveAddr(netip.AddrPort{}, netip.AddrPortFrom(addr1, 7486), time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,8 @@
 package uverbs
 
 import (
-	"bufio"
 	"fmt"
-	"os/exec"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,40 +26,8 @@ import (
 func TestVMBenchmarkGoVsC(t *testing.T) {
 	vmtest.Require(t)
 	const chunks, per = 21, 200
-	cmd := exec.Command(verbsbench(t), "serve", vmtest.Dev0)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stdin.Close()
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("verbsbench serve: %v; stderr: %s", err, stderr.String())
-		}
-	}()
-	answers := bufio.NewScanner(stdout)
-	runC := func(op string, n int) float64 {
-		if _, err := fmt.Fprintf(stdin, "%s %d\n", op, n); err != nil {
-			t.Fatalf("verbsbench serve: %v; stderr: %s", err, stderr.String())
-		}
-		if !answers.Scan() {
-			t.Fatalf("verbsbench serve said nothing for %s: %v; stderr: %s", op, answers.Err(), stderr.String())
-		}
-		ns, err := strconv.ParseFloat(answers.Text(), 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ns
-	}
+	peer := vmtest.StartPeer(t, verbsbench(t), "serve", vmtest.Dev0)
+	runC := func(op string, n int) float64 { return peer.Ask(t, fmt.Sprintf("%s %d", op, n)) }
 
 	c, err := Open(vmtest.Dev0, nil)
 	if err != nil {
