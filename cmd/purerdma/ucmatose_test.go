@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/purerdma/rdma/rdmacm"
+)
+
+func TestUcmatoseFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	o, err := parseUcmatose(nil, &out, &errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cmOpts{ps: rdmacm.PortSpaceTCP, conns: 1, count: 10, size: 100, port: "7471"}
+	if *o != want {
+		t.Errorf("defaults %+v, want %+v", *o, want)
+	}
+	o, err = parseUcmatose([]string{"-s", "10.77.0.1", "-b10.77.0.2", "-c", "10", "-C5", "-S", "4096",
+		"-p", "7000", "-P", "ib", "-t", "0x20", "-a", "14", "-m", "--timeout", "1m", "extra"}, &out, &errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = cmOpts{dst: "10.77.0.1", haveDst: true, src: "10.77.0.2", ps: rdmacm.PortSpaceIB, conns: 10, count: 5,
+		size: 4096, port: "7000", setTOS: true, tos: 0x20, migrate: true, setTimeout: true, ackTimeout: 14, timeout: time.Minute}
+	if *o != want {
+		t.Errorf("got %+v, want %+v", *o, want)
+	}
+	// getopt groups a flag without an argument with the next; atoi reads
+	// the leading digits.
+	if o, err = parseUcmatose([]string{"-mc3x", "-C", "abc", "-PTCP"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !o.migrate || o.conns != 3 || o.count != 0 || o.ps != rdmacm.PortSpaceTCP {
+		t.Errorf("-mc3x -C abc -PTCP: %+v", *o)
+	}
+	errb.Reset()
+	if o, err = parseUcmatose([]string{"-P", "udp", "-f", "ip"}, &out, &errb); err != nil || o.ps != rdmacm.PortSpaceTCP ||
+		!strings.Contains(errb.String(), "Warning: unknown port space format") {
+		t.Errorf("-P udp: %v %+v %q", err, o, errb.String())
+	}
+	for _, args := range [][]string{{"-x"}, {"-c"}, {"-h"}, {"-f", "gid"}, {"--timeout", "soon"}} {
+		out.Reset()
+		errb.Reset()
+		_, err := parseUcmatose(args, &out, &errb)
+		var ee exitError
+		if !errors.As(err, &ee) || ee.code != 1 || !strings.HasPrefix(out.String(), "usage: ucmatose\n") ||
+			!strings.Contains(out.String(), "[-P port_space]\n\t    tcp or ib\n") {
+			t.Errorf("%v: %v, stdout %q", args, err, out.String())
+		}
+		if args[0] == "-h" && errb.Len() != 0 {
+			t.Errorf("-h wrote to stderr: %q", errb.String())
+		}
+	}
+}
+
+// The exit status is the low byte of the return status, as main's return
+// gives it.
+func TestCmExit(t *testing.T) {
+	for ret, code := range map[int]int{-1: 255, -2: 254, 28: 28, -110: 146, 256: 1} {
+		var ee exitError
+		if err := cmExit(ret); !errors.As(err, &ee) || ee.code != code {
+			t.Errorf("cmExit(%d) = %v, want exit %d", ret, err, code)
+		}
+	}
+	if err := cmExit(0); err != nil {
+		t.Errorf("cmExit(0) = %v", err)
+	}
+}
+
+func TestCmResolve(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		host, port string
+		want       string
+	}{
+		{"", "7471", "0.0.0.0:7471"},
+		{"10.77.0.1", "7471", "10.77.0.1:7471"},
+		{"::ffff:10.77.0.1", "1", "10.77.0.1:1"},
+		{"fe80::1%lo", "7174", "[fe80::1%lo]:7174"},
+		{"127.0.0.1", "0", "127.0.0.1:0"},
+	} {
+		got, err := cmResolve(ctx, c.host, c.port)
+		if err != nil || got != netip.MustParseAddrPort(c.want) {
+			t.Errorf("cmResolve(%q, %q) = %v, %v; want %s", c.host, c.port, got, err, c.want)
+		}
+	}
+	if _, err := cmResolve(ctx, "10.0.0.1", "no-such-service-here"); err == nil {
+		t.Error("an unknown service resolved")
+	}
+	var out bytes.Buffer
+	o := &cmOpts{dst: "10.0.0.1", haveDst: true, src: "10.0.0.2", port: "99999"}
+	if _, _, ret := cmAddrs(ctx, o, &out); ret != -2 || !strings.HasPrefix(out.String(), "rdma_getaddrinfo error: ") {
+		t.Errorf("port 99999: %d %q", ret, out.String())
+	}
+	o.port = "7471"
+	if src, dst, ret := cmAddrs(ctx, o, &out); ret != 0 || src != netip.MustParseAddrPort("10.0.0.2:0") ||
+		dst != netip.MustParseAddrPort("10.0.0.1:7471") {
+		t.Errorf("client: %v %v %d", src, dst, ret)
+	}
+}
