@@ -326,6 +326,11 @@ func runCmatose(o *cmOpts, stdout, stderr io.Writer) int {
 		return 1
 	}
 	t.ch = ch
+	if o.conns < 0 { // malloc of a negative count
+		fmt.Fprintln(stdout, "cmatose: unable to allocate memory for test nodes")
+		ch.Close()
+		return 1
+	}
 	// alloc_nodes: a client's IDs exist from the start.
 	for i := 0; i < o.conns; i++ {
 		n := &cmatoseNode{}

@@ -136,6 +136,11 @@ func runUdaddyTest(o *cmOpts, stdout, stderr io.Writer) int {
 		return 1
 	}
 	t.ch = ch
+	if o.conns < 0 { // malloc of a negative count
+		fmt.Fprintln(stdout, "udaddy: unable to allocate memory for test nodes")
+		ch.Close()
+		return 1
+	}
 	for i := 0; i < o.conns; i++ {
 		n := &udNode{}
 		if o.haveDst {
