@@ -417,6 +417,8 @@ func (ch *EventChannel) process(r *abi.RdmaUcmEventResp) *Event {
 		} else {
 			ev.copyConn(conn)
 		}
+	case EventDeviceRemoval:
+		id.deviceRemoved()
 	case EventRejected, EventDisconnected:
 		if id.connectFailed() {
 			ev.Ack()

@@ -133,11 +133,30 @@ func (d *device) release() {
 	devices.Lock()
 	d.refs--
 	last := d.refs == 0
-	if last {
+	if last && devices.m[d.guid] == d {
 		delete(devices.m, d.guid)
 	}
 	devices.Unlock()
 	if last {
 		d.ctx.Close()
 	}
+}
+
+// deviceRemoved forgets the ID's device on DEVICE_REMOVAL, as librdmacm
+// marks it dead: the IDs that hold it keep it until they close, and an ID
+// that reaches a device of the same GUID later (the device added again)
+// opens it anew. (Where the driver cannot disassociate a verbs context,
+// as rxe, the kernel's removal waits until the last ID closes it.)
+func (id *ID) deviceRemoved() {
+	id.mu.Lock()
+	d := id.dev
+	id.mu.Unlock()
+	if d == nil {
+		return
+	}
+	devices.Lock()
+	if devices.m[d.guid] == d {
+		delete(devices.m, d.guid)
+	}
+	devices.Unlock()
 }
