@@ -49,7 +49,7 @@ const (
 	rpingBufSize    = 64 * 1024
 	rpingSQDepth    = 16
 	rpingMinBufSize = 8 + 15 // sizeof(stringify(INT_MAX)) + sizeof(RPING_MSG_FMT): 23 in Debian's build, where INT_MAX is not defined there
-	rpingInfoSize   = 16      // struct rping_rdma_info
+	rpingInfoSize   = 16     // struct rping_rdma_info
 	rpingDefPort    = 7174
 	rpingDefSize    = 64
 )
@@ -375,12 +375,27 @@ func (p *rping) newCB(server bool) *rpingCB {
 }
 
 func (p *rping) dbg(format string, a ...any) {
-	if p.o.debug > 0 {
+	if p.o.debug > 0 && !p.exited() {
 		fmt.Fprintf(p.stdout, format, a...)
 	}
 }
 
-func (p *rping) errf(format string, a ...any) { fmt.Fprintf(p.stderr, format, a...) }
+// errf prints to stderr, unless the run has "exit()ed": the C tool's
+// process is gone by then (or racing to go), and this one stays quiet.
+func (p *rping) errf(format string, a ...any) {
+	if !p.exited() {
+		fmt.Fprintf(p.stderr, format, a...)
+	}
+}
+
+func (p *rping) exited() bool {
+	select {
+	case <-p.dead:
+		return true
+	default:
+		return false
+	}
+}
 
 // exit is the event thread's exit(code): the run ends with code.
 func (p *rping) exit(code int) {
@@ -413,9 +428,16 @@ func (cb *rpingCB) post() { cb.sem <- struct{}{} }
 func (cb *rpingCB) wait() bool {
 	select {
 	case <-cb.sem:
-		return true
 	case <-cb.p.dead:
 		return false
+	}
+	// An event that ends the run posts too: the end goes first, as the
+	// C tool's exit() beats its main thread.
+	select {
+	case <-cb.p.dead:
+		return false
+	default:
+		return true
 	}
 }
 
@@ -575,6 +597,7 @@ func (p *rping) cmaEvent(ctx context.Context, ev *rdmacm.Event) int {
 	case rdmacm.EventAddrError, rdmacm.EventRouteError, rdmacm.EventConnectError,
 		rdmacm.EventUnreachable, rdmacm.EventRejected:
 		p.errf("cma event %s, error %d\n", ev.Type, ev.Status)
+		p.exit(-1)
 		cb.post()
 		return -1
 	case rdmacm.EventDisconnected:
@@ -588,6 +611,7 @@ func (p *rping) cmaEvent(ctx context.Context, ev *rdmacm.Event) int {
 	case rdmacm.EventDeviceRemoval:
 		p.errf("cma detected device removal!!!!\n")
 		cb.state.Store(stError)
+		p.exit(-1)
 		cb.post()
 		return -1
 	default:
