@@ -42,10 +42,11 @@ func rpingCmd(t *testing.T, ctx context.Context, impl string, args ...string) (*
 
 // waitCMID waits until process pid has an rdma_cm ID on a device (the
 // server's listener bound to Addr0), as `rdma resource show cm_id` lists
-// it, then a little more for its Listen after its Bind.
+// it, then a little more for its Listen after its Bind. The kernel names
+// the thread that created the ID (task_pid_vnr of current): any of a Go
+// process's threads.
 func waitCMID(t *testing.T, pid int, within time.Duration, stderr *bytes.Buffer) {
 	t.Helper()
-	want := fmt.Sprintf(" pid %d ", pid)
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); bytes.Contains(st, []byte(") Z ")) {
@@ -53,9 +54,12 @@ func waitCMID(t *testing.T, pid int, within time.Duration, stderr *bytes.Buffer)
 		}
 		var out, errb bytes.Buffer
 		run([]string{"purerdma", "resource", "show", "cm_id"}, &out, &errb)
-		if strings.Contains(out.String(), want) {
-			time.Sleep(300 * time.Millisecond)
-			return
+		tids, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		for _, tid := range tids {
+			if strings.Contains(out.String(), " pid "+tid.Name()+" ") {
+				time.Sleep(300 * time.Millisecond)
+				return
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
