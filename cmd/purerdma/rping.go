@@ -356,6 +356,7 @@ type rpingCB struct {
 	cq                              *uverbs.CQ
 	qp                              *uverbs.QP
 	recvMR, sendMR, rdmaMR, startMR *uverbs.MR
+	mem                             *uverbs.MR // the memory the four are in
 	recvWR                          []uverbs.RecvWR
 	sendWR, rdmaWR                  []uverbs.SendWR
 
@@ -793,17 +794,26 @@ func (p *rping) setupBuffers(cb *rpingCB, id *rdmacm.ID) int {
 		p.freeBuffers(cb)
 		return errnoRet(err)
 	}
-	if cb.recvMR, err = pd.AllocMR(rpingInfoSize, uverbs.AccessLocalWrite); err != nil {
+	// One mapping holds the four buffers, each registered at its exact
+	// size as the C tool's malloc'd ones, so that the device bounds an
+	// access to one as it does there (a peer's longer read fails).
+	size := (p.o.size + 63) &^ 63
+	if cb.mem, err = pd.AllocMR(128+2*size, uverbs.AccessLocalWrite); err != nil {
+		p.errf("rdma_buf malloc failed\n")
+		return errnoRet(err)
+	}
+	m := cb.mem.Buf()
+	if cb.recvMR, err = pd.RegMR(m[0:rpingInfoSize], uverbs.AccessLocalWrite); err != nil {
 		return fail("recv_buf")
 	}
-	if cb.sendMR, err = pd.AllocMR(rpingInfoSize, 0); err != nil {
+	if cb.sendMR, err = pd.RegMR(m[64:64+rpingInfoSize], 0); err != nil {
 		return fail("send_buf")
 	}
-	if cb.rdmaMR, err = pd.AllocMR(p.o.size, remote); err != nil {
+	if cb.rdmaMR, err = pd.RegMR(m[128:128+p.o.size], remote); err != nil {
 		return fail("rdma_buf")
 	}
 	if !cb.server {
-		if cb.startMR, err = pd.AllocMR(p.o.size, remote); err != nil {
+		if cb.startMR, err = pd.RegMR(m[128+size:128+size+p.o.size], remote); err != nil {
 			return fail("start_buf")
 		}
 	}
@@ -822,7 +832,7 @@ func (p *rping) setupBuffers(cb *rpingCB, id *rdmacm.ID) int {
 // freeBuffers is rping_free_buffers.
 func (p *rping) freeBuffers(cb *rpingCB) {
 	p.dbg("rping_free_buffers called on cb %p\n", cb)
-	for _, mr := range []**uverbs.MR{&cb.recvMR, &cb.sendMR, &cb.rdmaMR, &cb.startMR} {
+	for _, mr := range []**uverbs.MR{&cb.recvMR, &cb.sendMR, &cb.rdmaMR, &cb.startMR, &cb.mem} {
 		if *mr != nil {
 			(*mr).Close()
 			*mr = nil
@@ -871,7 +881,7 @@ func (p *rping) postSend(cb *rpingCB, wr []uverbs.SendWR) int {
 // testServer is rping_test_server: serve pings until the client goes.
 func (p *rping) testServer(cb *rpingCB) int {
 	ret := 0
-	rbuf := cb.rdmaMR.Buf()[:p.o.size] // AllocMR rounds up to whole pages
+	rbuf := cb.rdmaMR.Buf()
 	for {
 		// Wait for the client's start buffer.
 		if !cb.wait() {
@@ -1071,7 +1081,7 @@ func (p *rping) runPersistentServer(listen *rpingCB) int {
 func (p *rping) testClient(cb *rpingCB) int {
 	ret := 0
 	start := byte(65)
-	sbuf, rbuf := cb.startMR.Buf()[:p.o.size], cb.rdmaMR.Buf()[:p.o.size]
+	sbuf, rbuf := cb.startMR.Buf(), cb.rdmaMR.Buf()
 	for ping := int32(0); p.o.count == 0 || ping < p.o.count; ping++ {
 		cb.state.Store(stReadAdv)
 		start = rpingFill(sbuf, ping, start)
