@@ -102,7 +102,7 @@ func rpingUsage(w io.Writer) {
 	fmt.Fprintf(w, "\t-a addr\t\taddress\n")
 	fmt.Fprintf(w, "\t-p port\t\tport\n")
 	fmt.Fprintf(w, "\t-P\t\tpersistent server mode allowing multiple connections\n")
-	fmt.Fprintf(w, "\t-q\t\tuse self-created, self-modified QP (not supported by purerdma)\n")
+	fmt.Fprintf(w, "\t-q\t\tuse self-created, self-modified QP\n")
 }
 
 // catoi is C's atoi: leading blanks, a sign, digits, and 0 for anything
@@ -255,10 +255,6 @@ func parseRpingArgs(args []string, stdout, stderr io.Writer) (*rpingOpts, int) {
 	}
 	if o.server == -1 {
 		return usage()
-	}
-	if o.selfQP {
-		fmt.Fprintf(stderr, "rping: -q (a self-created, self-modified QP) is not supported by purerdma rping\n")
-		return nil, int(syscall.EINVAL)
 	}
 	return o, 0
 }
@@ -764,8 +760,29 @@ func (p *rping) setupQP(cb *rpingCB, id *rdmacm.ID) int {
 		cb.cc.Close()
 		return errnoRet(err)
 	}
-	cb.qp, err = id.CreateQP(nil, uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cb.cq, RecvCQ: cb.cq,
-		Cap: uverbs.QPCap{MaxSendWR: rpingSQDepth, MaxRecvWR: 2, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	attr := uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cb.cq, RecvCQ: cb.cq,
+		Cap: uverbs.QPCap{MaxSendWR: rpingSQDepth, MaxRecvWR: 2, MaxSendSGE: 1, MaxRecvSGE: 1}}
+	if p.o.selfQP {
+		// -q: the program's own QP, which the ID does not know of.
+		if cb.qp, err = id.PD().CreateQP(attr); err != nil {
+			p.errf("ibv_create_qp: %s\n", perrorText(err))
+			cb.cq.Close()
+			cb.cc.Close()
+			return -1
+		}
+		err = cb.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateInit, Port: id.Port()},
+			uverbs.QPAttrState|uverbs.QPAttrPKeyIndex|uverbs.QPAttrPort|uverbs.QPAttrAccessFlags)
+		if err != nil {
+			p.errf("ibv_modify_qp: %s\n", perrorText(err))
+			cb.qp.Close()
+			cb.cq.Close()
+			cb.cc.Close()
+			return -1
+		}
+		p.dbg("created qp %p\n", cb.qp)
+		return 0
+	}
+	cb.qp, err = id.CreateQP(nil, attr)
 	if err != nil {
 		p.errf("rdma_create_qp: %s\n", perrorText(err))
 		cb.cq.Close()
@@ -778,7 +795,11 @@ func (p *rping) setupQP(cb *rpingCB, id *rdmacm.ID) int {
 
 // freeQP is rping_free_qp.
 func (p *rping) freeQP(cb *rpingCB, id *rdmacm.ID) {
-	id.DestroyQP()
+	if p.o.selfQP {
+		cb.qp.Close()
+	} else {
+		id.DestroyQP()
+	}
 	cb.cq.Close()
 	cb.cc.Close()
 }
@@ -1003,7 +1024,7 @@ func (p *rping) serveConn(cb *rpingCB, report bool) int {
 	if ret != 0 && report {
 		p.errf("rping server failed: %d\n", ret)
 	}
-	child.Disconnect()
+	p.disconnect(cb, child)
 	p.joinCQ(cb)
 	cleanup()
 	p.setCB(child, nil)
@@ -1011,10 +1032,52 @@ func (p *rping) serveConn(cb *rpingCB, report bool) int {
 	return ret
 }
 
+// connParam is rping_init_conn_param.
+func (p *rping) connParam(cb *rpingCB) *rdmacm.ConnParam {
+	cp := &rdmacm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7}
+	if p.o.selfQP {
+		cp.QPNum = cb.qp.Num()
+	}
+	return cp
+}
+
+// selfModifyQP is rping_self_modify_qp: -q's QP to INIT, RTR and RTS with
+// the attributes the connection manager gives.
+func (p *rping) selfModifyQP(cb *rpingCB, id *rdmacm.ID) error {
+	for _, st := range []uverbs.QPState{uverbs.QPStateInit, uverbs.QPStateRTR, uverbs.QPStateRTS} {
+		a, m, err := id.InitQPAttr(st)
+		if err != nil {
+			return err
+		}
+		if err := cb.qp.Modify(&a, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// disconnect is rping_disconnect: -q's QP goes to ERR first (the ID's own
+// QP goes there in Disconnect).
+func (p *rping) disconnect(cb *rpingCB, id *rdmacm.ID) {
+	if p.o.selfQP {
+		if err := cb.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateErr}, uverbs.QPAttrState); err != nil {
+			return
+		}
+	}
+	id.Disconnect()
+}
+
 // accept is rping_accept.
 func (p *rping) accept(cb *rpingCB) int {
 	p.dbg("accepting client connection request\n")
-	if err := cb.child.Accept(nil); err != nil {
+	var cp *rdmacm.ConnParam
+	if p.o.selfQP {
+		if err := p.selfModifyQP(cb, cb.child); err != nil {
+			return errnoRet(err)
+		}
+		cp = p.connParam(cb)
+	}
+	if err := cb.child.Accept(cp); err != nil {
 		p.errf("rdma_accept: %s\n", perrorText(err))
 		return -1
 	}
@@ -1128,7 +1191,7 @@ func (p *rping) testClient(cb *rpingCB) int {
 
 // connectClient is rping_connect_client.
 func (p *rping) connectClient(cb *rpingCB) int {
-	err := cb.id.Connect(&rdmacm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7})
+	err := cb.id.Connect(p.connParam(cb))
 	if err != nil {
 		p.errf("rdma_connect: %s\n", perrorText(err))
 		return -1
@@ -1139,6 +1202,16 @@ func (p *rping) connectClient(cb *rpingCB) int {
 	if s := cb.state.Load(); s != stConnected {
 		p.errf("wait for CONNECTED state %d\n", s)
 		return -1
+	}
+	if p.o.selfQP {
+		if err := p.selfModifyQP(cb, cb.id); err != nil {
+			p.errf("rping_modify_qp: %s\n", perrorText(err))
+			return errnoRet(err)
+		}
+		if err := cb.id.Establish(); err != nil {
+			p.errf("rdma_establish: %s\n", perrorText(err))
+			return -1
+		}
 	}
 	p.dbg("rdma_connect successful\n")
 	return 0
@@ -1196,6 +1269,6 @@ func (p *rping) runClient(cb *rpingCB) int {
 	if ret != 0 {
 		p.errf("rping client failed: %d\n", ret)
 	}
-	id.Disconnect()
+	p.disconnect(cb, id)
 	return ret
 }

@@ -84,13 +84,14 @@ func rpingLines(prefix string, n, size int) string {
 }
 
 // rpingPair runs server and client ("C" or "Go") against each other on
-// Addr0:port with -V -v -C rpingCount (and extra), and checks that both
-// exit 0 and print every ping.
-func rpingPair(t *testing.T, server, client string, port int, size int, extra ...string) {
+// Addr0:port with -V -v -C count (and extra), and checks that both exit 0
+// and print every ping.
+func rpingPair(t *testing.T, server, client string, port, size, count int, extra ...string) {
+	t.Helper()
 	vmtest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	args := append([]string{"-a", vmtest.Addr0, "-p", strconv.Itoa(port), "-V", "-v", "-C", strconv.Itoa(rpingCount)}, extra...)
+	args := append([]string{"-a", vmtest.Addr0, "-p", strconv.Itoa(port), "-V", "-v", "-C", strconv.Itoa(count)}, extra...)
 	srv, sout, serr := rpingCmd(t, ctx, server, append([]string{"-s"}, args...)...)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -106,10 +107,10 @@ func rpingPair(t *testing.T, server, client string, port int, size int, extra ..
 		t.Fatalf("%s client: %v, %s server: %v\nclient stderr:\n%s\nserver stderr:\n%s\nclient stdout tail:\n%s",
 			client, cliErr, server, srvErr, cerr, serr, tail(cout.String(), 5))
 	}
-	if want := rpingLines("ping data: ", rpingCount, size); cout.String() != want {
+	if want := rpingLines("ping data: ", count, size); cout.String() != want {
 		t.Errorf("%s client's -v lines differ: got %d bytes, want %d; first lines:\n%s", client, cout.Len(), len(want), tail(cout.String(), -3))
 	}
-	if want := rpingLines("server ping data: ", rpingCount, size); sout.String() != want {
+	if want := rpingLines("server ping data: ", count, size); sout.String() != want {
 		t.Errorf("%s server's -v lines differ: got %d bytes, want %d; first lines:\n%s", server, sout.Len(), len(want), tail(sout.String(), -3))
 	}
 	// Both tools end the server with the client's DISCONNECTED.
@@ -117,7 +118,7 @@ func rpingPair(t *testing.T, server, client string, port int, size int, extra ..
 		t.Errorf("%s server's stderr:\n%s", server, serr)
 	}
 	t.Logf("%s client against %s server, kernel %s: %d pings of %d bytes (-V -v) in %v (%.0f us/ping)\nclient stderr: %q\nserver stderr: %q",
-		client, server, vmtest.Kernel(), rpingCount, size, took.Round(time.Millisecond), float64(took.Microseconds())/rpingCount, cerr, serr)
+		client, server, vmtest.Kernel(), count, size, took.Round(time.Millisecond), float64(took.Microseconds())/float64(count), cerr, serr)
 }
 
 // tail returns the last n lines of s, or the first -n when n < 0.
@@ -130,14 +131,23 @@ func tail(s string, n int) string {
 }
 
 // TestVMRpingGoClientCServer: purerdma rping against rdma-core's server.
-func TestVMRpingGoClientCServer(t *testing.T) { rpingPair(t, "C", "Go", 7301, 64) }
+func TestVMRpingGoClientCServer(t *testing.T) { rpingPair(t, "C", "Go", 7301, 64, rpingCount) }
 
 // TestVMRpingCClientGoServer: rdma-core's rping against purerdma's server.
-func TestVMRpingCClientGoServer(t *testing.T) { rpingPair(t, "Go", "C", 7302, 64) }
+func TestVMRpingCClientGoServer(t *testing.T) { rpingPair(t, "Go", "C", 7302, 64, rpingCount) }
 
 // TestVMRpingGoGo: purerdma on both sides, with pings of 4000 bytes
 // (RDMA reads and writes of several packets on rxe's 1024-byte MTU).
-func TestVMRpingGoGo(t *testing.T) { rpingPair(t, "Go", "Go", 7303, 4000, "-S", "4000") }
+func TestVMRpingGoGo(t *testing.T) { rpingPair(t, "Go", "Go", 7303, 4000, rpingCount, "-S", "4000") }
+
+// TestVMRpingSelfQP: -q, the QP each side creates and moves itself
+// (rdma_init_qp_attr, and rdma_establish on the client), both ways
+// against rdma-core's and Go against Go, 100 pings each.
+func TestVMRpingSelfQP(t *testing.T) {
+	for i, p := range [][2]string{{"C", "Go"}, {"Go", "C"}, {"Go", "Go"}} {
+		t.Run(p[1]+"Client"+p[0]+"Server", func(t *testing.T) { rpingPair(t, p[0], p[1], 7310+i, 64, 100, "-q") })
+	}
+}
 
 // TestVMRpingPersistent: a purerdma server with -P serves one client
 // after another, C's and Go's, until it is killed.
