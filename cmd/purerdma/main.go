@@ -38,7 +38,7 @@ func register(name, summary string, run func(args []string, stdout, stderr io.Wr
 // and written once at the end (one write(2) for a report up to 64 KiB, as
 // rdma-core's tools do through stdio when the output is not a terminal),
 // where an unbuffered os.Stdout costs a write per Fprintf. Tools that
-// stream (asyncwatch, exporter, flowcount, rc_pingpong, umad) write as
+// stream (asyncwatch, exporter, flowcount, rc_pingpong, rping, umad) write as
 // they go.
 var batchTools = map[string]bool{
 	"counters": true, "devices": true, "ibv_devices": true, "devinfo": true, "ibv_devinfo": true,

@@ -1132,7 +1132,9 @@ func (p *rping) runPersistentServer(listen *rpingCB) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if ret := p.serveConn(cb, false); ret != 0 && cb.qp == nil {
+			if ret := p.serveConn(cb, false); ret != 0 {
+				// A failed set-up leaves the connection's ID (the C
+				// tool leaks it); Close is safe to repeat.
 				p.setCB(cb.child, nil)
 				cb.child.Close()
 			}
