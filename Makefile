@@ -80,7 +80,8 @@ unit: deps-apt
 ## against C per uverbs operation (bare ioctl, QueryPort, PD, CQ, QP
 ## create+destroy), per MAD exchange and per connection set up and torn
 ## down through the RDMA CM (rdmacm against librdmacm's) in interleaved
-## chunks, and rc_pingpong's message rate, Go client against C client.
+## chunks, rc_pingpong's message rate, Go client against C client, and
+## rping's ping rate, a Go pair against a C pair.
 ## Logged, never a failure (except an allocation count).
 bench: bench-tools vmrun integration-cpeers deps-apt
 	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll|Create(PD|CQ|QP)Fake' -benchmem ./uverbs/

@@ -6,7 +6,7 @@
 # (bench-tools-live.sh); Go against C per uverbs operation (bare ioctl,
 # QueryPort, PD, CQ, QP create+destroy) and per MAD exchange, in
 # interleaved chunks; rc_pingpong's message rate, Go client against C
-# client. POSIX sh, for the guest's busybox. It reports; it never fails on
+# client; rping's ping rate, Go pair against C pair. POSIX sh, for the guest's busybox. It reports; it never fails on
 # a figure.
 set -u
 dir=$(cd "$1" && pwd)
@@ -34,4 +34,8 @@ echo
 echo "== rc_pingpong: Go client (yielding, and with --spin) against C client, same C server"
 export PURERDMA_PP_ROUNDS=21
 run cmd/purerdma purerdma.test TestVMRCPingpongRate 'rate on|^ {10}|^(--- |FAIL|ok)'
+echo
+echo "== rping: a Go pair against a C pair, alternating rounds"
+export PURERDMA_RPING_ROUNDS=7
+run cmd/purerdma purerdma.test TestVMRpingRate 'rping rate|pings/s|^(--- |FAIL|ok)'
 exit 0

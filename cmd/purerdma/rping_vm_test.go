@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -208,4 +209,61 @@ func TestVMRpingNoListener(t *testing.T) {
 		res[impl] = cerr.String()
 	}
 	t.Logf("stderr: C %q, Go %q", res["C"], res["Go"])
+}
+
+// rpingRun runs one rping pair with count pings of 64 bytes, without -v
+// or -V (the rate is the point), and returns the client's wall time.
+func rpingRun(t *testing.T, impl string, port, count int) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	args := []string{"-a", vmtest.Addr0, "-p", strconv.Itoa(port), "-C", strconv.Itoa(count)}
+	srv, _, serr := rpingCmd(t, ctx, impl, append([]string{"-s"}, args...)...)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Process.Kill()
+	waitCMID(t, srv.Process.Pid, time.Minute, serr)
+	cli, _, cerr := rpingCmd(t, ctx, impl, append([]string{"-c"}, args...)...)
+	start := time.Now()
+	err := cli.Run()
+	took := time.Since(start)
+	if serr2 := srv.Wait(); err != nil || serr2 != nil {
+		t.Fatalf("%s rping: client %v, server %v\nclient stderr:\n%s\nserver stderr:\n%s", impl, err, serr2, cerr, serr)
+	}
+	return took
+}
+
+// TestVMRpingRate times rping's ping rate, a Go pair against a C pair in
+// alternating rounds (make bench: PURERDMA_RPING_ROUNDS, default 3), and
+// reports the pings a second of each and the median Go/C time ratio of
+// the rounds. Each ping is a SEND, an RDMA READ, a SEND, an RDMA WRITE and
+// a SEND, each waited for through a completion channel. The numbers are
+// TCG's: only the ratio means something. It reports; it never fails on a
+// figure.
+func TestVMRpingRate(t *testing.T) {
+	vmtest.Require(t)
+	rounds, count := 3, 300
+	if n, err := strconv.Atoi(os.Getenv("PURERDMA_RPING_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	var gos, cs, ratios []float64
+	for i := 0; i < rounds; i++ {
+		order := []string{"C", "Go"}
+		if i%2 == 1 {
+			order = []string{"Go", "C"}
+		}
+		took := map[string]float64{}
+		for j, impl := range order {
+			took[impl] = rpingRun(t, impl, 7310+2*i+j, count).Seconds()
+		}
+		gos, cs, ratios = append(gos, float64(count)/took["Go"]), append(cs, float64(count)/took["C"]), append(ratios, took["Go"]/took["C"])
+	}
+	med := func(v []float64) float64 {
+		s := append([]float64(nil), v...)
+		sort.Float64s(s)
+		return s[len(s)/2]
+	}
+	t.Logf("rping rate on %s, Linux %s (TCG), %d rounds of %d pings of 64 bytes, C and Go pairs alternating:", vmtest.Addr0, vmtest.Kernel(), rounds, count)
+	t.Logf("          Go pair %6.0f pings/s, C pair %6.0f pings/s (medians); Go/C time, median of rounds: %.2f", med(gos), med(cs), med(ratios))
 }
