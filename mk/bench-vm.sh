@@ -6,8 +6,8 @@
 # (bench-tools-live.sh); Go against C per uverbs operation (bare ioctl,
 # QueryPort, PD, CQ, QP create+destroy) and per MAD exchange, in
 # interleaved chunks; rc_pingpong's message rate, Go client against C
-# client; rping's ping rate, Go pair against C pair. POSIX sh, for the guest's busybox. It reports; it never fails on
-# a figure.
+# client; rping's ping rate, Go pair against C pair. POSIX sh, for the
+# guest's busybox. It reports; it never fails on a figure.
 set -u
 dir=$(cd "$1" && pwd)
 root=$(pwd)
