@@ -179,7 +179,7 @@ func exec[T any](ch *EventChannel, op, dev string, cmd uint32, in *T, respOff ui
 	return nil
 }
 
-// execOpt is exec for SET_OPTION, whose value lives in the scratch too.
+// setOption is exec for SET_OPTION, whose value lives in the scratch too.
 func (ch *EventChannel) setOption(op, dev string, handle, level, name uint32, val []byte) error {
 	if ch == nil || ch.fd == nil {
 		return errs.New(op, dev, errNil)
