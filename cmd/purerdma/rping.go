@@ -438,9 +438,6 @@ func (cb *rpingCB) wait() bool {
 	}
 }
 
-// errDead is the error of a wait cut short by the event goroutine's exit.
-var errDead = errors.New("exited")
-
 func runRping(args []string, stdout, stderr io.Writer) error {
 	var mu sync.Mutex
 	stdout, stderr = syncWriter{&mu, stdout}, syncWriter{&mu, stderr}

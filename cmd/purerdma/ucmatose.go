@@ -16,7 +16,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -188,12 +187,18 @@ func cmStrerror(n syscall.Errno) string {
 // cmResolve is get_rdma_addr for an IP address or host name and a port
 // number or service name. host "" is the wildcard address (a server with
 // no -b).
+// gaiError is a resolution error worded as glibc's gai_strerror words it,
+// which the C tools print.
+type gaiError string
+
+func (e gaiError) Error() string { return string(e) }
+
 func cmResolve(ctx context.Context, host, port string) (netip.AddrPort, error) {
 	p, err := strconv.ParseUint(port, 10, 16)
 	if err != nil {
 		n, lerr := net.DefaultResolver.LookupPort(ctx, "tcp", port)
 		if lerr != nil {
-			return netip.AddrPort{}, fmt.Errorf("Servname not supported for ai_socktype")
+			return netip.AddrPort{}, gaiError("Servname not supported for ai_socktype")
 		}
 		p = uint64(n)
 	}
@@ -205,7 +210,7 @@ func cmResolve(ctx context.Context, host, port string) (netip.AddrPort, error) {
 	}
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
-		return netip.AddrPort{}, errors.New("Name or service not known")
+		return netip.AddrPort{}, gaiError("Name or service not known")
 	}
 	a := addrs[0]
 	for _, x := range addrs {
