@@ -1158,3 +1158,103 @@ func TestVMPortSpaceIB(t *testing.T) {
 		t.Errorf("want three IDs, ps IPoIB:\n%s", strings.Join(ids, "\n"))
 	}
 }
+
+// sh runs a command line in the guest's shell and fails the test on error.
+func sh(t *testing.T, line string) {
+	t.Helper()
+	if out, err := exec.Command("sh", "-c", line).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", line, err, out)
+	}
+}
+
+// TestVMUnreachable produces UNREACHABLE: veth1 moves to a second network
+// namespace with a new rxe1 on it, and a client there connects to rxe0's
+// listener. On Linux 6.1 and 6.12 rxe's UDP socket lives in the initial
+// namespace only (rxe_net.c), so the REQ crosses the wire and is answered
+// but the answers reach no socket in the client's namespace: the CM gives
+// up with -ETIMEDOUT. It runs last: it takes veth1 and rxe1 away.
+func TestVMUnreachable(t *testing.T) {
+	vmtest.Require(t)
+	const ip = "/bin/ip" // iproute2's, for netns
+	sh(t, "mkdir -p /run/netns && "+ip+" netns add cmtest && "+ip+" link set "+vmtest.Net1+" netns cmtest && "+
+		ip+" -n cmtest addr add "+vmtest.Addr1+"/24 dev "+vmtest.Net1+" && "+ip+" -n cmtest link set "+vmtest.Net1+" up && "+
+		ip+" netns exec cmtest rdma link add "+vmtest.Dev1+" type rxe netdev "+vmtest.Net1)
+	sch := newChannel(t)
+	l := listen(t, sch, rdmacm.PortSpaceTCP, 7498)
+	defer l.Close()
+
+	// The client's ID takes the namespace of the thread that creates it.
+	type result struct {
+		ev  rdmacm.EventType
+		err error
+		msg string
+	}
+	done := make(chan result, 1)
+	go func() {
+		if err := vmtest.EnterNetns("cmtest"); err != nil {
+			done <- result{err: err}
+			return
+		}
+		ch, err := rdmacm.NewEventChannel(nil)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer ch.Close()
+		c, err := ch.CreateID(rdmacm.PortSpaceTCP)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		step := func(f func() error, want rdmacm.EventType) error {
+			if err := f(); err != nil {
+				return err
+			}
+			ev, err := ch.GetEvent(ctx)
+			if err != nil {
+				return err
+			}
+			defer ev.Ack()
+			if ev.Type != want {
+				return fmt.Errorf("event %s, want %s", ev, want)
+			}
+			return nil
+		}
+		if err := step(func() error { return c.ResolveAddr(netip.AddrPort{}, netip.AddrPortFrom(addr0, 7498), 2*time.Second) }, rdmacm.EventAddrResolved); err != nil {
+			done <- result{err: err}
+			return
+		}
+		if c.DeviceName() != vmtest.Dev1 {
+			done <- result{err: fmt.Errorf("resolved to %q, want %s in the namespace", c.DeviceName(), vmtest.Dev1)}
+			return
+		}
+		if err := step(func() error { return c.ResolveRoute(2 * time.Second) }, rdmacm.EventRouteResolved); err != nil {
+			done <- result{err: err}
+			return
+		}
+		if _, err := c.CreateQP(nil, qpCap); err != nil {
+			done <- result{err: err}
+			return
+		}
+		start := time.Now()
+		if err := c.Connect(nil); err != nil {
+			done <- result{err: err}
+			return
+		}
+		ev, err := ch.GetEvent(ctx)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer ev.Ack()
+		c.Close() // closes its device on this thread's namespace
+		done <- result{ev: ev.Type, err: ev.Err(), msg: fmt.Sprintf("%s after %v", ev, time.Since(start).Round(time.Millisecond))}
+	}()
+	r := <-done
+	if r.ev != rdmacm.EventUnreachable || !errors.Is(r.err, syscall.ETIMEDOUT) {
+		t.Fatalf("connect across namespaces: %v (%s), want UNREACHABLE, ETIMEDOUT", r.err, r.msg)
+	}
+	t.Logf("%s", r.msg)
+}
