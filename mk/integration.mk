@@ -72,6 +72,9 @@ integration-cpeers:
 integration-prepare: vmrun
 	cd $(INTEGRATION_ROOT) && for k in $(INTEGRATION_KERNELS); do $(VMRUN) -prepare -kernel $$k || exit; done
 
+# The README's programs are built into integration/.cache/readme/, where
+# the root package's VM test runs them (readme_vm_test.go).
+#
 # go test runs each package's test binary through vmrun, which boots a VM,
 # runs the binary there (in the package's directory, as on the host) and
 # exits with its status. Only the VM tests (TestVM*) run in the guest: the
@@ -85,6 +88,7 @@ $(addprefix integration-,$(INTEGRATION_KERNELS)): integration-%: vmrun integrati
 	if [ -z "$$pkgs" ]; then echo "integration-$*: no package has integration tests"; exit 0; fi && \
 	echo "integration-$*: VM tests on kernel $* in:" $$pkgs && \
 	rm -f integration/.cache/reports/*-$*.txt && \
+	CGO_ENABLED=0 $(GO) build -o integration/.cache/readme/ ./internal/readme/... && \
 	CGO_ENABLED=0 $(GO) test -tags integration -count=1 -timeout 30m -p 1 -run '^TestVM' \
 		-exec '$(VMRUN) -kernel $* -timeout $(VMRUN_TIMEOUT) $(VMRUN_FLAGS) --' $$pkgs && \
 	{ for r in integration/.cache/reports/*-$*.txt; do if [ -f "$$r" ]; then cat "$$r"; fi; done; }
