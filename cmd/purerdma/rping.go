@@ -438,6 +438,21 @@ func (cb *rpingCB) wait() bool {
 	}
 }
 
+// await is sem_wait and the check of the state that rping.c makes after
+// it: ok when the state is want. Otherwise it prints "<what> state N"
+// where the state is another; ended reports that the wait gave up
+// because the run is ending.
+func (cb *rpingCB) await(want int32, what string) (ok, ended bool) {
+	if !cb.wait() {
+		return false, true
+	}
+	if s := cb.state.Load(); s != want {
+		cb.p.errf("%s state %d\n", what, s)
+		return false, false
+	}
+	return true, false
+}
+
 func runRping(args []string, stdout, stderr io.Writer) error {
 	var mu sync.Mutex
 	stdout, stderr = syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
@@ -898,72 +913,60 @@ func (p *rping) postSend(cb *rpingCB, wr []uverbs.SendWR) int {
 
 // testServer is rping_test_server: serve pings until the client goes.
 func (p *rping) testServer(cb *rpingCB) int {
-	ret := 0
 	rbuf := cb.rdmaMR.Buf()
 	for {
 		// Wait for the client's start buffer.
-		if !cb.wait() {
-			return -1
-		}
-		if s := cb.state.Load(); s != stReadAdv {
-			p.errf("wait for RDMA_READ_ADV state %d\n", s)
-			ret = -1
-			break
+		if ok, ended := cb.await(stReadAdv, "wait for RDMA_READ_ADV"); !ok {
+			return cb.testEnd(-1, ended)
 		}
 		p.dbg("server received sink adv\n")
 		wr := &cb.rdmaWR[0]
 		wr.Opcode, wr.RKey, wr.RemoteAddr, wr.SGL[0].Length = uverbs.WRRDMARead, cb.remoteRKey, cb.remoteAddr, cb.remoteLen
-		if ret = p.postSend(cb, cb.rdmaWR); ret != 0 {
-			break
+		if ret := p.postSend(cb, cb.rdmaWR); ret != 0 {
+			return cb.testEnd(ret, false)
 		}
 		p.dbg("server posted rdma read req \n")
-		if !cb.wait() {
-			return -1
-		}
-		if s := cb.state.Load(); s != stReadComplete {
-			p.errf("wait for RDMA_READ_COMPLETE state %d\n", s)
-			ret = -1
-			break
+		if ok, ended := cb.await(stReadComplete, "wait for RDMA_READ_COMPLETE"); !ok {
+			return cb.testEnd(-1, ended)
 		}
 		p.dbg("server received read complete\n")
 		if p.o.verbose > 0 {
 			fmt.Fprintf(p.stdout, "server ping data: %s\n", cstr(rbuf))
 		}
 		// Tell the client to go on.
-		if ret = p.postSend(cb, cb.sendWR); ret != 0 {
-			break
+		if ret := p.postSend(cb, cb.sendWR); ret != 0 {
+			return cb.testEnd(ret, false)
 		}
 		p.dbg("server posted go ahead\n")
 		// Wait for the client's rdma buffer.
-		if !cb.wait() {
-			return -1
-		}
-		if s := cb.state.Load(); s != stWriteAdv {
-			p.errf("wait for RDMA_WRITE_ADV state %d\n", s)
-			ret = -1
-			break
+		if ok, ended := cb.await(stWriteAdv, "wait for RDMA_WRITE_ADV"); !ok {
+			return cb.testEnd(-1, ended)
 		}
 		p.dbg("server received sink adv\n")
 		wr.Opcode, wr.RKey, wr.RemoteAddr = uverbs.WRRDMAWrite, cb.remoteRKey, cb.remoteAddr
 		wr.SGL[0].Length = uint32(min(len(cstr(rbuf))+1, len(rbuf))) // strlen(rdma_buf) + 1
 		p.dbg("rdma write from lkey %x laddr %x len %d\n", wr.SGL[0].LKey, wr.SGL[0].Addr, wr.SGL[0].Length)
-		if ret = p.postSend(cb, cb.rdmaWR); ret != 0 {
-			break
+		if ret := p.postSend(cb, cb.rdmaWR); ret != 0 {
+			return cb.testEnd(ret, false)
 		}
-		if !cb.wait() {
-			return -1
-		}
-		if s := cb.state.Load(); s != stWriteComplete {
-			p.errf("wait for RDMA_WRITE_COMPLETE state %d\n", s)
-			ret = -1
-			break
+		if ok, ended := cb.await(stWriteComplete, "wait for RDMA_WRITE_COMPLETE"); !ok {
+			return cb.testEnd(-1, ended)
 		}
 		p.dbg("server rdma write complete \n")
 		// Tell the client to begin again.
-		if ret = p.postSend(cb, cb.sendWR); ret != 0 {
-			break
+		if ret := p.postSend(cb, cb.sendWR); ret != 0 {
+			return cb.testEnd(ret, false)
 		}
 		p.dbg("server posted go ahead\n")
+	}
+}
+
+// testEnd is how rping_test_server and rping_test_client end on a
+// failure ret: 0 all the same when the peer disconnected, except where
+// the run is ending (the wait gave up): -1.
+func (cb *rpingCB) testEnd(ret int, ended bool) int {
+	if ended {
+		return -1
 	}
 	if cb.state.Load() == stDisconnected {
 		return 0
@@ -1093,11 +1096,7 @@ func (p *rping) runServer(cb *rpingCB) int {
 	if ret := p.bindServer(cb); ret != 0 {
 		return ret
 	}
-	if !cb.wait() {
-		return -1
-	}
-	if s := cb.state.Load(); s != stConnectRequest {
-		p.errf("wait for CONNECT_REQUEST state %d\n", s)
+	if ok, _ := cb.await(stConnectRequest, "wait for CONNECT_REQUEST"); !ok {
 		return -1
 	}
 	return p.serveConn(cb, true)
@@ -1112,11 +1111,7 @@ func (p *rping) runPersistentServer(listen *rpingCB) int {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		if !listen.wait() {
-			return -1
-		}
-		if s := listen.state.Load(); s != stConnectRequest {
-			p.errf("wait for CONNECT_REQUEST state %d\n", s)
+		if ok, _ := listen.await(stConnectRequest, "wait for CONNECT_REQUEST"); !ok {
 			return -1
 		}
 		// clone_cb: the connection's own control block, which the
@@ -1141,51 +1136,36 @@ func (p *rping) runPersistentServer(listen *rpingCB) int {
 
 // testClient is rping_test_client.
 func (p *rping) testClient(cb *rpingCB) int {
-	ret := 0
 	start := byte(65)
 	sbuf, rbuf := cb.startMR.Buf(), cb.rdmaMR.Buf()
 	for ping := int32(0); p.o.count == 0 || ping < p.o.count; ping++ {
 		cb.state.Store(stReadAdv)
 		start = rpingFill(sbuf, ping, start)
 		p.formatSend(cb, cb.startMR)
-		if ret = p.postSend(cb, cb.sendWR); ret != 0 {
-			break
+		if ret := p.postSend(cb, cb.sendWR); ret != 0 {
+			return cb.testEnd(ret, false)
 		}
 		// Wait for the server's go ahead.
-		if !cb.wait() {
-			return -1
-		}
-		if s := cb.state.Load(); s != stWriteAdv {
-			p.errf("wait for RDMA_WRITE_ADV state %d\n", s)
-			ret = -1
-			break
+		if ok, ended := cb.await(stWriteAdv, "wait for RDMA_WRITE_ADV"); !ok {
+			return cb.testEnd(-1, ended)
 		}
 		p.formatSend(cb, cb.rdmaMR)
-		if ret = p.postSend(cb, cb.sendWR); ret != 0 {
-			break
+		if ret := p.postSend(cb, cb.sendWR); ret != 0 {
+			return cb.testEnd(ret, false)
 		}
 		// Wait for the server to say the RDMA write is complete.
-		if !cb.wait() {
-			return -1
-		}
-		if s := cb.state.Load(); s != stWriteComplete {
-			p.errf("wait for RDMA_WRITE_COMPLETE state %d\n", s)
-			ret = -1
-			break
+		if ok, ended := cb.await(stWriteComplete, "wait for RDMA_WRITE_COMPLETE"); !ok {
+			return cb.testEnd(-1, ended)
 		}
 		if p.o.validate > 0 && string(sbuf) != string(rbuf) {
 			p.errf("data mismatch!\n")
-			ret = -1
-			break
+			return cb.testEnd(-1, false)
 		}
 		if p.o.verbose > 0 {
 			fmt.Fprintf(p.stdout, "ping data: %s\n", cstr(rbuf))
 		}
 	}
-	if cb.state.Load() == stDisconnected {
-		return 0
-	}
-	return ret
+	return 0
 }
 
 // connectClient is rping_connect_client.
@@ -1195,11 +1175,7 @@ func (p *rping) connectClient(cb *rpingCB) int {
 		p.errf("rdma_connect: %s\n", perrorText(err))
 		return -1
 	}
-	if !cb.wait() {
-		return -1
-	}
-	if s := cb.state.Load(); s != stConnected {
-		p.errf("wait for CONNECTED state %d\n", s)
+	if ok, _ := cb.await(stConnected, "wait for CONNECTED"); !ok {
 		return -1
 	}
 	if p.o.selfQP {
@@ -1226,11 +1202,7 @@ func (p *rping) bindClient(cb *rpingCB) int {
 		p.errf("rdma_resolve_addr: %s\n", perrorText(err))
 		return -1
 	}
-	if !cb.wait() {
-		return -1
-	}
-	if s := cb.state.Load(); s != stRouteResolved {
-		p.errf("waiting for addr/route resolution state %d\n", s)
+	if ok, _ := cb.await(stRouteResolved, "waiting for addr/route resolution"); !ok {
 		return -1
 	}
 	p.dbg("rdma_resolve_addr - rdma_resolve_route successful\n")
