@@ -226,3 +226,318 @@ func cmChannelError(stderr io.Writer, err error) {
 	}
 	cmPerror(stderr, "failed to create RDMA CM event channel", err)
 }
+
+// cmNode is what a test node of either tool has (struct cmatest_node's
+// common part).
+type cmNode struct {
+	id        *rdmacm.ID
+	qp        *uverbs.QP
+	mr        *uverbs.MR
+	connected bool
+}
+
+func (n *cmNode) base() *cmNode { return n }
+
+// cmTool is what a tool adds to cmTest: its nodes, its handlers of the
+// RDMA CM's events, and its server and client.
+type cmTool[N any] interface {
+	newNode() N
+	destroyNode(N)
+	routeHandler(N) int
+	connectHandler(*rdmacm.ID) int
+	// event handles the events cmTest.handle leaves to the tool; n is
+	// the event's node where ok.
+	event(ev *rdmacm.Event, n N, ok bool) int
+	server() int
+	client() int
+}
+
+// cmTest is the harness that cmatose.c and udaddy.c share: their globals
+// and what the two do alike, with messages that start with name. N is
+// the tool's node: a *cmNode, or a pointer to a struct that has one.
+type cmTest[N interface{ base() *cmNode }] struct {
+	name  string // the messages' "cmatose" or "udaddy"
+	cmd   string // the command: ucmatose or udaddy
+	tool  cmTool[N]
+	o     *cmOpts
+	ctx   context.Context
+	out   io.Writer
+	errw  io.Writer
+	ch    *rdmacm.EventChannel
+	nodes []N
+	byID  map[*rdmacm.ID]N
+	index int // conn_index: the next node of the server
+	left  int // connects_left
+}
+
+// run is main after the options: the event channel, the nodes (a
+// client's with their IDs), the server or the client, and the end: the
+// return status.
+func (t *cmTest[N]) run(o *cmOpts, stdout, stderr io.Writer) int {
+	ctx := context.Background()
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	if o.size <= 0 {
+		o.count = 0 // create_message: no message without a size
+	}
+	t.o, t.ctx, t.out, t.errw, t.left, t.byID = o, ctx, stdout, stderr, o.conns, map[*rdmacm.ID]N{}
+	ch, err := rdmacm.NewEventChannel(nil)
+	if err != nil {
+		cmChannelError(stderr, err)
+		return 1
+	}
+	t.ch = ch
+	if o.conns < 0 { // malloc of a negative count
+		fmt.Fprintf(stdout, "%s: unable to allocate memory for test nodes\n", t.name)
+		ch.Close()
+		return 1
+	}
+	// alloc_nodes: a client's IDs exist from the start.
+	for i := 0; i < o.conns; i++ {
+		n := t.tool.newNode()
+		if o.haveDst {
+			id, err := ch.CreateID(o.ps)
+			if err != nil {
+				fmt.Fprintf(stderr, "%s: %v\n", t.cmd, err)
+				t.destroy()
+				return 1
+			}
+			n.base().id = id
+			t.byID[id] = n
+		}
+		t.nodes = append(t.nodes, n)
+	}
+	var ret int
+	if o.haveDst {
+		ret = t.tool.client()
+	} else {
+		ret = t.tool.server()
+	}
+	fmt.Fprintln(stdout, "test complete")
+	t.destroy()
+	fmt.Fprintf(stdout, "return status %d\n", ret)
+	return ret
+}
+
+// destroy is destroy_nodes and rdma_destroy_event_channel.
+func (t *cmTest[N]) destroy() {
+	for _, n := range t.nodes {
+		t.tool.destroyNode(n)
+	}
+	t.ch.Close()
+}
+
+// createMessages is create_message: the node's buffer of size bytes,
+// none without messages.
+func (t *cmTest[N]) createMessages(n *cmNode, size int) error {
+	if t.o.count == 0 {
+		return nil
+	}
+	var err error
+	if n.mr, err = n.id.PD().AllocMR(size, uverbs.AccessLocalWrite); err != nil {
+		fmt.Fprintln(t.out, "failed to reg MR")
+		fmt.Fprintf(t.out, "%s: failed to create messages: %d\n", t.name, -1)
+		return err
+	}
+	return nil
+}
+
+// postRecvs is post_recvs: -C receives of size bytes into the node's one
+// buffer.
+func (t *cmTest[N]) postRecvs(n *cmNode, size int) error {
+	if t.o.count == 0 {
+		return nil
+	}
+	sge, _ := n.mr.SGE(0, size)
+	wr := []uverbs.RecvWR{{ID: 1, SGL: []uverbs.SGE{sge}}}
+	for i := 0; i < t.o.count; i++ {
+		if _, err := n.qp.PostRecv(wr); err != nil {
+			fmt.Fprintf(t.out, "failed to post receives: %d\n", -int(errnoOf(err)))
+			return err
+		}
+	}
+	return nil
+}
+
+// postSends is post_sends on each node: -C sends of the request wr makes
+// for each connected node. It stops at the first failure: cmRet.
+func (t *cmTest[N]) postSends(wr func(N) uverbs.SendWR) int {
+	if t.o.count == 0 {
+		return 0
+	}
+	for _, n := range t.nodes {
+		if !n.base().connected {
+			continue
+		}
+		wrs := []uverbs.SendWR{wr(n)}
+		for i := 0; i < t.o.count; i++ {
+			if _, err := n.base().qp.PostSend(wrs); err != nil {
+				fmt.Fprintf(t.out, "failed to post sends: %d\n", -int(errnoOf(err)))
+				return cmRet
+			}
+		}
+	}
+	return 0
+}
+
+// pollCQs is poll_cqs: -C completions on the CQ that cq gives of each
+// connected node, each (nil: none) called for every one.
+func (t *cmTest[N]) pollCQs(cq func(N) *uverbs.CQ, each func(N, *uverbs.WC) error) int {
+	for _, n := range t.nodes {
+		if !n.base().connected {
+			continue
+		}
+		var f func(*uverbs.WC) error
+		if each != nil {
+			f = func(wc *uverbs.WC) error { return each(n, wc) }
+		}
+		if err := cmPoll(t.ctx, cq(n), softDevice(n.base().id.Verbs()), t.o.count, f); err != nil {
+			fmt.Fprintf(t.out, "%s: failed polling CQ: %v\n", t.name, err)
+			return cmRet
+		}
+	}
+	return 0
+}
+
+// addrHandler is addr_handler: the ID's options, then the route.
+func (t *cmTest[N]) addrHandler(id *rdmacm.ID) int {
+	if t.o.setTOS {
+		if err := id.SetTOS(t.o.tos); err != nil {
+			cmPerror(t.errw, t.name+": set TOS option failed", err)
+		}
+	}
+	if t.o.setTimeout {
+		if err := id.SetAckTimeout(t.o.ackTimeout); err != nil {
+			cmPerror(t.errw, t.name+": set ack timeout option failed", err)
+		}
+	}
+	if err := id.ResolveRoute(2000 * time.Millisecond); err != nil {
+		cmPerror(t.errw, t.name+": resolve route failed", err)
+		t.left--
+		return cmRet
+	}
+	return 0
+}
+
+// connect is the end of route_handler: rdma_connect with p.
+func (t *cmTest[N]) connect(id *rdmacm.ID, p *rdmacm.ConnParam) int {
+	if err := id.Connect(p); err != nil {
+		cmPerror(t.errw, t.name+": failure connecting", err)
+		t.left--
+		return cmRet
+	}
+	return 0
+}
+
+// takeNode is the start of connect_handler: the next node takes a
+// connection request's id; false when all are taken.
+func (t *cmTest[N]) takeNode(id *rdmacm.ID) (N, bool) {
+	if t.index >= t.o.conns {
+		var none N
+		return none, false
+	}
+	n := t.nodes[t.index]
+	t.index++
+	n.base().id = id
+	t.byID[id] = n
+	return n, true
+}
+
+// reject is the end of a failed connect_handler: the request's
+// rejection, with ret.
+func (t *cmTest[N]) reject(id *rdmacm.ID, ret int) int {
+	fmt.Fprintf(t.out, "%s: failing connection request\n", t.name)
+	id.Reject(nil)
+	id.Close()
+	return ret
+}
+
+// handle is cma_handler: the events both tools handle alike; the others
+// go to the tool's event.
+func (t *cmTest[N]) handle(ev *rdmacm.Event) int {
+	n, ok := t.byID[ev.ID]
+	switch ev.Type {
+	case rdmacm.EventAddrResolved:
+		if ok {
+			return t.addrHandler(ev.ID)
+		}
+		return 0
+	case rdmacm.EventRouteResolved:
+		if ok {
+			return t.tool.routeHandler(n)
+		}
+		return 0
+	case rdmacm.EventConnectRequest:
+		return t.tool.connectHandler(ev.ID)
+	case rdmacm.EventAddrError, rdmacm.EventRouteError, rdmacm.EventConnectError,
+		rdmacm.EventUnreachable, rdmacm.EventRejected:
+		fmt.Fprintf(t.out, "%s: event: %s, error: %d\n", t.name, ev.Type, ev.Status)
+		t.left--
+		return int(ev.Status)
+	}
+	return t.tool.event(ev, n, ok)
+}
+
+// events handles events while *count is not zero and no handler failed;
+// a failed rdma_get_cm_event returns what fail makes of it.
+func (t *cmTest[N]) events(count *int, fail func(error) int) int {
+	ret := 0
+	for *count > 0 && ret == 0 {
+		ev, err := t.ch.GetEvent(t.ctx)
+		if err != nil {
+			return fail(err)
+		}
+		ret = t.handle(ev)
+		ev.Ack()
+	}
+	return ret
+}
+
+// startServer is the start of run_server: the listening ID, bound and
+// listening, or the return status.
+func (t *cmTest[N]) startServer() (*rdmacm.ID, int) {
+	fmt.Fprintf(t.out, "%s: starting server\n", t.name)
+	l, err := t.ch.CreateID(t.o.ps)
+	if err != nil {
+		cmPerror(t.errw, t.name+": listen request failed", err)
+		return nil, cmRet
+	}
+	_, addr, ret := cmAddrs(t.ctx, t.o, t.out)
+	if ret != 0 {
+		l.Close()
+		return nil, ret
+	}
+	if err := l.Bind(addr); err != nil {
+		cmPerror(t.errw, t.name+": bind address failed", err)
+		l.Close()
+		return nil, cmRet
+	}
+	if err := l.Listen(0); err != nil {
+		cmPerror(t.errw, t.name+": failure trying to listen", err)
+		l.Close()
+		return nil, cmRet
+	}
+	return l, 0
+}
+
+// startClient is the start of run_client: each node's ID resolves the
+// server's address.
+func (t *cmTest[N]) startClient() int {
+	fmt.Fprintf(t.out, "%s: starting client\n", t.name)
+	src, dst, ret := cmAddrs(t.ctx, t.o, t.out)
+	if ret != 0 {
+		return ret
+	}
+	fmt.Fprintf(t.out, "%s: connecting\n", t.name)
+	for _, n := range t.nodes {
+		if err := n.base().id.ResolveAddr(src, dst, 2000*time.Millisecond); err != nil {
+			cmPerror(t.errw, t.name+": failure getting addr", err)
+			t.left--
+			return cmRet
+		}
+	}
+	return 0
+}

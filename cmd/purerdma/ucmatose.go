@@ -15,13 +15,10 @@ package main
 // the status of a failed event (the reject reason of REJECTED).
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"net/netip"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/purerdma/rdma/rdmacm"
 	"github.com/purerdma/rdma/uverbs"
@@ -88,95 +85,34 @@ func parseUcmatose(args []string, stdout, stderr io.Writer) (*cmOpts, error) {
 	return o, nil
 }
 
-// cmatoseNode is one connection (struct cmatest_node).
-type cmatoseNode struct {
-	id        *rdmacm.ID
-	qp        *uverbs.QP
-	mr        *uverbs.MR
-	connected bool
-}
-
 type cmatose struct {
-	o      *cmOpts
-	ctx    context.Context
-	out    io.Writer
-	errw   io.Writer
-	ch     *rdmacm.EventChannel
-	nodes  []*cmatoseNode
-	byID   map[*rdmacm.ID]*cmatoseNode
-	index  int // conn_index: the next node of the server
-	left   int // connects_left
+	cmTest[*cmNode]
 	disc   int // disconnects_left
-	src    netip.AddrPort
-	dst    netip.AddrPort
 	listen *rdmacm.ID
 }
 
 // runCmatose is cmatose.c's main after the options: the return status.
 func runCmatose(o *cmOpts, stdout, stderr io.Writer) int {
-	ctx := context.Background()
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-	}
-	if o.size <= 0 {
-		o.count = 0 // create_message: no message without a size
-	}
-	t := &cmatose{o: o, ctx: ctx, out: stdout, errw: stderr, left: o.conns, byID: map[*rdmacm.ID]*cmatoseNode{}}
-	ch, err := rdmacm.NewEventChannel(nil)
-	if err != nil {
-		cmChannelError(stderr, err)
-		return 1
-	}
-	t.ch = ch
-	if o.conns < 0 { // malloc of a negative count
-		fmt.Fprintln(stdout, "cmatose: unable to allocate memory for test nodes")
-		ch.Close()
-		return 1
-	}
-	// alloc_nodes: a client's IDs exist from the start.
-	for i := 0; i < o.conns; i++ {
-		n := &cmatoseNode{}
-		if o.haveDst {
-			if n.id, err = ch.CreateID(o.ps); err != nil {
-				fmt.Fprintf(stderr, "ucmatose: %v\n", err)
-				t.destroy()
-				return 1
-			}
-			t.byID[n.id] = n
-		}
-		t.nodes = append(t.nodes, n)
-	}
-	var ret int
-	if o.haveDst {
-		ret = t.client()
-	} else {
-		ret = t.server()
-	}
-	fmt.Fprintln(stdout, "test complete")
-	t.destroy()
-	fmt.Fprintf(stdout, "return status %d\n", ret)
-	return ret
+	t := &cmatose{}
+	t.cmTest = cmTest[*cmNode]{name: "cmatose", cmd: "ucmatose", tool: t}
+	return t.run(o, stdout, stderr)
 }
 
-// destroy is destroy_nodes and rdma_destroy_event_channel: each node's
-// MR, then its ID (with its QP and CQs), then the channel.
-func (t *cmatose) destroy() {
-	for _, n := range t.nodes {
-		if n.mr != nil {
-			n.mr.Close()
-		}
-		if n.id != nil {
-			n.id.Close()
-		}
+func (t *cmatose) newNode() *cmNode { return &cmNode{} }
+
+// destroyNode is destroy_node: the MR, then the ID (with its QP and CQs).
+func (t *cmatose) destroyNode(n *cmNode) {
+	if n.mr != nil {
+		n.mr.Close()
 	}
-	t.ch.Close()
+	if n.id != nil {
+		n.id.Close()
+	}
 }
 
 // initNode is init_node: an RC QP with CQs of -C entries that signals
 // every send, and the message buffer.
-func (t *cmatose) initNode(n *cmatoseNode) error {
+func (t *cmatose) initNode(n *cmNode) error {
 	cqe := uint32(max(t.o.count, 1))
 	qp, err := n.id.CreateQP(nil, uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SQSigAll: true,
 		Cap: uverbs.QPCap{MaxSendWR: cqe, MaxRecvWR: cqe, MaxSendSGE: 1, MaxRecvSGE: 1}})
@@ -185,155 +121,73 @@ func (t *cmatose) initNode(n *cmatoseNode) error {
 		return err
 	}
 	n.qp = qp
-	if t.o.count == 0 {
-		return nil
-	}
-	if n.mr, err = n.id.PD().AllocMR(t.o.size, uverbs.AccessLocalWrite); err != nil {
-		fmt.Fprintln(t.out, "failed to reg MR")
-		fmt.Fprintf(t.out, "cmatose: failed to create messages: %d\n", -1)
-		return err
-	}
-	return nil
+	return t.createMessages(n, t.o.size)
 }
 
-func (t *cmatose) sge(n *cmatoseNode) uverbs.SGE {
-	s, _ := n.mr.SGE(0, t.o.size)
-	return s
+// sendAll is post_sends on each node: -C sends of the node's buffer.
+func (t *cmatose) sendAll() int {
+	return t.postSends(func(n *cmNode) uverbs.SendWR {
+		sge, _ := n.mr.SGE(0, t.o.size)
+		return uverbs.SendWR{ID: 2, Opcode: uverbs.WRSend, SGL: []uverbs.SGE{sge}}
+	})
 }
 
-// postRecvs is post_recvs: -C receives into the node's one buffer.
-func (t *cmatose) postRecvs(n *cmatoseNode) error {
-	if t.o.count == 0 {
-		return nil
-	}
-	wr := []uverbs.RecvWR{{ID: 1, SGL: []uverbs.SGE{t.sge(n)}}}
-	for i := 0; i < t.o.count; i++ {
-		if _, err := n.qp.PostRecv(wr); err != nil {
-			fmt.Fprintf(t.out, "failed to post receives: %d\n", -int(errnoOf(err)))
-			return err
-		}
-	}
-	return nil
-}
-
-// postSends is post_sends: -C sends of the node's buffer.
-func (t *cmatose) postSends(n *cmatoseNode) error {
-	if !n.connected || t.o.count == 0 {
-		return nil
-	}
-	wr := []uverbs.SendWR{{ID: 2, Opcode: uverbs.WRSend, SGL: []uverbs.SGE{t.sge(n)}}}
-	for i := 0; i < t.o.count; i++ {
-		if _, err := n.qp.PostSend(wr); err != nil {
-			fmt.Fprintf(t.out, "failed to post sends: %d\n", -int(errnoOf(err)))
-			return err
-		}
-	}
-	return nil
-}
-
-func (t *cmatose) addrHandler(n *cmatoseNode) int {
-	if t.o.setTOS {
-		if err := n.id.SetTOS(t.o.tos); err != nil {
-			cmPerror(t.errw, "cmatose: set TOS option failed", err)
-		}
-	}
-	if t.o.setTimeout {
-		if err := n.id.SetAckTimeout(t.o.ackTimeout); err != nil {
-			cmPerror(t.errw, "cmatose: set ack timeout option failed", err)
-		}
-	}
-	if err := n.id.ResolveRoute(2000 * time.Millisecond); err != nil {
-		cmPerror(t.errw, "cmatose: resolve route failed", err)
-		t.left--
-		return cmRet
-	}
-	return 0
-}
-
-func (t *cmatose) routeHandler(n *cmatoseNode) int {
-	if t.initNode(n) != nil || t.postRecvs(n) != nil {
+func (t *cmatose) routeHandler(n *cmNode) int {
+	if t.initNode(n) != nil || t.postRecvs(n, t.o.size) != nil {
 		t.left--
 		return cmRet
 	}
 	// conn_param: responder resources and initiator depth 1, retry 5,
 	// no RNR retry (memset), no private data.
-	p := &rdmacm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 5}
-	if err := n.id.Connect(p); err != nil {
-		cmPerror(t.errw, "cmatose: failure connecting", err)
-		t.left--
-		return cmRet
-	}
-	return 0
+	return t.connect(n.id, &rdmacm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 5})
 }
 
 func (t *cmatose) connectHandler(id *rdmacm.ID) int {
-	ret := -int(syscall.ENOMEM)
-	if t.index < t.o.conns {
-		n := t.nodes[t.index]
-		t.index++
-		n.id = id
-		t.byID[id] = n
-		ret = 0
-		if t.initNode(n) != nil {
-			ret = cmRet
-		}
-		if ret == 0 && t.o.setTimeout {
-			if err := id.SetAckTimeout(t.o.ackTimeout); err != nil {
-				cmPerror(t.errw, "cmatose: set ack timeout option failed", err)
-			}
-		}
-		if ret == 0 && t.postRecvs(n) != nil {
-			ret = cmRet
-		}
-		if ret == 0 {
-			if err := id.Accept(nil); err != nil {
-				cmPerror(t.errw, "cmatose: failure accepting", err)
-				ret = cmRet
-			}
-		}
-		if ret == 0 {
-			return 0
-		}
-		// err2: the node forgets the ID (which the C tool leaks; here
-		// it is closed after the reject).
-		if n.mr != nil {
-			n.mr.Close()
-			n.mr = nil
-		}
-		n.id, n.qp = nil, nil
-		t.left--
+	n, ok := t.takeNode(id)
+	if !ok {
+		return t.reject(id, -int(syscall.ENOMEM))
 	}
-	fmt.Fprintln(t.out, "cmatose: failing connection request")
-	id.Reject(nil)
-	id.Close()
-	return ret
+	ret := 0
+	if t.initNode(n) != nil {
+		ret = cmRet
+	}
+	if ret == 0 && t.o.setTimeout {
+		if err := id.SetAckTimeout(t.o.ackTimeout); err != nil {
+			cmPerror(t.errw, "cmatose: set ack timeout option failed", err)
+		}
+	}
+	if ret == 0 && t.postRecvs(n, t.o.size) != nil {
+		ret = cmRet
+	}
+	if ret == 0 {
+		if err := id.Accept(nil); err != nil {
+			cmPerror(t.errw, "cmatose: failure accepting", err)
+			ret = cmRet
+		}
+	}
+	if ret == 0 {
+		return 0
+	}
+	// err2: the node forgets the ID (which the C tool leaks; here it is
+	// closed after the reject).
+	if n.mr != nil {
+		n.mr.Close()
+		n.mr = nil
+	}
+	n.id, n.qp = nil, nil
+	t.left--
+	return t.reject(id, ret)
 }
 
-// handle is cma_handler.
-func (t *cmatose) handle(ev *rdmacm.Event) int {
-	n := t.byID[ev.ID]
+// event is the rest of cma_handler: ESTABLISHED and DISCONNECTED.
+func (t *cmatose) event(ev *rdmacm.Event, n *cmNode, ok bool) int {
 	switch ev.Type {
-	case rdmacm.EventAddrResolved:
-		if n != nil {
-			return t.addrHandler(n)
-		}
-	case rdmacm.EventRouteResolved:
-		if n != nil {
-			return t.routeHandler(n)
-		}
-	case rdmacm.EventConnectRequest:
-		return t.connectHandler(ev.ID)
 	case rdmacm.EventEstablished:
-		if n != nil {
+		if ok {
 			n.connected = true
 		}
 		t.left--
 		t.disc++
-	case rdmacm.EventAddrError, rdmacm.EventRouteError, rdmacm.EventConnectError,
-		rdmacm.EventUnreachable, rdmacm.EventRejected:
-		fmt.Fprintf(t.out, "cmatose: event: %s, error: %d\n", ev.Type, ev.Status)
-		t.left--
-		return int(ev.Status)
 	case rdmacm.EventDisconnected:
 		ev.ID.Disconnect()
 		t.disc--
@@ -341,39 +195,23 @@ func (t *cmatose) handle(ev *rdmacm.Event) int {
 	return 0
 }
 
-// events is connect_events (left) and disconnect_events (disc): handle
-// events while *count is not zero and no handler failed.
+// events is connect_events (left) and disconnect_events (disc).
 func (t *cmatose) events(count *int, what string) int {
-	ret := 0
-	for *count > 0 && ret == 0 {
-		ev, err := t.ch.GetEvent(t.ctx)
-		if err != nil {
-			cmPerror(t.errw, "cmatose: failure in rdma_get_cm_event in "+what, err)
-			return int(errnoOf(err))
-		}
-		ret = t.handle(ev)
-		ev.Ack()
-	}
-	return ret
+	return t.cmTest.events(count, func(err error) int {
+		cmPerror(t.errw, "cmatose: failure in rdma_get_cm_event in "+what, err)
+		return int(errnoOf(err))
+	})
 }
 
 // pollAll is poll_cqs: -C completions on each connected node's send or
 // receive CQ.
 func (t *cmatose) pollAll(recv bool) int {
-	for _, n := range t.nodes {
-		if !n.connected {
-			continue
-		}
-		cq := n.qp.SendCQ()
+	return t.pollCQs(func(n *cmNode) *uverbs.CQ {
 		if recv {
-			cq = n.qp.RecvCQ()
+			return n.qp.RecvCQ()
 		}
-		if err := cmPoll(t.ctx, cq, softDevice(n.id.Verbs()), t.o.count, nil); err != nil {
-			fmt.Fprintf(t.out, "cmatose: failed polling CQ: %v\n", err)
-			return cmRet
-		}
-	}
-	return 0
+		return n.qp.SendCQ()
+	}, nil)
 }
 
 func (t *cmatose) migrateChannel() int {
@@ -405,35 +243,19 @@ func (t *cmatose) migrateChannel() int {
 }
 
 func (t *cmatose) server() int {
-	fmt.Fprintln(t.out, "cmatose: starting server")
-	l, err := t.ch.CreateID(t.o.ps)
-	if err != nil {
-		cmPerror(t.errw, "cmatose: listen request failed", err)
-		return cmRet
+	l, ret := t.startServer()
+	if ret != 0 {
+		return ret
 	}
 	t.listen = l
 	defer func() { l.Close(); t.listen = nil }()
-	var ret int
-	if _, t.dst, ret = cmAddrs(t.ctx, t.o, t.out); ret != 0 {
-		return ret
-	}
-	if err := l.Bind(t.dst); err != nil {
-		cmPerror(t.errw, "cmatose: bind address failed", err)
-		return cmRet
-	}
-	if err := l.Listen(0); err != nil {
-		cmPerror(t.errw, "cmatose: failure trying to listen", err)
-		return cmRet
-	}
 	if ret = t.events(&t.left, "connect events"); ret != 0 {
 		return ret
 	}
 	if t.o.count > 0 {
 		fmt.Fprintln(t.out, "initiating data transfers")
-		for _, n := range t.nodes {
-			if t.postSends(n) != nil {
-				return cmRet
-			}
+		if ret = t.sendAll(); ret != 0 {
+			return ret
 		}
 		fmt.Fprintln(t.out, "completing sends")
 		if ret = t.pollAll(false); ret != 0 {
@@ -464,31 +286,16 @@ func (t *cmatose) server() int {
 }
 
 func (t *cmatose) client() int {
-	fmt.Fprintln(t.out, "cmatose: starting client")
-	var ret int
-	if t.src, t.dst, ret = cmAddrs(t.ctx, t.o, t.out); ret != 0 {
+	if ret := t.startClient(); ret != 0 {
 		return ret
 	}
-	fmt.Fprintln(t.out, "cmatose: connecting")
-	for _, n := range t.nodes {
-		if err := n.id.ResolveAddr(t.src, t.dst, 2000*time.Millisecond); err != nil {
-			cmPerror(t.errw, "cmatose: failure getting addr", err)
-			t.left--
-			return cmRet
-		}
-	}
-	ret = t.events(&t.left, "connect events")
+	ret := t.events(&t.left, "connect events")
 	if ret == 0 && t.o.count > 0 {
 		fmt.Fprintln(t.out, "receiving data transfers")
 		ret = t.pollAll(true)
 		if ret == 0 {
 			fmt.Fprintln(t.out, "sending replies")
-			for _, n := range t.nodes {
-				if t.postSends(n) != nil {
-					ret = cmRet
-					break
-				}
-			}
+			ret = t.sendAll()
 		}
 		if ret == 0 {
 			fmt.Fprintln(t.out, "data transfers complete")

@@ -16,7 +16,6 @@ package main
 // own, changes the port.
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -24,7 +23,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/rdmacm"
@@ -97,82 +95,26 @@ func parseUdaddy(args []string, stdout, stderr io.Writer) (*cmOpts, error) {
 
 // udNode is one UD "connection" (udaddy's struct cmatest_node).
 type udNode struct {
-	id         *rdmacm.ID
+	cmNode
 	cq         *uverbs.CQ
-	qp         *uverbs.QP
-	mr         *uverbs.MR
 	ah         *uverbs.AH
 	remoteQPN  uint32
 	remoteQKey uint32
-	connected  bool
 }
 
 type udaddy struct {
-	o     *cmOpts
-	ctx   context.Context
-	out   io.Writer
-	errw  io.Writer
-	ch    *rdmacm.EventChannel
-	nodes []*udNode
-	byID  map[*rdmacm.ID]*udNode
-	index int
-	left  int
+	cmTest[*udNode]
 }
 
 func runUdaddyTest(o *cmOpts, stdout, stderr io.Writer) int {
-	ctx := context.Background()
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-	}
-	if o.size <= 0 {
-		o.count = 0
-	}
-	t := &udaddy{o: o, ctx: ctx, out: stdout, errw: stderr, left: o.conns, byID: map[*rdmacm.ID]*udNode{}}
-	ch, err := rdmacm.NewEventChannel(nil)
-	if err != nil {
-		cmChannelError(stderr, err)
-		return 1
-	}
-	t.ch = ch
-	if o.conns < 0 { // malloc of a negative count
-		fmt.Fprintln(stdout, "udaddy: unable to allocate memory for test nodes")
-		ch.Close()
-		return 1
-	}
-	for i := 0; i < o.conns; i++ {
-		n := &udNode{}
-		if o.haveDst {
-			if n.id, err = ch.CreateID(o.ps); err != nil {
-				fmt.Fprintf(stderr, "udaddy: %v\n", err)
-				t.destroy()
-				return 1
-			}
-			t.byID[n.id] = n
-		}
-		t.nodes = append(t.nodes, n)
-	}
-	var ret int
-	if o.haveDst {
-		ret = t.client()
-	} else {
-		ret = t.server()
-	}
-	fmt.Fprintln(stdout, "test complete")
-	t.destroy()
-	fmt.Fprintf(stdout, "return status %d\n", ret)
-	return ret
+	t := &udaddy{}
+	t.cmTest = cmTest[*udNode]{name: "udaddy", cmd: "udaddy", tool: t}
+	return t.run(o, stdout, stderr)
 }
 
-// destroy is destroy_nodes: the AH, the QP, the CQ, the MR, the ID.
-func (t *udaddy) destroy() {
-	for _, n := range t.nodes {
-		t.destroyNode(n)
-	}
-	t.ch.Close()
-}
+func (t *udaddy) newNode() *udNode { return &udNode{} }
 
+// destroyNode is destroy_node: the AH, the QP, the CQ, the MR, the ID.
 func (t *udaddy) destroyNode(n *udNode) {
 	if n.ah != nil {
 		n.ah.Close()
@@ -223,62 +165,17 @@ func (t *udaddy) initNode(n *udNode) error {
 		cmPerror(t.errw, "udaddy: unable to create QP", err)
 		return err
 	}
-	if t.o.count == 0 {
-		return nil
-	}
-	if n.mr, err = n.id.PD().AllocMR(t.o.size+grhLen, uverbs.AccessLocalWrite); err != nil {
-		fmt.Fprintln(t.out, "failed to reg MR")
-		fmt.Fprintf(t.out, "udaddy: failed to create messages: %d\n", -1)
-		return err
-	}
-	return nil
+	return t.createMessages(&n.cmNode, t.o.size+grhLen)
 }
 
-func (t *udaddy) postRecvs(n *udNode) error {
-	if t.o.count == 0 {
-		return nil
-	}
-	sge, _ := n.mr.SGE(0, t.o.size+grhLen)
-	wr := []uverbs.RecvWR{{ID: 1, SGL: []uverbs.SGE{sge}}}
-	for i := 0; i < t.o.count; i++ {
-		if _, err := n.qp.PostRecv(wr); err != nil {
-			fmt.Fprintf(t.out, "failed to post receives: %d\n", -int(errnoOf(err)))
-			return err
-		}
-	}
-	return nil
-}
-
-// postSends is post_sends: -C sends with immediate data (this QP's
-// number, which the server answers to) to the node's peer.
-func (t *udaddy) postSends(n *udNode, flags uverbs.SendFlags) error {
-	if !n.connected || t.o.count == 0 {
-		return nil
-	}
-	sge, _ := n.mr.SGE(0, t.o.size)
-	wr := []uverbs.SendWR{{ID: 2, Opcode: uverbs.WRSendWithImm, Flags: flags, SGL: []uverbs.SGE{sge},
-		Imm: n.qp.Num(), AH: n.ah, RemoteQPN: n.remoteQPN, RemoteQKey: n.remoteQKey}}
-	for i := 0; i < t.o.count; i++ {
-		if _, err := n.qp.PostSend(wr); err != nil {
-			fmt.Fprintf(t.out, "failed to post sends: %d\n", -int(errnoOf(err)))
-			return err
-		}
-	}
-	return nil
-}
-
-func (t *udaddy) addrHandler(n *udNode) int {
-	if t.o.setTOS {
-		if err := n.id.SetTOS(t.o.tos); err != nil {
-			cmPerror(t.errw, "udaddy: set TOS option failed", err)
-		}
-	}
-	if err := n.id.ResolveRoute(2000 * time.Millisecond); err != nil {
-		cmPerror(t.errw, "udaddy: resolve route failed", err)
-		t.left--
-		return cmRet
-	}
-	return 0
+// sendAll is post_sends on each node: -C sends with immediate data (this
+// QP's number, which the server answers to) to the node's peer.
+func (t *udaddy) sendAll(flags uverbs.SendFlags) int {
+	return t.postSends(func(n *udNode) uverbs.SendWR {
+		sge, _ := n.mr.SGE(0, t.o.size)
+		return uverbs.SendWR{ID: 2, Opcode: uverbs.WRSendWithImm, Flags: flags, SGL: []uverbs.SGE{sge},
+			Imm: n.qp.Num(), AH: n.ah, RemoteQPN: n.remoteQPN, RemoteQKey: n.remoteQKey}
+	})
 }
 
 func (t *udaddy) routeHandler(n *udNode) int {
@@ -286,46 +183,35 @@ func (t *udaddy) routeHandler(n *udNode) int {
 		t.left--
 		return -int(errnoOf(err))
 	}
-	if t.initNode(n) != nil || t.postRecvs(n) != nil {
+	if t.initNode(n) != nil || t.postRecvs(&n.cmNode, t.o.size+grhLen) != nil {
 		t.left--
 		return cmRet
 	}
-	if err := n.id.Connect(&rdmacm.ConnParam{}); err != nil {
-		cmPerror(t.errw, "udaddy: failure connecting", err)
-		t.left--
-		return cmRet
-	}
-	return 0
+	return t.connect(n.id, &rdmacm.ConnParam{})
 }
 
 func (t *udaddy) connectHandler(id *rdmacm.ID) int {
-	ret := -int(syscall.ENOMEM)
-	if t.index < t.o.conns {
-		n := t.nodes[t.index]
-		t.index++
-		n.id = id
-		t.byID[id] = n
-		if err := t.verifyParams(n); err != nil {
-			ret = -int(errnoOf(err))
-		} else if t.initNode(n) != nil || t.postRecvs(n) != nil {
-			ret = cmRet
-		} else if err := id.Accept(&rdmacm.ConnParam{QPNum: n.qp.Num()}); err != nil {
-			cmPerror(t.errw, "udaddy: failure accepting", err)
-			ret = cmRet
-		} else {
-			n.connected = true
-			t.left--
-			return 0
-		}
-		t.left--
-		fmt.Fprintln(t.out, "udaddy: failing connection request")
-		id.Reject(nil)
-		t.destroyNode(n) // the ID too, which the C tool leaks
-		return ret
+	n, ok := t.takeNode(id)
+	if !ok {
+		return t.reject(id, -int(syscall.ENOMEM))
 	}
+	var ret int
+	if err := t.verifyParams(n); err != nil {
+		ret = -int(errnoOf(err))
+	} else if t.initNode(n) != nil || t.postRecvs(&n.cmNode, t.o.size+grhLen) != nil {
+		ret = cmRet
+	} else if err := id.Accept(&rdmacm.ConnParam{QPNum: n.qp.Num()}); err != nil {
+		cmPerror(t.errw, "udaddy: failure accepting", err)
+		ret = cmRet
+	} else {
+		n.connected = true
+		t.left--
+		return 0
+	}
+	t.left--
 	fmt.Fprintln(t.out, "udaddy: failing connection request")
 	id.Reject(nil)
-	id.Close()
+	t.destroyNode(n) // the ID too, which the C tool leaks
 	return ret
 }
 
@@ -346,44 +232,19 @@ func (t *udaddy) resolvedHandler(n *udNode, ev *rdmacm.Event) int {
 	return 0
 }
 
-func (t *udaddy) handle(ev *rdmacm.Event) int {
-	n := t.byID[ev.ID]
-	switch ev.Type {
-	case rdmacm.EventAddrResolved:
-		if n != nil {
-			return t.addrHandler(n)
-		}
-	case rdmacm.EventRouteResolved:
-		if n != nil {
-			return t.routeHandler(n)
-		}
-	case rdmacm.EventConnectRequest:
-		return t.connectHandler(ev.ID)
-	case rdmacm.EventEstablished:
-		if n != nil {
-			return t.resolvedHandler(n, ev)
-		}
-	case rdmacm.EventAddrError, rdmacm.EventRouteError, rdmacm.EventConnectError,
-		rdmacm.EventUnreachable, rdmacm.EventRejected:
-		fmt.Fprintf(t.out, "udaddy: event: %s, error: %d\n", ev.Type, ev.Status)
-		t.left--
-		return int(ev.Status)
+// event is the rest of cma_handler: ESTABLISHED, the SIDR reply.
+func (t *udaddy) event(ev *rdmacm.Event, n *udNode, ok bool) int {
+	if ev.Type == rdmacm.EventEstablished && ok {
+		return t.resolvedHandler(n, ev)
 	}
 	return 0
 }
 
 func (t *udaddy) connectEvents() int {
-	ret := 0
-	for t.left > 0 && ret == 0 {
-		ev, err := t.ch.GetEvent(t.ctx)
-		if err != nil {
-			fmt.Fprintf(t.errw, "udaddy: rdma_get_cm_event: %v\n", err)
-			return cmRet
-		}
-		ret = t.handle(ev)
-		ev.Ack()
-	}
-	return ret
+	return t.events(&t.left, func(err error) int {
+		fmt.Fprintf(t.errw, "udaddy: rdma_get_cm_event: %v\n", err)
+		return cmRet
+	})
 }
 
 // replyAH is create_reply_ah: the address of the first message's sender,
@@ -409,48 +270,24 @@ func (t *udaddy) replyAH(n *udNode, wc *uverbs.WC) error {
 // pollAll is poll_cqs: -C completions on each connected node's CQ, the
 // first of a node without an address making its reply address.
 func (t *udaddy) pollAll() int {
-	for _, n := range t.nodes {
-		if !n.connected {
-			continue
-		}
-		err := cmPoll(t.ctx, n.cq, softDevice(n.id.Verbs()), t.o.count, func(wc *uverbs.WC) error {
-			if n.ah != nil {
-				return nil
-			}
-			if err := t.replyAH(n, wc); err != nil {
-				fmt.Fprintln(t.out, "udaddy: failed to create reply AH")
-				return err
-			}
+	return t.pollCQs(func(n *udNode) *uverbs.CQ { return n.cq }, func(n *udNode, wc *uverbs.WC) error {
+		if n.ah != nil {
 			return nil
-		})
-		if err != nil {
-			fmt.Fprintf(t.out, "udaddy: failed polling CQ: %v\n", err)
-			return cmRet
 		}
-	}
-	return 0
+		if err := t.replyAH(n, wc); err != nil {
+			fmt.Fprintln(t.out, "udaddy: failed to create reply AH")
+			return err
+		}
+		return nil
+	})
 }
 
 func (t *udaddy) server() int {
-	fmt.Fprintln(t.out, "udaddy: starting server")
-	l, err := t.ch.CreateID(t.o.ps)
-	if err != nil {
-		cmPerror(t.errw, "udaddy: listen request failed", err)
-		return cmRet
-	}
-	defer l.Close()
-	_, addr, ret := cmAddrs(t.ctx, t.o, t.out)
+	l, ret := t.startServer()
 	if ret != 0 {
 		return ret
 	}
-	if err := l.Bind(addr); err != nil {
-		cmPerror(t.errw, "udaddy: bind address failed", err)
-		return cmRet
-	}
-	if err := l.Listen(0); err != nil {
-		cmPerror(t.errw, "udaddy: failure trying to listen", err)
-		return cmRet
-	}
+	defer l.Close()
 	t.connectEvents() // as the C server, whatever it returns
 	if t.o.count > 0 {
 		fmt.Fprintln(t.out, "receiving data transfers")
@@ -458,10 +295,8 @@ func (t *udaddy) server() int {
 			return ret
 		}
 		fmt.Fprintln(t.out, "sending replies")
-		for _, n := range t.nodes {
-			if t.postSends(n, uverbs.SendSignaled) != nil {
-				return cmRet
-			}
+		if ret = t.sendAll(uverbs.SendSignaled); ret != 0 {
+			return ret
 		}
 		if ret = t.pollAll(); ret != 0 {
 			return ret
@@ -472,31 +307,19 @@ func (t *udaddy) server() int {
 }
 
 func (t *udaddy) client() int {
-	fmt.Fprintln(t.out, "udaddy: starting client")
-	src, dst, ret := cmAddrs(t.ctx, t.o, t.out)
-	if ret != 0 {
+	if ret := t.startClient(); ret != 0 {
 		return ret
 	}
-	fmt.Fprintln(t.out, "udaddy: connecting")
-	for _, n := range t.nodes {
-		if err := n.id.ResolveAddr(src, dst, 2000*time.Millisecond); err != nil {
-			cmPerror(t.errw, "udaddy: failure getting addr", err)
-			t.left--
-			return cmRet
-		}
-	}
-	if ret = t.connectEvents(); ret != 0 {
+	if ret := t.connectEvents(); ret != 0 {
 		return ret
 	}
 	if t.o.count > 0 {
 		fmt.Fprintln(t.out, "initiating data transfers")
-		for _, n := range t.nodes {
-			if t.postSends(n, 0) != nil {
-				return cmRet
-			}
+		if ret := t.sendAll(0); ret != 0 {
+			return ret
 		}
 		fmt.Fprintln(t.out, "receiving data transfers")
-		if ret = t.pollAll(); ret != 0 {
+		if ret := t.pollAll(); ret != 0 {
 			return ret
 		}
 		fmt.Fprintln(t.out, "data transfers complete")
