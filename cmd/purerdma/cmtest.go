@@ -38,16 +38,31 @@ type cmOpts struct {
 	timeout    time.Duration
 }
 
-// cmOptions are the getopt options both tools take; extra adds the
-// tool's own.
-func cmOptions(o *cmOpts, extra ...getoptOption) []getoptOption {
+// cmParse parses a tool's command line: the options both tools take,
+// with -P's port space (a name starting with alt is altPS, one starting
+// with def the default), and extra, the tool's own. Bad usage prints
+// usage, named for tool, on standard output and exits 1, as the C tools
+// do.
+func cmParse(tool, usage string, o *cmOpts, def, alt string, altPS rdmacm.PortSpace,
+	args []string, stdout, stderr io.Writer, extra ...getoptOption) (*cmOpts, error) {
 	opts := []getoptOption{
 		{short: 's', arg: true, set: func(v string) error { o.dst, o.haveDst = v, true; return nil }},
 		{short: 'b', arg: true, set: func(v string) error { o.src = v; return nil }},
+		{short: 'f', arg: true, set: func(v string) error { return cmAddrFormat(v, stderr) }},
+		{short: 'P', arg: true, set: func(v string) error {
+			switch {
+			case strings.HasPrefix(strings.ToLower(v), alt):
+				o.ps = altPS
+			case !strings.HasPrefix(strings.ToLower(v), def):
+				fmt.Fprintln(stderr, "Warning: unknown port space format")
+			}
+			return nil
+		}},
 		{short: 'c', arg: true, set: func(v string) error { o.conns = int(int32(atoi(v))); return nil }},
 		{short: 'C', arg: true, set: func(v string) error { o.count = int(int32(atoi(v))); return nil }},
 		{short: 'S', arg: true, set: func(v string) error { o.size = int(int32(atoi(v))); return nil }},
 		{short: 't', arg: true, set: func(v string) error { o.setTOS, o.tos = true, uint8(cStrtoul(v)); return nil }},
+		{short: 'h', set: func(string) error { return errDevinfoHelp }},
 		{long: "timeout", arg: true, set: func(v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil || d < 0 {
@@ -57,7 +72,11 @@ func cmOptions(o *cmOpts, extra ...getoptOption) []getoptOption {
 			return nil
 		}},
 	}
-	return append(opts, extra...)
+	if err := getopt(tool, args, append(opts, extra...), stderr); err != nil {
+		fmt.Fprintf(stdout, usage, tool)
+		return nil, exitError{1}
+	}
+	return o, nil
 }
 
 // cStrtoul is strtoul(s, NULL, 0): as strtol, a negative number wrapping.

@@ -17,7 +17,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"syscall"
 
 	"github.com/purerdma/rdma/rdmacm"
@@ -59,30 +58,14 @@ func runUcmatose(args []string, stdout, stderr io.Writer) error {
 // tool does.
 func parseUcmatose(args []string, stdout, stderr io.Writer) (*cmOpts, error) {
 	o := &cmOpts{ps: rdmacm.PortSpaceTCP, conns: 1, count: 10, size: 100, port: "7471"}
-	opts := cmOptions(o,
-		getoptOption{short: 'f', arg: true, set: func(v string) error { return cmAddrFormat(v, stderr) }},
-		getoptOption{short: 'P', arg: true, set: func(v string) error {
-			switch {
-			case strings.HasPrefix(strings.ToLower(v), "ib"):
-				o.ps = rdmacm.PortSpaceIB
-			case !strings.HasPrefix(strings.ToLower(v), "tcp"):
-				fmt.Fprintln(stderr, "Warning: unknown port space format")
-			}
-			return nil
-		}},
+	return cmParse("ucmatose", ucmatoseUsage, o, "tcp", "ib", rdmacm.PortSpaceIB, args, stdout, stderr,
 		getoptOption{short: 'p', arg: true, set: func(v string) error { o.port = v; return nil }},
 		getoptOption{short: 'm', set: func(string) error { o.migrate = true; return nil }},
 		getoptOption{short: 'a', arg: true, set: func(v string) error {
 			o.setTimeout, o.ackTimeout = true, uint8(cStrtoul(v))
 			return nil
 		}},
-		getoptOption{short: 'h', set: func(string) error { return errDevinfoHelp }},
 	)
-	if err := getopt("ucmatose", args, opts, stderr); err != nil {
-		fmt.Fprintf(stdout, ucmatoseUsage, "ucmatose")
-		return nil, exitError{1}
-	}
-	return o, nil
 }
 
 type cmatose struct {

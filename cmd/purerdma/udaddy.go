@@ -21,7 +21,6 @@ import (
 	"io"
 	"net/netip"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/purerdma/rdma"
@@ -64,19 +63,9 @@ func runUdaddy(args []string, stdout, stderr io.Writer) error {
 // parseUdaddy parses udaddy.c's command line ("s:b:c:C:S:t:p:P:f:").
 func parseUdaddy(args []string, stdout, stderr io.Writer) (*cmOpts, error) {
 	o := &cmOpts{ps: rdmacm.PortSpaceUDP, conns: 1, count: 10, size: 100, port: "7174"}
-	opts := cmOptions(o,
-		getoptOption{short: 'f', arg: true, set: func(v string) error { return cmAddrFormat(v, stderr) }},
+	return cmParse("udaddy", udaddyUsage, o, "udp", "ipoib", rdmacm.PortSpaceIPoIB, args, stdout, stderr,
 		// -p: the port space, "for backwards compatibility".
 		getoptOption{short: 'p', arg: true, set: func(v string) error { o.ps = rdmacm.PortSpace(cStrtol(v)); return nil }},
-		getoptOption{short: 'P', arg: true, set: func(v string) error {
-			switch {
-			case strings.HasPrefix(strings.ToLower(v), "ipoib"):
-				o.ps = rdmacm.PortSpaceIPoIB
-			case !strings.HasPrefix(strings.ToLower(v), "udp"):
-				fmt.Fprintln(stderr, "Warning: unknown port space format")
-			}
-			return nil
-		}},
 		getoptOption{long: "port", arg: true, set: func(v string) error {
 			if _, err := strconv.ParseUint(v, 10, 16); err != nil {
 				return getoptError("bad --port")
@@ -84,13 +73,7 @@ func parseUdaddy(args []string, stdout, stderr io.Writer) (*cmOpts, error) {
 			o.port = v
 			return nil
 		}},
-		getoptOption{short: 'h', set: func(string) error { return errDevinfoHelp }},
 	)
-	if err := getopt("udaddy", args, opts, stderr); err != nil {
-		fmt.Fprintf(stdout, udaddyUsage, "udaddy")
-		return nil, exitError{1}
-	}
-	return o, nil
 }
 
 // udNode is one UD "connection" (udaddy's struct cmatest_node).
