@@ -4,10 +4,45 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/netip"
 	"strings"
 	"testing"
 )
+
+// cmParser is parseUcmatose or parseUdaddy.
+type cmParser func(args []string, stdout, stderr io.Writer) (*cmOpts, error)
+
+// checkCmParse checks that parse takes args as want.
+func checkCmParse(t *testing.T, parse cmParser, args []string, want cmOpts) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	o, err := parse(args, &out, &errb)
+	if err != nil {
+		t.Fatalf("%q: %v", args, err)
+	}
+	if *o != want {
+		t.Errorf("%q: got %+v, want %+v", args, *o, want)
+	}
+}
+
+// checkCmUsage checks that each of bad exits 1 with tool's usage, which
+// has has, on standard output; -h writes nothing to standard error.
+func checkCmUsage(t *testing.T, parse cmParser, tool, has string, bad ...[]string) {
+	t.Helper()
+	for _, args := range bad {
+		var out, errb bytes.Buffer
+		_, err := parse(args, &out, &errb)
+		var ee exitError
+		if !errors.As(err, &ee) || ee.code != 1 || !strings.HasPrefix(out.String(), "usage: "+tool+"\n") ||
+			!strings.Contains(out.String(), has) {
+			t.Errorf("%v: %v, stdout %q", args, err, out.String())
+		}
+		if args[0] == "-h" && errb.Len() != 0 {
+			t.Errorf("-h wrote to stderr: %q", errb.String())
+		}
+	}
+}
 
 // The exit status is the low byte of the return status, as main's return
 // gives it.

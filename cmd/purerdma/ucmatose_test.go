@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -11,28 +10,16 @@ import (
 )
 
 func TestUcmatoseFlags(t *testing.T) {
+	checkCmParse(t, parseUcmatose, nil, cmOpts{ps: rdmacm.PortSpaceTCP, conns: 1, count: 10, size: 100, port: "7471"})
+	checkCmParse(t, parseUcmatose, []string{"-s", "10.77.0.1", "-b10.77.0.2", "-c", "10", "-C5", "-S", "4096",
+		"-p", "7000", "-P", "ib", "-t", "0x20", "-a", "14", "-m", "--timeout", "1m", "extra"},
+		cmOpts{dst: "10.77.0.1", haveDst: true, src: "10.77.0.2", ps: rdmacm.PortSpaceIB, conns: 10, count: 5,
+			size: 4096, port: "7000", setTOS: true, tos: 0x20, migrate: true, setTimeout: true, ackTimeout: 14, timeout: time.Minute})
 	var out, errb bytes.Buffer
-	o, err := parseUcmatose(nil, &out, &errb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := cmOpts{ps: rdmacm.PortSpaceTCP, conns: 1, count: 10, size: 100, port: "7471"}
-	if *o != want {
-		t.Errorf("defaults %+v, want %+v", *o, want)
-	}
-	o, err = parseUcmatose([]string{"-s", "10.77.0.1", "-b10.77.0.2", "-c", "10", "-C5", "-S", "4096",
-		"-p", "7000", "-P", "ib", "-t", "0x20", "-a", "14", "-m", "--timeout", "1m", "extra"}, &out, &errb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want = cmOpts{dst: "10.77.0.1", haveDst: true, src: "10.77.0.2", ps: rdmacm.PortSpaceIB, conns: 10, count: 5,
-		size: 4096, port: "7000", setTOS: true, tos: 0x20, migrate: true, setTimeout: true, ackTimeout: 14, timeout: time.Minute}
-	if *o != want {
-		t.Errorf("got %+v, want %+v", *o, want)
-	}
 	// getopt groups a flag without an argument with the next; atoi reads
 	// the leading digits.
-	if o, err = parseUcmatose([]string{"-mc3x", "-C", "abc", "-PTCP"}, &out, &errb); err != nil {
+	o, err := parseUcmatose([]string{"-mc3x", "-C", "abc", "-PTCP"}, &out, &errb)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if !o.migrate || o.conns != 3 || o.count != 0 || o.ps != rdmacm.PortSpaceTCP {
@@ -43,17 +30,6 @@ func TestUcmatoseFlags(t *testing.T) {
 		!strings.Contains(errb.String(), "Warning: unknown port space format") {
 		t.Errorf("-P udp: %v %+v %q", err, o, errb.String())
 	}
-	for _, args := range [][]string{{"-x"}, {"-c"}, {"-h"}, {"-f", "gid"}, {"--timeout", "soon"}} {
-		out.Reset()
-		errb.Reset()
-		_, err := parseUcmatose(args, &out, &errb)
-		var ee exitError
-		if !errors.As(err, &ee) || ee.code != 1 || !strings.HasPrefix(out.String(), "usage: ucmatose\n") ||
-			!strings.Contains(out.String(), "[-P port_space]\n\t    tcp or ib\n") {
-			t.Errorf("%v: %v, stdout %q", args, err, out.String())
-		}
-		if args[0] == "-h" && errb.Len() != 0 {
-			t.Errorf("-h wrote to stderr: %q", errb.String())
-		}
-	}
+	checkCmUsage(t, parseUcmatose, "ucmatose", "[-P port_space]\n\t    tcp or ib\n",
+		[]string{"-x"}, []string{"-c"}, []string{"-h"}, []string{"-f", "gid"}, []string{"--timeout", "soon"})
 }

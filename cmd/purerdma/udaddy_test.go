@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"strings"
 	"testing"
 
@@ -12,24 +11,11 @@ import (
 )
 
 func TestUdaddyFlags(t *testing.T) {
+	checkCmParse(t, parseUdaddy, nil, cmOpts{ps: rdmacm.PortSpaceUDP, conns: 1, count: 10, size: 100, port: "7174"})
+	checkCmParse(t, parseUdaddy, []string{"-s", "10.77.0.1", "-b", "10.77.0.2", "-c10", "-C", "3", "-S", "512", "-t", "8", "--port", "7000"},
+		cmOpts{dst: "10.77.0.1", haveDst: true, src: "10.77.0.2", ps: rdmacm.PortSpaceUDP, conns: 10, count: 3,
+			size: 512, port: "7000", setTOS: true, tos: 8})
 	var out, errb bytes.Buffer
-	o, err := parseUdaddy(nil, &out, &errb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := cmOpts{ps: rdmacm.PortSpaceUDP, conns: 1, count: 10, size: 100, port: "7174"}
-	if *o != want {
-		t.Errorf("defaults %+v, want %+v", *o, want)
-	}
-	o, err = parseUdaddy([]string{"-s", "10.77.0.1", "-b", "10.77.0.2", "-c10", "-C", "3", "-S", "512", "-t", "8", "--port", "7000"}, &out, &errb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want = cmOpts{dst: "10.77.0.1", haveDst: true, src: "10.77.0.2", ps: rdmacm.PortSpaceUDP, conns: 10, count: 3,
-		size: 512, port: "7000", setTOS: true, tos: 8}
-	if *o != want {
-		t.Errorf("got %+v, want %+v", *o, want)
-	}
 	// -p is the port space, as in the C tool; -P names it.
 	for _, c := range []struct {
 		args []string
@@ -45,15 +31,8 @@ func TestUdaddyFlags(t *testing.T) {
 		!strings.Contains(errb.String(), "Warning: unknown port space format") {
 		t.Errorf("-P tcp: %v %+v %q", err, o, errb.String())
 	}
-	for _, args := range [][]string{{"-m"}, {"-S"}, {"-h"}, {"--port", "70000"}, {"--port", "x"}} {
-		out.Reset()
-		_, err := parseUdaddy(args, &out, &errb)
-		var ee exitError
-		if !errors.As(err, &ee) || ee.code != 1 || !strings.HasPrefix(out.String(), "usage: udaddy\n") ||
-			!strings.Contains(out.String(), "0x111 for UDP (default), 0x2 for IPOIB") {
-			t.Errorf("%v: %v, stdout %q", args, err, out.String())
-		}
-	}
+	checkCmUsage(t, parseUdaddy, "udaddy", "0x111 for UDP (default), 0x2 for IPOIB",
+		[]string{"-m"}, []string{"-S"}, []string{"-h"}, []string{"--port", "70000"}, []string{"--port", "x"})
 }
 
 // ipv4Header is a RoCE v2 packet's IPv4 header with a valid checksum.
