@@ -148,9 +148,7 @@ func (d *device) release() {
 // opens it anew. (Where the driver cannot disassociate a verbs context,
 // as rxe, the kernel's removal waits until the last ID closes it.)
 func (id *ID) deviceRemoved() {
-	id.mu.Lock()
-	d := id.dev
-	id.mu.Unlock()
+	d := id.device()
 	if d == nil {
 		return
 	}

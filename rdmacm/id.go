@@ -182,29 +182,29 @@ func (id *ID) Channel() *EventChannel {
 // closes it with what was created on it, as a C program deallocates its
 // objects before its last rdma_destroy_id.
 func (id *ID) Verbs() *uverbs.Context {
-	if id == nil {
-		return nil
+	if d := id.device(); d != nil {
+		return d.ctx
 	}
-	id.mu.Lock()
-	defer id.mu.Unlock()
-	if id.dev == nil {
-		return nil
-	}
-	return id.dev.ctx
+	return nil
 }
 
 // PD returns the device's protection domain that CreateQP uses when given
 // none (rdma_cm_id's pd), nil while the ID has no device.
 func (id *ID) PD() *uverbs.PD {
+	if d := id.device(); d != nil {
+		return d.pd
+	}
+	return nil
+}
+
+// device returns the ID's device, nil while it has none.
+func (id *ID) device() *device {
 	if id == nil {
 		return nil
 	}
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	if id.dev == nil {
-		return nil
-	}
-	return id.dev.pd
+	return id.dev
 }
 
 // Port returns the port number of the ID's device it is bound to, 0

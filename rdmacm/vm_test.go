@@ -74,16 +74,14 @@ func listen(t *testing.T, ch *rdmacm.EventChannel, ps rdmacm.PortSpace, port uin
 	if err := l.Listen(8); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.Close() })
 	return l
 }
 
 // resolve creates an ID on ch and resolves addr0:port and the route.
 func resolve(t *testing.T, ch *rdmacm.EventChannel, ps rdmacm.PortSpace, port uint16) *rdmacm.ID {
 	t.Helper()
-	id, err := ch.CreateID(ps)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := newID(t, ch, ps)
 	if err := id.ResolveAddr(netip.AddrPort{}, netip.AddrPortFrom(addr0, port), 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -164,16 +162,7 @@ func TestVMConnectAcceptSend(t *testing.T) {
 	}
 	mr.Close()
 
-	if err := c.Disconnect(); err != nil {
-		t.Fatal(err)
-	}
-	// The passive side hears the DREQ and answers it with its own
-	// Disconnect (the DREP), which the active side's event waits for.
-	next(t, sch, rdmacm.EventDisconnected).Ack()
-	if err := s.Disconnect(); err != nil {
-		t.Fatal(err)
-	}
-	next(t, cch, rdmacm.EventDisconnected).Ack()
+	part(t, c, cch, s, sch)
 	for _, id := range []*rdmacm.ID{c, s, l} {
 		if err := id.Close(); err != nil {
 			t.Error(err)
@@ -184,10 +173,8 @@ func TestVMConnectAcceptSend(t *testing.T) {
 func TestVMRejectWithPrivateData(t *testing.T) {
 	vmtest.Require(t)
 	sch, cch := newChannel(t), newChannel(t)
-	l := listen(t, sch, rdmacm.PortSpaceTCP, 7472)
-	defer l.Close()
+	listen(t, sch, rdmacm.PortSpaceTCP, 7472)
 	c := resolve(t, cch, rdmacm.PortSpaceTCP, 7472)
-	defer c.Close()
 	if _, err := c.CreateQP(nil, qpCap); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +201,6 @@ func TestVMConnectNoListener(t *testing.T) {
 	vmtest.Require(t)
 	cch := newChannel(t)
 	c := resolve(t, cch, rdmacm.PortSpaceTCP, 7473)
-	defer c.Close()
 	if _, err := c.CreateQP(nil, qpCap); err != nil {
 		t.Fatal(err)
 	}
@@ -264,8 +250,8 @@ func TestVMAddrError(t *testing.T) {
 	t.Logf("unanswered address: %s", ev)
 }
 
-// connect connects a client on cch to the listener l on sch (port),
-// accepting with a QP on the server side.
+// connect connects a client on cch to the listener on sch (port),
+// both with a QP; both IDs are closed when the test ends.
 func connect(t *testing.T, cch, sch *rdmacm.EventChannel, port uint16) (c, s *rdmacm.ID) {
 	t.Helper()
 	c = resolve(t, cch, rdmacm.PortSpaceTCP, port)
@@ -275,34 +261,50 @@ func connect(t *testing.T, cch, sch *rdmacm.EventChannel, port uint16) (c, s *rd
 	if err := c.Connect(nil); err != nil {
 		t.Fatal(err)
 	}
+	return c, acceptNext(t, sch, cch, nil)
+}
+
+// part disconnects a connection from first's side: second hears the
+// DREQ and answers with its own Disconnect (the DREP), which first's
+// DISCONNECTED waits for.
+func part(t *testing.T, first *rdmacm.ID, firstCh *rdmacm.EventChannel, second *rdmacm.ID, secondCh *rdmacm.EventChannel) {
+	t.Helper()
+	if err := first.Disconnect(); err != nil {
+		t.Fatal(err)
+	}
+	next(t, secondCh, rdmacm.EventDisconnected).Ack()
+	if err := second.Disconnect(); err != nil {
+		t.Fatal(err)
+	}
+	next(t, firstCh, rdmacm.EventDisconnected).Ack()
+}
+
+// acceptNext takes the next connection request on sch, gives its ID a QP,
+// accepts it with p and waits for ESTABLISHED on both sides (the client's
+// on cch). The ID is closed when the test ends.
+func acceptNext(t *testing.T, sch, cch *rdmacm.EventChannel, p *rdmacm.ConnParam) *rdmacm.ID {
+	t.Helper()
 	req := next(t, sch, rdmacm.EventConnectRequest)
-	s = req.ID
+	s := req.ID
 	req.Ack()
+	t.Cleanup(func() { s.Close() })
 	if _, err := s.CreateQP(nil, qpCap); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Accept(nil); err != nil {
+	if err := s.Accept(p); err != nil {
 		t.Fatal(err)
 	}
 	next(t, cch, rdmacm.EventEstablished).Ack()
 	next(t, sch, rdmacm.EventEstablished).Ack()
-	return c, s
+	return s
 }
 
 func TestVMDisconnectFromServer(t *testing.T) {
 	vmtest.Require(t)
 	sch, cch := newChannel(t), newChannel(t)
-	l := listen(t, sch, rdmacm.PortSpaceTCP, 7475)
-	defer l.Close()
+	listen(t, sch, rdmacm.PortSpaceTCP, 7475)
 	c, s := connect(t, cch, sch, 7475)
-	if err := s.Disconnect(); err != nil {
-		t.Fatal(err)
-	}
-	next(t, cch, rdmacm.EventDisconnected).Ack()
-	if err := c.Disconnect(); err != nil {
-		t.Fatal(err)
-	}
-	next(t, sch, rdmacm.EventDisconnected).Ack()
+	part(t, s, sch, c, cch)
 	// The QP was moved to ERR by Disconnect.
 	if a, _, err := c.QP().Query(uverbs.QPAttrState); err != nil || a.State != uverbs.QPStateErr {
 		t.Errorf("client QP after disconnect: %v %v", a.State, err)
@@ -314,11 +316,8 @@ func TestVMDisconnectFromServer(t *testing.T) {
 func TestVMQueries(t *testing.T) {
 	vmtest.Require(t)
 	sch, cch := newChannel(t), newChannel(t)
-	l := listen(t, sch, rdmacm.PortSpaceTCP, 7476)
-	defer l.Close()
+	listen(t, sch, rdmacm.PortSpaceTCP, 7476)
 	c, s := connect(t, cch, sch, 7476)
-	defer c.Close()
-	defer s.Close()
 	ca, err := c.QueryAddr()
 	if err != nil {
 		t.Fatal(err)
@@ -513,18 +512,10 @@ func TestVMCycles(t *testing.T) {
 		cycles = 50
 	}
 	sch, cch := newChannel(t), newChannel(t)
-	l := listen(t, sch, rdmacm.PortSpaceTCP, 7479)
-	defer l.Close()
+	listen(t, sch, rdmacm.PortSpaceTCP, 7479)
 	cycle := func() {
 		c, s := connect(t, cch, sch, 7479)
-		if err := c.Disconnect(); err != nil {
-			t.Fatal(err)
-		}
-		next(t, sch, rdmacm.EventDisconnected).Ack()
-		if err := s.Disconnect(); err != nil {
-			t.Fatal(err)
-		}
-		next(t, cch, rdmacm.EventDisconnected).Ack()
+		part(t, c, cch, s, sch)
 		c.Close()
 		s.Close()
 	}
@@ -592,18 +583,7 @@ func TestVMIPv6LinkLocal(t *testing.T) {
 	if err := c.Connect(nil); err != nil {
 		t.Fatal(err)
 	}
-	req := next(t, sch, rdmacm.EventConnectRequest)
-	s := req.ID
-	req.Ack()
-	defer s.Close()
-	if _, err := s.CreateQP(nil, qpCap); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Accept(nil); err != nil {
-		t.Fatal(err)
-	}
-	next(t, cch, rdmacm.EventEstablished).Ack()
-	next(t, sch, rdmacm.EventEstablished).Ack()
+	s := acceptNext(t, sch, cch, nil)
 	sa, err := s.QueryAddr()
 	if err != nil {
 		t.Fatal(err)
@@ -617,10 +597,8 @@ func TestVMIPv6LinkLocal(t *testing.T) {
 func TestVMUDSIDR(t *testing.T) {
 	vmtest.Require(t)
 	sch, cch := newChannel(t), newChannel(t)
-	l := listen(t, sch, rdmacm.PortSpaceUDP, 7481)
-	defer l.Close()
+	listen(t, sch, rdmacm.PortSpaceUDP, 7481)
 	c := resolve(t, cch, rdmacm.PortSpaceUDP, 7481)
-	defer c.Close()
 	cqp, err := c.CreateQP(nil, qpCap)
 	if err != nil {
 		t.Fatal(err)
@@ -893,17 +871,7 @@ func TestVMDeviceRemoval(t *testing.T) {
 	if err := c.Connect(nil); err != nil {
 		t.Fatal(err)
 	}
-	req := next(t, sch, rdmacm.EventConnectRequest)
-	s := req.ID
-	req.Ack()
-	if _, err := s.CreateQP(nil, qpCap); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Accept(nil); err != nil {
-		t.Fatal(err)
-	}
-	next(t, cch, rdmacm.EventEstablished).Ack()
-	next(t, sch, rdmacm.EventEstablished).Ack()
+	s := acceptNext(t, sch, cch, nil)
 
 	defer func() {
 		// Put rxe1 back for whatever runs after.
@@ -979,10 +947,8 @@ func TestVMDeviceRemoval(t *testing.T) {
 func TestVMConnectResponse(t *testing.T) {
 	vmtest.Require(t)
 	sch, cch := newChannel(t), newChannel(t)
-	l := listen(t, sch, rdmacm.PortSpaceTCP, 7487)
-	defer l.Close()
+	listen(t, sch, rdmacm.PortSpaceTCP, 7487)
 	c := resolve(t, cch, rdmacm.PortSpaceTCP, 7487)
-	defer c.Close()
 	cq, err := c.Verbs().CreateCQ(uverbs.CQAttr{CQE: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -1034,19 +1000,9 @@ func TestVMConnectResponse(t *testing.T) {
 func TestVMTimewaitExit(t *testing.T) {
 	vmtest.Require(t)
 	sch, cch := newChannel(t), newChannel(t)
-	l := listen(t, sch, rdmacm.PortSpaceTCP, 7488)
-	defer l.Close()
+	listen(t, sch, rdmacm.PortSpaceTCP, 7488)
 	c, s := connect(t, cch, sch, 7488)
-	defer c.Close()
-	defer s.Close()
-	if err := c.Disconnect(); err != nil {
-		t.Fatal(err)
-	}
-	next(t, sch, rdmacm.EventDisconnected).Ack()
-	if err := s.Disconnect(); err != nil {
-		t.Fatal(err)
-	}
-	next(t, cch, rdmacm.EventDisconnected).Ack()
+	part(t, c, cch, s, sch)
 	start := time.Now()
 	next(t, cch, rdmacm.EventTimewaitExit).Ack()
 	t.Logf("TIMEWAIT_EXIT %v after the disconnect", time.Since(start).Round(time.Millisecond))
@@ -1124,10 +1080,8 @@ func TestVMEndpoint(t *testing.T) {
 func TestVMPortSpaceIB(t *testing.T) {
 	vmtest.Require(t)
 	sch, cch := newChannel(t), newChannel(t)
-	l := listen(t, sch, rdmacm.PortSpaceIB, 7496)
-	defer l.Close()
+	listen(t, sch, rdmacm.PortSpaceIB, 7496)
 	c := resolve(t, cch, rdmacm.PortSpaceIB, 7496)
-	defer c.Close()
 	if c.QPType() != uverbs.QPTypeRC {
 		t.Errorf("QP type %v", c.QPType())
 	}
@@ -1189,8 +1143,7 @@ func TestVMUnreachable(t *testing.T) {
 		ip+" -n cmtest addr add "+vmtest.Addr1+"/24 dev "+vmtest.Net1+" && "+ip+" -n cmtest link set "+vmtest.Net1+" up && "+
 		ip+" netns exec cmtest rdma link add "+vmtest.Dev1+" type rxe netdev "+vmtest.Net1)
 	sch := newChannel(t)
-	l := listen(t, sch, rdmacm.PortSpaceTCP, 7498)
-	defer l.Close()
+	listen(t, sch, rdmacm.PortSpaceTCP, 7498)
 
 	// The client's ID takes the namespace of the thread that creates it.
 	type result struct {
