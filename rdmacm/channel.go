@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/purerdma/rdma/abi"
@@ -229,7 +228,7 @@ func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 		g.resp = abi.RdmaUcmEventResp{}
 		_, err := ch.fd.Write(unsafe.Slice((*byte)(unsafe.Pointer(&g.cmd)), unsafe.Sizeof(g.cmd)))
 		if err == syscall.EAGAIN {
-			if err := waitCtx(ctx, ch.fd); err != nil {
+			if err := ch.fd.WaitReadableContext(ctx); err != nil {
 				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 					return nil, err
 				}
@@ -244,43 +243,6 @@ func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 			return ev, nil
 		}
 	}
-}
-
-// waitCtx waits until fd is readable, ctx is done or fd is closed: ctx's
-// deadline becomes the read deadline, and cancellation sets a deadline in
-// the past. A context that is never done costs no allocation.
-func waitCtx(ctx context.Context, fd *sys.FD) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	dl, _ := ctx.Deadline()
-	if err := fd.SetReadDeadline(dl); err != nil {
-		return err
-	}
-	if ctx.Done() == nil {
-		return fd.WaitReadable()
-	}
-	woke := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		fd.SetReadDeadline(time.Unix(1, 0))
-		close(woke)
-	})
-	err := fd.WaitReadable()
-	stopped := stop()
-	if !stopped {
-		<-woke
-		fd.SetReadDeadline(time.Time{})
-	}
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if errors.Is(err, os.ErrDeadlineExceeded) && !dl.IsZero() {
-		return context.DeadlineExceeded
-	}
-	return err
 }
 
 // getEvent takes an Event from the channel's pool.

@@ -359,7 +359,7 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 	}
 	ch.rd.Lock()
 	defer ch.rd.Unlock()
-	n, err := readCtx(ctx, ch.fd, ch.buf)
+	n, err := ch.fd.ReadContext(ctx, ch.buf)
 	if err != nil {
 		return nil, ch.c.readErr(ctx, "get cq event", err)
 	}

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/purerdma/rdma/internal/errs"
-	"os"
-	"time"
 
-	"github.com/purerdma/rdma/internal/sys"
 )
 
 // EventType is an asynchronous event's type (enum ibv_event_type, the
@@ -120,7 +117,7 @@ func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
 	c.asyncMu.Lock()
 	defer c.asyncMu.Unlock()
 	var buf [asyncEventDescSize]byte
-	n, err := readCtx(ctx, c.async, buf[:])
+	n, err := c.async.ReadContext(ctx, buf[:])
 	if err != nil {
 		return AsyncEvent{}, c.readErr(ctx, op, err)
 	}
@@ -138,52 +135,6 @@ func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
 		e.Port = int(e.Element)
 	}
 	return e, nil
-}
-
-// readCtx reads one record from a pollable descriptor, giving up when ctx
-// is done: ctx's deadline becomes the read deadline, and cancellation sets
-// a deadline in the past, which wakes a pending read.
-//
-// A context that can never be done (context.Background, context.TODO:
-// Done returns nil) needs no wake-up: the read waits for a record or for
-// Close, and nothing is allocated, which keeps an event loop's GetEvent
-// allocation-free. A cancellable context costs the context.AfterFunc
-// registration and its channel (a few small allocations) a call.
-func readCtx(ctx context.Context, fd *sys.FD, p []byte) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	dl, _ := ctx.Deadline()
-	if err := fd.SetReadDeadline(dl); err != nil {
-		return 0, err
-	}
-	if ctx.Done() == nil {
-		return fd.Read(p)
-	}
-	woke := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		fd.SetReadDeadline(time.Unix(1, 0))
-		close(woke)
-	})
-	n, err := fd.Read(p)
-	stopped := stop()
-	if !stopped {
-		// The wake-up ran or is running: let it finish, so that its past
-		// deadline cannot land on the next read.
-		<-woke
-	}
-	if err == nil {
-		return n, nil
-	}
-	if ctx.Err() != nil && (!stopped || errors.Is(err, os.ErrDeadlineExceeded)) {
-		return n, ctx.Err() // ctx ended while reading
-	}
-	if errors.Is(err, os.ErrDeadlineExceeded) && !dl.IsZero() {
-		// The only read deadline set here is ctx's own: the read may see
-		// it pass a moment before ctx's timer fires.
-		return n, context.DeadlineExceeded
-	}
-	return n, err
 }
 
 // readErr wraps a read error; the context's own errors are returned as
