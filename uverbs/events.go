@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/purerdma/rdma/internal/errs"
-
 )
 
 // EventType is an asynchronous event's type (enum ibv_event_type, the
