@@ -69,8 +69,7 @@ type EventChannel struct {
 // so that commands allocate nothing.
 type cmdScratch struct {
 	buf  [8 + 512]byte
-	resp [1024]byte
-	opt  [8]byte
+	resp [1024]byte // the response, or a value the command points at
 }
 
 // getScratch is GET_EVENT's command and response.
@@ -151,8 +150,16 @@ func (ch *EventChannel) errClosed(op string) error { return errs.New(op, "", os.
 
 // exec runs one command: the header, then in, the command struct. When out
 // is not empty the command's response field, at respOff in the struct,
-// is pointed at the scratch's response memory, which is copied into out.
+// is pointed at the scratch's memory, which is copied into out after the
+// call.
 func exec[T any](ch *EventChannel, op, dev string, cmd uint32, in *T, respOff uintptr, out []byte) error {
+	return execBuf(ch, op, dev, cmd, in, respOff, nil, out)
+}
+
+// execBuf is exec with memory the command points at, at ptrOff in the
+// struct, that holds val for the kernel to read (SET_OPTION's value) or
+// receives what it writes (out); a command has one or the other.
+func execBuf[T any](ch *EventChannel, op, dev string, cmd uint32, in *T, ptrOff uintptr, val, out []byte) error {
 	if ch == nil || ch.fd == nil {
 		return errs.New(op, dev, errNil)
 	}
@@ -160,42 +167,23 @@ func exec[T any](ch *EventChannel, op, dev string, cmd uint32, in *T, respOff ui
 	ch.cmdMu.Lock()
 	defer ch.cmdMu.Unlock()
 	s := &ch.cmd
-	hdr := (*abi.RdmaUcmCmdHdr)(unsafe.Pointer(&s.buf[0]))
-	*hdr = abi.RdmaUcmCmdHdr{Cmd: cmd, In: uint16(n), Out: uint16(len(out))}
+	*(*abi.RdmaUcmCmdHdr)(unsafe.Pointer(&s.buf[0])) = abi.RdmaUcmCmdHdr{Cmd: cmd, In: uint16(n), Out: uint16(len(out))}
 	copy(s.buf[8:], unsafe.Slice((*byte)(unsafe.Pointer(in)), n))
-	if len(out) > 0 {
-		*(*uint64)(unsafe.Pointer(&s.buf[8+respOff])) = uint64(uintptr(unsafe.Pointer(&s.resp[0])))
-		clear(s.resp[:len(out)])
+	if len(val) > 0 || len(out) > 0 {
+		*(*uint64)(unsafe.Pointer(&s.buf[8+ptrOff])) = uint64(uintptr(unsafe.Pointer(&s.resp[0])))
+		clear(s.resp[copy(s.resp[:], val):max(len(val), len(out))])
 	}
-	_, err := ch.fd.Write(s.buf[:8+n])
-	if err != nil {
-		if errors.Is(err, os.ErrClosed) {
-			return errs.New(op, dev, os.ErrClosed)
-		}
+	if _, err := ch.fd.Write(s.buf[:8+n]); err != nil {
 		return errs.New(op, dev, err)
 	}
 	copy(out, s.resp[:len(out)])
 	return nil
 }
 
-// setOption is exec for SET_OPTION, whose value lives in the scratch too.
+// setOption runs SET_OPTION with the option's value.
 func (ch *EventChannel) setOption(op, dev string, handle, level, name uint32, val []byte) error {
-	if ch == nil || ch.fd == nil {
-		return errs.New(op, dev, errNil)
-	}
-	ch.cmdMu.Lock()
-	s := &ch.cmd
-	copy(s.opt[:], val)
-	cmd := abi.RdmaUcmSetOption{Optval: uint64(uintptr(unsafe.Pointer(&s.opt[0]))), Id: handle, Level: level, Optname: name, Optlen: uint32(len(val))}
-	n := int(unsafe.Sizeof(cmd))
-	*(*abi.RdmaUcmCmdHdr)(unsafe.Pointer(&s.buf[0])) = abi.RdmaUcmCmdHdr{Cmd: abi.RDMA_USER_CM_CMD_SET_OPTION, In: uint16(n)}
-	copy(s.buf[8:], unsafe.Slice((*byte)(unsafe.Pointer(&cmd)), n))
-	_, err := ch.fd.Write(s.buf[:8+n])
-	ch.cmdMu.Unlock()
-	if err != nil {
-		return errs.New(op, dev, err)
-	}
-	return nil
+	cmd := abi.RdmaUcmSetOption{Id: handle, Level: level, Optname: name, Optlen: uint32(len(val))}
+	return execBuf(ch, op, dev, abi.RDMA_USER_CM_CMD_SET_OPTION, &cmd, unsafe.Offsetof(cmd.Optval), val, nil)
 }
 
 // GetEvent waits for the next event, like rdma_get_cm_event, and does
@@ -225,7 +213,6 @@ func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 	for {
 		g.cmd.hdr = abi.RdmaUcmCmdHdr{Cmd: abi.RDMA_USER_CM_CMD_GET_EVENT, In: uint16(unsafe.Sizeof(g.cmd.req)), Out: uint16(unsafe.Sizeof(g.resp))}
 		g.cmd.req.Response = uint64(uintptr(unsafe.Pointer(&g.resp)))
-		g.resp = abi.RdmaUcmEventResp{}
 		_, err := ch.fd.Write(unsafe.Slice((*byte)(unsafe.Pointer(&g.cmd)), unsafe.Sizeof(g.cmd)))
 		if err == syscall.EAGAIN {
 			if err := ch.fd.WaitReadableContext(ctx); err != nil {

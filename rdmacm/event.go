@@ -181,12 +181,12 @@ type Event struct {
 }
 
 // Err returns the event's status as an error, nil when it reports
-// success: a *RejectError for REJECTED, else an *Error wrapping the errno
+// success (EINVAL for a nil event): a *RejectError for REJECTED, else an *Error wrapping the errno
 // (ETIMEDOUT for an unanswered request, EHOSTUNREACH or ENETUNREACH for an
 // address with no route, ENODEV for an address no RDMA device has).
 func (e *Event) Err() error {
 	if e == nil {
-		return rdma.ErrNotSupported
+		return errNil
 	}
 	if e.Type == EventRejected {
 		pd := append([]byte(nil), e.Conn.PrivateData...)
