@@ -11,6 +11,11 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/mk/bin:$(HOME)/go/bin:$(PATH)
 
 GO        ?= go
+# Every package of the repository: the library's module and the exporter's
+# (cmd/rdma_exporter, a module of its own so that importing the library
+# does not bring the Prometheus client into a program's build list; go.work
+# joins the two).
+PKGS      := ./... ./cmd/rdma_exporter/...
 CACHE     := $(CURDIR)/.cache
 BIN       := $(CACHE)/bin
 STATICCHECK_VERSION := v0.8.2
@@ -29,7 +34,7 @@ all: build
 
 ## build: the library and commands, cgo-free, for this machine.
 build:
-	CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=0 $(GO) build $(PKGS)
 
 ## generate: regenerate abi/ from the Linux 6.12 UAPI headers (downloads them).
 generate:
@@ -47,27 +52,27 @@ $(STATICCHECK):
 
 ## lint: go vet and staticcheck, for amd64 and arm64.
 lint: $(STATICCHECK)
-	$(GO) vet ./...
-	GOARCH=arm64 $(GO) vet ./...
-	$(STATICCHECK) ./...
+	$(GO) vet $(PKGS)
+	GOARCH=arm64 $(GO) vet $(PKGS)
+	$(STATICCHECK) $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@! git grep -l '^import "C"' -- '*.go' | xargs -r grep -L 'go:build ignore' | grep . || { echo "cgo outside generator inputs"; exit 1; }
-	$(GO) run ./internal/apicheck -check api/purerdma.txt
+	$(GO) run ./api/internal/apicheck -check api/purerdma.txt
 
 ## api: rewrite api/purerdma.txt, the file of the exported API, after a
 ## change to the public surface that is meant.
 api:
-	$(GO) run ./internal/apicheck -w api/purerdma.txt
+	$(GO) run ./api/internal/apicheck -w api/purerdma.txt
 
 ## cross: cgo-free builds for linux/amd64 and linux/arm64.
 cross:
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build ./...
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build ./...
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build $(PKGS)
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(PKGS)
 
 ## unit: unit tests on this machine, with the race detector (the
 ## fabric tests on ibsim among them: deps-apt installs the test bed).
 unit: deps-apt
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 $(PKGS)
 
 ## bench: on this host, the data path's cost and allocations per PostSend,
 ## PostRecv and Poll and per PD, CQ and QP create+destroy on the fake,
@@ -101,7 +106,7 @@ bench: bench-tools vmrun integration-cpeers deps-apt
 BENCH_CAS ?= 1 16 256
 bench-tools: deps-apt
 	CGO_ENABLED=0 $(GO) build -o $(CACHE)/bench/purerdma ./cmd/purerdma
-	CGO_ENABLED=0 $(GO) build -o $(CACHE)/bench/synthtree ./internal/sysfstest/synthtree
+	CGO_ENABLED=0 $(GO) build -o $(CACHE)/bench/synthtree ./internal/testmodel/sysfstest/synthtree
 	mk/bench-tools.sh $(CACHE)/bench/purerdma $(CACHE)/bench/synthtree $(BENCH_CAS)
 
 # The simulated InfiniBand fabric of the fabric tests (docs/ibsim.md):
@@ -127,11 +132,11 @@ deps-apt:
 test-arm64: deps-apt
 	@echo "== arm64 unit tests under qemu-user ($(QEMU_ARM64)) =="
 	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec $(QEMU_ARM64) -v -run '^TestArch$$' ./internal/sys | grep -E 'arch|^ok|FAIL'
-	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec $(QEMU_ARM64) ./...
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec $(QEMU_ARM64) $(PKGS)
 
 ## fuzz-smoke: every fuzz target for $(FUZZTIME) (a hang fails after 5m).
 fuzz-smoke:
-	@for pkg in $$($(GO) list ./...); do \
+	@for pkg in $$($(GO) list $(PKGS)); do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 			echo "== fuzz $$pkg $$f ($(FUZZTIME))"; \
 			out=$$($(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -timeout 5m $$pkg 2>&1) || { echo "$$out"; exit 1; }; \

@@ -12,7 +12,7 @@ import (
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/flow"
 	"github.com/purerdma/rdma/internal/errs"
-	"github.com/purerdma/rdma/internal/verbstest"
+	"github.com/purerdma/rdma/internal/testmodel/verbstest"
 	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/umad"
 	"github.com/purerdma/rdma/uverbs"

@@ -7,7 +7,7 @@ import (
 )
 
 // TestReadme checks that the README's Go programs are the files under
-// internal/readme, which `go build ./...` and `go vet ./...` compile: the
+// examples, which `go build ./...` and `go vet ./...` compile: the
 // quick start, the counters example and the connection manager's cannot
 // drift from the API.
 func TestReadme(t *testing.T) {
@@ -19,7 +19,7 @@ func TestReadme(t *testing.T) {
 	for _, part := range strings.Split(string(b), "```go\n")[1:] {
 		blocks = append(blocks, part[:strings.Index(part, "```")])
 	}
-	for i, f := range []string{"internal/readme/quickstart/main.go", "internal/readme/flowcount/main.go", "internal/readme/cmsend/main.go"} {
+	for i, f := range []string{"examples/quickstart/main.go", "examples/flowcount/main.go", "examples/cmsend/main.go"} {
 		src, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -20,7 +20,7 @@
 //   - [Request] builds an RDMA_VERBS_IOCTL call and decodes what the kernel
 //     writes back; [InvokeWrite] carries legacy write() commands over it.
 //   - [APIFor] is the (object, method) → attribute table of a device, the
-//     one source both the builder and internal/fakekernel check against.
+//     one source both the builder and internal/testmodel/fakekernel check against.
 //   - write.go frames legacy write() and extended commands.
 //   - umad.go encodes and decodes the umad header and agent registration
 //     requests.

@@ -126,7 +126,7 @@ func DecodeIoctlAttr(b []byte, i int) (IoctlAttr, error) {
 // ParseIoctl decodes a whole request or response buffer: the header and the
 // NumAttrs attributes that follow it. It fails when b is shorter than the
 // header says; it does not judge the header's Length field, which is what
-// the kernel checks first (see internal/fakekernel).
+// the kernel checks first (see internal/testmodel/fakekernel).
 func ParseIoctl(b []byte) (IoctlHdr, []IoctlAttr, error) {
 	h, err := DecodeIoctlHdr(b)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/purerdma/rdma/counters"
-	"github.com/purerdma/rdma/internal/verbstest"
+	"github.com/purerdma/rdma/internal/testmodel/verbstest"
 )
 
 // boundCounters returns a counters object with packets at 0 and bytes at 1,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/counters"
-	"github.com/purerdma/rdma/internal/sysfstest"
+	"github.com/purerdma/rdma/internal/testmodel/sysfstest"
 	"github.com/purerdma/rdma/sysfs"
 )
 

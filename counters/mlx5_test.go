@@ -19,7 +19,7 @@ import (
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/flow"
-	"github.com/purerdma/rdma/internal/verbstest"
+	"github.com/purerdma/rdma/internal/testmodel/verbstest"
 )
 
 func TestMlx5_LayoutSentOncePerBinding(t *testing.T) {

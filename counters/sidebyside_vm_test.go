@@ -19,7 +19,7 @@ import (
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/flow"
 	"github.com/purerdma/rdma/integration/vmtest"
-	"github.com/purerdma/rdma/internal/verbstest"
+	"github.com/purerdma/rdma/internal/testmodel/verbstest"
 )
 
 // The rules of ibv_attach_counters_point_flow(3) and ibv_read_counters(3),

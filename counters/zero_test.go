@@ -5,7 +5,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/purerdma/rdma/internal/zerotest"
+	"github.com/purerdma/rdma/internal/testmodel/zerotest"
 )
 
 // TestZeroAndNil: a nil *Object and a zero Object (not made by Create)

@@ -12,8 +12,8 @@ import (
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/flow"
-	"github.com/purerdma/rdma/internal/fakekernel"
-	"github.com/purerdma/rdma/internal/verbstest"
+	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
+	"github.com/purerdma/rdma/internal/testmodel/verbstest"
 	"github.com/purerdma/rdma/uverbs"
 )
 

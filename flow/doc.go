@@ -32,7 +32,7 @@
 // points as driver data (struct mlx5_ib_create_flow). One Count per flow.
 //
 // The kernel's checks, in the order ib_uverbs_ex_create_flow makes them, are
-// listed in uverbs_cmd.c ib_uverbs_ex_create_flow, in its order; docs/mock0.md; the fake kernel (internal/fakekernel) applies
+// listed in uverbs_cmd.c ib_uverbs_ex_create_flow, in its order; docs/mock0.md; the fake kernel (internal/testmodel/fakekernel) applies
 // them and mlx5's, and the tests pin the order.
 //
 // # Errors

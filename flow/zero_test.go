@@ -3,7 +3,7 @@ package flow
 import (
 	"testing"
 
-	"github.com/purerdma/rdma/internal/zerotest"
+	"github.com/purerdma/rdma/internal/testmodel/zerotest"
 )
 
 // TestZeroAndNil: a nil *Flow and a zero Flow (not made by Create) answer

@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench-tools.sh PURERDMA SYNTHTREE [DEVICES...]: rdma-core's tools against
-# purerdma's on synthetic sysfs trees (internal/sysfstest), on this host.
+# purerdma's on synthetic sysfs trees (internal/testmodel/sysfstest), on this host.
 # (mk/bench-tools-live.sh does the same on a machine's own devices: the VM.)
 #
 # A synthetic tree is written by SYNTHTREE and bound over /sys/class in a

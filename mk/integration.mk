@@ -45,8 +45,8 @@ VMRUN               := $(INTEGRATION_ROOT)/integration/.cache/bin/vmrun
 # Packages whose test files change with the integration tag: listing test
 # files with and without the tag and keeping the lines that differ. Only
 # those packages cost a VM boot.
-INTEGRATION_PKGS = { $(GO) list -e -tags integration -f '{{.ImportPath}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' ./... && \
-	$(GO) list -e -f '{{.ImportPath}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' ./... ; } | \
+INTEGRATION_PKGS = { $(GO) list -e -tags integration -f '{{.ImportPath}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' ./... ./cmd/rdma_exporter/... && \
+	$(GO) list -e -f '{{.ImportPath}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' ./... ./cmd/rdma_exporter/... ; } | \
 	sort | uniq -u | cut -d' ' -f1 | sort -u
 
 .PHONY: integration integration-harness integration-prepare integration-cpeers vmrun demo \
@@ -88,7 +88,7 @@ $(addprefix integration-,$(INTEGRATION_KERNELS)): integration-%: vmrun integrati
 	if [ -z "$$pkgs" ]; then echo "integration-$*: no package has integration tests"; exit 0; fi && \
 	echo "integration-$*: VM tests on kernel $* in:" $$pkgs && \
 	rm -f integration/.cache/reports/*-$*.txt && \
-	CGO_ENABLED=0 $(GO) build -o integration/.cache/readme/ ./internal/readme/... && \
+	CGO_ENABLED=0 $(GO) build -o integration/.cache/readme/ ./examples/... && \
 	CGO_ENABLED=0 $(GO) test -tags integration -count=1 -timeout 30m -p 1 -run '^TestVM' \
 		-exec '$(VMRUN) -kernel $* -timeout $(VMRUN_TIMEOUT) $(VMRUN_FLAGS) --' $$pkgs && \
 	{ for r in integration/.cache/reports/*-$*.txt; do if [ -f "$$r" ]; then cat "$$r"; fi; done; }

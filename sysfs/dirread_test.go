@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"golang.org/x/sys/unix"
 
-	"github.com/purerdma/rdma/internal/sysfstest"
+	"github.com/purerdma/rdma/internal/testmodel/sysfstest"
 	"github.com/purerdma/rdma/sysfs"
 )
 

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/purerdma/rdma/internal/sysfstest"
+	"github.com/purerdma/rdma/internal/testmodel/sysfstest"
 	"github.com/purerdma/rdma/sysfs"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/purerdma/rdma"
-	"github.com/purerdma/rdma/internal/sysfstest"
+	"github.com/purerdma/rdma/internal/testmodel/sysfstest"
 )
 
 // A CounterSet reads what Port.Counters reads (N/A and failed counters

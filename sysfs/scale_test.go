@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/purerdma/rdma/internal/sysfstest"
+	"github.com/purerdma/rdma/internal/testmodel/sysfstest"
 	"github.com/purerdma/rdma/sysfs"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/purerdma/rdma"
-	"github.com/purerdma/rdma/internal/sysfstest"
+	"github.com/purerdma/rdma/internal/testmodel/sysfstest"
 )
 
 func ptr[T any](v T) *T { return &v }

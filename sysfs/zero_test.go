@@ -3,7 +3,7 @@ package sysfs
 import (
 	"testing"
 
-	"github.com/purerdma/rdma/internal/zerotest"
+	"github.com/purerdma/rdma/internal/testmodel/zerotest"
 )
 
 // TestZeroValues: values the package's constructors did not make (zero

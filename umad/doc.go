@@ -69,7 +69,7 @@
 // OpenSimPort (or the environment variable SimEnv for OpenPort) opens a
 // port of an InfiniBand fabric that ibsim simulates, over ibsim's socket
 // protocol instead of a kernel umad device: the same Port API, with the
-// kernel's agent work done by the model of internal/umadmodel. It is how
+// kernel's agent work done by the model of umad/internal/umadmodel. It is how
 // the fabric tools are tested against infiniband-diags on the host
 // (docs/ibsim.md).
 //

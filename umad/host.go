@@ -49,7 +49,7 @@ type Host struct {
 	DevDir string
 
 	// open replaces sys.Open in tests: it returns a descriptor on a model
-	// umad device (internal/umadmodel), which is pollable through the
+	// umad device (umad/internal/umadmodel), which is pollable through the
 	// same FD methods as a real one (sys.Waiter), so a Port runs the same
 	// code on both.
 	open func(path string) (*sys.FD, error)

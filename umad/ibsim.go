@@ -8,7 +8,7 @@ package umad
 // namespace, a control socket for struct sim_ctl messages and a data
 // socket for struct sim_request packets. The kernel's part of a umad
 // port — agents, method tables, TID routing of responses, timeouts and
-// retries — is internal/umadmodel's model of Linux's user_mad.c and
+// retries — is umad/internal/umadmodel's model of Linux's user_mad.c and
 // mad.c, the one the unit tests use, with its wire (umadmodel.Wire)
 // leading to ibsim: so the Port code above it, the MAD codecs and the
 // agent logic are the same for both transports.
@@ -28,7 +28,7 @@ import (
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/errs"
-	"github.com/purerdma/rdma/internal/umadmodel"
+	"github.com/purerdma/rdma/umad/internal/umadmodel"
 )
 
 // SimEnv names the environment variable that makes OpenPort open ports on

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/purerdma/rdma/internal/ibsimtest"
+	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
 )
 
 // simGet builds a Get of attr for class (version 1, or 1 for the PMA).

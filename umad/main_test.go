@@ -9,7 +9,7 @@ import (
 
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/internal/sys/systest"
-	"github.com/purerdma/rdma/internal/umadmodel"
+	"github.com/purerdma/rdma/umad/internal/umadmodel"
 )
 
 // TestMain fails the run when a test leaves a descriptor open.

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/purerdma/rdma/internal/umadmodel"
+	"github.com/purerdma/rdma/umad/internal/umadmodel"
 )
 
 const (

@@ -3,7 +3,7 @@ package umad
 import (
 	"testing"
 
-	"github.com/purerdma/rdma/internal/sysfstest"
+	"github.com/purerdma/rdma/internal/testmodel/sysfstest"
 )
 
 // LookupCAs reads the character devices once for all the devices, not

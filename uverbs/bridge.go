@@ -71,7 +71,7 @@ func (c *Context) invokeHeld(r *abi.Request) error {
 // withOpener returns a copy of base (nil: the defaults) whose device files
 // are opened by open instead of open(2). It exists for the unit tests of
 // packages in this module, which put a fake kernel
-// (internal/fakekernel) behind the device node; code outside the module
+// (internal/testmodel/fakekernel) behind the device node; code outside the module
 // cannot name its argument's type.
 func withOpener(base *Options, open func(path string) (*sys.FD, error)) *Options {
 	var o Options

@@ -3,7 +3,7 @@ package uverbs
 import "testing"
 
 // The create+destroy benchmarks run through the strict fake kernel
-// (internal/fakekernel), whose own bookkeeping (its object tables, the
+// (internal/testmodel/fakekernel), whose own bookkeeping (its object tables, the
 // request it decodes) allocates too: -benchmem's allocs/op is the
 // library's and the fake's together. docs/performance.md says which are
 // which (go test -memprofile).

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/purerdma/rdma/abi"
-	"github.com/purerdma/rdma/internal/fakekernel"
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
 )
 
 // Every errno the package passes on is reachable with errors.Is, through

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/purerdma/rdma/abi"
-	"github.com/purerdma/rdma/internal/fakekernel"
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/internal/sys/systest"
+	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
 )
 
 func TestMain(m *testing.M) { os.Exit(systest.Main(m)) }

@@ -7,7 +7,7 @@ package uverbs
 // include/linux/mlx5/qp.h and device.h.
 //
 // UNPROVEN ON HARDWARE: the project has no ConnectX. Everything here is
-// tested against the strict fake kernel only (internal/fakekernel,
+// tested against the strict fake kernel only (internal/testmodel/fakekernel,
 // mlx5_data.go there), with the layouts pinned to the headers in
 // mlx5_data_test.go. See the README.
 //

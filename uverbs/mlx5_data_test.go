@@ -10,7 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/purerdma/rdma"
-	"github.com/purerdma/rdma/internal/fakekernel"
+	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
 )
 
 // The mlx5 formats, pinned to the headers they come from. Each row names

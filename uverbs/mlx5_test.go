@@ -10,7 +10,7 @@ import (
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
-	"github.com/purerdma/rdma/internal/fakekernel"
+	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
 )
 
 func mlx5Bed(t testing.TB, adjust func(v *fakekernel.Verbs)) (*bed, *Context) {

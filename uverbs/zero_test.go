@@ -3,7 +3,7 @@ package uverbs
 import (
 	"testing"
 
-	"github.com/purerdma/rdma/internal/zerotest"
+	"github.com/purerdma/rdma/internal/testmodel/zerotest"
 )
 
 // TestZeroValues: values Open did not make (zero values, nil pointers)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/purerdma/rdma/internal/verbstest"
+	"github.com/purerdma/rdma/internal/testmodel/verbstest"
 	"github.com/purerdma/rdma/uverbs"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/purerdma/rdma/counters"
-	"github.com/purerdma/rdma/internal/verbstest"
+	"github.com/purerdma/rdma/internal/testmodel/verbstest"
 )
 
 // The exit-code policy (README, "Exit status"): tools that imitate an

@@ -7,9 +7,9 @@ import (
 )
 
 // TestNoTestPackagesLinked: the production binaries link no package of
-// the unit tests' machinery. internal/fakekernel (the strict fake kernel),
-// internal/verbstest, internal/sysfstest, internal/ibsimtest and the like
-// are for tests; code they share with production (internal/umadmodel, the
+// the unit tests' machinery. internal/testmodel/fakekernel (the strict fake kernel),
+// internal/testmodel/verbstest, internal/testmodel/sysfstest, internal/testmodel/ibsimtest and the like
+// are for tests; code they share with production (umad/internal/umadmodel, the
 // umad device umad's ibsim transport runs on) lives in packages of its
 // own. It asks the go command, as `go list -deps` would be asked by hand,
 // for every package other than the standard library's (whose
@@ -42,7 +42,7 @@ func TestNoTestPackagesLinked(t *testing.T) {
 	}
 	// The list is the one asked for: it holds the binaries themselves and
 	// the umad model they do need.
-	for _, p := range append(bins, "github.com/purerdma/rdma/internal/umadmodel") {
+	for _, p := range append(bins, "github.com/purerdma/rdma/umad/internal/umadmodel") {
 		if !seen[p] {
 			t.Errorf("go list -deps does not list %s", p)
 		}

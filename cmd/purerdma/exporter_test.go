@@ -53,7 +53,7 @@ func TestToolsDoNotLinkPrometheus(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	for _, p := range strings.Fields(string(out)) {
-		if strings.HasPrefix(p, "github.com/prometheus/") || p == "github.com/purerdma/rdma/internal/exporter" {
+		if strings.HasPrefix(p, "github.com/prometheus/") || p == "github.com/purerdma/rdma/cmd/rdma_exporter/internal/exporter" {
 			t.Errorf("cmd/purerdma links %s", p)
 		}
 	}

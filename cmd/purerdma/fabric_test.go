@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/purerdma/rdma/internal/ibsimtest"
+	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
 	"github.com/purerdma/rdma/umad"
 )
 

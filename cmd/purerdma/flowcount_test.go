@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/purerdma/rdma/internal/fakekernel"
-	"github.com/purerdma/rdma/internal/verbstest"
+	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
+	"github.com/purerdma/rdma/internal/testmodel/verbstest"
 )
 
 // TestMain fails the package's tests when a descriptor leaked.

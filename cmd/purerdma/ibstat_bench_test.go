@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/purerdma/rdma/internal/sysfstest"
+	"github.com/purerdma/rdma/internal/testmodel/sysfstest"
 )
 
 // BenchmarkIbstat256 is ibstat (no arguments) on a synthetic tree of 256

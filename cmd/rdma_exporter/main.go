@@ -8,7 +8,7 @@ package main
 import (
 	"os"
 
-	"github.com/purerdma/rdma/internal/exporter"
+	"github.com/purerdma/rdma/cmd/rdma_exporter/internal/exporter"
 )
 
 func main() { os.Exit(exporter.Main(os.Args[1:], os.Stdout, os.Stderr)) }

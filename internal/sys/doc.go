@@ -17,7 +17,7 @@
 // one page ([AttrMax]) for an attribute.
 //
 // Unit tests replace the kernel behind a descriptor with a [Backend] (see
-// internal/fakekernel); the library code above the seam runs unchanged.
+// internal/testmodel/fakekernel); the library code above the seam runs unchanged.
 //
 // Memory whose address the kernel reads from a u64 field must stay alive and
 // unmoved for the call: pass the objects that own it as the keep arguments of

@@ -9,7 +9,7 @@ import (
 )
 
 // The test seam: an FD made by NewFake sends its system calls to a Backend
-// instead of the kernel (internal/fakekernel provides them), so the library
+// instead of the kernel (internal/testmodel/fakekernel provides them), so the library
 // above the seam runs unchanged in unit tests.
 
 // Backend stands in for the kernel behind one descriptor in unit tests.

@@ -51,7 +51,7 @@ var (
 
 	// extras are unpacked on the host under the cache, not put into the
 	// image: tests run them from the repository share (vmtest.Extra).
-	// Prometheus and node_exporter check the exporter (internal/exporter).
+	// Prometheus and node_exporter check the exporter (cmd/rdma_exporter/internal/exporter).
 	extras = []Package{
 		{"prometheus", "2.42.0+ds-5+deb12u1"},
 		{"prometheus-node-exporter", "1.5.0-1+b6"},

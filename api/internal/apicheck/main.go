@@ -3,9 +3,9 @@
 // Go's own repository: a change to the public surface shows in the diff
 // and fails `make lint` until the file is updated with `make api`.
 //
-//	go run ./internal/apicheck            # print the API
-//	go run ./internal/apicheck -w FILE    # write it
-//	go run ./internal/apicheck -check FILE
+//	go run ./api/internal/apicheck            # print the API
+//	go run ./api/internal/apicheck -w FILE    # write it
+//	go run ./api/internal/apicheck -check FILE
 package main
 
 import (

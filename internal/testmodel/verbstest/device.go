@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/purerdma/rdma/integration/vmtest"
-	"github.com/purerdma/rdma/internal/fakekernel"
+	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
 	"github.com/purerdma/rdma/uverbs"
 )
 

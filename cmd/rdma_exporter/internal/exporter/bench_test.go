@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/purerdma/rdma/internal/sysfstest"
+	"github.com/purerdma/rdma/internal/testmodel/sysfstest"
 )
 
 // BenchmarkScrape: one scrape of synthetic hosts of 1, 16 and 64 devices

@@ -46,7 +46,7 @@
 // with the owner bit; Verbs.Mlx5Frames and Verbs.Mlx5Deliver are the wire
 // of RAW_PACKET QPs.
 //
-// The umad device is not here: package internal/umadmodel models it
+// The umad device is not here: package umad/internal/umadmodel models it
 // (user_mad.c and mad.c), for umad's unit tests and for umad's ibsim
 // transport, which is production code. Nothing outside tests imports
 // fakekernel.

@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/purerdma/rdma/internal/sysfstest"
+	"github.com/purerdma/rdma/internal/testmodel/sysfstest"
 )
 
 func main() {

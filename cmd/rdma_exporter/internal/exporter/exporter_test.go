@@ -15,7 +15,7 @@ import (
 	"github.com/purerdma/rdma/sysfs"
 )
 
-const fixture = "../../sysfs/testdata/mlx5-ib"
+const fixture = "../../../../sysfs/testdata/mlx5-ib"
 
 func gather(t *testing.T, e *Exporter) map[string][]*dto.Metric {
 	t.Helper()

@@ -20,6 +20,6 @@
 //     of a simulated InfiniBand fabric runs the same agent model as the
 //     unit tests check.
 //
-// It therefore belongs to neither: internal/fakekernel, the strict fake
+// It therefore belongs to neither: internal/testmodel/fakekernel, the strict fake
 // uverbs kernel for unit tests, is not linked into production code.
 package umadmodel

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/purerdma/rdma/internal/ibsimtest"
+	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
 	"github.com/purerdma/rdma/umad"
 )
 

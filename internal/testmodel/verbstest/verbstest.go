@@ -1,5 +1,5 @@
 // Package verbstest opens uverbs contexts on the fake kernel
-// (internal/fakekernel) for the unit tests of the packages built on uverbs
+// (internal/testmodel/fakekernel) for the unit tests of the packages built on uverbs
 // (counters, flow, cmd/purerdma): a sysfs tree naming the fake devices, and
 // uverbs options whose device files are the fakes.
 package verbstest
@@ -14,9 +14,9 @@ import (
 	"testing"
 
 	"github.com/purerdma/rdma/abi"
-	"github.com/purerdma/rdma/internal/fakekernel"
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/internal/sys/systest"
+	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
 	"github.com/purerdma/rdma/uverbs"
 )
 

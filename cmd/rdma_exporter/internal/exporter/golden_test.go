@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/purerdma/rdma/internal/sysfstest"
+	"github.com/purerdma/rdma/internal/testmodel/sysfstest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden scrapes in testdata")
@@ -46,11 +46,11 @@ func TestScrapeGolden(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, root string }{
 		{"mlx5-ib", fixture},
-		{"mlx5-eth", "../../sysfs/testdata/mlx5-eth"},
-		{"hfi1", "../../sysfs/testdata/hfi1"},
-		{"ib-switch", "../../sysfs/testdata/ib-switch"},
-		{"iwarp-old", "../../sysfs/testdata/iwarp-old"},
-		{"broken", "../../sysfs/testdata/broken"},
+		{"mlx5-eth", "../../../../sysfs/testdata/mlx5-eth"},
+		{"hfi1", "../../../../sysfs/testdata/hfi1"},
+		{"ib-switch", "../../../../sysfs/testdata/ib-switch"},
+		{"iwarp-old", "../../../../sysfs/testdata/iwarp-old"},
+		{"broken", "../../../../sysfs/testdata/broken"},
 		{"synthetic", synth},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
