@@ -27,6 +27,8 @@ QEMU_ARM64 := /usr/bin/qemu-aarch64-static
 # input (golang/go#75804, fixed in go1.27). A count has no deadline to race.
 # 200000 executions take about 10 s per target on two cores.
 FUZZTIME  ?= 200000x
+# The commits after this one have subjects of at most 72 characters.
+SUBJECTS_SINCE := 36af321
 
 .PHONY: all build test unit bench bench-tools generate generate-check lint api cross test-arm64 fuzz-smoke deps-apt test-bootstrap clean
 
@@ -50,7 +52,12 @@ generate-check: generate
 $(STATICCHECK):
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## lint: go vet and staticcheck, for amd64 and arm64.
+## lint: go vet and staticcheck, for amd64 and arm64; gofmt; no cgo; the
+## exported API as api/purerdma.txt records it; the layering of
+## docs/architecture.md (TestLayering: which package may import which, and
+## only internal/sys imports golang.org/x/sys/unix); commit subjects of at
+## most 72 characters since SUBJECTS_SINCE (the commits before it kept
+## their long subjects: history is not rewritten).
 lint: $(STATICCHECK)
 	$(GO) vet $(PKGS)
 	GOARCH=arm64 $(GO) vet $(PKGS)
@@ -58,6 +65,10 @@ lint: $(STATICCHECK)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@! git grep -l '^import "C"' -- '*.go' | xargs -r grep -L 'go:build ignore' | grep . || { echo "cgo outside generator inputs"; exit 1; }
 	$(GO) run ./api/internal/apicheck -check api/purerdma.txt
+	$(GO) test -count=1 -run '^TestLayering$$' .
+	@git rev-parse -q --verify $(SUBJECTS_SINCE)^{commit} >/dev/null || { echo "lint: commit $(SUBJECTS_SINCE) not in this clone's history: subject lengths not checked"; exit 0; }; \
+	long=$$(git log --format=%s $(SUBJECTS_SINCE)..HEAD | awk 'length > 72'); \
+	if [ -n "$$long" ]; then echo "commit subjects over 72 characters (details go in the body):"; echo "$$long"; exit 1; fi
 
 ## api: rewrite api/purerdma.txt, the file of the exported API, after a
 ## change to the public surface that is meant.

@@ -1,18 +1,12 @@
 package verbstest
 
 import (
-	"fmt"
 	"regexp"
-	"runtime"
-	"syscall"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
-
 	"strings"
 	"testing"
 
 	"github.com/purerdma/rdma/integration/vmtest"
+	"github.com/purerdma/rdma/internal/sys/systest"
 	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
 	"github.com/purerdma/rdma/uverbs"
 )
@@ -161,34 +155,14 @@ func SetNetRaw(t testing.TB, v *fakekernel.Verbs, on bool) {
 		v.NetRaw = on
 		return
 	}
-	if err := setEffectiveNetRaw(on); err != nil {
+	if err := systest.SetEffectiveNetRaw(on); err != nil {
 		t.Fatal(err)
 	}
 	if !on {
 		t.Cleanup(func() {
-			if err := setEffectiveNetRaw(true); err != nil {
+			if err := systest.SetEffectiveNetRaw(true); err != nil {
 				t.Error(err)
 			}
 		})
 	}
-}
-
-func setEffectiveNetRaw(on bool) error {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capget: %w", err)
-	}
-	bit := uint32(1) << unix.CAP_NET_RAW
-	if on {
-		data[0].Effective |= bit
-	} else {
-		data[0].Effective &^= bit
-	}
-	_, _, e := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
-	runtime.KeepAlive(&data)
-	if e != 0 {
-		return fmt.Errorf("capset on every thread: %w", e)
-	}
-	return nil
 }
