@@ -23,8 +23,39 @@ import (
 	"strings"
 )
 
-// public are the packages a user imports, relative to the module root.
-var public = []string{".", "abi", "counters", "flow", "sysfs", "umad", "umad/netdisc", "uverbs"}
+// publicPackages returns the packages a user imports, relative to the
+// module root: every directory with non-test Go files except the internal
+// ones, the commands (cmd/), the programs (examples/), the VM harness
+// (integration/), the build (mk/) and this tool's (api/), so that a new
+// package is checked from its first commit.
+func publicPackages() ([]string, error) {
+	seen := map[string]bool{}
+	var dirs []string
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			switch {
+			case path == ".":
+			case strings.HasPrefix(name, "."), name == "testdata", name == "internal",
+				path == "cmd", path == "examples", path == "integration", path == "mk", path == "api":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			dir := filepath.ToSlash(filepath.Dir(path))
+			if !seen[dir] {
+				seen[dir] = true
+				dirs = append(dirs, dir)
+			}
+		}
+		return nil
+	})
+	return dirs, err
+}
 
 const module = "github.com/purerdma/rdma"
 
@@ -60,6 +91,10 @@ func main() {
 }
 
 func api() ([]string, error) {
+	public, err := publicPackages()
+	if err != nil {
+		return nil, err
+	}
 	var lines []string
 	for _, dir := range public {
 		l, err := pkgAPI(dir)
