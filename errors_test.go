@@ -4,15 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/flow"
 	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/internal/testmodel/verbstest"
+	"github.com/purerdma/rdma/rdmacm"
 	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/umad"
 	"github.com/purerdma/rdma/uverbs"
@@ -129,5 +132,91 @@ func TestNewKeepsTrailingWords(t *testing.T) {
 	folded := errs.New("create flow", "mlx5_0", fmt.Errorf("bind: %w", in))
 	if folded.Op != "create flow: bind: EX_CREATE_FLOW" || folded.Err != syscall.EBUSY {
 		t.Errorf("%+v", *folded)
+	}
+}
+
+// Error is defined in the root package, so that go doc shows its fields
+// and methods, and every package's Error (abi's too) is that one type.
+func TestErrorDefinedHere(t *testing.T) {
+	ty := reflect.TypeFor[rdma.Error]()
+	if ty.PkgPath() != "github.com/purerdma/rdma" || ty.Name() != "Error" || ty.Kind() != reflect.Struct {
+		t.Errorf("rdma.Error is %s.%s, a %s", ty.PkgPath(), ty.Name(), ty.Kind())
+	}
+	for _, other := range []reflect.Type{
+		reflect.TypeFor[abi.Error](), reflect.TypeFor[counters.Error](), reflect.TypeFor[flow.Error](),
+		reflect.TypeFor[rdmacm.Error](), reflect.TypeFor[sysfs.Error](), reflect.TypeFor[umad.Error](),
+		reflect.TypeFor[uverbs.Error](), reflect.TypeFor[errs.Error](),
+	} {
+		if other != ty {
+			t.Errorf("%s.%s is not rdma.Error", other.PkgPath(), other.Name())
+		}
+	}
+	if rdma.ErrNotSupported != errs.ErrNotSupported || rdma.ErrNotSupported != uverbs.ErrNotSupported {
+		t.Error("ErrNotSupported is not one value")
+	}
+}
+
+// errors.Is and errors.As through an Error, built directly or by New, and
+// wrapped again by a caller.
+func TestErrorIsAs(t *testing.T) {
+	for _, tc := range []struct {
+		errno syscall.Errno
+		match []error
+		not   []error
+	}{
+		{syscall.EPERM, []error{syscall.EPERM, os.ErrPermission}, []error{os.ErrNotExist, rdma.ErrNotSupported, syscall.EACCES}},
+		{syscall.EACCES, []error{syscall.EACCES, os.ErrPermission}, []error{os.ErrNotExist}},
+		{syscall.ENOENT, []error{syscall.ENOENT, os.ErrNotExist}, []error{os.ErrPermission, syscall.ENODEV}},
+		{syscall.ENODEV, []error{os.ErrNotExist}, []error{rdma.ErrNotSupported}},
+		{syscall.ENXIO, []error{os.ErrNotExist}, []error{os.ErrPermission}},
+		{syscall.EPROTONOSUPPORT, []error{rdma.ErrNotSupported, errors.ErrUnsupported}, []error{os.ErrNotExist}},
+		{syscall.EOPNOTSUPP, []error{rdma.ErrNotSupported, errors.ErrUnsupported, syscall.ENOTSUP}, []error{os.ErrPermission}},
+		{syscall.EBUSY, []error{syscall.EBUSY}, []error{rdma.ErrNotSupported, os.ErrNotExist, os.ErrPermission, syscall.EINVAL}},
+		{syscall.EINVAL, []error{syscall.EINVAL}, []error{rdma.ErrNotSupported, os.ErrNotExist}},
+	} {
+		built := map[string]error{
+			"literal":       &rdma.Error{Op: "create cq", Device: "rxe0", Err: tc.errno},
+			"New":           errs.New("create cq", "rxe0", tc.errno),
+			"New of New":    errs.New("open", "rxe0", errs.New("create cq", "", tc.errno)),
+			"wrapped":       fmt.Errorf("setup: %w", &rdma.Error{Op: "create cq", Device: "rxe0", Err: tc.errno}),
+			"cause wrapped": &rdma.Error{Op: "create cq", Device: "rxe0", Err: fmt.Errorf("ioctl: %w", tc.errno)},
+		}
+		for how, err := range built {
+			var e *rdma.Error
+			if !errors.As(err, &e) || e.Device != "rxe0" || !strings.HasPrefix(e.Op, "create cq") && !strings.HasPrefix(e.Op, "open: create cq") {
+				t.Errorf("%v %s: errors.As gave %#v", tc.errno, how, e)
+				continue
+			}
+			if !errors.Is(e.Unwrap(), tc.errno) {
+				t.Errorf("%v %s: Unwrap gave %v", tc.errno, how, e.Unwrap())
+			}
+			for _, target := range tc.match {
+				if !errors.Is(err, target) {
+					t.Errorf("%v %s: errors.Is(%v) is false", tc.errno, how, target)
+				}
+			}
+			for _, target := range tc.not {
+				if errors.Is(err, target) {
+					t.Errorf("%v %s: errors.Is(%v) is true", tc.errno, how, target)
+				}
+			}
+			if msg := err.Error(); !strings.Contains(msg, "rxe0: ") || !strings.Contains(msg, tc.errno.Error()) {
+				t.Errorf("%v %s: message %q", tc.errno, how, msg)
+			}
+		}
+	}
+	// A cause without an errno: a sentinel, and errs.NotSupported.
+	if err := (&rdma.Error{Op: "close", Err: os.ErrClosed}); !errors.Is(err, os.ErrClosed) || errors.Is(err, os.ErrNotExist) {
+		t.Errorf("os.ErrClosed cause: %v", err)
+	}
+	if err := errs.New("create counters", "rxe0", errs.NotSupported("no provider")); !errors.Is(err, rdma.ErrNotSupported) || !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("NotSupported cause: %v", err)
+	}
+	if got := (*rdma.Error)(nil).Error(); got != "<nil>" {
+		t.Errorf("nil Error: %q", got)
+	}
+	if got, want := (&rdma.Error{Op: "query port", Device: "rxe0/1", Err: syscall.EBUSY}).Error(),
+		"query port rxe0/1: device or resource busy ("+errs.Hint(syscall.EBUSY)+")"; got != want {
+		t.Errorf("message %q, want %q", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/errs"
 	"syscall"
 	"unsafe"
@@ -147,7 +148,7 @@ func ParseIoctl(b []byte) (IoctlHdr, []IoctlAttr, error) {
 // operation (such as building a request for a method) and what was wrong.
 // Builder errors wrap syscall.EINVAL, the errno the kernel would have
 // answered.
-type Error = errs.Error
+type Error = rdma.Error
 
 // builder kinds: what the caller asked for, checked against the method table.
 type buildKind uint8

@@ -2,7 +2,7 @@
 // (cmsend -s ADDR:PORT) takes one connection and prints the message it
 // receives; the client (cmsend ADDR:PORT) connects and sends one. Both
 // use synchronous endpoints (rdma_create_ep in librdmacm) and the verbs
-// data path. TestReadme checks that the README shows this file.
+// data path. The README links it (TestReadme).
 package main
 
 import (

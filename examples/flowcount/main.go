@@ -2,7 +2,7 @@
 // ibv_read_counters(3): a counters object with packets at index 0 and
 // bytes at index 1, attached statically to an L2 flow on a RAW_PACKET QP,
 // read every second. It needs a device with verbs counters (mlx5) and
-// CAP_NET_RAW. TestReadme checks that the README shows this file.
+// CAP_NET_RAW. The README links it (TestReadme).
 package main
 
 import (

@@ -1,184 +1,51 @@
-// Package errs is purerdma's error model, shared by every package: the errno
-// classification behind errors.Is, and the message format of the per-package
-// error types (operation, device, errno, and what to do next).
+// Package errs builds purerdma's errors for every package: New makes the
+// one error type, rdma.Error, folding an inner Error into the outer
+// operation. The errno classification behind errors.Is and the message
+// format live in internal/errs/model, below the root package, and are
+// re-exported here so that call sites need one import.
 package errs
 
 import (
-	"errors"
-	"os"
-	"strconv"
 	"syscall"
-	"unicode/utf8"
+
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs/model"
 )
 
-// ErrNotSupported is the sentinel that EPROTONOSUPPORT, EOPNOTSUPP and
-// ENOTSUP match. The public packages re-export this value.
-var ErrNotSupported = errors.New("operation not supported by this kernel or device")
+// Error is rdma.Error, the one error type.
+type Error = rdma.Error
+
+// ErrNotSupported is rdma.ErrNotSupported: EPROTONOSUPPORT, EOPNOTSUPP and
+// ENOTSUP match it.
+var ErrNotSupported = model.ErrNotSupported
+
+// NotSupported is a cause without an errno that still means "not
+// supported": it matches ErrNotSupported and errors.ErrUnsupported.
+type NotSupported = model.NotSupported
+
+// MaxWord is the longest run of text an error message shows whole (see
+// model.MaxWord).
+const MaxWord = model.MaxWord
 
 // Errno returns the errno inside err, or 0 when there is none.
-func Errno(err error) syscall.Errno {
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return errno
-	}
-	return 0
-}
+func Errno(err error) syscall.Errno { return model.Errno(err) }
 
 // Match reports whether an error whose errno is errno matches target in
-// purerdma's model: besides syscall.Errno's own rules, os.ErrPermission
-// matches EPERM and EACCES; os.ErrNotExist matches ENOENT, ENODEV and ENXIO;
-// ErrNotSupported and errors.ErrUnsupported match EPROTONOSUPPORT,
-// EOPNOTSUPP and ENOTSUP.
-func Match(errno syscall.Errno, target error) bool {
-	if errno == 0 {
-		return false
-	}
-	switch target {
-	case ErrNotSupported, errors.ErrUnsupported:
-		return isNotSupported(errno)
-	case os.ErrPermission:
-		return errno == syscall.EPERM || errno == syscall.EACCES
-	case os.ErrNotExist:
-		return errno == syscall.ENOENT || errno == syscall.ENODEV || errno == syscall.ENXIO
-	}
-	return errno.Is(target)
-}
+// purerdma's model (see model.Match).
+func Match(errno syscall.Errno, target error) bool { return model.Match(errno, target) }
 
 // Is is Match applied to the errno found inside err.
-func Is(err, target error) bool { return Match(Errno(err), target) }
+func Is(err, target error) bool { return model.Is(err, target) }
 
-func isNotSupported(errno syscall.Errno) bool {
-	// On Linux ENOTSUP and EOPNOTSUPP are the same number; both are listed
-	// so the rule reads as documented.
-	return errno == syscall.EPROTONOSUPPORT || errno == syscall.EOPNOTSUPP || errno == syscall.ENOTSUP
-}
-
-// Message formats an error the same way in every package:
-//
-//	op dev: errno text (what to do next)
-//
-// dev may be empty. The hint is chosen from the errno; an error without an
-// errno gets none.
-//
-// The device and every word of the cause are capped (see [Cap]): a name of
-// thousands of bytes, which a caller or a broken tree can hand in and a
-// path in the cause repeats, shows as its start and its length.
-func Message(op, dev string, err error) string {
-	s := op
-	if dev != "" {
-		s += " " + Cap(dev)
-	}
-	if err == nil {
-		return s
-	}
-	s += ": " + Cap(err.Error())
-	if h := Hint(Errno(err)); h != "" {
-		s += " (" + h + ")"
-	}
-	return s
-}
+// Message formats an error the same way in every package: "op dev: errno
+// text (what to do next)" (see model.Message).
+func Message(op, dev string, err error) string { return model.Message(op, dev, err) }
 
 // Hint says, for the errnos users meet most, what to do next.
-func Hint(errno syscall.Errno) string {
-	switch {
-	case errno == syscall.EPERM || errno == syscall.EACCES:
-		return "run as root, or grant access to /dev/infiniband and CAP_NET_RAW where the operation needs it"
-	case errno == syscall.ENOENT || errno == syscall.ENODEV || errno == syscall.ENXIO:
-		return "check that the RDMA device exists and its kernel modules are loaded: ls /sys/class/infiniband"
-	case isNotSupported(errno):
-		return "this kernel or this device's driver does not support it; see the support table in the README"
-	case errno == syscall.EBUSY:
-		return "the object is still in use; destroy what refers to it first"
-	case errno == syscall.ENOTTY:
-		return "the device does not implement this ioctl; is this the right device node?"
-	case errno == syscall.EIO:
-		return "the device was removed or disassociated; reopen it"
-	}
-	return ""
-}
+func Hint(errno syscall.Errno) string { return model.Hint(errno) }
 
-// MaxWord is the longest run of text (a device name, a path component, a
-// quoted value) an error message shows whole: IB_DEVICE_NAME_MAX, the
-// kernel's limit on a device name (include/rdma/ib_verbs.h), is 64.
-const MaxWord = 64
-
-// Cap returns s with every run longer than MaxWord bytes of characters
-// other than separators (space, '/', ':', quotes, parentheses, ',', '=')
-// cut to its first MaxWord/2 bytes (at a character boundary) followed by
-// "…(N bytes)". s is returned as is, without allocating, when no run is
-// that long.
-func Cap(s string) string {
-	if len(s) <= MaxWord {
-		return s
-	}
-	long := false
-	for run, i := 0, 0; i < len(s); i++ {
-		if isSep(s[i]) {
-			run = 0
-			continue
-		}
-		if run++; run > MaxWord {
-			long = true
-			break
-		}
-	}
-	if !long {
-		return s
-	}
-	b := make([]byte, 0, 256)
-	for i := 0; i < len(s); {
-		if isSep(s[i]) {
-			b = append(b, s[i])
-			i++
-			continue
-		}
-		j := i
-		for j < len(s) && !isSep(s[j]) {
-			j++
-		}
-		w := s[i:j]
-		if len(w) > MaxWord {
-			cut := MaxWord / 2
-			for cut > 0 && !utf8.RuneStart(w[cut]) {
-				cut--
-			}
-			b = append(b, w[:cut]...)
-			b = append(b, "…("...)
-			b = strconv.AppendInt(b, int64(len(w)), 10)
-			b = append(b, " bytes)"...)
-		} else {
-			b = append(b, w...)
-		}
-		i = j
-	}
-	return string(b)
-}
-
-func isSep(c byte) bool {
-	switch c {
-	case ' ', '/', ':', '"', '\'', '(', ')', ',', '=', '\t', '\n':
-		return true
-	}
-	return false
-}
-
-// Error is purerdma's one error type, exported as rdma.Error and, by
-// alias, as Error in every package: the operation, the device (or port)
-// it concerns, and the cause, usually an errno from the kernel or one of
-// the sentinels. Its message is "op device: cause (what to do next)", with
-// the hint once.
-//
-// An Error never wraps another Error: New folds an inner one into the
-// outer operation, so that the device and the hint appear once however
-// deep the call chain.
-type Error struct {
-	// Op is what was being done, such as "create flow" or "read port".
-	Op string
-	// Device is the device ("mlx5_0") or port ("mlx5_0/1"); may be empty.
-	Device string
-	// Err is the cause: an errno, a sentinel, or an error wrapping them.
-	Err error
-}
+// Cap returns s with every over-long word cut (see model.Cap).
+func Cap(s string) string { return model.Cap(s) }
 
 // New returns the Error of op on dev caused by err. When err is an
 // *Error, or wraps one through a chain of single wrappers (fmt.Errorf with
@@ -229,33 +96,4 @@ func innerError(err error) (*Error, string) {
 		x = u.Unwrap()
 	}
 	return nil, ""
-}
-
-// Error formats the error as "op device: cause (hint)".
-func (e *Error) Error() string {
-	if e == nil {
-		return "<nil>"
-	}
-	return Message(e.Op, e.Device, e.Err)
-}
-
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is reports whether the error matches target in purerdma's model: the
-// errno's own identity, os.ErrPermission (EPERM, EACCES), os.ErrNotExist
-// (ENOENT, ENODEV, ENXIO) and ErrNotSupported or errors.ErrUnsupported
-// (EPROTONOSUPPORT, EOPNOTSUPP, ENOTSUP).
-func (e *Error) Is(target error) bool { return Is(e.Err, target) }
-
-// NotSupported is a cause without an errno that still means "not
-// supported" (a driver purerdma has no provider for): it matches
-// ErrNotSupported and errors.ErrUnsupported.
-type NotSupported string
-
-func (n NotSupported) Error() string { return string(n) }
-
-// Is reports whether target is ErrNotSupported or errors.ErrUnsupported.
-func (n NotSupported) Is(target error) bool {
-	return target == ErrNotSupported || target == errors.ErrUnsupported
 }
