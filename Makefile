@@ -1,13 +1,13 @@
 # purerdma — build, test and demo. Everything a fresh Debian machine needs is
 # installed by these targets (as root, from Debian's archive and the Go module
-# proxy). The README names the two entry points: `make demo` and `make test`.
+# proxy). CONTRIBUTING.md names the two entry points: `make demo` and `make test`.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 # mk/bin comes first: its go (and gofmt) runs the go on PATH when it is as
 # new as go.mod's go line, and otherwise the toolchain mk/go-bootstrap.sh
 # installs under .cache/go from the Go module proxy, checked against the
-# checksum database (README, "Requirements").
+# checksum database (CONTRIBUTING.md, "Go, bootstrapped").
 export PATH := $(CURDIR)/mk/bin:$(HOME)/go/bin:$(PATH)
 
 GO        ?= go

@@ -32,7 +32,7 @@ var demoSections = []string{
 	"===== demo result",
 }
 
-// TestDemo runs `make demo` on each kernel, as the README tells a newcomer
+// TestDemo runs `make demo` on each kernel, as CONTRIBUTING.md tells a newcomer
 // to, and wants exit status 0, every section in order, the five tools
 // byte-identical to rdma-core's, the expected failures marked expected,
 // and the closing verdict.
