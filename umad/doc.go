@@ -66,12 +66,14 @@
 //
 // # A simulated fabric
 //
-// OpenSimPort (or the environment variable SimEnv for OpenPort) opens a
+// OpenSimPort opens a
 // port of an InfiniBand fabric that ibsim simulates, over ibsim's socket
 // protocol instead of a kernel umad device: the same Port API, with the
 // kernel's agent work done by the model of umad/internal/umadmodel. It is how
 // the fabric tools are tested against infiniband-diags on the host
-// (docs/ibsim.md).
+// (docs/ibsim.md). The package reads no environment variable: a program
+// chooses the transport (cmd/purerdma's tools take PURERDMA_IBSIM) and the
+// debug level (SetDebug; the tools take PURERDMA_UMAD_DEBUG).
 //
 // Errors are *Error values: the operation, the device and the cause; see
 // Error for what errors.Is matches.

@@ -31,13 +31,6 @@ import (
 	"github.com/purerdma/rdma/umad/internal/umadmodel"
 )
 
-// SimEnv names the environment variable that makes OpenPort open ports on
-// an ibsim fabric instead of the kernel's umad devices: "SOCKET:NODE",
-// ibsim's socket base (its IBSIM_SOCKNAME; "sim" by default) and the node
-// to attach at (like libumad2sim's SIM_HOST; empty for ibsim's default
-// node). See OpenSimPort.
-const SimEnv = "PURERDMA_IBSIM"
-
 // struct sim_ctl and struct sim_request (include/ibsim.h).
 const (
 	simMagic       = 0xdeadbeef
@@ -131,18 +124,6 @@ func OpenSimPort(sock, node string) (*Port, error) {
 			slog.Int("lid", int(l.port.Config().LID)))
 	}
 	return p, nil
-}
-
-// openSimEnv opens the port SimEnv names, or returns ok false when it is
-// not set.
-func openSimEnv() (p *Port, ok bool, err error) {
-	v, set := os.LookupEnv(SimEnv)
-	if !set || v == "" {
-		return nil, false, nil
-	}
-	sock, node, _ := strings.Cut(v, ":")
-	p, err = OpenSimPort(sock, node)
-	return p, true, err
 }
 
 func dialSim(base, node, name string) (*simLink, error) {

@@ -169,14 +169,19 @@ func TestSimPort(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The environment variable selects the transport for OpenPort.
-	t.Setenv(SimEnv, f.Sock+":Hca4")
-	q, err := OpenPort("", 0)
+	// The library reads no environment variable: PURERDMA_IBSIM leaves
+	// OpenPort on the kernel's devices (here: a host without any).
+	t.Setenv("PURERDMA_IBSIM", f.Sock+":Hca4")
+	if q, err := (&Host{SysfsRoot: t.TempDir()}).OpenPort("", 0); err == nil {
+		q.Close()
+		t.Errorf("OpenPort with PURERDMA_IBSIM set opened %s", q)
+	}
+	q, err := OpenSimPort(f.Sock, "Hca4")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if q.CA() != "Hca4" {
-		t.Errorf("OpenPort with %s: CA %q", SimEnv, q.CA())
+		t.Errorf("OpenSimPort at Hca4: CA %q", q.CA())
 	}
 	q.Close()
 	if _, err := OpenSimPort(f.Sock+"-none", "Hca1"); !errors.Is(err, ErrNoDevice) || !errors.Is(err, syscall.ECONNREFUSED) {

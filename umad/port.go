@@ -66,12 +66,9 @@ type Port struct {
 // os.ErrPermission for a node the caller may not open (the kernel makes
 // umad nodes root-only unless udev rules say otherwise).
 //
-// With the environment variable SimEnv set, OpenPort is OpenSimPort on
-// the ibsim fabric it names instead, and ca and port are ignored.
+// OpenPort opens kernel ports only; OpenSimPort opens a port of an ibsim
+// fabric (the tools of cmd/purerdma choose it from PURERDMA_IBSIM).
 func (h *Host) OpenPort(ca string, port int) (*Port, error) {
-	if p, ok, err := openSimEnv(); ok {
-		return p, err
-	}
 	name := portName(ca, port)
 	fail := func(err error) (*Port, error) {
 		return nil, errs.New("open port", name, err)

@@ -80,7 +80,7 @@ type smpClient struct {
 // openSMP opens the local port (ca, port as the C tools' -C and -P) and
 // registers a LID-routed and a directed-route SMP client.
 func openSMP(ca string, port int, timeout time.Duration, retries int) (*smpClient, error) {
-	p, err := ibHost().OpenPort(ca, port)
+	p, err := openUmadPort(ibHost(), ca, port)
 	if err != nil {
 		return nil, err
 	}

@@ -173,7 +173,7 @@ func runUmadTool(args []string, stdout, stderr io.Writer) error {
 		return exitError{2}
 	}
 	h := ibHost()
-	port, err := h.OpenPort(o.ca, o.port)
+	port, err := openUmadPort(h, o.ca, o.port)
 	if err != nil {
 		return err
 	}
