@@ -129,10 +129,17 @@ func invalid(text string) error { return detail(nil, text, syscall.EINVAL) }
 // errClosed reports a call on a closed Port.
 var errClosed = detail(nil, "port closed", os.ErrClosed)
 
+// errNilHost and errNilPort are the causes of a call on a nil *Host or
+// *Port: EINVAL, as uverbs, counters and flow answer.
+var (
+	errNilHost = invalid("nil *umad.Host")
+	errNilPort = invalid("nil *umad.Port")
+)
+
 // errNoSMI builds the cause of a QP0 agent on a port without an SMI.
-func errNoSMI(class uint8, linkLayer string) error {
+func errNoSMI(class uint8, linkLayer rdma.LinkLayer) error {
 	what := "the port has no SMI (QP0)"
-	if linkLayer == linkEthernet {
+	if linkLayer == rdma.LinkLayerEthernet {
 		what = "not supported on RoCE (no SMI)"
 	}
 	return detail(nil, "class "+hex8(class)+" needs QP0: "+what, syscall.EPROTONOSUPPORT)

@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/umad/internal/umadmodel"
@@ -113,7 +114,7 @@ func OpenSimPort(sock, node string) (*Port, error) {
 		return fail(err)
 	}
 	p := &Port{fd: fd, ca: node, num: l.port.Config().Port, dev: l.port.Config().Device, name: name,
-		linkLayer: linkInfiniBand, sim: l}
+		linkLayer: rdma.LinkLayerInfiniBand, sim: l}
 	p.hdr.Store(abi.MadHdrSizeOld)
 	if err := fd.Ioctl(abi.IB_USER_MAD_ENABLE_PKEY, nil); err == nil {
 		p.hdr.Store(abi.MadHdrSize)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/purerdma/rdma"
 	"os"
 	"strings"
 	"sync"
@@ -72,7 +73,7 @@ func TestSimPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if p.LinkLayer() != "InfiniBand" || p.CA() != "Hca1" || !strings.HasPrefix(p.Device(), "ibsim:") {
+	if p.LinkLayer() != rdma.LinkLayerInfiniBand || p.CA() != "Hca1" || !strings.HasPrefix(p.Device(), "ibsim:") {
 		t.Errorf("port %s: ca %q link layer %q device %q", p, p.CA(), p.LinkLayer(), p.Device())
 	}
 	smi, err := p.Register(byte(ClassSubnMgmt), 1, MethodMask{})
@@ -172,7 +173,7 @@ func TestSimPort(t *testing.T) {
 	// The library reads no environment variable: PURERDMA_IBSIM leaves
 	// OpenPort on the kernel's devices (here: a host without any).
 	t.Setenv("PURERDMA_IBSIM", f.Sock+":Hca4")
-	if q, err := (&Host{SysfsRoot: t.TempDir()}).OpenPort("", 0); err == nil {
+	if q, err := (&Host{Sysfs: tFS(t, t.TempDir())}).OpenPort("", 0); err == nil {
 		q.Close()
 		t.Errorf("OpenPort with PURERDMA_IBSIM set opened %s", q)
 	}

@@ -7,11 +7,13 @@ import (
 	"github.com/purerdma/rdma/internal/errs"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
 )
@@ -31,7 +33,7 @@ type Port struct {
 	num       int
 	dev       string
 	name      string // "ca/port"
-	linkLayer string
+	linkLayer rdma.LinkLayer
 	sim       *simLink // the ibsim transport's link, nil for a kernel port
 	info      CAPort   // the port as OpenPort read it
 
@@ -73,6 +75,9 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 	fail := func(err error) (*Port, error) {
 		return nil, errs.New("open port", name, err)
 	}
+	if h == nil {
+		return fail(errNilHost)
+	}
 	if port < 0 {
 		return fail(detail(ErrInvalidPort, fmt.Sprintf("port number %d is negative", port), nil))
 	}
@@ -110,7 +115,7 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 	}
 	if debugOn(1) {
 		logDebug("umad: opened port", slog.String("port", name), slog.String("device", node),
-			slog.Int("fd", fd.Raw()), slog.Int("header", p.HeaderSize()), slog.String("link_layer", cp.LinkLayer))
+			slog.Int("fd", fd.Raw()), slog.Int("header", p.HeaderSize()), slog.String("link_layer", cp.LinkLayer.String()))
 	}
 	return p, nil
 }
@@ -154,17 +159,44 @@ func (p *Port) PortNum() int { return p.num }
 // copy, not read again, so a tool that needs the port's LID or GID after
 // opening it does not read the device's sysfs a second time.
 func (p *Port) Info() CAPort {
-	info := p.info
-	info.PKeys = append([]uint16(nil), p.info.PKeys...)
-	return info
+	if p == nil {
+		return CAPort{}
+	}
+	return p.info.clone()
+}
+
+// clone returns a copy of p that shares no memory with it.
+func (p *CAPort) clone() CAPort {
+	c := *p
+	c.PKeys = slices.Clone(p.PKeys)
+	c.Rate = clonePtr(p.Rate)
+	c.LID, c.SMLID, c.CapMask = clonePtr(p.LID), clonePtr(p.SMLID), clonePtr(p.CapMask)
+	c.LMC, c.SMSL = clonePtr(p.LMC), clonePtr(p.SMSL)
+	c.LinkLayerName = clonePtr(p.LinkLayerName)
+	c.Umad, c.ISSM = clonePtr(p.Umad), clonePtr(p.ISSM)
+	return c
+}
+
+func clonePtr[T any](v *T) *T {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	return &c
 }
 
 // Device returns the path of the umad node ("/dev/infiniband/umad0").
 func (p *Port) Device() string { return p.dev }
 
-// LinkLayer returns the port's link layer as CAPort reports it
-// ("InfiniBand", "Ethernet", or "IB" when sysfs does not say).
-func (p *Port) LinkLayer() string { return p.linkLayer }
+// LinkLayer returns the port's link layer as sysfs reports it
+// (rdma.LinkLayerUnspecified when sysfs does not say, which libibumad
+// calls "IB" and treats as InfiniBand); an ibsim port's is InfiniBand.
+func (p *Port) LinkLayer() rdma.LinkLayer {
+	if p == nil {
+		return rdma.LinkLayerUnspecified
+	}
+	return p.linkLayer
+}
 
 // String returns "ca/port".
 func (p *Port) String() string { return p.name }

@@ -2,6 +2,7 @@ package umad
 
 import (
 	"errors"
+	"github.com/purerdma/rdma"
 	"os"
 	"strings"
 	"syscall"
@@ -30,7 +31,7 @@ func TestRegisterSMIOnRoCE(t *testing.T) {
 	}
 	// And when the local check is bypassed (a port sysfs calls IB), the
 	// kernel's EPROTONOSUPPORT gives the same error.
-	p.linkLayer = linkIB
+	p.linkLayer = rdma.LinkLayerUnspecified
 	_, err := p.Register(0x81, 1, MethodMask{})
 	if !errors.Is(err, ErrNotSupported) || !errors.Is(err, syscall.EPROTONOSUPPORT) || !strings.Contains(err.Error(), "no SMI") {
 		t.Fatalf("kernel refusal: %v", err)

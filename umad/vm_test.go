@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma"
 	"os"
 	"os/exec"
 	"runtime"
@@ -100,7 +101,7 @@ func TestVMInit(t *testing.T) {
 		t.Fatalf("CANames = %q, %v, want %s", names, err, want)
 	}
 	p, err := LookupPort("", 0)
-	if err != nil || p.CA != names[0] || p.Number != 1 || p.LinkLayer != "Ethernet" || p.State != 4 || p.Rate == 0 {
+	if err != nil || p.CA != names[0] || p.Number != 1 || p.LinkLayer != rdma.LinkLayerEthernet || p.State != 4 || p.Rate == nil || p.Rate.Mbps == 0 {
 		t.Fatalf("default port %+v, %v", p, err)
 	}
 	t.Logf("default port: %+v", *p)
@@ -242,7 +243,7 @@ func TestVMNoSMIOnRoCE(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 	t.Log(err)
-	p.linkLayer = linkIB // skip the local check: ask the kernel
+	p.linkLayer = rdma.LinkLayerUnspecified // skip the local check: ask the kernel
 	_, err = p.Register(0x01, 1, MethodMask{})
 	if !errors.Is(err, ErrNotSupported) || !errors.Is(err, syscall.EPROTONOSUPPORT) {
 		t.Fatalf("kernel: %v", err)

@@ -9,6 +9,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/sysfs"
 	"io"
 	"os"
 	"strconv"
@@ -122,9 +124,9 @@ func localPort(h *umad.Host, p *umad.Port, timeout time.Duration, retries int) (
 	if err != nil {
 		return nil, fmt.Errorf("can't resolve self port: %w", err)
 	}
-	return &umad.CAPort{CA: p.CA(), Number: int(pi[28]), LinkLayer: "InfiniBand",
-		BaseLID: uint32(binary.BigEndian.Uint16(pi[16:18])), SMLID: uint32(binary.BigEndian.Uint16(pi[18:20])),
-		State: 4}, nil
+	lid, smLID := uint32(binary.BigEndian.Uint16(pi[16:18])), uint32(binary.BigEndian.Uint16(pi[18:20]))
+	return &umad.CAPort{Port: sysfs.Port{CA: p.CA(), Number: int(pi[28]), LinkLayer: rdma.LinkLayerInfiniBand,
+		LID: &lid, SMLID: &smLID, State: rdma.PortActive}}, nil
 }
 
 func (c *smpClient) Close() error { return c.port.Close() }

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma"
 	"io"
 	"net/netip"
 	"os"
@@ -302,7 +303,7 @@ func umadSend(port *umad.Port, local *umad.CAPort, o *umadToolOpts, stdout io.Wr
 	pkt := umad.NewPacket()
 	var addr umad.Addr
 	addr.QPN, addr.QKey = 1, umad.QP1QKey
-	roce := local.LinkLayer == "Ethernet"
+	roce := local.LinkLayer == rdma.LinkLayerEthernet
 	switch {
 	case o.dgid != "":
 		a, err := netip.ParseAddr(o.dgid)
@@ -322,7 +323,7 @@ func umadSend(port *umad.Port, local *umad.CAPort, o *umadToolOpts, stdout io.Wr
 	case o.dlid >= 0:
 		addr.LID = uint16(o.dlid)
 	case !addr.GRHPresent:
-		addr.LID = uint16(local.BaseLID)
+		addr.LID = uint16(ibU32(local.LID))
 	}
 	var rtts time.Duration
 	var m umad.VendorMAD
