@@ -137,12 +137,12 @@ var (
 )
 
 // errNoSMI builds the cause of a QP0 agent on a port without an SMI.
-func errNoSMI(class uint8, linkLayer rdma.LinkLayer) error {
+func errNoSMI(class MgmtClass, linkLayer rdma.LinkLayer) error {
 	what := "the port has no SMI (QP0)"
 	if linkLayer == rdma.LinkLayerEthernet {
 		what = "not supported on RoCE (no SMI)"
 	}
-	return detail(nil, "class "+hex8(class)+" needs QP0: "+what, syscall.EPROTONOSUPPORT)
+	return detail(nil, "class "+hex8(uint8(class))+" needs QP0: "+what, syscall.EPROTONOSUPPORT)
 }
 
 func hex8(v uint8) string {

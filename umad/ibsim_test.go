@@ -76,15 +76,15 @@ func TestSimPort(t *testing.T) {
 	if p.LinkLayer() != rdma.LinkLayerInfiniBand || p.CA() != "Hca1" || !strings.HasPrefix(p.Device(), "ibsim:") {
 		t.Errorf("port %s: ca %q link layer %q device %q", p, p.CA(), p.LinkLayer(), p.Device())
 	}
-	smi, err := p.Register(byte(ClassSubnMgmt), 1, MethodMask{})
+	smi, err := p.Register(ClassSubnMgmt, 1, MethodMask{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dr, err := p.Register(byte(ClassSubnMgmtDirectedRoute), 1, MethodMask{})
+	dr, err := p.Register(ClassSubnMgmtDirectedRoute, 1, MethodMask{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pma, err := p.Register(byte(ClassPerfMgmt), 1, MethodMask{})
+	pma, err := p.Register(ClassPerfMgmt, 1, MethodMask{})
 	if err != nil {
 		t.Fatal(err)
 	}

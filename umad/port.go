@@ -226,7 +226,13 @@ type MethodMask = abi.MethodMask
 
 // MethodMaskOf returns a mask with the given methods (response methods
 // 128–255 have no bit and are ignored).
-func MethodMaskOf(methods ...uint8) MethodMask { return abi.MethodMaskOf(methods...) }
+func MethodMaskOf(methods ...Method) MethodMask {
+	var m MethodMask
+	for _, x := range methods {
+		m.Set(uint8(x))
+	}
+	return m
+}
 
 // Registration asks for a MAD agent (umad_register2's struct
 // umad_reg_attr).
@@ -234,7 +240,7 @@ type Registration struct {
 	// Class is the management class; 0 registers a send-only agent that
 	// receives nothing but responses to its own requests. The SMP classes
 	// 0x01 and 0x81 register on QP0 (the SMI), every other class on QP1.
-	Class uint8
+	Class MgmtClass
 	// Version is the class version.
 	Version uint8
 	// Methods are the methods received unsolicited (the agent is a
@@ -275,7 +281,7 @@ const (
 // version ≥ 0x83, a method another agent of the port already has, …),
 // ENOMEM when the port has 32 agents, the kernel's limit per open port
 // (IB_UMAD_MAX_AGENTS), which the error says.
-func (p *Port) Register(class, version uint8, methods MethodMask) (AgentID, error) {
+func (p *Port) Register(class MgmtClass, version uint8, methods MethodMask) (AgentID, error) {
 	return p.RegisterAgent(Registration{Class: class, Version: version, Methods: methods, OUI: portOUIOpenIB})
 }
 
@@ -284,9 +290,9 @@ func (p *Port) Register(class, version uint8, methods MethodMask) (AgentID, erro
 // kernel RMPP when rmppVersion is 1. A class outside the range, or an OUI
 // that is 0 or wider than 24 bits, fails with EINVAL before the kernel is
 // asked. Otherwise it is Register.
-func (p *Port) RegisterOUI(class, rmppVersion uint8, oui uint32, methods MethodMask) (AgentID, error) {
+func (p *Port) RegisterOUI(class MgmtClass, rmppVersion uint8, oui uint32, methods MethodMask) (AgentID, error) {
 	if class < portVendor2First || class > portVendor2Last {
-		return 0, errs.New("register agent", p.name, invalid(fmt.Sprintf("class %s is not in vendor range 2 (0x30–0x4f)", hex8(class))))
+		return 0, errs.New("register agent", p.name, invalid(fmt.Sprintf("class %s is not in vendor range 2 (0x30–0x4f)", hex8(uint8(class)))))
 	}
 	return p.RegisterAgent(Registration{Class: class, Version: portDefaultVendorV, Methods: methods, OUI: oui, RMPPVersion: rmppVersion})
 }
@@ -306,7 +312,7 @@ func (p *Port) RegisterAgent(r Registration) (AgentID, error) {
 		return fail(invalid("a method mask needs a class (class 0 registers a send-only agent)"))
 	}
 	if r.Class >= portVendor2First && r.Class <= portVendor2Last && (r.OUI == 0 || r.OUI > portMaxOUI) {
-		return fail(invalid(fmt.Sprintf("vendor class %s needs a non-zero 24-bit OUI, not %#x", hex8(r.Class), r.OUI)))
+		return fail(invalid(fmt.Sprintf("vendor class %s needs a non-zero 24-bit OUI, not %#x", hex8(uint8(r.Class)), r.OUI)))
 	}
 	if r.OUI > portMaxOUI {
 		r.OUI &= portMaxOUI // ignored by the kernel for this class; keep it encodable
@@ -356,7 +362,7 @@ func (p *Port) register2(qpn uint32, r Registration, flags uint32) (uint32, erro
 	if p.noAgent2.Load() {
 		return 0, syscall.ENOTTY
 	}
-	req := abi.RegReq2{QPN: qpn, MgmtClass: r.Class, MgmtClassVersion: r.Version, Flags: flags,
+	req := abi.RegReq2{QPN: qpn, MgmtClass: uint8(r.Class), MgmtClassVersion: r.Version, Flags: flags,
 		MethodMask: r.Methods, OUI: r.OUI, RMPPVersion: r.RMPPVersion}
 	b := make([]byte, abi.RegReq2Size)
 	if err := req.Encode(b); err != nil {
@@ -372,7 +378,7 @@ func (p *Port) register2(qpn uint32, r Registration, flags uint32) (uint32, erro
 }
 
 func (p *Port) register1(qpn uint32, r Registration) (uint32, error) {
-	req := abi.RegReq{QPN: uint8(qpn), MgmtClass: r.Class, MgmtClassVersion: r.Version,
+	req := abi.RegReq{QPN: uint8(qpn), MgmtClass: uint8(r.Class), MgmtClassVersion: r.Version,
 		MethodMask: r.Methods, OUI: r.OUI, RMPPVersion: r.RMPPVersion}
 	b := make([]byte, abi.RegReqSize)
 	if err := req.Encode(b); err != nil {

@@ -412,7 +412,7 @@ func vmRig(tb testing.TB) *rig { return vmRigClass(tb, vmClass) }
 
 // vmRigClass is a client on rxe0 and a replier for Get on rxe1, agents of
 // the vendor class class (0x30–0x4f), and a request between them.
-func vmRigClass(tb testing.TB, class uint8) *rig {
+func vmRigClass(tb testing.TB, class MgmtClass) *rig {
 	cli, srv := vmOpen(tb, vmtest.Dev0), vmOpen(tb, vmtest.Dev1)
 	r := &rig{cli: cli, srv: srv, req: NewPacket(), in: NewPacket()}
 	var err error
@@ -423,7 +423,7 @@ func vmRigClass(tb testing.TB, class uint8) *rig {
 		tb.Fatal(err)
 	}
 	vmRequest(tb, r.req, vmGID(tb, vmtest.Dev1), 0)
-	r.req.MAD()[1] = class
+	r.req.MAD()[1] = byte(class)
 	return r
 }
 

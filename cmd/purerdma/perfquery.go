@@ -228,7 +228,7 @@ func runPerfquery(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return perfqueryFail(stderr, err)
 	}
-	agent, err := port.Register(uint8(umad.ClassPerfMgmt), umad.PerfClassVersion, umad.MethodMask{})
+	agent, err := port.Register(umad.ClassPerfMgmt, umad.PerfClassVersion, umad.MethodMask{})
 	if err != nil {
 		return perfqueryFail(stderr, err)
 	}

@@ -98,8 +98,8 @@ func openSMP(ca string, port int, timeout time.Duration, retries int) (*smpClien
 func newSMPClient(p *umad.Port, timeout time.Duration, retries int) (*smpClient, error) {
 	c := &smpClient{port: p, pkt: umad.NewPacket(), timeout: timeout, retries: retries}
 	var err error
-	if c.lid, err = p.Register(uint8(umad.ClassSubnMgmt), 1, umad.MethodMask{}); err == nil {
-		c.dr, err = p.Register(uint8(umad.ClassSubnMgmtDirectedRoute), 1, umad.MethodMask{})
+	if c.lid, err = p.Register(umad.ClassSubnMgmt, 1, umad.MethodMask{}); err == nil {
+		c.dr, err = p.Register(umad.ClassSubnMgmtDirectedRoute, 1, umad.MethodMask{})
 	}
 	return c, err
 }

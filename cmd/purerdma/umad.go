@@ -202,7 +202,7 @@ func umadTextData(d []byte) string {
 }
 
 func umadServe(port *umad.Port, o *umadToolOpts, stdout io.Writer) error {
-	agent, err := port.RegisterOUI(o.class, 0, o.oui, umad.MethodMaskOf(o.method))
+	agent, err := port.RegisterOUI(umad.MgmtClass(o.class), 0, o.oui, umad.MethodMaskOf(umad.Method(o.method)))
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (r *umadTIDRing) has(tid uint64) bool {
 }
 
 func umadSend(port *umad.Port, local *umad.CAPort, o *umadToolOpts, stdout io.Writer) error {
-	agent, err := port.RegisterOUI(o.class, 0, o.oui, umad.MethodMask{})
+	agent, err := port.RegisterOUI(umad.MgmtClass(o.class), 0, o.oui, umad.MethodMask{})
 	if err != nil {
 		return err
 	}

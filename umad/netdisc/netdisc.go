@@ -161,7 +161,7 @@ func Discover(ctx context.Context, p *umad.Port, o Options) (*Fabric, error) {
 	if o.MaxHops <= 0 || o.MaxHops > maxHops {
 		o.MaxHops = maxHops
 	}
-	agent, err := p.Register(uint8(umad.ClassSubnMgmtDirectedRoute), 1, umad.MethodMask{})
+	agent, err := p.Register(umad.ClassSubnMgmtDirectedRoute, 1, umad.MethodMask{})
 	if err != nil {
 		return nil, errs.New("discover", p.String(), err)
 	}
