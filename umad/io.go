@@ -2,8 +2,10 @@ package umad
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/errs"
 	"log/slog"
 	"math"
@@ -96,6 +98,8 @@ func (p *Port) Send(agent AgentID, pkt *Packet, timeout time.Duration, retries i
 		case errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 			err = detail(nil, "the kernel could not build an address handle for the destination "+
 				"(on RoCE: nothing answered the neighbour lookup for its GID)", err)
+		case errors.Is(err, syscall.EINVAL):
+			err = detail(nil, p.refusedSend(pkt), err)
 		}
 		if debugOn(1) {
 			logDebug("umad: send failed", slog.String("port", p.name), slog.Any("err", err))
@@ -106,6 +110,30 @@ func (p *Port) Send(agent AgentID, pkt *Packet, timeout time.Duration, retries i
 		return errs.New("send", p.name, detail(nil, fmt.Sprintf("short write: %d of %d bytes", n, len(b)), syscall.EIO))
 	}
 	return nil
+}
+
+// refusedSend says why the kernel answers EINVAL to a MAD that passed
+// checkSend: on RoCE, a MAD without a GRH (no address handle without
+// one); otherwise most often is_duplicate (user_mad.c), which refuses a
+// request whose TID and class equal those of a request of the port still
+// outstanding, and a response whose TID and class equal those of a
+// response to the same destination still being sent.
+func (p *Port) refusedSend(pkt *Packet) string {
+	if p.linkLayer == rdma.LinkLayerEthernet && !pkt.hdr.GRHPresent {
+		return "a MAD on a RoCE port needs a GRH: Packet.SetGRH with the destination's GID"
+	}
+	mad := pkt.MAD()
+	if len(mad) < 16 {
+		return ""
+	}
+	class, tid := mad[1], binary.BigEndian.Uint64(mad[8:16])
+	if mad[3]&0x80 == 0 { // a request
+		return fmt.Sprintf("duplicate TID: a request of class %s with TID %#x is still outstanding on this port; "+
+			"use a fresh TID per request (if the TID is fresh: the class does not fit the agent, or the RMPP header is invalid)",
+			hex8(class), tid&0xffffffff)
+	}
+	return fmt.Sprintf("duplicate TID: a response of class %s with TID %#x to the same destination is still being sent "+
+		"(the requester retransmitted); count the request as answered", hex8(class), tid)
 }
 
 func (p *Port) checkSend(agent AgentID, pkt *Packet, retries int) error {
