@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // Error is purerdma's one error type (rdma.Error): the operation, the
@@ -148,4 +149,11 @@ func errNoSMI(class MgmtClass, linkLayer rdma.LinkLayer) error {
 func hex8(v uint8) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{'0', 'x', digits[v>>4], digits[v&15]})
+}
+
+// errNil is the error of a method called on a nil receiver (method is
+// "Port.Send"): an *Error wrapping EINVAL, as uverbs, counters and flow
+// answer.
+func errNil(method string) error {
+	return errs.New(method, "", invalid("nil receiver"))
 }

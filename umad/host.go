@@ -230,6 +230,9 @@ func (h *Host) LookupPort(ca string, port int) (*CAPort, error) {
 // slice is indexed by port number, so element 0 is 0 on a CA (whose ports
 // start at 1) and len is NumPorts+1.
 func (h *Host) CAPortGUIDs(name string) ([]rdma.GUID, error) {
+	if h == nil {
+		return nil, errNil("Host.CAPortGUIDs")
+	}
 	ca, err := h.LookupCA(name)
 	if err != nil {
 		return nil, err

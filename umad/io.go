@@ -76,6 +76,9 @@ func timeoutMs(d time.Duration) uint32 {
 //     will get that first answer, so a replier should count the request
 //     as already answered and go on (see umad serve in cmd/purerdma).
 func (p *Port) Send(agent AgentID, pkt *Packet, timeout time.Duration, retries int) error {
+	if p == nil {
+		return errNil("Port.Send")
+	}
 	if err := p.checkSend(agent, pkt, retries); err != nil {
 		return errs.New("send", p.name, err)
 	}
@@ -170,6 +173,9 @@ func (p *Port) checkSend(agent AgentID, pkt *Packet, retries int) error {
 // kernel reports and reads again. Once pkt is large enough, Recv does not
 // allocate.
 func (p *Port) Recv(pkt *Packet, timeout time.Duration) (AgentID, error) {
+	if p == nil {
+		return 0, errNil("Port.Recv")
+	}
 	if pkt == nil {
 		return 0, errs.New("receive", p.name, invalid("nil packet"))
 	}
@@ -205,6 +211,9 @@ func (p *Port) Recv(pkt *Packet, timeout time.Duration) (AgentID, error) {
 // error then wraps ctx.Err()) or the port is closed. With a ctx that is
 // never done and has no deadline it does not allocate.
 func (p *Port) RecvContext(ctx context.Context, pkt *Packet) (AgentID, error) {
+	if p == nil {
+		return 0, errNil("Port.RecvContext")
+	}
 	if pkt == nil || ctx == nil {
 		return 0, errs.New("receive", p.name, invalid("nil packet or context"))
 	}
@@ -329,6 +338,9 @@ func (p *Port) recv(pkt *Packet, nonblocking bool) (AgentID, error) {
 // Recv with timeout 0 for that. A removed device gives an error matching
 // EIO; Close, one matching os.ErrClosed.
 func (p *Port) Poll(timeout time.Duration) error {
+	if p == nil {
+		return errNil("Port.Poll")
+	}
 	var err error
 	if timeout == 0 {
 		if !p.rmu.TryLock() {

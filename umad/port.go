@@ -71,12 +71,12 @@ type Port struct {
 // OpenPort opens kernel ports only; OpenSimPort opens a port of an ibsim
 // fabric (the tools of cmd/purerdma choose it from PURERDMA_IBSIM).
 func (h *Host) OpenPort(ca string, port int) (*Port, error) {
+	if h == nil {
+		return nil, errNil("Host.OpenPort")
+	}
 	name := portName(ca, port)
 	fail := func(err error) (*Port, error) {
 		return nil, errs.New("open port", name, err)
-	}
-	if h == nil {
-		return fail(errNilHost)
 	}
 	if port < 0 {
 		return fail(detail(ErrInvalidPort, fmt.Sprintf("port number %d is negative", port), nil))
@@ -149,10 +149,20 @@ func (p *Port) Close() error {
 }
 
 // CA returns the port's device name and PortNum its number.
-func (p *Port) CA() string { return p.ca }
+func (p *Port) CA() string {
+	if p == nil {
+		return ""
+	}
+	return p.ca
+}
 
 // PortNum returns the port number.
-func (p *Port) PortNum() int { return p.num }
+func (p *Port) PortNum() int {
+	if p == nil {
+		return 0
+	}
+	return p.num
+}
 
 // Info returns the port as OpenPort read it from sysfs (LookupPort's view
 // at open time, as libibmad's mad_rpc_open_port keeps umad_get_port's): a
@@ -186,7 +196,12 @@ func clonePtr[T any](v *T) *T {
 }
 
 // Device returns the path of the umad node ("/dev/infiniband/umad0").
-func (p *Port) Device() string { return p.dev }
+func (p *Port) Device() string {
+	if p == nil {
+		return ""
+	}
+	return p.dev
+}
 
 // LinkLayer returns the port's link layer as sysfs reports it
 // (rdma.LinkLayerUnspecified when sysfs does not say, which libibumad
@@ -199,18 +214,34 @@ func (p *Port) LinkLayer() rdma.LinkLayer {
 }
 
 // String returns "ca/port".
-func (p *Port) String() string { return p.name }
+func (p *Port) String() string {
+	if p == nil {
+		return ""
+	}
+	return p.name
+}
 
 // FD returns the descriptor number (umad_get_fd), for an event loop that
-// polls it; -1 once the port is closed (or for a fake port in tests). Read
-// and write it only through the Port: the Port keeps state about it.
-func (p *Port) FD() int { return p.fd.Raw() }
+// polls it; -1 once the port is closed (or for a fake port in tests, or a
+// nil Port). Read and write it only through the Port: the Port keeps
+// state about it.
+func (p *Port) FD() int {
+	if p == nil {
+		return -1
+	}
+	return p.fd.Raw()
+}
 
 // HeaderSize returns the size of the umad header in front of every MAD on
 // this port: 64 (struct ib_user_mad_hdr, with pkey_index) normally, 56 on a
 // kernel that refused IB_USER_MAD_ENABLE_PKEY. Packets hide the
 // difference.
-func (p *Port) HeaderSize() int { return int(p.hdr.Load()) }
+func (p *Port) HeaderSize() int {
+	if p == nil {
+		return 0
+	}
+	return int(p.hdr.Load())
+}
 
 // AgentID identifies a MAD agent registered on a Port (0–31), as the
 // kernel numbers them.
@@ -282,6 +313,9 @@ const (
 // ENOMEM when the port has 32 agents, the kernel's limit per open port
 // (IB_UMAD_MAX_AGENTS), which the error says.
 func (p *Port) Register(class MgmtClass, version uint8, methods MethodMask) (AgentID, error) {
+	if p == nil {
+		return 0, errNil("Port.Register")
+	}
 	return p.RegisterAgent(Registration{Class: class, Version: version, Methods: methods, OUI: portOUIOpenIB})
 }
 
@@ -291,6 +325,9 @@ func (p *Port) Register(class MgmtClass, version uint8, methods MethodMask) (Age
 // that is 0 or wider than 24 bits, fails with EINVAL before the kernel is
 // asked. Otherwise it is Register.
 func (p *Port) RegisterOUI(class MgmtClass, rmppVersion uint8, oui uint32, methods MethodMask) (AgentID, error) {
+	if p == nil {
+		return 0, errNil("Port.RegisterOUI")
+	}
 	if class < portVendor2First || class > portVendor2Last {
 		return 0, errs.New("register agent", p.name, invalid(fmt.Sprintf("class %s is not in vendor range 2 (0x30–0x4f)", hex8(uint8(class)))))
 	}
@@ -302,6 +339,9 @@ func (p *Port) RegisterOUI(class MgmtClass, rmppVersion uint8, oui uint32, metho
 // IB_USER_MAD_REGISTER_AGENT when the kernel answers ENOTTY (older than
 // 3.16) or EINVAL and no flag was asked for. See Register for the errors.
 func (p *Port) RegisterAgent(r Registration) (AgentID, error) {
+	if p == nil {
+		return 0, errNil("Port.RegisterAgent")
+	}
 	fail := func(err error) (AgentID, error) {
 		if debugOn(1) {
 			logDebug("umad: register failed", slog.String("port", p.name), slog.Int("class", int(r.Class)), slog.Any("err", err))
@@ -394,6 +434,9 @@ func (p *Port) register1(qpn uint32, r Registration) (uint32, error) {
 // its outstanding requests without reporting them. The error matches
 // EINVAL for an id that is not registered.
 func (p *Port) Unregister(id AgentID) error {
+	if p == nil {
+		return errNil("Port.Unregister")
+	}
 	if id >= maxAgents {
 		return errs.New("unregister agent", p.name, invalid(fmt.Sprintf("agent id %d is not below 32", id)))
 	}
