@@ -31,11 +31,14 @@
 //	umad_set_grh, umad_set_grh_net    Packet.SetGRH, Packet.SetGRHNet (ClearGRH)
 //	umad_set_pkey                  Packet.SetPKeyIndex
 //	umad_dump, umad_addr_dump      Packet.String and Format (%+v), Addr.String
-//	umad_debug                     SetDebug, SetLogger, PURERDMA_UMAD_DEBUG
+//	umad_debug                     SetDebug, SetLogger
 //
-// The package-level functions read /sys and open /dev/infiniband; a Host
-// value does the same under other roots (fixtures in tests, a container's
-// sysfs in tools).
+// A CA and a CAPort are package sysfs' records (sysfs.CA, sysfs.Port,
+// embedded) with libibumad's additions: the ports indexed by number, and
+// GID 0's halves. The package-level functions read /sys and open
+// /dev/infiniband; a Host value does the same on another sysfs tree
+// (Host.Sysfs, a *sysfs.FS: fixtures in tests, a container's sysfs in
+// tools) and device directory.
 //
 // # The common path
 //

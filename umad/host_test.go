@@ -344,3 +344,55 @@ func str(s *string) string {
 	}
 	return *s
 }
+
+// TestHostSysfsFS: the Host reads every file through its Sysfs, which
+// may be any tree (here an fs.FS, not a directory path), and libibumad's
+// choices work on it as on /sys.
+func TestHostSysfsFS(t *testing.T) {
+	root := tSysfs(t, "5", tCA{name: "mlx5_0", ports: []tPort{ib(1, down, polling, 0), ib(2, active, linkUp, 4)}})
+	h := &Host{Sysfs: sysfs.NewFS(os.DirFS(root))}
+	if err := h.Init(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := h.CANames()
+	if err != nil || !reflect.DeepEqual(names, []string{"mlx5_0"}) {
+		t.Fatalf("CANames = %q, %v", names, err)
+	}
+	p, err := h.LookupPort("", 0)
+	if err != nil || p.CA != "mlx5_0" || p.Number != 2 || p.PortGUID != 0x0002c90000010004 {
+		t.Fatalf("LookupPort(\"\", 0) = %+v, %v, want the ACTIVE port 2", p, err)
+	}
+	if _, err := h.LookupCA("nosuch"); !errors.Is(err, ErrNoDevice) {
+		t.Fatalf("LookupCA(nosuch) = %v", err)
+	}
+	if _, err := h.LookupPort("mlx5_0", 3); !errors.Is(err, ErrInvalidPort) {
+		t.Fatalf("LookupPort(mlx5_0, 3) = %v", err)
+	}
+}
+
+// TestCANamesUnreadable: as libibumad's umad_get_cas_names, which reads
+// node_type alone, a device whose other files sysfs cannot read is listed;
+// LookupCA then says what is wrong, and the default port skips it.
+func TestCANamesUnreadable(t *testing.T) {
+	root := tSysfs(t, "5",
+		tCA{name: "mlx5_0", ports: []tPort{ib(1, active, linkUp, 1)}},
+		tCA{name: "mlx5_1", ports: []tPort{ib(1, active, linkUp, 2)}})
+	if err := os.WriteFile(filepath.Join(root, "class/infiniband/mlx5_0/ports/1/state"), []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := &Host{Sysfs: tFS(t, root)}
+	names, err := h.CANames()
+	if err != nil || !reflect.DeepEqual(names, []string{"mlx5_0", "mlx5_1"}) {
+		t.Fatalf("CANames = %q, %v", names, err)
+	}
+	if _, err := h.LookupCA("mlx5_0"); err == nil || errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "state") {
+		t.Fatalf("LookupCA(mlx5_0) = %v, want the state file's error", err)
+	}
+	if p, err := h.LookupPort("", 0); err != nil || p.CA != "mlx5_1" {
+		t.Fatalf("LookupPort(\"\", 0) = %+v, %v, want mlx5_1's port", p, err)
+	}
+	cas, errs, err := h.LookupCAs()
+	if err != nil || len(cas) != 2 || cas[0] != nil || errs[0] == nil || cas[1] == nil || errs[1] != nil {
+		t.Fatalf("LookupCAs() = %v, %v, %v", cas, errs, err)
+	}
+}
