@@ -130,12 +130,9 @@ func invalid(text string) error { return detail(nil, text, syscall.EINVAL) }
 // errClosed reports a call on a closed Port.
 var errClosed = detail(nil, "port closed", os.ErrClosed)
 
-// errNilHost and errNilPort are the causes of a call on a nil *Host or
-// *Port: EINVAL, as uverbs, counters and flow answer.
-var (
-	errNilHost = invalid("nil *umad.Host")
-	errNilPort = invalid("nil *umad.Port")
-)
+// errNilHost is the cause of a call on a nil *Host: EINVAL, as uverbs,
+// counters and flow answer.
+var errNilHost = invalid("nil *umad.Host")
 
 // errNoSMI builds the cause of a QP0 agent on a port without an SMI.
 func errNoSMI(class MgmtClass, linkLayer rdma.LinkLayer) error {
