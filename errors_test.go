@@ -53,7 +53,7 @@ func TestOneErrorType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := &umad.Host{SysfsRoot: empty, DevDir: empty}
+	host := &umad.Host{Sysfs: fs, DevDir: empty}
 
 	cases := map[string]error{}
 	add := func(name string, err error) {

@@ -49,9 +49,9 @@
 //
 // libibumad reads every number with strtoul(s, NULL, 0), so "4: ACTIVE" is
 // 4 and "2.5 Gb/sec (1X SDR)" is a rate of 2. The typed fields here parse
-// the kernel's formats exactly and fail on anything else; [Strtoul],
-// [Port.UmadRate] and [Port.UmadLinkLayer] give libibumad's values for
-// the umad package.
+// the kernel's formats exactly and fail on anything else. libibumad's
+// values follow from them: its integer rate is [Rate].Mbps/1000, and its
+// link layer "IB" is a port without link_layer (LinkLayerName nil).
 //
 // # Netlink
 //

@@ -260,9 +260,6 @@ func TestMapFS(t *testing.T) {
 	if p.State != rdma.PortInit || p.Rate.Mbps != 2500 || p.LID != nil || p.Umad == nil || p.Umad.Name != "umad3" || cas[0].Verbs.Name != "uverbs3" {
 		t.Errorf("port %+v", p)
 	}
-	if r, _ := p.UmadRate(); r != 2 {
-		t.Errorf("UmadRate of 2.5 Gb/sec = %d, want 2 (strtoul)", r)
-	}
 	s, err := p.OpenHwCounters()
 	if err != nil {
 		t.Fatal(err)

@@ -73,7 +73,7 @@ func (r Rate) String() string {
 // word. It returns a *ParseError otherwise.
 //
 // libibumad does not parse the rate this way: it keeps only what strtoul
-// reads, the integer part ([Port.UmadRate]).
+// reads, the integer part (Mbps/1000).
 func ParseRate(s string) (Rate, error) {
 	const want = `"%d%s Gb/sec (%dX%s)", e.g. "100 Gb/sec (4X EDR)"`
 	bad := func() (Rate, error) { return Rate{}, parseErr("", s, want) }
@@ -132,75 +132,10 @@ func isWord(s string) bool {
 	return s != ""
 }
 
-// Strtoul returns what glibc's strtoul(s, NULL, 0) returns on a 64-bit
-// Linux system, which is how libibumad reads every number in sysfs
-// (lid, sm_lid, lid_mask_count, sm_sl, state, phys_state, rate, cap_mask,
-// pkeys/N, umadN/port, abi_version). That is: leading white space is
-// skipped; an optional sign; "0x"/"0X" followed by a hex digit selects base
-// 16, otherwise a leading "0" selects base 8, otherwise base 10; parsing
-// stops at the first character that is not a digit of the base ("4:
-// ACTIVE" is 4, "100 Gb/sec (4X EDR)" is 100, "2.5 Gb/sec" is 2); no digits
-// give 0; overflow gives math.MaxUint64; a minus sign negates the result
-// modulo 2^64 ("-1" is math.MaxUint64).
-//
-// libibumad then stores most values in 32-bit unsigned fields, which keeps
-// the low 32 bits.
-func Strtoul(s string) uint64 {
-	i := 0
-	for i < len(s) && (s[i] == ' ' || ('\t' <= s[i] && s[i] <= '\r')) {
-		i++
-	}
-	neg := false
-	if i < len(s) && (s[i] == '+' || s[i] == '-') {
-		neg = s[i] == '-'
-		i++
-	}
-	base := uint64(10)
-	if i < len(s) && s[i] == '0' {
-		base = 8
-		if i+2 < len(s) && (s[i+1] == 'x' || s[i+1] == 'X') {
-			if _, ok := hexDigit(s[i+2]); ok {
-				base = 16
-				i += 2
-			}
-		}
-	}
-	var v uint64
-	overflow := false
-	for ; i < len(s); i++ {
-		var d uint64
-		c := s[i]
-		switch {
-		case '0' <= c && c <= '9':
-			d = uint64(c - '0')
-		case 'a' <= c && c <= 'z':
-			d = uint64(c-'a') + 10
-		case 'A' <= c && c <= 'Z':
-			d = uint64(c-'A') + 10
-		default:
-			d = 99
-		}
-		if d >= base {
-			break
-		}
-		if v > (math.MaxUint64-d)/base {
-			overflow = true
-		}
-		v = v*base + d
-	}
-	if overflow {
-		return math.MaxUint64
-	}
-	if neg {
-		return -v
-	}
-	return v
-}
-
 // parseUint parses the kernel's unsigned integer formats: "0x%x" (lid,
 // sm_lid, cap_mask, pkeys/N) or "%u" (lid_mask_count, sm_sl,
-// hw_counters/*), into at most bits bits. Unlike Strtoul it refuses
-// anything else.
+// hw_counters/*), into at most bits bits. Unlike libibumad's strtoul it
+// refuses anything else.
 func parseUint(s string, bits int) (uint64, bool) {
 	base := 10
 	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {

@@ -71,26 +71,6 @@ func portDir(ca string, n int) string {
 	return classInfiniBand + "/" + ca + "/ports/" + strconv.Itoa(n)
 }
 
-// UmadRate returns the rate the way libibumad's umad_get_port stores it in
-// umad_port_t.rate: strtoul of the rate file's text, so the integer part of
-// the Gb/s ("100 Gb/sec (4X EDR)" is 100, "2.5 Gb/sec (1X SDR)" is 2). ok is
-// false when there is no rate.
-func (p *Port) UmadRate() (rate uint32, ok bool) {
-	if p.Rate == nil {
-		return 0, false
-	}
-	return uint32(Strtoul(p.Rate.Raw)), true
-}
-
-// UmadLinkLayer returns link_layer the way umad_get_port fills
-// umad_port_t.link_layer: the file's text, or "IB" when it does not exist.
-func (p *Port) UmadLinkLayer() string {
-	if p.LinkLayerName == nil {
-		return "IB"
-	}
-	return *p.LinkLayerName
-}
-
 // Port reads port n of the RDMA device ca (like umad_get_port with both
 // given), with its umad and issm nodes. The error matches os.ErrNotExist
 // when there is no such device or port.

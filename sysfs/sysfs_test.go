@@ -238,14 +238,11 @@ func TestAbsentIsNotZero(t *testing.T) {
 	if old.Ports[0].Umad != nil || old.Ports[0].ISSM != nil {
 		t.Errorf("no infiniband_mad class: Umad, ISSM = %v, %v, want nil", old.Ports[0].Umad, old.Ports[0].ISSM)
 	}
-	if old.Ports[0].UmadLinkLayer() != "Ethernet" {
-		t.Errorf("UmadLinkLayer = %q", old.Ports[0].UmadLinkLayer())
+	if ll := old.Ports[0].LinkLayerName; ll == nil || *ll != "Ethernet" || old.Ports[0].LinkLayer != rdma.LinkLayerEthernet {
+		t.Errorf("LinkLayerName = %v, LinkLayer %v", ll, old.Ports[0].LinkLayer)
 	}
-	if (&Port{}).UmadLinkLayer() != "IB" {
-		t.Error(`UmadLinkLayer without link_layer must be "IB", as in libibumad`)
-	}
-	if r, ok := old.Port(2).UmadRate(); ok {
-		t.Errorf("UmadRate without a rate = %d, true", r)
+	if r := old.Port(2).Rate; r != nil {
+		t.Errorf("Rate without a rate file = %+v", r)
 	}
 	// counters/ with only "N/A (no PMA)": an empty map, not zeros.
 	c, err := old.Ports[0].Counters()
@@ -291,8 +288,8 @@ func TestToolOutputs(t *testing.T) {
 		if got := "0x" + strings.ReplaceAll(ca.NodeGUID.String(), ":", ""); got != tc.nodeGUID {
 			t.Errorf("%s Node GUID %s, ibstat printed %s", tc.ca, got, tc.nodeGUID)
 		}
-		if r, ok := p.UmadRate(); !ok || r != 10 || p.Rate.Speed != "FDR10" {
-			t.Errorf(`%s rate %d %q, ibstat printed "Rate: 10 (FDR10)"`, tc.ca, r, p.Rate.Speed)
+		if p.Rate == nil || p.Rate.Mbps/1000 != 10 || p.Rate.Speed != "FDR10" {
+			t.Errorf(`%s rate %+v, ibstat printed "Rate: 10 (FDR10)"`, tc.ca, p.Rate)
 		}
 		g0, err := p.GID(0)
 		if err != nil {

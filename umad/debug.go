@@ -4,32 +4,19 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"strconv"
 	"sync/atomic"
 )
-
-// DebugEnv is the environment variable that sets the initial debug level
-// (libibumad's umad_debug, which its tools set from -d): "1" logs opens,
-// registrations and failures, "2" also every MAD sent and received.
-const DebugEnv = "PURERDMA_UMAD_DEBUG"
 
 var (
 	debugLevel atomic.Int32
 	debugLog   atomic.Pointer[slog.Logger]
 )
 
-func init() {
-	if v := os.Getenv(DebugEnv); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			n = 1 // any other non-empty value switches basic debugging on
-		}
-		debugLevel.Store(int32(max(n, 0)))
-	}
-}
-
-// SetDebug sets the debug level and returns it (umad_debug): 0 is off (the
-// default, unless PURERDMA_UMAD_DEBUG says otherwise), 1 basic, 2 verbose.
+// SetDebug sets the debug level and returns it (umad_debug, which
+// libibumad's tools set from -d): 0 is off (the default), 1 logs opens,
+// registrations and failures, 2 also every MAD sent and received. The
+// library reads no environment variable; the tools of cmd/purerdma set
+// the level from PURERDMA_UMAD_DEBUG.
 // A negative level changes nothing, so SetDebug(-1) queries the level.
 // Messages go to the logger SetLogger set, by default a text logger on
 // standard error, at level Debug.

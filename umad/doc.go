@@ -31,11 +31,14 @@
 //	umad_set_grh, umad_set_grh_net    Packet.SetGRH, Packet.SetGRHNet (ClearGRH)
 //	umad_set_pkey                  Packet.SetPKeyIndex
 //	umad_dump, umad_addr_dump      Packet.String and Format (%+v), Addr.String
-//	umad_debug                     SetDebug, SetLogger, PURERDMA_UMAD_DEBUG
+//	umad_debug                     SetDebug, SetLogger
 //
-// The package-level functions read /sys and open /dev/infiniband; a Host
-// value does the same under other roots (fixtures in tests, a container's
-// sysfs in tools).
+// A CA and a CAPort are package sysfs' records (sysfs.CA, sysfs.Port,
+// embedded) with libibumad's additions: the ports indexed by number, and
+// GID 0's halves. The package-level functions read /sys and open
+// /dev/infiniband; a Host value does the same on another sysfs tree
+// (Host.Sysfs, a *sysfs.FS: fixtures in tests, a container's sysfs in
+// tools) and device directory.
 //
 // # The common path
 //
@@ -66,12 +69,14 @@
 //
 // # A simulated fabric
 //
-// OpenSimPort (or the environment variable SimEnv for OpenPort) opens a
+// OpenSimPort opens a
 // port of an InfiniBand fabric that ibsim simulates, over ibsim's socket
 // protocol instead of a kernel umad device: the same Port API, with the
 // kernel's agent work done by the model of umad/internal/umadmodel. It is how
 // the fabric tools are tested against infiniband-diags on the host
-// (docs/ibsim.md).
+// (docs/ibsim.md). The package reads no environment variable: a program
+// chooses the transport (cmd/purerdma's tools take PURERDMA_IBSIM) and the
+// debug level (SetDebug; the tools take PURERDMA_UMAD_DEBUG).
 //
 // Errors are *Error values: the operation, the device and the cause; see
 // Error for what errors.Is matches.

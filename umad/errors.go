@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // Error is purerdma's one error type (rdma.Error): the operation, the
@@ -129,16 +130,27 @@ func invalid(text string) error { return detail(nil, text, syscall.EINVAL) }
 // errClosed reports a call on a closed Port.
 var errClosed = detail(nil, "port closed", os.ErrClosed)
 
+// errNilHost is the cause of a call on a nil *Host: EINVAL, as uverbs,
+// counters and flow answer.
+var errNilHost = invalid("nil *umad.Host")
+
 // errNoSMI builds the cause of a QP0 agent on a port without an SMI.
-func errNoSMI(class uint8, linkLayer string) error {
+func errNoSMI(class MgmtClass, linkLayer rdma.LinkLayer) error {
 	what := "the port has no SMI (QP0)"
-	if linkLayer == linkEthernet {
+	if linkLayer == rdma.LinkLayerEthernet {
 		what = "not supported on RoCE (no SMI)"
 	}
-	return detail(nil, "class "+hex8(class)+" needs QP0: "+what, syscall.EPROTONOSUPPORT)
+	return detail(nil, "class "+hex8(uint8(class))+" needs QP0: "+what, syscall.EPROTONOSUPPORT)
 }
 
 func hex8(v uint8) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{'0', 'x', digits[v>>4], digits[v&15]})
+}
+
+// errNil is the error of a method called on a nil receiver (method is
+// "Port.Send"): an *Error wrapping EINVAL, as uverbs, counters and flow
+// answer.
+func errNil(method string) error {
+	return errs.New(method, "", invalid("nil receiver"))
 }

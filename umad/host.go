@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -18,13 +19,6 @@ import (
 // ABIVersion is the umad ABI this package speaks
 // (/sys/class/infiniband_mad/abi_version, IB_USER_MAD_ABI_VERSION).
 const ABIVersion = 5
-
-// Link layers as sysfs and libibumad name them.
-const (
-	linkInfiniBand = "InfiniBand"
-	linkEthernet   = "Ethernet"
-	linkIB         = "IB" // libibumad's value when link_layer does not exist
-)
 
 // Node types and port states libibumad's port selection looks at.
 const (
@@ -42,8 +36,9 @@ const (
 // zero Host. A Host is safe for concurrent use; every call reads sysfs
 // afresh.
 type Host struct {
-	// SysfsRoot is where sysfs is mounted; "" means /sys.
-	SysfsRoot string
+	// Sysfs is the sysfs tree read; nil means the host's /sys (as for
+	// uverbs.Options and counters.Options).
+	Sysfs *sysfs.FS
 	// DevDir is the directory of the umadN nodes; "" means
 	// /dev/infiniband.
 	DevDir string
@@ -57,13 +52,6 @@ type Host struct {
 
 var defaultHost Host
 
-func (h *Host) root() string {
-	if h.SysfsRoot == "" {
-		return sysfs.DefaultRoot
-	}
-	return h.SysfsRoot
-}
-
 func (h *Host) devDir() string {
 	if h.DevDir == "" {
 		return sysfs.DevDir
@@ -71,7 +59,8 @@ func (h *Host) devDir() string {
 	return h.DevDir
 }
 
-func (h *Host) fs() (*sysfs.FS, error) { return sysfs.New(h.root()) }
+// fs is the tree the Host reads; a nil *sysfs.FS reads /sys.
+func (h *Host) fs() *sysfs.FS { return h.Sysfs }
 
 // Init checks that the kernel speaks umad ABI 5, as libibumad's umad_init
 // is documented to: it reads class/infiniband_mad/abi_version under the
@@ -80,6 +69,9 @@ func (h *Host) fs() (*sysfs.FS, error) { return sysfs.New(h.root()) }
 // not ABIVersion. Nothing else needs initializing; calling Init is
 // optional, since OpenPort makes the same check.
 func (h *Host) Init() error {
+	if h == nil {
+		return errs.New("check umad ABI", "", errNilHost)
+	}
 	if err := h.checkABI(); err != nil {
 		return errs.New("check umad ABI", "", err)
 	}
@@ -87,11 +79,7 @@ func (h *Host) Init() error {
 }
 
 func (h *Host) checkABI() error {
-	f, err := h.fs()
-	if err != nil {
-		return err
-	}
-	v, err := f.MadABIVersion()
+	v, err := h.fs().MadABIVersion()
 	if err != nil {
 		return detail(nil, "cannot read the umad ABI version (is the ib_umad module loaded? modprobe ib_umad)", err)
 	}
@@ -102,104 +90,98 @@ func (h *Host) checkABI() error {
 	return nil
 }
 
-// CA describes an RDMA device the way libibumad's umad_get_ca fills a
-// umad_ca_t. There is no umad_release_ca: a CA is an ordinary Go value.
+// CA is an RDMA device as libibumad's umad_get_ca fills a umad_ca_t: the
+// record package sysfs reads (name, node type, GUIDs, fw_ver, hw_rev,
+// hca_type, NumPorts, the ports in order), with the ports in libibumad's
+// view, indexed by number. There is no umad_release_ca: a CA is an
+// ordinary Go value.
 type CA struct {
-	// Name is the device name ("mlx5_0", "rxe0").
-	Name string
-	// NodeType is node_type's number: 1 CA, 2 switch, 3 router.
-	NodeType rdma.NodeType
-	// NumPorts is the highest port number.
-	NumPorts int
-	// FirmwareVersion is fw_ver, HardwareVersion hw_rev and Type hca_type
-	// (ibstat's "CA type"); "" when the file does not exist.
-	FirmwareVersion string
-	HardwareVersion string
-	Type            string
-	// NodeGUID is node_guid and SystemImageGUID sys_image_guid.
-	NodeGUID        rdma.GUID
-	SystemImageGUID rdma.GUID
-	// Ports is indexed by port number: len(Ports) is NumPorts+1, and an
-	// index without a port (0, on a CA) holds nil.
+	sysfs.CA
+	// Ports is indexed by port number: len(Ports) is NumPorts()+1, and an
+	// index without a port (0, on a CA) holds nil. It shadows sysfs.CA's
+	// Ports, which lists the same ports in order (ca.CA.Ports).
 	Ports []*CAPort
 }
 
-// CAPort describes a port the way libibumad's umad_get_port fills a
-// umad_port_t. There is no umad_release_port: a CAPort is an ordinary Go
-// value.
+// CAPort is a port as libibumad's umad_get_port fills a umad_port_t: the
+// record package sysfs reads (state, phys_state, rate, LIDs, SM, cap_mask,
+// link layer, P_Keys) and the two halves of GID 0. There is no
+// umad_release_port: a CAPort is an ordinary Go value.
 //
-// Numbers are read as libibumad reads them, with strtoul(s, NULL, 0):
-// State is 4 for "4: ACTIVE" and Rate is the integer part of the Gb/s ("2.5
-// Gb/sec (1X SDR)" gives 2). Where libibumad fails the whole port because a
-// file is missing or unreadable (a rate the kernel refuses to compute, no
-// pkeys/), the field here is zero or nil instead.
+// Where libibumad fails the whole port because a file is missing or
+// unreadable (a rate the kernel refuses to compute, no pkeys/), the field
+// here is nil instead; a missing link_layer reads as
+// rdma.LinkLayerUnspecified, which libibumad reports as "IB" and treats as
+// InfiniBand.
 type CAPort struct {
-	// CA and Number name the port.
-	CA     string
-	Number int
-	// BaseLID is lid, LMC lid_mask_count, SMLID sm_lid and SMSL sm_sl.
-	BaseLID uint32
-	LMC     uint32
-	SMLID   uint32
-	SMSL    uint32
-	// State is state's number (4 = ACTIVE) and PhysState phys_state's
-	// (5 = LinkUp, 3 = Disabled).
-	State     rdma.PortState
-	PhysState rdma.PhysState
-	// Rate is rate's integer part in Gb/s, and RateText the file's text
-	// without the newline ("56 Gb/sec (4X FDR)"; "" when there is no rate).
-	// (umad_port_t has no RateText: libibumad's callers that need the
-	// speed, such as ibstat's is_fdr10, read the file again.)
-	Rate     uint32
-	RateText string
-	// CapMask is cap_mask (IBA PortInfo:CapabilityMask), host order.
-	CapMask uint32
-	// GIDPrefix and PortGUID are the two halves of GID 0, as numbers.
+	sysfs.Port
+	// GIDPrefix and PortGUID are the two halves of GID 0 (umad_port_t's
+	// gid_prefix and port_guid); zero when GID 0 cannot be read.
 	GIDPrefix uint64
 	PortGUID  rdma.GUID
-	// PKeys is the P_Key table, indexed by table index.
-	PKeys []uint16
-	// LinkLayer is link_layer ("InfiniBand", "Ethernet"), or "IB" when
-	// the file does not exist, as libibumad reports it.
-	LinkLayer string
 }
 
 // CANames returns the names of the RDMA devices, sorted, that libibumad's
 // umad_get_cas_names lists: names shorter than 20 characters whose node
-// type is 1 to 3 (CA, switch, router). The error matches os.ErrNotExist
-// when there is no /sys/class/infiniband (ib_core not loaded).
+// type is 1 to 3 (CA, switch, router). A device whose record sysfs cannot
+// read is listed too (LookupCA then says why), unless it has gone. The
+// error matches os.ErrNotExist when there is no /sys/class/infiniband
+// (ib_core not loaded).
 func (h *Host) CANames() ([]string, error) {
-	f, err := h.fs()
+	if h == nil {
+		return nil, errs.New("list CAs", "", errNilHost)
+	}
+	names, _, _, err := h.listCAs()
 	if err != nil {
 		return nil, errs.New("list CAs", "", err)
-	}
-	all, err := f.CANames()
-	if err != nil {
-		return nil, errs.New("list CAs", "", err)
-	}
-	names := all[:0:0]
-	for _, n := range all {
-		if len(n) < hostCANameLen && h.isIBType(n) {
-			names = append(names, n)
-		}
 	}
 	return names, nil
 }
 
-// isIBType is libibumad's is_ib_type: node_type read with strtoul is 1–3.
-func (h *Host) isIBType(name string) bool {
-	s, err := sys.ReadString(filepath.Join(h.root(), "class", "infiniband", name, "node_type"))
+// listCAs reads the devices CANames lists, each as readCA does: the names,
+// and per name the device or the error reading it.
+func (h *Host) listCAs() (names []string, cas []*CA, bad []error, err error) {
+	f := h.fs()
+	all, err := f.CANames()
 	if err != nil {
-		return false
+		return nil, nil, nil, err
 	}
-	t := sysfs.Strtoul(s)
-	return t >= 1 && t <= 3
+	short := all[:0:0]
+	for _, n := range all {
+		if len(n) < hostCANameLen {
+			short = append(short, n)
+		}
+	}
+	scs, serrs, err := f.ReadCAs(short, 0)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for i, n := range short {
+		switch {
+		case serrs[i] != nil:
+			// libibumad's is_ib_type reads node_type alone; where the
+			// record fails elsewhere the device is still listed.
+			if h.gone(f, n) {
+				continue
+			}
+			names, cas, bad = append(names, n), append(cas, nil), append(bad, serrs[i])
+		case isIBType(scs[i].NodeType):
+			names, cas, bad = append(names, n), append(cas, convertCA(scs[i])), append(bad, nil)
+		}
+	}
+	return names, cas, bad, nil
 }
+
+// isIBType is libibumad's is_ib_type: node type 1–3 (CA, switch, router).
+func isIBType(t rdma.NodeType) bool { return t >= 1 && t <= 3 }
 
 // LookupCA reads the device name (umad_get_ca). An empty name means the
 // default device, chosen as OpenPort chooses it. The error matches
 // ErrNoDevice when there is no such device (or, for "", none usable).
 func (h *Host) LookupCA(name string) (*CA, error) {
+	if h == nil {
+		return nil, errs.New("get CA", name, errNilHost)
+	}
 	if name == "" {
 		ca, _, err := h.resolve("", 0)
 		if err != nil {
@@ -223,6 +205,9 @@ func (h *Host) LookupCA(name string) (*CA, error) {
 // ErrNoDevice when nothing fits and ErrInvalidPort when the CA has no such
 // port.
 func (h *Host) LookupPort(ca string, port int) (*CAPort, error) {
+	if h == nil {
+		return nil, errs.New("get port", portName(ca, port), errNilHost)
+	}
 	if port < 0 {
 		return nil, errs.New("get port", ca, invalid(fmt.Sprintf("port number %d is negative", port)))
 	}
@@ -245,6 +230,9 @@ func (h *Host) LookupPort(ca string, port int) (*CAPort, error) {
 // slice is indexed by port number, so element 0 is 0 on a CA (whose ports
 // start at 1) and len is NumPorts+1.
 func (h *Host) CAPortGUIDs(name string) ([]rdma.GUID, error) {
+	if h == nil {
+		return nil, errNil("Host.CAPortGUIDs")
+	}
 	ca, err := h.LookupCA(name)
 	if err != nil {
 		return nil, err
@@ -281,15 +269,17 @@ func portName(ca string, port int) string {
 // of devices). The result holds a CA or nil per name, in order, and errs
 // the error of each name that could not be read (nil where it could).
 func (h *Host) LookupCAs(names ...string) (cas []*CA, errs []error, err error) {
+	if h == nil {
+		return nil, nil, &Error{Op: "get CAs", Err: errNilHost}
+	}
 	if len(names) == 0 {
-		if names, err = h.CANames(); err != nil {
-			return nil, nil, err
+		_, cas, errs, err = h.listCAs()
+		if err != nil {
+			return nil, nil, &Error{Op: "list CAs", Err: err}
 		}
+		return cas, errs, nil
 	}
-	f, err := h.fs()
-	if err != nil {
-		return nil, nil, err
-	}
+	f := h.fs()
 	cas, errs = make([]*CA, len(names)), make([]error, len(names))
 	for i, n := range names {
 		cas[i], errs[i] = h.readCAFrom(f, n)
@@ -297,18 +287,9 @@ func (h *Host) LookupCAs(names ...string) (cas []*CA, errs []error, err error) {
 	return cas, errs, nil
 }
 
-// readCA reads a device and its ports through package sysfs and converts
-// them to libibumad's view. A missing device matches ErrNoDevice.
-func (h *Host) readCA(name string) (*CA, error) {
-	if !validCAName(name) {
-		return nil, invalidCAName(name)
-	}
-	f, err := h.fs()
-	if err != nil {
-		return nil, err
-	}
-	return h.readCAFrom(f, name)
-}
+// readCA reads a device and its ports through package sysfs. A missing
+// device matches ErrNoDevice.
+func (h *Host) readCA(name string) (*CA, error) { return h.readCAFrom(h.fs(), name) }
 
 func validCAName(name string) bool {
 	return name != "" && !strings.ContainsAny(name, "/\x00") && name != "." && name != ".."
@@ -330,25 +311,19 @@ func (h *Host) readCAFrom(f *sysfs.FS, name string) (*CA, error) {
 		err = bad[0]
 	}
 	if err != nil {
-		if nerr := h.noDevice(name, err); nerr != nil {
-			return nil, nerr
+		if errors.Is(err, os.ErrNotExist) && h.gone(f, name) {
+			return nil, detail(ErrNoDevice, "", err)
 		}
 		return nil, err
 	}
-	return h.convertCA(scs[0]), nil
+	return convertCA(scs[0]), nil
 }
 
-// noDevice returns ErrNoDevice's error when err, from a read of the device
-// name, is os.ErrNotExist because the device's directory does not exist;
-// nil when the device is there (what was missing is inside it).
-func (h *Host) noDevice(name string, err error) error {
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if _, serr := os.Stat(filepath.Join(h.root(), "class", "infiniband", name)); serr != nil {
-		return detail(ErrNoDevice, "", err)
-	}
-	return nil
+// gone reports whether the device name is not (or no longer) in
+// class/infiniband.
+func (h *Host) gone(f *sysfs.FS, name string) bool {
+	names, err := f.CANames()
+	return err != nil || !slices.Contains(names, name)
 }
 
 // readPort reads port num of the device name, what umad_get_port reads
@@ -359,21 +334,18 @@ func (h *Host) readPort(name string, num int) (*CAPort, error) {
 	if !validCAName(name) {
 		return nil, invalidCAName(name)
 	}
-	f, err := h.fs()
-	if err != nil {
-		return nil, err
-	}
+	f := h.fs()
 	sp, err := f.ReadPort(name, num, 0)
 	if err != nil {
-		if nerr := h.noDevice(name, err); nerr != nil {
-			return nil, nerr
+		if !errors.Is(err, os.ErrNotExist) {
+			return nil, err
 		}
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, detail(ErrInvalidPort, fmt.Sprintf("%s has no port %d", name, num), nil)
+		if h.gone(f, name) {
+			return nil, detail(ErrNoDevice, "", err)
 		}
-		return nil, err
+		return nil, detail(ErrInvalidPort, fmt.Sprintf("%s has no port %d", name, num), nil)
 	}
-	return h.convertPort(sp), nil
+	return convertPort(sp), nil
 }
 
 // UmadNode returns the umad device node of port port of the device ca
@@ -383,6 +355,9 @@ func (h *Host) readPort(name string, num int) (*CAPort, error) {
 // error matches ErrInvalidPort when the port has no umad device (ib_umad
 // is not loaded).
 func (h *Host) UmadNode(ca string, port int) (string, error) {
+	if h == nil {
+		return "", errs.New("find umad node", resolvedName(ca, port), errNilHost)
+	}
 	node, err := h.umadNode(ca, port)
 	if err != nil {
 		return "", errs.New("find umad node", resolvedName(ca, port), err)
@@ -391,82 +366,42 @@ func (h *Host) UmadNode(ca string, port int) (string, error) {
 }
 
 func (h *Host) umadNode(ca string, port int) (string, error) {
-	f, err := h.fs()
-	if err != nil {
-		return "", err
-	}
 	// Only class/infiniband_mad's umadN entries, in order, until the
 	// port's (entries it cannot read belong to no port).
-	if d, err := f.FindCharDev(sysfs.KindUmad, ca, port); err == nil {
+	if d, err := h.fs().FindCharDev(sysfs.KindUmad, ca, port); err == nil {
 		return filepath.Join(h.devDir(), d.Name), nil
 	}
 	return "", detail(ErrInvalidPort, "the port has no umad device (is the ib_umad module loaded? modprobe ib_umad)", nil)
 }
 
-// convertCA is umad's view of a device sysfs read.
-func (h *Host) convertCA(sc *sysfs.CA) *CA {
-	ca := &CA{
-		Name:            sc.Name,
-		NodeType:        sc.NodeType,
-		FirmwareVersion: deref(sc.FWVersion),
-		HardwareVersion: deref(sc.HWRev),
-		Type:            deref(sc.HCAType),
-		NodeGUID:        sc.NodeGUID,
-		SystemImageGUID: sc.SysImageGUID,
-	}
+// convertCA is umad's view of a device sysfs read: its ports indexed by
+// number.
+func convertCA(sc *sysfs.CA) *CA {
+	ca := &CA{CA: *sc}
+	ca.Ports = make([]*CAPort, sc.NumPorts()+1)
 	for _, sp := range sc.Ports {
-		ca.NumPorts = max(ca.NumPorts, sp.Number)
-	}
-	ca.Ports = make([]*CAPort, ca.NumPorts+1)
-	for _, sp := range sc.Ports {
-		ca.Ports[sp.Number] = h.convertPort(sp)
+		if sp != nil && sp.Number >= 0 && sp.Number < len(ca.Ports) {
+			ca.Ports[sp.Number] = convertPort(sp)
+		}
 	}
 	return ca
 }
 
-func (h *Host) convertPort(sp *sysfs.Port) *CAPort {
-	p := &CAPort{
-		CA:        sp.CA,
-		Number:    sp.Number,
-		BaseLID:   derefU32(sp.LID),
-		SMLID:     derefU32(sp.SMLID),
-		CapMask:   derefU32(sp.CapMask),
-		State:     sp.State,
-		PhysState: sp.PhysState,
-		PKeys:     sp.PKeys,
-		LinkLayer: sp.UmadLinkLayer(),
-	}
-	if sp.LMC != nil {
-		p.LMC = uint32(*sp.LMC)
-	}
-	if sp.SMSL != nil {
-		p.SMSL = uint32(*sp.SMSL)
-	}
-	if r, ok := sp.UmadRate(); ok {
-		p.Rate, p.RateText = r, sp.Rate.Raw
-	}
+// convertPort is umad's view of a port sysfs read: the record and the
+// halves of GID 0.
+func convertPort(sp *sysfs.Port) *CAPort {
+	p := &CAPort{Port: *sp}
 	if g, err := sp.GIDValue(0); err == nil {
 		p.GIDPrefix, p.PortGUID = g.Prefix(), rdma.GUID(g.InterfaceID())
 	}
 	return p
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+// isIBLink is libibumad's test for an InfiniBand port: link_layer
+// "InfiniBand", or no link_layer file (libibumad's "IB").
+func isIBLink(l rdma.LinkLayer) bool {
+	return l == rdma.LinkLayerInfiniBand || l == rdma.LinkLayerUnspecified
 }
-
-func derefU32(v *uint32) uint32 {
-	if v == nil {
-		return 0
-	}
-	return *v
-}
-
-// isIBLink is libibumad's test for an InfiniBand port.
-func isIBLink(linkLayer string) bool { return linkLayer == linkInfiniBand || linkLayer == linkIB }
 
 // Port kinds resolveCAPort reports.
 const (
@@ -545,14 +480,14 @@ func (h *Host) resolve(ca string, port int) (string, int, error) {
 		}
 		return ca, num, nil
 	}
-	names, err := h.CANames()
+	names, cas, _, err := h.listCAs()
 	if err != nil {
 		return "", 0, detail(ErrNoDevice, "", err)
 	}
 	found, foundPort := "", 0
-	for _, name := range names {
-		c, err := h.readCA(name)
-		if err != nil {
+	for i, name := range names {
+		c := cas[i]
+		if c == nil {
 			continue // as libibumad: a device it cannot read is skipped
 		}
 		num, kind := resolveCAPort(c, port)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/sysfs"
 )
 
 func TestInitChecksABI(t *testing.T) {
@@ -24,7 +25,7 @@ func TestInitChecksABI(t *testing.T) {
 		{"6", ErrNotSupported, "version 6"},
 		{"", os.ErrNotExist, "modprobe ib_umad"},
 	} {
-		h := &Host{SysfsRoot: tSysfs(t, tc.abi)}
+		h := &Host{Sysfs: tFS(t, tSysfs(t, tc.abi))}
 		err := h.Init()
 		if tc.want == nil {
 			if err != nil {
@@ -50,14 +51,14 @@ func TestCANames(t *testing.T) {
 		tCA{name: "sw0", nodeType: "2: switch"},
 		tCA{name: "a_name_of_twenty_chr", ports: []tPort{ib(1, active, linkUp, 3)}},
 	)
-	got, err := (&Host{SysfsRoot: root}).CANames()
+	got, err := (&Host{Sysfs: tFS(t, root)}).CANames()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"mlx5_0", "mlx5_1", "sw0"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("CANames = %q, want %q (sorted; node types 1–3; names under 20 characters)", got, want)
 	}
-	_, err = (&Host{SysfsRoot: t.TempDir()}).CANames()
+	_, err = (&Host{Sysfs: tFS(t, t.TempDir())}).CANames()
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("no class/infiniband: %v", err)
 	}
@@ -69,16 +70,21 @@ func TestLookupCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ca.Name != "mlx5_0" || ca.NodeType != 1 || ca.NumPorts != 2 || len(ca.Ports) != 3 || ca.Ports[0] != nil ||
-		ca.NodeGUID != 0x0002c903000a0b0c || ca.SystemImageGUID != ca.NodeGUID ||
-		ca.FirmwareVersion != "20.1.2" || ca.Type != "MT4123" || ca.HardwareVersion != "0x0" {
+	if ca.Name != "mlx5_0" || ca.NodeType != 1 || ca.NumPorts() != 2 || len(ca.Ports) != 3 || ca.Ports[0] != nil ||
+		ca.NodeGUID != 0x0002c903000a0b0c || ca.SysImageGUID != ca.NodeGUID ||
+		str(ca.FWVersion) != "20.1.2" || str(ca.HCAType) != "MT4123" || str(ca.HWRev) != "0x0" {
 		t.Fatalf("CA %+v", ca)
 	}
+	// The ports are sysfs' records, the same ones sysfs lists in order.
+	if len(ca.CA.Ports) != 2 || ca.CA.Ports[0].Number != 1 || ca.CA.Ports[1].Number != 2 {
+		t.Fatalf("sysfs' ports %+v", ca.CA.Ports)
+	}
 	p := ca.Ports[1]
-	want := CAPort{CA: "mlx5_0", Number: 1, BaseLID: 7, SMLID: 1, State: 4, PhysState: 5, Rate: 100, RateText: "100 Gb/sec (4X EDR)", CapMask: 0x2651e848,
-		GIDPrefix: 0xfe80000000000000, PortGUID: 0x0002c90000010007, PKeys: []uint16{0xffff}, LinkLayer: "InfiniBand"}
-	if !reflect.DeepEqual(*p, want) {
-		t.Fatalf("port 1:\n got %+v\nwant %+v", *p, want)
+	if p.CA != "mlx5_0" || p.Number != 1 || *p.LID != 7 || *p.SMLID != 1 || p.State != rdma.PortActive || p.PhysState != 5 ||
+		p.Rate == nil || p.Rate.Mbps != 100000 || p.Rate.Raw != "100 Gb/sec (4X EDR)" || *p.CapMask != 0x2651e848 ||
+		p.GIDPrefix != 0xfe80000000000000 || p.PortGUID != 0x0002c90000010007 || !reflect.DeepEqual(p.PKeys, []uint16{0xffff}) ||
+		p.LinkLayer != rdma.LinkLayerInfiniBand {
+		t.Fatalf("port 1: %+v", *p)
 	}
 	if ca.Ports[2].State != 1 || ca.Ports[2].PhysState != 2 {
 		t.Fatalf("port 2 %+v", ca.Ports[2])
@@ -107,10 +113,10 @@ func TestLookupCA(t *testing.T) {
 			t.Fatalf("LookupCA(%q) = %v", bad, err)
 		}
 	}
-	// link_layer missing reads as "IB", as in libibumad.
+	// link_layer missing reads as unspecified (libibumad's "IB").
 	root := tSysfs(t, "5", tCA{name: "old", ports: []tPort{{num: 1, state: active, phys: linkUp}}})
-	p2, err := (&Host{SysfsRoot: root}).LookupPort("old", 1)
-	if err != nil || p2.LinkLayer != "IB" {
+	p2, err := (&Host{Sysfs: tFS(t, root)}).LookupPort("old", 1)
+	if err != nil || p2.LinkLayer != rdma.LinkLayerUnspecified || p2.LinkLayerName != nil {
 		t.Fatalf("no link_layer: %+v, %v", p2, err)
 	}
 }
@@ -123,8 +129,8 @@ func TestSwitch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ca.NodeType != 2 || ca.NumPorts != 0 || len(ca.Ports) != 1 || ca.Ports[0] == nil ||
-		ca.Ports[0].Number != 0 || ca.Ports[0].BaseLID != 2 {
+	if ca.NodeType != 2 || ca.NumPorts() != 0 || len(ca.Ports) != 1 || ca.Ports[0] == nil ||
+		ca.Ports[0].Number != 0 || *ca.Ports[0].LID != 2 {
 		t.Fatalf("switch %+v, port 0 %+v", ca, ca.Ports[0])
 	}
 	if node, err := e.host.UmadNode("sw0", 0); err != nil || node != "/dev/infiniband/umad0" {
@@ -219,7 +225,7 @@ func TestPortSelection(t *testing.T) {
 		{"neither: no devices", nil, "", 0, want{err: ErrNoDevice}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &Host{SysfsRoot: tSysfs(t, "5", tc.cas...)}
+			h := &Host{Sysfs: tFS(t, tSysfs(t, "5", tc.cas...))}
 			p, err := h.LookupPort(tc.ca, tc.port)
 			if tc.want.err != nil {
 				if !errors.Is(err, tc.want.err) {
@@ -289,7 +295,7 @@ func TestOpenPortBasics(t *testing.T) {
 	e := newEnv(t, rxePair()...)
 	p := e.open(t, "", 0)
 	if p.CA() != "rxe0" || p.PortNum() != 1 || p.Device() != "/dev/infiniband/umad0" || p.String() != "rxe0/1" ||
-		p.LinkLayer() != "Ethernet" || p.HeaderSize() != 64 || p.FD() != -1 {
+		p.LinkLayer() != rdma.LinkLayerEthernet || p.HeaderSize() != 64 || p.FD() != -1 {
 		t.Fatalf("port %v: %s %d %s %s hdr %d fd %d", p, p.CA(), p.PortNum(), p.Device(), p.LinkLayer(), p.HeaderSize(), p.FD())
 	}
 	if e.files[0].HeaderSize() != 64 {
@@ -319,5 +325,74 @@ func TestPortInfo(t *testing.T) {
 	got.PKeys[0] = 0
 	if p.Info().PKeys[0] != 0xffff {
 		t.Error("Info shares its P_Key table with the caller")
+	}
+}
+
+// tFS is the sysfs tree at root.
+func tFS(t testing.TB, root string) *sysfs.FS {
+	t.Helper()
+	f, err := sysfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func str(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+// TestHostSysfsFS: the Host reads every file through its Sysfs, which
+// may be any tree (here an fs.FS, not a directory path), and libibumad's
+// choices work on it as on /sys.
+func TestHostSysfsFS(t *testing.T) {
+	root := tSysfs(t, "5", tCA{name: "mlx5_0", ports: []tPort{ib(1, down, polling, 0), ib(2, active, linkUp, 4)}})
+	h := &Host{Sysfs: sysfs.NewFS(os.DirFS(root))}
+	if err := h.Init(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := h.CANames()
+	if err != nil || !reflect.DeepEqual(names, []string{"mlx5_0"}) {
+		t.Fatalf("CANames = %q, %v", names, err)
+	}
+	p, err := h.LookupPort("", 0)
+	if err != nil || p.CA != "mlx5_0" || p.Number != 2 || p.PortGUID != 0x0002c90000010004 {
+		t.Fatalf("LookupPort(\"\", 0) = %+v, %v, want the ACTIVE port 2", p, err)
+	}
+	if _, err := h.LookupCA("nosuch"); !errors.Is(err, ErrNoDevice) {
+		t.Fatalf("LookupCA(nosuch) = %v", err)
+	}
+	if _, err := h.LookupPort("mlx5_0", 3); !errors.Is(err, ErrInvalidPort) {
+		t.Fatalf("LookupPort(mlx5_0, 3) = %v", err)
+	}
+}
+
+// TestCANamesUnreadable: as libibumad's umad_get_cas_names, which reads
+// node_type alone, a device whose other files sysfs cannot read is listed;
+// LookupCA then says what is wrong, and the default port skips it.
+func TestCANamesUnreadable(t *testing.T) {
+	root := tSysfs(t, "5",
+		tCA{name: "mlx5_0", ports: []tPort{ib(1, active, linkUp, 1)}},
+		tCA{name: "mlx5_1", ports: []tPort{ib(1, active, linkUp, 2)}})
+	if err := os.WriteFile(filepath.Join(root, "class/infiniband/mlx5_0/ports/1/state"), []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := &Host{Sysfs: tFS(t, root)}
+	names, err := h.CANames()
+	if err != nil || !reflect.DeepEqual(names, []string{"mlx5_0", "mlx5_1"}) {
+		t.Fatalf("CANames = %q, %v", names, err)
+	}
+	if _, err := h.LookupCA("mlx5_0"); err == nil || errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "state") {
+		t.Fatalf("LookupCA(mlx5_0) = %v, want the state file's error", err)
+	}
+	if p, err := h.LookupPort("", 0); err != nil || p.CA != "mlx5_1" {
+		t.Fatalf("LookupPort(\"\", 0) = %+v, %v, want mlx5_1's port", p, err)
+	}
+	cas, errs, err := h.LookupCAs()
+	if err != nil || len(cas) != 2 || cas[0] != nil || errs[0] == nil || cas[1] == nil || errs[1] != nil {
+		t.Fatalf("LookupCAs() = %v, %v, %v", cas, errs, err)
 	}
 }

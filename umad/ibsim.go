@@ -26,17 +26,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/umad/internal/umadmodel"
 )
-
-// SimEnv names the environment variable that makes OpenPort open ports on
-// an ibsim fabric instead of the kernel's umad devices: "SOCKET:NODE",
-// ibsim's socket base (its IBSIM_SOCKNAME; "sim" by default) and the node
-// to attach at (like libumad2sim's SIM_HOST; empty for ibsim's default
-// node). See OpenSimPort.
-const SimEnv = "PURERDMA_IBSIM"
 
 // struct sim_ctl and struct sim_request (include/ibsim.h).
 const (
@@ -120,7 +114,7 @@ func OpenSimPort(sock, node string) (*Port, error) {
 		return fail(err)
 	}
 	p := &Port{fd: fd, ca: node, num: l.port.Config().Port, dev: l.port.Config().Device, name: name,
-		linkLayer: linkInfiniBand, sim: l}
+		linkLayer: rdma.LinkLayerInfiniBand, sim: l}
 	p.hdr.Store(abi.MadHdrSizeOld)
 	if err := fd.Ioctl(abi.IB_USER_MAD_ENABLE_PKEY, nil); err == nil {
 		p.hdr.Store(abi.MadHdrSize)
@@ -131,18 +125,6 @@ func OpenSimPort(sock, node string) (*Port, error) {
 			slog.Int("lid", int(l.port.Config().LID)))
 	}
 	return p, nil
-}
-
-// openSimEnv opens the port SimEnv names, or returns ok false when it is
-// not set.
-func openSimEnv() (p *Port, ok bool, err error) {
-	v, set := os.LookupEnv(SimEnv)
-	if !set || v == "" {
-		return nil, false, nil
-	}
-	sock, node, _ := strings.Cut(v, ":")
-	p, err = OpenSimPort(sock, node)
-	return p, true, err
 }
 
 func dialSim(base, node, name string) (*simLink, error) {

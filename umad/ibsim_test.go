@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/purerdma/rdma"
 	"os"
 	"strings"
 	"sync"
@@ -72,18 +73,18 @@ func TestSimPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if p.LinkLayer() != "InfiniBand" || p.CA() != "Hca1" || !strings.HasPrefix(p.Device(), "ibsim:") {
+	if p.LinkLayer() != rdma.LinkLayerInfiniBand || p.CA() != "Hca1" || !strings.HasPrefix(p.Device(), "ibsim:") {
 		t.Errorf("port %s: ca %q link layer %q device %q", p, p.CA(), p.LinkLayer(), p.Device())
 	}
-	smi, err := p.Register(byte(ClassSubnMgmt), 1, MethodMask{})
+	smi, err := p.Register(ClassSubnMgmt, 1, MethodMask{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dr, err := p.Register(byte(ClassSubnMgmtDirectedRoute), 1, MethodMask{})
+	dr, err := p.Register(ClassSubnMgmtDirectedRoute, 1, MethodMask{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pma, err := p.Register(byte(ClassPerfMgmt), 1, MethodMask{})
+	pma, err := p.Register(ClassPerfMgmt, 1, MethodMask{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,14 +170,19 @@ func TestSimPort(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The environment variable selects the transport for OpenPort.
-	t.Setenv(SimEnv, f.Sock+":Hca4")
-	q, err := OpenPort("", 0)
+	// The library reads no environment variable: PURERDMA_IBSIM leaves
+	// OpenPort on the kernel's devices (here: a host without any).
+	t.Setenv("PURERDMA_IBSIM", f.Sock+":Hca4")
+	if q, err := (&Host{Sysfs: tFS(t, t.TempDir())}).OpenPort("", 0); err == nil {
+		q.Close()
+		t.Errorf("OpenPort with PURERDMA_IBSIM set opened %s", q)
+	}
+	q, err := OpenSimPort(f.Sock, "Hca4")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if q.CA() != "Hca4" {
-		t.Errorf("OpenPort with %s: CA %q", SimEnv, q.CA())
+		t.Errorf("OpenSimPort at Hca4: CA %q", q.CA())
 	}
 	q.Close()
 	if _, err := OpenSimPort(f.Sock+"-none", "Hca1"); !errors.Is(err, ErrNoDevice) || !errors.Is(err, syscall.ECONNREFUSED) {

@@ -2,8 +2,10 @@ package umad
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/errs"
 	"log/slog"
 	"math"
@@ -74,6 +76,9 @@ func timeoutMs(d time.Duration) uint32 {
 //     will get that first answer, so a replier should count the request
 //     as already answered and go on (see umad serve in cmd/purerdma).
 func (p *Port) Send(agent AgentID, pkt *Packet, timeout time.Duration, retries int) error {
+	if p == nil {
+		return errNil("Port.Send")
+	}
 	if err := p.checkSend(agent, pkt, retries); err != nil {
 		return errs.New("send", p.name, err)
 	}
@@ -96,6 +101,8 @@ func (p *Port) Send(agent AgentID, pkt *Packet, timeout time.Duration, retries i
 		case errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 			err = detail(nil, "the kernel could not build an address handle for the destination "+
 				"(on RoCE: nothing answered the neighbour lookup for its GID)", err)
+		case errors.Is(err, syscall.EINVAL):
+			err = detail(nil, p.refusedSend(pkt), err)
 		}
 		if debugOn(1) {
 			logDebug("umad: send failed", slog.String("port", p.name), slog.Any("err", err))
@@ -106,6 +113,30 @@ func (p *Port) Send(agent AgentID, pkt *Packet, timeout time.Duration, retries i
 		return errs.New("send", p.name, detail(nil, fmt.Sprintf("short write: %d of %d bytes", n, len(b)), syscall.EIO))
 	}
 	return nil
+}
+
+// refusedSend says why the kernel answers EINVAL to a MAD that passed
+// checkSend: on RoCE, a MAD without a GRH (no address handle without
+// one); otherwise most often is_duplicate (user_mad.c), which refuses a
+// request whose TID and class equal those of a request of the port still
+// outstanding, and a response whose TID and class equal those of a
+// response to the same destination still being sent.
+func (p *Port) refusedSend(pkt *Packet) string {
+	if p.linkLayer == rdma.LinkLayerEthernet && !pkt.hdr.GRHPresent {
+		return "a MAD on a RoCE port needs a GRH: Packet.SetGRH with the destination's GID"
+	}
+	mad := pkt.MAD()
+	if len(mad) < 16 {
+		return ""
+	}
+	class, tid := mad[1], binary.BigEndian.Uint64(mad[8:16])
+	if mad[3]&0x80 == 0 { // a request
+		return fmt.Sprintf("duplicate TID: a request of class %s with TID %#x is still outstanding on this port; "+
+			"use a fresh TID per request (if the TID is fresh: the class does not fit the agent, or the RMPP header is invalid)",
+			hex8(class), tid&0xffffffff)
+	}
+	return fmt.Sprintf("duplicate TID: a response of class %s with TID %#x to the same destination is still being sent "+
+		"(the requester retransmitted); count the request as answered", hex8(class), tid)
 }
 
 func (p *Port) checkSend(agent AgentID, pkt *Packet, retries int) error {
@@ -142,6 +173,9 @@ func (p *Port) checkSend(agent AgentID, pkt *Packet, retries int) error {
 // kernel reports and reads again. Once pkt is large enough, Recv does not
 // allocate.
 func (p *Port) Recv(pkt *Packet, timeout time.Duration) (AgentID, error) {
+	if p == nil {
+		return 0, errNil("Port.Recv")
+	}
 	if pkt == nil {
 		return 0, errs.New("receive", p.name, invalid("nil packet"))
 	}
@@ -177,6 +211,9 @@ func (p *Port) Recv(pkt *Packet, timeout time.Duration) (AgentID, error) {
 // error then wraps ctx.Err()) or the port is closed. With a ctx that is
 // never done and has no deadline it does not allocate.
 func (p *Port) RecvContext(ctx context.Context, pkt *Packet) (AgentID, error) {
+	if p == nil {
+		return 0, errNil("Port.RecvContext")
+	}
 	if pkt == nil || ctx == nil {
 		return 0, errs.New("receive", p.name, invalid("nil packet or context"))
 	}
@@ -301,6 +338,9 @@ func (p *Port) recv(pkt *Packet, nonblocking bool) (AgentID, error) {
 // Recv with timeout 0 for that. A removed device gives an error matching
 // EIO; Close, one matching os.ErrClosed.
 func (p *Port) Poll(timeout time.Duration) error {
+	if p == nil {
+		return errNil("Port.Poll")
+	}
 	var err error
 	if timeout == 0 {
 		if !p.rmu.TryLock() {

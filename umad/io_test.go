@@ -207,7 +207,7 @@ func TestSendValidation(t *testing.T) {
 		t.Errorf("unregistered agent: %v", err)
 	}
 	pkt.ClearGRH()
-	if err := cli.Send(ca, pkt, 0, 0); !errors.Is(err, syscall.EINVAL) {
+	if err := cli.Send(ca, pkt, 0, 0); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "needs a GRH") {
 		t.Errorf("RoCE without GRH: %v", err)
 	}
 	nowhere := gid1
@@ -222,8 +222,15 @@ func TestSendValidation(t *testing.T) {
 	if err := cli.Send(ca, pkt, time.Minute, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := cli.Send(ca, pkt, time.Minute, 0); !errors.Is(err, syscall.EINVAL) {
+	err := cli.Send(ca, pkt, time.Minute, 0)
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "duplicate TID") ||
+		!strings.Contains(err.Error(), "use a fresh TID per request") || !strings.Contains(err.Error(), "TID 0x5") {
 		t.Errorf("duplicate TID: %v", err)
+	}
+	// A fresh TID goes.
+	binary.BigEndian.PutUint64(pkt.MAD()[8:16], 6)
+	if err := cli.Send(ca, pkt, time.Minute, 0); err != nil {
+		t.Errorf("fresh TID: %v", err)
 	}
 }
 

@@ -23,7 +23,7 @@ func TestVMDroppedPortsReleaseEverything(t *testing.T) {
 		if err != nil {
 			t.Fatalf("port %d: %v", i, err)
 		}
-		if _, err := p.Register(uint8(ClassPerfMgmt), 1, MethodMask{}); err != nil {
+		if _, err := p.Register(ClassPerfMgmt, 1, MethodMask{}); err != nil {
 			t.Fatalf("port %d: %v", i, err)
 		}
 		if i%100 == 99 {

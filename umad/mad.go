@@ -409,6 +409,9 @@ func (h *MADHeader) get(b []byte) {
 // Append appends the 24-byte header to b and returns the extended slice.
 // It allocates only when b lacks the capacity.
 func (h *MADHeader) Append(b []byte) []byte {
+	if h == nil {
+		return b
+	}
 	b, t := grow(b, MADHeaderSize)
 	h.put(t)
 	return b
@@ -418,6 +421,9 @@ func (h *MADHeader) Append(b []byte) []byte {
 // the header-only record umad returns for a timed-out send). It returns an
 // error wrapping ErrShortMAD when b is shorter. It does not allocate.
 func (h *MADHeader) Decode(b []byte) error {
+	if h == nil {
+		return errNil("MADHeader.Decode")
+	}
 	if len(b) < MADHeaderSize {
 		return errHeaderShort
 	}
@@ -427,15 +433,28 @@ func (h *MADHeader) Decode(b []byte) error {
 
 // Validate reports nothing: every value of every field has a wire form. It
 // exists so that all MAD types share the method.
-func (h *MADHeader) Validate() error { return nil }
+func (h *MADHeader) Validate() error {
+	if h == nil {
+		return errNil("MADHeader.Validate")
+	}
+	return nil
+}
 
 // MarshalBinary returns the 24-byte header.
 func (h *MADHeader) MarshalBinary() ([]byte, error) {
+	if h == nil {
+		return nil, errNil("MADHeader.MarshalBinary")
+	}
 	return h.Append(make([]byte, 0, MADHeaderSize)), nil
 }
 
 // UnmarshalBinary is Decode.
-func (h *MADHeader) UnmarshalBinary(b []byte) error { return h.Decode(b) }
+func (h *MADHeader) UnmarshalBinary(b []byte) error {
+	if h == nil {
+		return errNil("MADHeader.UnmarshalBinary")
+	}
+	return h.Decode(b)
+}
 
 // Message is a whole 256-byte MAD: *SMP, *PerfMAD, *VendorMAD or *RawMAD,
 // as DecodeMAD returns them.
@@ -537,6 +556,9 @@ type MADDecoder struct {
 // Decode decodes b like DecodeMAD, into the decoder's value of the MAD's
 // type.
 func (d *MADDecoder) Decode(b []byte) (Message, error) {
+	if d == nil {
+		return nil, errNil("MADDecoder.Decode")
+	}
 	if err := checkMAD(b); err != nil {
 		return nil, err
 	}

@@ -65,11 +65,19 @@ const (
 var errClassPortInfoShort = madError("ClassPortInfo needs 72 bytes", ErrShortMAD)
 
 // AttributeID returns AttrClassPortInfo.
-func (c *ClassPortInfo) AttributeID() AttrID { return AttrClassPortInfo }
+func (c *ClassPortInfo) AttributeID() AttrID {
+	if c == nil {
+		return 0
+	}
+	return AttrClassPortInfo
+}
 
 // Append appends the 72-byte attribute to b, each field modulo its width.
 // It allocates only when b lacks the capacity.
 func (c *ClassPortInfo) Append(b []byte) []byte {
+	if c == nil {
+		return b
+	}
 	b, t := grow(b, ClassPortInfoSize)
 	be := binary.BigEndian
 	t[0] = c.BaseVersion
@@ -96,6 +104,9 @@ func (c *ClassPortInfo) Append(b []byte) []byte {
 // returns an error wrapping ErrShortMAD when b is shorter. It does not
 // allocate.
 func (c *ClassPortInfo) Decode(b []byte) error {
+	if c == nil {
+		return errNil("ClassPortInfo.Decode")
+	}
 	if len(b) < ClassPortInfoSize {
 		return errClassPortInfoShort
 	}
@@ -133,6 +144,9 @@ func (c *ClassPortInfo) Decode(b []byte) error {
 // Validate returns an error wrapping ErrFieldRange naming the first field
 // whose value does not fit its width.
 func (c *ClassPortInfo) Validate() error {
+	if c == nil {
+		return errNil("ClassPortInfo.Validate")
+	}
 	v := fieldCheck{what: "ClassPortInfo"}
 	v.width("CapabilityMask2", uint64(c.CapabilityMask2), 27)
 	v.width("RespTimeValue", uint64(c.RespTimeValue), 5)
@@ -147,6 +161,9 @@ func (c *ClassPortInfo) Validate() error {
 
 // MarshalBinary returns the 72-byte attribute, or Validate's error.
 func (c *ClassPortInfo) MarshalBinary() ([]byte, error) {
+	if c == nil {
+		return nil, errNil("ClassPortInfo.MarshalBinary")
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -154,4 +171,9 @@ func (c *ClassPortInfo) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary is Decode.
-func (c *ClassPortInfo) UnmarshalBinary(b []byte) error { return c.Decode(b) }
+func (c *ClassPortInfo) UnmarshalBinary(b []byte) error {
+	if c == nil {
+		return errNil("ClassPortInfo.UnmarshalBinary")
+	}
+	return c.Decode(b)
+}

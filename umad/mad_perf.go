@@ -46,12 +46,20 @@ var (
 )
 
 // MADHeader returns &m.Header.
-func (m *PerfMAD) MADHeader() *MADHeader { return &m.Header }
+func (m *PerfMAD) MADHeader() *MADHeader {
+	if m == nil {
+		return nil
+	}
+	return &m.Header
+}
 
 // SetAttribute encodes a into Data (the rest of Data zeroed) and sets
 // Header.AttributeID to a.AttributeID(). It returns an error wrapping
 // ErrAttributeSize when a is larger than 192 bytes.
 func (m *PerfMAD) SetAttribute(a Attribute) error {
+	if m == nil {
+		return errNil("PerfMAD.SetAttribute")
+	}
 	if err := setAttribute(m.Data[:], a, errPerfAttrSize); err != nil {
 		return err
 	}
@@ -62,12 +70,18 @@ func (m *PerfMAD) SetAttribute(a Attribute) error {
 // Attribute decodes Data as the attribute Header.AttributeID names:
 // DecodeAttribute(ClassPerfMgmt, Header.AttributeID, Data[:]).
 func (m *PerfMAD) Attribute() (Attribute, error) {
+	if m == nil {
+		return nil, errNil("PerfMAD.Attribute")
+	}
 	return DecodeAttribute(m.Header.MgmtClass, m.Header.AttributeID, m.Data[:])
 }
 
 // Append appends the 256-byte MAD to b and returns the extended slice,
 // reserved bytes zero. It allocates only when b lacks the capacity.
 func (m *PerfMAD) Append(b []byte) []byte {
+	if m == nil {
+		return b
+	}
 	b, t := grow(b, MADSize)
 	m.Header.put(t)
 	copy(t[PerfDataOffset:], m.Data[:])
@@ -79,6 +93,9 @@ func (m *PerfMAD) Append(b []byte) []byte {
 // base version is not 1, and ErrWrongClass when the class is not PerfMgmt;
 // m is unchanged on error. It does not allocate.
 func (m *PerfMAD) Decode(b []byte) error {
+	if m == nil {
+		return errNil("PerfMAD.Decode")
+	}
 	if err := checkMAD(b); err != nil {
 		return err
 	}
@@ -96,6 +113,9 @@ func (m *PerfMAD) Decode(b []byte) error {
 // Validate returns an error wrapping ErrBaseVersion or ErrWrongClass when
 // the header is not that of an IBA PerfMgmt MAD.
 func (m *PerfMAD) Validate() error {
+	if m == nil {
+		return errNil("PerfMAD.Validate")
+	}
 	if m.Header.BaseVersion != BaseVersion {
 		return errPerfVersion
 	}
@@ -107,6 +127,9 @@ func (m *PerfMAD) Validate() error {
 
 // MarshalBinary returns the 256-byte MAD, or Validate's error.
 func (m *PerfMAD) MarshalBinary() ([]byte, error) {
+	if m == nil {
+		return nil, errNil("PerfMAD.MarshalBinary")
+	}
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
@@ -114,7 +137,12 @@ func (m *PerfMAD) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary is Decode.
-func (m *PerfMAD) UnmarshalBinary(b []byte) error { return m.Decode(b) }
+func (m *PerfMAD) UnmarshalBinary(b []byte) error {
+	if m == nil {
+		return errNil("PerfMAD.UnmarshalBinary")
+	}
+	return m.Decode(b)
+}
 
 // PortCountersSize is the size of the PortCounters attribute.
 const PortCountersSize = 44
@@ -175,21 +203,39 @@ type PortCounters struct {
 var errPortCountersShort = madError("PortCounters needs 44 bytes", ErrShortMAD)
 
 // AttributeID returns PMAttrPortCounters.
-func (p *PortCounters) AttributeID() AttrID { return PMAttrPortCounters }
+func (p *PortCounters) AttributeID() AttrID {
+	if p == nil {
+		return 0
+	}
+	return PMAttrPortCounters
+}
 
 // XmitDataOctets returns PortXmitData in octets. The PMA counts data in
 // units of 4 octets (IBA: the count of data octets divided by 4),
 // so this is 4 × PortXmitData. The counter stops at 0xFFFFFFFF, at which
 // point the result is only a lower bound.
-func (p *PortCounters) XmitDataOctets() uint64 { return 4 * uint64(p.PortXmitData) }
+func (p *PortCounters) XmitDataOctets() uint64 {
+	if p == nil {
+		return 0
+	}
+	return 4 * uint64(p.PortXmitData)
+}
 
 // RcvDataOctets returns PortRcvData in octets, 4 × PortRcvData; see
 // XmitDataOctets.
-func (p *PortCounters) RcvDataOctets() uint64 { return 4 * uint64(p.PortRcvData) }
+func (p *PortCounters) RcvDataOctets() uint64 {
+	if p == nil {
+		return 0
+	}
+	return 4 * uint64(p.PortRcvData)
+}
 
 // Append appends the 44-byte attribute to b, the reserved byte zero. It
 // allocates only when b lacks the capacity.
 func (p *PortCounters) Append(b []byte) []byte {
+	if p == nil {
+		return b
+	}
 	b, t := grow(b, PortCountersSize)
 	be := binary.BigEndian
 	t[1] = p.PortSelect
@@ -219,6 +265,9 @@ func (p *PortCounters) Append(b []byte) []byte {
 // returns an error wrapping ErrShortMAD when b is shorter. It does not
 // allocate.
 func (p *PortCounters) Decode(b []byte) error {
+	if p == nil {
+		return errNil("PortCounters.Decode")
+	}
 	if len(b) < PortCountersSize {
 		return errPortCountersShort
 	}
@@ -252,6 +301,9 @@ func (p *PortCounters) Decode(b []byte) error {
 // Validate returns an error wrapping ErrFieldRange when
 // LocalLinkIntegrityErrors or ExcessiveBufferOverrunErrors exceeds 15.
 func (p *PortCounters) Validate() error {
+	if p == nil {
+		return errNil("PortCounters.Validate")
+	}
 	c := fieldCheck{what: "PortCounters"}
 	c.width("LocalLinkIntegrityErrors", uint64(p.LocalLinkIntegrityErrors), 4)
 	c.width("ExcessiveBufferOverrunErrors", uint64(p.ExcessiveBufferOverrunErrors), 4)
@@ -260,6 +312,9 @@ func (p *PortCounters) Validate() error {
 
 // MarshalBinary returns the 44-byte attribute, or Validate's error.
 func (p *PortCounters) MarshalBinary() ([]byte, error) {
+	if p == nil {
+		return nil, errNil("PortCounters.MarshalBinary")
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -267,7 +322,12 @@ func (p *PortCounters) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary is Decode.
-func (p *PortCounters) UnmarshalBinary(b []byte) error { return p.Decode(b) }
+func (p *PortCounters) UnmarshalBinary(b []byte) error {
+	if p == nil {
+		return errNil("PortCounters.UnmarshalBinary")
+	}
+	return p.Decode(b)
+}
 
 // PortCountersExtendedSize is the size of the PortCountersExtended
 // attribute, the additional error counters included.
@@ -329,15 +389,30 @@ type PortCountersExtended struct {
 var errPortCountersExtShort = madError("PortCountersExtended needs 184 bytes", ErrShortMAD)
 
 // AttributeID returns PMAttrPortCountersExtended.
-func (p *PortCountersExtended) AttributeID() AttrID { return PMAttrPortCountersExtended }
+func (p *PortCountersExtended) AttributeID() AttrID {
+	if p == nil {
+		return 0
+	}
+	return PMAttrPortCountersExtended
+}
 
 // XmitDataOctets returns PortXmitData in octets, 4 × PortXmitData (the PMA
 // counts 4-octet units), saturating at math.MaxUint64.
-func (p *PortCountersExtended) XmitDataOctets() uint64 { return octets(p.PortXmitData) }
+func (p *PortCountersExtended) XmitDataOctets() uint64 {
+	if p == nil {
+		return 0
+	}
+	return octets(p.PortXmitData)
+}
 
 // RcvDataOctets returns PortRcvData in octets, 4 × PortRcvData, saturating
 // at math.MaxUint64.
-func (p *PortCountersExtended) RcvDataOctets() uint64 { return octets(p.PortRcvData) }
+func (p *PortCountersExtended) RcvDataOctets() uint64 {
+	if p == nil {
+		return 0
+	}
+	return octets(p.PortRcvData)
+}
 
 func octets(words uint64) uint64 {
 	if words > math.MaxUint64/4 {
@@ -364,6 +439,9 @@ func (p *PortCountersExtended) counters() [22]*uint64 {
 // Append appends the 184-byte attribute to b, the reserved byte zero. It
 // allocates only when b lacks the capacity.
 func (p *PortCountersExtended) Append(b []byte) []byte {
+	if p == nil {
+		return b
+	}
 	b, t := grow(b, PortCountersExtendedSize)
 	be := binary.BigEndian
 	t[1] = p.PortSelect
@@ -379,6 +457,9 @@ func (p *PortCountersExtended) Append(b []byte) []byte {
 // returns an error wrapping ErrShortMAD when b is shorter. It does not
 // allocate.
 func (p *PortCountersExtended) Decode(b []byte) error {
+	if p == nil {
+		return errNil("PortCountersExtended.Decode")
+	}
 	if len(b) < PortCountersExtendedSize {
 		return errPortCountersExtShort
 	}
@@ -393,12 +474,25 @@ func (p *PortCountersExtended) Decode(b []byte) error {
 }
 
 // Validate reports nothing: every field is as wide as its Go type.
-func (p *PortCountersExtended) Validate() error { return nil }
+func (p *PortCountersExtended) Validate() error {
+	if p == nil {
+		return errNil("PortCountersExtended.Validate")
+	}
+	return nil
+}
 
 // MarshalBinary returns the 184-byte attribute.
 func (p *PortCountersExtended) MarshalBinary() ([]byte, error) {
+	if p == nil {
+		return nil, errNil("PortCountersExtended.MarshalBinary")
+	}
 	return p.Append(make([]byte, 0, PortCountersExtendedSize)), nil
 }
 
 // UnmarshalBinary is Decode.
-func (p *PortCountersExtended) UnmarshalBinary(b []byte) error { return p.Decode(b) }
+func (p *PortCountersExtended) UnmarshalBinary(b []byte) error {
+	if p == nil {
+		return errNil("PortCountersExtended.UnmarshalBinary")
+	}
+	return p.Decode(b)
+}

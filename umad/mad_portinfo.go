@@ -79,11 +79,19 @@ type PortInfo struct {
 var errPortInfoShort = madError("PortInfo needs 64 bytes", ErrShortMAD)
 
 // AttributeID returns SMAttrPortInfo.
-func (p *PortInfo) AttributeID() AttrID { return SMAttrPortInfo }
+func (p *PortInfo) AttributeID() AttrID {
+	if p == nil {
+		return 0
+	}
+	return SMAttrPortInfo
+}
 
 // Append appends the 64-byte attribute to b, reserved bits zero, each
 // field modulo its width. It allocates only when b lacks the capacity.
 func (p *PortInfo) Append(b []byte) []byte {
+	if p == nil {
+		return b
+	}
 	b, t := grow(b, PortInfoSize)
 	be := binary.BigEndian
 	be.PutUint64(t[0:8], p.MKey)
@@ -136,6 +144,9 @@ func (p *PortInfo) Append(b []byte) []byte {
 // Decode sets p from the first 64 bytes of b (an SMP's Data). It returns
 // an error wrapping ErrShortMAD when b is shorter. It does not allocate.
 func (p *PortInfo) Decode(b []byte) error {
+	if p == nil {
+		return errNil("PortInfo.Decode")
+	}
 	if len(b) < PortInfoSize {
 		return errPortInfoShort
 	}
@@ -206,6 +217,9 @@ func (p *PortInfo) Decode(b []byte) error {
 // Validate returns an error wrapping ErrFieldRange naming the first field
 // whose value does not fit its width.
 func (p *PortInfo) Validate() error {
+	if p == nil {
+		return errNil("PortInfo.Validate")
+	}
 	c := fieldCheck{what: "PortInfo"}
 	for _, f := range [...]struct {
 		name  string
@@ -249,6 +263,9 @@ func (p *PortInfo) Validate() error {
 
 // MarshalBinary returns the 64-byte attribute, or Validate's error.
 func (p *PortInfo) MarshalBinary() ([]byte, error) {
+	if p == nil {
+		return nil, errNil("PortInfo.MarshalBinary")
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -256,4 +273,9 @@ func (p *PortInfo) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary is Decode.
-func (p *PortInfo) UnmarshalBinary(b []byte) error { return p.Decode(b) }
+func (p *PortInfo) UnmarshalBinary(b []byte) error {
+	if p == nil {
+		return errNil("PortInfo.UnmarshalBinary")
+	}
+	return p.Decode(b)
+}

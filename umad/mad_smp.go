@@ -78,10 +78,18 @@ var (
 )
 
 // MADHeader returns &s.Header.
-func (s *SMP) MADHeader() *MADHeader { return &s.Header }
+func (s *SMP) MADHeader() *MADHeader {
+	if s == nil {
+		return nil
+	}
+	return &s.Header
+}
 
 // DirectedRoute reports whether s is a directed-route SMP.
 func (s *SMP) DirectedRoute() bool {
+	if s == nil {
+		return false
+	}
 	return s.Header.MgmtClass == ClassSubnMgmtDirectedRoute
 }
 
@@ -90,6 +98,9 @@ func (s *SMP) DirectedRoute() bool {
 // a requester starts a directed-route SMP. Zero ports address the local
 // port. It returns an error wrapping ErrFieldRange for more than 63 ports.
 func (s *SMP) SetInitialPath(ports ...uint8) error {
+	if s == nil {
+		return errNil("SMP.SetInitialPath")
+	}
 	if len(ports) > SMPMaxHops-1 {
 		return errSMPPath
 	}
@@ -104,6 +115,9 @@ func (s *SMP) SetInitialPath(ports ...uint8) error {
 // Header.AttributeID to a.AttributeID(). It returns an error wrapping
 // ErrAttributeSize when a is larger than 64 bytes (ClassPortInfo is).
 func (s *SMP) SetAttribute(a Attribute) error {
+	if s == nil {
+		return errNil("SMP.SetAttribute")
+	}
 	if err := setAttribute(s.Data[:], a, errSMPAttrSize); err != nil {
 		return err
 	}
@@ -114,6 +128,9 @@ func (s *SMP) SetAttribute(a Attribute) error {
 // Attribute decodes Data as the attribute Header.AttributeID names:
 // DecodeAttribute(Header.MgmtClass, Header.AttributeID, Data[:]).
 func (s *SMP) Attribute() (Attribute, error) {
+	if s == nil {
+		return nil, errNil("SMP.Attribute")
+	}
 	return DecodeAttribute(s.Header.MgmtClass, s.Header.AttributeID, s.Data[:])
 }
 
@@ -122,6 +139,9 @@ func (s *SMP) Attribute() (Attribute, error) {
 // set in a directed-route SMP) are truncated; Validate reports them. It
 // allocates only when b lacks the capacity.
 func (s *SMP) Append(b []byte) []byte {
+	if s == nil {
+		return b
+	}
 	b, t := grow(b, MADSize)
 	s.Header.put(t)
 	binary.BigEndian.PutUint64(t[24:32], s.MKey)
@@ -147,6 +167,9 @@ func (s *SMP) Append(b []byte) []byte {
 // base version is not 1, and ErrWrongClass when the class is not one of
 // the two SMP classes; s is unchanged on error. It does not allocate.
 func (s *SMP) Decode(b []byte) error {
+	if s == nil {
+		return errNil("SMP.Decode")
+	}
 	if err := checkMAD(b); err != nil {
 		return err
 	}
@@ -180,6 +203,9 @@ func (s *SMP) Decode(b []byte) error {
 // with bit 15 set or a non-zero ClassSpecific, or a LID-routed SMP with
 // Direction, HopPointer, HopCount, DrSLID, DrDLID or a path set.
 func (s *SMP) Validate() error {
+	if s == nil {
+		return errNil("SMP.Validate")
+	}
 	if s.Header.BaseVersion != BaseVersion {
 		return errSMPVersion
 	}
@@ -205,6 +231,9 @@ func (s *SMP) Validate() error {
 
 // MarshalBinary returns the 256-byte SMP, or Validate's error.
 func (s *SMP) MarshalBinary() ([]byte, error) {
+	if s == nil {
+		return nil, errNil("SMP.MarshalBinary")
+	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -212,7 +241,12 @@ func (s *SMP) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary is Decode.
-func (s *SMP) UnmarshalBinary(b []byte) error { return s.Decode(b) }
+func (s *SMP) UnmarshalBinary(b []byte) error {
+	if s == nil {
+		return errNil("SMP.UnmarshalBinary")
+	}
+	return s.Decode(b)
+}
 
 // NodeInfoSize is the size of the NodeInfo attribute.
 const NodeInfoSize = 40
@@ -256,11 +290,19 @@ type NodeInfo struct {
 var errNodeInfoShort = madError("NodeInfo needs 40 bytes", ErrShortMAD)
 
 // AttributeID returns SMAttrNodeInfo.
-func (n *NodeInfo) AttributeID() AttrID { return SMAttrNodeInfo }
+func (n *NodeInfo) AttributeID() AttrID {
+	if n == nil {
+		return 0
+	}
+	return SMAttrNodeInfo
+}
 
 // Append appends the 40-byte attribute to b; a VendorID wider than 24 bits
 // is truncated (Validate reports it).
 func (n *NodeInfo) Append(b []byte) []byte {
+	if n == nil {
+		return b
+	}
 	b, t := grow(b, NodeInfoSize)
 	t[0] = n.BaseVersion
 	t[1] = n.ClassVersion
@@ -281,6 +323,9 @@ func (n *NodeInfo) Append(b []byte) []byte {
 // returns an error wrapping ErrShortMAD when b is shorter. It does not
 // allocate.
 func (n *NodeInfo) Decode(b []byte) error {
+	if n == nil {
+		return errNil("NodeInfo.Decode")
+	}
 	if len(b) < NodeInfoSize {
 		return errNodeInfoShort
 	}
@@ -302,6 +347,9 @@ func (n *NodeInfo) Decode(b []byte) error {
 // Validate returns an error wrapping ErrFieldRange when VendorID does not
 // fit 24 bits.
 func (n *NodeInfo) Validate() error {
+	if n == nil {
+		return errNil("NodeInfo.Validate")
+	}
 	c := fieldCheck{what: "NodeInfo"}
 	c.width("VendorID", uint64(n.VendorID), 24)
 	return c.err
@@ -309,6 +357,9 @@ func (n *NodeInfo) Validate() error {
 
 // MarshalBinary returns the 40-byte attribute, or Validate's error.
 func (n *NodeInfo) MarshalBinary() ([]byte, error) {
+	if n == nil {
+		return nil, errNil("NodeInfo.MarshalBinary")
+	}
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}
@@ -316,7 +367,12 @@ func (n *NodeInfo) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary is Decode.
-func (n *NodeInfo) UnmarshalBinary(b []byte) error { return n.Decode(b) }
+func (n *NodeInfo) UnmarshalBinary(b []byte) error {
+	if n == nil {
+		return errNil("NodeInfo.UnmarshalBinary")
+	}
+	return n.Decode(b)
+}
 
 // NodeDescriptionSize is the size of the NodeDescription attribute.
 const NodeDescriptionSize = 64
@@ -332,10 +388,18 @@ var (
 )
 
 // AttributeID returns SMAttrNodeDescription.
-func (d *NodeDescription) AttributeID() AttrID { return SMAttrNodeDescription }
+func (d *NodeDescription) AttributeID() AttrID {
+	if d == nil {
+		return 0
+	}
+	return SMAttrNodeDescription
+}
 
 // String returns the text up to the first NUL byte.
 func (d *NodeDescription) String() string {
+	if d == nil {
+		return ""
+	}
 	s := d[:]
 	if i := bytes.IndexByte(s, 0); i >= 0 {
 		s = s[:i]
@@ -346,6 +410,9 @@ func (d *NodeDescription) String() string {
 // SetString sets the text, NUL-padded. It returns an error wrapping
 // ErrFieldRange, leaving d unchanged, when s is longer than 64 bytes.
 func (d *NodeDescription) SetString(s string) error {
+	if d == nil {
+		return errNil("NodeDescription.SetString")
+	}
 	if len(s) > NodeDescriptionSize {
 		return errNodeDescLong
 	}
@@ -355,11 +422,19 @@ func (d *NodeDescription) SetString(s string) error {
 }
 
 // Append appends the 64 bytes to b.
-func (d *NodeDescription) Append(b []byte) []byte { return append(b, d[:]...) }
+func (d *NodeDescription) Append(b []byte) []byte {
+	if d == nil {
+		return b
+	}
+	return append(b, d[:]...)
+}
 
 // Decode sets d from the first 64 bytes of b. It returns an error wrapping
 // ErrShortMAD when b is shorter. It does not allocate.
 func (d *NodeDescription) Decode(b []byte) error {
+	if d == nil {
+		return errNil("NodeDescription.Decode")
+	}
 	if len(b) < NodeDescriptionSize {
 		return errNodeDescShort
 	}
@@ -368,12 +443,25 @@ func (d *NodeDescription) Decode(b []byte) error {
 }
 
 // Validate reports nothing: every 64-byte value has a wire form.
-func (d *NodeDescription) Validate() error { return nil }
+func (d *NodeDescription) Validate() error {
+	if d == nil {
+		return errNil("NodeDescription.Validate")
+	}
+	return nil
+}
 
 // MarshalBinary returns the 64 bytes.
 func (d *NodeDescription) MarshalBinary() ([]byte, error) {
+	if d == nil {
+		return nil, errNil("NodeDescription.MarshalBinary")
+	}
 	return d.Append(make([]byte, 0, NodeDescriptionSize)), nil
 }
 
 // UnmarshalBinary is Decode.
-func (d *NodeDescription) UnmarshalBinary(b []byte) error { return d.Decode(b) }
+func (d *NodeDescription) UnmarshalBinary(b []byte) error {
+	if d == nil {
+		return errNil("NodeDescription.UnmarshalBinary")
+	}
+	return d.Decode(b)
+}

@@ -100,6 +100,9 @@ func (r *RMPPHeader) get(b []byte) {
 // Append appends the 12-byte header to b, RespTime modulo 32 and Flags
 // modulo 8. It allocates only when b lacks the capacity.
 func (r *RMPPHeader) Append(b []byte) []byte {
+	if r == nil {
+		return b
+	}
 	b, t := grow(b, RMPPHeaderSize)
 	r.put(t)
 	return b
@@ -109,6 +112,9 @@ func (r *RMPPHeader) Append(b []byte) []byte {
 // returns an error wrapping ErrShortMAD when b is shorter. It does not
 // allocate.
 func (r *RMPPHeader) Decode(b []byte) error {
+	if r == nil {
+		return errNil("RMPPHeader.Decode")
+	}
 	if len(b) < RMPPHeaderSize {
 		return errRMPPShort
 	}
@@ -119,6 +125,9 @@ func (r *RMPPHeader) Decode(b []byte) error {
 // Validate returns an error wrapping ErrFieldRange when RespTime does not
 // fit 5 bits or Flags 3 bits.
 func (r *RMPPHeader) Validate() error {
+	if r == nil {
+		return errNil("RMPPHeader.Validate")
+	}
 	c := fieldCheck{what: "RMPP header"}
 	c.width("RespTime", uint64(r.RespTime), 5)
 	c.width("Flags", uint64(r.Flags), 3)
@@ -127,6 +136,9 @@ func (r *RMPPHeader) Validate() error {
 
 // MarshalBinary returns the 12-byte header, or Validate's error.
 func (r *RMPPHeader) MarshalBinary() ([]byte, error) {
+	if r == nil {
+		return nil, errNil("RMPPHeader.MarshalBinary")
+	}
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
@@ -134,7 +146,12 @@ func (r *RMPPHeader) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary is Decode.
-func (r *RMPPHeader) UnmarshalBinary(b []byte) error { return r.Decode(b) }
+func (r *RMPPHeader) UnmarshalBinary(b []byte) error {
+	if r == nil {
+		return errNil("RMPPHeader.UnmarshalBinary")
+	}
+	return r.Decode(b)
+}
 
 // VendorMAD is a MAD of a vendor class of range 2 (0x30–0x4F; IBA 13.4.2,
 // struct ib_vendor_mad), the classes agents register with an OUI:
@@ -166,12 +183,20 @@ var (
 )
 
 // MADHeader returns &m.Header.
-func (m *VendorMAD) MADHeader() *MADHeader { return &m.Header }
+func (m *VendorMAD) MADHeader() *MADHeader {
+	if m == nil {
+		return nil
+	}
+	return &m.Header
+}
 
 // Append appends the 256-byte MAD to b, the reserved byte zero, OUI modulo
 // 2^24 and the RMPP header as RMPPHeader.Append writes it. It allocates
 // only when b lacks the capacity.
 func (m *VendorMAD) Append(b []byte) []byte {
+	if m == nil {
+		return b
+	}
 	b, t := grow(b, MADSize)
 	m.Header.put(t)
 	m.RMPP.put(t[MADHeaderSize:])
@@ -185,6 +210,9 @@ func (m *VendorMAD) Append(b []byte) []byte {
 // base version is not 1, and ErrWrongClass when the class is not in vendor
 // range 2; m is unchanged on error. It does not allocate.
 func (m *VendorMAD) Decode(b []byte) error {
+	if m == nil {
+		return errNil("VendorMAD.Decode")
+	}
 	if err := checkMAD(b); err != nil {
 		return err
 	}
@@ -205,6 +233,9 @@ func (m *VendorMAD) Decode(b []byte) error {
 // the header is not that of an IBA vendor range 2 MAD, and ErrFieldRange
 // when OUI does not fit 24 bits or the RMPP header does not validate.
 func (m *VendorMAD) Validate() error {
+	if m == nil {
+		return errNil("VendorMAD.Validate")
+	}
 	if m.Header.BaseVersion != BaseVersion {
 		return errVendorVersion
 	}
@@ -221,6 +252,9 @@ func (m *VendorMAD) Validate() error {
 
 // MarshalBinary returns the 256-byte MAD, or Validate's error.
 func (m *VendorMAD) MarshalBinary() ([]byte, error) {
+	if m == nil {
+		return nil, errNil("VendorMAD.MarshalBinary")
+	}
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
@@ -228,7 +262,12 @@ func (m *VendorMAD) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary is Decode.
-func (m *VendorMAD) UnmarshalBinary(b []byte) error { return m.Decode(b) }
+func (m *VendorMAD) UnmarshalBinary(b []byte) error {
+	if m == nil {
+		return errNil("VendorMAD.UnmarshalBinary")
+	}
+	return m.Decode(b)
+}
 
 // RawMAD is a MAD of any class, kept as the common header and the 232
 // bytes after it: DecodeMAD's answer for classes without a Go type here
@@ -241,11 +280,19 @@ type RawMAD struct {
 }
 
 // MADHeader returns &m.Header.
-func (m *RawMAD) MADHeader() *MADHeader { return &m.Header }
+func (m *RawMAD) MADHeader() *MADHeader {
+	if m == nil {
+		return nil
+	}
+	return &m.Header
+}
 
 // Append appends the 256-byte MAD to b. It allocates only when b lacks the
 // capacity.
 func (m *RawMAD) Append(b []byte) []byte {
+	if m == nil {
+		return b
+	}
 	b, t := grow(b, MADSize)
 	m.Header.put(t)
 	copy(t[MADHeaderSize:], m.Data[:])
@@ -256,6 +303,9 @@ func (m *RawMAD) Append(b []byte) []byte {
 // returns an error wrapping ErrShortMAD or ErrLongMAD for another length;
 // m is unchanged on error. It does not allocate.
 func (m *RawMAD) Decode(b []byte) error {
+	if m == nil {
+		return errNil("RawMAD.Decode")
+	}
 	if err := checkMAD(b); err != nil {
 		return err
 	}
@@ -265,12 +315,25 @@ func (m *RawMAD) Decode(b []byte) error {
 }
 
 // Validate reports nothing: every value has a wire form.
-func (m *RawMAD) Validate() error { return nil }
+func (m *RawMAD) Validate() error {
+	if m == nil {
+		return errNil("RawMAD.Validate")
+	}
+	return nil
+}
 
 // MarshalBinary returns the 256-byte MAD.
 func (m *RawMAD) MarshalBinary() ([]byte, error) {
+	if m == nil {
+		return nil, errNil("RawMAD.MarshalBinary")
+	}
 	return m.Append(make([]byte, 0, MADSize)), nil
 }
 
 // UnmarshalBinary is Decode.
-func (m *RawMAD) UnmarshalBinary(b []byte) error { return m.Decode(b) }
+func (m *RawMAD) UnmarshalBinary(b []byte) error {
+	if m == nil {
+		return errNil("RawMAD.UnmarshalBinary")
+	}
+	return m.Decode(b)
+}

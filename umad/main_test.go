@@ -44,6 +44,12 @@ func roce(num int, state, phys string, last byte) tPort {
 		gid: [16]byte{0xfe, 0x80, 8: 0xac, 9: 0xad, 10: 0xe8, 11: 0xff, 12: 0xfe, 13: 0x37, 14: 0x5f, 15: last}}
 }
 
+// link_layer's texts in the test trees.
+const (
+	linkInfiniBand = "InfiniBand"
+	linkEthernet   = "Ethernet"
+)
+
 const (
 	active   = "4: ACTIVE"
 	down     = "1: DOWN"
@@ -162,7 +168,7 @@ func newEnvWith(t testing.TB, mod func(*umadmodel.PortConfig), cas ...tCA) *tEnv
 			e.ports[fmt.Sprintf("%s/%d", ca.name, p.num)] = fp
 		}
 	}
-	e.host = &Host{SysfsRoot: root}
+	e.host = &Host{Sysfs: tFS(t, root)}
 	e.host.open = func(path string) (*sys.FD, error) {
 		fp := byDev[path]
 		if fp == nil {

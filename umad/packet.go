@@ -63,17 +63,28 @@ func (p *Packet) room(n int) {
 // Send, what will be sent. The slice aliases the packet: write the MAD
 // into it. A Packet from NewPacket starts with 256 zero bytes.
 func (p *Packet) MAD() []byte {
+	if p == nil {
+		return nil
+	}
 	p.room(p.n)
 	return p.buf[pktSlot : pktSlot+p.n]
 }
 
 // Len returns the length of the MAD.
-func (p *Packet) Len() int { return p.n }
+func (p *Packet) Len() int {
+	if p == nil {
+		return 0
+	}
+	return p.n
+}
 
 // SetLen sets the length of the MAD, growing the packet if needed; bytes
 // past the old length are zero. It fails for a negative n or one above 64
 // MiB.
 func (p *Packet) SetLen(n int) error {
+	if p == nil {
+		return errNil("Packet.SetLen")
+	}
 	if n < 0 || n > pktMaxMAD {
 		return fmt.Errorf("umad: MAD length %d out of range 0–%d: %w", n, pktMaxMAD, syscall.EINVAL)
 	}
@@ -87,6 +98,9 @@ func (p *Packet) SetLen(n int) error {
 
 // SetMAD copies b into the packet as its MAD (and sets the length).
 func (p *Packet) SetMAD(b []byte) error {
+	if p == nil {
+		return errNil("Packet.SetMAD")
+	}
 	if err := p.SetLen(len(b)); err != nil {
 		return err
 	}
@@ -96,21 +110,41 @@ func (p *Packet) SetMAD(b []byte) error {
 
 // Size returns the size of what a send writes on a port with the 64-byte
 // header: HeaderSize plus the MAD's length (umad_size() + length).
-func (p *Packet) Size() int { return HeaderSize + p.n }
+func (p *Packet) Size() int {
+	if p == nil {
+		return 0
+	}
+	return HeaderSize + p.n
+}
 
 // Agent returns the header's agent id: after Recv, the agent the MAD was
 // received for (Recv returns it too).
-func (p *Packet) Agent() AgentID { return AgentID(p.hdr.AgentID) }
+func (p *Packet) Agent() AgentID {
+	if p == nil {
+		return 0
+	}
+	return AgentID(p.hdr.AgentID)
+}
 
 // Status returns the header's status (umad_status): 0 for a received MAD,
 // or the errno of a send that failed; ETIMEDOUT for a request whose
 // response did not come after all its retries (the packet then holds the
 // request's first 24 bytes, its common MAD header).
-func (p *Packet) Status() syscall.Errno { return syscall.Errno(p.hdr.Status) }
+func (p *Packet) Status() syscall.Errno {
+	if p == nil {
+		return 0
+	}
+	return syscall.Errno(p.hdr.Status)
+}
 
 // TimedOut reports whether the packet is a request that timed out
 // (Status is ETIMEDOUT).
-func (p *Packet) TimedOut() bool { return p.hdr.Status == uint32(syscall.ETIMEDOUT) }
+func (p *Packet) TimedOut() bool {
+	if p == nil {
+		return false
+	}
+	return p.hdr.Status == uint32(syscall.ETIMEDOUT)
+}
 
 // GRH is the global route of a MAD address: what RoCE always needs, and
 // InfiniBand across subnets.
@@ -151,6 +185,9 @@ type Addr struct {
 // received request, send the response with the request's address:
 // resp.SetAddress(req.Addr()), or reuse the request's packet.
 func (p *Packet) Addr() Addr {
+	if p == nil {
+		return Addr{}
+	}
 	h := &p.hdr
 	return Addr{
 		QPN: h.QPN, QKey: h.QKey, LID: h.LID, SL: h.SL, PathBits: h.PathBits,
@@ -164,6 +201,9 @@ func (p *Packet) Addr() Addr {
 // for a QPN wider than 24 bits, an SL above 15 or a flow label wider than
 // 20 bits.
 func (p *Packet) SetAddress(a Addr) error {
+	if p == nil {
+		return errNil("Packet.SetAddress")
+	}
 	if err := checkAddr(a.QPN, a.SL); err != nil {
 		return err
 	}
@@ -196,6 +236,9 @@ func errFlowLabel(v uint32) error {
 // (umad_set_addr). The GRH and P_Key index are left alone. It fails for a
 // QPN wider than 24 bits or an SL above 15.
 func (p *Packet) SetAddr(lid uint16, qpn uint32, sl uint8, qkey uint32) error {
+	if p == nil {
+		return errNil("Packet.SetAddr")
+	}
 	if err := checkAddr(qpn, sl); err != nil {
 		return err
 	}
@@ -206,6 +249,9 @@ func (p *Packet) SetAddr(lid uint16, qpn uint32, sl uint8, qkey uint32) error {
 // SetAddrNet is SetAddr for values in network byte order, as they appear
 // in wire structures (umad_set_addr_net): lid is 2 bytes, qpn and qkey 4.
 func (p *Packet) SetAddrNet(lid [2]byte, qpn [4]byte, sl uint8, qkey [4]byte) error {
+	if p == nil {
+		return errNil("Packet.SetAddrNet")
+	}
 	return p.SetAddr(binary.BigEndian.Uint16(lid[:]), binary.BigEndian.Uint32(qpn[:]), sl, binary.BigEndian.Uint32(qkey[:]))
 }
 
@@ -213,6 +259,9 @@ func (p *Packet) SetAddrNet(lid [2]byte, qpn [4]byte, sl uint8, qkey [4]byte) er
 // libibumad it also sets the source GID index, which umad_set_grh leaves
 // alone). It fails for a flow label wider than 20 bits.
 func (p *Packet) SetGRH(g GRH) error {
+	if p == nil {
+		return errNil("Packet.SetGRH")
+	}
 	if g.FlowLabel > 0xfffff {
 		return errFlowLabel(g.FlowLabel)
 	}
@@ -225,17 +274,30 @@ func (p *Packet) SetGRH(g GRH) error {
 // SetGRHNet is SetGRH with the flow label in network byte order, as in a
 // wire structure (umad_set_grh_net, which libibumad never implemented).
 func (p *Packet) SetGRHNet(gid rdma.GID, gidIndex, hopLimit, trafficClass uint8, flowLabel [4]byte) error {
+	if p == nil {
+		return errNil("Packet.SetGRHNet")
+	}
 	return p.SetGRH(GRH{GID: gid, GIDIndex: gidIndex, HopLimit: hopLimit, TrafficClass: trafficClass,
 		FlowLabel: binary.BigEndian.Uint32(flowLabel[:])})
 }
 
 // ClearGRH marks the GRH absent (umad_set_grh with a NULL address).
-func (p *Packet) ClearGRH() { p.hdr.GRHPresent = false }
+func (p *Packet) ClearGRH() {
+	if p == nil {
+		return
+	}
+	p.hdr.GRHPresent = false
+}
 
 // SetPKeyIndex sets the P_Key table index to send with (umad_set_pkey). A
 // port with the 56-byte header cannot carry it: sending a non-zero index
 // there fails with EINVAL.
-func (p *Packet) SetPKeyIndex(index uint16) { p.hdr.PKeyIndex = index }
+func (p *Packet) SetPKeyIndex(index uint16) {
+	if p == nil {
+		return
+	}
+	p.hdr.PKeyIndex = index
+}
 
 // wire encodes the header for a hs-byte umad header and returns header
 // plus MAD, contiguous: the header sits right before the MAD.
@@ -251,6 +313,9 @@ func (p *Packet) wire(hs int) ([]byte, error) {
 // String returns a one-line summary: header, address and the MAD's common
 // header (class, method, status, TID, attribute) when it has one.
 func (p *Packet) String() string {
+	if p == nil {
+		return ""
+	}
 	var b strings.Builder
 	p.summary(&b)
 	return b.String()
@@ -277,6 +342,12 @@ func (p *Packet) summary(b *strings.Builder) {
 // Format implements fmt.Formatter: %v and %s print String (umad_dump's
 // one-liner); %+v adds a hex dump of the MAD.
 func (p *Packet) Format(f fmt.State, verb rune) {
+	if p == nil {
+		if f != nil {
+			fmt.Fprint(f, "<nil>")
+		}
+		return
+	}
 	switch verb {
 	case 'v', 's':
 		var b strings.Builder

@@ -7,11 +7,13 @@ import (
 	"github.com/purerdma/rdma/internal/errs"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
 )
@@ -31,7 +33,7 @@ type Port struct {
 	num       int
 	dev       string
 	name      string // "ca/port"
-	linkLayer string
+	linkLayer rdma.LinkLayer
 	sim       *simLink // the ibsim transport's link, nil for a kernel port
 	info      CAPort   // the port as OpenPort read it
 
@@ -66,11 +68,11 @@ type Port struct {
 // os.ErrPermission for a node the caller may not open (the kernel makes
 // umad nodes root-only unless udev rules say otherwise).
 //
-// With the environment variable SimEnv set, OpenPort is OpenSimPort on
-// the ibsim fabric it names instead, and ca and port are ignored.
+// OpenPort opens kernel ports only; OpenSimPort opens a port of an ibsim
+// fabric (the tools of cmd/purerdma choose it from PURERDMA_IBSIM).
 func (h *Host) OpenPort(ca string, port int) (*Port, error) {
-	if p, ok, err := openSimEnv(); ok {
-		return p, err
+	if h == nil {
+		return nil, errNil("Host.OpenPort")
 	}
 	name := portName(ca, port)
 	fail := func(err error) (*Port, error) {
@@ -113,7 +115,7 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 	}
 	if debugOn(1) {
 		logDebug("umad: opened port", slog.String("port", name), slog.String("device", node),
-			slog.Int("fd", fd.Raw()), slog.Int("header", p.HeaderSize()), slog.String("link_layer", cp.LinkLayer))
+			slog.Int("fd", fd.Raw()), slog.Int("header", p.HeaderSize()), slog.String("link_layer", cp.LinkLayer.String()))
 	}
 	return p, nil
 }
@@ -147,41 +149,99 @@ func (p *Port) Close() error {
 }
 
 // CA returns the port's device name and PortNum its number.
-func (p *Port) CA() string { return p.ca }
+func (p *Port) CA() string {
+	if p == nil {
+		return ""
+	}
+	return p.ca
+}
 
 // PortNum returns the port number.
-func (p *Port) PortNum() int { return p.num }
+func (p *Port) PortNum() int {
+	if p == nil {
+		return 0
+	}
+	return p.num
+}
 
 // Info returns the port as OpenPort read it from sysfs (LookupPort's view
 // at open time, as libibmad's mad_rpc_open_port keeps umad_get_port's): a
 // copy, not read again, so a tool that needs the port's LID or GID after
 // opening it does not read the device's sysfs a second time.
 func (p *Port) Info() CAPort {
-	info := p.info
-	info.PKeys = append([]uint16(nil), p.info.PKeys...)
-	return info
+	if p == nil {
+		return CAPort{}
+	}
+	return p.info.clone()
+}
+
+// clone returns a copy of p that shares no memory with it.
+func (p *CAPort) clone() CAPort {
+	c := *p
+	c.PKeys = slices.Clone(p.PKeys)
+	c.Rate = clonePtr(p.Rate)
+	c.LID, c.SMLID, c.CapMask = clonePtr(p.LID), clonePtr(p.SMLID), clonePtr(p.CapMask)
+	c.LMC, c.SMSL = clonePtr(p.LMC), clonePtr(p.SMSL)
+	c.LinkLayerName = clonePtr(p.LinkLayerName)
+	c.Umad, c.ISSM = clonePtr(p.Umad), clonePtr(p.ISSM)
+	return c
+}
+
+func clonePtr[T any](v *T) *T {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	return &c
 }
 
 // Device returns the path of the umad node ("/dev/infiniband/umad0").
-func (p *Port) Device() string { return p.dev }
+func (p *Port) Device() string {
+	if p == nil {
+		return ""
+	}
+	return p.dev
+}
 
-// LinkLayer returns the port's link layer as CAPort reports it
-// ("InfiniBand", "Ethernet", or "IB" when sysfs does not say).
-func (p *Port) LinkLayer() string { return p.linkLayer }
+// LinkLayer returns the port's link layer as sysfs reports it
+// (rdma.LinkLayerUnspecified when sysfs does not say, which libibumad
+// calls "IB" and treats as InfiniBand); an ibsim port's is InfiniBand.
+func (p *Port) LinkLayer() rdma.LinkLayer {
+	if p == nil {
+		return rdma.LinkLayerUnspecified
+	}
+	return p.linkLayer
+}
 
 // String returns "ca/port".
-func (p *Port) String() string { return p.name }
+func (p *Port) String() string {
+	if p == nil {
+		return ""
+	}
+	return p.name
+}
 
 // FD returns the descriptor number (umad_get_fd), for an event loop that
-// polls it; -1 once the port is closed (or for a fake port in tests). Read
-// and write it only through the Port: the Port keeps state about it.
-func (p *Port) FD() int { return p.fd.Raw() }
+// polls it; -1 once the port is closed (or for a fake port in tests, or a
+// nil Port). Read and write it only through the Port: the Port keeps
+// state about it.
+func (p *Port) FD() int {
+	if p == nil {
+		return -1
+	}
+	return p.fd.Raw()
+}
 
 // HeaderSize returns the size of the umad header in front of every MAD on
 // this port: 64 (struct ib_user_mad_hdr, with pkey_index) normally, 56 on a
 // kernel that refused IB_USER_MAD_ENABLE_PKEY. Packets hide the
 // difference.
-func (p *Port) HeaderSize() int { return int(p.hdr.Load()) }
+func (p *Port) HeaderSize() int {
+	if p == nil {
+		return 0
+	}
+	return int(p.hdr.Load())
+}
 
 // AgentID identifies a MAD agent registered on a Port (0–31), as the
 // kernel numbers them.
@@ -197,7 +257,13 @@ type MethodMask = abi.MethodMask
 
 // MethodMaskOf returns a mask with the given methods (response methods
 // 128–255 have no bit and are ignored).
-func MethodMaskOf(methods ...uint8) MethodMask { return abi.MethodMaskOf(methods...) }
+func MethodMaskOf(methods ...Method) MethodMask {
+	var m MethodMask
+	for _, x := range methods {
+		m.Set(uint8(x))
+	}
+	return m
+}
 
 // Registration asks for a MAD agent (umad_register2's struct
 // umad_reg_attr).
@@ -205,7 +271,7 @@ type Registration struct {
 	// Class is the management class; 0 registers a send-only agent that
 	// receives nothing but responses to its own requests. The SMP classes
 	// 0x01 and 0x81 register on QP0 (the SMI), every other class on QP1.
-	Class uint8
+	Class MgmtClass
 	// Version is the class version.
 	Version uint8
 	// Methods are the methods received unsolicited (the agent is a
@@ -246,7 +312,10 @@ const (
 // version ≥ 0x83, a method another agent of the port already has, …),
 // ENOMEM when the port has 32 agents, the kernel's limit per open port
 // (IB_UMAD_MAX_AGENTS), which the error says.
-func (p *Port) Register(class, version uint8, methods MethodMask) (AgentID, error) {
+func (p *Port) Register(class MgmtClass, version uint8, methods MethodMask) (AgentID, error) {
+	if p == nil {
+		return 0, errNil("Port.Register")
+	}
 	return p.RegisterAgent(Registration{Class: class, Version: version, Methods: methods, OUI: portOUIOpenIB})
 }
 
@@ -255,9 +324,12 @@ func (p *Port) Register(class, version uint8, methods MethodMask) (AgentID, erro
 // kernel RMPP when rmppVersion is 1. A class outside the range, or an OUI
 // that is 0 or wider than 24 bits, fails with EINVAL before the kernel is
 // asked. Otherwise it is Register.
-func (p *Port) RegisterOUI(class, rmppVersion uint8, oui uint32, methods MethodMask) (AgentID, error) {
+func (p *Port) RegisterOUI(class MgmtClass, rmppVersion uint8, oui uint32, methods MethodMask) (AgentID, error) {
+	if p == nil {
+		return 0, errNil("Port.RegisterOUI")
+	}
 	if class < portVendor2First || class > portVendor2Last {
-		return 0, errs.New("register agent", p.name, invalid(fmt.Sprintf("class %s is not in vendor range 2 (0x30–0x4f)", hex8(class))))
+		return 0, errs.New("register agent", p.name, invalid(fmt.Sprintf("class %s is not in vendor range 2 (0x30–0x4f)", hex8(uint8(class)))))
 	}
 	return p.RegisterAgent(Registration{Class: class, Version: portDefaultVendorV, Methods: methods, OUI: oui, RMPPVersion: rmppVersion})
 }
@@ -267,6 +339,9 @@ func (p *Port) RegisterOUI(class, rmppVersion uint8, oui uint32, methods MethodM
 // IB_USER_MAD_REGISTER_AGENT when the kernel answers ENOTTY (older than
 // 3.16) or EINVAL and no flag was asked for. See Register for the errors.
 func (p *Port) RegisterAgent(r Registration) (AgentID, error) {
+	if p == nil {
+		return 0, errNil("Port.RegisterAgent")
+	}
 	fail := func(err error) (AgentID, error) {
 		if debugOn(1) {
 			logDebug("umad: register failed", slog.String("port", p.name), slog.Int("class", int(r.Class)), slog.Any("err", err))
@@ -277,7 +352,7 @@ func (p *Port) RegisterAgent(r Registration) (AgentID, error) {
 		return fail(invalid("a method mask needs a class (class 0 registers a send-only agent)"))
 	}
 	if r.Class >= portVendor2First && r.Class <= portVendor2Last && (r.OUI == 0 || r.OUI > portMaxOUI) {
-		return fail(invalid(fmt.Sprintf("vendor class %s needs a non-zero 24-bit OUI, not %#x", hex8(r.Class), r.OUI)))
+		return fail(invalid(fmt.Sprintf("vendor class %s needs a non-zero 24-bit OUI, not %#x", hex8(uint8(r.Class)), r.OUI)))
 	}
 	if r.OUI > portMaxOUI {
 		r.OUI &= portMaxOUI // ignored by the kernel for this class; keep it encodable
@@ -327,7 +402,7 @@ func (p *Port) register2(qpn uint32, r Registration, flags uint32) (uint32, erro
 	if p.noAgent2.Load() {
 		return 0, syscall.ENOTTY
 	}
-	req := abi.RegReq2{QPN: qpn, MgmtClass: r.Class, MgmtClassVersion: r.Version, Flags: flags,
+	req := abi.RegReq2{QPN: qpn, MgmtClass: uint8(r.Class), MgmtClassVersion: r.Version, Flags: flags,
 		MethodMask: r.Methods, OUI: r.OUI, RMPPVersion: r.RMPPVersion}
 	b := make([]byte, abi.RegReq2Size)
 	if err := req.Encode(b); err != nil {
@@ -343,7 +418,7 @@ func (p *Port) register2(qpn uint32, r Registration, flags uint32) (uint32, erro
 }
 
 func (p *Port) register1(qpn uint32, r Registration) (uint32, error) {
-	req := abi.RegReq{QPN: uint8(qpn), MgmtClass: r.Class, MgmtClassVersion: r.Version,
+	req := abi.RegReq{QPN: uint8(qpn), MgmtClass: uint8(r.Class), MgmtClassVersion: r.Version,
 		MethodMask: r.Methods, OUI: r.OUI, RMPPVersion: r.RMPPVersion}
 	b := make([]byte, abi.RegReqSize)
 	if err := req.Encode(b); err != nil {
@@ -359,6 +434,9 @@ func (p *Port) register1(qpn uint32, r Registration) (uint32, error) {
 // its outstanding requests without reporting them. The error matches
 // EINVAL for an id that is not registered.
 func (p *Port) Unregister(id AgentID) error {
+	if p == nil {
+		return errNil("Port.Unregister")
+	}
 	if id >= maxAgents {
 		return errs.New("unregister agent", p.name, invalid(fmt.Sprintf("agent id %d is not below 32", id)))
 	}

@@ -2,6 +2,7 @@ package umad
 
 import (
 	"errors"
+	"github.com/purerdma/rdma"
 	"os"
 	"strings"
 	"syscall"
@@ -18,7 +19,7 @@ const (
 func TestRegisterSMIOnRoCE(t *testing.T) {
 	e := newEnv(t, rxePair()...)
 	p := e.open(t, "rxe0", 1)
-	for _, class := range []uint8{0x01, 0x81} {
+	for _, class := range []MgmtClass{0x01, 0x81} {
 		_, err := p.Register(class, 1, MethodMaskOf(0x01))
 		if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), "not supported on RoCE (no SMI)") {
 			t.Fatalf("class %#x on RoCE: %v", class, err)
@@ -30,7 +31,7 @@ func TestRegisterSMIOnRoCE(t *testing.T) {
 	}
 	// And when the local check is bypassed (a port sysfs calls IB), the
 	// kernel's EPROTONOSUPPORT gives the same error.
-	p.linkLayer = linkIB
+	p.linkLayer = rdma.LinkLayerUnspecified
 	_, err := p.Register(0x81, 1, MethodMask{})
 	if !errors.Is(err, ErrNotSupported) || !errors.Is(err, syscall.EPROTONOSUPPORT) || !strings.Contains(err.Error(), "no SMI") {
 		t.Fatalf("kernel refusal: %v", err)
@@ -82,7 +83,7 @@ func TestRegisterKernelErrnos(t *testing.T) {
 func TestRegisterOUI(t *testing.T) {
 	e := newEnv(t, rxePair()...)
 	p := e.open(t, "rxe0", 1)
-	for _, class := range []uint8{0x2f, 0x50, 0x04} {
+	for _, class := range []MgmtClass{0x2f, 0x50, 0x04} {
 		if _, err := p.RegisterOUI(class, 0, tOUI, MethodMask{}); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "vendor range 2") {
 			t.Fatalf("class %#x: %v", class, err)
 		}
@@ -161,5 +162,20 @@ func TestUnregister(t *testing.T) {
 	}
 	if _, err := p.Register(0x04, 1, MethodMask{}); !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("closed: %v", err)
+	}
+}
+
+// TestRegisterTypes: Register and MethodMaskOf take the types the MAD
+// header uses (MgmtClass, Method), so a header's fields pass as they are.
+func TestRegisterTypes(t *testing.T) {
+	e := newEnv(t, rxePair()...)
+	p := e.open(t, "rxe0", 1)
+	h := NewMADHeader(ClassPerfMgmt, MethodGet, 0, 0, 1)
+	m := MethodMaskOf(h.Method, MethodGetResp)
+	if !m.Has(uint8(MethodGet)) || m.Has(uint8(MethodSet)) || m != MethodMaskOf(MethodGet) {
+		t.Fatalf("MethodMaskOf(Get, GetResp) = %#x", m)
+	}
+	if _, err := p.Register(h.MgmtClass, h.ClassVersion, m); err != nil {
+		t.Fatal(err)
 	}
 }

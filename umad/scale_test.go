@@ -16,7 +16,7 @@ func TestLookupCAsScaleLinearly(t *testing.T) {
 		if err := sysfstest.Synthetic(root, n, 2); err != nil {
 			t.Fatal(err)
 		}
-		h := &Host{SysfsRoot: root, DevDir: root}
+		h := &Host{Sysfs: tFS(t, root), DevDir: root}
 		cas, errs, err := h.LookupCAs()
 		if err != nil || len(cas) != n || errs[n-1] != nil || cas[n-1].Ports[2] == nil {
 			t.Fatalf("n=%d: %d CAs, %v", n, len(cas), err)

@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma"
 	"os"
 	"os/exec"
 	"runtime"
@@ -100,7 +101,7 @@ func TestVMInit(t *testing.T) {
 		t.Fatalf("CANames = %q, %v, want %s", names, err, want)
 	}
 	p, err := LookupPort("", 0)
-	if err != nil || p.CA != names[0] || p.Number != 1 || p.LinkLayer != "Ethernet" || p.State != 4 || p.Rate == 0 {
+	if err != nil || p.CA != names[0] || p.Number != 1 || p.LinkLayer != rdma.LinkLayerEthernet || p.State != 4 || p.Rate == nil || p.Rate.Mbps == 0 {
 		t.Fatalf("default port %+v, %v", p, err)
 	}
 	t.Logf("default port: %+v", *p)
@@ -242,7 +243,7 @@ func TestVMNoSMIOnRoCE(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 	t.Log(err)
-	p.linkLayer = linkIB // skip the local check: ask the kernel
+	p.linkLayer = rdma.LinkLayerUnspecified // skip the local check: ask the kernel
 	_, err = p.Register(0x01, 1, MethodMask{})
 	if !errors.Is(err, ErrNotSupported) || !errors.Is(err, syscall.EPROTONOSUPPORT) {
 		t.Fatalf("kernel: %v", err)
@@ -411,7 +412,7 @@ func vmRig(tb testing.TB) *rig { return vmRigClass(tb, vmClass) }
 
 // vmRigClass is a client on rxe0 and a replier for Get on rxe1, agents of
 // the vendor class class (0x30–0x4f), and a request between them.
-func vmRigClass(tb testing.TB, class uint8) *rig {
+func vmRigClass(tb testing.TB, class MgmtClass) *rig {
 	cli, srv := vmOpen(tb, vmtest.Dev0), vmOpen(tb, vmtest.Dev1)
 	r := &rig{cli: cli, srv: srv, req: NewPacket(), in: NewPacket()}
 	var err error
@@ -422,7 +423,7 @@ func vmRigClass(tb testing.TB, class uint8) *rig {
 		tb.Fatal(err)
 	}
 	vmRequest(tb, r.req, vmGID(tb, vmtest.Dev1), 0)
-	r.req.MAD()[1] = class
+	r.req.MAD()[1] = byte(class)
 	return r
 }
 

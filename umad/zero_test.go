@@ -8,7 +8,7 @@ import (
 
 // TestZeroValues: values the package's constructors did not make (zero
 // values) answer every method with an error or a zero value. Nil pointers
-// are left out: like most Go types these panic on a nil receiver.
+// are TestNilReceivers'.
 // Packet.Format is left out: fmt never passes it a nil fmt.State.
 func TestZeroValues(t *testing.T) {
 	zerotest.Methods(t, []string{"Packet.Format"},

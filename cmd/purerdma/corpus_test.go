@@ -311,7 +311,7 @@ func corpusIsolated(tr corpusTree) []error {
 	if len(cas) != 2 {
 		errs = append(errs, fmt.Errorf("CAs read %d devices, want both", len(cas)))
 	}
-	h := &umad.Host{SysfsRoot: tr.sysfs, DevDir: tr.devDir}
+	h := &umad.Host{Sysfs: fsys, DevDir: tr.devDir}
 	if _, err := h.LookupPort("rxe1", 1); err != nil {
 		errs = append(errs, err)
 	}
@@ -398,7 +398,7 @@ func corpusRun(tr corpusTree) (calls, tools int, alloc corpusAlloc) {
 			}
 		}
 	}
-	h := &umad.Host{SysfsRoot: tr.sysfs, DevDir: tr.devDir}
+	h := &umad.Host{Sysfs: fsys, DevDir: tr.devDir}
 	call(func() { h.Init() })
 	call(func() { h.CANames() })
 	variant := func(f func()) {

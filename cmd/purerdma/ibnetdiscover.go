@@ -40,7 +40,7 @@ With PURERDMA_IBSIM=SOCKET:NODE the tool runs on an ibsim fabric
 
 // discoverFabric opens the port the options name and walks the fabric.
 func discoverFabric(o *fabricOpts, outstanding int) (*netdisc.Fabric, error) {
-	p, err := ibHost().OpenPort(o.ca, o.port)
+	p, err := openUmadPort(ibHost(), o.ca, o.port)
 	if err != nil {
 		return nil, err
 	}

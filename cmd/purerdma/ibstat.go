@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/umad"
 )
 
@@ -31,7 +32,48 @@ var ibSysfsRoot = "/sys"
 // tests point it at a directory of their own.
 var ibDevDir = ""
 
-func ibHost() *umad.Host { return &umad.Host{SysfsRoot: ibSysfsRoot, DevDir: ibDevDir} }
+func ibHost() *umad.Host {
+	h := &umad.Host{DevDir: ibDevDir}
+	if ibSysfsRoot != sysfs.DefaultRoot {
+		f, err := sysfs.New(ibSysfsRoot)
+		if err != nil {
+			f = sysfs.NewFS(os.DirFS(ibSysfsRoot)) // its reads fail as the root does
+		}
+		h.Sysfs = f
+	}
+	return h
+}
+
+// libibumad's values of a port's fields (umad_port_t's): 0 or "" where the
+// file is missing, the rate's integer Gb/s (strtoul of the rate file), and
+// "IB" for a port without link_layer.
+func ibU32[T uint8 | uint32](v *T) uint32 {
+	if v == nil {
+		return 0
+	}
+	return uint32(*v)
+}
+
+func ibStr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func ibRate(p *umad.CAPort) uint32 {
+	if p.Rate == nil {
+		return 0
+	}
+	return uint32(p.Rate.Mbps / 1000)
+}
+
+func ibLinkLayer(p *umad.CAPort) string {
+	if p.LinkLayerName == nil {
+		return "IB"
+	}
+	return *p.LinkLayerName
+}
 
 // ibstat's tables (ibstat.c).
 var (
@@ -208,9 +250,9 @@ func runIbstat(args []string, stdout, stderr io.Writer) error {
 		if ca.NodeType == 0 {
 			continue
 		}
-		if !short && devPort >= 0 && (devPort > ca.NumPorts || ca.Ports[devPort] == nil) {
+		if !short && devPort >= 0 && (devPort > ca.NumPorts() || ca.Ports[devPort] == nil) {
 			fmt.Fprintf(stderr, "ibwarn: [%d] ca_stat: %s: '%s' has no port number %d - max (%d)\n",
-				os.Getpid(), ibstatName(ibstatNodeTypes, uint64(ca.NodeType)), n, devPort, ca.NumPorts)
+				os.Getpid(), ibstatName(ibstatNodeTypes, uint64(ca.NodeType)), n, devPort, ca.NumPorts())
 			// umad_get_ca found no such port directory: ENOENT.
 			return ibstatPanic(stderr, syscall.ENOENT, "stat of IB device '%s' failed", n)
 		}
@@ -270,12 +312,12 @@ func ibstatCA(b []byte, ca *umad.CA, devPort int, short bool) []byte {
 		return ibstatPort(b, ca.Ports[devPort], true)
 	}
 	b = append(append(append(append(b, typ...), " '"...), ca.Name...), "'\n"...)
-	b = append(append(append(append(append(b, '\t'), typ...), " type: "...), ca.Type...), '\n')
-	b = strconv.AppendInt(append(b, "\tNumber of ports: "...), int64(ca.NumPorts), 10)
-	b = append(append(append(b, "\n\tFirmware version: "...), ca.FirmwareVersion...), '\n')
-	b = append(append(append(b, "\tHardware version: "...), ca.HardwareVersion...), '\n')
+	b = append(append(append(append(append(b, '\t'), typ...), " type: "...), ibStr(ca.HCAType)...), '\n')
+	b = strconv.AppendInt(append(b, "\tNumber of ports: "...), int64(ca.NumPorts()), 10)
+	b = append(append(append(b, "\n\tFirmware version: "...), ibStr(ca.FWVersion)...), '\n')
+	b = append(append(append(b, "\tHardware version: "...), ibStr(ca.HWRev)...), '\n')
 	b = appendHex(append(b, "\tNode GUID: 0x"...), uint64(ca.NodeGUID), 16)
-	b = appendHex(append(b, "\n\tSystem image GUID: 0x"...), uint64(ca.SystemImageGUID), 16)
+	b = appendHex(append(b, "\n\tSystem image GUID: 0x"...), uint64(ca.SysImageGUID), 16)
 	b = append(b, '\n')
 	if short {
 		return b
@@ -300,12 +342,12 @@ func ibstatPort(b []byte, p *umad.CAPort, alone bool) []byte {
 	b = append(append(line(b, "State: "), ibstatName(ibstatStates, uint64(p.State))...), '\n')
 	b = append(append(line(b, "Physical state: "), ibstatName(ibstatPhys, uint64(p.PhysState))...), '\n')
 	b = append(ibstatAppendRate(line(b, "Rate: "), p), '\n')
-	b = append(strconv.AppendInt(line(b, "Base lid: "), int64(int32(p.BaseLID)), 10), '\n')
-	b = append(strconv.AppendInt(line(b, "LMC: "), int64(int32(p.LMC)), 10), '\n')
-	b = append(strconv.AppendInt(line(b, "SM lid: "), int64(int32(p.SMLID)), 10), '\n')
-	b = append(appendHex(line(b, "Capability mask: 0x"), uint64(p.CapMask), 8), '\n')
+	b = append(strconv.AppendInt(line(b, "Base lid: "), int64(int32(ibU32(p.LID))), 10), '\n')
+	b = append(strconv.AppendInt(line(b, "LMC: "), int64(int32(ibU32(p.LMC))), 10), '\n')
+	b = append(strconv.AppendInt(line(b, "SM lid: "), int64(int32(ibU32(p.SMLID))), 10), '\n')
+	b = append(appendHex(line(b, "Capability mask: 0x"), uint64(ibU32(p.CapMask)), 8), '\n')
 	b = append(appendHex(line(b, "Port GUID: 0x"), uint64(p.PortGUID), 16), '\n')
-	return append(append(line(b, "Link layer: "), p.LinkLayer...), '\n')
+	return append(append(line(b, "Link layer: "), ibLinkLayer(p)...), '\n')
 }
 
 // appendHex appends v in lower-case hex, zero-padded to width digits
@@ -325,19 +367,22 @@ func ibstatRate(p *umad.CAPort) string { return string(ibstatAppendRate(nil, p))
 
 func ibstatAppendRate(b []byte, p *umad.CAPort) []byte {
 	if ibstatIsFDR10(p) {
-		return append(strconv.AppendInt(b, int64(int32(p.Rate)), 10), " (FDR10)"...)
+		return append(strconv.AppendInt(b, int64(int32(ibRate(p))), 10), " (FDR10)"...)
 	}
-	if p.Rate == 2 {
+	if ibRate(p) == 2 {
 		return append(b, "2.5"...)
 	}
-	return strconv.AppendInt(b, int64(int32(p.Rate)), 10)
+	return strconv.AppendInt(b, int64(int32(ibRate(p))), 10)
 }
 
 // ibstatIsFDR10 is is_fdr10: the five characters before the first ')' of
 // the rate file (its first 31 bytes) are "fdr10", in any case. ibstat reads
 // the rate file again for it; the text read with the port is the same.
 func ibstatIsFDR10(p *umad.CAPort) bool {
-	b := p.RateText
+	if p.Rate == nil {
+		return false
+	}
+	b := p.Rate.Raw
 	if len(b) > 31 {
 		b = b[:31]
 	}
@@ -378,9 +423,9 @@ func ibstatJSONOf(cas []*umad.CA, devPort int, short bool) []ibstatJSONCA {
 	out := []ibstatJSONCA{}
 	for _, ca := range cas {
 		j := ibstatJSONCA{
-			Name: ca.Name, NodeType: ibstatName(ibstatNodeTypes, uint64(ca.NodeType)), Type: ca.Type,
-			NumPorts: ca.NumPorts, FirmwareVersion: ca.FirmwareVersion, HardwareVersion: ca.HardwareVersion,
-			NodeGUID: fmt.Sprintf("0x%016x", ca.NodeGUID), SystemImageGUID: fmt.Sprintf("0x%016x", ca.SystemImageGUID),
+			Name: ca.Name, NodeType: ibstatName(ibstatNodeTypes, uint64(ca.NodeType)), Type: ibStr(ca.HCAType),
+			NumPorts: ca.NumPorts(), FirmwareVersion: ibStr(ca.FWVersion), HardwareVersion: ibStr(ca.HWRev),
+			NodeGUID: fmt.Sprintf("0x%016x", ca.NodeGUID), SystemImageGUID: fmt.Sprintf("0x%016x", ca.SysImageGUID),
 		}
 		if !short {
 			for i, p := range ca.Ports {
@@ -390,9 +435,9 @@ func ibstatJSONOf(cas []*umad.CA, devPort int, short bool) []ibstatJSONCA {
 				j.Ports = append(j.Ports, ibstatJSONPort{
 					Port: p.Number, State: uint32(p.State), StateName: ibstatName(ibstatStates, uint64(p.State)),
 					PhysicalState: uint32(p.PhysState), PhysicalStateName: ibstatName(ibstatPhys, uint64(p.PhysState)),
-					Rate: ibstatRate(p), BaseLID: p.BaseLID, LMC: p.LMC, SMLID: p.SMLID,
-					CapabilityMask: fmt.Sprintf("0x%08x", p.CapMask), PortGUID: fmt.Sprintf("0x%016x", p.PortGUID),
-					LinkLayer: p.LinkLayer,
+					Rate: ibstatRate(p), BaseLID: ibU32(p.LID), LMC: ibU32(p.LMC), SMLID: ibU32(p.SMLID),
+					CapabilityMask: fmt.Sprintf("0x%08x", ibU32(p.CapMask)), PortGUID: fmt.Sprintf("0x%016x", p.PortGUID),
+					LinkLayer: ibLinkLayer(p),
 				})
 			}
 		}

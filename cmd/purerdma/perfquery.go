@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma"
 	"io"
 	"net/netip"
 	"os"
@@ -214,7 +215,7 @@ func runPerfquery(args []string, stdout, stderr io.Writer) error {
 		return exitError{2}
 	}
 	h := ibHost()
-	port, err := h.OpenPort(o.ca, o.port)
+	port, err := openUmadPort(h, o.ca, o.port)
 	if err != nil {
 		return perfqueryFail(stderr, err)
 	}
@@ -227,7 +228,7 @@ func runPerfquery(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return perfqueryFail(stderr, err)
 	}
-	agent, err := port.Register(uint8(umad.ClassPerfMgmt), umad.PerfClassVersion, umad.MethodMask{})
+	agent, err := port.Register(umad.ClassPerfMgmt, umad.PerfClassVersion, umad.MethodMask{})
 	if err != nil {
 		return perfqueryFail(stderr, err)
 	}
@@ -492,7 +493,7 @@ func perfqueryResolve(o *perfqueryOpts, local *umad.CAPort) (*perfqueryTarget, e
 	if t.port == 0 {
 		t.port = local.Number
 	}
-	roce := local.LinkLayer == "Ethernet"
+	roce := local.LinkLayer == rdma.LinkLayerEthernet
 	switch {
 	case o.dgid != "":
 		a, err := netip.ParseAddr(o.dgid)
@@ -512,7 +513,7 @@ func perfqueryResolve(o *perfqueryOpts, local *umad.CAPort) (*perfqueryTarget, e
 		binary.BigEndian.PutUint64(t.gid[:8], local.GIDPrefix)
 		binary.BigEndian.PutUint64(t.gid[8:], uint64(local.PortGUID))
 	default:
-		t.lid = uint16(local.BaseLID)
+		t.lid = uint16(ibU32(local.LID))
 	}
 	t.display = fmt.Sprintf("Lid %d", t.lid)
 	if t.grh {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/sysfs"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +74,7 @@ func TestPerfqueryArgs(t *testing.T) {
 	if err := run([]string{"purerdma", "perfquery", "-h"}, &out, &errb); err != nil || !strings.Contains(out.String(), "PortCountersExtended") {
 		t.Fatal(err)
 	}
-	local := &umad.CAPort{CA: "rxe0", Number: 1, LinkLayer: "Ethernet", GIDPrefix: 0xfe80 << 48, PortGUID: 0x0201}
+	local := &umad.CAPort{Port: sysfs.Port{CA: "rxe0", Number: 1, LinkLayer: rdma.LinkLayerEthernet}, GIDPrefix: 0xfe80 << 48, PortGUID: 0x0201}
 	tgt, err := perfqueryResolve(&perfqueryOpts{lid: -1}, local)
 	if err != nil || !tgt.grh || tgt.display != "Lid 0 Gid fe80::201" || tgt.port != 1 {
 		t.Fatalf("%+v %v", tgt, err)
@@ -80,7 +82,8 @@ func TestPerfqueryArgs(t *testing.T) {
 	if _, err := perfqueryResolve(&perfqueryOpts{lid: 3}, local); err == nil || !strings.Contains(err.Error(), "--dgid") {
 		t.Fatal(err)
 	}
-	ib := &umad.CAPort{CA: "mlx5_0", Number: 1, LinkLayer: "InfiniBand", BaseLID: 9}
+	lid9 := uint32(9)
+	ib := &umad.CAPort{Port: sysfs.Port{CA: "mlx5_0", Number: 1, LinkLayer: rdma.LinkLayerInfiniBand, LID: &lid9}}
 	if tgt, err := perfqueryResolve(&perfqueryOpts{lid: -1, dport: 2}, ib); err != nil || tgt.grh || tgt.lid != 9 || tgt.port != 2 || tgt.display != "Lid 9" {
 		t.Fatalf("%+v %v", tgt, err)
 	}

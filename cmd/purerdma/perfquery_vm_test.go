@@ -45,7 +45,7 @@ func TestVMPerfqueryNothingAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer silent.Close()
-	if _, err := silent.Register(uint8(umad.ClassPerfMgmt), 1, umad.MethodMaskOf(uint8(umad.MethodGet))); err != nil {
+	if _, err := silent.Register(umad.ClassPerfMgmt, 1, umad.MethodMaskOf(umad.MethodGet)); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
@@ -80,7 +80,7 @@ func TestVMPerfqueryAgainstAPMA(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pma.Close()
-	agent, err := pma.Register(uint8(umad.ClassPerfMgmt), 1, umad.MethodMaskOf(uint8(umad.MethodGet)))
+	agent, err := pma.Register(umad.ClassPerfMgmt, 1, umad.MethodMaskOf(umad.MethodGet))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/sysfs"
 	"io"
 	"os"
 	"strconv"
@@ -80,7 +82,7 @@ type smpClient struct {
 // openSMP opens the local port (ca, port as the C tools' -C and -P) and
 // registers a LID-routed and a directed-route SMP client.
 func openSMP(ca string, port int, timeout time.Duration, retries int) (*smpClient, error) {
-	p, err := ibHost().OpenPort(ca, port)
+	p, err := openUmadPort(ibHost(), ca, port)
 	if err != nil {
 		return nil, err
 	}
@@ -96,8 +98,8 @@ func openSMP(ca string, port int, timeout time.Duration, retries int) (*smpClien
 func newSMPClient(p *umad.Port, timeout time.Duration, retries int) (*smpClient, error) {
 	c := &smpClient{port: p, pkt: umad.NewPacket(), timeout: timeout, retries: retries}
 	var err error
-	if c.lid, err = p.Register(uint8(umad.ClassSubnMgmt), 1, umad.MethodMask{}); err == nil {
-		c.dr, err = p.Register(uint8(umad.ClassSubnMgmtDirectedRoute), 1, umad.MethodMask{})
+	if c.lid, err = p.Register(umad.ClassSubnMgmt, 1, umad.MethodMask{}); err == nil {
+		c.dr, err = p.Register(umad.ClassSubnMgmtDirectedRoute, 1, umad.MethodMask{})
 	}
 	return c, err
 }
@@ -122,9 +124,9 @@ func localPort(h *umad.Host, p *umad.Port, timeout time.Duration, retries int) (
 	if err != nil {
 		return nil, fmt.Errorf("can't resolve self port: %w", err)
 	}
-	return &umad.CAPort{CA: p.CA(), Number: int(pi[28]), LinkLayer: "InfiniBand",
-		BaseLID: uint32(binary.BigEndian.Uint16(pi[16:18])), SMLID: uint32(binary.BigEndian.Uint16(pi[18:20])),
-		State: 4}, nil
+	lid, smLID := uint32(binary.BigEndian.Uint16(pi[16:18])), uint32(binary.BigEndian.Uint16(pi[18:20]))
+	return &umad.CAPort{Port: sysfs.Port{CA: p.CA(), Number: int(pi[28]), LinkLayer: rdma.LinkLayerInfiniBand,
+		LID: &lid, SMLID: &smLID, State: rdma.PortActive}}, nil
 }
 
 func (c *smpClient) Close() error { return c.port.Close() }

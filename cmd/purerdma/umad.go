@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma"
 	"io"
 	"net/netip"
 	"os"
@@ -173,7 +174,7 @@ func runUmadTool(args []string, stdout, stderr io.Writer) error {
 		return exitError{2}
 	}
 	h := ibHost()
-	port, err := h.OpenPort(o.ca, o.port)
+	port, err := openUmadPort(h, o.ca, o.port)
 	if err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func umadTextData(d []byte) string {
 }
 
 func umadServe(port *umad.Port, o *umadToolOpts, stdout io.Writer) error {
-	agent, err := port.RegisterOUI(o.class, 0, o.oui, umad.MethodMaskOf(o.method))
+	agent, err := port.RegisterOUI(umad.MgmtClass(o.class), 0, o.oui, umad.MethodMaskOf(umad.Method(o.method)))
 	if err != nil {
 		return err
 	}
@@ -295,14 +296,14 @@ func (r *umadTIDRing) has(tid uint64) bool {
 }
 
 func umadSend(port *umad.Port, local *umad.CAPort, o *umadToolOpts, stdout io.Writer) error {
-	agent, err := port.RegisterOUI(o.class, 0, o.oui, umad.MethodMask{})
+	agent, err := port.RegisterOUI(umad.MgmtClass(o.class), 0, o.oui, umad.MethodMask{})
 	if err != nil {
 		return err
 	}
 	pkt := umad.NewPacket()
 	var addr umad.Addr
 	addr.QPN, addr.QKey = 1, umad.QP1QKey
-	roce := local.LinkLayer == "Ethernet"
+	roce := local.LinkLayer == rdma.LinkLayerEthernet
 	switch {
 	case o.dgid != "":
 		a, err := netip.ParseAddr(o.dgid)
@@ -322,7 +323,7 @@ func umadSend(port *umad.Port, local *umad.CAPort, o *umadToolOpts, stdout io.Wr
 	case o.dlid >= 0:
 		addr.LID = uint16(o.dlid)
 	case !addr.GRHPresent:
-		addr.LID = uint16(local.BaseLID)
+		addr.LID = uint16(ibU32(local.LID))
 	}
 	var rtts time.Duration
 	var m umad.VendorMAD

@@ -23,7 +23,7 @@ func main() {
 	}
 	for _, ca := range cas {
 		for _, p := range ca.Ports {
-			fmt.Printf("%s port %d: %s, %s\n", ca.Name, p.Number, p.State, p.UmadLinkLayer())
+			fmt.Printf("%s port %d: %s, %s\n", ca.Name, p.Number, p.State, p.LinkLayer)
 		}
 	}
 

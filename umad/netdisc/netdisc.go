@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/purerdma/rdma/internal/errs"
@@ -146,7 +147,12 @@ type linkEnd struct {
 // or an ibsim port, umad.OpenSimPort). SMPs that time out leave out
 // what lies behind them, as libibnetdisc does; the error is for the
 // local node not answering, ctx, and the port.
+//
+// A nil ctx or port is refused with an error matching syscall.EINVAL.
 func Discover(ctx context.Context, p *umad.Port, o Options) (*Fabric, error) {
+	if ctx == nil || p == nil {
+		return nil, errs.New("discover", p.String(), fmt.Errorf("nil context or port: %w", syscall.EINVAL))
+	}
 	if o.MaxOutstanding <= 0 {
 		o.MaxOutstanding = 64
 	}
@@ -161,7 +167,7 @@ func Discover(ctx context.Context, p *umad.Port, o Options) (*Fabric, error) {
 	if o.MaxHops <= 0 || o.MaxHops > maxHops {
 		o.MaxHops = maxHops
 	}
-	agent, err := p.Register(uint8(umad.ClassSubnMgmtDirectedRoute), 1, umad.MethodMask{})
+	agent, err := p.Register(umad.ClassSubnMgmtDirectedRoute, 1, umad.MethodMask{})
 	if err != nil {
 		return nil, errs.New("discover", p.String(), err)
 	}

@@ -2,9 +2,12 @@ package netdisc
 
 import (
 	"context"
+	"errors"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
 	"github.com/purerdma/rdma/umad"
 )
@@ -62,5 +65,18 @@ func TestDiscoverSmall(t *testing.T) {
 	cancel()
 	if _, err := Discover(ctx, p, Options{}); err == nil {
 		t.Error("a cancelled context discovered")
+	}
+}
+
+// TestDiscoverNil: a nil port or context is EINVAL, not a panic.
+func TestDiscoverNil(t *testing.T) {
+	var rerr *rdma.Error
+	if _, err := Discover(context.Background(), nil, Options{}); !errors.Is(err, syscall.EINVAL) || !errors.As(err, &rerr) {
+		t.Errorf("nil port: %v", err)
+	}
+	var ctx context.Context
+	p := new(umad.Port) // never opened: the context is checked first
+	if _, err := Discover(ctx, p, Options{}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("nil context: %v", err)
 	}
 }

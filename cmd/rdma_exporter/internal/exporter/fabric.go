@@ -185,7 +185,7 @@ func guidLabel(g uint64) string { return fmt.Sprintf("0x%016x", g) }
 // readPMA reads PortCounters and PortCountersExtended of every target,
 // window MADs in flight, and returns how many targets lack an answer.
 func readPMA(ctx context.Context, p *umad.Port, targets []*pmaTarget, window int, timeout time.Duration, retries int) (int, error) {
-	agent, err := p.Register(uint8(umad.ClassPerfMgmt), umad.PerfClassVersion, umad.MethodMask{})
+	agent, err := p.Register(umad.ClassPerfMgmt, umad.PerfClassVersion, umad.MethodMask{})
 	if err != nil {
 		return 0, err
 	}

@@ -49,4 +49,14 @@ func TestFabricMode(t *testing.T) {
 	if len(m["infiniband_switch_info"]) != 2 || len(m["infiniband_hca_info"]) != 4 {
 		t.Errorf("info: %d switches, %d HCAs", len(m["infiniband_switch_info"]), len(m["infiniband_hca_info"]))
 	}
+	// --collector.fabric's port: PURERDMA_IBSIM names the ibsim node.
+	t.Setenv(envIBSim, f.Sock+":Hca2")
+	p, err := openFabricPort("nosuch", 9)
+	if err != nil {
+		t.Fatalf("openFabricPort with %s: %v", envIBSim, err)
+	}
+	if p.CA() != "Hca2" {
+		t.Errorf("openFabricPort with %s=%s:Hca2: CA %q", envIBSim, f.Sock, p.CA())
+	}
+	p.Close()
 }

@@ -66,7 +66,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if *fabric {
 		ca, port := *fabricCA, *fabricPort
-		cfg.Fabric = &FabricConfig{Open: func() (*umad.Port, error) { return umad.OpenPort(ca, port) }}
+		cfg.Fabric = &FabricConfig{Open: func() (*umad.Port, error) { return openFabricPort(ca, port) }}
 	}
 	if *flowsFile != "" {
 		f, err := os.Open(*flowsFile)
