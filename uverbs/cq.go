@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/purerdma/rdma/internal/errs"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
@@ -216,8 +216,8 @@ func (cq *CQ) Context() *Context {
 	return cq.c
 }
 
-func (cq *CQ) stage() ucontext.Stage { return ucontext.StageCQ }
-func (cq *CQ) seq() uint64           { return cq.seqV }
+func (cq *CQ) stage() verbs.Stage { return verbs.StageCQ }
+func (cq *CQ) seq() uint64        { return cq.seqV }
 
 // ReqNotify arms the CQ so the next completion (the next solicited one
 // with solicitedOnly) produces an event on its completion channel, like
@@ -342,8 +342,8 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 	return ch, nil
 }
 
-func (ch *CompChannel) stage() ucontext.Stage { return ucontext.StageChannel }
-func (ch *CompChannel) seq() uint64           { return ch.seqV }
+func (ch *CompChannel) stage() verbs.Stage { return verbs.StageChannel }
+func (ch *CompChannel) seq() uint64        { return ch.seqV }
 
 // GetEvent waits for the next completion event, like ibv_get_cq_event,
 // and returns the CQ it is for. It returns when an event arrives, ctx is

@@ -14,6 +14,7 @@ import (
 	"github.com/purerdma/rdma/internal/errs"
 
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/internal/verbs"
 )
 
 // KernelABIVersion is the uverbs ABI this package speaks
@@ -39,8 +40,11 @@ type Options struct {
 	// with ErrNotSupported.
 	Generic bool
 
-	// open replaces sys.Open (tests: a fake kernel behind the path).
-	open func(path string) (*sys.FD, error)
+	// Opener opens the device files in place of open(2). It is for the
+	// unit tests of this module, which put a fake kernel behind the
+	// device node; code outside the module can leave it only as it is,
+	// the zero value (open(2)): only internal/verbs makes others.
+	Opener verbs.Opener
 }
 
 func (o *Options) sysfs() string {
@@ -59,11 +63,11 @@ func (o *Options) devDir() string {
 
 func (o *Options) useNetlink() bool { return o.sysfs() == "/sys" }
 
-func (o *Options) openFile(path string) (*sys.FD, error) {
-	if o != nil && o.open != nil {
-		return o.open(path)
+func (o *Options) opener() verbs.Opener {
+	if o == nil {
+		return verbs.Opener{}
 	}
-	return sys.Open(path, syscall.O_RDWR)
+	return o.Opener
 }
 
 // Device describes one RDMA device with a uverbs node: what

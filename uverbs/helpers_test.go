@@ -13,6 +13,7 @@ import (
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/internal/sys/systest"
 	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
+	"github.com/purerdma/rdma/internal/verbs"
 )
 
 func TestMain(m *testing.M) { os.Exit(systest.Main(m)) }
@@ -65,13 +66,13 @@ func newBed(t testing.TB, devs ...*fakekernel.Verbs) *bed {
 		paths[filepath.Join("/dev/infiniband", node)] = v
 		b.devs[v.Name] = v
 	}
-	b.opts = &Options{SysfsRoot: root, open: func(path string) (*sys.FD, error) {
+	b.opts = &Options{SysfsRoot: root, Opener: verbs.NewOpener(func(path string) (*sys.FD, error) {
 		v := paths[path]
 		if v == nil {
 			return nil, &os.PathError{Op: "open", Path: path, Err: syscall.ENOENT}
 		}
 		return v.Kernel().Open(), nil
-	}}
+	})}
 	return b
 }
 

@@ -6,7 +6,7 @@ import (
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/internal/sys"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 )
 
 // MR is a registered memory region (struct ibv_mr): memory the device may
@@ -204,8 +204,8 @@ func (mr *MR) SGE(off, n int) (SGE, bool) {
 	return SGE{Addr: addrOf(mr.buf) + uint64(off), Length: uint32(n), LKey: mr.lkey}, true
 }
 
-func (mr *MR) stage() ucontext.Stage { return ucontext.StageMR }
-func (mr *MR) seq() uint64           { return mr.seqV }
+func (mr *MR) stage() verbs.Stage { return verbs.StageMR }
+func (mr *MR) seq() uint64        { return mr.seqV }
 
 // Close deregisters the MR, like ibv_dereg_mr (UVERBS_METHOD_MR_DESTROY),
 // then unmaps the memory when AllocMR mapped it. Closing a closed MR, or

@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/purerdma/rdma/internal/errs"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 
 	"github.com/purerdma/rdma/abi"
 )
@@ -289,8 +289,8 @@ func (qp *QP) Context() *Context {
 	return qp.c
 }
 
-func (qp *QP) stage() ucontext.Stage { return ucontext.StageQP }
-func (qp *QP) seq() uint64           { return qp.seqV }
+func (qp *QP) stage() verbs.Stage { return verbs.StageQP }
+func (qp *QP) seq() uint64        { return qp.seqV }
 
 // Close destroys the QP, like ibv_destroy_qp (UVERBS_METHOD_QP_DESTROY),
 // and releases its memory. Closing a closed QP, or one whose Context was
