@@ -169,10 +169,17 @@ func (mr *MR) Access() AccessFlags {
 	return mr.access
 }
 
-// Buf returns the registered memory. It stays valid until Close (for
-// AllocMR's memory) and must not be used after it.
+// Buf returns the registered memory, or nil once the MR was closed (by its
+// Close or its Context's): AllocMR's memory is then unmapped, and a write
+// through a slice kept from before is a fault the program cannot recover
+// from, so do not keep the slice past Close.
 func (mr *MR) Buf() []byte {
 	if mr == nil {
+		return nil
+	}
+	mr.mu.RLock()
+	defer mr.mu.RUnlock()
+	if mr.destroyed {
 		return nil
 	}
 	return mr.buf
