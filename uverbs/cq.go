@@ -150,7 +150,7 @@ func (c *Context) createCQ(cq *CQ, attr CQAttr) error {
 	}
 	x.add(r)
 	if err := c.do(r); err != nil {
-		d.release()
+		err = d.createFailed(err)
 		if errors.Is(err, syscall.EINVAL) {
 			// Name the limit the kernel does not: ib_uverbs_create_cq
 			// (uverbs_std_types_cq.c) and the drivers refuse more than
@@ -161,6 +161,7 @@ func (c *Context) createCQ(cq *CQ, attr CQAttr) error {
 		}
 		return c.err(op, err)
 	}
+	d.created()
 	cq.handle, _ = r.Created(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)
 	cq.cqe = int(*respCQE)
 	if err := c.prov.cqCreated(c, d, x); err != nil {

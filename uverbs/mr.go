@@ -1,7 +1,10 @@
 package uverbs
 
 import (
+	"errors"
 	"fmt"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/errs"
@@ -37,7 +40,9 @@ type MR struct {
 //
 // Errors: an *Error wrapping EINVAL for a length below 1 or a missing
 // AccessLocalWrite (checked first), ENOMEM from mmap, or the kernel's
-// errno; os.ErrClosed after Close.
+// errno; os.ErrClosed after Close. The kernel pins the memory and refuses
+// (ENOMEM) past the process's RLIMIT_MEMLOCK unless it has CAP_IPC_LOCK;
+// the message then names the limit and how to raise it (ulimit -l).
 func (pd *PD) AllocMR(length int, access AccessFlags) (*MR, error) {
 	const op = "reg mr"
 	if pd == nil {
@@ -80,7 +85,8 @@ func (pd *PD) AllocMR(length int, access AccessFlags) (*MR, error) {
 //
 // Errors: an *Error wrapping EINVAL for an empty buf, memory the library
 // did not map (the message says why) or a missing AccessLocalWrite; the
-// kernel's errno otherwise; os.ErrClosed after Close.
+// kernel's errno otherwise (ENOMEM past RLIMIT_MEMLOCK, as for AllocMR);
+// os.ErrClosed after Close.
 func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 	const op = "reg mr"
 	if pd == nil {
@@ -124,8 +130,9 @@ func (pd *PD) regLocked(op string, buf []byte, access AccessFlags) (*MR, error) 
 	req := &abi.IbUverbsRegMr{Response: addrOf(bytesOf(resp)), Start: a, Length: uint64(len(buf)),
 		HcaVa: a, PdHandle: pd.handle, AccessFlags: uint32(access)}
 	if err := c.invokeWrite(abi.IB_USER_VERBS_CMD_REG_MR, bytesOf(req), bytesOf(resp), nil, nil); err != nil {
-		return nil, c.err(op, err)
+		return nil, c.err(op, memlockHint(err, pinnedBytes(buf)))
 	}
+	pinned.Add(pinnedBytes(buf))
 	mr := &MR{c: c, pd: pd, handle: resp.MrHandle, lkey: resp.Lkey, rkey: resp.Rkey, access: access, buf: buf}
 	c.objMu.Lock()
 	mr.seqV = c.nextSeqLocked()
@@ -234,9 +241,44 @@ func (mr *MR) destroyLocked(bool) error {
 			Handle(abi.UVERBS_ATTR_DESTROY_MR_HANDLE, mr.handle))
 	}, func() {
 		// Only now may the memory go: the device no longer knows it.
+		pinned.Add(-pinnedBytes(mr.buf))
 		if mr.owned {
 			c.maps.Unmap(mr.buf)
 		}
 		c.untrack(mr, 0)
 	})
+}
+
+// pinned counts the bytes (whole pages) the live MRs of this process pin:
+// what the kernel counts in the process's pinned_vm for them.
+var pinned atomic.Int64
+
+// pinnedBytes is how much memory registering b pins: the whole pages it
+// touches.
+func pinnedBytes(b []byte) int64 {
+	a := addrOf(b)
+	page := uint64(sys.PageSize)
+	return int64((a+uint64(len(b))+page-1)&^(page-1) - a&^(page-1))
+}
+
+// memlockHint explains a registration of n bytes that failed with ENOMEM
+// or EPERM when RLIMIT_MEMLOCK is what it crossed: ib_umem_get refuses to
+// pin more than the limit for a process without CAP_IPC_LOCK (ENOMEM;
+// older kernels and some drivers answer EPERM). Other errors, and those
+// the limit does not explain, are returned as they are.
+func memlockHint(err error, n int64) error {
+	if !errors.Is(err, syscall.ENOMEM) && !errors.Is(err, syscall.EPERM) {
+		return err
+	}
+	limit, ok := sys.MemlockLimit()
+	if !ok {
+		return err
+	}
+	held := pinned.Load()
+	if uint64(held+n) <= limit {
+		return err
+	}
+	return fmt.Errorf("pinning %d bytes more (%d already pinned by this process's MRs) exceeds RLIMIT_MEMLOCK, %d bytes: "+
+		"raise it (ulimit -l, LimitMEMLOCK= in a systemd unit, memlock in /etc/security/limits.conf) or run with CAP_IPC_LOCK: %w",
+		n, held, limit, err)
 }

@@ -211,9 +211,9 @@ func (pd *PD) createQP(qp *QP, attr QPInitAttr) error {
 		Out(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, bytesOf(qpn))
 	x.add(r)
 	if err := c.do(r); err != nil {
-		d.release()
-		return c.err(op, err)
+		return c.err(op, d.createFailed(err))
 	}
+	d.created()
 	qp.handle, _ = r.Created(abi.UVERBS_ATTR_CREATE_QP_HANDLE)
 	qp.num = *qpn
 	qp.cap = QPCap{MaxSendWR: capOut.MaxSendWr, MaxRecvWR: capOut.MaxRecvWr,
