@@ -318,7 +318,7 @@ func (cs *Object) explainRead(err error, n int) error {
 // kernel's errno otherwise. A removed device (EIO) counts as success.
 func (cs *Object) Close() error {
 	if cs == nil {
-		return nil
+		return errs.New("destroy counters", "", errArg("nil counters"))
 	}
 	return cs.b.Own.Close()
 }

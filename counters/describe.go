@@ -141,7 +141,7 @@ func (s *Set) Read(dst []uint64) error {
 // more than once.
 func (s *Set) Close() error {
 	if s == nil {
-		return nil
+		return errs.New("close counter set", "", errArg("nil counter set"))
 	}
 	s.read = nil
 	if s.close == nil {

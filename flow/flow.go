@@ -218,7 +218,7 @@ func (f *Flow) QP() *uverbs.QP {
 // counts as success.
 func (f *Flow) Close() error {
 	if f == nil {
-		return nil
+		return errs.New("destroy flow", "", errArg("nil flow"))
 	}
 	return f.own.Close()
 }

@@ -87,7 +87,7 @@ func (ah *AH) seq() uint64        { return ah.seqV }
 // Errors: an *Error wrapping the kernel's errno.
 func (ah *AH) Close() error {
 	if ah == nil {
-		return nil
+		return errs.New("destroy ah", "", errNil)
 	}
 	return closeObject(ah.c, "destroy ah", ah)
 }

@@ -347,7 +347,7 @@ func (c *Context) newUserHandle() uint64 { return c.nextUH.Add(1) }
 // everything is released anyway.
 func (c *Context) Close() error {
 	if c == nil {
-		return nil
+		return errs.New("close", "", errNil)
 	}
 	var first error
 	c.core.Close(func() { first = c.teardown() })

@@ -264,7 +264,7 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // then stays usable.
 func (cq *CQ) Close() error {
 	if cq == nil {
-		return nil
+		return errs.New("destroy cq", "", errNil)
 	}
 	return closeObject(cq.c, "destroy cq", cq)
 }
@@ -380,7 +380,7 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 // Errors: an *Error wrapping EBUSY while CQs still use the channel.
 func (ch *CompChannel) Close() error {
 	if ch == nil {
-		return nil
+		return errs.New("destroy completion channel", "", errNil)
 	}
 	if err := ch.c.enter("destroy completion channel"); err != nil {
 		return nil

@@ -85,4 +85,7 @@
 // ErrNotSupported (EPROTONOSUPPORT, EOPNOTSUPP, ENOTSUP), os.ErrClosed.
 // Invalid arguments wrap syscall.EINVAL and are reported before any system
 // call.
+// A nil pointer is an invalid argument too: every method of one returns an
+// error wrapping EINVAL (Close included), or zero values where the method
+// returns no error; none panics.
 package uverbs

@@ -229,7 +229,7 @@ func (mr *MR) seq() uint64        { return mr.seqV }
 // window is bound to it); the MR then stays registered.
 func (mr *MR) Close() error {
 	if mr == nil {
-		return nil
+		return errs.New("dereg mr", "", errNil)
 	}
 	return closeObject(mr.c, "dereg mr", mr)
 }

@@ -105,7 +105,7 @@ func (pd *PD) seq() uint64        { return pd.seqV }
 // the PD; the PD then stays usable.
 func (pd *PD) Close() error {
 	if pd == nil {
-		return nil
+		return errs.New("dealloc pd", "", errNil)
 	}
 	return closeObject(pd.c, "dealloc pd", pd)
 }

@@ -300,7 +300,7 @@ func (qp *QP) seq() uint64        { return qp.seqV }
 // still use the QP; the QP then stays usable.
 func (qp *QP) Close() error {
 	if qp == nil {
-		return nil
+		return errs.New("destroy qp", "", errNil)
 	}
 	return closeObject(qp.c, "destroy qp", qp)
 }

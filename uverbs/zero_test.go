@@ -15,3 +15,12 @@ func TestZeroValues(t *testing.T) {
 		new(AsyncEvent), new(Device), new(GIDEntry), new(DeviceAttr), new(PortAttr), new(QPAttr),
 		(*Context)(nil), (*PD)(nil), (*CQ)(nil), (*QP)(nil), (*CompChannel)(nil), (*verbs.Owned)(nil), (*verbs.Core)(nil), (*verbs.Binding)(nil))
 }
+
+// TestNilReceivers: every exported method of a nil pointer answers an
+// error matching EINVAL (or zero values, where it returns no error), never
+// a panic.
+func TestNilReceivers(t *testing.T) {
+	zerotest.NilEINVAL(t, nil,
+		(*Context)(nil), (*PD)(nil), (*CQ)(nil), (*QP)(nil), (*AH)(nil), (*MR)(nil), (*CompChannel)(nil),
+		(*Options)(nil))
+}
