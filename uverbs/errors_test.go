@@ -131,7 +131,7 @@ func TestUnknownDriver(t *testing.T) {
 	// A driver ABI version the provider does not know.
 	v2 := rxe0()
 	b2 := newBed(t, v2)
-	os.WriteFile(b2.opts.SysfsRoot+"/class/infiniband_verbs/uverbs0/abi_version", []byte("3\n"), 0o644)
+	os.WriteFile(b2.opts.Sysfs.Root()+"/class/infiniband_verbs/uverbs0/abi_version", []byte("3\n"), 0o644)
 	if _, err := Open("rxe0", b2.opts); !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), "ABI version 3") {
 		t.Errorf("Open with driver ABI 3: %v", err)
 	}
