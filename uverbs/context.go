@@ -24,7 +24,9 @@ import (
 // left, in dependency order. A Context and its objects are safe for
 // concurrent use.
 type Context struct {
-	dev  Device
+	dev Device
+	// fd, api and drv are set once by Open and never change; core holds
+	// the same values (verbs.Core.Init) for counters and flow.
 	fd   *sys.FD
 	api  *abi.API
 	drv  uint32
