@@ -86,8 +86,8 @@ type Object struct {
 
 // Binding returns the object's binding state, for this module's package
 // flow, whose count action binds the object. Code outside the module
-// cannot call it: its argument's type is internal. It returns nil for a
-// nil Object.
+// cannot call it (short of reflection): its argument's type is internal.
+// It returns nil for a nil Object.
 func (cs *Object) Binding(verbs.Seal) *verbs.Binding {
 	if cs == nil {
 		return nil

@@ -246,8 +246,8 @@ func (c *Context) leave() { c.core.Release() }
 
 // Core returns the context's core, for this module's packages counters
 // and flow, which create objects on the context through it. Code outside
-// the module cannot call it: its argument's type is internal. It returns
-// nil for a nil Context.
+// the module cannot call it (short of reflection): its argument's type is
+// internal. It returns nil for a nil Context.
 func (c *Context) Core(verbs.Seal) *verbs.Core {
 	if c == nil {
 		return nil
