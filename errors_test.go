@@ -78,7 +78,7 @@ func TestOneErrorType(t *testing.T) {
 	add("sysfs.Port of no CA", second(fs.Port("nosuch", 1)))
 	add("umad.OpenPort of no CA", second(host.OpenPort("nosuch", 1)))
 	add("umad.LookupCA of no CA", second(host.LookupCA("nosuch")))
-	add("counters.Describe of no device", second(counters.DescribeWith("nosuch", &counters.Options{SysfsRoot: empty})))
+	add("counters.Describe of no device", second(counters.DescribeWith("nosuch", &counters.Options{Sysfs: fs})))
 
 	for name, err := range cases {
 		var e *rdma.Error

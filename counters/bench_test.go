@@ -98,7 +98,7 @@ const mlx5Fixture = "../sysfs/testdata/mlx5-eth"
 const rxeFixture = "../sysfs/testdata/rxe-6.1"
 
 func portSet(tb testing.TB, root, dev string, src counters.Source) *counters.Set {
-	sets, err := counters.DescribeWith(dev, &counters.Options{SysfsRoot: root, NoNetlink: true})
+	sets, err := counters.DescribeWith(dev, &counters.Options{Sysfs: fsAt(tb, root), NoNetlink: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -8,11 +8,9 @@ import (
 	"unsafe"
 
 	"github.com/purerdma/rdma"
-	"github.com/purerdma/rdma/internal/ucontext"
-
 	"github.com/purerdma/rdma/abi"
-	"github.com/purerdma/rdma/internal/countbind"
 	"github.com/purerdma/rdma/internal/errs"
+	"github.com/purerdma/rdma/internal/verbs"
 	"github.com/purerdma/rdma/uverbs"
 )
 
@@ -75,27 +73,26 @@ type Target interface {
 // Object is a verbs counters object (struct ibv_counters) with its
 // counter points and its binding state.
 type Object struct {
-	c      *uverbs.Context
-	handle uint32
+	c *uverbs.Context
 
-	// own's lock guards what follows and the destruction; it is taken
-	// after the context's Hold and held across the creation of a flow
-	// that binds the object.
-	own    *ucontext.Owned
-	points []abi.Mlx5IbFlowCountersDesc // in attach order
-	flows  int                          // live flows bound through this package (rdma-core's refcount)
-	req    *abi.Request                 // the READ request, reused
-	pairs  []abi.Mlx5IbFlowCountersDesc // the pairs of the bind in progress
+	// b is the binding state flow's count action uses (Binding): the
+	// context's core, the handle, the lifecycle, the counter points and
+	// the bound flows. b.Own's lock guards the points, the bound flows,
+	// req and the destruction; it is taken after the context's Hold and
+	// held across the creation of a flow that binds the object.
+	b   verbs.Binding
+	req *abi.Request // the READ request, reused
 }
 
-func init() {
-	countbind.Of = func(x any) countbind.Binder {
-		cs, _ := x.(*Object)
-		if cs == nil {
-			return nil
-		}
-		return binder{cs}
+// Binding returns the object's binding state, for this module's package
+// flow, whose count action binds the object. Code outside the module
+// cannot call it (short of reflection): its argument's type is internal.
+// It returns nil for a nil Object.
+func (cs *Object) Binding(verbs.Seal) *verbs.Binding {
+	if cs == nil {
+		return nil
 	}
+	return &cs.b
 }
 
 // Create creates a counters object on the context, like
@@ -118,13 +115,14 @@ func Create(c *uverbs.Context, attr *InitAttr) (*Object, error) {
 	if attr != nil && attr.CompMask != 0 {
 		return fail(fmt.Errorf("comp_mask %#x: no bit is defined: %w", attr.CompMask, syscall.EOPNOTSUPP))
 	}
-	if err := ucontext.Hold(c, op); err != nil {
+	core := c.Core(verbs.Seal{})
+	if err := core.Hold(op); err != nil {
 		return fail(os.ErrClosed)
 	}
-	defer ucontext.Release(c)
-	r := abi.NewRequest(ucontext.API(c), uint32(c.DriverID()), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE).
+	defer core.Release()
+	r := core.NewRequest(abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_CREATE).
 		NewHandle(abi.UVERBS_ATTR_CREATE_COUNTERS_HANDLE)
-	if err := ucontext.InvokeHeld(c, r); err != nil {
+	if err := core.InvokeHeld(r); err != nil {
 		err = errnoOf(err)
 		if errs.Is(err, ErrNotSupported) {
 			err = fmt.Errorf("the %s driver has no verbs counters: %w", dev.DriverID, err)
@@ -135,14 +133,14 @@ func Create(c *uverbs.Context, attr *InitAttr) (*Object, error) {
 	if err != nil {
 		return fail(err)
 	}
-	cs := &Object{c: c, handle: h}
+	cs := &Object{c: c, b: verbs.Binding{Core: core, Handle: h}}
 	if c.DriverID() != rdma.DriverMLX5 {
 		// A kernel newer than 6.12 with counters on another driver: how
 		// that driver takes counter points is unknown here.
-		cs.destroy(func(r *abi.Request) error { return ucontext.InvokeHeld(c, r) })
+		cs.destroy(core.InvokeHeld)
 		return fail(fmt.Errorf("purerdma binds counters only on mlx5, not on the %s driver: %w", dev.DriverID, syscall.EOPNOTSUPP))
 	}
-	cs.own = ucontext.Own(c, ucontext.StageCounters, "destroy counters", cs.destroy)
+	cs.b.Own = core.Own(verbs.StageCounters, "destroy counters", cs.destroy)
 	return cs, nil
 }
 
@@ -151,7 +149,7 @@ func (cs *Object) Handle() uint32 {
 	if cs == nil {
 		return 0
 	}
-	return cs.handle
+	return cs.b.Handle
 }
 
 // Context returns the context the object was created on.
@@ -167,10 +165,10 @@ func (cs *Object) Points() []AttachAttr {
 	if cs == nil {
 		return nil
 	}
-	cs.own.Lock()
-	defer cs.own.Unlock()
-	out := make([]AttachAttr, len(cs.points))
-	for i, p := range cs.points {
+	cs.b.Own.Lock()
+	defer cs.b.Own.Unlock()
+	out := make([]AttachAttr, len(cs.b.Points))
+	for i, p := range cs.b.Points {
 		out[i] = AttachAttr{Desc: Description(p.Description), Index: p.Index}
 	}
 	return out
@@ -182,9 +180,9 @@ func (cs *Object) Bound() int {
 	if cs == nil {
 		return 0
 	}
-	cs.own.Lock()
-	defer cs.own.Unlock()
-	return cs.flows
+	cs.b.Own.Lock()
+	defer cs.b.Own.Unlock()
+	return cs.b.Flows
 }
 
 // Attach adds a counter point, like ibv_attach_counters_point_flow: the
@@ -228,15 +226,15 @@ func (cs *Object) Attach(attr AttachAttr, obj Target) error {
 	if attr.Index >= MaxValues {
 		return fail(errArg("index %d: a read returns at most %d values", attr.Index, MaxValues))
 	}
-	cs.own.Lock()
-	defer cs.own.Unlock()
-	if cs.own.Destroyed() {
+	cs.b.Own.Lock()
+	defer cs.b.Own.Unlock()
+	if cs.b.Own.Destroyed() {
 		return fail(os.ErrClosed)
 	}
-	if cs.flows > 0 {
-		return fail(fmt.Errorf("the counters object is bound statically to %d flow(s); no attach until none is left: %w", cs.flows, syscall.EBUSY))
+	if cs.b.Flows > 0 {
+		return fail(fmt.Errorf("the counters object is bound statically to %d flow(s); no attach until none is left: %w", cs.b.Flows, syscall.EBUSY))
 	}
-	cs.points = append(cs.points, abi.Mlx5IbFlowCountersDesc{Description: uint32(attr.Desc), Index: attr.Index})
+	cs.b.Points = append(cs.b.Points, abi.Mlx5IbFlowCountersDesc{Description: uint32(attr.Desc), Index: attr.Index})
 	return nil
 }
 
@@ -262,29 +260,29 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 	if cs == nil || cs.c == nil {
 		return errs.New(op, "", errArg("nil counters, or not made by Create"))
 	}
-	c := cs.c
-	if err := ucontext.Hold(c, op); err != nil {
+	c, core := cs.c, cs.b.Core
+	if err := core.Hold(op); err != nil {
 		return errs.New(op, c.Device().Name, os.ErrClosed)
 	}
-	defer ucontext.Release(c)
-	cs.own.Lock()
-	defer cs.own.Unlock()
-	if cs.own.Destroyed() {
+	defer core.Release()
+	cs.b.Own.Lock()
+	defer cs.b.Own.Unlock()
+	if cs.b.Own.Destroyed() {
 		return errs.New(op, c.Device().Name, os.ErrClosed)
 	}
 	if cs.req == nil {
-		cs.req = abi.NewRequest(ucontext.API(c), uint32(c.DriverID()), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
+		cs.req = core.NewRequest(abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
 	} else {
-		cs.req.Reset(ucontext.API(c), uint32(c.DriverID()), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
+		cs.req.Reset(core.API(), core.Driver(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
 	}
 	var buf []byte
 	if len(values) > 0 {
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*8)
 	}
-	cs.req.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.handle).
+	cs.req.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.b.Handle).
 		Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, buf).
 		Flags32(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, uint32(flags))
-	if err := ucontext.InvokeHeld(c, cs.req); err != nil {
+	if err := core.InvokeHeld(cs.req); err != nil {
 		return errs.New(op, c.Device().Name, cs.explainRead(errnoOf(err), len(values)))
 	}
 	return nil
@@ -297,13 +295,13 @@ func (cs *Object) explainRead(err error, n int) error {
 		return err
 	}
 	need := 0
-	for _, p := range cs.points {
+	for _, p := range cs.b.Points {
 		need = max(need, int(p.Index)+1)
 	}
 	switch {
 	case n > MaxValues:
 		return fmt.Errorf("%d values: a read returns at most %d: %w", n, MaxValues, err)
-	case cs.flows == 0:
+	case cs.b.Flows == 0:
 		return fmt.Errorf("the object is not bound to a flow: it is readable only while a flow counts into it: %w", err)
 	case n < need:
 		return fmt.Errorf("room for %d values, the counter points need %d (largest index + 1): %w", n, need, err)
@@ -320,21 +318,21 @@ func (cs *Object) explainRead(err error, n int) error {
 // kernel's errno otherwise. A removed device (EIO) counts as success.
 func (cs *Object) Close() error {
 	if cs == nil {
-		return nil
+		return errs.New("destroy counters", "", errArg("nil counters"))
 	}
-	return cs.own.Close()
+	return cs.b.Own.Close()
 }
 
-// destroy runs UVERBS_METHOD_COUNTERS_DESTROY; own's lock is held.
-func (cs *Object) destroy(invoke ucontext.Invoker) error {
+// destroy runs UVERBS_METHOD_COUNTERS_DESTROY; b.Own's lock is held.
+func (cs *Object) destroy(invoke verbs.Invoker) error {
 	c := cs.c
-	r := abi.NewRequest(ucontext.API(c), uint32(c.DriverID()), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_DESTROY).
-		Handle(abi.UVERBS_ATTR_DESTROY_COUNTERS_HANDLE, cs.handle)
+	r := cs.b.Core.NewRequest(abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_DESTROY).
+		Handle(abi.UVERBS_ATTR_DESTROY_COUNTERS_HANDLE, cs.b.Handle)
 	if err := invoke(r); err != nil && !errors.Is(err, syscall.EIO) {
 		err = errnoOf(err)
 		if errors.Is(err, syscall.EBUSY) {
-			if cs.flows > 0 {
-				err = fmt.Errorf("the counters object still counts %d flow(s); destroy them first: %w", cs.flows, err)
+			if cs.b.Flows > 0 {
+				err = fmt.Errorf("the counters object still counts %d flow(s); destroy them first: %w", cs.b.Flows, err)
 			} else {
 				err = fmt.Errorf("the counters object is still bound to a flow; destroy the flow first: %w", err)
 			}
@@ -351,51 +349,4 @@ func errnoOf(err error) error {
 		return ue.Err
 	}
 	return err
-}
-
-// binder is the Binder package flow uses (see internal/countbind).
-type binder struct{ cs *Object }
-
-func (b binder) Context() *uverbs.Context { return b.cs.c }
-
-func (b binder) BeginBind() (uint32, []abi.Mlx5IbFlowCountersDesc, error) {
-	cs := b.cs
-	cs.own.Lock()
-	if cs.own.Destroyed() {
-		cs.own.Unlock()
-		return 0, nil, os.ErrClosed
-	}
-	if cs.flows > 0 {
-		return cs.handle, nil, nil // described: the kernel reuses the layout
-	}
-	if len(cs.points) == 0 {
-		cs.own.Unlock()
-		return 0, nil, errArg("the counters object has no counter point: Attach before creating the flow")
-	}
-	// rdma-core keeps the points on a list it pushes at the front, and
-	// sends them in list order: the newest first.
-	pairs := make([]abi.Mlx5IbFlowCountersDesc, len(cs.points))
-	for i, p := range cs.points {
-		pairs[len(pairs)-1-i] = p
-	}
-	cs.pairs = pairs
-	return cs.handle, pairs, nil
-}
-
-func (b binder) EndBind(ok bool) {
-	cs := b.cs
-	if ok {
-		cs.flows++
-	}
-	cs.pairs = nil
-	cs.own.Unlock()
-}
-
-func (b binder) Unbind() {
-	cs := b.cs
-	cs.own.Lock()
-	if cs.flows > 0 {
-		cs.flows--
-	}
-	cs.own.Unlock()
 }

@@ -141,7 +141,7 @@ func (s *Set) Read(dst []uint64) error {
 // more than once.
 func (s *Set) Close() error {
 	if s == nil {
-		return nil
+		return errs.New("close counter set", "", errArg("nil counter set"))
 	}
 	s.read = nil
 	if s.close == nil {
@@ -161,11 +161,12 @@ type StatsSource interface {
 // Options say where Describe looks. A nil *Options means the running
 // system.
 type Options struct {
-	// SysfsRoot is where sysfs is mounted ("" means "/sys").
-	SysfsRoot string
+	// Sysfs is the sysfs tree to read; nil means the running system's
+	// (/sys).
+	Sysfs *sysfs.FS
 	// Netlink reads the netlink statistics; nil means sysfs.NewNetlink()
-	// when SysfsRoot is "/sys" (a fixture describes no running system)
-	// and none otherwise.
+	// when Sysfs is the host's /sys (a fixture describes no running
+	// system) and none otherwise.
 	Netlink StatsSource
 	// NoNetlink leaves the netlink sets out.
 	NoNetlink bool
@@ -203,17 +204,17 @@ func Describe(device string) ([]*Set, error) { return DescribeWith(device, nil) 
 // device's index and driver and each port's statistics; not the device's
 // or its ports' attributes.
 func DescribeWith(device string, opts *Options) (sets []*Set, err error) {
-	root := "/sys"
+	var fsys *sysfs.FS // nil: the running system's
 	var nl StatsSource
-	if opts != nil && opts.SysfsRoot != "" {
-		root = opts.SysfsRoot
+	if opts != nil {
+		fsys = opts.Sysfs
 	}
 	var kept *keptNetlink
 	switch {
 	case opts != nil && opts.NoNetlink:
 	case opts != nil && opts.Netlink != nil:
 		nl = opts.Netlink
-	case root == "/sys":
+	case fsys.IsHost():
 		// One socket for every request of the description and of the
 		// netlink sets' reads; without RDMA netlink (no ib_core) there
 		// are no netlink sets, as before.
@@ -223,10 +224,6 @@ func DescribeWith(device string, opts *Options) (sets []*Set, err error) {
 			defer kept.release()
 			nl = n
 		}
-	}
-	fsys, err := sysfs.New(root)
-	if err != nil {
-		return nil, errs.New("describe counters", device, err)
 	}
 	ports, err := fsys.PortNumbers(device)
 	if err != nil {
@@ -255,7 +252,7 @@ func DescribeWith(device string, opts *Options) (sets []*Set, err error) {
 		}
 	}
 	if drv == rdma.DriverUnknown {
-		if d, err := uverbs.LookupDevice(device, &uverbs.Options{SysfsRoot: root}); err == nil {
+		if d, err := uverbs.LookupDevice(device, &uverbs.Options{Sysfs: fsys}); err == nil {
 			drv = d.DriverID
 		}
 	}

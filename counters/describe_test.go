@@ -26,7 +26,7 @@ func (s *stats) PortStatsByName(dev string, port int) (*sysfs.PortStats, error) 
 // through Set.Read except the bare flow set.
 func TestDescribeMlx5(t *testing.T) {
 	nl := &stats{}
-	sets, err := counters.DescribeWith("mlx5_0", &counters.Options{SysfsRoot: mlx5Fixture, Netlink: nl, DriverID: abi.RDMA_DRIVER_MLX5})
+	sets, err := counters.DescribeWith("mlx5_0", &counters.Options{Sysfs: fsAt(t, mlx5Fixture), Netlink: nl, DriverID: abi.RDMA_DRIVER_MLX5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +91,11 @@ func TestDescribeMlx5(t *testing.T) {
 }
 
 func TestDescribeErrors(t *testing.T) {
-	if _, err := counters.DescribeWith("nosuch0", &counters.Options{SysfsRoot: rxeFixture, NoNetlink: true}); err == nil {
+	if _, err := counters.DescribeWith("nosuch0", &counters.Options{Sysfs: fsAt(t, rxeFixture), NoNetlink: true}); err == nil {
 		t.Error("unknown device")
 	}
 	// rxe: no flow set, no PMA, hw_counters only (netlink off).
-	sets, err := counters.DescribeWith("rxe0", &counters.Options{SysfsRoot: rxeFixture, NoNetlink: true})
+	sets, err := counters.DescribeWith("rxe0", &counters.Options{Sysfs: fsAt(t, rxeFixture), NoNetlink: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestDescribePMAUnavailable(t *testing.T) {
 	write(sysfs.CounterXmitData, "10\n")
 	write("port_rcv_packets", "7\n")
 	write("symbol_error", "N/A (no PMA)\n")
-	sets, err := counters.DescribeWith("dev0", &counters.Options{SysfsRoot: root, NoNetlink: true})
+	sets, err := counters.DescribeWith("dev0", &counters.Options{Sysfs: fsAt(t, root), NoNetlink: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,14 +141,24 @@ func TestDescribePMAUnavailable(t *testing.T) {
 		t.Errorf("a counter gone N/A: %v, want an error naming it", err)
 	}
 	write(sysfs.CounterXmitData, "N/A (no PMA)\n")
-	sets, err = counters.DescribeWith("dev0", &counters.Options{SysfsRoot: root, NoNetlink: true})
+	sets, err = counters.DescribeWith("dev0", &counters.Options{Sysfs: fsAt(t, root), NoNetlink: true})
 	if err != nil || len(sets) != 0 {
 		t.Errorf("no counter with a value: %d sets, %v; want none", len(sets), err)
 	}
 	// A file that is neither a counter nor "N/A (no PMA)" is an error, as
 	// sysfs.Port.Counters says.
 	write("symbol_error", "garbage\n")
-	if sets, err := counters.DescribeWith("dev0", &counters.Options{SysfsRoot: root, NoNetlink: true}); err == nil || !strings.Contains(err.Error(), "symbol_error") {
+	if sets, err := counters.DescribeWith("dev0", &counters.Options{Sysfs: fsAt(t, root), NoNetlink: true}); err == nil || !strings.Contains(err.Error(), "symbol_error") {
 		t.Errorf("a garbage counter: %d sets, %v; want an error naming it", len(sets), err)
 	}
+}
+
+// fsAt returns the sysfs tree at root (a fixture or a test's directory).
+func fsAt(t testing.TB, root string) *sysfs.FS {
+	t.Helper()
+	fs, err := sysfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
 }

@@ -69,4 +69,7 @@
 // errors.Is: against the errno (syscall.EBUSY, syscall.EINVAL,
 // syscall.ENOTSUP), ErrNotSupported (EPROTONOSUPPORT, EOPNOTSUPP, ENOTSUP:
 // on rxe, creating counters is ErrNotSupported), os.ErrClosed.
+// A nil pointer is an invalid argument too: every method of one returns an
+// error wrapping EINVAL (Close included), or zero values where the method
+// returns no error; none panics.
 package counters

@@ -8,7 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 	"os"
 	"strings"
 	"sync"
@@ -64,12 +64,12 @@ func rawFlow(t *testing.T, e *env, h uint32, drv []byte) error {
 		t.Fatal(err)
 	}
 	resp := make([]byte, 8)
-	err = ucontext.Invoke(e.c, abi.InvokeWrite(ucontext.API(e.c), uint32(e.c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW, core, resp, drv, nil))
+	err = e.c.Core(verbs.Seal{}).Invoke(abi.InvokeWrite(e.c.Core(verbs.Seal{}).API(), uint32(e.c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW, core, resp, drv, nil))
 	if err == nil {
 		t.Cleanup(func() {
 			req := make([]byte, 8)
 			copy(req[4:], resp[4:])
-			if err := ucontext.Invoke(e.c, abi.InvokeWrite(ucontext.API(e.c), uint32(e.c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_DESTROY_FLOW, req, nil, nil, nil)); err != nil {
+			if err := e.c.Core(verbs.Seal{}).Invoke(abi.InvokeWrite(e.c.Core(verbs.Seal{}).API(), uint32(e.c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_DESTROY_FLOW, req, nil, nil, nil)); err != nil {
 				t.Errorf("EX_DESTROY_FLOW: %v", err)
 			}
 		})
@@ -172,7 +172,7 @@ func TestMlx5_OneCountSpecPerFlow(t *testing.T) {
 	binary.LittleEndian.PutUint32(core[4:], e.qp.Handle())
 	core, _ = b.AppendBinary(core)
 	pairs := []abi.Mlx5IbFlowCountersDesc{{}}
-	err := ucontext.Invoke(e.c, abi.InvokeWrite(ucontext.API(e.c), uint32(e.c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW, core, make([]byte, 8), driverData(pairs), nil))
+	err := e.c.Core(verbs.Seal{}).Invoke(abi.InvokeWrite(e.c.Core(verbs.Seal{}).API(), uint32(e.c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW, core, make([]byte, 8), driverData(pairs), nil))
 	if !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("raw request with two count specs: %v", err)
 	}

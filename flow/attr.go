@@ -74,6 +74,9 @@ type Attr struct {
 
 // Size returns flow_attr.size: the bytes of all specs.
 func (a *Attr) Size() int {
+	if a == nil {
+		return 0
+	}
 	n := 0
 	for _, s := range a.Specs {
 		if !isNil(s) {
@@ -87,6 +90,9 @@ func (a *Attr) Size() int {
 // error wraps EINVAL for a port past 255, more than 255 specs, more than 65535 bytes of
 // them, a nil spec or a spec that fails to encode.
 func (a *Attr) AppendBinary(b []byte) ([]byte, error) {
+	if a == nil {
+		return b, errs.New("encode flow attr", "", fmt.Errorf("nil attributes: %w", syscall.EINVAL))
+	}
 	if a.Port < 0 || a.Port > 0xff {
 		return b, errs.New("encode flow attr", "", fmt.Errorf("port %d: port numbers are 1 to 255: %w", a.Port, syscall.EINVAL))
 	}
@@ -138,6 +144,9 @@ func isNil(s Spec) bool {
 // bytes must be 0 and the specs must be what the kernel accepts (see
 // DecodeSpecs). Errors wrap EINVAL.
 func (a *Attr) UnmarshalBinary(b []byte) error {
+	if a == nil {
+		return decodeErr(syscall.EINVAL, "nil attributes to decode into")
+	}
 	if len(b) < AttrHdrSize {
 		return decodeErr(syscall.EINVAL, "%d bytes is shorter than struct ib_uverbs_flow_attr", len(b))
 	}

@@ -3,7 +3,7 @@ package flow_test
 import (
 	"encoding/binary"
 	"errors"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 	"os"
 	"strings"
 	"syscall"
@@ -301,7 +301,7 @@ func TestCoreValidationOrder(t *testing.T) {
 	} {
 		verbstest.SetNetRaw(t, v, tc.netRaw)
 		resp := make([]byte, 8)
-		err := ucontext.Invoke(c, abi.InvokeWrite(ucontext.API(c), uint32(c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW,
+		err := c.Core(verbs.Seal{}).Invoke(abi.InvokeWrite(c.Core(verbs.Seal{}).API(), uint32(c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW,
 			tc.r.bytes(), resp, make([]byte, 8), nil))
 		var errno syscall.Errno
 		if !errors.As(err, &errno) || errno != tc.want {
@@ -311,7 +311,7 @@ func TestCoreValidationOrder(t *testing.T) {
 	verbstest.SetNetRaw(t, v, true)
 	// And the request the cases start from is fine.
 	resp := make([]byte, 8)
-	if err := ucontext.Invoke(c, abi.InvokeWrite(ucontext.API(c), uint32(c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW,
+	if err := c.Core(verbs.Seal{}).Invoke(abi.InvokeWrite(c.Core(verbs.Seal{}).API(), uint32(c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW,
 		ok.bytes(), resp, make([]byte, 8), nil)); err != nil {
 		t.Fatalf("the valid request: %v", err)
 	}
@@ -320,7 +320,7 @@ func TestCoreValidationOrder(t *testing.T) {
 	copy(req[4:], resp[4:])
 	bad := append([]byte{1, 0, 0, 0}, req[4:]...)
 	destroy := func(b []byte) error {
-		return ucontext.Invoke(c, abi.InvokeWrite(ucontext.API(c), uint32(c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_DESTROY_FLOW, b, nil, nil, nil))
+		return c.Core(verbs.Seal{}).Invoke(abi.InvokeWrite(c.Core(verbs.Seal{}).API(), uint32(c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_DESTROY_FLOW, b, nil, nil, nil))
 	}
 	if err := destroy(bad); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("destroy with comp_mask: %v", err)

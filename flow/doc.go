@@ -40,4 +40,7 @@
 // Errors are *Error values carrying the operation, the device and the
 // errno. Test them with errors.Is: against the errno, os.ErrPermission
 // (missing CAP_NET_RAW), ErrNotSupported.
+// A nil pointer is an invalid argument too: every method of one returns an
+// error wrapping EINVAL (Close included), or zero values where the method
+// returns no error; none panics.
 package flow

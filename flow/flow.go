@@ -3,25 +3,25 @@ package flow
 import (
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/ucontext"
 	"os"
 	"runtime"
 	"syscall"
 	"unsafe"
 
 	"github.com/purerdma/rdma/abi"
-	"github.com/purerdma/rdma/internal/countbind"
 	"github.com/purerdma/rdma/internal/errs"
+	"github.com/purerdma/rdma/internal/verbs"
 	"github.com/purerdma/rdma/uverbs"
 )
 
 // Flow is a flow steering rule attached to a QP (struct ibv_flow).
 type Flow struct {
 	c      *uverbs.Context
+	core   *verbs.Core
 	qp     *uverbs.QP
 	handle uint32
-	bound  countbind.Binder // the counters its count action bound, or nil
-	own    *ucontext.Owned
+	bound  *verbs.Binding // the counters its count action bound, or nil
+	own    *verbs.Owned
 }
 
 // Create attaches a flow to qp, like ibv_create_flow: the extended write
@@ -69,13 +69,14 @@ func Create(qp *uverbs.QP, attr *Attr) (*Flow, error) {
 			count = cs
 		}
 	}
-	var binder countbind.Binder
+	core := c.Core(verbs.Seal{})
+	var binder *verbs.Binding
 	if count != nil {
 		if count.Counters == nil {
 			return fail(errArg("the count action has no Counters (a *counters.Object from counters.Create)"))
 		}
-		binder = countbind.Of(count.Counters)
-		if binder.Context() != c {
+		binder = count.Counters.Binding(verbs.Seal{})
+		if count.Counters.Context() != c || binder.Core != core {
 			return fail(errArg("the counters object belongs to another context than the QP"))
 		}
 		if c.DriverID() == abi.RDMA_DRIVER_MLX5 && attr.Type != AttrNormal {
@@ -83,15 +84,15 @@ func Create(qp *uverbs.QP, attr *Attr) (*Flow, error) {
 		}
 	}
 
-	if err := ucontext.Hold(c, op); err != nil {
+	if err := core.Hold(op); err != nil {
 		return fail(os.ErrClosed)
 	}
-	defer ucontext.Release(c)
+	defer core.Release()
 
 	var pairs []abi.Mlx5IbFlowCountersDesc
 	if binder != nil {
 		var err error
-		if _, pairs, err = binder.BeginBind(); err != nil {
+		if pairs, err = binder.BeginBind(); err != nil {
 			return fail(err)
 		}
 	}
@@ -103,9 +104,9 @@ func Create(qp *uverbs.QP, attr *Attr) (*Flow, error) {
 	}()
 
 	// struct ib_uverbs_create_flow, then the specs.
-	core := make([]byte, 8, 8+AttrHdrSize+attr.Size())
-	binary32(core[4:], qp.Handle())
-	core, err := attr.AppendBinary(core)
+	cmd := make([]byte, 8, 8+AttrHdrSize+attr.Size())
+	binary32(cmd[4:], qp.Handle())
+	cmd, err := attr.AppendBinary(cmd)
 	if err != nil {
 		var fe *Error
 		if errors.As(err, &fe) {
@@ -118,19 +119,19 @@ func Create(qp *uverbs.QP, attr *Attr) (*Flow, error) {
 		drv = mlx5DriverData(count != nil, pairs)
 	}
 	resp := new(abi.IbUverbsCreateFlowResp)
-	r := abi.InvokeWrite(ucontext.API(c), uint32(c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW,
-		core, structBytes(resp), drv, nil)
-	err = ucontext.InvokeHeld(c, r)
+	r := abi.InvokeWrite(core.API(), core.Driver(), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_CREATE_FLOW,
+		cmd, structBytes(resp), drv, nil)
+	err = core.InvokeHeld(r)
 	runtime.KeepAlive(pairs) // their address is inside drv
 	if err != nil {
 		err = kernelErr(err)
-		if errs.Is(err, ErrNotSupported) && ucontext.API(c).Method(abi.UVERBS_OBJECT_FLOW, abi.UVERBS_METHOD_FLOW_DESTROY) == nil {
+		if errs.Is(err, ErrNotSupported) && core.API().Method(abi.UVERBS_OBJECT_FLOW, abi.UVERBS_METHOD_FLOW_DESTROY) == nil {
 			err = fmt.Errorf("the %s driver has no flow steering: %w", c.Device().DriverID, err)
 		}
 		return fail(err)
 	}
-	f := &Flow{c: c, qp: qp, handle: resp.FlowHandle, bound: binder}
-	f.own = ucontext.Own(c, ucontext.StageFlow, "destroy flow", f.destroy)
+	f := &Flow{c: c, core: core, qp: qp, handle: resp.FlowHandle, bound: binder}
+	f.own = core.Own(verbs.StageFlow, "destroy flow", f.destroy)
 	ok = true
 	return f, nil
 }
@@ -217,22 +218,22 @@ func (f *Flow) QP() *uverbs.QP {
 // counts as success.
 func (f *Flow) Close() error {
 	if f == nil {
-		return nil
+		return errs.New("destroy flow", "", errArg("nil flow"))
 	}
 	return f.own.Close()
 }
 
 // destroy runs UVERBS_METHOD_FLOW_DESTROY (or EX_DESTROY_FLOW); own's lock
 // is held.
-func (f *Flow) destroy(invoke ucontext.Invoker) error {
+func (f *Flow) destroy(invoke verbs.Invoker) error {
 	c := f.c
-	r := abi.NewRequest(ucontext.API(c), uint32(c.DriverID()), abi.UVERBS_OBJECT_FLOW, abi.UVERBS_METHOD_FLOW_DESTROY).
+	r := f.core.NewRequest(abi.UVERBS_OBJECT_FLOW, abi.UVERBS_METHOD_FLOW_DESTROY).
 		Handle(abi.UVERBS_ATTR_DESTROY_FLOW_HANDLE, f.handle)
 	err := invoke(r)
 	if errors.Is(err, syscall.EPROTONOSUPPORT) {
 		req := new(abi.IbUverbsDestroyFlow)
 		req.FlowHandle = f.handle
-		err = invoke(abi.InvokeWrite(ucontext.API(c), uint32(c.DriverID()), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_DESTROY_FLOW,
+		err = invoke(abi.InvokeWrite(f.core.API(), f.core.Driver(), abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|abi.IB_USER_VERBS_EX_CMD_DESTROY_FLOW,
 			structBytes(req), nil, nil, nil))
 	}
 	if err != nil && !errors.Is(err, syscall.EIO) {

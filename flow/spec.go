@@ -92,6 +92,11 @@ func specErr(t SpecType, format string, args ...any) error {
 	return errs.New("encode "+t.String()+" spec", "", fmt.Errorf(format+": %w", append(args, syscall.EINVAL)...))
 }
 
+// errNilSpec is the error of encoding a nil spec pointer.
+func errNilSpec() error {
+	return errs.New("encode flow spec", "", fmt.Errorf("nil spec: %w", syscall.EINVAL))
+}
+
 func marshal(s Spec) ([]byte, error) { return s.AppendBinary(make([]byte, 0, s.Len())) }
 
 // MAC is an Ethernet address.
@@ -133,13 +138,21 @@ type Eth struct {
 }
 
 // Type implements Spec.
-func (s *Eth) Type() SpecType { return innerType(TypeEth, s.Inner) }
+func (s *Eth) Type() SpecType {
+	if s == nil {
+		return TypeEth
+	}
+	return innerType(TypeEth, s.Inner)
+}
 
 // Len implements Spec: 40.
 func (s *Eth) Len() int { return SpecHdrSize + 2*16 }
 
 // AppendBinary implements Spec.
 func (s *Eth) AppendBinary(b []byte) ([]byte, error) {
+	if s == nil {
+		return b, errNilSpec()
+	}
 	b = appendHdr(b, s.Type(), s.Len())
 	b = s.Value.append(b)
 	return s.Mask.append(b), nil
@@ -180,13 +193,21 @@ type IPv4 struct {
 }
 
 // Type implements Spec.
-func (s *IPv4) Type() SpecType { return innerType(TypeIPv4, s.Inner) }
+func (s *IPv4) Type() SpecType {
+	if s == nil {
+		return TypeIPv4
+	}
+	return innerType(TypeIPv4, s.Inner)
+}
 
 // Len implements Spec: 32.
 func (s *IPv4) Len() int { return SpecHdrSize + 2*12 }
 
 // AppendBinary implements Spec.
 func (s *IPv4) AppendBinary(b []byte) ([]byte, error) {
+	if s == nil {
+		return b, errNilSpec()
+	}
 	b = appendHdr(b, s.Type(), s.Len())
 	b = s.Value.append(b)
 	return s.Mask.append(b), nil
@@ -228,13 +249,21 @@ type IPv6 struct {
 }
 
 // Type implements Spec.
-func (s *IPv6) Type() SpecType { return innerType(TypeIPv6, s.Inner) }
+func (s *IPv6) Type() SpecType {
+	if s == nil {
+		return TypeIPv6
+	}
+	return innerType(TypeIPv6, s.Inner)
+}
 
 // Len implements Spec: 88.
 func (s *IPv6) Len() int { return SpecHdrSize + 2*40 }
 
 // AppendBinary implements Spec.
 func (s *IPv6) AppendBinary(b []byte) ([]byte, error) {
+	if s == nil {
+		return b, errNilSpec()
+	}
 	if s.Value.FlowLabel >= 1<<20 || s.Mask.FlowLabel >= 1<<20 {
 		return b, specErr(s.Type(), "flow label %#x (mask %#x) does not fit in 20 bits", s.Value.FlowLabel, s.Mask.FlowLabel)
 	}
@@ -270,13 +299,21 @@ type TCP struct {
 }
 
 // Type implements Spec.
-func (s *TCP) Type() SpecType { return innerType(TypeTCP, s.Inner) }
+func (s *TCP) Type() SpecType {
+	if s == nil {
+		return TypeTCP
+	}
+	return innerType(TypeTCP, s.Inner)
+}
 
 // Len implements Spec: 16.
 func (s *TCP) Len() int { return SpecHdrSize + 2*4 }
 
 // AppendBinary implements Spec.
 func (s *TCP) AppendBinary(b []byte) ([]byte, error) {
+	if s == nil {
+		return b, errNilSpec()
+	}
 	b = appendHdr(b, s.Type(), s.Len())
 	b = s.Value.append(b)
 	return s.Mask.append(b), nil
@@ -292,13 +329,21 @@ type UDP struct {
 }
 
 // Type implements Spec.
-func (s *UDP) Type() SpecType { return innerType(TypeUDP, s.Inner) }
+func (s *UDP) Type() SpecType {
+	if s == nil {
+		return TypeUDP
+	}
+	return innerType(TypeUDP, s.Inner)
+}
 
 // Len implements Spec: 16.
 func (s *UDP) Len() int { return SpecHdrSize + 2*4 }
 
 // AppendBinary implements Spec.
 func (s *UDP) AppendBinary(b []byte) ([]byte, error) {
+	if s == nil {
+		return b, errNilSpec()
+	}
 	b = appendHdr(b, s.Type(), s.Len())
 	b = s.Value.append(b)
 	return s.Mask.append(b), nil
@@ -322,6 +367,9 @@ func (s *VXLAN) Len() int { return SpecHdrSize + 2*4 }
 
 // AppendBinary implements Spec.
 func (s *VXLAN) AppendBinary(b []byte) ([]byte, error) {
+	if s == nil {
+		return b, errNilSpec()
+	}
 	if s.VNI >= 1<<24 || s.Mask >= 1<<24 {
 		return b, specErr(TypeVXLAN, "VNI %#x (mask %#x) does not fit in 24 bits", s.VNI, s.Mask)
 	}
@@ -362,13 +410,21 @@ type GRE struct {
 }
 
 // Type implements Spec.
-func (s *GRE) Type() SpecType { return innerType(TypeGRE, s.Inner) }
+func (s *GRE) Type() SpecType {
+	if s == nil {
+		return TypeGRE
+	}
+	return innerType(TypeGRE, s.Inner)
+}
 
 // Len implements Spec: 24.
 func (s *GRE) Len() int { return SpecHdrSize + 2*8 }
 
 // AppendBinary implements Spec.
 func (s *GRE) AppendBinary(b []byte) ([]byte, error) {
+	if s == nil {
+		return b, errNilSpec()
+	}
 	b = appendHdr(b, s.Type(), s.Len())
 	b = s.Value.append(b)
 	return s.Mask.append(b), nil
@@ -387,13 +443,21 @@ type MPLS struct {
 }
 
 // Type implements Spec.
-func (s *MPLS) Type() SpecType { return innerType(TypeMPLS, s.Inner) }
+func (s *MPLS) Type() SpecType {
+	if s == nil {
+		return TypeMPLS
+	}
+	return innerType(TypeMPLS, s.Inner)
+}
 
 // Len implements Spec: 16.
 func (s *MPLS) Len() int { return SpecHdrSize + 2*4 }
 
 // AppendBinary implements Spec.
 func (s *MPLS) AppendBinary(b []byte) ([]byte, error) {
+	if s == nil {
+		return b, errNilSpec()
+	}
 	b = appendHdr(b, s.Type(), s.Len())
 	b = binary.BigEndian.AppendUint32(b, s.Label)
 	return binary.BigEndian.AppendUint32(b, s.Mask), nil
@@ -417,13 +481,21 @@ type ESP struct {
 }
 
 // Type implements Spec.
-func (s *ESP) Type() SpecType { return innerType(TypeESP, s.Inner) }
+func (s *ESP) Type() SpecType {
+	if s == nil {
+		return TypeESP
+	}
+	return innerType(TypeESP, s.Inner)
+}
 
 // Len implements Spec: 24.
 func (s *ESP) Len() int { return SpecHdrSize + 2*8 }
 
 // AppendBinary implements Spec.
 func (s *ESP) AppendBinary(b []byte) ([]byte, error) {
+	if s == nil {
+		return b, errNilSpec()
+	}
 	b = appendHdr(b, s.Type(), s.Len())
 	for _, v := range []uint32{s.Value.SPI, s.Value.Seq, s.Mask.SPI, s.Mask.Seq} {
 		b = binary.LittleEndian.AppendUint32(b, v)
@@ -450,6 +522,9 @@ func (s *Tag) Len() int { return 16 }
 
 // AppendBinary implements Spec.
 func (s *Tag) AppendBinary(b []byte) ([]byte, error) {
+	if s == nil {
+		return b, errNilSpec()
+	}
 	b = appendHdr(b, TypeActionTag, 16)
 	b = binary.LittleEndian.AppendUint32(b, s.ID)
 	return binary.LittleEndian.AppendUint32(b, 0), nil
@@ -470,6 +545,9 @@ func (s *Drop) Len() int { return SpecHdrSize }
 
 // AppendBinary implements Spec.
 func (s *Drop) AppendBinary(b []byte) ([]byte, error) {
+	if s == nil {
+		return b, errNilSpec()
+	}
 	return appendHdr(b, TypeActionDrop, SpecHdrSize), nil
 }
 
@@ -492,6 +570,9 @@ func (s *Handle) Len() int { return 16 }
 
 // AppendBinary implements Spec.
 func (s *Handle) AppendBinary(b []byte) ([]byte, error) {
+	if s == nil {
+		return b, errNilSpec()
+	}
 	b = appendHdr(b, TypeActionHandle, 16)
 	b = binary.LittleEndian.AppendUint32(b, s.Handle)
 	return binary.LittleEndian.AppendUint32(b, 0), nil
@@ -529,6 +610,9 @@ func (s *Count) handle() uint32 {
 
 // AppendBinary implements Spec.
 func (s *Count) AppendBinary(b []byte) ([]byte, error) {
+	if s == nil {
+		return b, errNilSpec()
+	}
 	b = appendHdr(b, TypeActionCount, 16)
 	b = binary.LittleEndian.AppendUint32(b, s.handle())
 	return binary.LittleEndian.AppendUint32(b, 0), nil

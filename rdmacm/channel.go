@@ -123,8 +123,11 @@ func (ch *EventChannel) Fd() int {
 // CreateQP made for them) and closes the device, which wakes GetEvent
 // with os.ErrClosed. It is safe to call more than once.
 func (ch *EventChannel) Close() error {
-	if ch == nil || ch.fd == nil {
-		return nil
+	if ch == nil {
+		return errs.New("close event channel", "", errNil)
+	}
+	if ch.fd == nil {
+		return nil // a zero EventChannel: nothing was opened
 	}
 	ch.mu.Lock()
 	if ch.closed {

@@ -79,4 +79,7 @@
 // Event.Err decodes its status: an errno (ETIMEDOUT, EHOSTUNREACH, …) or,
 // for REJECTED, a *RejectError with the reason and the peer's private
 // data.
+// A nil pointer is an invalid argument too: every method of one returns an
+// error wrapping EINVAL (Close included), or zero values where the method
+// returns no error; none panics.
 package rdmacm

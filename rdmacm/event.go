@@ -105,7 +105,12 @@ type RejectError struct {
 	PrivateData []byte
 }
 
-func (e *RejectError) Error() string { return "rejected: " + e.Reason.String() }
+func (e *RejectError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
+	return "rejected: " + e.Reason.String()
+}
 
 // Is reports whether target is ECONNREFUSED.
 func (e *RejectError) Is(target error) bool { return target == syscall.ECONNREFUSED }

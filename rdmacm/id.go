@@ -666,7 +666,7 @@ func (id *ID) Migrate(to *EventChannel) error {
 // call more than once.
 func (id *ID) Close() error {
 	if id == nil {
-		return nil
+		return errs.New("destroy id", "", errNil)
 	}
 	id.mu.Lock()
 	if id.closed {

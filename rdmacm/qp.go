@@ -118,7 +118,7 @@ func (id *ID) hasQP() bool {
 // rdma_destroy_qp. Without a QP it does nothing.
 func (id *ID) DestroyQP() error {
 	if id == nil {
-		return nil
+		return errs.New("destroy qp", "", errNil)
 	}
 	id.mu.Lock()
 	defer id.mu.Unlock()

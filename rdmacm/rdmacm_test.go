@@ -132,8 +132,8 @@ func TestNilAndZero(t *testing.T) {
 	if _, err := ch.GetEvent(context.TODO()); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("nil channel GetEvent: %v", err)
 	}
-	if ch.Close() != nil || ch.Fd() != -1 {
-		t.Error("nil channel Close or Fd")
+	if err := ch.Close(); !errors.Is(err, syscall.EINVAL) || ch.Fd() != -1 {
+		t.Errorf("nil channel Close (%v) or Fd", err)
 	}
 	if _, err := new(EventChannel).CreateID(PortSpaceTCP); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("zero channel: %v", err)
@@ -163,7 +163,13 @@ func TestNilAndZero(t *testing.T) {
 	if _, err := id.QueryAddr(); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("nil ID QueryAddr: %v", err)
 	}
-	if id.Close() != nil || id.Verbs() != nil || id.PD() != nil || id.QP() != nil || id.Port() != 0 || id.String() != "<nil>" {
+	if err := id.Close(); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("nil ID Close: %v, want EINVAL", err)
+	}
+	if err := id.DestroyQP(); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("nil ID DestroyQP: %v, want EINVAL", err)
+	}
+	if id.Verbs() != nil || id.PD() != nil || id.QP() != nil || id.Port() != 0 || id.String() != "<nil>" {
 		t.Error("nil ID accessors")
 	}
 	var ev *Event

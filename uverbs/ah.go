@@ -6,7 +6,7 @@ import (
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/errs"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 )
 
 // AH is an address handle (struct ibv_ah): where a UD send goes.
@@ -78,8 +78,8 @@ func (ah *AH) Handle() uint32 {
 	return ah.handle
 }
 
-func (ah *AH) stage() ucontext.Stage { return ucontext.StageAH }
-func (ah *AH) seq() uint64           { return ah.seqV }
+func (ah *AH) stage() verbs.Stage { return verbs.StageAH }
+func (ah *AH) seq() uint64        { return ah.seqV }
 
 // Close destroys the AH, like ibv_destroy_ah (UVERBS_METHOD_AH_DESTROY).
 // Closing a closed AH, or one whose Context was closed, returns nil.
@@ -87,7 +87,7 @@ func (ah *AH) seq() uint64           { return ah.seqV }
 // Errors: an *Error wrapping the kernel's errno.
 func (ah *AH) Close() error {
 	if ah == nil {
-		return nil
+		return errs.New("destroy ah", "", errNil)
 	}
 	return closeObject(ah.c, "destroy ah", ah)
 }

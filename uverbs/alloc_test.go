@@ -12,6 +12,7 @@ import (
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/internal/verbs"
 )
 
 // portOnly is a minimal, allocation-free stand-in for the kernel so that
@@ -168,7 +169,7 @@ func (portOnly) Close() error                              { return nil }
 func portOnlyContext(t testing.TB) *Context {
 	b := newBed(t, rxe0())
 	opts := *b.opts
-	opts.open = func(path string) (*sys.FD, error) { return sys.NewFake(path, portOnly{}), nil }
+	opts.Opener = verbs.NewOpener(func(path string) (*sys.FD, error) { return sys.NewFake(path, portOnly{}), nil })
 	c, err := Open("rxe0", &opts)
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 )
 
 // Context is an open device with its user context: what ibv_open_device
@@ -24,7 +24,9 @@ import (
 // left, in dependency order. A Context and its objects are safe for
 // concurrent use.
 type Context struct {
-	dev  Device
+	dev Device
+	// fd, api and drv are set once by Open and never change; core holds
+	// the same values (verbs.Core.Init) for counters and flow.
 	fd   *sys.FD
 	api  *abi.API
 	drv  uint32
@@ -36,18 +38,17 @@ type Context struct {
 	asyncRaw       int        // its number, for EVENT_FD attributes
 	asyncMu        sync.Mutex // one reader of the async event file at a time
 
-	// life is held shared by every operation and exclusively by Close:
-	// Close waits for calls in flight, and calls after it see closed.
-	// Lock order: life, then an object's mu, then objMu.
-	life   sync.RWMutex
-	closed bool
+	// core is what counters and flow share with this package (Core): the
+	// life lock every operation holds shared and Close exclusively, the
+	// request runner and the close hooks. Lock order: the life lock, then
+	// an object's mu, then objMu.
+	core verbs.Core
 
 	objMu   sync.Mutex
 	objects object            // the newest live object; the rest follow by objLink.next
 	nobj    int               // how many are live
 	byUH    map[uint64]object // user handle → CQ or QP, for events
 	nextUH  atomic.Uint64
-	nextSeq uint64
 
 	portMu  sync.Mutex
 	portReq *abi.Request
@@ -63,7 +64,7 @@ type Context struct {
 
 // object is what a Context owns and destroys on Close.
 type object interface {
-	stage() ucontext.Stage
+	stage() verbs.Stage
 	seq() uint64
 	// destroyLocked destroys the object; the caller holds the Context's
 	// life lock (shared or exclusive). It reports EIO as success.
@@ -105,7 +106,7 @@ func OpenDevice(d Device, opts *Options) (*Context, error) {
 	if err != nil {
 		return nil, errs.New("open", d.Name, err)
 	}
-	fd, err := opts.openFile(d.Path)
+	fd, err := opts.opener().OpenFile(d.Path)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -126,6 +127,7 @@ func OpenDevice(d Device, opts *Options) (*Context, error) {
 	// The safety net: a Context dropped without Close still gives back
 	// its mappings (and, through the FDs' own cleanups, its descriptors).
 	// The cleanup's argument must not reach c, or it would never run.
+	c.core.Init(d.Name, fd, c.api, c.drv)
 	c.cleanup = runtime.AddCleanup(c, (*sys.MapSet).UnmapAll, c.maps)
 	c.portReq = abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT)
 	if err := c.getContext(); err != nil {
@@ -232,104 +234,43 @@ func (c *Context) err(op string, err error) error {
 	return errs.New(op, c.dev.Name, err)
 }
 
-// enter starts an operation: it holds the life lock shared until leave.
+// enter starts an operation: it holds the context until leave.
 func (c *Context) enter(op string) error {
-	if c == nil || c.fd == nil {
+	if c == nil {
 		return errs.New(op, "", errNil)
 	}
-	c.life.RLock()
-	if c.closed {
-		c.life.RUnlock()
-		return c.err(op, os.ErrClosed)
-	}
-	return nil
+	return c.core.Hold(op)
 }
 
-func (c *Context) leave() { c.life.RUnlock() }
+func (c *Context) leave() { c.core.Release() }
+
+// Core returns the context's core, for this module's packages counters
+// and flow, which create objects on the context through it. Code outside
+// the module cannot call it (short of reflection): its argument's type is
+// internal. It returns nil for a nil Context.
+func (c *Context) Core(verbs.Seal) *verbs.Core {
+	if c == nil {
+		return nil
+	}
+	return &c.core
+}
 
 // do marshals r and runs it on the context's descriptor. It does not
 // allocate once r's buffers have grown to size.
-func (c *Context) do(r *abi.Request) error {
-	buf, err := r.Marshal()
-	if err != nil {
-		return err
-	}
-	return c.fd.Ioctl(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(unsafe.SliceData(buf)), r)
-}
+func (c *Context) do(r *abi.Request) error { return c.core.Do(r) }
 
-// Invoke runs a request built for this context's device (driver id
-// DriverID(), table API()) on its descriptor. It is the building block of
-// packages that add objects to a context (counters, flows); they register
-// those objects with OnClose.
-//
-// Errors: an *Error (Op is the method's name) wrapping the request's build
-// error (EINVAL) or the kernel's errno; ErrClosed-wrapping os.ErrClosed
-// after Close.
-func (c *Context) invoke(r *abi.Request) error {
-	if r == nil {
-		return errs.New("invoke", "", errArg("no request"))
-	}
-	op := r.Name()
-	if err := c.enter(op); err != nil {
-		return err
-	}
-	defer c.leave()
-	if err := c.do(r); err != nil {
-		return c.err(op, err)
-	}
-	return nil
-}
-
-// OnClose registers destroy to run when the context closes, at stage
-// (ucontext.StageFlow, ucontext.StageCounters, …), so that objects other packages create
-// through Invoke are destroyed in the kernel's dependency order. Close calls
-// destroy with an ucontext.Invoker that works while the context is closing (Invoke
-// itself would wait for Close). An EIO from destroy counts as success (the
-// device was removed). The returned cancel unregisters destroy: call it
-// after destroying the object yourself.
-func (c *Context) onClose(stage ucontext.Stage, destroy func(invoke ucontext.Invoker) error) (cancel func()) {
-	if c == nil || c.fd == nil || destroy == nil {
-		return func() {} // nothing was opened, or nothing to run
-	}
-	h := &hook{c: c, stageV: stage, fn: destroy}
-	c.objMu.Lock()
-	h.seqV = c.nextSeqLocked()
-	c.listLocked(h)
-	c.objMu.Unlock()
-	return func() {
-		c.objMu.Lock()
-		c.unlistLocked(h)
-		c.objMu.Unlock()
-	}
-}
-
-type hook struct {
+// hookObject puts a close hook of counters or flow (verbs.Core.OnClose)
+// among the objects Close destroys.
+type hookObject struct {
 	objLink
-	c      *Context
-	stageV ucontext.Stage
-	seqV   uint64
-	fn     func(ucontext.Invoker) error
+	h *verbs.Hook
 }
 
-func (h *hook) stage() ucontext.Stage { return h.stageV }
-func (h *hook) seq() uint64           { return h.seqV }
-func (h *hook) destroyLocked(bool) error {
-	err := h.fn(func(r *abi.Request) error {
-		if err := h.c.do(r); err != nil {
-			return h.c.err(r.Name(), err)
-		}
-		return nil
-	})
-	if err != nil && !isGone(err) {
-		return err
-	}
-	return nil
-}
+func (o *hookObject) stage() verbs.Stage       { return o.h.Stage() }
+func (o *hookObject) seq() uint64              { return o.h.Seq() }
+func (o *hookObject) destroyLocked(bool) error { return o.h.Run() }
 
-func (c *Context) nextSeqLocked() uint64 {
-	c.nextSeq++
-	return c.nextSeq
-}
+func (c *Context) nextSeqLocked() uint64 { return c.core.NextSeq() }
 
 // track adds o to the objects Close destroys, and to the user-handle map
 // when uh is not 0. It fails with os.ErrClosed after Close began (the
@@ -407,21 +348,25 @@ func (c *Context) newUserHandle() uint64 { return c.nextUH.Add(1) }
 // Errors: an *Error for the first destroy that failed other than with EIO;
 // everything is released anyway.
 func (c *Context) Close() error {
-	if c == nil || c.fd == nil {
-		return nil // nil, or a zero Context: nothing was opened
+	if c == nil {
+		return errs.New("close", "", errNil)
 	}
-	c.life.Lock()
-	defer c.life.Unlock()
-	if c.closed {
-		return nil
-	}
-	c.closed = true
+	var first error
+	c.core.Close(func() { first = c.teardown() })
+	return first
+}
+
+// teardown is Close's work, with the life lock held exclusively.
+func (c *Context) teardown() error {
 	c.objMu.Lock()
 	objs := make([]object, 0, c.nobj)
 	for o := c.objects; o != nil; o = o.listLink().next {
 		objs = append(objs, o)
 	}
 	c.objMu.Unlock()
+	for _, h := range c.core.TakeHooks() {
+		objs = append(objs, &hookObject{h: h})
+	}
 	// Dependency order first; within a stage, newest first.
 	sort.Slice(objs, func(i, j int) bool {
 		if objs[i].stage() != objs[j].stage() {

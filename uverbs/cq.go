@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/purerdma/rdma/internal/errs"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
@@ -150,7 +150,7 @@ func (c *Context) createCQ(cq *CQ, attr CQAttr) error {
 	}
 	x.add(r)
 	if err := c.do(r); err != nil {
-		d.release()
+		err = d.createFailed(err)
 		if errors.Is(err, syscall.EINVAL) {
 			// Name the limit the kernel does not: ib_uverbs_create_cq
 			// (uverbs_std_types_cq.c) and the drivers refuse more than
@@ -161,6 +161,7 @@ func (c *Context) createCQ(cq *CQ, attr CQAttr) error {
 		}
 		return c.err(op, err)
 	}
+	d.created()
 	cq.handle, _ = r.Created(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)
 	cq.cqe = int(*respCQE)
 	if err := c.prov.cqCreated(c, d, x); err != nil {
@@ -216,8 +217,8 @@ func (cq *CQ) Context() *Context {
 	return cq.c
 }
 
-func (cq *CQ) stage() ucontext.Stage { return ucontext.StageCQ }
-func (cq *CQ) seq() uint64           { return cq.seqV }
+func (cq *CQ) stage() verbs.Stage { return verbs.StageCQ }
+func (cq *CQ) seq() uint64        { return cq.seqV }
 
 // ReqNotify arms the CQ so the next completion (the next solicited one
 // with solicitedOnly) produces an event on its completion channel, like
@@ -263,7 +264,7 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // then stays usable.
 func (cq *CQ) Close() error {
 	if cq == nil {
-		return nil
+		return errs.New("destroy cq", "", errNil)
 	}
 	return closeObject(cq.c, "destroy cq", cq)
 }
@@ -342,8 +343,8 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 	return ch, nil
 }
 
-func (ch *CompChannel) stage() ucontext.Stage { return ucontext.StageChannel }
-func (ch *CompChannel) seq() uint64           { return ch.seqV }
+func (ch *CompChannel) stage() verbs.Stage { return verbs.StageChannel }
+func (ch *CompChannel) seq() uint64        { return ch.seqV }
 
 // GetEvent waits for the next completion event, like ibv_get_cq_event,
 // and returns the CQ it is for. It returns when an event arrives, ctx is
@@ -379,7 +380,7 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 // Errors: an *Error wrapping EBUSY while CQs still use the channel.
 func (ch *CompChannel) Close() error {
 	if ch == nil {
-		return nil
+		return errs.New("destroy completion channel", "", errNil)
 	}
 	if err := ch.c.enter("destroy completion channel"); err != nil {
 		return nil

@@ -470,3 +470,50 @@ func TestPostSendUDRXE(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// Buf answers nil once the MR is closed, by its Close or its Context's:
+// the memory is unmapped then, and a slice to it would fault on use.
+func TestMRBufAfterClose(t *testing.T) {
+	b := newBed(t, rxe0())
+	c := b.open(t, "rxe0")
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := pd.AllocMR(100, AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := pd.RegMR(mr.Buf()[:64], AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sub.Buf()) != 64 {
+		t.Fatalf("RegMR's Buf has %d bytes, want 64", len(sub.Buf()))
+	}
+	if err := sub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := sub.Buf(); got != nil {
+		t.Errorf("Buf after Close of a RegMR MR = %d bytes, want nil", len(got))
+	}
+	if len(mr.Buf()) != sys.PageSize {
+		t.Fatalf("a live MR's Buf has %d bytes", len(mr.Buf()))
+	}
+	if err := mr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mr.Buf(); got != nil {
+		t.Errorf("Buf after Close = %d bytes at %#x, want nil", len(got), addrOf(got))
+	}
+	left, err := pd.AllocMR(100, AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := left.Buf(); got != nil {
+		t.Errorf("Buf after the context's Close = %d bytes, want nil", len(got))
+	}
+}

@@ -13,7 +13,8 @@ import (
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/errs"
 
-	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/internal/verbs"
+	"github.com/purerdma/rdma/sysfs"
 )
 
 // KernelABIVersion is the uverbs ABI this package speaks
@@ -24,10 +25,12 @@ const KernelABIVersion = 6
 // Options say where devices are found and how they are opened. A nil
 // *Options means the defaults: the running system.
 type Options struct {
-	// SysfsRoot is where sysfs is mounted; "" means "/sys". With any other
-	// value discovery reads only the tree under it (a fixture) and does
-	// not ask RDMA netlink, which describes the running system.
-	SysfsRoot string
+	// Sysfs is the sysfs tree devices are found in; nil means the
+	// running system's (/sys). With a tree other than the host's /sys
+	// (sysfs.New on a fixture, sysfs.NewFS) discovery reads only that
+	// tree and does not ask RDMA netlink, which describes the running
+	// system.
+	Sysfs *sysfs.FS
 	// DevDir is where the uverbs character devices are; "" means
 	// "/dev/infiniband".
 	DevDir string
@@ -39,15 +42,19 @@ type Options struct {
 	// with ErrNotSupported.
 	Generic bool
 
-	// open replaces sys.Open (tests: a fake kernel behind the path).
-	open func(path string) (*sys.FD, error)
+	// Opener opens the device files in place of open(2). It is for the
+	// unit tests of this module, which put a fake kernel behind the
+	// device node; code outside the module can leave it only as it is,
+	// the zero value (open(2)): only internal/verbs makes others.
+	Opener verbs.Opener
 }
 
-func (o *Options) sysfs() string {
-	if o == nil || o.SysfsRoot == "" {
-		return "/sys"
+// sysfs returns the tree to read; nil reads the running system's.
+func (o *Options) sysfs() *sysfs.FS {
+	if o == nil {
+		return nil
 	}
-	return o.SysfsRoot
+	return o.Sysfs
 }
 
 func (o *Options) devDir() string {
@@ -57,13 +64,13 @@ func (o *Options) devDir() string {
 	return o.DevDir
 }
 
-func (o *Options) useNetlink() bool { return o.sysfs() == "/sys" }
+func (o *Options) useNetlink() bool { return o.sysfs().IsHost() }
 
-func (o *Options) openFile(path string) (*sys.FD, error) {
-	if o != nil && o.open != nil {
-		return o.open(path)
+func (o *Options) opener() verbs.Opener {
+	if o == nil {
+		return verbs.Opener{}
 	}
-	return sys.Open(path, syscall.O_RDWR)
+	return o.Opener
 }
 
 // Device describes one RDMA device with a uverbs node: what
@@ -74,7 +81,8 @@ type Device struct {
 	// Node is the uverbs node's name ("uverbs0") and Path its character
 	// device ("/dev/infiniband/uverbs0").
 	Node, Path string
-	// SysfsPath is the device's directory under class/infiniband.
+	// SysfsPath is the device's directory under class/infiniband; empty
+	// when Options.Sysfs is a tree without a directory (sysfs.NewFS).
 	SysfsPath string
 	// ABIVersion is the driver's uverbs ABI version (sysfs
 	// infiniband_verbs/uverbsN/abi_version): 1 for mlx5, 2 for rxe.
@@ -103,16 +111,15 @@ func (d Device) Transport() Transport { return transportOf(d.NodeType) }
 //
 // The driver of each device comes from RDMA netlink (GET_CHARDEV "uverbs"
 // reports RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID); when netlink is not
-// available, or opts names a sysfs fixture, it is inferred from sysfs: the
+// available, or opts.Sysfs is not the host's /sys, it is inferred from sysfs: the
 // PCI driver's name (mlx5_core, mlx4_core, efa) or the device name (rxe*,
 // siw*), as rdma-core's providers match them.
 //
 // Errors: an *Error wrapping ErrNotSupported when the kernel's uverbs ABI
 // is not 6; one wrapping the read error when sysfs cannot be read.
 func Devices(opts *Options) ([]Device, error) {
-	root := opts.sysfs()
-	class := filepath.Join(root, "class", "infiniband_verbs")
-	v, err := readInt(filepath.Join(class, "abi_version"))
+	fsys := opts.sysfs()
+	v, err := fsys.VerbsABIVersion()
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
@@ -122,37 +129,36 @@ func Devices(opts *Options) ([]Device, error) {
 	if v != KernelABIVersion {
 		return nil, errs.New("list devices", "", fmt.Errorf("kernel uverbs ABI version %d, this package speaks %d: %w", v, KernelABIVersion, ErrNotSupported))
 	}
-	ents, err := os.ReadDir(class)
-	if err != nil {
+	// An entry that cannot be read (the device went away while we
+	// looked) is left out; only a class that cannot be listed fails.
+	cds, err := fsys.CharDevs()
+	if err != nil && len(cds) == 0 {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
 		return nil, errs.New("list devices", "", err)
 	}
 	var devs []Device
-	for _, e := range ents {
-		node := e.Name()
-		if !strings.HasPrefix(node, "uverbs") {
+	root := fsys.Root()
+	for _, cd := range cds {
+		if cd.Kind != sysfs.KindUverbs || cd.CA == "" {
 			continue
 		}
-		dir := filepath.Join(class, node)
-		name, err := readLine(filepath.Join(dir, "ibdev"))
-		if err != nil {
-			continue // the device went away while we looked
-		}
 		d := Device{
-			Name:      name,
-			Node:      node,
-			Path:      filepath.Join(opts.devDir(), node),
-			SysfsPath: filepath.Join(root, "class", "infiniband", name),
-			NodeType:  rdma.NodeUnknown,
-			Index:     -1,
+			Name:     cd.CA,
+			Node:     cd.Name,
+			Path:     filepath.Join(opts.devDir(), cd.Name),
+			NodeType: rdma.NodeUnknown,
+			Index:    -1,
 		}
-		d.ABIVersion, _ = readInt(filepath.Join(dir, "abi_version"))
-		if s, err := readLine(filepath.Join(d.SysfsPath, "node_type")); err == nil {
-			if n, err := strconv.Atoi(strings.SplitN(s, ":", 2)[0]); err == nil {
-				d.NodeType = rdma.NodeType(n)
-			}
+		if root != "" {
+			d.SysfsPath = filepath.Join(root, "class", "infiniband", cd.CA)
 		}
-		if s, err := readLine(filepath.Join(d.SysfsPath, "node_guid")); err == nil {
-			d.NodeGUID, _ = rdma.ParseGUID(strings.TrimSpace(s))
+		if cd.ABIVersion != nil {
+			d.ABIVersion = *cd.ABIVersion
+		}
+		if ca, err := fsys.CAAttrs(cd.CA); err == nil {
+			d.NodeType, d.NodeGUID = ca.NodeType, ca.NodeGUID
 		}
 		devs = append(devs, d)
 	}
@@ -161,7 +167,7 @@ func Devices(opts *Options) ([]Device, error) {
 	}
 	for i := range devs {
 		if devs[i].DriverID == rdma.DriverUnknown {
-			devs[i].DriverID = sysfsDriverID(devs[i])
+			devs[i].DriverID = sysfsDriverID(fsys, devs[i])
 		}
 	}
 	sort.SliceStable(devs, func(i, j int) bool {
@@ -193,9 +199,9 @@ func LookupDevice(name string, opts *Options) (Device, error) {
 }
 
 // sysfsDriverID infers the driver from sysfs when netlink did not say.
-func sysfsDriverID(d Device) rdma.DriverID {
-	if link, err := os.Readlink(filepath.Join(d.SysfsPath, "device", "driver")); err == nil {
-		switch filepath.Base(link) {
+func sysfsDriverID(fsys *sysfs.FS, d Device) rdma.DriverID {
+	if drv, err := fsys.CADriver(d.Name); err == nil {
+		switch drv {
 		case "mlx5_core":
 			return rdma.DriverMLX5
 		case "mlx4_core":
@@ -211,26 +217,6 @@ func sysfsDriverID(d Device) rdma.DriverID {
 		return rdma.DriverSIW
 	}
 	return rdma.DriverUnknown
-}
-
-func readLine(path string) (string, error) {
-	s, err := sys.ReadString(path)
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimRight(s, "\n"), nil
-}
-
-func readInt(path string) (int, error) {
-	s, err := readLine(path)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not a number", path, s)
-	}
-	return n, nil
 }
 
 // naturalLess orders names with numbers by value: rxe2 before rxe10.

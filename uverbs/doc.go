@@ -63,10 +63,10 @@
 // # Objects and teardown
 //
 // A Context owns what is created through it. Closing a Context destroys
-// what is left in the kernel's dependency order (flows and counters that
-// other packages registered with OnClose, then QPs, CQs, AHs, MRs, PDs,
-// completion channels), then the driver's resources, the async event file and the
-// device file. Every method is safe for concurrent use; Close waits for
+// what is left in the kernel's dependency order (the flows and counters
+// objects of packages flow and counters, then QPs, CQs, AHs, MRs, PDs,
+// completion channels), then the driver's resources, the async event file
+// and the device file. Every method is safe for concurrent use; Close waits for
 // calls in flight, and calls after it fail with an error matching
 // os.ErrClosed. When the device is removed while open, calls fail with
 // EIO and Close still succeeds.
@@ -85,4 +85,7 @@
 // ErrNotSupported (EPROTONOSUPPORT, EOPNOTSUPP, ENOTSUP), os.ErrClosed.
 // Invalid arguments wrap syscall.EINVAL and are reported before any system
 // call.
+// A nil pointer is an invalid argument too: every method of one returns an
+// error wrapping EINVAL (Close included), or zero values where the method
+// returns no error; none panics.
 package uverbs

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/sysfs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/internal/sys/systest"
 	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
+	"github.com/purerdma/rdma/internal/verbs"
 )
 
 func TestMain(m *testing.M) { os.Exit(systest.Main(m)) }
@@ -54,6 +56,7 @@ func newBed(t testing.TB, devs ...*fakekernel.Verbs) *bed {
 		var g [8]byte
 		binary.LittleEndian.PutUint64(g[:], v.Attr.Base.NodeGuid)
 		write(filepath.Join(dev, "node_guid"), fmt.Sprintf("%02x%02x:%02x%02x:%02x%02x:%02x%02x\n", g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]))
+		write(filepath.Join(dev, "sys_image_guid"), fmt.Sprintf("%02x%02x:%02x%02x:%02x%02x:%02x%02x\n", g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]))
 		if v.DriverID == abi.RDMA_DRIVER_MLX5 {
 			drv := filepath.Join(root, "bus", "pci", "drivers", "mlx5_core")
 			os.MkdirAll(drv, 0o755)
@@ -65,13 +68,13 @@ func newBed(t testing.TB, devs ...*fakekernel.Verbs) *bed {
 		paths[filepath.Join("/dev/infiniband", node)] = v
 		b.devs[v.Name] = v
 	}
-	b.opts = &Options{SysfsRoot: root, open: func(path string) (*sys.FD, error) {
+	b.opts = &Options{Sysfs: fsAt(t, root), Opener: verbs.NewOpener(func(path string) (*sys.FD, error) {
 		v := paths[path]
 		if v == nil {
 			return nil, &os.PathError{Op: "open", Path: path, Err: syscall.ENOENT}
 		}
 		return v.Kernel().Open(), nil
-	}}
+	})}
 	return b
 }
 
@@ -113,3 +116,13 @@ func wantErrno(t testing.TB, err error, want syscall.Errno) {
 }
 
 type fakeVerbs = fakekernel.Verbs
+
+// fsAt returns the sysfs tree at root (a fixture or a test's directory).
+func fsAt(t testing.TB, root string) *sysfs.FS {
+	t.Helper()
+	fs, err := sysfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/purerdma/rdma"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 
 	"github.com/purerdma/rdma/abi"
 )
@@ -124,9 +124,9 @@ func TestCloseTeardownOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var order []string
-	c.onClose(ucontext.StageCounters, func(ucontext.Invoker) error { order = append(order, "counters"); return nil })
-	c.onClose(ucontext.StageFlow, func(ucontext.Invoker) error { order = append(order, "flow"); return nil })
-	cancelled := c.onClose(ucontext.StageFlow, func(ucontext.Invoker) error { t.Error("cancelled hook ran"); return nil })
+	c.core.OnClose(verbs.StageCounters, func(verbs.Invoker) error { order = append(order, "counters"); return nil })
+	c.core.OnClose(verbs.StageFlow, func(verbs.Invoker) error { order = append(order, "flow"); return nil })
+	cancelled := c.core.OnClose(verbs.StageFlow, func(verbs.Invoker) error { t.Error("cancelled hook ran"); return nil })
 	cancelled()
 	before := len(b.devs["rxe0"].Log())
 	if err := c.Close(); err != nil {

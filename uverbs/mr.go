@@ -1,12 +1,15 @@
 package uverbs
 
 import (
+	"errors"
 	"fmt"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/internal/sys"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 )
 
 // MR is a registered memory region (struct ibv_mr): memory the device may
@@ -37,7 +40,9 @@ type MR struct {
 //
 // Errors: an *Error wrapping EINVAL for a length below 1 or a missing
 // AccessLocalWrite (checked first), ENOMEM from mmap, or the kernel's
-// errno; os.ErrClosed after Close.
+// errno; os.ErrClosed after Close. The kernel pins the memory and refuses
+// (ENOMEM) past the process's RLIMIT_MEMLOCK unless it has CAP_IPC_LOCK;
+// the message then names the limit and how to raise it (ulimit -l).
 func (pd *PD) AllocMR(length int, access AccessFlags) (*MR, error) {
 	const op = "reg mr"
 	if pd == nil {
@@ -80,7 +85,8 @@ func (pd *PD) AllocMR(length int, access AccessFlags) (*MR, error) {
 //
 // Errors: an *Error wrapping EINVAL for an empty buf, memory the library
 // did not map (the message says why) or a missing AccessLocalWrite; the
-// kernel's errno otherwise; os.ErrClosed after Close.
+// kernel's errno otherwise (ENOMEM past RLIMIT_MEMLOCK, as for AllocMR);
+// os.ErrClosed after Close.
 func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 	const op = "reg mr"
 	if pd == nil {
@@ -124,8 +130,9 @@ func (pd *PD) regLocked(op string, buf []byte, access AccessFlags) (*MR, error) 
 	req := &abi.IbUverbsRegMr{Response: addrOf(bytesOf(resp)), Start: a, Length: uint64(len(buf)),
 		HcaVa: a, PdHandle: pd.handle, AccessFlags: uint32(access)}
 	if err := c.invokeWrite(abi.IB_USER_VERBS_CMD_REG_MR, bytesOf(req), bytesOf(resp), nil, nil); err != nil {
-		return nil, c.err(op, err)
+		return nil, c.err(op, memlockHint(err, pinnedBytes(buf)))
 	}
+	pinned.Add(pinnedBytes(buf))
 	mr := &MR{c: c, pd: pd, handle: resp.MrHandle, lkey: resp.Lkey, rkey: resp.Rkey, access: access, buf: buf}
 	c.objMu.Lock()
 	mr.seqV = c.nextSeqLocked()
@@ -169,10 +176,17 @@ func (mr *MR) Access() AccessFlags {
 	return mr.access
 }
 
-// Buf returns the registered memory. It stays valid until Close (for
-// AllocMR's memory) and must not be used after it.
+// Buf returns the registered memory, or nil once the MR was closed (by its
+// Close or its Context's): AllocMR's memory is then unmapped, and a write
+// through a slice kept from before is a fault the program cannot recover
+// from, so do not keep the slice past Close.
 func (mr *MR) Buf() []byte {
 	if mr == nil {
+		return nil
+	}
+	mr.mu.RLock()
+	defer mr.mu.RUnlock()
+	if mr.destroyed {
 		return nil
 	}
 	return mr.buf
@@ -204,8 +218,8 @@ func (mr *MR) SGE(off, n int) (SGE, bool) {
 	return SGE{Addr: addrOf(mr.buf) + uint64(off), Length: uint32(n), LKey: mr.lkey}, true
 }
 
-func (mr *MR) stage() ucontext.Stage { return ucontext.StageMR }
-func (mr *MR) seq() uint64           { return mr.seqV }
+func (mr *MR) stage() verbs.Stage { return verbs.StageMR }
+func (mr *MR) seq() uint64        { return mr.seqV }
 
 // Close deregisters the MR, like ibv_dereg_mr (UVERBS_METHOD_MR_DESTROY),
 // then unmaps the memory when AllocMR mapped it. Closing a closed MR, or
@@ -215,7 +229,7 @@ func (mr *MR) seq() uint64           { return mr.seqV }
 // window is bound to it); the MR then stays registered.
 func (mr *MR) Close() error {
 	if mr == nil {
-		return nil
+		return errs.New("dereg mr", "", errNil)
 	}
 	return closeObject(mr.c, "dereg mr", mr)
 }
@@ -227,9 +241,44 @@ func (mr *MR) destroyLocked(bool) error {
 			Handle(abi.UVERBS_ATTR_DESTROY_MR_HANDLE, mr.handle))
 	}, func() {
 		// Only now may the memory go: the device no longer knows it.
+		pinned.Add(-pinnedBytes(mr.buf))
 		if mr.owned {
 			c.maps.Unmap(mr.buf)
 		}
 		c.untrack(mr, 0)
 	})
+}
+
+// pinned counts the bytes (whole pages) the live MRs of this process pin:
+// what the kernel counts in the process's pinned_vm for them.
+var pinned atomic.Int64
+
+// pinnedBytes is how much memory registering b pins: the whole pages it
+// touches.
+func pinnedBytes(b []byte) int64 {
+	a := addrOf(b)
+	page := uint64(sys.PageSize)
+	return int64((a+uint64(len(b))+page-1)&^(page-1) - a&^(page-1))
+}
+
+// memlockHint explains a registration of n bytes that failed with ENOMEM
+// or EPERM when RLIMIT_MEMLOCK is what it crossed: ib_umem_get refuses to
+// pin more than the limit for a process without CAP_IPC_LOCK (ENOMEM;
+// older kernels and some drivers answer EPERM). Other errors, and those
+// the limit does not explain, are returned as they are.
+func memlockHint(err error, n int64) error {
+	if !errors.Is(err, syscall.ENOMEM) && !errors.Is(err, syscall.EPERM) {
+		return err
+	}
+	limit, ok := sys.MemlockLimit()
+	if !ok {
+		return err
+	}
+	held := pinned.Load()
+	if uint64(held+n) <= limit {
+		return err
+	}
+	return fmt.Errorf("pinning %d bytes more (%d already pinned by this process's MRs) exceeds RLIMIT_MEMLOCK, %d bytes: "+
+		"raise it (ulimit -l, LimitMEMLOCK= in a systemd unit, memlock in /etc/security/limits.conf) or run with CAP_IPC_LOCK: %w",
+		n, held, limit, err)
 }

@@ -2,7 +2,7 @@ package uverbs
 
 import (
 	"errors"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 	"syscall"
 	"testing"
 )
@@ -10,14 +10,14 @@ import (
 // TestOwned pins the lifecycle counters and flows rely on: the owner's
 // Close destroys once and unregisters; a failed destroy keeps the object
 // registered, so the context's Close destroys it (again at its stage);
-// after the context's Close the owner's Close is a no-op; a nil *owned is
+// after the context's Close the owner's Close is a no-op; a nil *verbs.Owned is
 // a destroyed one.
 func TestOwned(t *testing.T) {
 	b := newBed(t, rxe0())
 	objects := func(c *Context) int {
 		c.objMu.Lock()
 		defer c.objMu.Unlock()
-		return c.nobj
+		return c.nobj + c.core.NumHooks()
 	}
 
 	c, err := Open("rxe0", b.opts)
@@ -26,7 +26,7 @@ func TestOwned(t *testing.T) {
 	}
 	before := objects(c)
 	calls := 0
-	o := c.own(ucontext.StageCounters, "destroy thing", func(invoke ucontext.Invoker) error { calls++; return nil })
+	o := c.core.Own(verbs.StageCounters, "destroy thing", func(invoke verbs.Invoker) error { calls++; return nil })
 	if objects(c) != before+1 {
 		t.Fatalf("Own registered %d objects", objects(c)-before)
 	}
@@ -48,7 +48,7 @@ func TestOwned(t *testing.T) {
 	// A destroy that fails (EBUSY) leaves the object to the context.
 	busy := true
 	calls = 0
-	o2 := c.own(ucontext.StageFlow, "destroy busy thing", func(invoke ucontext.Invoker) error {
+	o2 := c.core.Own(verbs.StageFlow, "destroy busy thing", func(invoke verbs.Invoker) error {
 		calls++
 		if busy {
 			return syscall.EBUSY
@@ -74,10 +74,10 @@ func TestOwned(t *testing.T) {
 		t.Errorf("Close after the context's Close: %v, %d calls", err, calls)
 	}
 
-	var nilOwned *owned
+	var nilOwned *verbs.Owned
 	nilOwned.Lock()
 	if !nilOwned.Destroyed() || nilOwned.Close() != nil {
-		t.Error("a nil *owned is not a destroyed one")
+		t.Error("a nil *verbs.Owned is not a destroyed one")
 	}
 	nilOwned.Unlock()
 }

@@ -4,7 +4,7 @@ import (
 	"os"
 
 	"github.com/purerdma/rdma/internal/errs"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 
 	"github.com/purerdma/rdma/abi"
 )
@@ -95,8 +95,8 @@ func (pd *PD) Context() *Context {
 	return pd.c
 }
 
-func (pd *PD) stage() ucontext.Stage { return ucontext.StagePD }
-func (pd *PD) seq() uint64           { return pd.seqV }
+func (pd *PD) stage() verbs.Stage { return verbs.StagePD }
+func (pd *PD) seq() uint64        { return pd.seqV }
 
 // Close deallocates the PD, like ibv_dealloc_pd (UVERBS_METHOD_PD_DESTROY).
 // Closing a closed PD, or one whose Context was closed, returns nil.
@@ -105,7 +105,7 @@ func (pd *PD) seq() uint64           { return pd.seqV }
 // the PD; the PD then stays usable.
 func (pd *PD) Close() error {
 	if pd == nil {
-		return nil
+		return errs.New("dealloc pd", "", errNil)
 	}
 	return closeObject(pd.c, "dealloc pd", pd)
 }

@@ -66,6 +66,9 @@ type driverRes struct {
 	uidx  uint32
 	qpKey uint32
 	m5    *mlx5Provider
+	// pins says the kernel pinned the anonymous memory (the object was
+	// created with it): it counts in pinned until release.
+	pins bool
 }
 
 type driverAttr struct {
@@ -89,10 +92,44 @@ func (d *driverRes) addAnon(m []byte) {
 func (d *driverRes) mapped() [][]byte    { return d.maps[:d.nmaps] }
 func (d *driverRes) anonymous() [][]byte { return d.anon[:d.nanon] }
 
+// anonBytes is how much memory the kernel pins when an object is created
+// on the anonymous memory (mlx5's queue buffers, ib_umem_get).
+func (d *driverRes) anonBytes() int64 {
+	var n int64
+	for _, m := range d.anonymous() {
+		n += pinnedBytes(m)
+	}
+	return n
+}
+
+// created records that the kernel created the object on the anonymous
+// memory, which it pins until the object is destroyed (release).
+func (d *driverRes) created() {
+	if d != nil && !d.pins {
+		d.pins = true
+		pinned.Add(d.anonBytes())
+	}
+}
+
+// createFailed returns err, the failed create's, with the hint on
+// RLIMIT_MEMLOCK when pinning the anonymous memory explains it
+// (memlockHint), and releases what d holds.
+func (d *driverRes) createFailed(err error) error {
+	if d != nil && d.nanon > 0 {
+		err = memlockHint(err, d.anonBytes())
+	}
+	d.release()
+	return err
+}
+
 // release unmaps and frees everything; safe on nil and more than once.
 func (d *driverRes) release() {
 	if d == nil {
 		return
+	}
+	if d.pins {
+		pinned.Add(-d.anonBytes())
+		d.pins = false
 	}
 	for i, m := range d.mapped() {
 		d.ms.Unmap(m)

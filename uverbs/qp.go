@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/purerdma/rdma/internal/errs"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 
 	"github.com/purerdma/rdma/abi"
 )
@@ -211,9 +211,9 @@ func (pd *PD) createQP(qp *QP, attr QPInitAttr) error {
 		Out(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, bytesOf(qpn))
 	x.add(r)
 	if err := c.do(r); err != nil {
-		d.release()
-		return c.err(op, err)
+		return c.err(op, d.createFailed(err))
 	}
+	d.created()
 	qp.handle, _ = r.Created(abi.UVERBS_ATTR_CREATE_QP_HANDLE)
 	qp.num = *qpn
 	qp.cap = QPCap{MaxSendWR: capOut.MaxSendWr, MaxRecvWR: capOut.MaxRecvWr,
@@ -289,8 +289,8 @@ func (qp *QP) Context() *Context {
 	return qp.c
 }
 
-func (qp *QP) stage() ucontext.Stage { return ucontext.StageQP }
-func (qp *QP) seq() uint64           { return qp.seqV }
+func (qp *QP) stage() verbs.Stage { return verbs.StageQP }
+func (qp *QP) seq() uint64        { return qp.seqV }
 
 // Close destroys the QP, like ibv_destroy_qp (UVERBS_METHOD_QP_DESTROY),
 // and releases its memory. Closing a closed QP, or one whose Context was
@@ -300,7 +300,7 @@ func (qp *QP) seq() uint64           { return qp.seqV }
 // still use the QP; the QP then stays usable.
 func (qp *QP) Close() error {
 	if qp == nil {
-		return nil
+		return errs.New("destroy qp", "", errNil)
 	}
 	return closeObject(qp.c, "destroy qp", qp)
 }

@@ -91,7 +91,7 @@ func TestFlowcountNoSuchPort(t *testing.T) {
 // show`; an unknown -d names the devices there are.
 func TestCountersEveryDevice(t *testing.T) {
 	root := "../../sysfs/testdata/rxe-6.1"
-	withCountersOptions(t, &counters.Options{SysfsRoot: root, Netlink: &fakeNetlink{sent: 42}})
+	withCountersOptions(t, &counters.Options{Sysfs: sysfsAt(t, root), Netlink: &fakeNetlink{sent: 42}})
 	out, errs, code := runTool("counters")
 	if code != 0 || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -114,7 +114,7 @@ func TestCountersEveryDevice(t *testing.T) {
 		t.Errorf("counters --json: %d\n%s", code, js)
 	}
 	// No devices: nothing, status 0.
-	withCountersOptions(t, &counters.Options{SysfsRoot: t.TempDir(), NoNetlink: true})
+	withCountersOptions(t, &counters.Options{Sysfs: sysfsAt(t, t.TempDir()), NoNetlink: true})
 	if out, errs, code := runTool("counters"); code != 0 || out != "" || errs != "" {
 		t.Errorf("no devices: %d %q %q", code, out, errs)
 	}

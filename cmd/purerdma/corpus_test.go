@@ -420,10 +420,14 @@ func corpusRun(tr corpusTree) (calls, tools int, alloc corpusAlloc) {
 			p.Close()
 		}
 	})
-	uo := &uverbs.Options{SysfsRoot: tr.sysfs, DevDir: tr.devDir, Generic: true}
+	tree := fsys // never the host's /sys: sysfs.New fails only without the tree
+	if tree == nil {
+		tree = sysfs.NewFS(os.DirFS(tr.sysfs))
+	}
+	uo := &uverbs.Options{Sysfs: tree, DevDir: tr.devDir, Generic: true}
 	call(func() { uverbs.Devices(uo) })
 	call(func() { uverbs.LookupDevice("rxe0", uo) })
-	co := &counters.Options{SysfsRoot: tr.sysfs, NoNetlink: true}
+	co := &counters.Options{Sysfs: tree, NoNetlink: true}
 	for _, name := range []string{"rxe0", "rxe1"} {
 		call(func() {
 			sets, _ := counters.DescribeWith(name, co)

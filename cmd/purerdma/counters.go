@@ -69,17 +69,13 @@ func runCounters(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, countersUsage)
 		return exitError{2}
 	}
-	root := "/sys"
-	if countersOptions != nil && countersOptions.SysfsRoot != "" {
-		root = countersOptions.SysfsRoot
+	var fsys *sysfs.FS // nil: the running system's
+	if countersOptions != nil {
+		fsys = countersOptions.Sysfs
 	}
 	// The device list is read only where it is needed: without -d, or
 	// for the hint after an unknown -d.
 	listNames := func() ([]string, error) {
-		fsys, err := sysfs.New(root)
-		if err != nil {
-			return nil, err
-		}
 		names, err := fsys.CANames()
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil // no class/infiniband: no devices

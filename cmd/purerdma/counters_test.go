@@ -24,7 +24,7 @@ func withCountersOptions(t *testing.T, o *counters.Options) {
 }
 
 func TestCountersRxeFixture(t *testing.T) {
-	withCountersOptions(t, &counters.Options{SysfsRoot: "../../sysfs/testdata/rxe-6.1", Netlink: &fakeNetlink{sent: 42}})
+	withCountersOptions(t, &counters.Options{Sysfs: sysfsAt(t, "../../sysfs/testdata/rxe-6.1"), Netlink: &fakeNetlink{sent: 42}})
 	out, errs, code := runTool("counters", "-d", "rxe0")
 	if code != 0 || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -44,7 +44,7 @@ func TestCountersRxeFixture(t *testing.T) {
 }
 
 func TestCountersMlx5JSON(t *testing.T) {
-	withCountersOptions(t, &counters.Options{SysfsRoot: "../../sysfs/testdata/mlx5-eth", NoNetlink: true, DriverID: abi.RDMA_DRIVER_MLX5})
+	withCountersOptions(t, &counters.Options{Sysfs: sysfsAt(t, "../../sysfs/testdata/mlx5-eth"), NoNetlink: true, DriverID: abi.RDMA_DRIVER_MLX5})
 	out, errs, code := runTool("counters", "-d", "mlx5_0", "--json")
 	if code != 0 || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -83,11 +83,21 @@ func TestCountersMlx5JSON(t *testing.T) {
 }
 
 func TestCountersErrors(t *testing.T) {
-	withCountersOptions(t, &counters.Options{SysfsRoot: "../../sysfs/testdata/rxe-6.1", NoNetlink: true})
+	withCountersOptions(t, &counters.Options{Sysfs: sysfsAt(t, "../../sysfs/testdata/rxe-6.1"), NoNetlink: true})
 	if _, errs, code := runTool("counters", "-d", "nosuch0"); code != 1 || !strings.HasPrefix(errs, "counters: no RDMA device nosuch0 (") {
 		t.Errorf("unknown device: %d %q", code, errs)
 	}
 	if _, errs, code := runTool("counters", "--nosuch"); code != 2 || !strings.Contains(errs, "Usage") {
 		t.Errorf("bad option: %d %q", code, errs)
 	}
+}
+
+// sysfsAt returns the sysfs tree at root (a fixture or a test's directory).
+func sysfsAt(t testing.TB, root string) *sysfs.FS {
+	t.Helper()
+	fs, err := sysfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
 }

@@ -179,7 +179,7 @@ func TestDevicesText(t *testing.T) {
 // ibv_devices prints its header, ibv_devinfo says there are no devices.
 func TestToolsWithoutDevices(t *testing.T) {
 	old := uverbsOptions
-	uverbsOptions = &uverbs.Options{SysfsRoot: t.TempDir(), Generic: true}
+	uverbsOptions = &uverbs.Options{Sysfs: sysfsAt(t, t.TempDir()), Generic: true}
 	defer func() { uverbsOptions = old }()
 	var out, errb bytes.Buffer
 	if err := run([]string{"purerdma", "devices"}, &out, &errb); err != nil || out.String() != "    device          \t   node GUID\n    ------          \t----------------\n" {
@@ -207,7 +207,7 @@ func TestToolsWithoutDevices(t *testing.T) {
 
 func TestDevinfoOptions(t *testing.T) {
 	old := uverbsOptions
-	uverbsOptions = &uverbs.Options{SysfsRoot: "../../uverbs/testdata/sysfs-rxe", Generic: true}
+	uverbsOptions = &uverbs.Options{Sysfs: sysfsAt(t, "../../uverbs/testdata/sysfs-rxe"), Generic: true}
 	defer func() { uverbsOptions = old }()
 	for _, tc := range []struct {
 		args   []string

@@ -43,7 +43,7 @@ func leaves(v any, out *[]string, skip ...string) {
 // and number of the JSON appears in the text of the same run.
 func TestJSONHoldsTheTextsValues(t *testing.T) {
 	root := filepath.Join(ibstatFixtures, "rxe-6.1")
-	withCountersOptions(t, &counters.Options{SysfsRoot: "../../sysfs/testdata/mlx5-eth", NoNetlink: true, DriverID: abi.RDMA_DRIVER_MLX5})
+	withCountersOptions(t, &counters.Options{Sysfs: sysfsAt(t, "../../sysfs/testdata/mlx5-eth"), NoNetlink: true, DriverID: abi.RDMA_DRIVER_MLX5})
 	for _, tc := range []struct {
 		name       string
 		text, json func() (string, error)

@@ -2,7 +2,7 @@ package fakekernel_test
 
 import (
 	"errors"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
 	"syscall"
 	"testing"
 
@@ -16,11 +16,11 @@ import (
 // rawRead runs UVERBS_METHOD_COUNTERS_READ for handle h into n values.
 func rawRead(c *uverbs.Context, h uint32, n int, flags uint32) ([]byte, error) {
 	buf := make([]byte, n*8)
-	r := abi.NewRequest(ucontext.API(c), uint32(c.DriverID()), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ).
+	r := abi.NewRequest(c.Core(verbs.Seal{}).API(), uint32(c.DriverID()), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ).
 		Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, h).
 		Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, buf).
 		Flags32(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, flags)
-	err := ucontext.Invoke(c, r)
+	err := c.Core(verbs.Seal{}).Invoke(r)
 	if err == nil && !r.Valid(abi.UVERBS_ATTR_READ_COUNTERS_BUFF) {
 		return nil, errors.New("VALID_OUTPUT not set")
 	}

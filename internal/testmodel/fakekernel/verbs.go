@@ -35,6 +35,12 @@ type Verbs struct {
 	NetRaw bool
 	// Mlx5 are the mlx5 device capabilities (ignored for other drivers).
 	Mlx5 Mlx5Caps
+	// Memlock makes REG_MR enforce the process's RLIMIT_MEMLOCK
+	// (sys.MemlockLimit) on the memory this device's MRs pin, as
+	// ib_umem_get does for a caller without CAP_IPC_LOCK: ENOMEM when the
+	// pinned pages would exceed it. Off, the limit is not checked (the
+	// test process may have any limit, or CAP_IPC_LOCK).
+	Memlock bool
 
 	k *Kernel
 
@@ -44,8 +50,9 @@ type Verbs struct {
 	nextQPN uint32
 	nextUAR uint32
 	nextOff int64
-	queues  []*eventQueue // async event files, for Remove
-	frames  [][]byte      // what mlx5 RAW_PACKET QPs sent
+	queues  []*eventQueue    // async event files, for Remove
+	frames  [][]byte         // what mlx5 RAW_PACKET QPs sent
+	pinned  map[*File]uint64 // bytes (whole pages) the live MRs of each file pin
 }
 
 // Port is one port of a Verbs device.
@@ -64,7 +71,12 @@ func (v *Verbs) Kernel() *Kernel {
 	if v.k == nil {
 		v.k = New(Device{Name: v.Name, DriverID: v.DriverID}, v.handle)
 		v.k.HandleMmap(v.mmap)
-		v.k.HandleClose(func(*File) { v.logf("close file") })
+		v.k.HandleClose(func(f *File) {
+			v.mu.Lock()
+			delete(v.pinned, f) // closing the file deregistered its MRs
+			v.mu.Unlock()
+			v.logf("close file")
+		})
 	}
 	return v.k
 }

@@ -5,12 +5,14 @@ import (
 	"syscall"
 
 	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/sys"
 )
 
 type mrVal struct {
 	pd          *Object
 	start, size uint64
 	access      uint32
+	pinned      uint64 // bytes of the whole pages start:start+size covers
 }
 
 func init() {
@@ -20,7 +22,11 @@ func init() {
 			return ErrNoHandler
 		}
 		o := c.Object(abi.UVERBS_ATTR_DESTROY_MR_HANDLE)
-		o.Value.(*mrVal).pd.Users--
+		mv := o.Value.(*mrVal)
+		mv.pd.Users--
+		v.mu.Lock()
+		v.pinned[c.File] -= mv.pinned
+		v.mu.Unlock()
 		v.logf("dereg mr %d", o.Handle)
 		return nil
 	}
@@ -49,12 +55,31 @@ func (v *Verbs) wRegMR(c *Call, in []byte) error {
 	if r.AccessFlags&remote != 0 && r.AccessFlags&abi.IB_UVERBS_ACCESS_LOCAL_WRITE == 0 {
 		return syscall.EINVAL
 	}
+	// ib_umem_get pins the pages and counts them in the process's
+	// pinned_vm, which must stay within RLIMIT_MEMLOCK.
+	const page = 4096
+	pinned := (r.Start+r.Length+page-1)&^(page-1) - r.Start&^(page-1)
+	v.mu.Lock()
+	total := pinned
+	for _, n := range v.pinned {
+		total += n
+	}
+	v.mu.Unlock()
+	if limit, ok := sys.MemlockLimit(); v.Memlock && ok && total > limit&^(page-1) {
+		return syscall.ENOMEM
+	}
 	o, err := c.create(abi.UVERBS_OBJECT_MR, false)
 	if err != nil {
 		return err
 	}
 	pd.Users++
-	o.Value = &mrVal{pd: pd, start: r.Start, size: r.Length, access: r.AccessFlags}
+	o.Value = &mrVal{pd: pd, start: r.Start, size: r.Length, access: r.AccessFlags, pinned: pinned}
+	v.mu.Lock()
+	if v.pinned == nil {
+		v.pinned = map[*File]uint64{}
+	}
+	v.pinned[c.File] += pinned
+	v.mu.Unlock()
 	lkey := o.Handle<<8 | 0x42
 	rkey := uint32(0)
 	if r.AccessFlags&(remote|abi.IB_UVERBS_ACCESS_REMOTE_READ) != 0 {

@@ -7,7 +7,8 @@ package verbstest
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/purerdma/rdma/internal/ucontext"
+	"github.com/purerdma/rdma/internal/verbs"
+	"github.com/purerdma/rdma/sysfs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -87,7 +88,11 @@ func New(t testing.TB, devs ...*fakekernel.Verbs) *Bed {
 		paths[filepath.Join("/dev/infiniband", node)] = v
 		b.Devs[v.Name] = v
 	}
-	b.Opts = ucontext.WithOpener(&uverbs.Options{SysfsRoot: b.Root}, func(path string) (*sys.FD, error) {
+	fs, err := sysfs.New(b.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Opts = &uverbs.Options{Sysfs: fs, Opener: verbs.NewOpener(func(path string) (*sys.FD, error) {
 		v := paths[path]
 		if v == nil {
 			return nil, &os.PathError{Op: "open", Path: path, Err: syscall.ENOENT}
@@ -96,7 +101,7 @@ func New(t testing.TB, devs ...*fakekernel.Verbs) *Bed {
 			return v.OpenAllocFree(), nil
 		}
 		return v.Kernel().Open(), nil
-	}).(*uverbs.Options)
+	})}
 	return b
 }
 

@@ -6,9 +6,11 @@
 package zerotest
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -97,4 +99,70 @@ func isNil(v reflect.Value) bool {
 		return v.IsNil()
 	}
 	return false
+}
+
+// NilEINVAL calls every exported method of each nil pointer in vals (such
+// as (*T)(nil)) with zero arguments and fails t when one panics, or when
+// one that returns an error returns one that does not match EINVAL
+// (syscall.EINVAL through errors.Is): the rule that a nil receiver is an
+// invalid argument, answered as one. Methods without an error result must
+// only not panic (they answer zero values). Methods named in skip
+// ("T.Method") are left out; give the reason next to the list.
+func NilEINVAL(t *testing.T, skip []string, vals ...any) {
+	t.Helper()
+	skipped := map[string]bool{}
+	for _, s := range skip {
+		skipped[s] = true
+	}
+	errType := reflect.TypeFor[error]()
+	for _, v := range vals {
+		rv := reflect.ValueOf(v)
+		rt := rv.Type()
+		if rt.Kind() != reflect.Pointer || !rv.IsNil() {
+			t.Fatalf("NilEINVAL: %v is not a nil pointer", rt)
+		}
+		base := rt.Elem().Name()
+		for i := 0; i < rv.NumMethod(); i++ {
+			m := rt.Method(i)
+			if skipped[base+"."+m.Name] {
+				continue
+			}
+			name := "(*" + base + ")(nil)." + m.Name
+			if isValueMethod(rt.Elem(), m.Name) {
+				t.Errorf("%s has a value receiver: a nil pointer panics before it runs", name)
+				continue
+			}
+			fn := rv.Method(i)
+			ft := fn.Type()
+			args := make([]reflect.Value, ft.NumIn())
+			if ft.IsVariadic() {
+				args = args[:len(args)-1]
+			}
+			for j := range args {
+				args[j] = reflect.Zero(ft.In(j))
+			}
+			var outs []reflect.Value
+			panicked := func() (p any) {
+				defer func() { p = recover() }()
+				outs = fn.Call(args)
+				return nil
+			}()
+			if panicked != nil {
+				t.Errorf("%s panicked: %v", name, panicked)
+				continue
+			}
+			for j, out := range outs {
+				if ft.Out(j) != errType {
+					if c, ok := out.Interface().(io.Closer); ok && !isNil(out) {
+						c.Close()
+					}
+					continue
+				}
+				err, _ := out.Interface().(error)
+				if !errors.Is(err, syscall.EINVAL) {
+					t.Errorf("%s = %v, want an error matching EINVAL", name, err)
+				}
+			}
+		}
+	}
 }

@@ -159,7 +159,7 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	e := &Exporter{cfg: cfg, fs: fs}
 	if len(cfg.Flows) > 0 && !cfg.Off[SourceFlows] {
-		if e.flows, err = newFlowSet(cfg.Flows, cfg.SysfsRoot); err != nil {
+		if e.flows, err = newFlowSet(cfg.Flows, fs); err != nil {
 			return nil, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/sysfs"
 	"io"
 	"net"
 	"net/netip"
@@ -191,7 +192,7 @@ var (
 	})
 )
 
-func newFlowSet(cfgs []FlowConfig, sysfsRoot string) (_ *flowSet, err error) {
+func newFlowSet(cfgs []FlowConfig, fsys *sysfs.FS) (_ *flowSet, err error) {
 	s := &flowSet{}
 	defer func() {
 		if err != nil {
@@ -200,7 +201,7 @@ func newFlowSet(cfgs []FlowConfig, sysfsRoot string) (_ *flowSet, err error) {
 	}()
 	ctxs := map[string]*uverbs.Context{}
 	qps := map[string]*uverbs.QP{}
-	opts := &uverbs.Options{SysfsRoot: sysfsRoot}
+	opts := &uverbs.Options{Sysfs: fsys}
 	for _, fc := range cfgs {
 		c := ctxs[fc.Device]
 		if c == nil {

@@ -1,0 +1,168 @@
+package verbs
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/sys"
+)
+
+// answer is a device file that answers every ioctl with errno (nil: success)
+// and counts them.
+type answer struct {
+	errno error
+	calls int
+}
+
+func (a *answer) Ioctl(uint, unsafe.Pointer) error          { a.calls++; return a.errno }
+func (a *answer) Read([]byte, time.Time, bool) (int, error) { return 0, syscall.EINVAL }
+func (a *answer) Write([]byte) (int, error)                 { return 0, syscall.EINVAL }
+func (a *answer) Mmap(int64, int, int, int) ([]byte, error) { return nil, syscall.ENODEV }
+func (a *answer) Close() error                              { return nil }
+
+func newCore(t *testing.T) (*Core, *answer) {
+	t.Helper()
+	be := &answer{}
+	fd := sys.NewFake("uverbs0", be)
+	t.Cleanup(func() { fd.Close() })
+	c := new(Core)
+	c.Init("dev0", fd, abi.APIFor(abi.RDMA_DRIVER_MLX5), abi.RDMA_DRIVER_MLX5)
+	return c, be
+}
+
+func destroyReq(c *Core) *abi.Request {
+	return c.NewRequest(abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_DESTROY).
+		Handle(abi.UVERBS_ATTR_DESTROY_COUNTERS_HANDLE, 1)
+}
+
+// The core runs requests while open, refuses them after Close, and Close
+// hands over the hooks once, in registration order reversed (newest
+// first); a cancelled hook is not among them.
+func TestCoreLifecycle(t *testing.T) {
+	c, be := newCore(t)
+	if err := c.Invoke(destroyReq(c)); err != nil || be.calls != 1 {
+		t.Fatalf("Invoke: %v, %d calls", err, be.calls)
+	}
+	be.errno = syscall.EBUSY
+	if err := c.Invoke(destroyReq(c)); !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("Invoke of a refused request: %v", err)
+	}
+	be.errno = nil
+	var order []Stage
+	hook := func(s Stage) func(Invoker) error {
+		return func(invoke Invoker) error { order = append(order, s); return invoke(destroyReq(c)) }
+	}
+	c.OnClose(StageCounters, hook(StageCounters))
+	cancel := c.OnClose(StageFlow, hook(StageFlow))
+	c.OnClose(StageFlow, hook(StageFlow+1))
+	cancel()
+	if n := c.NumHooks(); n != 2 {
+		t.Fatalf("%d hooks registered, want 2", n)
+	}
+	var hooks []*Hook
+	if !c.Close(func() { hooks = c.TakeHooks() }) {
+		t.Fatal("Close of an open core returned false")
+	}
+	if c.Close(func() { t.Error("second Close ran its teardown") }) {
+		t.Error("second Close returned true")
+	}
+	if len(hooks) != 2 || hooks[0].Stage() != StageFlow || hooks[1].Stage() != StageCounters || hooks[0].Seq() < hooks[1].Seq() {
+		t.Fatalf("hooks %v", hooks)
+	}
+	be.errno = syscall.EIO // a removed device: the hooks count as done
+	for _, h := range hooks {
+		if err := h.Run(); err != nil {
+			t.Errorf("Run with EIO: %v", err)
+		}
+	}
+	if len(order) != 2 || c.NumHooks() != 0 {
+		t.Errorf("ran %v, %d hooks left", order, c.NumHooks())
+	}
+	if err := c.Hold("op"); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Hold after Close: %v", err)
+	}
+	if err := c.Invoke(destroyReq(c)); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Invoke after Close: %v", err)
+	}
+	var zero Core
+	if err := zero.Hold("op"); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("Hold of a zero core: %v", err)
+	}
+	if err := zero.Do(destroyReq(&zero)); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("Do on a zero core: %v", err)
+	}
+}
+
+// An owned object is destroyed once, by its Close or the context's; a
+// failed destroy leaves it registered.
+func TestOwnedOnce(t *testing.T) {
+	c, _ := newCore(t)
+	calls, fail := 0, error(syscall.EBUSY)
+	o := c.Own(StageCounters, "destroy thing", func(Invoker) error { calls++; return fail })
+	if err := o.Close(); !errors.Is(err, syscall.EBUSY) || c.NumHooks() != 1 {
+		t.Fatalf("failed Close: %v, %d hooks", err, c.NumHooks())
+	}
+	fail = nil
+	if err := o.Close(); err != nil || c.NumHooks() != 0 || calls != 2 {
+		t.Fatalf("Close: %v, %d hooks, %d calls", err, c.NumHooks(), calls)
+	}
+	if err := o.Close(); err != nil || calls != 2 {
+		t.Errorf("second Close: %v, %d calls", err, calls)
+	}
+	o2 := c.Own(StageFlow, "destroy other", func(Invoker) error { calls++; return nil })
+	c.Close(func() {
+		for _, h := range c.TakeHooks() {
+			h.Run()
+		}
+	})
+	if err := o2.Close(); err != nil || calls != 3 {
+		t.Errorf("Close after the context's: %v, %d calls", err, calls)
+	}
+	o2.Lock()
+	if !o2.Destroyed() {
+		t.Error("not destroyed by the context's Close")
+	}
+	o2.Unlock()
+}
+
+// The binding protocol (rdma-core's get_flow_mcounters): the first bind
+// sends the points newest first, later binds while a flow lives send
+// none, an unbound object sends them again; no points is EINVAL, a
+// destroyed object os.ErrClosed.
+func TestBinding(t *testing.T) {
+	c, _ := newCore(t)
+	b := &Binding{Core: c, Handle: 7}
+	b.Own = c.Own(StageCounters, "destroy counters", func(Invoker) error { return nil })
+	if _, err := b.BeginBind(); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("bind without points: %v", err)
+	}
+	b.Points = []abi.Mlx5IbFlowCountersDesc{{Description: 0, Index: 0}, {Description: 1, Index: 1}}
+	pairs, err := b.BeginBind()
+	if err != nil || len(pairs) != 2 || pairs[0].Index != 1 || pairs[1].Index != 0 {
+		t.Fatalf("first bind: %v, %v", pairs, err)
+	}
+	b.EndBind(true)
+	if pairs, err := b.BeginBind(); err != nil || pairs != nil {
+		t.Fatalf("second bind: %v, %v", pairs, err)
+	}
+	b.EndBind(false) // that flow failed: still one bound
+	if b.Flows != 1 {
+		t.Fatalf("%d flows bound, want 1", b.Flows)
+	}
+	b.Unbind()
+	if pairs, err := b.BeginBind(); err != nil || len(pairs) != 2 {
+		t.Fatalf("bind after the last flow went: %v, %v", pairs, err)
+	}
+	b.EndBind(false)
+	if err := b.Own.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.BeginBind(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("bind of destroyed counters: %v", err)
+	}
+}

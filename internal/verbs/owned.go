@@ -1,0 +1,91 @@
+package verbs
+
+import "sync"
+
+// Owned is the destroy-once lifecycle of an object counters or flow create
+// on a context: the owner's Close and the context's Close both end in at
+// most one successful call of the destroy function, whichever comes first,
+// in the stage order. Its lock serializes the owner's other operations
+// with destruction; take it after Hold, as Close does. A nil *Owned (an
+// owner's zero value, never created) has no lock and counts as destroyed.
+type Owned struct {
+	c       *Core
+	op      string
+	destroy func(Invoker) error
+	cancel  func()
+
+	mu        sync.Mutex
+	destroyed bool
+}
+
+// Own registers an object created on the context: destroy runs, with the
+// object's lock held, when Owned.Close is called or when the context
+// closes (at stage), whichever comes first; once it has succeeded the
+// object counts as destroyed. destroy should treat EIO (a removed device)
+// as success, as Close's hooks do. op names the destruction in errors
+// ("destroy counters").
+func (c *Core) Own(stage Stage, op string, destroy func(invoke Invoker) error) *Owned {
+	o := &Owned{c: c, op: op, destroy: destroy}
+	o.cancel = c.OnClose(stage, o.closeHook)
+	return o
+}
+
+// Lock locks the object against destruction and the owner's other
+// operations.
+func (o *Owned) Lock() {
+	if o != nil {
+		o.mu.Lock()
+	}
+}
+
+// Unlock unlocks what Lock locked.
+func (o *Owned) Unlock() {
+	if o != nil {
+		o.mu.Unlock()
+	}
+}
+
+// Destroyed reports whether the object was destroyed (true for a nil
+// *Owned). The caller holds the lock.
+func (o *Owned) Destroyed() bool { return o == nil || o.destroyed }
+
+// Close destroys the object unless it already was: it holds the context,
+// takes the lock and runs destroy with InvokeHeld, then unregisters it from
+// the context. Closing a destroyed object, or one whose context was closed
+// (which destroyed it), returns nil.
+//
+// Errors: destroy's, and the object stays registered (for example EBUSY
+// while another object still uses it).
+func (o *Owned) Close() error {
+	if o == nil {
+		return nil
+	}
+	if err := o.c.Hold(o.op); err != nil {
+		return nil // the context's Close destroyed it
+	}
+	defer o.c.Release()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.destroyed {
+		return nil
+	}
+	if err := o.destroy(o.c.InvokeHeld); err != nil {
+		return err
+	}
+	o.destroyed = true
+	o.cancel()
+	return nil
+}
+
+func (o *Owned) closeHook(invoke Invoker) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.destroyed {
+		return nil
+	}
+	if err := o.destroy(invoke); err != nil {
+		return err
+	}
+	o.destroyed = true
+	return nil
+}
