@@ -129,10 +129,12 @@ func (h *Host) openDevice(path string) (*sys.FD, error) {
 
 // Close closes the port (umad_close_port); the kernel unregisters its
 // agents. A receive in progress returns an error matching os.ErrClosed.
-// Close is safe to call more than once; later calls return nil.
+// Close is safe to call more than once; later calls return nil. On a nil
+// *Port it returns an *Error wrapping EINVAL, as every Close of the
+// library does (and os.File's).
 func (p *Port) Close() error {
 	if p == nil {
-		return nil
+		return errNil("close port")
 	}
 	if err := p.fd.Close(); err != nil {
 		return errs.New("close port", p.name, err)
