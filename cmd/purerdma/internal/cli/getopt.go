@@ -1,42 +1,44 @@
-package main
-
-// Command-line handling shared by devinfo and devices: getopt_long's rules
-// (as rdma-core's tools parse their options) and C's strtol.
+// Package cli holds what the tools of cmd/purerdma share: the one
+// command-line parser (getopt_long's rules, as rdma-core's tools parse
+// their options), C's number parsing, errno texts and exit statuses, and
+// the Tool type the families register.
+package cli
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"syscall"
 
 	"github.com/purerdma/rdma/internal/errs"
 )
 
 var (
-	errDevinfoUsage = errors.New("usage")
-	errDevinfoHelp  = errors.New("help")
-	errNoData       = syscall.ENODATA
-	// errGetopt is a command line getopt refuses (reported already).
-	errGetopt = getoptError("bad option")
+	// ErrUsage is an option's argument the tool refuses: the caller
+	// prints its usage.
+	ErrUsage = errors.New("usage")
+	// ErrHelp is -h or --help: the caller prints its help.
+	ErrHelp = errors.New("help")
+	// ErrGetopt is a command line getopt refuses (reported already).
+	ErrGetopt = GetoptError("bad option")
 )
 
-// getoptOption is one option: a short letter (0 for none), a long name,
+// Option is one option: a short letter (0 for none), a long name,
 // whether it takes an argument, and what to do with it.
-type getoptOption struct {
-	short byte
-	long  string
-	arg   bool
-	set   func(string) error
+type Option struct {
+	Short byte               // the letter after '-', 0 for none
+	Long  string             // the name after "--", "" for none
+	Arg   bool               // whether the option takes an argument
+	Set   func(string) error // called with the argument ("" for none)
 }
 
-// getopt parses args the way glibc's getopt_long does with an optstring
+// Getopt parses args the way glibc's getopt_long does with an optstring
 // like "d:i:lv": short options may be grouped (-vl) and take their argument
 // attached (-drxe0) or as the next word; long options take it after '=' or
 // as the next word and may be abbreviated to a unique prefix; "--" ends the
 // options; other words are skipped. Errors are reported on stderr with
 // getopt's messages.
-func getopt(prog string, args []string, opts []getoptOption, stderr io.Writer) error {
+func Getopt(prog string, args []string, opts []Option, stderr io.Writer) error {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -49,18 +51,18 @@ func getopt(prog string, args []string, opts []getoptOption, stderr io.Writer) e
 				fmt.Fprintf(stderr, "%s: %s '--%s'\n", prog, err, name)
 				return err
 			}
-			if o.arg && !hasVal {
+			if o.Arg && !hasVal {
 				if i+1 >= len(args) {
-					fmt.Fprintf(stderr, "%s: option '--%s' requires an argument\n", prog, o.long)
-					return errGetopt
+					fmt.Fprintf(stderr, "%s: option '--%s' requires an argument\n", prog, o.Long)
+					return ErrGetopt
 				}
 				i++
 				val = args[i]
-			} else if !o.arg && hasVal {
-				fmt.Fprintf(stderr, "%s: option '--%s' doesn't allow an argument\n", prog, o.long)
-				return errGetopt
+			} else if !o.Arg && hasVal {
+				fmt.Fprintf(stderr, "%s: option '--%s' doesn't allow an argument\n", prog, o.Long)
+				return ErrGetopt
 			}
-			if err := o.set(val); err != nil {
+			if err := o.Set(val); err != nil {
 				return err
 			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
@@ -68,10 +70,10 @@ func getopt(prog string, args []string, opts []getoptOption, stderr io.Writer) e
 				o := lookupShort(opts, a[j])
 				if o == nil {
 					fmt.Fprintf(stderr, "%s: invalid option -- '%c'\n", prog, a[j])
-					return errGetopt
+					return ErrGetopt
 				}
-				if !o.arg {
-					if err := o.set(""); err != nil {
+				if !o.Arg {
+					if err := o.Set(""); err != nil {
 						return err
 					}
 					continue
@@ -80,12 +82,12 @@ func getopt(prog string, args []string, opts []getoptOption, stderr io.Writer) e
 				if val == "" {
 					if i+1 >= len(args) {
 						fmt.Fprintf(stderr, "%s: option requires an argument -- '%c'\n", prog, a[j])
-						return errGetopt
+						return ErrGetopt
 					}
 					i++
 					val = args[i]
 				}
-				if err := o.set(val); err != nil {
+				if err := o.Set(val); err != nil {
 					return err
 				}
 				break
@@ -95,45 +97,47 @@ func getopt(prog string, args []string, opts []getoptOption, stderr io.Writer) e
 	return nil
 }
 
-type getoptError string
+// GetoptError is a command line the parser (or an option's Set) refuses,
+// already reported on stderr.
+type GetoptError string
 
-func (e getoptError) Error() string { return string(e) }
+func (e GetoptError) Error() string { return string(e) }
 
-func lookupLong(opts []getoptOption, name string) (*getoptOption, error) {
-	var match *getoptOption
+func lookupLong(opts []Option, name string) (*Option, error) {
+	var match *Option
 	n := 0
 	for i := range opts {
 		o := &opts[i]
-		if o.long == name {
+		if o.Long == name {
 			return o, nil
 		}
-		if strings.HasPrefix(o.long, name) && name != "" {
+		if strings.HasPrefix(o.Long, name) && name != "" {
 			match = o
 			n++
 		}
 	}
 	switch n {
 	case 0:
-		return nil, getoptError("unrecognized option")
+		return nil, GetoptError("unrecognized option")
 	case 1:
 		return match, nil
 	}
-	return nil, getoptError("option is ambiguous;")
+	return nil, GetoptError("option is ambiguous;")
 }
 
-func lookupShort(opts []getoptOption, c byte) *getoptOption {
+func lookupShort(opts []Option, c byte) *Option {
 	for i := range opts {
-		if opts[i].short == c && c != 0 {
+		if opts[i].Short == c && c != 0 {
 			return &opts[i]
 		}
 	}
 	return nil
 }
 
-// cStrtol is strtol(s, NULL, 0) clamped to int64: leading blanks, a sign,
+// CStrtol is strtol(s, NULL, 0) clamped to int64: leading blanks, a sign,
 // then 0x for hex or 0 for octal; parsing stops at the first invalid
 // character, and no digits give 0.
-func cStrtol(s string) int64 {
+func CStrtol(s string) int64 {
 	s = strings.TrimLeft(s, " \t\n\v\f\r")
 	neg := false
 	if s != "" && (s[0] == '+' || s[0] == '-') {
@@ -177,9 +181,9 @@ func hexDigit(c byte) int {
 	return -1
 }
 
-// errnoCode is the return code rdma-core's tools give for a failed verb:
+// ErrnoCode is the return code rdma-core's tools give for a failed verb:
 // the errno, or 1 when there is none.
-func errnoCode(err error) int {
+func ErrnoCode(err error) int {
 	if n := errs.Errno(err); n != 0 {
 		return int(n)
 	}

@@ -74,29 +74,6 @@ func ibstatPanic(stderr io.Writer, errno syscall.Errno, format string, args ...a
 	return exitError{255}
 }
 
-// strerror is glibc's strerror text for errno: Go's syscall table holds
-// the same messages with the first letter lowered (zerrors_linux_*.go is
-// generated from them).
-func strerror(errno syscall.Errno) string {
-	if errno == 0 {
-		return "Success"
-	}
-	msg := errno.Error()
-	if msg == "" || strings.HasPrefix(msg, "errno ") {
-		return fmt.Sprintf("Unknown error %d", int(errno))
-	}
-	return strings.ToUpper(msg[:1]) + msg[1:]
-}
-
-// errnoOf is the errno an error carries, EIO when it carries none.
-func errnoOf(err error) syscall.Errno {
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		return e
-	}
-	return syscall.EIO
-}
-
 func runIbstat(args []string, stdout, stderr io.Writer) error {
 	var listOnly, short, listPorts, asJSON bool
 	var pos []string

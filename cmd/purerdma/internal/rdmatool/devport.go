@@ -1,10 +1,11 @@
-package main
+package rdmatool
 
 import (
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/sysfs"
 )
 
@@ -28,7 +29,7 @@ func devPort(devs []sysfs.NetlinkDevice, arg string, strict bool) (name string, 
 			n = v
 		}
 	case slash:
-		if n = atoi(p); p == "" || p[0] < '0' || p[0] > '9' {
+		if n = cli.Atoi(p); p == "" || p[0] < '0' || p[0] > '9' {
 			n = -1
 		}
 	}
@@ -65,5 +66,5 @@ func wrongDevice(asJSON bool, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "[]")
 	}
 	fmt.Fprintln(stderr, "Wrong device name")
-	return exitError{1}
+	return cli.ExitError{Code: 1}
 }

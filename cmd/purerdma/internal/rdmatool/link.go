@@ -1,4 +1,4 @@
-package main
+package rdmatool
 
 // link add / link delete: iproute2's `rdma link add NAME type TYPE netdev
 // NETDEV` and `rdma link delete NAME` (rdma/link.c, iproute2 6.1) through
@@ -10,20 +10,17 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/sysfs"
 )
 
-func init() {
-	register("link", "show ports, add or delete a software RDMA device, like iproute2's rdma link [-j] show / add NAME type rxe netdev DEV / delete NAME", runLink)
-}
-
-// linkNetlink is how link talks to the kernel (tests: a fake).
-var linkNetlink interface {
+// LinkNetlink is how link talks to the kernel (tests: a fake).
+type LinkNetlink interface {
 	Devices() ([]sysfs.NetlinkDevice, error)
 	Port(devIndex uint32, port int) (*sysfs.NetlinkPort, error)
 	LinkAdd(name, linkType, netdev string) error
 	LinkDelete(devIndex uint32) error
-} = sysfs.NewNetlink()
+}
 
 // linkUsage is rdma's link_help, which it prints on standard output.
 const linkUsage = `Usage: rdma link show [DEV/PORT_INDEX]
@@ -34,11 +31,11 @@ Usage: rdma link delete NAME
 // linkKernelErr is how rdma reports an errno from the kernel:
 // "error: " and strerror, exit status 1.
 func linkKernelErr(stderr io.Writer, err error) error {
-	fmt.Fprintf(stderr, "error: %s\n", strerror(errnoOf(err)))
-	return exitError{1}
+	fmt.Fprintf(stderr, "error: %s\n", cli.Strerror(cli.ErrnoOf(err)))
+	return cli.ExitError{Code: 1}
 }
 
-func runLink(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runLink(args []string, stdout, stderr io.Writer) error {
 	asJSON := false
 	for len(args) > 0 && (args[0] == "-j" || args[0] == "--json") {
 		asJSON, args = true, args[1:]
@@ -48,15 +45,15 @@ func runLink(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if len(args) == 0 {
-		return linkShow(nil, asJSON, stdout, stderr)
+		return env.linkShow(nil, asJSON, stdout, stderr)
 	}
 	switch args[0] {
 	case "show", "list":
-		return linkShow(args[1:], asJSON, stdout, stderr)
+		return env.linkShow(args[1:], asJSON, stdout, stderr)
 	case "add":
-		return linkAdd(args[1:], stdout, stderr)
+		return env.linkAdd(args[1:], stdout, stderr)
 	case "delete", "del":
-		return linkDelete(args[1:], stderr)
+		return env.linkDelete(args[1:], stderr)
 	}
 	fmt.Fprintf(stderr, "Unknown parameter '%s'.\n", args[0])
 	return nil // rdma 6.1 exits 0 here
@@ -77,8 +74,8 @@ func linkName(table []string, v int) string {
 
 // linkShow is rdma link show [DEV[/PORT]]: every port of every device (or
 // of one), one PORT_GET each, as rd_exec_link does.
-func linkShow(args []string, asJSON bool, stdout, stderr io.Writer) error {
-	nlc, done := keepSocket(linkNetlink)
+func (env *Env) linkShow(args []string, asJSON bool, stdout, stderr io.Writer) error {
+	nlc, done := keepSocket(env.Link)
 	defer done()
 	devs, err := nlc.Devices()
 	if err != nil {
@@ -158,38 +155,38 @@ func linkLine(p *sysfs.NetlinkPort) *resLine {
 // linkAdd: NAME, then the keywords "type" and "netdev" with their values
 // in that order, as link_add's parsers take them; anything else prints the
 // usage (and rdma exits 0).
-func linkAdd(args []string, stdout, stderr io.Writer) error {
+func (env *Env) linkAdd(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Please provide a link name to add.")
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	if len(args) != 5 || args[1] != "type" || args[3] != "netdev" {
 		fmt.Fprint(stdout, linkUsage)
 		return nil
 	}
-	if err := linkNetlink.LinkAdd(args[0], args[2], args[4]); err != nil {
+	if err := env.Link.LinkAdd(args[0], args[2], args[4]); err != nil {
 		return linkKernelErr(stderr, err)
 	}
 	return nil
 }
 
-func linkDelete(args []string, stderr io.Writer) error {
+func (env *Env) linkDelete(args []string, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Please provide device name.")
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
-	devs, err := linkNetlink.Devices()
+	devs, err := env.Link.Devices()
 	if err != nil {
 		return linkKernelErr(stderr, err)
 	}
 	for _, d := range devs {
 		if d.Name == args[0] {
-			if err := linkNetlink.LinkDelete(d.Index); err != nil {
+			if err := env.Link.LinkDelete(d.Index); err != nil {
 				return linkKernelErr(stderr, err)
 			}
 			return nil
 		}
 	}
 	fmt.Fprintf(stderr, "Wrong device name - %s\n", args[0])
-	return exitError{1}
+	return cli.ExitError{Code: 1}
 }

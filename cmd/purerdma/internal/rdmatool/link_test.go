@@ -1,4 +1,4 @@
-package main
+package rdmatool
 
 import (
 	"syscall"
@@ -52,9 +52,7 @@ func (f *fakeLinks) LinkDelete(idx uint32) error {
 // TestVMLinkMatchesRdma).
 func TestLink(t *testing.T) {
 	f := &fakeLinks{devs: []sysfs.NetlinkDevice{{Index: 0, Name: "rxe0", NumPorts: 1}}}
-	old := linkNetlink
-	linkNetlink = f
-	t.Cleanup(func() { linkNetlink = old })
+	env := &Env{Link: f}
 	for _, c := range []struct {
 		args           []string
 		out, err       string
@@ -77,7 +75,7 @@ func TestLink(t *testing.T) {
 		{[]string{"link", "show", "rxe0"}, "", "Wrong device name\n", 1, 1},
 		{[]string{"link", "show", "nosuch"}, "", "Wrong device name\n", 1, 1},
 	} {
-		out, errs, code := runTool(c.args...)
+		out, errs, code := runTool(env, c.args...)
 		if out != c.out || errs != c.err || code != c.code || len(f.devs) != c.devsAfterwards {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q, %d devices; want %d %q %q %d", c.args, code, out, errs, len(f.devs), c.code, c.out, c.err, c.devsAfterwards)
 		}

@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package rdmatool
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func TestVMLinkMatchesRdma(t *testing.T) {
 				t.Fatalf("undo: %v %s", err, out)
 			}
 		}
-		gout, gerr, gcode := runTool(append([]string{"link"}, args...)...)
+		gout, gerr, gcode := runTool(DefaultEnv(), append([]string{"link"}, args...)...)
 		gExists := exists()
 		if gout != cout.String() || gerr != cerr.String() || gcode != ccode || gExists != cExists {
 			t.Errorf("link %s (kernel %s):\nrdma:     exit %d, rxet there %v, stdout %q, stderr %q\npurerdma: exit %d, rxet there %v, stdout %q, stderr %q",
@@ -75,7 +75,7 @@ func TestVMLinkMatchesRdma(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			gout, gerr, gcode := runTool(append(append([]string{"link"}, j...), args...)...)
+			gout, gerr, gcode := runTool(DefaultEnv(), append(append([]string{"link"}, j...), args...)...)
 			if gout != cout.String() || gerr != cerr.String() || gcode != ccode {
 				t.Errorf("rdma %s (kernel %s):\nrdma:     exit %d, stdout %q, stderr %q\npurerdma: exit %d, stdout %q, stderr %q",
 					strings.Join(cargs, " "), vmtest.Kernel(), ccode, cout.String(), cerr.String(), gcode, gout, gerr)
@@ -97,10 +97,10 @@ func TestVMLinkMatchesRdma(t *testing.T) {
 	if err := c.Run(); err != nil || exists() {
 		t.Fatalf("rdma link delete: %v %s", err, cerr.String())
 	}
-	if _, errs, code := runTool("link", "add", "rxet", "type", "rxe", "netdev", "vtest0"); code != 0 || !exists() {
+	if _, errs, code := runTool(DefaultEnv(), "link", "add", "rxet", "type", "rxe", "netdev", "vtest0"); code != 0 || !exists() {
 		t.Fatalf("add again: %d %s", code, errs)
 	}
-	if out, errs, code := runTool("link", "delete", "rxet"); code != 0 || out != cout.String() || errs != cerr.String() || exists() {
+	if out, errs, code := runTool(DefaultEnv(), "link", "delete", "rxet"); code != 0 || out != cout.String() || errs != cerr.String() || exists() {
 		t.Errorf("purerdma link delete: exit %d, stdout %q, stderr %q, still there %v; rdma printed %q %q", code, out, errs, exists(), cout.String(), cerr.String())
 	}
 	for _, args := range [][]string{

@@ -1,4 +1,4 @@
-package main
+package rdmatool
 
 // resource: iproute2's `rdma resource show` (rdma/res.c, res-qp.c,
 // res-cq.c, res-pd.c, res-mr.c, res-ctx.c, res-cmid.c; Debian 12's
@@ -14,26 +14,20 @@ import (
 	"strings"
 
 	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/sysfs"
 )
 
-func init() {
-	register("resource", "tracked objects (pd, cq, qp, cm_id, mr, ctx) per device and process, like iproute2's rdma resource show (-j too)", runResource)
-}
-
-// resourceSource is what resource asks.
-type resourceSource interface {
+// ResourceNetlink is what resource asks.
+type ResourceNetlink interface {
 	Devices() ([]sysfs.NetlinkDevice, error)
 	ResourceSummaries() ([]sysfs.ResourceSummary, error)
 	Resources(kind sysfs.ResourceKind, devIndex uint32) ([]sysfs.ResourceObject, error)
 }
 
-// resourceNetlink is where resource asks (tests: a fake).
-var resourceNetlink resourceSource = sysfs.NewNetlink()
-
-// resourceComm reads a process's name for user objects (tests: a fake).
-var resourceComm = func(pid uint32) (string, bool) {
+// procComm reads a process's name for user objects from /proc.
+func procComm(pid uint32) (string, bool) {
 	s, err := sys.ReadString("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
 	if err != nil {
 		return "", false
@@ -173,7 +167,7 @@ func (l *resLine) MarshalJSON() ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
-func runResource(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runResource(args []string, stdout, stderr io.Writer) error {
 	asJSON := false
 	var words []string
 	for _, a := range args {
@@ -186,7 +180,7 @@ func runResource(args []string, stdout, stderr io.Writer) error {
 		default:
 			if strings.HasPrefix(a, "-") {
 				fmt.Fprintf(stderr, "resource: unknown option %s\n%s", a, resourceUsage)
-				return exitError{2}
+				return cli.ExitError{Code: 2}
 			}
 			words = append(words, a)
 		}
@@ -194,12 +188,12 @@ func runResource(args []string, stdout, stderr io.Writer) error {
 	if len(words) > 0 && (words[0] == "show" || words[0] == "list") {
 		words = words[1:]
 	}
-	nlc, done := keepSocket(resourceNetlink)
+	nlc, done := keepSocket(env.Resource)
 	defer done()
 	devs, err := nlc.Devices()
 	if err != nil {
 		fmt.Fprintf(stderr, "resource: %v\n", err)
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	var lines []*resLine
 	switch {
@@ -217,18 +211,18 @@ func runResource(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "Unknown parameter '%s'.\n", words[0])
 			return nil
 		}
-		lines, err = resObjectLines(nlc, kind, devs, words[1:])
+		lines, err = env.resObjectLines(nlc, kind, devs, words[1:])
 	}
 	if err == errResWrongD {
 		if asJSON {
 			fmt.Fprintln(stdout, "[]") // rdma -j has opened its array
 		}
 		fmt.Fprintln(stderr, "Wrong device name")
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "resource: %v\n", err)
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	if asJSON {
 		if lines == nil {
@@ -256,7 +250,7 @@ func resDevKnown(devs []sysfs.NetlinkDevice, name string) bool {
 	return false
 }
 
-func resSummaryLines(nlc resourceSource, only string) ([]*resLine, error) {
+func resSummaryLines(nlc ResourceNetlink, only string) ([]*resLine, error) {
 	sums, err := nlc.ResourceSummaries()
 	if err != nil {
 		return nil, err
@@ -281,7 +275,7 @@ func resSummaryLines(nlc resourceSource, only string) ([]*resLine, error) {
 // "dev DEV" / "link DEV[/PORT]" names, device by device and, for QPs and
 // CM IDs, port by port (those without a port first), as rdma does
 // (utils.c, rd_exec_link).
-func resObjectLines(nlc resourceSource, kind sysfs.ResourceKind, devs []sysfs.NetlinkDevice, rest []string) ([]*resLine, error) {
+func (env *Env) resObjectLines(nlc ResourceNetlink, kind sysfs.ResourceKind, devs []sysfs.NetlinkDevice, rest []string) ([]*resLine, error) {
 	port := -1
 	if len(rest) > 0 {
 		if len(rest) != 2 || (rest[0] != "dev" && rest[0] != "link") {
@@ -314,7 +308,7 @@ func resObjectLines(nlc resourceSource, kind sysfs.ResourceKind, devs []sysfs.Ne
 		}
 		if !kind.PerPort() {
 			for i := range objs {
-				lines = append(lines, resObjectLine(kind, &objs[i]))
+				lines = append(lines, env.resObjectLine(kind, &objs[i]))
 			}
 			continue
 		}
@@ -328,7 +322,7 @@ func resObjectLines(nlc resourceSource, kind sysfs.ResourceKind, devs []sysfs.Ne
 					op = int(*objs[i].Port)
 				}
 				if op == p {
-					lines = append(lines, resObjectLine(kind, &objs[i]))
+					lines = append(lines, env.resObjectLine(kind, &objs[i]))
 				}
 			}
 		}
@@ -336,7 +330,7 @@ func resObjectLines(nlc resourceSource, kind sysfs.ResourceKind, devs []sysfs.Ne
 	return lines, nil
 }
 
-func resObjectLine(kind sysfs.ResourceKind, o *sysfs.ResourceObject) *resLine {
+func (env *Env) resObjectLine(kind sysfs.ResourceKind, o *sysfs.ResourceObject) *resLine {
 	l := &resLine{}
 	if kind.PerPort() {
 		// print_link: JSON ifindex, ifname, port; text "link DEV/PORT".
@@ -400,7 +394,7 @@ func resObjectLine(kind sysfs.ResourceKind, o *sysfs.ResourceObject) *resLine {
 	if o.KernName != nil {
 		comm, have = *o.KernName, true
 	} else if o.PID != nil {
-		comm, have = resourceComm(*o.PID)
+		comm, have = env.Comm(*o.PID)
 	}
 	if have {
 		text := comm

@@ -1,4 +1,4 @@
-package main
+package rdmatool
 
 import (
 	"encoding/json"
@@ -39,41 +39,38 @@ func (fakeRes) Resources(kind sysfs.ResourceKind, dev uint32) ([]sysfs.ResourceO
 	}, nil
 }
 
-func withFakeRes(t *testing.T) {
-	oldN, oldC := resourceNetlink, resourceComm
-	resourceNetlink = fakeRes{}
-	resourceComm = func(pid uint32) (string, bool) { return "a_very_long_process_name", pid == 42 }
-	t.Cleanup(func() { resourceNetlink, resourceComm = oldN, oldC })
+func withFakeRes(t *testing.T) *Env {
+	return &Env{Resource: fakeRes{}, Comm: func(pid uint32) (string, bool) { return "a_very_long_process_name", pid == 42 }}
 }
 
 // The lines rdma 6.1 prints for the same netlink answers (the formats were
 // compared with the real tool in TestVMResourceMatchesRdma).
 func TestResourceText(t *testing.T) {
-	withFakeRes(t)
-	out, errs, code := runTool("resource")
+	env := withFakeRes(t)
+	out, errs, code := runTool(env, "resource")
 	if code != 0 || errs != "" || out != "0: rxe0: pd 2 qp 3 \n1: rxe1: pd 1 qp 1 \n" {
 		t.Errorf("summary: %d %q %q", code, out, errs)
 	}
-	out, _, _ = runTool("resource", "show", "rxe1")
+	out, _, _ = runTool(env, "resource", "show", "rxe1")
 	if out != "1: rxe1: pd 1 qp 1 \n" {
 		t.Errorf("show rxe1: %q", out)
 	}
 	// The QP without a port comes first (rd_exec_link's port 0), the user
 	// one's comm is cut to 17 characters, the kernel one's is bracketed.
-	out, _, code = runTool("resource", "show", "qp")
+	out, _, code = runTool(env, "resource", "show", "qp")
 	want := "link rxe0/- lqpn 17 type RC state RESET sq-psn 5 pdn 4 pid 42 comm a_very_long_proce \n" +
 		"link rxe0/1 lqpn 1 type GSI state RTS sq-psn 0 comm [ib_core] \n"
 	if code != 0 || out != want {
 		t.Errorf("show qp:\n%q\nwant\n%q", out, want)
 	}
-	if out, _, _ := runTool("resource", "show", "qp", "link", "rxe0/1"); out != want[strings.Index(want, "\n")+1:] {
+	if out, _, _ := runTool(env, "resource", "show", "qp", "link", "rxe0/1"); out != want[strings.Index(want, "\n")+1:] {
 		t.Errorf("show qp link rxe0/1: %q", out)
 	}
 }
 
 func TestResourceJSON(t *testing.T) {
-	withFakeRes(t)
-	out, _, code := runTool("resource", "-j", "show", "qp")
+	env := withFakeRes(t)
+	out, _, code := runTool(env, "resource", "-j", "show", "qp")
 	if code != 0 || !strings.HasPrefix(out, `[{"ifindex":0,"ifname":"rxe0","lqpn":17,`) || !strings.HasSuffix(out, "]\n") {
 		t.Fatalf("%d %s", code, out)
 	}
@@ -87,18 +84,18 @@ func TestResourceJSON(t *testing.T) {
 }
 
 func TestResourceErrors(t *testing.T) {
-	withFakeRes(t)
-	if out, errs, code := runTool("resource", "show", "qp", "link", "nosuch"); code != 1 || out != "" || errs != "Wrong device name\n" {
+	env := withFakeRes(t)
+	if out, errs, code := runTool(env, "resource", "show", "qp", "link", "nosuch"); code != 1 || out != "" || errs != "Wrong device name\n" {
 		t.Errorf("unknown device: %d %q %q", code, out, errs)
 	}
-	if out, errs, code := runTool("resource", "-j", "show", "qp", "link", "nosuch"); code != 1 || out != "[]\n" || errs != "Wrong device name\n" {
+	if out, errs, code := runTool(env, "resource", "-j", "show", "qp", "link", "nosuch"); code != 1 || out != "[]\n" || errs != "Wrong device name\n" {
 		t.Errorf("-j unknown device: %d %q %q", code, out, errs)
 	}
 	// rdma 6.1 exits 0 after "Unknown parameter" (checked in the VM).
-	if _, errs, code := runTool("resource", "show", "bogus"); code != 0 || errs != "Unknown parameter 'bogus'.\n" {
+	if _, errs, code := runTool(env, "resource", "show", "bogus"); code != 0 || errs != "Unknown parameter 'bogus'.\n" {
 		t.Errorf("bogus: %d %q", code, errs)
 	}
-	if _, errs, code := runTool("resource", "--bogus"); code != 2 || !strings.Contains(errs, "Usage: purerdma resource") {
+	if _, errs, code := runTool(env, "resource", "--bogus"); code != 2 || !strings.Contains(errs, "Usage: purerdma resource") {
 		t.Errorf("--bogus: %d %q", code, errs)
 	}
 }

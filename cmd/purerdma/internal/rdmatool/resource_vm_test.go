@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package rdmatool
 
 import (
 	"bytes"
@@ -55,7 +55,7 @@ func TestVMResourceMatchesRdma(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			gout, gerr, gcode := runTool(append(append(append([]string{"resource"}, j...), "show"), args...)...)
+			gout, gerr, gcode := runTool(DefaultEnv(), append(append(append([]string{"resource"}, j...), "show"), args...)...)
 			if gout != cout.String() || gerr != cerr.String() || gcode != ccode {
 				t.Errorf("%v (kernel %s):\nrdma:     exit %d\n%s%s\npurerdma: exit %d\n%s%s", cargs, vmtest.Kernel(), ccode, cout.String(), cerr.String(), gcode, gout, gerr)
 				continue

@@ -1,4 +1,4 @@
-package main
+package rdmatool
 
 import (
 	"encoding/json"
@@ -7,20 +7,17 @@ import (
 	"strings"
 
 	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/sysfs"
 )
 
-func init() {
-	register("statistic", "port and QP counter statistics over RDMA netlink, like iproute2's rdma statistic [show [link DEV/PORT]] / qp show [link DEV/PORT] / qp mode [link DEV/PORT]", runStatistic)
-}
-
-// statNetlink is how statistic talks to the kernel (tests: a fake).
-var statNetlink interface {
+// StatNetlink is how statistic talks to the kernel (tests: a fake).
+type StatNetlink interface {
 	Devices() ([]sysfs.NetlinkDevice, error)
 	PortStats(devIndex uint32, port int) (*sysfs.PortStats, error)
 	QPCounters(devIndex uint32) ([]sysfs.QPCounter, error)
 	CounterMode(devIndex uint32, port uint32) (*sysfs.PortCounterMode, error)
-} = sysfs.NewNetlink()
+}
 
 // keepSocket returns nl, or, where nl is the running system's client (a
 // *sysfs.Netlink, not a test's fake), one that sends all of this run's
@@ -54,7 +51,7 @@ port of every device unless link DEV or link DEV/PORT names some. qp
 show's filters (cntn, lqpn, pid, qp-type) are not supported.
 `
 
-func runStatistic(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runStatistic(args []string, stdout, stderr io.Writer) error {
 	asJSON := false
 	for len(args) > 0 && (args[0] == "-j" || args[0] == "--json") {
 		asJSON, args = true, args[1:]
@@ -92,7 +89,7 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] != "link" {
 		return unknown("parameter", args[0])
 	}
-	nlc, done := keepSocket(statNetlink)
+	nlc, done := keepSocket(env.Statistic)
 	defer done()
 	devs, err := nlc.Devices()
 	if err != nil {
@@ -107,7 +104,7 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 1 {
 		if qp && verb == "show" && len(args) > 2 {
 			fmt.Fprintf(stderr, "purerdma statistic qp show: filters (%s) are not supported\n", strings.Join(args[2:], " "))
-			return exitError{1}
+			return cli.ExitError{Code: 1}
 		}
 		name, p, ok := devPort(devs, args[1], false)
 		if !ok {
@@ -146,7 +143,7 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 			default:
 				for i := range counters {
 					if counters[i].Port == p {
-						lines = append(lines, statQPLine(&counters[i]))
+						lines = append(lines, env.statQPLine(&counters[i]))
 					}
 				}
 			}
@@ -167,23 +164,6 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = io.WriteString(stdout, out.String())
 	return err
-}
-
-// atoi is C's atoi on the text after DEV/: an optional sign and the
-// leading digits, 0 when there are none.
-func atoi(s string) int64 {
-	neg := false
-	if s != "" && (s[0] == '-' || s[0] == '+') {
-		neg, s = s[0] == '-', s[1:]
-	}
-	var v int64
-	for i := 0; i < len(s) && s[i] >= '0' && s[i] <= '9' && v < 1<<40; i++ {
-		v = v*10 + int64(s[i]-'0')
-	}
-	if neg {
-		return -v
-	}
-	return v
 }
 
 // statLine is stat_show_parse_cb's line (rdma/stat.c): "link DEV/PORT "
@@ -237,7 +217,7 @@ func statModeLine(m *sysfs.PortCounterMode) *resLine {
 // by type), pid and comm (print_comm: a kernel owner in brackets, at most
 // 17 characters; JSON gets the name whole), the counters, then the bound
 // QPs on a line of their own, "    LQPN: <N,N>" (JSON: lqpn, a list).
-func statQPLine(c *sysfs.QPCounter) *resLine {
+func (env *Env) statQPLine(c *sysfs.QPCounter) *resLine {
 	l := &resLine{}
 	statLink(l, c.Index, c.Device, c.Port)
 	l.add("cntn", fmt.Sprintf("cntn %d ", c.ID), c.ID)
@@ -248,7 +228,7 @@ func statQPLine(c *sysfs.QPCounter) *resLine {
 	comm, have := "", false
 	if c.PID != nil {
 		l.add("pid", fmt.Sprintf("pid %d ", *c.PID), *c.PID)
-		comm, have = resourceComm(*c.PID)
+		comm, have = env.Comm(*c.PID)
 	}
 	if c.KernName != nil {
 		comm, have = *c.KernName, true

@@ -1,4 +1,4 @@
-package main
+package rdmatool
 
 import (
 	"testing"
@@ -41,10 +41,7 @@ func (fakeStatNetlink) CounterMode(idx, port uint32) (*sysfs.PortCounterMode, er
 // The lines of rdma/stat.c: stat_show_parse_cb, res_counter_line,
 // qp_link_get_mode_parse_cb.
 func TestStatisticText(t *testing.T) {
-	old, oldComm := statNetlink, resourceComm
-	defer func() { statNetlink, resourceComm = old, oldComm }()
-	statNetlink = fakeStatNetlink{}
-	resourceComm = func(pid uint32) (string, bool) { return "rdma_exporter", pid == 4242 }
+	env := &Env{Statistic: fakeStatNetlink{}, Comm: func(pid uint32) (string, bool) { return "rdma_exporter", pid == 4242 }}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -71,7 +68,7 @@ func TestStatisticText(t *testing.T) {
 		{[]string{"-j", "qp", "mode", "link", "mock0/1"}, `[{"ifindex":2,"ifname":"mock0","port":1,"mode":"qp auto type,pid on"}]` + "\n", 0},
 		{[]string{"-j", "show", "link", "nosuch/1"}, "[]\n", 1},
 	} {
-		out, _, code := runTool(append([]string{"statistic"}, tc.args...)...)
+		out, _, code := runTool(env, append([]string{"statistic"}, tc.args...)...)
 		if out != tc.want || code != tc.code {
 			t.Errorf("statistic %v: exit %d\n%q\nwant exit %d\n%q", tc.args, code, out, tc.code, tc.want)
 		}

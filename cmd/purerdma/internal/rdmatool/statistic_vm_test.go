@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package rdmatool
 
 import (
 	"bytes"
@@ -123,7 +123,7 @@ func TestVMStatisticMatchesRdma(t *testing.T) {
 	} {
 		for _, j := range [][]string{nil, {"-j"}} {
 			cout, cerr, ccode := rdmaOut(t, append(append(append([]string{}, j...), "statistic"), args...)...)
-			gout, gerr, gcode := runTool(append(append([]string{"statistic"}, j...), args...)...)
+			gout, gerr, gcode := runTool(DefaultEnv(), append(append([]string{"statistic"}, j...), args...)...)
 			if gout != cout || gerr != cerr || gcode != ccode {
 				t.Errorf("rdma %s statistic %s (kernel %s):\nrdma:     exit %d, stdout %q, stderr %q\npurerdma: exit %d, stdout %q, stderr %q",
 					strings.Join(j, ""), strings.Join(args, " "), vmtest.Kernel(), ccode, cout, cerr, gcode, gout, gerr)
