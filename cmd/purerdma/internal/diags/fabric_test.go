@@ -1,4 +1,4 @@
-package main
+package diags
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
 	"github.com/purerdma/rdma/umad"
 )
@@ -47,11 +48,11 @@ func runGo(t *testing.T, f *ibsimtest.Fabric, node, tool string, args ...string)
 	t.Helper()
 	t.Setenv(umad.SimEnv, f.Sock+":"+node)
 	var out, errb bytes.Buffer
-	err := run(append([]string{"purerdma", tool}, args...), &out, &errb)
+	err := DefaultEnv().run(append([]string{"purerdma", tool}, args...), &out, &errb)
 	r := fabricRun{stdout: out.String(), stderr: errb.String()}
-	var ee exitError
+	var ee cli.ExitError
 	if errors.As(err, &ee) {
-		r.code = ee.code
+		r.code = ee.Code
 	} else if err != nil {
 		t.Fatalf("%s: %v", tool, err)
 	}
@@ -220,7 +221,7 @@ func TestFabricIBNetDiscover(t *testing.T) {
 func BenchmarkFabricScan1k(b *testing.B) {
 	f := ibsimtest.Start(b, ibsimtest.Big, ibsimtest.Options{Timeout: 120 * time.Second})
 	bin := filepath.Join(b.TempDir(), "purerdma")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	build := exec.Command("go", "build", "-o", bin, "../..")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
@@ -253,7 +254,7 @@ func BenchmarkFabricScan1k(b *testing.B) {
 		b.Setenv(umad.SimEnv, f.Sock+":hca0_0")
 		var out, errb bytes.Buffer
 		start = time.Now()
-		if err := run([]string{"purerdma", "ibnetdiscover"}, &out, &errb); err != nil {
+		if err := DefaultEnv().run([]string{"purerdma", "ibnetdiscover"}, &out, &errb); err != nil {
 			b.Fatalf("%v: %s", err, errb.String())
 		}
 		inTime += time.Since(start)

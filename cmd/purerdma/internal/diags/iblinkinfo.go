@@ -1,4 +1,4 @@
-package main
+package diags
 
 // iblinkinfo: every port of the fabric and its link, like
 // infiniband-diags' iblinkinfo (rdma-core 44, infiniband-diags/
@@ -12,10 +12,6 @@ import (
 
 	"github.com/purerdma/rdma/umad/netdisc"
 )
-
-func init() {
-	register("iblinkinfo", "every port of the fabric and its link, like infiniband-diags' iblinkinfo", runIBLinkInfo)
-}
 
 const iblinkinfoUsage = `Usage: iblinkinfo [options]
 
@@ -31,8 +27,8 @@ Options:
   -h, --help           this help
 `
 
-func runIBLinkInfo(args []string, stdout, stderr io.Writer) error {
-	f, err := discoverTool("iblinkinfo", iblinkinfoUsage, args, stdout, stderr)
+func (env *Env) runIBLinkInfo(args []string, stdout, stderr io.Writer) error {
+	f, err := env.discoverTool("iblinkinfo", iblinkinfoUsage, args, stdout, stderr)
 	if f == nil {
 		return err
 	}

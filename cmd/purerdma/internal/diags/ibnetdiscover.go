@@ -1,4 +1,4 @@
-package main
+package diags
 
 // ibnetdiscover: the fabric's topology, like infiniband-diags'
 // ibnetdiscover (rdma-core 44, infiniband-diags/ibnetdiscover.c, its
@@ -14,12 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/umad/netdisc"
 )
-
-func init() {
-	register("ibnetdiscover", "the fabric's topology from directed-route SMPs, like infiniband-diags' ibnetdiscover", runIBNetDiscover)
-}
 
 const ibnetdiscoverUsage = `Usage: ibnetdiscover [options]
 
@@ -39,8 +36,8 @@ With PURERDMA_IBSIM=SOCKET:NODE the tool runs on an ibsim fabric
 `
 
 // discoverFabric opens the port the options name and walks the fabric.
-func discoverFabric(o *fabricOpts, outstanding int) (*netdisc.Fabric, error) {
-	p, err := ibHost().OpenPort(o.ca, o.port)
+func (env *Env) discoverFabric(o *fabricOpts, outstanding int) (*netdisc.Fabric, error) {
+	p, err := env.host().OpenPort(o.ca, o.port)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +84,7 @@ func hasTimeout(args []string) bool {
 // discoverTool is the start of a discovery tool: its options (usage on
 // -h, or after a bad option with exit status 2), then the fabric. A nil
 // fabric means the tool is done and returns err.
-func discoverTool(tool, usage string, args []string, stdout, stderr io.Writer) (*netdisc.Fabric, error) {
+func (env *Env) discoverTool(tool, usage string, args []string, stdout, stderr io.Writer) (*netdisc.Fabric, error) {
 	o, outstanding, err := parseDiscoverOpts(args)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, usage)
@@ -95,17 +92,17 @@ func discoverTool(tool, usage string, args []string, stdout, stderr io.Writer) (
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n%s", tool, err, usage)
-		return nil, exitError{2}
+		return nil, cli.ExitError{Code: 2}
 	}
-	f, err := discoverFabric(o, outstanding)
+	f, err := env.discoverFabric(o, outstanding)
 	if err != nil {
 		return nil, fabricFail(stdout, tool, fmt.Errorf("discover failed: %w", err))
 	}
 	return f, nil
 }
 
-func runIBNetDiscover(args []string, stdout, stderr io.Writer) error {
-	f, err := discoverTool("ibnetdiscover", ibnetdiscoverUsage, args, stdout, stderr)
+func (env *Env) runIBNetDiscover(args []string, stdout, stderr io.Writer) error {
+	f, err := env.discoverTool("ibnetdiscover", ibnetdiscoverUsage, args, stdout, stderr)
 	if f == nil {
 		return err
 	}

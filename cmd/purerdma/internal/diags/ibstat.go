@@ -1,4 +1,4 @@
-package main
+package diags
 
 // ibstat: infiniband-diags' ibstat (rdma-core 44, infiniband-diags/ibstat.c)
 // through package umad, text for text, plus --json.
@@ -15,23 +15,13 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/umad"
 )
 
-func init() {
-	register("ibstat", "RDMA devices and their ports, like infiniband-diags' ibstat (--json too)", runIbstat)
-}
-
-// ibSysfsRoot is where ibstat, ibstatus and perfquery read sysfs; tests
-// point it at fixture trees.
-var ibSysfsRoot = "/sys"
-
-// ibDevDir is where they open umad nodes ("" means /dev/infiniband);
-// tests point it at a directory of their own.
-var ibDevDir = ""
-
-func ibHost() *umad.Host { return &umad.Host{SysfsRoot: ibSysfsRoot, DevDir: ibDevDir} }
+// host is where the tools find the umad ports: env's sysfs and /dev.
+func (env *Env) host() *umad.Host { return &umad.Host{SysfsRoot: env.SysfsRoot, DevDir: env.DevDir} }
 
 // ibstat's tables (ibstat.c).
 var (
@@ -70,11 +60,11 @@ Examples:
 // status 255 (exit(-1)). errno is what the C tool's errno holds at that
 // point; 0 prints "Success".
 func ibstatPanic(stderr io.Writer, errno syscall.Errno, format string, args ...any) error {
-	fmt.Fprintf(stderr, "ibpanic: [%d] main: %s: %s\n", os.Getpid(), fmt.Sprintf(format, args...), strerror(errno))
-	return exitError{255}
+	fmt.Fprintf(stderr, "ibpanic: [%d] main: %s: %s\n", os.Getpid(), fmt.Sprintf(format, args...), cli.Strerror(errno))
+	return cli.ExitError{Code: 255}
 }
 
-func runIbstat(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runIbstat(args []string, stdout, stderr io.Writer) error {
 	var listOnly, short, listPorts, asJSON bool
 	var pos []string
 	for _, a := range args {
@@ -93,27 +83,27 @@ func runIbstat(args []string, stdout, stderr io.Writer) error {
 		default:
 			if strings.HasPrefix(a, "-") && a != "-" {
 				fmt.Fprintf(stderr, "ibstat: unknown option %s\n%s", a, ibstatUsage)
-				return exitError{2}
+				return cli.ExitError{Code: 2}
 			}
 			pos = append(pos, a)
 		}
 	}
 	if len(pos) > 2 {
 		fmt.Fprint(stderr, ibstatUsage)
-		return exitError{2}
+		return cli.ExitError{Code: 2}
 	}
 	devPort := -1
 	if len(pos) > 1 {
 		// dev_port = strtol(argv[1], 0, 0), an int: "x" is port 0, which
 		// ca_stat then refuses; a negative number shows every port.
-		devPort = int(int32(cStrtol(pos[1])))
+		devPort = int(int32(cli.CStrtol(pos[1])))
 	}
 	// rdma-core's umad_init checks nothing, so neither does ibstat: it
 	// only reads sysfs, and works without ib_umad.
-	h := ibHost()
-	names, err := ibstatDevices()
+	h := env.host()
+	names, err := env.ibstatDevices()
 	if err != nil {
-		return ibstatPanic(stderr, errnoOf(err), "can't list IB device names")
+		return ibstatPanic(stderr, cli.ErrnoOf(err), "can't list IB device names")
 	}
 	if len(pos) > 0 {
 		found := false
@@ -139,12 +129,12 @@ func runIbstat(args []string, stdout, stderr io.Writer) error {
 		var errs []error
 		if len(names) > 0 {
 			if all, errs, err = h.LookupCAs(names...); err != nil {
-				return ibstatPanic(stderr, errnoOf(err), "can't list ports")
+				return ibstatPanic(stderr, cli.ErrnoOf(err), "can't list ports")
 			}
 		}
 		for i := range names {
 			if errs[i] != nil {
-				return ibstatPanic(stderr, errnoOf(errs[i]), "can't list ports")
+				return ibstatPanic(stderr, cli.ErrnoOf(errs[i]), "can't list ports")
 			}
 			for _, p := range all[i].Ports {
 				if p != nil && p.PortGUID != 0 {
@@ -174,13 +164,13 @@ func runIbstat(args []string, stdout, stderr io.Writer) error {
 	var errs []error
 	if len(names) > 0 {
 		if all, errs, err = h.LookupCAs(names...); err != nil {
-			return ibstatPanic(stderr, errnoOf(err), "can't list IB device names")
+			return ibstatPanic(stderr, cli.ErrnoOf(err), "can't list IB device names")
 		}
 	}
 	for i, n := range names {
 		ca, err := all[i], errs[i]
 		if err != nil {
-			return ibstatPanic(stderr, errnoOf(err), "stat of IB device '%s' failed", n)
+			return ibstatPanic(stderr, cli.ErrnoOf(err), "stat of IB device '%s' failed", n)
 		}
 		if ca.NodeType == 0 {
 			continue
@@ -214,8 +204,8 @@ func ibstatNonNil(s []string) []string {
 
 // ibstatDevices is umad_get_ca_device_list sorted by name: every entry of
 // class/infiniband whose node type (read as strtoul does) is 1 to 3.
-func ibstatDevices() ([]string, error) {
-	dir := filepath.Join(ibSysfsRoot, "class", "infiniband")
+func (env *Env) ibstatDevices() ([]string, error) {
+	dir := filepath.Join(env.SysfsRoot, "class", "infiniband")
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil // no devices: ibstat prints nothing

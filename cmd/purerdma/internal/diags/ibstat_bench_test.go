@@ -1,4 +1,4 @@
-package main
+package diags
 
 import (
 	"bytes"
@@ -16,17 +16,15 @@ func BenchmarkIbstat256(b *testing.B) {
 	if err := sysfstest.Synthetic(root, 256, 2); err != nil {
 		b.Fatal(err)
 	}
-	old := ibSysfsRoot
-	ibSysfsRoot = root
-	b.Cleanup(func() { ibSysfsRoot = old })
+	env := &Env{SysfsRoot: root}
 	var out bytes.Buffer
-	if err := runIbstat(nil, &out, io.Discard); err != nil || out.Len() == 0 {
+	if err := env.runIbstat(nil, &out, io.Discard); err != nil || out.Len() == 0 {
 		b.Fatalf("ibstat: %v, %d bytes", err, out.Len())
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := runIbstat(nil, io.Discard, io.Discard); err != nil {
+		if err := env.runIbstat(nil, io.Discard, io.Discard); err != nil {
 			b.Fatal(err)
 		}
 	}

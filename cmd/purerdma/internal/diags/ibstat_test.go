@@ -1,4 +1,4 @@
-package main
+package diags
 
 import (
 	"bytes"
@@ -8,21 +8,21 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 )
 
 // The rxe fixture of package sysfs is the sysfs of the reference VM run
 // whose ibstat, ibstat -p and ibstatus outputs (rdma-core 44) are in
 // testdata/ibstat*-rxe-6.1.txt, the outputs of rdma-core's tools in the
 // VM (go run ./integration/vmrun -- ibstat, and likewise for -p and ibstatus).
-const ibstatFixtures = "../../sysfs/testdata"
+const ibstatFixtures = "../../../../sysfs/testdata"
 
 func ibstatRun(t *testing.T, root string, args ...string) (string, string, error) {
 	t.Helper()
-	old := ibSysfsRoot
-	ibSysfsRoot = root
-	defer func() { ibSysfsRoot = old }()
+	env := &Env{SysfsRoot: root}
 	var out, errb bytes.Buffer
-	err := run(append([]string{"purerdma"}, args...), &out, &errb)
+	err := env.run(append([]string{"purerdma"}, args...), &out, &errb)
 	return out.String(), errb.String(), err
 }
 
@@ -71,16 +71,16 @@ func TestIbstatForms(t *testing.T) {
 	if err != nil || !strings.HasSuffix(out, "System image GUID: 0xacade8fffe375f42\n") || strings.Contains(out, "Port 1") {
 		t.Fatalf("-s rxe0:\n%s%v", out, err)
 	}
-	var ee exitError
+	var ee cli.ExitError
 	_, stderr, err := ibstatRun(t, root, "ibstat", "mlx9")
-	if !errors.As(err, &ee) || ee.code != 255 || !strings.Contains(stderr, "'mlx9' IB device can't be found") {
+	if !errors.As(err, &ee) || ee.Code != 255 || !strings.Contains(stderr, "'mlx9' IB device can't be found") {
 		t.Fatalf("unknown device: %v %q", err, stderr)
 	}
 	_, stderr, err = ibstatRun(t, root, "ibstat", "rxe0", "2")
 	if !errors.As(err, &ee) || !strings.Contains(stderr, "'rxe0' has no port number 2 - max (1)") {
 		t.Fatalf("no port 2: %v %q", err, stderr)
 	}
-	if _, _, err := ibstatRun(t, root, "ibstat", "-x"); !errors.As(err, &ee) || ee.code != 2 {
+	if _, _, err := ibstatRun(t, root, "ibstat", "-x"); !errors.As(err, &ee) || ee.Code != 2 {
 		t.Fatalf("-x: %v", err)
 	}
 	// No devices at all: nothing, as rdma-core prints.
@@ -185,13 +185,13 @@ func TestIbstatusForms(t *testing.T) {
 	if !strings.Contains(out, "port 7 status:\n\tdefault gid:\t unknown\n") || !strings.Contains(out, "\tlink_layer:\t IB\n") {
 		t.Fatalf("rxe0:7:\n%s", out)
 	}
-	var ee exitError
+	var ee cli.ExitError
 	out, _, err := ibstatRun(t, root, "ibstatus", "rxe0", "mlx9")
-	if !errors.As(err, &ee) || ee.code != 255 || !strings.HasPrefix(out, "Infiniband device 'rxe0'") ||
+	if !errors.As(err, &ee) || ee.Code != 255 || !strings.HasPrefix(out, "Infiniband device 'rxe0'") ||
 		!strings.Contains(out, "Fatal error:  device 'mlx9': sys files not found (") {
 		t.Fatalf("unknown device: %v\n%s", err, out)
 	}
-	if _, _, err := ibstatRun(t, root, "ibstatus", "-h"); !errors.As(err, &ee) || ee.code != 255 {
+	if _, _, err := ibstatRun(t, root, "ibstatus", "-h"); !errors.As(err, &ee) || ee.Code != 255 {
 		t.Fatal(err)
 	}
 	// An empty file prints the label alone.
@@ -236,7 +236,7 @@ func TestIbstatSwitch(t *testing.T) {
 			t.Errorf("%v:\n got:\n%s\nwant:\n%s", tc.args, got, tc.want)
 		}
 	}
-	var ee exitError
+	var ee cli.ExitError
 	if _, stderr, err := ibstatRun(t, root, "ibstat", "switch0", "1"); !errors.As(err, &ee) ||
 		!strings.Contains(stderr, "Switch: 'switch0' has no port number 1 - max (0)") {
 		t.Fatalf("port 1 of a switch: %v %q", err, stderr)

@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package diags
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func TestVMIbstatMatchesRdmaCore(t *testing.T) {
 			t.Fatalf("rdma-core %v: %v", args, err)
 		}
 		var got, errb bytes.Buffer
-		if err := run(append([]string{"purerdma"}, args...), &got, &errb); err != nil {
+		if err := DefaultEnv().run(append([]string{"purerdma"}, args...), &got, &errb); err != nil {
 			t.Fatalf("purerdma %v: %v %s", args, err, errb.String())
 		}
 		if got.String() != string(want) {

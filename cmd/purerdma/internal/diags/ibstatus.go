@@ -1,4 +1,4 @@
-package main
+package diags
 
 // ibstatus: infiniband-diags' ibstatus shell script (rdma-core 44,
 // infiniband-diags/scripts/ibstatus), which prints sysfs files, reproduced
@@ -14,12 +14,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/sys"
 )
-
-func init() {
-	register("ibstatus", "port status from sysfs, like infiniband-diags' ibstatus (--json too)", runIbstatus)
-}
 
 const ibstatusDefaultDev = "mthca0"
 
@@ -31,7 +28,7 @@ func ibstatusUsage(w io.Writer) error {
 	fmt.Fprintf(w, "\t\tibstatus mthca1\t\t# shows status of all ports of 'mthca1'\n")
 	fmt.Fprintf(w, "\t\tibstatus mthca0:2\t# shows status port number 2 of 'mthca0'\n")
 	fmt.Fprintf(w, "\t\tibstatus\t\t# default: shows status of all '%s' ports\n", ibstatusDefaultDev)
-	return exitError{255}
+	return cli.ExitError{Code: 255}
 }
 
 // ibstatusPort is one port's status, the values as the script prints them.
@@ -51,10 +48,10 @@ type ibstatusPort struct {
 // exit status 255.
 func ibstatusFatal(w io.Writer, msg string) error {
 	fmt.Fprintln(w, "Fatal error: ", msg)
-	return exitError{255}
+	return cli.ExitError{Code: 255}
 }
 
-func runIbstatus(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runIbstatus(args []string, stdout, stderr io.Writer) error {
 	asJSON := false
 	var devs []string
 	for _, a := range args {
@@ -67,7 +64,7 @@ func runIbstatus(args []string, stdout, stderr io.Writer) error {
 	if len(devs) > 0 && devs[0] == "-h" {
 		return ibstatusUsage(stdout)
 	}
-	base := filepath.Join(ibSysfsRoot, "class", "infiniband")
+	base := filepath.Join(env.SysfsRoot, "class", "infiniband")
 	type req struct{ dev, port string } // port "+" means all
 	var reqs []req
 	if len(devs) == 0 {

@@ -1,4 +1,4 @@
-package main
+package diags
 
 // perfquery: a port's PortCounters or PortCountersExtended from its PMA
 // (performance management agent), like infiniband-diags' perfquery
@@ -22,12 +22,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/umad"
 )
-
-func init() {
-	register("perfquery", "a port's PortCounters (-x: PortCountersExtended) from its PMA, like infiniband-diags' perfquery", runPerfquery)
-}
 
 const perfqueryUsage = `Usage: perfquery [options] [<lid> [<port> [<reset_mask>]]]
 
@@ -181,7 +178,7 @@ func perfqueryNum(s, what string) (int, error) {
 // with IBEXIT's status.
 func perfqueryFail(stderr io.Writer, err error) error {
 	fmt.Fprintf(stderr, "perfquery: %v\n", err)
-	return exitError{255}
+	return cli.ExitError{Code: 255}
 }
 
 // perfqueryTarget is where the queries go.
@@ -203,7 +200,7 @@ const (
 	pmCapQP1Drop       = 0x4000
 )
 
-func runPerfquery(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	o, err := perfqueryParse(args)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, perfqueryUsage)
@@ -211,9 +208,9 @@ func runPerfquery(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "perfquery: %v\n%s", err, perfqueryUsage)
-		return exitError{2}
+		return cli.ExitError{Code: 2}
 	}
-	h := ibHost()
+	h := env.host()
 	port, err := h.OpenPort(o.ca, o.port)
 	if err != nil {
 		return perfqueryFail(stderr, err)
@@ -238,7 +235,7 @@ func runPerfquery(args []string, stdout, stderr io.Writer) error {
 	ibexit := func(what string, err error) error {
 		fmt.Fprintf(stdout, "perfquery: iberror: failed: %s\n", what)
 		fmt.Fprintf(stderr, "perfquery: %v\n", err)
-		return exitError{255}
+		return cli.ExitError{Code: 255}
 	}
 
 	// ClassPortInfo is mandatory; its capability masks say which counters

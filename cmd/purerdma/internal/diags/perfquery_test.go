@@ -1,4 +1,4 @@
-package main
+package diags
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/umad"
 )
 
@@ -65,11 +66,11 @@ func TestPerfqueryArgs(t *testing.T) {
 		t.Fatalf("%+v %v", o, err)
 	}
 	var out, errb bytes.Buffer
-	var ee exitError
-	if err := run([]string{"purerdma", "perfquery", "--bogus"}, &out, &errb); !errors.As(err, &ee) || ee.code != 2 {
+	var ee cli.ExitError
+	if err := DefaultEnv().run([]string{"purerdma", "perfquery", "--bogus"}, &out, &errb); !errors.As(err, &ee) || ee.Code != 2 {
 		t.Fatal(err)
 	}
-	if err := run([]string{"purerdma", "perfquery", "-h"}, &out, &errb); err != nil || !strings.Contains(out.String(), "PortCountersExtended") {
+	if err := DefaultEnv().run([]string{"purerdma", "perfquery", "-h"}, &out, &errb); err != nil || !strings.Contains(out.String(), "PortCountersExtended") {
 		t.Fatal(err)
 	}
 	local := &umad.CAPort{CA: "rxe0", Number: 1, LinkLayer: "Ethernet", GIDPrefix: 0xfe80 << 48, PortGUID: 0x0201}
@@ -97,8 +98,8 @@ func TestUmadToolArgs(t *testing.T) {
 		}
 	}
 	var out, errb bytes.Buffer
-	var ee exitError
-	if err := run([]string{"purerdma", "umad"}, &out, &errb); !errors.As(err, &ee) || ee.code != 2 {
+	var ee cli.ExitError
+	if err := DefaultEnv().run([]string{"purerdma", "umad"}, &out, &errb); !errors.As(err, &ee) || ee.Code != 2 {
 		t.Fatal(err)
 	}
 	if umadTextData([]byte("pong\x00junk")) != `"pong"` || umadTextData([]byte{1, 'a'}) != `"\x01a"` {

@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package diags
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/integration/vmtest"
 	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/umad"
@@ -24,9 +25,9 @@ func TestVMPerfqueryNoPMA(t *testing.T) {
 	for _, args := range [][]string{{"perfquery", "-C", vmtest.Dev0}, {"perfquery", "-x", "-C", "rxe1", "-P", "1"}} {
 		var out, errb bytes.Buffer
 		start := time.Now()
-		err := run(append([]string{"purerdma"}, args...), &out, &errb)
-		var ee exitError
-		if !errors.As(err, &ee) || ee.code != 255 || !strings.Contains(errb.String(), "status 0x000c") ||
+		err := DefaultEnv().run(append([]string{"purerdma"}, args...), &out, &errb)
+		var ee cli.ExitError
+		if !errors.As(err, &ee) || ee.Code != 255 || !strings.Contains(errb.String(), "status 0x000c") ||
 			!strings.Contains(errb.String(), "the device has no PMA") {
 			t.Fatalf("%v: %v\nstdout: %s\nstderr: %s", args, err, out.String(), errb.String())
 		}
@@ -50,9 +51,9 @@ func TestVMPerfqueryNothingAnswers(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	start := time.Now()
-	err = run([]string{"purerdma", "perfquery", "-C", "rxe1", "-t", "100", "--retries", "2"}, &out, &errb)
+	err = DefaultEnv().run([]string{"purerdma", "perfquery", "-C", "rxe1", "-t", "100", "--retries", "2"}, &out, &errb)
 	el := time.Since(start)
-	var ee exitError
+	var ee cli.ExitError
 	if !errors.As(err, &ee) || !strings.Contains(errb.String(), "no response from the PMA") || !strings.Contains(errb.String(), "after 3 tries 100ms apart") {
 		t.Fatalf("%v\nstderr: %s", err, errb.String())
 	}
@@ -63,7 +64,7 @@ func TestVMPerfqueryNothingAnswers(t *testing.T) {
 
 	errb.Reset()
 	start = time.Now()
-	err = run([]string{"purerdma", "perfquery", "-C", "rxe0", "-t", "100", "--retries", "2", "--dgid", "fe80::dead:beef"}, &out, &errb)
+	err = DefaultEnv().run([]string{"purerdma", "perfquery", "-C", "rxe0", "-t", "100", "--retries", "2", "--dgid", "fe80::dead:beef"}, &out, &errb)
 	if !errors.As(err, &ee) || !strings.Contains(errb.String(), "neighbour") {
 		t.Fatalf("%v\nstderr: %s", err, errb.String())
 	}
@@ -129,7 +130,7 @@ func TestVMPerfqueryAgainstAPMA(t *testing.T) {
 			"PortXmitData:....................1099511627776\n", "PortUnicastRcvPkts:..............77\n", "LinkDownedCounter:...............4\n"}},
 	} {
 		var out, errb bytes.Buffer
-		if err := run(append([]string{"purerdma"}, tc.args...), &out, &errb); err != nil {
+		if err := DefaultEnv().run(append([]string{"purerdma"}, tc.args...), &out, &errb); err != nil {
 			t.Fatalf("%v: %v %s", tc.args, err, errb.String())
 		}
 		for _, w := range tc.want {

@@ -1,4 +1,4 @@
-package main
+package diags
 
 // The SMP side of the fabric tools (smpquery, sminfo, ibnetdiscover,
 // iblinkinfo): a client that sends LID-routed and directed-route SMP Gets
@@ -79,8 +79,8 @@ type smpClient struct {
 
 // openSMP opens the local port (ca, port as the C tools' -C and -P) and
 // registers a LID-routed and a directed-route SMP client.
-func openSMP(ca string, port int, timeout time.Duration, retries int) (*smpClient, error) {
-	p, err := ibHost().OpenPort(ca, port)
+func (env *Env) openSMP(ca string, port int, timeout time.Duration, retries int) (*smpClient, error) {
+	p, err := env.host().OpenPort(ca, port)
 	if err != nil {
 		return nil, err
 	}

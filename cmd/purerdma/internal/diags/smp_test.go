@@ -1,10 +1,12 @@
-package main
+package diags
 
 import (
 	"bytes"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 )
 
 // TestFabricToolArgs: the fabric tools' usage errors and help, and the
@@ -21,11 +23,11 @@ func TestFabricToolArgs(t *testing.T) {
 		{[]string{"ibnetdiscover", "-h"}, 0, "--outstanding"}, {[]string{"iblinkinfo", "-t", "0"}, 2, ""}, {[]string{"iblinkinfo", "-h"}, 0, "iblinkinfo"},
 	} {
 		var out, errb bytes.Buffer
-		err := run(append([]string{"purerdma"}, c.args...), &out, &errb)
-		var ee exitError
+		err := DefaultEnv().run(append([]string{"purerdma"}, c.args...), &out, &errb)
+		var ee cli.ExitError
 		code := 0
 		if errors.As(err, &ee) {
-			code = ee.code
+			code = ee.Code
 		} else if err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}

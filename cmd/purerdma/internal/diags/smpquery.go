@@ -1,4 +1,4 @@
-package main
+package diags
 
 // smpquery and sminfo: SMP queries of one node, like infiniband-diags'
 // (rdma-core 44, infiniband-diags/smpquery.c and sminfo.c), through
@@ -15,13 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/umad"
 )
-
-func init() {
-	register("smpquery", "SMP queries of a node (nodeinfo, portinfo, nodedesc, switchinfo, pkeys, sl2vl, vlarb, guids), like infiniband-diags' smpquery", runSMPQuery)
-	register("sminfo", "the subnet manager's SMInfo, like infiniband-diags' sminfo", runSMInfo)
-}
 
 const smpqueryUsage = `Usage: smpquery [options] <op> <dest dr_path|lid> [op params]
 
@@ -128,7 +124,7 @@ var smpOps = map[string]smpOp{
 	"guidinfo": smpGUIDs, "gi": smpGUIDs, "guids": smpGUIDs,
 }
 
-func runSMPQuery(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
 	o, err := parseFabricOpts(args, nil)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, smpqueryUsage)
@@ -139,7 +135,7 @@ func runSMPQuery(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "smpquery: %v\n%s", err, smpqueryUsage)
-		return exitError{2}
+		return cli.ExitError{Code: 2}
 	}
 	op := smpOps[strings.ToLower(o.pos[0])]
 	if op == nil {
@@ -149,7 +145,7 @@ func runSMPQuery(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fabricFail(stderr, "smpquery", err)
 	}
-	c, err := openSMP(o.ca, o.port, o.timeout, o.retries)
+	c, err := env.openSMP(o.ca, o.port, o.timeout, o.retries)
 	if err != nil {
 		return fabricFail(stdout, "smpquery", err)
 	}
@@ -173,7 +169,7 @@ func runSMPQuery(args []string, stdout, stderr io.Writer) error {
 // status 255.
 func fabricFail(stdout io.Writer, tool string, err error) error {
 	fmt.Fprintf(stdout, "%s: iberror: failed: %v\n", tool, err)
-	return exitError{255}
+	return cli.ExitError{Code: 255}
 }
 
 // opFailed is a query of an op that failed: what says which, as
@@ -433,7 +429,7 @@ Options:
 
 var sminfoStates = []string{"SMINFO_NOTACTIVE", "SMINFO_DISCOVER", "SMINFO_STANDBY", "SMINFO_MASTER"}
 
-func runSMInfo(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
 	o, err := parseFabricOpts(args, nil)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, sminfoUsage)
@@ -444,9 +440,9 @@ func runSMInfo(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sminfo: %v\n%s", err, sminfoUsage)
-		return exitError{2}
+		return cli.ExitError{Code: 2}
 	}
-	c, err := openSMP(o.ca, o.port, o.timeout, o.retries)
+	c, err := env.openSMP(o.ca, o.port, o.timeout, o.retries)
 	if err != nil {
 		return fabricFail(stdout, "sminfo", err)
 	}

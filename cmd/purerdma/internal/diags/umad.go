@@ -1,4 +1,4 @@
-package main
+package diags
 
 // umad send / umad serve: vendor-class MADs (range 2, with an OUI) between
 // two ports, through package umad. rdma-core has no direct equivalent
@@ -17,12 +17,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/umad"
 )
-
-func init() {
-	register("umad", "send or serve vendor-class MADs (umad send | umad serve)", runUmadTool)
-}
 
 const umadToolUsage = `Usage: umad send  [options] [--dgid GID | --dlid LID]
        umad serve [options]
@@ -149,7 +146,7 @@ func umadToolParse(args []string) (*umadToolOpts, error) {
 	return o, nil
 }
 
-func runUmadTool(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runUmadTool(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "send" && args[0] != "serve") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			fmt.Fprint(stdout, umadToolUsage)
@@ -161,7 +158,7 @@ func runUmadTool(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "umad: unknown subcommand %q: send or serve\n", args[0])
 		}
 		fmt.Fprint(stderr, umadToolUsage)
-		return exitError{2}
+		return cli.ExitError{Code: 2}
 	}
 	o, err := umadToolParse(args[1:])
 	if errors.Is(err, errHelp) {
@@ -170,9 +167,9 @@ func runUmadTool(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "umad %s: %v\n", args[0], err)
-		return exitError{2}
+		return cli.ExitError{Code: 2}
 	}
-	h := ibHost()
+	h := env.host()
 	port, err := h.OpenPort(o.ca, o.port)
 	if err != nil {
 		return err

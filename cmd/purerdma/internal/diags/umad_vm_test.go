@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package diags
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func TestVMUmadSendServe(t *testing.T) {
 	var serveErr error
 	go func() {
 		defer wg.Done()
-		serveErr = run([]string{"purerdma", "umad", "serve", "-C", "rxe1", "-P", "1", "-c", "10", "--data", "pong"}, sout, &serr)
+		serveErr = DefaultEnv().run([]string{"purerdma", "umad", "serve", "-C", "rxe1", "-P", "1", "-c", "10", "--data", "pong"}, sout, &serr)
 	}()
 	// Send once the server is registered: before that the kernel's MAD
 	// layer answers a Get with status 0x000c, which umad send reports as
@@ -49,7 +49,7 @@ func TestVMUmadSendServe(t *testing.T) {
 		t.Fatalf("umad serve did not register within 30 s: %s", serr.String())
 	}
 	var out, errb bytes.Buffer
-	err = run([]string{"purerdma", "umad", "send", "-C", "rxe0", "-P", "1", "--dgid", g.GID.Addr().String(), "-c", "10", "--data", "ping", "-t", "200", "--retries", "5"}, &out, &errb)
+	err = DefaultEnv().run([]string{"purerdma", "umad", "send", "-C", "rxe0", "-P", "1", "--dgid", g.GID.Addr().String(), "-c", "10", "--data", "ping", "-t", "200", "--retries", "5"}, &out, &errb)
 	if err != nil {
 		// The server still waits for its ten requests: do not wait for it.
 		t.Fatalf("send: %v %s\nserve so far: %s", err, errb.String(), sout.String())
@@ -67,7 +67,7 @@ func TestVMUmadSendServe(t *testing.T) {
 	out.Reset()
 	// Nobody serves rxe1 any more. (A Get would be answered by the
 	// kernel with status 0x000c; method 3, Send, gets no answer at all.)
-	err = run([]string{"purerdma", "umad", "send", "-C", "rxe0", "--dgid", g.GID.Addr().String(), "--method", "3", "-t", "50", "--retries", "1"}, &out, &errb)
+	err = DefaultEnv().run([]string{"purerdma", "umad", "send", "-C", "rxe0", "--dgid", g.GID.Addr().String(), "--method", "3", "-t", "50", "--retries", "1"}, &out, &errb)
 	if err == nil || !strings.Contains(err.Error(), "no response after 2 tries") {
 		t.Fatalf("send to nobody: %v", err)
 	}

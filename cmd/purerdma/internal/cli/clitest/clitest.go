@@ -5,6 +5,7 @@ package clitest
 import (
 	"bytes"
 	"errors"
+	"io"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 )
@@ -32,4 +33,18 @@ func Code(err error, out, errb *bytes.Buffer) (stdout, stderr string, code int) 
 		}
 	}
 	return out.String(), errb.String(), code
+}
+
+// Main runs argv as `purerdma TOOL ARGS...` among tools (argv[0], the
+// program's name, is skipped) and returns the tool's error; no such tool
+// is an ExitError of status 2, as purerdma's.
+func Main(tools []cli.Tool, argv []string, stdout, stderr io.Writer) error {
+	if len(argv) > 1 {
+		for _, t := range tools {
+			if t.Name == argv[1] {
+				return t.Run(argv[2:], stdout, stderr)
+			}
+		}
+	}
+	return cli.ExitError{Code: 2}
 }

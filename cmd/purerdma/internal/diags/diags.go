@@ -1,0 +1,39 @@
+// Package diags holds purerdma's tools of the infiniband-diags family:
+// ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo
+// and umad, through sysfs and umad, with infiniband-diags' texts and exit
+// statuses.
+package diags
+
+import "github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+
+// Env is where the diags tools find the system. DefaultEnv is the running
+// system; tests point it at a sysfs tree and umad nodes of their own.
+type Env struct {
+	SysfsRoot string // where ibstat, ibstatus and perfquery read sysfs ("/sys")
+	DevDir    string // where they open umad nodes ("" means /dev/infiniband)
+}
+
+// DefaultEnv is the running system's /sys and /dev/infiniband.
+func DefaultEnv() *Env { return &Env{SysfsRoot: "/sys"} }
+
+// Tools are the family's tools, bound to env.
+func Tools(env *Env) []cli.Tool {
+	return []cli.Tool{
+		{Name: "iblinkinfo", Run: env.runIBLinkInfo,
+			Summary: "every port of the fabric and its link, like infiniband-diags' iblinkinfo"},
+		{Name: "ibnetdiscover", Run: env.runIBNetDiscover,
+			Summary: "the fabric's topology from directed-route SMPs, like infiniband-diags' ibnetdiscover"},
+		{Name: "ibstat", Batch: true, Run: env.runIbstat,
+			Summary: "RDMA devices and their ports, like infiniband-diags' ibstat (--json too)"},
+		{Name: "ibstatus", Batch: true, Run: env.runIbstatus,
+			Summary: "port status from sysfs, like infiniband-diags' ibstatus (--json too)"},
+		{Name: "perfquery", Batch: true, Run: env.runPerfquery,
+			Summary: "a port's PortCounters (-x: PortCountersExtended) from its PMA, like infiniband-diags' perfquery"},
+		{Name: "smpquery", Run: env.runSMPQuery,
+			Summary: "SMP queries of a node (nodeinfo, portinfo, nodedesc, switchinfo, pkeys, sl2vl, vlarb, guids), like infiniband-diags' smpquery"},
+		{Name: "sminfo", Run: env.runSMInfo,
+			Summary: "the subnet manager's SMInfo, like infiniband-diags' sminfo"},
+		{Name: "umad", Run: env.runUmadTool,
+			Summary: "send or serve vendor-class MADs (umad send | umad serve)"},
+	}
+}
