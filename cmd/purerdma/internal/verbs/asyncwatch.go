@@ -1,4 +1,4 @@
-package main
+package verbs
 
 // asyncwatch: rdma-core's ibv_asyncwatch (libibverbs/examples/asyncwatch.c,
 // rdma-core 44) through uverbs.Context.AsyncEvent: the device's async
@@ -14,16 +14,12 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/uverbs"
 )
 
-func init() {
-	register("asyncwatch", "print a device's async events (port up/down, GID change, ...), like rdma-core's ibv_asyncwatch [-d DEV]", runAsyncwatch)
-	register("ibv_asyncwatch", "the same as asyncwatch, under rdma-core's name", runAsyncwatch)
-}
-
-// asyncwatchContext is what stops asyncwatch (tests: a cancel of their own).
-var asyncwatchContext = func() (context.Context, context.CancelFunc) {
+// signalContext is what stops asyncwatch: SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
@@ -47,25 +43,25 @@ func asyncwatchName(t uverbs.EventType) string {
 	return "unexpected"
 }
 
-func runAsyncwatch(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runAsyncwatch(args []string, stdout, stderr io.Writer) error {
 	const prog = "ibv_asyncwatch"
 	var devName string
 	haveDev := false
-	opts := []getoptOption{
-		{short: 'd', long: "ib-dev", arg: true, set: func(v string) error { devName, haveDev = v, true; return nil }},
-		{short: 'h', long: "help", set: func(string) error { return errDevinfoHelp }},
+	opts := []cli.Option{
+		{Short: 'd', Long: "ib-dev", Arg: true, Set: func(v string) error { devName, haveDev = v, true; return nil }},
+		{Short: 'h', Long: "help", Set: func(string) error { return cli.ErrHelp }},
 	}
-	if err := getopt(prog, args, opts, stderr); err != nil {
+	if err := cli.Getopt(prog, args, opts, stderr); err != nil {
 		fmt.Fprintf(stdout, asyncwatchUsage, prog)
-		if errors.Is(err, errDevinfoHelp) {
+		if errors.Is(err, cli.ErrHelp) {
 			return nil
 		}
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
-	devs, err := uverbs.Devices(uverbsOptions)
+	devs, err := uverbs.Devices(env.Uverbs)
 	if err != nil {
 		fmt.Fprintf(stderr, "Failed to get IB devices list: %v\n", err)
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	i := 0
 	if haveDev {
@@ -75,16 +71,16 @@ func runAsyncwatch(args []string, stdout, stderr io.Writer) error {
 	}
 	if i >= len(devs) {
 		fmt.Fprintf(stderr, "IB device %s not found\n", devName)
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
-	c, err := uverbs.OpenDevice(devs[i], uverbsOptions)
+	c, err := uverbs.OpenDevice(devs[i], env.Uverbs)
 	if err != nil {
 		fmt.Fprintf(stderr, "Couldn't get context for %s\n", devs[i].Name)
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	defer c.Close()
 	fmt.Fprintf(stdout, "%s: async event FD %d\n", devs[i].Name, c.AsyncEventFD())
-	ctx, stop := asyncwatchContext()
+	ctx, stop := env.AsyncContext()
 	defer stop()
 	for {
 		e, err := c.AsyncEvent(ctx)
@@ -93,7 +89,7 @@ func runAsyncwatch(args []string, stdout, stderr io.Writer) error {
 				return nil // SIGINT or SIGTERM: done
 			}
 			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-			return exitError{1}
+			return cli.ExitError{Code: 1}
 		}
 		// The C tool prints element.port_num for every event; for a CQ,
 		// QP, SRQ or WQ event that union holds a pointer, here the

@@ -1,4 +1,4 @@
-package main
+package verbs
 
 import (
 	"bytes"
@@ -35,15 +35,13 @@ func (w *lockedBuffer) String() string {
 func TestAsyncwatch(t *testing.T) {
 	v := verbstest.RXE()
 	b := verbstest.New(t, v)
-	oldOpts, oldCtx := uverbsOptions, asyncwatchContext
 	ctx, cancel := context.WithCancel(context.Background())
-	uverbsOptions = b.Opts
-	asyncwatchContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
-	t.Cleanup(func() { uverbsOptions, asyncwatchContext = oldOpts, oldCtx; cancel() })
+	env := &Env{Uverbs: b.Opts, AsyncContext: func() (context.Context, context.CancelFunc) { return ctx, cancel }}
+	t.Cleanup(cancel)
 
 	var out, errb lockedBuffer
 	done := make(chan error, 1)
-	go func() { done <- run([]string{"purerdma", "asyncwatch", "-d", "rxe0"}, &out, &errb) }()
+	go func() { done <- env.run([]string{"purerdma", "asyncwatch", "-d", "rxe0"}, &out, &errb) }()
 	wait := func(s string) {
 		t.Helper()
 		for deadline := time.Now().Add(time.Minute); !strings.Contains(out.String(), s); {
@@ -74,16 +72,14 @@ func TestAsyncwatch(t *testing.T) {
 
 func TestAsyncwatchArgs(t *testing.T) {
 	b := verbstest.New(t, verbstest.RXE())
-	old := uverbsOptions
-	uverbsOptions = b.Opts
-	t.Cleanup(func() { uverbsOptions = old })
-	if out, _, code := runTool("asyncwatch", "-h"); code != 0 || !strings.HasPrefix(out, "Usage:\n  ibv_asyncwatch ") {
+	env := &Env{Uverbs: b.Opts, AsyncContext: signalContext}
+	if out, _, code := env.runTool("asyncwatch", "-h"); code != 0 || !strings.HasPrefix(out, "Usage:\n  ibv_asyncwatch ") {
 		t.Errorf("-h: %d %q", code, out)
 	}
-	if out, errs, code := runTool("asyncwatch", "-x"); code != 1 || errs != "ibv_asyncwatch: invalid option -- 'x'\n" || !strings.HasPrefix(out, "Usage:") {
+	if out, errs, code := env.runTool("asyncwatch", "-x"); code != 1 || errs != "ibv_asyncwatch: invalid option -- 'x'\n" || !strings.HasPrefix(out, "Usage:") {
 		t.Errorf("-x: %d %q %q", code, out, errs)
 	}
-	if _, errs, code := runTool("asyncwatch", "-d", "nosuch"); code != 1 || errs != "IB device nosuch not found\n" {
+	if _, errs, code := env.runTool("asyncwatch", "-d", "nosuch"); code != 1 || errs != "IB device nosuch not found\n" {
 		t.Errorf("-d nosuch: %d %q", code, errs)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package verbs
 
 import (
 	"bytes"
@@ -57,15 +57,18 @@ func TestVMAsyncwatchMatchesRdmaCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { c.Process.Kill(); c.Wait() }()
-	old := asyncwatchContext
 	ctx, cancel := context.WithCancel(context.Background())
-	asyncwatchContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
-	defer func() { asyncwatchContext = old; cancel() }()
+	env := DefaultEnv()
+	env.AsyncContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
+	defer cancel()
 	var gout, gerr lockedBuffer
 	done := make(chan error, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); done <- run([]string{"purerdma", "asyncwatch", "-d", "rxeaw"}, &gout, &gerr) }()
+	go func() {
+		defer wg.Done()
+		done <- env.run([]string{"purerdma", "asyncwatch", "-d", "rxeaw"}, &gout, &gerr)
+	}()
 	lines := func(w *lockedBuffer, n int) {
 		t.Helper()
 		for deadline := time.Now().Add(time.Minute); strings.Count(w.String(), "\n") < n; {

@@ -1,4 +1,4 @@
-package main
+package verbs
 
 // What ucmatose and udaddy share, as rdma-core's cmatose.c and udaddy.c
 // share their options, their harness and librdmacm/examples/common.c.
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/rdmacm"
@@ -44,12 +45,12 @@ type cmOpts struct {
 // usage, named for tool, on standard output and exits 1, as the C tools
 // do.
 func cmParse(tool, usage string, o *cmOpts, def, alt string, altPS rdmacm.PortSpace,
-	args []string, stdout, stderr io.Writer, extra ...getoptOption) (*cmOpts, error) {
-	opts := []getoptOption{
-		{short: 's', arg: true, set: func(v string) error { o.dst, o.haveDst = v, true; return nil }},
-		{short: 'b', arg: true, set: func(v string) error { o.src = v; return nil }},
-		{short: 'f', arg: true, set: func(v string) error { return cmAddrFormat(v, stderr) }},
-		{short: 'P', arg: true, set: func(v string) error {
+	args []string, stdout, stderr io.Writer, extra ...cli.Option) (*cmOpts, error) {
+	opts := []cli.Option{
+		{Short: 's', Arg: true, Set: func(v string) error { o.dst, o.haveDst = v, true; return nil }},
+		{Short: 'b', Arg: true, Set: func(v string) error { o.src = v; return nil }},
+		{Short: 'f', Arg: true, Set: func(v string) error { return cmAddrFormat(v, stderr) }},
+		{Short: 'P', Arg: true, Set: func(v string) error {
 			switch {
 			case strings.HasPrefix(strings.ToLower(v), alt):
 				o.ps = altPS
@@ -58,29 +59,29 @@ func cmParse(tool, usage string, o *cmOpts, def, alt string, altPS rdmacm.PortSp
 			}
 			return nil
 		}},
-		{short: 'c', arg: true, set: func(v string) error { o.conns = int(int32(atoi(v))); return nil }},
-		{short: 'C', arg: true, set: func(v string) error { o.count = int(int32(atoi(v))); return nil }},
-		{short: 'S', arg: true, set: func(v string) error { o.size = int(int32(atoi(v))); return nil }},
-		{short: 't', arg: true, set: func(v string) error { o.setTOS, o.tos = true, uint8(cStrtoul(v)); return nil }},
-		{short: 'h', set: func(string) error { return errDevinfoHelp }},
-		{long: "timeout", arg: true, set: func(v string) error {
+		{Short: 'c', Arg: true, Set: func(v string) error { o.conns = int(int32(cli.Atoi(v))); return nil }},
+		{Short: 'C', Arg: true, Set: func(v string) error { o.count = int(int32(cli.Atoi(v))); return nil }},
+		{Short: 'S', Arg: true, Set: func(v string) error { o.size = int(int32(cli.Atoi(v))); return nil }},
+		{Short: 't', Arg: true, Set: func(v string) error { o.setTOS, o.tos = true, uint8(cStrtoul(v)); return nil }},
+		{Short: 'h', Set: func(string) error { return cli.ErrHelp }},
+		{Long: "timeout", Arg: true, Set: func(v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil || d < 0 {
-				return getoptError("bad --timeout")
+				return cli.GetoptError("bad --timeout")
 			}
 			o.timeout = d
 			return nil
 		}},
 	}
-	if err := getopt(tool, args, append(opts, extra...), stderr); err != nil {
+	if err := cli.Getopt(tool, args, append(opts, extra...), stderr); err != nil {
 		fmt.Fprintf(stdout, usage, tool)
-		return nil, exitError{1}
+		return nil, cli.ExitError{Code: 1}
 	}
 	return o, nil
 }
 
 // cStrtoul is strtoul(s, NULL, 0): as strtol, a negative number wrapping.
-func cStrtoul(s string) uint64 { return uint64(cStrtol(s)) }
+func cStrtoul(s string) uint64 { return uint64(cli.CStrtol(s)) }
 
 // cmAddrFormat is -f: ip and name are what this tool resolves; gid (AF_IB
 // addresses) it does not.
@@ -91,7 +92,7 @@ func cmAddrFormat(v string, stderr io.Writer) error {
 		return nil
 	case strings.HasPrefix(l, "gid"):
 		fmt.Fprintln(stderr, "AF_IB (gid) addresses are not supported")
-		return getoptError("gid")
+		return cli.GetoptError("gid")
 	}
 	fmt.Fprintln(stderr, "Warning: unknown address format")
 	return nil
@@ -104,9 +105,9 @@ func cmExit(ret int) error {
 		return nil
 	}
 	if ret&0xff == 0 {
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
-	return exitError{ret & 0xff}
+	return cli.ExitError{Code: ret & 0xff}
 }
 
 // cmRet is what a failed librdmacm or verbs call leaves in ret: -1 (with
@@ -374,7 +375,7 @@ func (t *cmTest[N]) postRecvs(n *cmNode, size int) error {
 	wr := []uverbs.RecvWR{{ID: 1, SGL: []uverbs.SGE{sge}}}
 	for i := 0; i < t.o.count; i++ {
 		if _, err := n.qp.PostRecv(wr); err != nil {
-			fmt.Fprintf(t.out, "failed to post receives: %d\n", -int(errnoOf(err)))
+			fmt.Fprintf(t.out, "failed to post receives: %d\n", -int(cli.ErrnoOf(err)))
 			return err
 		}
 	}
@@ -394,7 +395,7 @@ func (t *cmTest[N]) postSends(wr func(N) uverbs.SendWR) int {
 		wrs := []uverbs.SendWR{wr(n)}
 		for i := 0; i < t.o.count; i++ {
 			if _, err := n.base().qp.PostSend(wrs); err != nil {
-				fmt.Fprintf(t.out, "failed to post sends: %d\n", -int(errnoOf(err)))
+				fmt.Fprintf(t.out, "failed to post sends: %d\n", -int(cli.ErrnoOf(err)))
 				return cmRet
 			}
 		}

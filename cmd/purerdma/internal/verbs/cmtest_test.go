@@ -1,4 +1,4 @@
-package main
+package verbs
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 )
 
 // cmParser is parseUcmatose or parseUdaddy.
@@ -33,8 +35,8 @@ func checkCmUsage(t *testing.T, parse cmParser, tool, has string, bad ...[]strin
 	for _, args := range bad {
 		var out, errb bytes.Buffer
 		_, err := parse(args, &out, &errb)
-		var ee exitError
-		if !errors.As(err, &ee) || ee.code != 1 || !strings.HasPrefix(out.String(), "usage: "+tool+"\n") ||
+		var ee cli.ExitError
+		if !errors.As(err, &ee) || ee.Code != 1 || !strings.HasPrefix(out.String(), "usage: "+tool+"\n") ||
 			!strings.Contains(out.String(), has) {
 			t.Errorf("%v: %v, stdout %q", args, err, out.String())
 		}
@@ -48,8 +50,8 @@ func checkCmUsage(t *testing.T, parse cmParser, tool, has string, bad ...[]strin
 // gives it.
 func TestCmExit(t *testing.T) {
 	for ret, code := range map[int]int{-1: 255, -2: 254, 28: 28, -110: 146, 256: 1} {
-		var ee exitError
-		if err := cmExit(ret); !errors.As(err, &ee) || ee.code != code {
+		var ee cli.ExitError
+		if err := cmExit(ret); !errors.As(err, &ee) || ee.Code != code {
 			t.Errorf("cmExit(%d) = %v, want exit %d", ret, err, code)
 		}
 	}

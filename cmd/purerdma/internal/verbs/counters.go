@@ -1,4 +1,4 @@
-package main
+package verbs
 
 // counters: every counter set a device offers (counters.Describe, the
 // "Verbs Counters" RFC on today's kernels) with its current values; the
@@ -14,16 +14,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/sysfs"
 )
-
-func init() {
-	register("counters", "the counter sets of a device (flow, PMA, hw_counters, netlink) with current values: [-d DEV] [--json]", runCounters)
-}
-
-// countersOptions is where the counters tool looks (tests: a fixture).
-var countersOptions *counters.Options
 
 const countersUsage = `Usage: purerdma counters [-d DEV] [--json]
 
@@ -53,25 +47,25 @@ type counterJSON struct {
 	Value uint64 `json:"value"`
 }
 
-func runCounters(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runCounters(args []string, stdout, stderr io.Writer) error {
 	var dev string
 	var asJSON bool
-	opts := []getoptOption{
-		{short: 'd', long: "ib-dev", arg: true, set: func(v string) error { dev = v; return nil }},
-		{long: "json", set: func(string) error { asJSON = true; return nil }},
-		{short: 'h', long: "help", set: func(string) error { return errDevinfoHelp }},
+	opts := []cli.Option{
+		{Short: 'd', Long: "ib-dev", Arg: true, Set: func(v string) error { dev = v; return nil }},
+		{Long: "json", Set: func(string) error { asJSON = true; return nil }},
+		{Short: 'h', Long: "help", Set: func(string) error { return cli.ErrHelp }},
 	}
-	if err := getopt("counters", args, opts, stderr); err != nil {
-		if errors.Is(err, errDevinfoHelp) {
+	if err := cli.Getopt("counters", args, opts, stderr); err != nil {
+		if errors.Is(err, cli.ErrHelp) {
 			fmt.Fprint(stdout, countersUsage)
 			return nil
 		}
 		fmt.Fprint(stderr, countersUsage)
-		return exitError{2}
+		return cli.ExitError{Code: 2}
 	}
 	root := "/sys"
-	if countersOptions != nil && countersOptions.SysfsRoot != "" {
-		root = countersOptions.SysfsRoot
+	if env.Counters != nil && env.Counters.SysfsRoot != "" {
+		root = env.Counters.SysfsRoot
 	}
 	// The device list is read only where it is needed: without -d, or
 	// for the hint after an unknown -d.
@@ -92,7 +86,7 @@ func runCounters(args []string, stdout, stderr io.Writer) error {
 		devs = []string{dev}
 	} else if devs, err = listNames(); err != nil {
 		fmt.Fprintln(stderr, "counters:", err)
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	} else if len(devs) == 0 {
 		// Like `rdma statistic show` with no device: nothing to show.
 		if asJSON {
@@ -103,7 +97,7 @@ func runCounters(args []string, stdout, stderr io.Writer) error {
 	var all []counterSetJSON
 	status := 0
 	for i, d := range devs {
-		out, err := countersOf(d)
+		out, err := env.countersOf(d)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				names, _ := listNames()
@@ -134,7 +128,7 @@ func runCounters(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if status != 0 {
-		return exitError{status}
+		return cli.ExitError{Code: status}
 	}
 	return nil
 }
@@ -149,8 +143,8 @@ func countersKnown(names []string) string {
 }
 
 // countersOf describes one device's sets and reads their values.
-func countersOf(dev string) ([]counterSetJSON, error) {
-	sets, err := counters.DescribeWith(dev, countersOptions)
+func (env *Env) countersOf(dev string) ([]counterSetJSON, error) {
+	sets, err := counters.DescribeWith(dev, env.Counters)
 	if err != nil {
 		return nil, err
 	}

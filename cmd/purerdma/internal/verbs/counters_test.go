@@ -1,4 +1,4 @@
-package main
+package verbs
 
 import (
 	"encoding/json"
@@ -17,15 +17,13 @@ func (f *fakeNetlink) PortStatsByName(dev string, port int) (*sysfs.PortStats, e
 	return &sysfs.PortStats{Device: dev, Port: port, Counters: []sysfs.NamedCounter{{Name: "sent_pkts", Value: f.sent}, {Name: "rcvd_pkts", Value: 7}}}, nil
 }
 
-func withCountersOptions(t *testing.T, o *counters.Options) {
-	old := countersOptions
-	countersOptions = o
-	t.Cleanup(func() { countersOptions = old })
+func withCountersOptions(o *counters.Options) *Env {
+	return &Env{Counters: o}
 }
 
 func TestCountersRxeFixture(t *testing.T) {
-	withCountersOptions(t, &counters.Options{SysfsRoot: "../../sysfs/testdata/rxe-6.1", Netlink: &fakeNetlink{sent: 42}})
-	out, errs, code := runTool("counters", "-d", "rxe0")
+	env := withCountersOptions(&counters.Options{SysfsRoot: "../../../../sysfs/testdata/rxe-6.1", Netlink: &fakeNetlink{sent: 42}})
+	out, errs, code := env.runTool("counters", "-d", "rxe0")
 	if code != 0 || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -44,8 +42,8 @@ func TestCountersRxeFixture(t *testing.T) {
 }
 
 func TestCountersMlx5JSON(t *testing.T) {
-	withCountersOptions(t, &counters.Options{SysfsRoot: "../../sysfs/testdata/mlx5-eth", NoNetlink: true, DriverID: abi.RDMA_DRIVER_MLX5})
-	out, errs, code := runTool("counters", "-d", "mlx5_0", "--json")
+	env := withCountersOptions(&counters.Options{SysfsRoot: "../../../../sysfs/testdata/mlx5-eth", NoNetlink: true, DriverID: abi.RDMA_DRIVER_MLX5})
+	out, errs, code := env.runTool("counters", "-d", "mlx5_0", "--json")
 	if code != 0 || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -69,7 +67,7 @@ func TestCountersMlx5JSON(t *testing.T) {
 		t.Fatalf("sets: %+v", sets)
 	}
 	// port_xmit_data is converted from 4-octet words once, in sysfs.DataOctets.
-	raw, err := sysfs.New("../../sysfs/testdata/mlx5-eth")
+	raw, err := sysfs.New("../../../../sysfs/testdata/mlx5-eth")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +81,11 @@ func TestCountersMlx5JSON(t *testing.T) {
 }
 
 func TestCountersErrors(t *testing.T) {
-	withCountersOptions(t, &counters.Options{SysfsRoot: "../../sysfs/testdata/rxe-6.1", NoNetlink: true})
-	if _, errs, code := runTool("counters", "-d", "nosuch0"); code != 1 || !strings.HasPrefix(errs, "counters: no RDMA device nosuch0 (") {
+	env := withCountersOptions(&counters.Options{SysfsRoot: "../../../../sysfs/testdata/rxe-6.1", NoNetlink: true})
+	if _, errs, code := env.runTool("counters", "-d", "nosuch0"); code != 1 || !strings.HasPrefix(errs, "counters: no RDMA device nosuch0 (") {
 		t.Errorf("unknown device: %d %q", code, errs)
 	}
-	if _, errs, code := runTool("counters", "--nosuch"); code != 2 || !strings.Contains(errs, "Usage") {
+	if _, errs, code := env.runTool("counters", "--nosuch"); code != 2 || !strings.Contains(errs, "Usage") {
 		t.Errorf("bad option: %d %q", code, errs)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package verbs
 
 // devices: rdma-core's ibv_devices (libibverbs/examples/device_list.c,
 // rdma-core 44) through package uverbs, text for text, plus --json.
@@ -8,13 +8,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/uverbs"
 )
-
-func init() {
-	register("devices", "the RDMA devices with a uverbs node and their node GUIDs, like rdma-core's ibv_devices (--json too)", runDevices)
-	register("ibv_devices", "the same as devices, under rdma-core's name", runDevices)
-}
 
 type deviceJSON struct {
 	Device     string `json:"device"`
@@ -28,7 +24,7 @@ type deviceJSON struct {
 	Transport  string `json:"transport"`
 }
 
-func runDevices(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runDevices(args []string, stdout, stderr io.Writer) error {
 	asJSON := false
 	for _, a := range args {
 		switch a {
@@ -40,10 +36,10 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 		}
 		// ibv_devices ignores its arguments.
 	}
-	devs, err := uverbs.Devices(uverbsOptions)
+	devs, err := uverbs.Devices(env.Uverbs)
 	if err != nil {
 		fmt.Fprintf(stderr, "Failed to get IB devices list: %v\n", err)
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	if asJSON {
 		out := make([]deviceJSON, 0, len(devs))

@@ -1,4 +1,4 @@
-package main
+package verbs
 
 // devinfo: rdma-core's ibv_devinfo (libibverbs/examples/devinfo.c, rdma-core
 // 44) through package uverbs, text for text, plus --json.
@@ -11,19 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/uverbs"
 )
-
-func init() {
-	register("devinfo", "device and port attributes through uverbs, like rdma-core's ibv_devinfo [-v] [-d DEV] [-i PORT] (--json too)", runDevinfo)
-	register("ibv_devinfo", "the same as devinfo, under rdma-core's name", runDevinfo)
-}
-
-// uverbsOptions is how devices, devinfo and their tests find devices.
-var uverbsOptions = &uverbs.Options{Generic: true}
 
 const devinfoUsage = `Usage: %s             print the ca attributes
 
@@ -55,40 +49,40 @@ type devinfoPort struct {
 	GIDs []uverbs.GIDEntry // valid entries of this port, by index
 }
 
-func runDevinfo(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runDevinfo(args []string, stdout, stderr io.Writer) error {
 	var devName string
 	var port int64
 	var verbose, list, asJSON bool
-	opts := []getoptOption{
-		{short: 'd', long: "ib-dev", arg: true, set: func(v string) error { devName = v; return nil }},
-		{short: 'i', long: "ib-port", arg: true, set: func(v string) error {
-			port = cStrtol(v)
+	opts := []cli.Option{
+		{Short: 'd', Long: "ib-dev", Arg: true, Set: func(v string) error { devName = v; return nil }},
+		{Short: 'i', Long: "ib-port", Arg: true, Set: func(v string) error {
+			port = cli.CStrtol(v)
 			if port <= 0 {
-				return errDevinfoUsage
+				return cli.ErrUsage
 			}
 			return nil
 		}},
-		{short: 'l', long: "list", set: func(string) error { list = true; return nil }},
-		{short: 'v', long: "verbose", set: func(string) error { verbose = true; return nil }},
-		{long: "json", set: func(string) error { asJSON = true; return nil }},
-		{short: 'h', long: "help", set: func(string) error { return errDevinfoHelp }},
+		{Short: 'l', Long: "list", Set: func(string) error { list = true; return nil }},
+		{Short: 'v', Long: "verbose", Set: func(string) error { verbose = true; return nil }},
+		{Long: "json", Set: func(string) error { asJSON = true; return nil }},
+		{Short: 'h', Long: "help", Set: func(string) error { return cli.ErrHelp }},
 	}
 	prog := "ibv_devinfo"
-	if err := getopt(prog, args, opts, stderr); err != nil {
+	if err := cli.Getopt(prog, args, opts, stderr); err != nil {
 		fmt.Fprintf(stdout, devinfoUsage, prog)
 		switch {
-		case errors.Is(err, errDevinfoHelp):
+		case errors.Is(err, cli.ErrHelp):
 			fmt.Fprint(stdout, devinfoHelp)
 			return nil
-		case errors.Is(err, errDevinfoUsage):
-			return exitError{1} // ib_port <= 0: usage, return 1
+		case errors.Is(err, cli.ErrUsage):
+			return cli.ExitError{Code: 1} // ib_port <= 0: usage, return 1
 		}
-		return exitError{255} // getopt error: usage, return -1
+		return cli.ExitError{Code: 255} // getopt error: usage, return -1
 	}
-	devs, err := uverbs.Devices(uverbsOptions)
+	devs, err := uverbs.Devices(env.Uverbs)
 	if err != nil {
 		fmt.Fprintf(stderr, "Failed to get IB devices list: %v\n", err)
-		return exitError{255}
+		return cli.ExitError{Code: 255}
 	}
 	if list {
 		return devinfoList(devs, asJSON, stdout)
@@ -103,18 +97,18 @@ func runDevinfo(args []string, stdout, stderr io.Writer) error {
 		}
 		if len(found) == 0 {
 			fmt.Fprintf(stderr, "IB device '%s' wasn't found\n", devName)
-			return exitError{255}
+			return cli.ExitError{Code: 255}
 		}
 		devs = found
 	} else if len(devs) == 0 {
 		fmt.Fprintln(stderr, "No IB devices found")
-		return exitError{255}
+		return cli.ExitError{Code: 255}
 	}
 	rc := 0
 	var all []devinfoJSON
 	for _, d := range devs {
 		// print_hca_cap takes the port as a uint8_t: -i 257 is port 1.
-		hca, code := devinfoGather(d, uint8(port), verbose, stderr)
+		hca, code := env.devinfoGather(d, uint8(port), verbose, stderr)
 		rc |= code
 		if hca == nil {
 			continue
@@ -133,7 +127,7 @@ func runDevinfo(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if rc != 0 {
-		return exitError{rc & 0xff}
+		return cli.ExitError{Code: rc & 0xff}
 	}
 	return nil
 }
@@ -165,8 +159,8 @@ func devinfoList(devs []uverbs.Device, asJSON bool, stdout io.Writer) error {
 // invalid port, the errno of a failed port or GID query, 3 close failed.
 // On a port failure the ports gathered so far are kept (ibv_devinfo printed
 // them before failing).
-func devinfoGather(d uverbs.Device, port uint8, verbose bool, stderr io.Writer) (hca *devinfoHCA, rc int) {
-	c, err := uverbs.OpenDevice(d, uverbsOptions)
+func (env *Env) devinfoGather(d uverbs.Device, port uint8, verbose bool, stderr io.Writer) (hca *devinfoHCA, rc int) {
+	c, err := uverbs.OpenDevice(d, env.Uverbs)
 	if err != nil {
 		fmt.Fprintln(stderr, "Failed to open device")
 		debugErr(stderr, err)
@@ -201,7 +195,7 @@ func devinfoGather(d uverbs.Device, port uint8, verbose bool, stderr io.Writer) 
 		if err != nil {
 			fmt.Fprintf(stderr, "Failed to query port %d props\n", p)
 			debugErr(stderr, err)
-			return hca, errnoCode(err)
+			return hca, cli.ErrnoCode(err)
 		}
 		dp := devinfoPort{Num: p, Attr: pa}
 		if verbose {
@@ -212,7 +206,7 @@ func devinfoGather(d uverbs.Device, port uint8, verbose bool, stderr io.Writer) 
 				hca.Ports = append(hca.Ports, dp)
 				fmt.Fprintf(stderr, "Failed to query gid to port %d, index %d\n", p, gidIndexOf(err))
 				debugErr(stderr, err)
-				return hca, errnoCode(err)
+				return hca, cli.ErrnoCode(err)
 			}
 		}
 		hca.Ports = append(hca.Ports, dp)
@@ -259,7 +253,7 @@ func portGIDs(c *uverbs.Context, port uint8, pa uverbs.PortAttr, table []uverbs.
 	for i := uint32(0); i < pa.GIDTableLen; i++ {
 		g, err := c.QueryGID(int(port), int(i))
 		if err != nil {
-			if errors.Is(err, errNoData) {
+			if errors.Is(err, syscall.ENODATA) {
 				continue
 			}
 			return out, &gidErr{i, err}

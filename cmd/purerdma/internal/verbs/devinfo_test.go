@@ -1,4 +1,4 @@
-package main
+package verbs
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/uverbs"
 )
 
@@ -178,37 +179,33 @@ func TestDevicesText(t *testing.T) {
 // The tools against a sysfs fixture with no infiniband_verbs class:
 // ibv_devices prints its header, ibv_devinfo says there are no devices.
 func TestToolsWithoutDevices(t *testing.T) {
-	old := uverbsOptions
-	uverbsOptions = &uverbs.Options{SysfsRoot: t.TempDir(), Generic: true}
-	defer func() { uverbsOptions = old }()
+	env := &Env{Uverbs: &uverbs.Options{SysfsRoot: t.TempDir(), Generic: true}}
 	var out, errb bytes.Buffer
-	if err := run([]string{"purerdma", "devices"}, &out, &errb); err != nil || out.String() != "    device          \t   node GUID\n    ------          \t----------------\n" {
+	if err := env.run([]string{"purerdma", "devices"}, &out, &errb); err != nil || out.String() != "    device          \t   node GUID\n    ------          \t----------------\n" {
 		t.Errorf("devices: %q, %v", out.String(), err)
 	}
 	out.Reset()
-	err := run([]string{"purerdma", "devinfo"}, &out, &errb)
-	if ee, ok := err.(exitError); !ok || ee.code != 255 || errb.String() != "No IB devices found\n" {
+	err := env.run([]string{"purerdma", "devinfo"}, &out, &errb)
+	if ee, ok := err.(cli.ExitError); !ok || ee.Code != 255 || errb.String() != "No IB devices found\n" {
 		t.Errorf("devinfo: %v, stderr %q", err, errb.String())
 	}
 	errb.Reset()
-	err = run([]string{"ibv_devinfo", "-d", "rxe7"}, &out, &errb)
-	if ee, ok := err.(exitError); !ok || ee.code != 255 || errb.String() != "IB device 'rxe7' wasn't found\n" {
+	err = env.run([]string{"ibv_devinfo", "-d", "rxe7"}, &out, &errb)
+	if ee, ok := err.(cli.ExitError); !ok || ee.Code != 255 || errb.String() != "IB device 'rxe7' wasn't found\n" {
 		t.Errorf("devinfo -d rxe7: %v, stderr %q", err, errb.String())
 	}
 	out.Reset()
-	if err := run([]string{"purerdma", "devinfo", "-l"}, &out, &errb); err != nil || out.String() != "0 HCAs found:\n\n" {
+	if err := env.run([]string{"purerdma", "devinfo", "-l"}, &out, &errb); err != nil || out.String() != "0 HCAs found:\n\n" {
 		t.Errorf("devinfo -l: %q, %v", out.String(), err)
 	}
 	out.Reset()
-	if err := run([]string{"purerdma", "devices", "--json"}, &out, &errb); err != nil || strings.TrimSpace(out.String()) != "[]" {
+	if err := env.run([]string{"purerdma", "devices", "--json"}, &out, &errb); err != nil || strings.TrimSpace(out.String()) != "[]" {
 		t.Errorf("devices --json: %q, %v", out.String(), err)
 	}
 }
 
 func TestDevinfoOptions(t *testing.T) {
-	old := uverbsOptions
-	uverbsOptions = &uverbs.Options{SysfsRoot: "../../uverbs/testdata/sysfs-rxe", Generic: true}
-	defer func() { uverbsOptions = old }()
+	env := &Env{Uverbs: &uverbs.Options{SysfsRoot: "../../../../uverbs/testdata/sysfs-rxe", Generic: true}}
 	for _, tc := range []struct {
 		args   []string
 		code   int
@@ -230,10 +227,10 @@ func TestDevinfoOptions(t *testing.T) {
 		{[]string{"-h"}, 0, "Usage: ibv_devinfo", ""},
 	} {
 		var out, errb bytes.Buffer
-		err := run(append([]string{"ibv_devinfo"}, tc.args...), &out, &errb)
+		err := env.run(append([]string{"ibv_devinfo"}, tc.args...), &out, &errb)
 		code := 0
-		if ee, ok := err.(exitError); ok {
-			code = ee.code
+		if ee, ok := err.(cli.ExitError); ok {
+			code = ee.Code
 		} else if err != nil {
 			code = -1
 		}
@@ -245,8 +242,8 @@ func TestDevinfoOptions(t *testing.T) {
 
 func TestCStrtol(t *testing.T) {
 	for s, want := range map[string]int64{"1": 1, " 2x": 2, "0x1f": 31, "010": 8, "-3": -3, "abc": 0, "": 0, "+7": 7, "0x": 0, "09": 0} {
-		if got := cStrtol(s); got != want {
-			t.Errorf("cStrtol(%q) = %d, want %d", s, got, want)
+		if got := cli.CStrtol(s); got != want {
+			t.Errorf("cli.CStrtol(%q) = %d, want %d", s, got, want)
 		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package verbs
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/integration/vmtest"
 )
 
@@ -17,6 +18,7 @@ import (
 // and ibv_devices print, on the guest's rxe0 and rxe1 (run on 6.1 and 6.12
 // by make integration).
 func TestVMDevinfoMatchesRdmaCore(t *testing.T) {
+	env := DefaultEnv()
 	vmtest.Require(t)
 	for _, args := range [][]string{
 		{"ibv_devinfo", "-v", "-d", vmtest.Dev0},
@@ -34,7 +36,7 @@ func TestVMDevinfoMatchesRdmaCore(t *testing.T) {
 			t.Fatalf("%s: %v", strings.Join(args, " "), err)
 		}
 		var got, stderr bytes.Buffer
-		if err := run(args, &got, &stderr); err != nil {
+		if err := env.run(args, &got, &stderr); err != nil {
 			t.Fatalf("purerdma %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 		}
 		if diff := cmp.Diff(string(want), got.String()); diff != "" {
@@ -47,6 +49,7 @@ func TestVMDevinfoMatchesRdmaCore(t *testing.T) {
 
 // The error cases print what ibv_devinfo prints and exit as it does.
 func TestVMDevinfoErrorsMatchRdmaCore(t *testing.T) {
+	env := DefaultEnv()
 	vmtest.Require(t)
 	for _, args := range [][]string{
 		{"ibv_devinfo", "-d", "nosuchdev"},
@@ -63,9 +66,9 @@ func TestVMDevinfoErrorsMatchRdmaCore(t *testing.T) {
 		}
 		var got, gotErr bytes.Buffer
 		code := 0
-		if err := run(args, &got, &gotErr); err != nil {
-			if ee, ok := err.(exitError); ok {
-				code = ee.code
+		if err := env.run(args, &got, &gotErr); err != nil {
+			if ee, ok := err.(cli.ExitError); ok {
+				code = ee.Code
 			} else {
 				code = -1
 			}

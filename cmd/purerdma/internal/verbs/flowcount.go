@@ -1,4 +1,4 @@
-package main
+package verbs
 
 // flowcount: the example program of ibv_read_counters(3) as a command — a
 // counters object with packets at index 0 and bytes at index 1 attached
@@ -18,20 +18,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/flow"
 	"github.com/purerdma/rdma/uverbs"
 )
-
-func init() {
-	register("flowcount", "count a MAC's packets and bytes with a verbs counters object on a flow, like the example of ibv_read_counters(3): -d DEV -p PORT --dst-mac MAC [--interval 1s] [--count N]", runFlowcount)
-}
-
-// flowcountOptions is how flowcount opens devices (tests: a fake kernel).
-var flowcountOptions *uverbs.Options
-
-// flowcountTick runs before every read (tests: traffic on the fake).
-var flowcountTick func()
 
 const flowcountUsage = `Usage: purerdma flowcount -d DEV -p PORT --dst-mac MAC [--interval 1s] [--count N]
 
@@ -58,13 +49,13 @@ type flowcountArgs struct {
 	count    int
 }
 
-func runFlowcount(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runFlowcount(args []string, stdout, stderr io.Writer) error {
 	a := flowcountArgs{port: 1, interval: time.Second}
 	haveMAC := false
 	bad := func(format string, v ...any) error { return fmt.Errorf(format, v...) }
-	opts := []getoptOption{
-		{short: 'd', long: "ib-dev", arg: true, set: func(v string) error { a.dev = v; return nil }},
-		{short: 'p', long: "ib-port", arg: true, set: func(v string) error {
+	opts := []cli.Option{
+		{Short: 'd', Long: "ib-dev", Arg: true, Set: func(v string) error { a.dev = v; return nil }},
+		{Short: 'p', Long: "ib-port", Arg: true, Set: func(v string) error {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > 255 {
 				return bad("invalid port %q", v)
@@ -72,7 +63,7 @@ func runFlowcount(args []string, stdout, stderr io.Writer) error {
 			a.port = n
 			return nil
 		}},
-		{short: 'm', long: "dst-mac", arg: true, set: func(v string) error {
+		{Short: 'm', Long: "dst-mac", Arg: true, Set: func(v string) error {
 			hw, err := net.ParseMAC(v)
 			if err != nil || len(hw) != 6 {
 				return bad("invalid MAC address %q", v)
@@ -81,7 +72,7 @@ func runFlowcount(args []string, stdout, stderr io.Writer) error {
 			haveMAC = true
 			return nil
 		}},
-		{short: 'i', long: "interval", arg: true, set: func(v string) error {
+		{Short: 'i', Long: "interval", Arg: true, Set: func(v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
 				return bad("invalid interval %q", v)
@@ -89,7 +80,7 @@ func runFlowcount(args []string, stdout, stderr io.Writer) error {
 			a.interval = d
 			return nil
 		}},
-		{short: 'c', long: "count", arg: true, set: func(v string) error {
+		{Short: 'c', Long: "count", Arg: true, Set: func(v string) error {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
 				return bad("invalid count %q", v)
@@ -97,36 +88,36 @@ func runFlowcount(args []string, stdout, stderr io.Writer) error {
 			a.count = n
 			return nil
 		}},
-		{short: 'h', long: "help", set: func(string) error { return errDevinfoHelp }},
+		{Short: 'h', Long: "help", Set: func(string) error { return cli.ErrHelp }},
 	}
-	if err := getopt("flowcount", args, opts, stderr); err != nil {
-		if errors.Is(err, errDevinfoHelp) {
+	if err := cli.Getopt("flowcount", args, opts, stderr); err != nil {
+		if errors.Is(err, cli.ErrHelp) {
 			fmt.Fprint(stdout, flowcountUsage)
 			return nil
 		}
-		if _, ok := err.(getoptError); !ok {
+		if _, ok := err.(cli.GetoptError); !ok {
 			fmt.Fprintf(stderr, "flowcount: %v\n", err)
 		}
 		fmt.Fprint(stderr, flowcountUsage)
-		return exitError{2}
+		return cli.ExitError{Code: 2}
 	}
 	if a.dev == "" || !haveMAC {
 		fmt.Fprintln(stderr, "flowcount: -d DEV and --dst-mac MAC are required")
 		fmt.Fprint(stderr, flowcountUsage)
-		return exitError{2}
+		return cli.ExitError{Code: 2}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := flowcount(ctx, a, stdout); err != nil {
+	if err := env.flowcount(ctx, a, stdout); err != nil {
 		fmt.Fprintln(stderr, "flowcount:", err)
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	return nil
 }
 
 // flowcount runs the example; its error is one line naming the device.
-func flowcount(ctx context.Context, a flowcountArgs, stdout io.Writer) (err error) {
-	c, err := uverbs.Open(a.dev, flowcountOptions)
+func (env *Env) flowcount(ctx context.Context, a flowcountArgs, stdout io.Writer) (err error) {
+	c, err := uverbs.Open(a.dev, env.Flowcount)
 	if err != nil {
 		return err
 	}
@@ -215,8 +206,8 @@ func flowcount(ctx context.Context, a flowcountArgs, stdout io.Writer) (err erro
 				return nil // both were ready: the interrupt wins
 			}
 		}
-		if flowcountTick != nil {
-			flowcountTick()
+		if env.FlowcountTick != nil {
+			env.FlowcountTick()
 		}
 		if err := cs.Read(values, counters.PreferCached); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package main
+package verbs
 
 import (
 	"bytes"
@@ -16,24 +16,9 @@ import (
 func TestMain(m *testing.M) { os.Exit(verbstest.TestMain(m)) }
 
 // flowcountBed points flowcount at fake devices for the test.
-func flowcountBed(t *testing.T, devs ...*fakekernel.Verbs) *verbstest.Bed {
+func flowcountBed(t *testing.T, devs ...*fakekernel.Verbs) *Env {
 	b := verbstest.New(t, devs...)
-	old := flowcountOptions
-	flowcountOptions = b.Opts
-	t.Cleanup(func() { flowcountOptions = old; flowcountTick = nil })
-	return b
-}
-
-func runTool(args ...string) (stdout, stderr string, code int) {
-	var out, errb bytes.Buffer
-	err := run(append([]string{"purerdma"}, args...), &out, &errb)
-	if err != nil {
-		code = -1
-		if ee, ok := err.(exitError); ok {
-			code = ee.code
-		}
-	}
-	return out.String(), errb.String(), code
+	return &Env{Flowcount: b.Opts}
 }
 
 // The man page's example on fake mlx5: a frame to the MAC before every read
@@ -41,10 +26,10 @@ func runTool(args ...string) (stdout, stderr string, code int) {
 // man page's order.
 func TestFlowcountMlx5(t *testing.T) {
 	v := verbstest.MLX5()
-	flowcountBed(t, v)
+	env := flowcountBed(t, v)
 	mac := [6]byte{0, 1, 2, 3, 4, 5}
-	flowcountTick = func() { v.ReceiveFrames(1, mac, 1, 100) }
-	out, errs, code := runTool("flowcount", "-d", "mlx5_0", "-p", "1", "--dst-mac", "00:01:02:03:04:05", "--interval", "1ms", "--count", "3")
+	env.FlowcountTick = func() { v.ReceiveFrames(1, mac, 1, 100) }
+	out, errs, code := env.runTool("flowcount", "-d", "mlx5_0", "-p", "1", "--dst-mac", "00:01:02:03:04:05", "--interval", "1ms", "--count", "3")
 	want := "PACKETS = 1, BYTES = 100\nPACKETS = 2, BYTES = 200\nPACKETS = 3, BYTES = 300\n"
 	if code != 0 || out != want || errs != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
@@ -67,8 +52,8 @@ func TestFlowcountMlx5(t *testing.T) {
 // On a device without counters flowcount exits 1 with one line that names
 // the device and says counters are not supported there.
 func TestFlowcountNoCounters(t *testing.T) {
-	flowcountBed(t, verbstest.RXE())
-	out, errs, code := runTool("flowcount", "-d", "rxe0", "-p", "1", "--dst-mac", "00:01:02:03:04:05")
+	env := flowcountBed(t, verbstest.RXE())
+	out, errs, code := env.runTool("flowcount", "-d", "rxe0", "-p", "1", "--dst-mac", "00:01:02:03:04:05")
 	if code != 1 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "rxe0") || !strings.Contains(errs, "counters are not supported") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
@@ -78,14 +63,15 @@ func TestFlowcountNoCounters(t *testing.T) {
 func TestFlowcountNoCapNetRaw(t *testing.T) {
 	v := verbstest.MLX5()
 	v.NetRaw = false
-	flowcountBed(t, v)
-	_, errs, code := runTool("flowcount", "-d", "mlx5_0", "--dst-mac", "00:01:02:03:04:05", "--count", "1")
+	env := flowcountBed(t, v)
+	_, errs, code := env.runTool("flowcount", "-d", "mlx5_0", "--dst-mac", "00:01:02:03:04:05", "--count", "1")
 	if code != 1 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "CAP_NET_RAW") || !strings.Contains(errs, "mlx5_0") {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}
 }
 
 func TestFlowcountUsage(t *testing.T) {
+	env := DefaultEnv()
 	for _, args := range [][]string{
 		{"flowcount"},
 		{"flowcount", "-d", "mlx5_0"},
@@ -94,12 +80,12 @@ func TestFlowcountUsage(t *testing.T) {
 		{"flowcount", "-d", "mlx5_0", "--dst-mac", "00:01:02:03:04:05", "-p", "0"},
 		{"flowcount", "--nope"},
 	} {
-		_, errs, code := runTool(args...)
+		_, errs, code := env.runTool(args...)
 		if code != 2 || !strings.Contains(errs, "Usage: purerdma flowcount") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errs)
 		}
 	}
-	out, _, code := runTool("flowcount", "--help")
+	out, _, code := env.runTool("flowcount", "--help")
 	if code != 0 || !strings.Contains(out, "ibv_read_counters(3)") {
 		t.Errorf("--help: %d %q", code, out)
 	}
@@ -109,17 +95,17 @@ func TestFlowcountUsage(t *testing.T) {
 // everything.
 func TestFlowcountInterrupted(t *testing.T) {
 	v := verbstest.MLX5()
-	flowcountBed(t, v)
+	env := flowcountBed(t, v)
 	ctx, cancel := context.WithCancel(context.Background())
 	ticks := 0
-	flowcountTick = func() {
+	env.FlowcountTick = func() {
 		ticks++
 		if ticks == 2 {
 			cancel()
 		}
 	}
 	var out bytes.Buffer
-	err := flowcount(ctx, flowcountArgs{dev: "mlx5_0", port: 1, interval: time.Millisecond}, &out)
+	err := env.flowcount(ctx, flowcountArgs{dev: "mlx5_0", port: 1, interval: time.Millisecond}, &out)
 	if err != nil || ticks != 2 {
 		t.Fatalf("%v after %d ticks", err, ticks)
 	}

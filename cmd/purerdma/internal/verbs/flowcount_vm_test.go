@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package verbs
 
 import (
 	"bytes"
@@ -21,9 +21,10 @@ import (
 // On rxe, which has no verbs counters, flowcount exits 1 with one line that
 // names the device — in process, as the installed binary, and as uid 1000.
 func TestVMFlowcountOnRxe(t *testing.T) {
+	env := DefaultEnv()
 	vmtest.Require(t)
 	args := []string{"flowcount", "-d", vmtest.Dev0, "-p", "1", "--dst-mac", "00:01:02:03:04:05"}
-	out, errs, code := runTool(args...)
+	out, errs, code := env.runTool(args...)
 	check := func(who, out, errs string, code int) {
 		t.Helper()
 		if code != 1 || out != "" || strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "flowcount: "+vmtest.Dev0+": ") ||
@@ -54,9 +55,10 @@ func itoa(u uint32) string { return strconv.FormatUint(uint64(u), 10) }
 // `purerdma counters -d rxe0` lists sent_pkts, and its value moves after
 // ibv_rc_pingpong traffic.
 func TestVMCountersCommand(t *testing.T) {
+	env := DefaultEnv()
 	vmtest.Require(t)
 	sent := func() map[string]uint64 {
-		out, errs, code := runTool("counters", "-d", vmtest.Dev0, "--json")
+		out, errs, code := env.runTool("counters", "-d", vmtest.Dev0, "--json")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
@@ -83,7 +85,7 @@ func TestVMCountersCommand(t *testing.T) {
 		}
 		return m
 	}
-	text, _, code := runTool("counters", "-d", vmtest.Dev0)
+	text, _, code := env.runTool("counters", "-d", vmtest.Dev0)
 	if code != 0 || !strings.Contains(text, "sent_pkts") {
 		t.Fatalf("exit %d:\n%s", code, text)
 	}

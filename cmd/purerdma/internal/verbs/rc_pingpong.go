@@ -1,4 +1,4 @@
-package main
+package verbs
 
 // rc_pingpong: rdma-core's ibv_rc_pingpong (libibverbs/examples/rc_pingpong.c,
 // rdma-core 44) through purerdma's data path: the same flags, the same TCP
@@ -26,14 +26,10 @@ import (
 	"time"
 
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/uverbs"
 )
-
-func init() {
-	register("rc_pingpong", "RC ping-pong over the verbs data path, like rdma-core's ibv_rc_pingpong (interoperates with it)", runRCPingpong)
-	register("ibv_rc_pingpong", "the same as rc_pingpong, under rdma-core's name", runRCPingpong)
-}
 
 const (
 	ppRecvWRID = 1
@@ -57,7 +53,7 @@ type ppOpts struct {
 	server  string
 }
 
-func runRCPingpong(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runRCPingpong(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rc_pingpong", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o ppOpts
@@ -75,21 +71,21 @@ func runRCPingpong(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.spin, "spin", false, "poll without ever yielding the CPU, as rdma-core's tool does (purerdma only; the default yields between empty polls on rxe and siw)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (purerdma only; 0: never)")
 	if err := fs.Parse(args); err != nil {
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	if fs.NArg() > 1 {
 		fs.Usage()
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	o.server = fs.Arg(0)
 	mtu, ok := map[int]uverbs.MTU{256: uverbs.MTU256, 512: uverbs.MTU512, 1024: uverbs.MTU1024, 2048: uverbs.MTU2048, 4096: uverbs.MTU4096}[o.mtu]
 	if !ok || o.size < 1 || o.rxDepth < 2 || o.iters < 1 {
 		fs.Usage()
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	if o.verify && o.size < 8 {
 		fmt.Fprintln(stderr, "--verify needs messages of 8 bytes or more")
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	ctx := context.Background()
 	if o.timeout > 0 {
@@ -99,7 +95,7 @@ func runRCPingpong(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := rcPingpong(ctx, &o, mtu, stdout); err != nil {
 		fmt.Fprintln(stderr, "rc_pingpong:", err)
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	return nil
 }

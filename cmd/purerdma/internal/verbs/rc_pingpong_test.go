@@ -1,4 +1,4 @@
-package main
+package verbs
 
 import (
 	"bytes"
@@ -50,11 +50,12 @@ func TestRCPingpongPattern(t *testing.T) {
 }
 
 func TestRCPingpongFlags(t *testing.T) {
+	env := DefaultEnv()
 	var out, errb bytes.Buffer
 	for _, args := range [][]string{{"-m", "999"}, {"-s", "0"}, {"-r", "1"}, {"a", "b"}, {"-s", "4", "--verify"}} {
 		out.Reset()
 		errb.Reset()
-		if err := run(append([]string{"purerdma", "rc_pingpong"}, args...), &out, &errb); err == nil {
+		if err := env.run(append([]string{"purerdma", "rc_pingpong"}, args...), &out, &errb); err == nil {
 			t.Errorf("%v accepted", args)
 		}
 	}

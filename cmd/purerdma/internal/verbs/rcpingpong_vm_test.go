@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package verbs
 
 import (
 	"bufio"
@@ -59,7 +59,7 @@ func startGo(args ...string) *goSide {
 	g := &goSide{done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
-		g.err = run(append([]string{"purerdma", "rc_pingpong", "--timeout", "4m"}, args...), &g.out, &g.errb)
+		g.err = DefaultEnv().run(append([]string{"purerdma", "rc_pingpong", "--timeout", "4m"}, args...), &g.out, &g.errb)
 	}()
 	return g
 }

@@ -1,4 +1,4 @@
-package main
+package verbs
 
 // rping: rdma-core's rping (librdmacm/examples/rping.c, rdma-core 44,
 // Debian's rdmacm-utils) over purerdma's connection manager (rdmacm) and
@@ -36,14 +36,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/rdmacm"
 	"github.com/purerdma/rdma/uverbs"
 )
-
-func init() {
-	register("rping", "RDMA ping-pong over the connection manager, like librdmacm's rping (interoperates with it)", runRping)
-}
 
 const (
 	rpingBufSize    = 64 * 1024
@@ -295,7 +292,7 @@ func cstr(b []byte) []byte {
 func perrorText(err error) string {
 	var en syscall.Errno
 	if errors.As(err, &en) {
-		return strerror(en)
+		return cli.Strerror(en)
 	}
 	return err.Error()
 }
@@ -453,16 +450,16 @@ func (cb *rpingCB) await(want int32, what string) (ok, ended bool) {
 	return true, false
 }
 
-func runRping(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runRping(args []string, stdout, stderr io.Writer) error {
 	var mu sync.Mutex
 	stdout, stderr = syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	o, code := parseRpingArgs(args, stdout, stderr)
 	if code != 0 {
-		return exitError{code & 0xff}
+		return cli.ExitError{Code: code & 0xff}
 	}
 	p := &rping{o: o, stdout: stdout, stderr: stderr, cbs: map[*rdmacm.ID]*rpingCB{}, dead: make(chan struct{})}
 	if ret := p.main(); ret != 0 {
-		return exitError{ret & 0xff}
+		return cli.ExitError{Code: ret & 0xff}
 	}
 	return nil
 }

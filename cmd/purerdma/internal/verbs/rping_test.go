@@ -1,4 +1,4 @@
-package main
+package verbs
 
 import (
 	"bytes"
@@ -96,6 +96,7 @@ func TestRpingArgs(t *testing.T) {
 }
 
 func TestRpingArgErrors(t *testing.T) {
+	env := DefaultEnv()
 	for _, c := range []struct {
 		args           []string
 		code           int
@@ -123,7 +124,7 @@ func TestRpingArgErrors(t *testing.T) {
 		}
 	}
 	// Through the tool: the status is the C tool's.
-	if _, _, code := runTool("rping"); code != 22 {
+	if _, _, code := env.runTool("rping"); code != 22 {
 		t.Errorf("rping without -s or -c: exit %d, want 22", code)
 	}
 }

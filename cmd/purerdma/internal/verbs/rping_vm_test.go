@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package verbs
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli/clitest"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/rdmatool"
 	"github.com/purerdma/rdma/integration/vmtest"
 )
 
@@ -54,7 +56,7 @@ func waitCMID(t *testing.T, pid int, within time.Duration, stderr *bytes.Buffer)
 			t.Fatalf("process %d exited before it listened; stderr:\n%s", pid, stderr)
 		}
 		var out, errb bytes.Buffer
-		run([]string{"purerdma", "resource", "show", "cm_id"}, &out, &errb)
+		clitest.Main(rdmatool.Tools(rdmatool.DefaultEnv()), []string{"purerdma", "resource", "show", "cm_id"}, &out, &errb)
 		tids, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 		for _, tid := range tids {
 			if strings.Contains(out.String(), " pid "+tid.Name()+" ") {
@@ -65,7 +67,7 @@ func waitCMID(t *testing.T, pid int, within time.Duration, stderr *bytes.Buffer)
 		time.Sleep(100 * time.Millisecond)
 	}
 	var out, errb bytes.Buffer
-	run([]string{"purerdma", "resource", "show", "cm_id"}, &out, &errb)
+	clitest.Main(rdmatool.Tools(rdmatool.DefaultEnv()), []string{"purerdma", "resource", "show", "cm_id"}, &out, &errb)
 	t.Fatalf("process %d has no cm_id after %v; its stderr:\n%s\nrdma resource show cm_id:\n%s%s", pid, within, stderr, &out, &errb)
 }
 

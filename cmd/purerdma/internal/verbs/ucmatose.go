@@ -1,4 +1,4 @@
-package main
+package verbs
 
 // ucmatose: rdma-core's ucmatose (librdmacm/examples/cmatose.c, rdma-core
 // 44) over package rdmacm: the same flags and defaults, the same RDMA CM
@@ -19,14 +19,10 @@ import (
 	"io"
 	"syscall"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/rdmacm"
 	"github.com/purerdma/rdma/uverbs"
 )
-
-func init() {
-	register("ucmatose", "RDMA CM connection and RC data test, like rdma-core's ucmatose (interoperates with it)", runUcmatose)
-	register("cmatose", "the same as ucmatose, under the name of its source", runUcmatose)
-}
 
 const ucmatoseUsage = `usage: %s
 	[-s server_address]
@@ -45,7 +41,7 @@ const ucmatoseUsage = `usage: %s
 	[--timeout duration]   give up after this long (purerdma only; 0: never)
 `
 
-func runUcmatose(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runUcmatose(args []string, stdout, stderr io.Writer) error {
 	o, err := parseUcmatose(args, stdout, stderr)
 	if err != nil {
 		return err
@@ -59,9 +55,9 @@ func runUcmatose(args []string, stdout, stderr io.Writer) error {
 func parseUcmatose(args []string, stdout, stderr io.Writer) (*cmOpts, error) {
 	o := &cmOpts{ps: rdmacm.PortSpaceTCP, conns: 1, count: 10, size: 100, port: "7471"}
 	return cmParse("ucmatose", ucmatoseUsage, o, "tcp", "ib", rdmacm.PortSpaceIB, args, stdout, stderr,
-		getoptOption{short: 'p', arg: true, set: func(v string) error { o.port = v; return nil }},
-		getoptOption{short: 'm', set: func(string) error { o.migrate = true; return nil }},
-		getoptOption{short: 'a', arg: true, set: func(v string) error {
+		cli.Option{Short: 'p', Arg: true, Set: func(v string) error { o.port = v; return nil }},
+		cli.Option{Short: 'm', Set: func(string) error { o.migrate = true; return nil }},
+		cli.Option{Short: 'a', Arg: true, Set: func(v string) error {
 			o.setTimeout, o.ackTimeout = true, uint8(cStrtoul(v))
 			return nil
 		}},
@@ -182,7 +178,7 @@ func (t *cmatose) event(ev *rdmacm.Event, n *cmNode, ok bool) int {
 func (t *cmatose) events(count *int, what string) int {
 	return t.cmTest.events(count, func(err error) int {
 		cmPerror(t.errw, "cmatose: failure in rdma_get_cm_event in "+what, err)
-		return int(errnoOf(err))
+		return int(cli.ErrnoOf(err))
 	})
 }
 

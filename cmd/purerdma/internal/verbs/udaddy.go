@@ -1,4 +1,4 @@
-package main
+package verbs
 
 // udaddy: rdma-core's udaddy (librdmacm/examples/udaddy.c, rdma-core 44)
 // over package rdmacm: UD QPs "connected" through the RDMA CM's SIDR
@@ -24,13 +24,10 @@ import (
 	"syscall"
 
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/rdmacm"
 	"github.com/purerdma/rdma/uverbs"
 )
-
-func init() {
-	register("udaddy", "RDMA CM UD (SIDR) connection and data test, like rdma-core's udaddy (interoperates with it)", runUdaddy)
-}
 
 const udaddyUsage = `usage: %s
 	[-s server_address]
@@ -52,7 +49,7 @@ const udaddyUsage = `usage: %s
 // message.
 const grhLen = 40
 
-func runUdaddy(args []string, stdout, stderr io.Writer) error {
+func (env *Env) runUdaddy(args []string, stdout, stderr io.Writer) error {
 	o, err := parseUdaddy(args, stdout, stderr)
 	if err != nil {
 		return err
@@ -65,10 +62,10 @@ func parseUdaddy(args []string, stdout, stderr io.Writer) (*cmOpts, error) {
 	o := &cmOpts{ps: rdmacm.PortSpaceUDP, conns: 1, count: 10, size: 100, port: "7174"}
 	return cmParse("udaddy", udaddyUsage, o, "udp", "ipoib", rdmacm.PortSpaceIPoIB, args, stdout, stderr,
 		// -p: the port space, "for backwards compatibility".
-		getoptOption{short: 'p', arg: true, set: func(v string) error { o.ps = rdmacm.PortSpace(cStrtol(v)); return nil }},
-		getoptOption{long: "port", arg: true, set: func(v string) error {
+		cli.Option{Short: 'p', Arg: true, Set: func(v string) error { o.ps = rdmacm.PortSpace(cli.CStrtol(v)); return nil }},
+		cli.Option{Long: "port", Arg: true, Set: func(v string) error {
 			if _, err := strconv.ParseUint(v, 10, 16); err != nil {
-				return getoptError("bad --port")
+				return cli.GetoptError("bad --port")
 			}
 			o.port = v
 			return nil
@@ -164,7 +161,7 @@ func (t *udaddy) sendAll(flags uverbs.SendFlags) int {
 func (t *udaddy) routeHandler(n *udNode) int {
 	if err := t.verifyParams(n); err != nil {
 		t.left--
-		return -int(errnoOf(err))
+		return -int(cli.ErrnoOf(err))
 	}
 	if t.initNode(n) != nil || t.postRecvs(&n.cmNode, t.o.size+grhLen) != nil {
 		t.left--
@@ -180,7 +177,7 @@ func (t *udaddy) connectHandler(id *rdmacm.ID) int {
 	}
 	var ret int
 	if err := t.verifyParams(n); err != nil {
-		ret = -int(errnoOf(err))
+		ret = -int(cli.ErrnoOf(err))
 	} else if t.initNode(n) != nil || t.postRecvs(&n.cmNode, t.o.size+grhLen) != nil {
 		ret = cmRet
 	} else if err := id.Accept(&rdmacm.ConnParam{QPNum: n.qp.Num()}); err != nil {

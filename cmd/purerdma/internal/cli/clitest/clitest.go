@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"path/filepath"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 )
@@ -35,10 +36,18 @@ func Code(err error, out, errb *bytes.Buffer) (stdout, stderr string, code int) 
 	return out.String(), errb.String(), code
 }
 
-// Main runs argv as `purerdma TOOL ARGS...` among tools (argv[0], the
-// program's name, is skipped) and returns the tool's error; no such tool
-// is an ExitError of status 2, as purerdma's.
+// Main runs argv as purerdma would among tools: `TOOL ARGS...` through a
+// link named TOOL (argv[0]'s base name), else `purerdma TOOL ARGS...`. It
+// returns the tool's error; no such tool is an ExitError of status 2, as
+// purerdma's.
 func Main(tools []cli.Tool, argv []string, stdout, stderr io.Writer) error {
+	if len(argv) > 0 && filepath.Base(argv[0]) != "purerdma" {
+		for _, t := range tools {
+			if t.Name == filepath.Base(argv[0]) {
+				return t.Run(argv[1:], stdout, stderr)
+			}
+		}
+	}
 	if len(argv) > 1 {
 		for _, t := range tools {
 			if t.Name == argv[1] {
