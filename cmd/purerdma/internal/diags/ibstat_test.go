@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -240,5 +241,29 @@ func TestIbstatSwitch(t *testing.T) {
 	if _, stderr, err := ibstatRun(t, root, "ibstat", "switch0", "1"); !errors.As(err, &ee) ||
 		!strings.Contains(stderr, "Switch: 'switch0' has no port number 1 - max (0)") {
 		t.Fatalf("port 1 of a switch: %v %q", err, stderr)
+	}
+}
+
+// ibstat's errors end with ": " and cli.Strerror(errno), as libibmad's IBPANIC
+// prints them ("%m"), with the errno rdma-core 44 leaves there (checked
+// against the C tool in TestVMIbstatErrorsMatchRdmaCore).
+func TestIbstatErrorsStrerror(t *testing.T) {
+	root := filepath.Join(ibstatFixtures, "rxe-6.1")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ibstat", "nosuch"}, `^ibpanic: \[\d+\] main: 'nosuch' IB device can't be found: Success\n$`},
+		{[]string{"ibstat", "rxe0", "9"}, `^ibwarn: \[\d+\] ca_stat: CA: 'rxe0' has no port number 9 - max \(1\)\nibpanic: \[\d+\] main: stat of IB device 'rxe0' failed: No such file or directory\n$`},
+		{[]string{"ibstat", "rxe0", "x"}, `^ibwarn: \[\d+\] ca_stat: CA: 'rxe0' has no port number 0 - max \(1\)\nibpanic: \[\d+\] main: stat of IB device 'rxe0' failed: No such file or directory\n$`},
+	} {
+		out, errs, err := ibstatRun(t, root, tc.args...)
+		var code int
+		if ee, ok := err.(cli.ExitError); ok {
+			code = ee.Code
+		}
+		if code != 255 || out != "" || !regexp.MustCompile(tc.want).MatchString(errs) {
+			t.Errorf("%v: exit %d (%v), stdout %q, stderr %q, want %s", tc.args, code, err, out, errs, tc.want)
+		}
 	}
 }

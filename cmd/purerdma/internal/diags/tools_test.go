@@ -11,3 +11,9 @@ import (
 func (env *Env) run(argv []string, stdout, stderr io.Writer) error {
 	return clitest.Main(Tools(env), argv, stdout, stderr)
 }
+
+// runTool runs one of the family's tools, bound to env, and returns its
+// outputs and exit status.
+func (env *Env) runTool(args ...string) (stdout, stderr string, code int) {
+	return clitest.Run(Tools(env), args...)
+}

@@ -1,6 +1,9 @@
 package diags
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestUmadTIDRing: serve tells the kernel's duplicate refusal from other
 // EINVALs by the TIDs it answered last: the latest 256 are remembered,
@@ -20,5 +23,16 @@ func TestUmadTIDRing(t *testing.T) {
 	}
 	if r.has(301 << 32) {
 		t.Error("a TID never answered is remembered")
+	}
+}
+
+func TestUmadSubcommand(t *testing.T) {
+	_, errs, code := DefaultEnv().runTool("umad", "bogus")
+	if code != 2 || !strings.HasPrefix(errs, `umad: unknown subcommand "bogus": send or serve`+"\n") || !strings.Contains(errs, "Usage: umad send") {
+		t.Errorf("umad bogus: %d %q", code, errs)
+	}
+	_, errs, code = DefaultEnv().runTool("umad")
+	if code != 2 || !strings.HasPrefix(errs, "umad: missing subcommand: send or serve\n") {
+		t.Errorf("umad: %d %q", code, errs)
 	}
 }

@@ -89,3 +89,39 @@ func TestCountersErrors(t *testing.T) {
 		t.Errorf("bad option: %d %q", code, errs)
 	}
 }
+
+// counters without -d shows every device's sets, like `rdma statistic
+// show`; an unknown -d names the devices there are.
+func TestCountersEveryDevice(t *testing.T) {
+	root := "../../../../sysfs/testdata/rxe-6.1"
+	env := withCountersOptions(&counters.Options{SysfsRoot: root, Netlink: &fakeNetlink{sent: 42}})
+	out, errs, code := env.runTool("counters")
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, dev := range []string{"rxe0", "rxe1"} {
+		one, _, code := env.runTool("counters", "-d", dev)
+		if code != 0 || !strings.Contains(out, one) {
+			t.Errorf("counters without -d lacks %s's sets:\n%s\nwant within it:\n%s", dev, out, one)
+		}
+	}
+	if strings.Index(out, "set 0: rxe0") > strings.Index(out, "set 0: rxe1") {
+		t.Errorf("devices out of order:\n%s", out)
+	}
+	_, errs, code = env.runTool("counters", "-d", "nosuch")
+	if code != 1 || errs != "counters: no RDMA device nosuch (the devices are rxe0, rxe1; purerdma counters without -d shows them all)\n" {
+		t.Errorf("counters -d nosuch: %d %q", code, errs)
+	}
+	js, _, code := env.runTool("counters", "--json")
+	if code != 0 || strings.Count(js, `"device": "rxe0"`) == 0 || strings.Count(js, `"device": "rxe1"`) == 0 {
+		t.Errorf("counters --json: %d\n%s", code, js)
+	}
+	// No devices: nothing, status 0.
+	env = withCountersOptions(&counters.Options{SysfsRoot: t.TempDir(), NoNetlink: true})
+	if out, errs, code := env.runTool("counters"); code != 0 || out != "" || errs != "" {
+		t.Errorf("no devices: %d %q %q", code, out, errs)
+	}
+	if _, errs, code := env.runTool("counters", "-d", "rxe0"); code != 1 || !strings.Contains(errs, "this machine has no RDMA device") {
+		t.Errorf("no devices, -d rxe0: %d %q", code, errs)
+	}
+}

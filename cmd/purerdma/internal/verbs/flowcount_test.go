@@ -117,3 +117,19 @@ func TestFlowcountInterrupted(t *testing.T) {
 		t.Errorf("not released:\n%s", log)
 	}
 }
+
+// flowcount -p 99 names the port the device lacks, and creates nothing
+// (no flow is tried).
+func TestFlowcountNoSuchPort(t *testing.T) {
+	v := verbstest.MLX5()
+	env := flowcountBed(t, v)
+	out, errs, code := env.runTool("flowcount", "-d", "mlx5_0", "-p", "99", "--dst-mac", "00:01:02:03:04:05", "--count", "1")
+	if code != 1 || out != "" || errs != "flowcount: mlx5_0 has no port 99 (it has port 1 only)\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	for _, l := range v.Log() {
+		if strings.HasPrefix(l, "create") {
+			t.Errorf("created something: %s", l)
+		}
+	}
+}

@@ -1,16 +1,26 @@
-package main
+package verbs
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli/clitest"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/diags"
 	"github.com/purerdma/rdma/counters"
 )
+
+// diagsRun runs one of the diags tools (ibstat, ibstatus) on the sysfs
+// tree at root.
+func diagsRun(root string, args ...string) (string, string, error) {
+	var out, errb bytes.Buffer
+	err := clitest.Main(diags.Tools(&diags.Env{SysfsRoot: root}), append([]string{"purerdma"}, args...), &out, &errb)
+	return out.String(), errb.String(), err
+}
 
 // leaves returns every string and number of a decoded JSON value, but
 // for the members named in skip (values the text does not print).
@@ -42,20 +52,23 @@ func leaves(v any, out *[]string, skip ...string) {
 // Every table tool's --json holds the values its text shows: each string
 // and number of the JSON appears in the text of the same run.
 func TestJSONHoldsTheTextsValues(t *testing.T) {
-	root := filepath.Join(ibstatFixtures, "rxe-6.1")
-	withCountersOptions(t, &counters.Options{SysfsRoot: "../../sysfs/testdata/mlx5-eth", NoNetlink: true, DriverID: abi.RDMA_DRIVER_MLX5})
+	root := "../../../../sysfs/testdata/rxe-6.1"
+	env := withCountersOptions(&counters.Options{SysfsRoot: "../../../../sysfs/testdata/mlx5-eth", NoNetlink: true, DriverID: abi.RDMA_DRIVER_MLX5})
 	for _, tc := range []struct {
 		name       string
 		text, json func() (string, error)
 	}{
-		{"ibstat", func() (string, error) { o, _, err := ibstatRun(t, root, "ibstat"); return o, err },
-			func() (string, error) { o, _, err := ibstatRun(t, root, "ibstat", "--json"); return o, err }},
-		{"ibstat -p", func() (string, error) { o, _, err := ibstatRun(t, root, "ibstat", "-p"); return o, err },
-			func() (string, error) { o, _, err := ibstatRun(t, root, "ibstat", "-p", "--json"); return o, err }},
-		{"ibstatus", func() (string, error) { o, _, err := ibstatRun(t, root, "ibstatus"); return o, err },
-			func() (string, error) { o, _, err := ibstatRun(t, root, "ibstatus", "--json"); return o, err }},
-		{"counters", func() (string, error) { o, e, _ := runTool("counters", "-d", "mlx5_0"); return o + e, nil },
-			func() (string, error) { o, e, _ := runTool("counters", "-d", "mlx5_0", "--json"); return o + e, nil }},
+		{"ibstat", func() (string, error) { o, _, err := diagsRun(root, "ibstat"); return o, err },
+			func() (string, error) { o, _, err := diagsRun(root, "ibstat", "--json"); return o, err }},
+		{"ibstat -p", func() (string, error) { o, _, err := diagsRun(root, "ibstat", "-p"); return o, err },
+			func() (string, error) { o, _, err := diagsRun(root, "ibstat", "-p", "--json"); return o, err }},
+		{"ibstatus", func() (string, error) { o, _, err := diagsRun(root, "ibstatus"); return o, err },
+			func() (string, error) { o, _, err := diagsRun(root, "ibstatus", "--json"); return o, err }},
+		{"counters", func() (string, error) { o, e, _ := env.runTool("counters", "-d", "mlx5_0"); return o + e, nil },
+			func() (string, error) {
+				o, e, _ := env.runTool("counters", "-d", "mlx5_0", "--json")
+				return o + e, nil
+			}},
 	} {
 		text, err := tc.text()
 		if err != nil {
