@@ -1,10 +1,3 @@
-// Command purerdma is purerdma's multi-call tool: one static, cgo-free
-// binary that does the work of rdma-core's diagnostic tools (ibstat,
-// ibstatus, perfquery, ibv_devices, ibv_devinfo, …) through the library.
-//
-// Run a tool as a subcommand (`purerdma ibstat`) or, busybox-style, through
-// a symlink named after it (`ln -s purerdma ibstat; ./ibstat`). `purerdma
-// help` lists the tools.
 package main
 
 import (
