@@ -36,45 +36,63 @@ type Option struct {
 // like "d:i:lv": short options may be grouped (-vl) and take their argument
 // attached (-drxe0) or as the next word; long options take it after '=' or
 // as the next word and may be abbreviated to a unique prefix; "--" ends the
-// options; other words are skipped. Errors are reported on stderr with
-// getopt's messages.
+// options; other words are skipped (GetoptOperands returns them). Errors
+// are reported on stderr with getopt's messages.
 func Getopt(prog string, args []string, opts []Option, stderr io.Writer) error {
+	_, err := GetoptOperands(prog, args, opts, stderr)
+	return err
+}
+
+// GetoptOperands is Getopt that returns the operands too: the words that
+// are neither options nor their arguments ("-" among them), in order, then
+// every word after "--", as glibc's getopt_long leaves them from optind
+// on after permuting them to the end.
+func GetoptOperands(prog string, args []string, opts []Option, stderr io.Writer) ([]string, error) {
+	var operands []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "--":
-			return nil
+			return append(operands, args[i+1:]...), nil
 		case strings.HasPrefix(a, "--"):
 			name, val, hasVal := strings.Cut(a[2:], "=")
-			o, err := lookupLong(opts, name)
-			if err != nil {
-				fmt.Fprintf(stderr, "%s: %s '--%s'\n", prog, err, name)
-				return err
+			o, matches := lookupLong(opts, name)
+			switch {
+			case o == nil && len(matches) == 0:
+				fmt.Fprintf(stderr, "%s: unrecognized option '%s'\n", prog, a)
+				return nil, GetoptError("unrecognized option")
+			case o == nil:
+				fmt.Fprintf(stderr, "%s: option '--%s' is ambiguous; possibilities:", prog, name)
+				for _, m := range matches {
+					fmt.Fprintf(stderr, " '--%s'", m.Long)
+				}
+				fmt.Fprintln(stderr)
+				return nil, GetoptError("option is ambiguous")
 			}
 			if o.Arg && !hasVal {
 				if i+1 >= len(args) {
 					fmt.Fprintf(stderr, "%s: option '--%s' requires an argument\n", prog, o.Long)
-					return ErrGetopt
+					return nil, ErrGetopt
 				}
 				i++
 				val = args[i]
 			} else if !o.Arg && hasVal {
 				fmt.Fprintf(stderr, "%s: option '--%s' doesn't allow an argument\n", prog, o.Long)
-				return ErrGetopt
+				return nil, ErrGetopt
 			}
 			if err := o.Set(val); err != nil {
-				return err
+				return nil, err
 			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			for j := 1; j < len(a); j++ {
 				o := lookupShort(opts, a[j])
 				if o == nil {
 					fmt.Fprintf(stderr, "%s: invalid option -- '%c'\n", prog, a[j])
-					return ErrGetopt
+					return nil, ErrGetopt
 				}
 				if !o.Arg {
 					if err := o.Set(""); err != nil {
-						return err
+						return nil, err
 					}
 					continue
 				}
@@ -82,19 +100,21 @@ func Getopt(prog string, args []string, opts []Option, stderr io.Writer) error {
 				if val == "" {
 					if i+1 >= len(args) {
 						fmt.Fprintf(stderr, "%s: option requires an argument -- '%c'\n", prog, a[j])
-						return ErrGetopt
+						return nil, ErrGetopt
 					}
 					i++
 					val = args[i]
 				}
 				if err := o.Set(val); err != nil {
-					return err
+					return nil, err
 				}
 				break
 			}
+		default:
+			operands = append(operands, a)
 		}
 	}
-	return nil
+	return operands, nil
 }
 
 // GetoptError is a command line the parser (or an option's Set) refuses,
@@ -103,26 +123,34 @@ type GetoptError string
 
 func (e GetoptError) Error() string { return string(e) }
 
-func lookupLong(opts []Option, name string) (*Option, error) {
-	var match *Option
-	n := 0
+// lookupLong finds the option a long name (or a prefix of one) names: an
+// exact match, else the only option it is a prefix of, else none, with
+// the options it is a prefix of when it is ambiguous (glibc's
+// process_long_option: a prefix of options that do the same, the same
+// short letter with the same Arg, is no ambiguity, the first one wins).
+func lookupLong(opts []Option, name string) (*Option, []*Option) {
+	var matches []*Option
 	for i := range opts {
 		o := &opts[i]
+		if o.Long == "" {
+			continue
+		}
 		if o.Long == name {
 			return o, nil
 		}
 		if strings.HasPrefix(o.Long, name) && name != "" {
-			match = o
-			n++
+			matches = append(matches, o)
 		}
 	}
-	switch n {
-	case 0:
-		return nil, GetoptError("unrecognized option")
-	case 1:
-		return match, nil
+	if len(matches) == 0 {
+		return nil, nil
 	}
-	return nil, GetoptError("option is ambiguous;")
+	for _, m := range matches[1:] {
+		if m.Short == 0 || m.Short != matches[0].Short || m.Arg != matches[0].Arg {
+			return nil, matches
+		}
+	}
+	return matches[0], nil
 }
 
 func lookupShort(opts []Option, c byte) *Option {
