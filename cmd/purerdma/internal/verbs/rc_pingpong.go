@@ -16,7 +16,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -36,6 +35,33 @@ const (
 	ppSendWRID = 2
 )
 
+// ppUsage is ibv_rc_pingpong's usage(), which it prints on standard
+// output, with purerdma's own options (-o and -t, on-demand paging and
+// completion timestamps, are not implemented: refused as unknown).
+const ppUsage = `Usage:
+  ibv_rc_pingpong            start a server and wait for connection
+  ibv_rc_pingpong <host>     connect to server at <host>
+
+Options:
+  -p, --port=<port>      listen on/connect to port <port> (default 18515)
+  -d, --ib-dev=<dev>     use IB device <dev> (default first device found)
+  -i, --ib-port=<port>   use port <port> of IB device (default 1)
+  -s, --size=<size>      size of message to exchange (default 4096)
+  -m, --mtu=<size>       path MTU (default 1024)
+  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)
+  -n, --iters=<iters>    number of exchanges (default 1000)
+  -l, --sl=<sl>          service level value
+  -e, --events           sleep on CQ events (default poll)
+  -g, --gid-idx=<gid index> local port gid index
+
+purerdma only:
+  --verify               check every byte of every message received
+  --spin                 poll without ever yielding the CPU, as rdma-core's tool
+                         does (the default yields between empty polls on rxe and siw)
+  --timeout=<duration>   give up after this long (default: never)
+  -h, --help             print this help
+`
+
 type ppOpts struct {
 	port    int
 	dev     string
@@ -54,33 +80,59 @@ type ppOpts struct {
 }
 
 func (env *Env) runRCPingpong(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("rc_pingpong", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var o ppOpts
-	fs.IntVar(&o.port, "p", 18515, "listen on/connect to port `port`")
-	fs.StringVar(&o.dev, "d", "", "use IB device `dev` (default: the first device found)")
-	fs.IntVar(&o.ibPort, "i", 1, "use port `port` of IB device")
-	fs.IntVar(&o.size, "s", 4096, "size of message to exchange")
-	fs.IntVar(&o.mtu, "m", 1024, "path MTU")
-	fs.IntVar(&o.rxDepth, "r", 500, "number of receives to post at a time")
-	fs.IntVar(&o.iters, "n", 1000, "number of exchanges")
-	fs.IntVar(&o.sl, "l", 0, "service level value")
-	fs.BoolVar(&o.events, "e", false, "sleep on CQ events (default poll)")
-	fs.IntVar(&o.gidx, "g", -1, "local port gid index")
-	fs.BoolVar(&o.verify, "verify", false, "check every byte of every message received (purerdma only)")
-	fs.BoolVar(&o.spin, "spin", false, "poll without ever yielding the CPU, as rdma-core's tool does (purerdma only; the default yields between empty polls on rxe and siw)")
-	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (purerdma only; 0: never)")
-	if err := fs.Parse(args); err != nil {
+	o := ppOpts{port: 18515, ibPort: 1, size: 4096, mtu: 1024, rxDepth: 500, iters: 1000, gidx: -1}
+	num := func(p *int) func(string) error {
+		return func(v string) error { *p = int(cli.CStrtol(v)); return nil }
+	}
+	opts := []cli.Option{
+		{Short: 'p', Long: "port", Arg: true, Set: func(v string) error {
+			if o.port = int(cli.CStrtol(v)); o.port < 0 || o.port > 65535 {
+				return cli.ErrUsage
+			}
+			return nil
+		}},
+		{Short: 'd', Long: "ib-dev", Arg: true, Set: func(v string) error { o.dev = v; return nil }},
+		{Short: 'i', Long: "ib-port", Arg: true, Set: func(v string) error {
+			if o.ibPort = int(cli.CStrtol(v)); o.ibPort < 1 {
+				return cli.ErrUsage
+			}
+			return nil
+		}},
+		{Short: 's', Long: "size", Arg: true, Set: num(&o.size)},
+		{Short: 'm', Long: "mtu", Arg: true, Set: num(&o.mtu)},
+		{Short: 'r', Long: "rx-depth", Arg: true, Set: num(&o.rxDepth)},
+		{Short: 'n', Long: "iters", Arg: true, Set: num(&o.iters)},
+		{Short: 'l', Long: "sl", Arg: true, Set: num(&o.sl)},
+		{Short: 'e', Long: "events", Set: func(string) error { o.events = true; return nil }},
+		{Short: 'g', Long: "gid-idx", Arg: true, Set: num(&o.gidx)},
+		{Long: "verify", Set: func(string) error { o.verify = true; return nil }},
+		{Long: "spin", Set: func(string) error { o.spin = true; return nil }},
+		{Long: "timeout", Arg: true, Set: func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				fmt.Fprintf(stderr, "ibv_rc_pingpong: bad --timeout %q\n", v)
+				return cli.ErrUsage
+			}
+			o.timeout = d
+			return nil
+		}},
+		{Short: 'h', Long: "help", Set: func(string) error { return cli.ErrHelp }},
+	}
+	operands, err := cli.GetoptOperands("ibv_rc_pingpong", args, opts, stderr)
+	switch {
+	case errors.Is(err, cli.ErrHelp):
+		fmt.Fprint(stdout, ppUsage)
+		return nil
+	case err != nil || len(operands) > 1:
+		fmt.Fprint(stdout, ppUsage)
 		return cli.ExitError{Code: 1}
 	}
-	if fs.NArg() > 1 {
-		fs.Usage()
-		return cli.ExitError{Code: 1}
+	if len(operands) == 1 {
+		o.server = operands[0]
 	}
-	o.server = fs.Arg(0)
 	mtu, ok := map[int]uverbs.MTU{256: uverbs.MTU256, 512: uverbs.MTU512, 1024: uverbs.MTU1024, 2048: uverbs.MTU2048, 4096: uverbs.MTU4096}[o.mtu]
 	if !ok || o.size < 1 || o.rxDepth < 2 || o.iters < 1 {
-		fs.Usage()
+		fmt.Fprint(stdout, ppUsage)
 		return cli.ExitError{Code: 1}
 	}
 	if o.verify && o.size < 8 {

@@ -52,7 +52,8 @@ func TestRCPingpongPattern(t *testing.T) {
 func TestRCPingpongFlags(t *testing.T) {
 	env := DefaultEnv()
 	var out, errb bytes.Buffer
-	for _, args := range [][]string{{"-m", "999"}, {"-s", "0"}, {"-r", "1"}, {"a", "b"}, {"-s", "4", "--verify"}} {
+	for _, args := range [][]string{{"-m", "999"}, {"-s", "0"}, {"-r", "1"}, {"a", "b"}, {"-s", "4", "--verify"},
+		{"-p", "70000"}, {"--ib-port=0"}, {"-o"}, {"--timeout", "soon"}, {"-em999"}, {"a", "--iters", "3", "b"}} {
 		out.Reset()
 		errb.Reset()
 		if err := env.run(append([]string{"purerdma", "rc_pingpong"}, args...), &out, &errb); err == nil {
