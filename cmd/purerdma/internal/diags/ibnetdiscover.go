@@ -45,25 +45,21 @@ func (env *Env) discoverFabric(o *fabricOpts, outstanding int) (*netdisc.Fabric,
 	return netdisc.Discover(context.Background(), p, netdisc.Options{MaxOutstanding: outstanding, Timeout: o.timeout, Retries: o.retries})
 }
 
-func parseDiscoverOpts(args []string) (*fabricOpts, int, error) {
+// parseDiscoverOpts reads the discovery tools' options: the fabric
+// tools' and --outstanding; -t defaults to 200 ms.
+func parseDiscoverOpts(tool string, args []string, stderr io.Writer) (*fabricOpts, int, error) {
 	outstanding := 64
-	o, err := parseFabricOpts(args, func(name string, val func() (string, error)) (bool, error) {
-		if name != "--outstanding" {
-			return false, nil
+	o, err := parseFabricOpts(tool, args, stderr, cli.Option{Long: "outstanding", Arg: true, Set: func(v string) (err error) {
+		outstanding, err = perfqueryNum(v, "outstanding")
+		if err == nil && outstanding == 0 {
+			err = errors.New("--outstanding must be at least 1")
 		}
-		v, err := val()
-		if err == nil {
-			outstanding, err = perfqueryNum(v, "outstanding")
-			if err == nil && outstanding == 0 {
-				err = errors.New("--outstanding must be at least 1")
-			}
-		}
-		return true, err
-	})
+		return err
+	}})
 	if err != nil {
 		return nil, 0, err
 	}
-	if !hasTimeout(args) {
+	if !o.timeoutSet {
 		o.timeout = 200 * time.Millisecond
 	}
 	if len(o.pos) > 0 {
@@ -72,27 +68,17 @@ func parseDiscoverOpts(args []string) (*fabricOpts, int, error) {
 	return o, outstanding, nil
 }
 
-func hasTimeout(args []string) bool {
-	for _, a := range args {
-		if a == "-t" || a == "--timeout" || strings.HasPrefix(a, "--timeout=") {
-			return true
-		}
-	}
-	return false
-}
-
 // discoverTool is the start of a discovery tool: its options (usage on
 // -h, or after a bad option with exit status 2), then the fabric. A nil
 // fabric means the tool is done and returns err.
 func (env *Env) discoverTool(tool, usage string, args []string, stdout, stderr io.Writer) (*netdisc.Fabric, error) {
-	o, outstanding, err := parseDiscoverOpts(args)
+	o, outstanding, err := parseDiscoverOpts(tool, args, stderr)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, usage)
 		return nil, nil
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n%s", tool, err, usage)
-		return nil, cli.ExitError{Code: 2}
+		return nil, fabricUsage(stderr, tool, usage, err)
 	}
 	f, err := env.discoverFabric(o, outstanding)
 	if err != nil {

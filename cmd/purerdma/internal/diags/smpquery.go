@@ -46,69 +46,55 @@ type fabricOpts struct {
 	port    int
 	dr      bool
 	timeout time.Duration
-	retries int
-	pos     []string
+	// timeoutSet is -t given (ibnetdiscover's default differs).
+	timeoutSet bool
+	retries    int
+	pos        []string
 }
 
-// parseFabricOpts reads the common options; extra handles the others
-// (it returns false for an option it does not know).
-func parseFabricOpts(args []string, extra func(name string, val func() (string, error)) (bool, error)) (*fabricOpts, error) {
+// parseFabricOpts reads the common options with cli.GetoptOperands
+// (getopt_long's rules, as ibdiag_process_opts reads them), then extra,
+// the tool's own; the operands land in pos. A command line getopt refuses
+// is reported on stderr already (a cli.GetoptError); fabricUsage reports
+// the others.
+func parseFabricOpts(tool string, args []string, stderr io.Writer, extra ...cli.Option) (*fabricOpts, error) {
 	o := &fabricOpts{timeout: time.Second, retries: 3}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name := a
-		if k := strings.IndexByte(a, '='); k >= 0 && strings.HasPrefix(a, "--") {
-			name = a[:k]
-		}
-		val := func() (string, error) {
-			if k := strings.IndexByte(a, '='); k >= 0 && strings.HasPrefix(a, "--") {
-				return a[k+1:], nil
+	opts := append([]cli.Option{
+		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
+		{Short: 'D', Long: "Direct", Set: func(string) error { o.dr = true; return nil }},
+		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { o.ca = v; return nil }},
+		{Short: 'P', Long: "Port", Arg: true, Set: func(v string) (err error) {
+			o.port, err = perfqueryNum(v, "port")
+			return err
+		}},
+		{Short: 't', Long: "timeout", Arg: true, Set: func(v string) error {
+			ms, err := perfqueryNum(v, "timeout")
+			if err == nil && ms == 0 {
+				err = errors.New("the timeout must be at least 1 ms")
 			}
-			if i+1 >= len(args) {
-				return "", fmt.Errorf("option %s needs a value", a)
-			}
-			i++
-			return args[i], nil
-		}
-		var err error
-		var v string
-		switch name {
-		case "-h", "--help":
-			return nil, errHelp
-		case "-D", "--Direct":
-			o.dr = true
-		case "-C", "--Ca":
-			o.ca, err = val()
-		case "-P", "--Port":
-			if v, err = val(); err == nil {
-				o.port, err = perfqueryNum(v, "port")
-			}
-		case "-t", "--timeout":
-			if v, err = val(); err == nil {
-				var ms int
-				ms, err = perfqueryNum(v, "timeout")
-				if err == nil && ms == 0 {
-					err = errors.New("the timeout must be at least 1 ms")
-				}
-				o.timeout = time.Duration(ms) * time.Millisecond
-			}
-		default:
-			if extra != nil {
-				var ok bool
-				if ok, err = extra(name, val); ok || err != nil {
-					break
-				}
-			}
-			if strings.HasPrefix(a, "-") && len(a) > 1 {
-				return nil, fmt.Errorf("unknown option %s", a)
-			}
-			o.pos = append(o.pos, a)
-		}
-		if err != nil {
-			return nil, err
-		}
+			o.timeout, o.timeoutSet = time.Duration(ms)*time.Millisecond, true
+			return err
+		}},
+	}, extra...)
+	pos, err := cli.GetoptOperands(tool, args, opts, stderr)
+	if err != nil {
+		return nil, err
 	}
+	o.pos = pos
 	return o, nil
+}
+
+// fabricUsage reports a command line a fabric tool cannot use: err (unless
+// getopt said it already) and the usage, on stderr, status 2, as
+// ibdiag_show_usage does.
+func fabricUsage(stderr io.Writer, tool, usage string, err error) error {
+	var ge cli.GetoptError
+	if errors.As(err, &ge) {
+		fmt.Fprint(stderr, usage)
+	} else {
+		fmt.Fprintf(stderr, "%s: %v\n%s", tool, err, usage)
+	}
+	return cli.ExitError{Code: 2}
 }
 
 type smpOp func(c *smpClient, d smpDest, args []string, w io.Writer) error
@@ -125,7 +111,7 @@ var smpOps = map[string]smpOp{
 }
 
 func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
-	o, err := parseFabricOpts(args, nil)
+	o, err := parseFabricOpts("smpquery", args, stderr)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, smpqueryUsage)
 		return nil
@@ -134,8 +120,7 @@ func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
 		err = errors.New("an op and a destination are needed")
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "smpquery: %v\n%s", err, smpqueryUsage)
-		return cli.ExitError{Code: 2}
+		return fabricUsage(stderr, "smpquery", smpqueryUsage, err)
 	}
 	op := smpOps[strings.ToLower(o.pos[0])]
 	if op == nil {
@@ -430,7 +415,7 @@ Options:
 var sminfoStates = []string{"SMINFO_NOTACTIVE", "SMINFO_DISCOVER", "SMINFO_STANDBY", "SMINFO_MASTER"}
 
 func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
-	o, err := parseFabricOpts(args, nil)
+	o, err := parseFabricOpts("sminfo", args, stderr)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, sminfoUsage)
 		return nil
@@ -439,8 +424,7 @@ func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
 		err = errors.New("too many arguments")
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sminfo: %v\n%s", err, sminfoUsage)
-		return cli.ExitError{Code: 2}
+		return fabricUsage(stderr, "sminfo", sminfoUsage, err)
 	}
 	c, err := env.openSMP(o.ca, o.port, o.timeout, o.retries)
 	if err != nil {
