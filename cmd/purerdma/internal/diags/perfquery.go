@@ -66,70 +66,37 @@ type perfqueryOpts struct {
 	maskSet   bool
 }
 
-func perfqueryParse(args []string) (*perfqueryOpts, error) {
+func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 	o := &perfqueryOpts{timeout: time.Second, retries: 3, lid: -1}
-	var pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		val := func() (string, error) {
-			if k := strings.IndexByte(a, '='); k >= 0 && strings.HasPrefix(a, "--") {
-				return a[k+1:], nil
+	flag := func(p *bool) func(string) error { return func(string) error { *p = true; return nil } }
+	pos, err := cli.GetoptOperands("perfquery", args, []cli.Option{
+		{Short: 'x', Long: "extended", Set: flag(&o.extended)},
+		{Short: 'a', Long: "all_ports", Set: flag(&o.all)},
+		{Short: 'r', Long: "reset_after_read", Set: flag(&o.reset)},
+		{Short: 'R', Long: "Reset_only", Set: flag(&o.resetOnly)},
+		{Long: "json", Set: flag(&o.json)},
+		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
+		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { o.ca = v; return nil }},
+		{Short: 'P', Long: "Port", Arg: true, Set: func(v string) (err error) {
+			o.port, err = perfqueryNum(v, "port")
+			return err
+		}},
+		{Short: 't', Long: "timeout", Arg: true, Set: func(v string) error {
+			ms, err := perfqueryNum(v, "timeout")
+			if err == nil && ms == 0 {
+				err = errors.New("the timeout must be at least 1 ms")
 			}
-			if i+1 >= len(args) {
-				return "", fmt.Errorf("option %s needs a value", a)
-			}
-			i++
-			return args[i], nil
-		}
-		name := a
-		if k := strings.IndexByte(a, '='); k >= 0 && strings.HasPrefix(a, "--") {
-			name = a[:k]
-		}
-		var err error
-		var v string
-		switch name {
-		case "-x", "--extended":
-			o.extended = true
-		case "-a", "--all_ports":
-			o.all = true
-		case "-r", "--reset_after_read":
-			o.reset = true
-		case "-R", "--Reset_only":
-			o.resetOnly = true
-		case "--json":
-			o.json = true
-		case "-h", "--help":
-			return nil, errHelp
-		case "-C", "--Ca":
-			o.ca, err = val()
-		case "-P", "--Port":
-			if v, err = val(); err == nil {
-				o.port, err = perfqueryNum(v, "port")
-			}
-		case "-t", "--timeout":
-			if v, err = val(); err == nil {
-				var ms int
-				ms, err = perfqueryNum(v, "timeout")
-				if err == nil && ms == 0 {
-					err = errors.New("the timeout must be at least 1 ms")
-				}
-				o.timeout = time.Duration(ms) * time.Millisecond
-			}
-		case "--retries":
-			if v, err = val(); err == nil {
-				o.retries, err = perfqueryNum(v, "retries")
-			}
-		case "--dgid":
-			o.dgid, err = val()
-		default:
-			if strings.HasPrefix(a, "-") {
-				return nil, fmt.Errorf("unknown option %s", a)
-			}
-			pos = append(pos, a)
-		}
-		if err != nil {
-			return nil, err
-		}
+			o.timeout = time.Duration(ms) * time.Millisecond
+			return err
+		}},
+		{Long: "retries", Arg: true, Set: func(v string) (err error) {
+			o.retries, err = perfqueryNum(v, "retries")
+			return err
+		}},
+		{Long: "dgid", Arg: true, Set: func(v string) error { o.dgid = v; return nil }},
+	}, stderr)
+	if err != nil {
+		return nil, err
 	}
 	if len(pos) > 3 {
 		return nil, errors.New("too many arguments")
@@ -201,14 +168,13 @@ const (
 )
 
 func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
-	o, err := perfqueryParse(args)
+	o, err := perfqueryParse(args, stderr)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, perfqueryUsage)
 		return nil
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "perfquery: %v\n%s", err, perfqueryUsage)
-		return cli.ExitError{Code: 2}
+		return fabricUsage(stderr, "perfquery", perfqueryUsage, err)
 	}
 	h := env.host()
 	port, err := h.OpenPort(o.ca, o.port)

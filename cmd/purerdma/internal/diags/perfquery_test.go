@@ -3,6 +3,7 @@ package diags
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -49,20 +50,20 @@ func TestPerfqueryDump(t *testing.T) {
 }
 
 func TestPerfqueryArgs(t *testing.T) {
-	o, err := perfqueryParse([]string{"-x", "-C", "mlx5_0", "-P", "2", "-t", "50", "--retries=1", "--dgid", "fe80::1", "0x12", "3"})
+	o, err := perfqueryParse([]string{"-x", "-C", "mlx5_0", "-P", "2", "-t", "50", "--retries=1", "--dgid", "fe80::1", "0x12", "3"}, io.Discard)
 	if err != nil || !o.extended || o.ca != "mlx5_0" || o.port != 2 || o.timeout != 50*time.Millisecond || o.retries != 1 ||
 		o.dgid != "fe80::1" || o.lid != 0x12 || o.dport != 3 {
 		t.Fatalf("%+v %v", o, err)
 	}
 	for _, bad := range [][]string{{"-t", "0"}, {"-P"}, {"-y"}, {"1", "2", "3", "4"}, {"1", "2", "x"}, {"70000"}, {"1", "256"}, {"-t", "-5"}} {
-		if _, err := perfqueryParse(bad); err == nil {
+		if _, err := perfqueryParse(bad, io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if o, err := perfqueryParse([]string{"-R", "-a", "5", "1", "0xf000"}); err != nil || !o.resetOnly || !o.all || o.dport != 1 || o.mask != 0xf000 || !o.maskSet {
+	if o, err := perfqueryParse([]string{"-R", "-a", "5", "1", "0xf000"}, io.Discard); err != nil || !o.resetOnly || !o.all || o.dport != 1 || o.mask != 0xf000 || !o.maskSet {
 		t.Fatalf("%+v %v", o, err)
 	}
-	if o, err := perfqueryParse([]string{"-a", "-r", "5"}); err != nil || o.dport != perfqueryAllPorts || !o.reset {
+	if o, err := perfqueryParse([]string{"-a", "-r", "5"}, io.Discard); err != nil || o.dport != perfqueryAllPorts || !o.reset {
 		t.Fatalf("%+v %v", o, err)
 	}
 	var out, errb bytes.Buffer
@@ -88,12 +89,12 @@ func TestPerfqueryArgs(t *testing.T) {
 }
 
 func TestUmadToolArgs(t *testing.T) {
-	o, err := umadToolParse([]string{"--class", "0x31", "--oui=0x0002c9", "--method", "2", "-c", "5", "--dgid", "fe80::1", "-t", "10", "--data", "hi"})
+	o, err := umadToolParse("umad send", []string{"--class", "0x31", "--oui=0x0002c9", "--method", "2", "-c", "5", "--dgid", "fe80::1", "-t", "10", "--data", "hi"}, io.Discard)
 	if err != nil || o.class != 0x31 || o.oui != 0x0002c9 || o.method != 2 || o.count != 5 || o.timeout != 10*time.Millisecond || o.data != "hi" {
 		t.Fatalf("%+v %v", o, err)
 	}
 	for _, bad := range [][]string{{"--class", "0x20"}, {"--oui", "0"}, {"--method", "0x80"}, {"--data", strings.Repeat("x", 217)}, {"--what"}, {"-t", "0"}} {
-		if _, err := umadToolParse(bad); err == nil {
+		if _, err := umadToolParse("umad send", bad, io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -59,86 +58,79 @@ type umadToolOpts struct {
 	quiet, countGiven bool
 }
 
-func umadToolParse(args []string) (*umadToolOpts, error) {
+func umadToolParse(prog string, args []string, stderr io.Writer) (*umadToolOpts, error) {
 	o := &umadToolOpts{class: 0x30, oui: 0x001405, method: 0x01, count: 1, dlid: -1, timeout: time.Second, retries: 3}
-	for i := 0; i < len(args); i++ {
-		a, v := args[i], ""
-		hasVal := false
-		if k := strings.IndexByte(a, '='); k >= 0 && strings.HasPrefix(a, "--") {
-			a, v, hasVal = a[:k], a[k+1:], true
+	num := func(name, s string, max uint64) (uint64, error) {
+		n, err := strconv.ParseUint(s, 0, 64)
+		if err != nil || n > max {
+			return 0, fmt.Errorf("invalid value %q for %s", s, name)
 		}
-		need := func() (string, error) {
-			if hasVal {
-				return v, nil
-			}
-			if i+1 >= len(args) {
-				return "", fmt.Errorf("option %s needs a value", a)
-			}
-			i++
-			return args[i], nil
-		}
-		num := func(max uint64) (uint64, error) {
-			s, err := need()
-			if err != nil {
-				return 0, err
-			}
-			n, err := strconv.ParseUint(s, 0, 64)
-			if err != nil || n > max {
-				return 0, fmt.Errorf("invalid value %q for %s", s, a)
-			}
-			return n, nil
-		}
-		var err error
-		var n uint64
-		switch a {
-		case "-C", "--Ca":
-			o.ca, err = need()
-		case "-P", "--Port":
-			n, err = num(255)
+		return n, nil
+	}
+	pos, err := cli.GetoptOperands(prog, args, []cli.Option{
+		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { o.ca = v; return nil }},
+		{Short: 'P', Long: "Port", Arg: true, Set: func(v string) error {
+			n, err := num("--Port", v, 255)
 			o.port = int(n)
-		case "--class":
-			if n, err = num(0x4f); err == nil && n < 0x30 {
+			return err
+		}},
+		{Long: "class", Arg: true, Set: func(v string) error {
+			n, err := num("--class", v, 0x4f)
+			if err == nil && n < 0x30 {
 				err = fmt.Errorf("class %#x is not in vendor range 2 (0x30–0x4f)", n)
 			}
 			o.class = uint8(n)
-		case "--oui":
-			if n, err = num(1<<24 - 1); err == nil && n == 0 {
+			return err
+		}},
+		{Long: "oui", Arg: true, Set: func(v string) error {
+			n, err := num("--oui", v, 1<<24-1)
+			if err == nil && n == 0 {
 				err = errors.New("the OUI must not be 0")
 			}
 			o.oui = uint32(n)
-		case "--method":
-			if n, err = num(0x7f); err == nil && n == 0 {
+			return err
+		}},
+		{Long: "method", Arg: true, Set: func(v string) error {
+			n, err := num("--method", v, 0x7f)
+			if err == nil && n == 0 {
 				err = errors.New("method 0 is reserved")
 			}
 			o.method = uint8(n)
-		case "--data":
-			o.data, err = need()
-		case "-c", "--count":
-			n, err = num(1 << 30)
+			return err
+		}},
+		{Long: "data", Arg: true, Set: func(v string) error { o.data = v; return nil }},
+		{Short: 'c', Long: "count", Arg: true, Set: func(v string) error {
+			n, err := num("--count", v, 1<<30)
 			o.count, o.countGiven = int(n), true
-		case "-q", "--quiet":
-			o.quiet = true
-		case "--dgid":
-			o.dgid, err = need()
-		case "--dlid":
-			n, err = num(0xffff)
+			return err
+		}},
+		{Short: 'q', Long: "quiet", Set: func(string) error { o.quiet = true; return nil }},
+		{Long: "dgid", Arg: true, Set: func(v string) error { o.dgid = v; return nil }},
+		{Long: "dlid", Arg: true, Set: func(v string) error {
+			n, err := num("--dlid", v, 0xffff)
 			o.dlid = int(n)
-		case "-t", "--timeout":
-			if n, err = num(1 << 31); err == nil && n == 0 {
+			return err
+		}},
+		{Short: 't', Long: "timeout", Arg: true, Set: func(v string) error {
+			n, err := num("--timeout", v, 1<<31)
+			if err == nil && n == 0 {
 				err = errors.New("the timeout must be at least 1 ms")
 			}
 			o.timeout = time.Duration(n) * time.Millisecond
-		case "--retries":
-			n, err = num(1 << 20)
+			return err
+		}},
+		{Long: "retries", Arg: true, Set: func(v string) error {
+			n, err := num("--retries", v, 1<<20)
 			o.retries = int(n)
-		case "-h", "--help":
-			return nil, errHelp
-		default:
-			err = fmt.Errorf("unknown argument %s", args[i])
-		}
-		if err != nil {
-			return nil, err
-		}
+			return err
+		}},
+		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
+	}, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) > 0 {
+		return nil, fmt.Errorf("unknown argument %s", pos[0])
 	}
 	if len(o.data) > umad.VendorDataSize {
 		return nil, fmt.Errorf("--data holds at most %d bytes", umad.VendorDataSize)
@@ -160,13 +152,16 @@ func (env *Env) runUmadTool(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, umadToolUsage)
 		return cli.ExitError{Code: 2}
 	}
-	o, err := umadToolParse(args[1:])
+	o, err := umadToolParse("umad "+args[0], args[1:], stderr)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, umadToolUsage)
 		return nil
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "umad %s: %v\n", args[0], err)
+		var ge cli.GetoptError
+		if !errors.As(err, &ge) { // getopt said it already
+			fmt.Fprintf(stderr, "umad %s: %v\n", args[0], err)
+		}
 		return cli.ExitError{Code: 2}
 	}
 	h := env.host()
