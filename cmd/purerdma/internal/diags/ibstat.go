@@ -66,27 +66,21 @@ func ibstatPanic(stderr io.Writer, errno syscall.Errno, format string, args ...a
 
 func (env *Env) runIbstat(args []string, stdout, stderr io.Writer) error {
 	var listOnly, short, listPorts, asJSON bool
-	var pos []string
-	for _, a := range args {
-		switch a {
-		case "-l", "--list_of_cas":
-			listOnly = true
-		case "-s", "--short":
-			short = true
-		case "-p", "--port_list":
-			listPorts = true
-		case "--json":
-			asJSON = true
-		case "-h", "--help":
-			fmt.Fprint(stdout, ibstatUsage)
-			return nil
-		default:
-			if strings.HasPrefix(a, "-") && a != "-" {
-				fmt.Fprintf(stderr, "ibstat: unknown option %s\n%s", a, ibstatUsage)
-				return cli.ExitError{Code: 2}
-			}
-			pos = append(pos, a)
-		}
+	set := func(p *bool) func(string) error { return func(string) error { *p = true; return nil } }
+	pos, err := cli.GetoptOperands("ibstat", args, []cli.Option{
+		{Short: 'l', Long: "list_of_cas", Set: set(&listOnly)},
+		{Short: 's', Long: "short", Set: set(&short)},
+		{Short: 'p', Long: "port_list", Set: set(&listPorts)},
+		{Long: "json", Set: set(&asJSON)},
+		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
+	}, stderr)
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(stdout, ibstatUsage)
+		return nil
+	}
+	if err != nil {
+		fmt.Fprint(stderr, ibstatUsage)
+		return cli.ExitError{Code: 2}
 	}
 	if len(pos) > 2 {
 		fmt.Fprint(stderr, ibstatUsage)
