@@ -82,8 +82,6 @@ type rpingOpts struct {
 	selfQP     bool
 }
 
-const rpingOptstring = "a:I:Pp:C:S:t:scvVdq"
-
 func rpingUsage(w io.Writer) {
 	const name = "rping"
 	fmt.Fprintf(w, "%s -s [-vVd] [-S size] [-C count] [-a addr] [-p port]\n", name)
@@ -157,95 +155,69 @@ func parseRpingArgs(args []string, stdout, stderr io.Writer) (*rpingOpts, int) {
 		rpingUsage(stdout)
 		return nil, int(syscall.EINVAL)
 	}
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		if arg == "--" {
-			break
-		}
-		if len(arg) < 2 || arg[0] != '-' {
-			continue // an operand: GNU getopt moves it to the end; rping ignores it
-		}
-		for j := 1; j < len(arg); j++ {
-			op := arg[j]
-			k := -1
-			for n := 0; n < len(rpingOptstring); n++ {
-				if rpingOptstring[n] == op && op != ':' {
-					k = n
-					break
-				}
+	// getopt(argc, argv, "a:I:Pp:C:S:t:scvVdq"), and rping sets opterr to 0: getopt's refusals print nothing, the usage
+	// follows.
+	flag := func(f func()) func(string) error { return func(string) error { f(); return nil } }
+	_, err := cli.GetoptOperands("rping", args, []cli.Option{
+		{Short: 'a', Arg: true, Set: func(v string) error {
+			var a netip.Addr
+			if a, ret = rpingGetAddr(v, stdout); ret == 0 {
+				o.addr = a
 			}
-			if k < 0 {
-				if op == 'h' {
-					fmt.Fprintln(stdout, "Usage:") // for `purerdma help rping`; the C tool prints its usage alone
-				}
-				return usage()
+			return nil
+		}},
+		{Short: 'I', Arg: true, Set: func(v string) error {
+			var a netip.Addr
+			if a, ret = rpingGetAddr(v, stdout); ret == 0 {
+				o.src = a
 			}
-			var optarg string
-			if k+1 < len(rpingOptstring) && rpingOptstring[k+1] == ':' {
-				switch {
-				case j+1 < len(arg):
-					optarg = arg[j+1:]
-				case i+1 < len(args):
-					i++
-					optarg = args[i]
-				default:
-					return usage() // a missing argument: getopt's '?'
-				}
-				j = len(arg)
+			return nil
+		}},
+		{Short: 'P', Set: flag(func() { o.persistent = true })},
+		{Short: 'p', Arg: true, Set: func(v string) error {
+			o.port = uint16(catoi(v))
+			dbg("port %d\n", catoi(v))
+			return nil
+		}},
+		{Short: 'C', Arg: true, Set: func(v string) error {
+			o.count = catoi(v)
+			if o.count < 0 {
+				fmt.Fprintf(stderr, "Invalid count %d\n", o.count)
+				ret = int(syscall.EINVAL)
+			} else {
+				dbg("count %d\n", o.count)
 			}
-			switch op {
-			case 'a':
-				var a netip.Addr
-				if a, ret = rpingGetAddr(optarg, stdout); ret == 0 {
-					o.addr = a
-				}
-			case 'I':
-				var a netip.Addr
-				if a, ret = rpingGetAddr(optarg, stdout); ret == 0 {
-					o.src = a
-				}
-			case 'P':
-				o.persistent = true
-			case 'p':
-				o.port = uint16(catoi(optarg))
-				dbg("port %d\n", catoi(optarg))
-			case 's':
-				o.server = 1
-				dbg("server\n")
-			case 'c':
-				o.server = 0
-				dbg("client\n")
-			case 'S':
-				n := catoi(optarg)
-				o.size = int(n)
-				if n < rpingMinBufSize || n > rpingBufSize-1 {
-					fmt.Fprintf(stderr, "Invalid size %d (valid range is %d to %d)\n", n, rpingMinBufSize, rpingBufSize)
-					ret = int(syscall.EINVAL)
-				} else {
-					dbg("size %d\n", n)
-				}
-			case 'C':
-				o.count = catoi(optarg)
-				if o.count < 0 {
-					fmt.Fprintf(stderr, "Invalid count %d\n", o.count)
-					ret = int(syscall.EINVAL)
-				} else {
-					dbg("count %d\n", o.count)
-				}
-			case 'v':
-				o.verbose++
-				dbg("verbose\n")
-			case 'V':
-				o.validate++
-				dbg("validate data\n")
-			case 'd':
-				o.debug++
-			case 'q':
-				o.selfQP = true
-			default: // -t, which the C tool's getopt takes and its switch does not
-				return usage()
+			return nil
+		}},
+		{Short: 'S', Arg: true, Set: func(v string) error {
+			n := catoi(v)
+			o.size = int(n)
+			if n < rpingMinBufSize || n > rpingBufSize-1 {
+				fmt.Fprintf(stderr, "Invalid size %d (valid range is %d to %d)\n", n, rpingMinBufSize, rpingBufSize)
+				ret = int(syscall.EINVAL)
+			} else {
+				dbg("size %d\n", n)
 			}
-		}
+			return nil
+		}},
+		// -t: the C tool's getopt takes it (with an argument) and its
+		// switch does not: the usage.
+		{Short: 't', Arg: true, Set: func(string) error { return cli.ErrUsage }},
+		{Short: 's', Set: flag(func() { o.server = 1; dbg("server\n") })},
+		{Short: 'c', Set: flag(func() { o.server = 0; dbg("client\n") })},
+		{Short: 'v', Set: flag(func() { o.verbose++; dbg("verbose\n") })},
+		{Short: 'V', Set: flag(func() { o.validate++; dbg("validate data\n") })},
+		{Short: 'd', Set: flag(func() { o.debug++ })},
+		{Short: 'q', Set: flag(func() { o.selfQP = true })},
+		// -h is not rping's either; "Usage:" first for `purerdma help
+		// rping` (the C tool prints its usage alone).
+		{Short: 'h', Set: func(string) error { return cli.ErrHelp }},
+	}, io.Discard)
+	if errors.Is(err, cli.ErrHelp) {
+		fmt.Fprintln(stdout, "Usage:")
+	}
+	if err != nil {
+		return usage()
 	}
 	if ret != 0 {
 		return nil, ret & 0xff
