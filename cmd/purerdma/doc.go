@@ -32,6 +32,21 @@
 // root, the uverbs options, the netlink client, the clock...): the
 // running system in main, doubles in tests.
 //
+// # Options
+//
+// The tools that take options read them with cli.GetoptOperands, glibc's
+// getopt_long rules as rdma-core's tools are built with: grouped short
+// flags (-vl), an argument attached or in the next word (-drxe0, -d rxe0),
+// --name=value or --name value, unique prefixes of long names, operands
+// anywhere ("--" ends the options), and glibc's messages for what it
+// refuses. That is devinfo, counters, flowcount, asyncwatch,
+// rc_pingpong, rping, ucmatose, udaddy, ibstat, perfquery, smpquery,
+// sminfo, ibnetdiscover, iblinkinfo and umad. The others keep the grammar
+// of what they imitate: ibstatus is a shell script's positional words,
+// ibv_devices ignores its arguments (but --json and -h), link, resource and
+// statistic take iproute2 rdma's keywords after -j, version takes none and
+// exporter hands its own to rdma_exporter.
+//
 // # Exit status
 //
 // A tool returns nil (status 0), a cli.ExitError carrying its status after
