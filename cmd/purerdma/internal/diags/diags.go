@@ -4,7 +4,13 @@
 // statuses.
 package diags
 
-import "github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+	"github.com/purerdma/rdma/umad"
+)
 
 // Env is where the diags tools find the system. DefaultEnv is the running
 // system; tests point it at a sysfs tree and umad nodes of their own.
@@ -37,3 +43,13 @@ func Tools(env *Env) []cli.Tool {
 			Summary: "send or serve vendor-class MADs (umad send | umad serve)"},
 	}
 }
+
+// ibJSON writes v as the tools' --json: indented by two spaces.
+func ibJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// host is where the tools find the umad ports: env's sysfs and /dev.
+func (env *Env) host() *umad.Host { return &umad.Host{SysfsRoot: env.SysfsRoot, DevDir: env.DevDir} }

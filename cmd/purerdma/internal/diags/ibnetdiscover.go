@@ -50,7 +50,7 @@ func (env *Env) discoverFabric(o *fabricOpts, outstanding int) (*netdisc.Fabric,
 func parseDiscoverOpts(tool string, args []string, stderr io.Writer) (*fabricOpts, int, error) {
 	outstanding := 64
 	o, err := parseFabricOpts(tool, args, stderr, cli.Option{Long: "outstanding", Arg: true, Set: func(v string) (err error) {
-		outstanding, err = perfqueryNum(v, "outstanding")
+		outstanding, err = strtoulArg(v, "outstanding")
 		if err == nil && outstanding == 0 {
 			err = errors.New("--outstanding must be at least 1")
 		}

@@ -4,7 +4,6 @@ package diags
 // through package umad, text for text, plus --json.
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,9 +18,6 @@ import (
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/umad"
 )
-
-// host is where the tools find the umad ports: env's sysfs and /dev.
-func (env *Env) host() *umad.Host { return &umad.Host{SysfsRoot: env.SysfsRoot, DevDir: env.DevDir} }
 
 // ibstat's tables (ibstat.c).
 var (
@@ -360,10 +356,4 @@ func ibstatJSONOf(cas []*umad.CA, devPort int, short bool) []ibstatJSONCA {
 		out = append(out, j)
 	}
 	return out
-}
-
-func ibJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

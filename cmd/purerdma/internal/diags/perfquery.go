@@ -78,11 +78,11 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
 		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { o.ca = v; return nil }},
 		{Short: 'P', Long: "Port", Arg: true, Set: func(v string) (err error) {
-			o.port, err = perfqueryNum(v, "port")
+			o.port, err = strtoulArg(v, "port")
 			return err
 		}},
 		{Short: 't', Long: "timeout", Arg: true, Set: func(v string) error {
-			ms, err := perfqueryNum(v, "timeout")
+			ms, err := strtoulArg(v, "timeout")
 			if err == nil && ms == 0 {
 				err = errors.New("the timeout must be at least 1 ms")
 			}
@@ -90,7 +90,7 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 			return err
 		}},
 		{Long: "retries", Arg: true, Set: func(v string) (err error) {
-			o.retries, err = perfqueryNum(v, "retries")
+			o.retries, err = strtoulArg(v, "retries")
 			return err
 		}},
 		{Long: "dgid", Arg: true, Set: func(v string) error { o.dgid = v; return nil }},
@@ -110,7 +110,7 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 	}
 
 	if len(pos) > 0 {
-		n, err := perfqueryNum(pos[0], "lid")
+		n, err := strtoulArg(pos[0], "lid")
 		if err != nil || n > 0xffff {
 			return nil, fmt.Errorf("invalid LID %q", pos[0])
 		}
@@ -120,25 +120,13 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 		o.dport = perfqueryAllPorts
 	}
 	if len(pos) > 1 {
-		n, err := perfqueryNum(pos[1], "port")
+		n, err := strtoulArg(pos[1], "port")
 		if err != nil || n > 255 {
 			return nil, fmt.Errorf("invalid port %q", pos[1])
 		}
 		o.dport = n
 	}
 	return o, nil
-}
-
-var errHelp = errors.New("help")
-
-// perfqueryNum reads a number the way the C tools do (strtoul base 0),
-// refusing garbage and negative values.
-func perfqueryNum(s, what string) (int, error) {
-	n, err := strconv.ParseUint(s, 0, 31)
-	if err != nil {
-		return 0, fmt.Errorf("invalid %s %q", what, s)
-	}
-	return int(n), nil
 }
 
 // perfqueryFail prints an error the way the tool reports them and exits
