@@ -28,13 +28,6 @@ Usage: rdma link add NAME type TYPE netdev NETDEV
 Usage: rdma link delete NAME
 `
 
-// linkKernelErr is how rdma reports an errno from the kernel:
-// "error: " and strerror, exit status 1.
-func linkKernelErr(stderr io.Writer, err error) error {
-	fmt.Fprintf(stderr, "error: %s\n", cli.Strerror(cli.ErrnoOf(err)))
-	return cli.ExitError{Code: 1}
-}
-
 func (env *Env) runLink(args []string, stdout, stderr io.Writer) error {
 	asJSON := false
 	for len(args) > 0 && (args[0] == "-j" || args[0] == "--json") {
@@ -79,7 +72,7 @@ func (env *Env) linkShow(args []string, asJSON bool, stdout, stderr io.Writer) e
 	defer done()
 	devs, err := nlc.Devices()
 	if err != nil {
-		return linkKernelErr(stderr, err)
+		return kernelErr(stderr, err)
 	}
 	// link show DEV/PORT: rd_exec_link wants both, and says "Wrong device
 	// name" for a device without a valid port as for an unknown device.
@@ -102,7 +95,7 @@ func (env *Env) linkShow(args []string, asJSON bool, stdout, stderr io.Writer) e
 			}
 			np, err := nlc.Port(d.Index, int(p))
 			if err != nil {
-				return linkKernelErr(stderr, err)
+				return kernelErr(stderr, err)
 			}
 			lines = append(lines, linkLine(np))
 		}
@@ -165,7 +158,7 @@ func (env *Env) linkAdd(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if err := env.Link.LinkAdd(args[0], args[2], args[4]); err != nil {
-		return linkKernelErr(stderr, err)
+		return kernelErr(stderr, err)
 	}
 	return nil
 }
@@ -177,12 +170,12 @@ func (env *Env) linkDelete(args []string, stderr io.Writer) error {
 	}
 	devs, err := env.Link.Devices()
 	if err != nil {
-		return linkKernelErr(stderr, err)
+		return kernelErr(stderr, err)
 	}
 	for _, d := range devs {
 		if d.Name == args[0] {
 			if err := env.Link.LinkDelete(d.Index); err != nil {
-				return linkKernelErr(stderr, err)
+				return kernelErr(stderr, err)
 			}
 			return nil
 		}

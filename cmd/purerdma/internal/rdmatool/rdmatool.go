@@ -4,6 +4,9 @@
 package rdmatool
 
 import (
+	"fmt"
+	"io"
+
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/sysfs"
 )
@@ -34,4 +37,31 @@ func Tools(env *Env) []cli.Tool {
 		{Name: "statistic", Run: env.runStatistic,
 			Summary: "port and QP counter statistics over RDMA netlink, like iproute2's rdma statistic [show [link DEV/PORT]] / qp show [link DEV/PORT] / qp mode [link DEV/PORT]"},
 	}
+}
+
+// keepSocket returns nl, or, where nl is the running system's client (a
+// *sysfs.Netlink, not a test's fake), one that sends all of this run's
+// requests on one socket (sysfs.OpenNetlink) where nl opens one a request,
+// with the func that closes it.
+func keepSocket[T any](nl T) (T, func()) {
+	if _, ok := any(nl).(*sysfs.Netlink); !ok {
+		return nl, func() {}
+	}
+	k, err := sysfs.OpenNetlink()
+	if err != nil {
+		return nl, func() {} // the requests fail as they would have
+	}
+	t, ok := any(k).(T)
+	if !ok {
+		k.Close()
+		return nl, func() {}
+	}
+	return t, func() { k.Close() }
+}
+
+// kernelErr is how rdma reports an errno from the kernel:
+// "error: " and strerror, exit status 1.
+func kernelErr(stderr io.Writer, err error) error {
+	fmt.Fprintf(stderr, "error: %s\n", cli.Strerror(cli.ErrnoOf(err)))
+	return cli.ExitError{Code: 1}
 }

@@ -118,13 +118,6 @@ var resFields = map[sysfs.ResourceKind][]resField{
 	},
 }
 
-func resName(table []string, v uint8) string {
-	if int(v) < len(table) {
-		return table[v]
-	}
-	return "UNKNOWN"
-}
-
 var (
 	resQPTypes   = []string{"SMI", "GSI", "RC", "UC", "UD", "RAW_IPV6", "RAW_ETHERTYPE", "UNKNOWN", "RAW_PACKET", "XRC_INI", "XRC_TGT"}
 	resQPStates  = []string{"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"}
@@ -132,40 +125,6 @@ var (
 	resPollCtxs  = []string{"DIRECT", "SOFTIRQ", "WORKQUEUE", "UNBOUND_WORKQUEUE"}
 	errResWrongD = errors.New("wrong device name")
 )
-
-// resLine is one line of output: its words (text) and its JSON members,
-// in order.
-type resLine struct {
-	text strings.Builder
-	keys []string
-	vals []any
-}
-
-func (l *resLine) add(key, text string, val any) {
-	l.text.WriteString(text)
-	l.keys = append(l.keys, key)
-	l.vals = append(l.vals, val)
-}
-
-func (l *resLine) MarshalJSON() ([]byte, error) {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, k := range l.keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		kj, _ := json.Marshal(k)
-		vj, err := json.Marshal(l.vals[i])
-		if err != nil {
-			return nil, err
-		}
-		b.Write(kj)
-		b.WriteByte(':')
-		b.Write(vj)
-	}
-	b.WriteByte('}')
-	return []byte(b.String()), nil
-}
 
 func (env *Env) runResource(args []string, stdout, stderr io.Writer) error {
 	asJSON := false

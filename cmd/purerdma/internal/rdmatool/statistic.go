@@ -19,26 +19,6 @@ type StatNetlink interface {
 	CounterMode(devIndex uint32, port uint32) (*sysfs.PortCounterMode, error)
 }
 
-// keepSocket returns nl, or, where nl is the running system's client (a
-// *sysfs.Netlink, not a test's fake), one that sends all of this run's
-// requests on one socket (sysfs.OpenNetlink) where nl opens one a request,
-// with the func that closes it.
-func keepSocket[T any](nl T) (T, func()) {
-	if _, ok := any(nl).(*sysfs.Netlink); !ok {
-		return nl, func() {}
-	}
-	k, err := sysfs.OpenNetlink()
-	if err != nil {
-		return nl, func() {} // the requests fail as they would have
-	}
-	t, ok := any(k).(T)
-	if !ok {
-		k.Close()
-		return nl, func() {}
-	}
-	return t, func() { k.Close() }
-}
-
 const statUsage = `Usage: purerdma statistic [-j] [show [link DEV/PORT]]
        purerdma statistic [-j] qp [show [link DEV/PORT]]
        purerdma statistic [-j] qp mode [link DEV/PORT]
@@ -93,7 +73,7 @@ func (env *Env) runStatistic(args []string, stdout, stderr io.Writer) error {
 	defer done()
 	devs, err := nlc.Devices()
 	if err != nil {
-		return linkKernelErr(stderr, err)
+		return kernelErr(stderr, err)
 	}
 	// rd_exec_link: "link" alone is every port of every device; DEV is
 	// every port of DEV; DEV/N port N (what atoi reads; not a number is a
@@ -120,7 +100,7 @@ func (env *Env) runStatistic(args []string, stdout, stderr io.Writer) error {
 		var counters []sysfs.QPCounter
 		if qp && verb != "mode" {
 			if counters, err = nlc.QPCounters(d.Index); err != nil {
-				return linkKernelErr(stderr, err)
+				return kernelErr(stderr, err)
 			}
 		}
 		for p := uint32(1); p <= uint32(d.NumPorts); p++ {
@@ -131,13 +111,13 @@ func (env *Env) runStatistic(args []string, stdout, stderr io.Writer) error {
 			case !qp:
 				st, err := nlc.PortStats(d.Index, int(p))
 				if err != nil {
-					return linkKernelErr(stderr, err)
+					return kernelErr(stderr, err)
 				}
 				lines = append(lines, statLine(st))
 			case verb == "mode":
 				m, err := nlc.CounterMode(d.Index, p)
 				if err != nil {
-					return linkKernelErr(stderr, err)
+					return kernelErr(stderr, err)
 				}
 				lines = append(lines, statModeLine(m))
 			default:
