@@ -102,8 +102,8 @@ unit: deps-apt
 bench: bench-tools vmrun integration-cpeers deps-apt
 	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll|Create(PD|CQ|QP)Fake' -benchmem ./uverbs/
 	$(GO) test -run '^$$' -bench Discovery -benchmem ./sysfs/
-	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFabricScan1k$$' -benchtime 5x ./cmd/purerdma/ | grep -E 'scan|Benchmark|differ|^(ok|FAIL)'
-	for p in uverbs umad rdmacm cmd/purerdma; do \
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFabricScan1k$$' -benchtime 5x ./cmd/purerdma/internal/diags/ | grep -E 'scan|Benchmark|differ|^(ok|FAIL)'
+	for p in uverbs umad rdmacm cmd/purerdma/internal/verbs; do \
 		CGO_ENABLED=0 $(GO) test -c -tags integration -o $(CACHE)/bench/$$(basename $$p).test ./$$p || exit; \
 	done
 	@for k in $(INTEGRATION_KERNELS); do \

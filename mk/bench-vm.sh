@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench-vm.sh DIR: make bench's guest half, run by vmrun in one boot per
 # kernel. DIR holds what the host built: purerdma (the tools) and the
-# test binaries uverbs.test, umad.test, rdmacm.test and purerdma.test (go test -c -tags
+# test binaries uverbs.test, umad.test, rdmacm.test and verbs.test (go test -c -tags
 # integration). In order: the tools against rdma-core's
 # (bench-tools-live.sh); Go against C per uverbs operation (bare ioctl,
 # QueryPort, PD, CQ, QP create+destroy) and per MAD exchange, in
@@ -33,9 +33,9 @@ run rdmacm rdmacm.test TestVMBenchmarkGoVsC '^ {8}|^(--- |FAIL|ok|PASS)' | grep 
 echo
 echo "== rc_pingpong: Go client (yielding, and with --spin) against C client, same C server"
 export PURERDMA_PP_ROUNDS=21
-run cmd/purerdma purerdma.test TestVMRCPingpongRate 'rate on|^ {10}|^(--- |FAIL|ok)'
+run cmd/purerdma/internal/verbs verbs.test TestVMRCPingpongRate 'rate on|^ {10}|^(--- |FAIL|ok)'
 echo
 echo "== rping: a Go pair against a C pair, alternating rounds"
 export PURERDMA_RPING_ROUNDS=7
-run cmd/purerdma purerdma.test TestVMRpingRate 'rping rate|pings/s|^(--- |FAIL|ok)'
+run cmd/purerdma/internal/verbs verbs.test TestVMRpingRate 'rping rate|pings/s|^(--- |FAIL|ok)'
 exit 0

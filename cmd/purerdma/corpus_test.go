@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/diags"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/verbs"
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/umad"
@@ -438,11 +440,10 @@ func corpusRun(tr corpusTree) (calls, tools int, alloc corpusAlloc) {
 		})
 	}
 
-	oldRoot, oldDev, oldUverbs, oldCounters := ibSysfsRoot, ibDevDir, uverbsOptions, countersOptions
-	ibSysfsRoot, ibDevDir, uverbsOptions, countersOptions = tr.sysfs, tr.devDir, uo, co
-	defer func() {
-		ibSysfsRoot, ibDevDir, uverbsOptions, countersOptions = oldRoot, oldDev, oldUverbs, oldCounters
-	}()
+	e := defaultEnv()
+	e.diags = &diags.Env{SysfsRoot: tr.sysfs, DevDir: tr.devDir}
+	e.verbs = &verbs.Env{Uverbs: uo, Counters: co}
+	reg := registry(e)
 	for _, args := range [][]string{
 		// Every tool that reads sysfs, once each: their other forms
 		// (--json, -s, -l, one port) read the same files.
@@ -458,7 +459,7 @@ func corpusRun(tr corpusTree) (calls, tools int, alloc corpusAlloc) {
 		tools++
 		var out bytes.Buffer
 		alloc.measure(strings.Join(args, " "), func() {
-			run(append([]string{"purerdma"}, args...), &limitWriter{w: &out, n: 1 << 20}, io.Discard)
+			runIn(reg, append([]string{"purerdma"}, args...), &limitWriter{w: &out, n: 1 << 20}, io.Discard)
 		})
 	}
 	return calls, tools, alloc

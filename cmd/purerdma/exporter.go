@@ -20,11 +20,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
-)
 
-func init() {
-	register("exporter", "serve Prometheus metrics (runs rdma_exporter, installed next to purerdma or on PATH): port counters (node_exporter's infiniband names), hw_counters, netlink statistics, counted flows: [--web.listen-address :9915] [--config.flows FILE]", runExporter)
-}
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+)
 
 // exporterName is the exporter's executable.
 const exporterName = "rdma_exporter"
@@ -50,13 +48,13 @@ func runExporter(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "purerdma exporter:", err)
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	// Exec, not a child: the exporter keeps this process id, so a service
 	// manager's signals and the container's PID 1 reach it.
 	err = syscall.Exec(path, append([]string{exporterName}, args...), os.Environ())
 	fmt.Fprintf(stderr, "purerdma exporter: exec %s: %v\n", path, err)
-	return exitError{1}
+	return cli.ExitError{Code: 1}
 }
 
 // exporterPath finds rdma_exporter: first in dir (purerdma's own

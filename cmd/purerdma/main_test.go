@@ -5,7 +5,21 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli/clitest"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/diags"
 )
+
+// ibstatFixtures holds the sysfs trees of the tests (sysfs/testdata).
+const ibstatFixtures = "../../sysfs/testdata"
+
+// runTool runs `purerdma ARGS...` on the running system and returns its
+// outputs and exit status.
+func runTool(args ...string) (stdout, stderr string, code int) {
+	var out, errb bytes.Buffer
+	return clitest.Code(run(append([]string{"purerdma"}, args...), &out, &errb), &out, &errb)
+}
 
 func TestDispatch(t *testing.T) {
 	var out, errb bytes.Buffer
@@ -16,8 +30,8 @@ func TestDispatch(t *testing.T) {
 	if err := run([]string{"/usr/local/bin/version"}, &out, &errb); err != nil || !strings.HasPrefix(out.String(), "purerdma ") {
 		t.Fatalf("symlink: %q, %v", out.String(), err)
 	}
-	var ee exitError
-	if err := run([]string{"purerdma", "no-such-tool"}, &out, &errb); !errors.As(err, &ee) || ee.code != 2 {
+	var ee cli.ExitError
+	if err := run([]string{"purerdma", "no-such-tool"}, &out, &errb); !errors.As(err, &ee) || ee.Code != 2 {
 		t.Fatalf("unknown tool: %v", err)
 	}
 	if err := run([]string{"purerdma"}, &out, &errb); !errors.As(err, &ee) {
@@ -44,13 +58,12 @@ func (w *writeCounter) Write(p []byte) (int, error) {
 // in one write (ibstat's 2-device rxe report is 40 lines), as rdma-core's
 // stdio does when the output is not a terminal.
 func TestBatchToolsWriteOnce(t *testing.T) {
-	old := ibSysfsRoot
-	ibSysfsRoot = ibstatFixtures + "/rxe-6.1"
-	defer func() { ibSysfsRoot = old }()
+	e := defaultEnv()
+	e.diags = &diags.Env{SysfsRoot: ibstatFixtures + "/rxe-6.1"}
 	for _, args := range [][]string{{"ibstat"}, {"ibstatus"}, {"version"}} {
 		var out writeCounter
 		var errb bytes.Buffer
-		if err := run(append([]string{"purerdma"}, args...), &out, &errb); err != nil {
+		if err := runIn(registry(e), append([]string{"purerdma"}, args...), &out, &errb); err != nil {
 			t.Fatalf("%v: %v (%s)", args, err, errb.String())
 		}
 		if out.writes != 1 || out.Len() == 0 {

@@ -5,25 +5,26 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 )
 
-func init() {
-	register("version", "print the purerdma version and the Go toolchain", func(args []string, stdout, stderr io.Writer) error {
-		if len(args) > 0 {
-			if a := args[0]; a == "-h" || a == "--help" {
-				fmt.Fprint(stdout, versionUsage)
-				return nil
-			}
-			fmt.Fprintf(stderr, "version: unknown argument %s\n%s", args[0], versionUsage)
-			return exitError{2}
+// runVersion is `purerdma version`.
+func runVersion(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		if a := args[0]; a == "-h" || a == "--help" {
+			fmt.Fprint(stdout, versionUsage)
+			return nil
 		}
-		v := "(devel)"
-		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-			v = bi.Main.Version
-		}
-		fmt.Fprintf(stdout, "purerdma %s %s %s/%s\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-		return nil
-	})
+		fmt.Fprintf(stderr, "version: unknown argument %s\n%s", args[0], versionUsage)
+		return cli.ExitError{Code: 2}
+	}
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		v = bi.Main.Version
+	}
+	fmt.Fprintf(stdout, "purerdma %s %s %s/%s\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return nil
 }
 
 const versionUsage = `Usage: purerdma version

@@ -1,0 +1,79 @@
+// Command purerdma is purerdma's multi-call tool: one static, cgo-free
+// binary that does the work of rdma-core's and iproute2's RDMA tools
+// through the library, with their options, their texts and their exit
+// statuses, so that scripts written for those keep working.
+//
+// Run a tool as a subcommand (`purerdma ibstat`) or, busybox-style, through
+// a symlink named after it (`ln -s purerdma ibstat; ./ibstat`). `purerdma
+// help` lists the tools; `purerdma help TOOL` prints one tool's help.
+//
+// # Tools
+//
+// The tools come in families, one package each under internal/:
+//
+//   - infiniband-diags (internal/diags): ibstat, ibstatus, perfquery,
+//     smpquery, sminfo, ibnetdiscover, iblinkinfo, and umad (send or serve
+//     vendor-class MADs). They find the fabric through umad, or through
+//     ibsim where PURERDMA_IBSIM names a simulator's socket and node.
+//   - libibverbs and librdmacm (internal/verbs): devices (ibv_devices),
+//     devinfo (ibv_devinfo), rc_pingpong (ibv_rc_pingpong), asyncwatch
+//     (ibv_asyncwatch), rping, ucmatose (cmatose), udaddy, and purerdma's
+//     own counters (every counter set of a device) and flowcount (a
+//     MAC's packets and bytes through a verbs counters object).
+//   - iproute2's rdma (internal/rdmatool): link, resource and statistic,
+//     through RDMA netlink.
+//   - purerdma's own (this package): version, and exporter, which runs
+//     rdma_exporter (cmd/rdma_exporter, the Prometheus exporter, a binary
+//     of its own) in this process's place.
+//
+// internal/cli holds what the families share: the one getopt_long
+// parser, C's number parsing, glibc's errno texts, the Tool type and
+// ExitError. Each family's Tools(env) binds its tools to an Env (the sysfs
+// root, the uverbs options, the netlink client, the clock...): the
+// running system in main, doubles in tests.
+//
+// # Options
+//
+// The tools that take options read them with cli.GetoptOperands, glibc's
+// getopt_long rules as rdma-core's tools are built with: grouped short
+// flags (-vl), an argument attached or in the next word (-drxe0, -d rxe0),
+// --name=value or --name value, unique prefixes of long names, operands
+// anywhere ("--" ends the options), and glibc's messages for what it
+// refuses. That is devinfo, counters, flowcount, asyncwatch,
+// rc_pingpong, rping, ucmatose, udaddy, ibstat, perfquery, smpquery,
+// sminfo, ibnetdiscover, iblinkinfo and umad. The others keep the grammar
+// of what they imitate: ibstatus is a shell script's positional words,
+// ibv_devices ignores its arguments (but --json and -h), link, resource and
+// statistic take iproute2 rdma's keywords after -j, version takes none and
+// exporter hands its own to rdma_exporter.
+//
+// # Exit status
+//
+// A tool returns nil (status 0), a cli.ExitError carrying its status after
+// it printed what the user needs, or another error, which purerdma prints
+// as "purerdma: ERROR" on standard error with status 1. The statuses:
+//
+//   - A tool that imitates an rdma-core or iproute2 tool exits with that
+//     tool's codes, and prints its messages: devices 0, or 1 when the
+//     device list cannot be read; devinfo 255 for a bad option, no device
+//     or an unknown -d, 1 for -i ≤ 0, and the per-device failures or'ed;
+//     ibstat, perfquery, smpquery, sminfo, ibnetdiscover and iblinkinfo 255
+//     on a failure (libibmad's IBPANIC and IBEXIT, exit(-1)) and 2 on a
+//     bad option (ibdiag_show_usage); ibstatus 255 for -h and a failure
+//     (the script's exit -1); link, resource and statistic rdma's 1 on a
+//     failure ("Wrong device name", "error: " and strerror for a kernel
+//     errno) and 0 after an "Unknown ..." line and after link add's usage;
+//     asyncwatch 1 for every failure and a bad option, and 0 on SIGINT or
+//     SIGTERM; rc_pingpong 1 for every failure and a bad option; rping,
+//     ucmatose and udaddy the low byte of what the C tool's main returns
+//     (a negative errno shows as 256 minus it), 1 where that byte is 0.
+//   - Every other tool (umad, counters, flowcount, version) exits 0 when it
+//     did its work, 1 on a runtime failure (a device or port that does not
+//     exist, an errno from the kernel, a MAD answered with a non-zero
+//     status, a timeout), and 2 when the command line cannot be used
+//     (unknown option or subcommand, bad value, missing argument), after
+//     one line that says what was wrong and the usage.
+//   - purerdma itself exits 2 for no tool or an unknown one, after the
+//     list of tools; `purerdma help TOOL` prints the tool's help and exits
+//     0 whatever the tool's own -h exits.
+package main

@@ -1,0 +1,110 @@
+// Package diags holds purerdma's tools of the infiniband-diags family:
+// ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo
+// and umad, through sysfs and umad, with infiniband-diags' texts and exit
+// statuses.
+package diags
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/umad"
+)
+
+// Env is where the diags tools find the system. DefaultEnv is the running
+// system; tests point it at a sysfs tree and umad nodes of their own.
+type Env struct {
+	SysfsRoot string // where ibstat, ibstatus and perfquery read sysfs ("/sys")
+	DevDir    string // where they open umad nodes ("" means /dev/infiniband)
+	// IBSim is PURERDMA_IBSIM's value: "SOCKET:NODE" opens the tools'
+	// port on an ibsim fabric instead of the kernel's umad devices
+	// (umad.OpenSimPort: ibsim's socket base, "" for ibsim's "sim", and
+	// the node to attach at, "" for ibsim's default).
+	IBSim string
+	// UmadDebug is PURERDMA_UMAD_DEBUG's value: umad's debug level
+	// (umad.SetDebug) as a number; any other non-empty value means 1.
+	UmadDebug string
+}
+
+// The environment switches of the diags tools. The umad package reads no
+// environment; these are the tools' (and the exporter's) own.
+const (
+	envIBSim     = "PURERDMA_IBSIM"
+	envUmadDebug = "PURERDMA_UMAD_DEBUG"
+)
+
+// DefaultEnv is the running system's /sys and /dev/infiniband, and the
+// environment's PURERDMA_IBSIM and PURERDMA_UMAD_DEBUG.
+func DefaultEnv() *Env {
+	return &Env{SysfsRoot: sysfs.DefaultRoot, IBSim: os.Getenv(envIBSim), UmadDebug: os.Getenv(envUmadDebug)}
+}
+
+// Tools are the family's tools, bound to env.
+func Tools(env *Env) []cli.Tool {
+	return []cli.Tool{
+		{Name: "iblinkinfo", Run: env.runIBLinkInfo,
+			Summary: "every port of the fabric and its link, like infiniband-diags' iblinkinfo"},
+		{Name: "ibnetdiscover", Run: env.runIBNetDiscover,
+			Summary: "the fabric's topology from directed-route SMPs, like infiniband-diags' ibnetdiscover"},
+		{Name: "ibstat", Batch: true, Run: env.runIbstat,
+			Summary: "RDMA devices and their ports, like infiniband-diags' ibstat (--json too)"},
+		{Name: "ibstatus", Batch: true, Run: env.runIbstatus,
+			Summary: "port status from sysfs, like infiniband-diags' ibstatus (--json too)"},
+		{Name: "perfquery", Batch: true, Run: env.runPerfquery,
+			Summary: "a port's PortCounters (-x: PortCountersExtended) from its PMA, like infiniband-diags' perfquery"},
+		{Name: "smpquery", Run: env.runSMPQuery,
+			Summary: "SMP queries of a node (nodeinfo, portinfo, nodedesc, switchinfo, pkeys, sl2vl, vlarb, guids), like infiniband-diags' smpquery"},
+		{Name: "sminfo", Run: env.runSMInfo,
+			Summary: "the subnet manager's SMInfo, like infiniband-diags' sminfo"},
+		{Name: "umad", Run: env.runUmadTool,
+			Summary: "send or serve vendor-class MADs (umad send | umad serve)"},
+	}
+}
+
+// ibJSON writes v as the tools' --json: indented by two spaces.
+func ibJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// host is where the tools find the umad ports: env's sysfs and /dev.
+func (env *Env) host() *umad.Host {
+	h := &umad.Host{DevDir: env.DevDir}
+	if env.SysfsRoot != "" && env.SysfsRoot != sysfs.DefaultRoot {
+		f, err := sysfs.New(env.SysfsRoot)
+		if err != nil {
+			f = sysfs.NewFS(os.DirFS(env.SysfsRoot)) // its reads fail as the root does
+		}
+		h.Sysfs = f
+	}
+	return h
+}
+
+// openPort opens the tools' port: h.OpenPort(ca, port), or, with IBSim
+// set, umad.OpenSimPort on the fabric it names (ca and port ignored). It
+// first applies UmadDebug when that is set.
+func (env *Env) openPort(h *umad.Host, ca string, port int) (*umad.Port, error) {
+	if env.UmadDebug != "" {
+		umad.SetDebug(umadDebugLevel(env.UmadDebug))
+	}
+	if env.IBSim != "" {
+		sock, node, _ := strings.Cut(env.IBSim, ":")
+		return umad.OpenSimPort(sock, node)
+	}
+	return h.OpenPort(ca, port)
+}
+
+// umadDebugLevel is the level PURERDMA_UMAD_DEBUG's value v sets.
+func umadDebugLevel(v string) int {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 1
+	}
+	return max(n, 0)
+}

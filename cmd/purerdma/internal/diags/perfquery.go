@@ -1,0 +1,636 @@
+package diags
+
+// perfquery: a port's PortCounters or PortCountersExtended from its PMA
+// (performance management agent), like infiniband-diags' perfquery
+// (rdma-core 44, infiniband-diags/perfquery.c), through package umad.
+//
+// Differences from rdma-core's: only QP1 is used (rdma-core's also opens
+// an SMI agent, which is why it cannot run on RoCE ports at all); the local
+// port's own address comes from sysfs instead of an SMP; a RoCE port is
+// addressed by GID (--dgid, or the local GID 0 by default); and a port
+// whose PMA does not answer gives a timeout error after the retries, never
+// a hang.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"github.com/purerdma/rdma"
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+	"github.com/purerdma/rdma/umad"
+)
+
+const perfqueryUsage = `Usage: perfquery [options] [<lid> [<port> [<reset_mask>]]]
+
+Like infiniband-diags' perfquery: a port's PortCounters, or with -x its
+PortCountersExtended, read from the port's PMA over QP1. Without <lid> it
+queries the local port (on RoCE its GID 0); <port> is the port to read
+(default: the local port's number).
+
+Options:
+  -x, --extended       PortCountersExtended
+  -a, --all_ports      all ports (PortSelect 255; emulated port by port
+                       and summed where the PMA has no AllPortSelect)
+  -r, --reset_after_read  reset the counters after reading them
+  -R, --Reset_only     only reset the counters (an optional third
+                       argument is the counter select mask)
+  -C, --Ca <ca>        local device (default: as libibumad chooses)
+  -P, --Port <port>    local port (default: as libibumad chooses)
+  -t, --timeout <ms>   response timeout per try (default 1000)
+      --retries <n>    resends after a timeout (default 3)
+      --dgid <gid>     address the destination by GID (RoCE needs one)
+      --json           print JSON instead of text
+  -h, --help           this help
+`
+
+type perfqueryOpts struct {
+	ca        string
+	port      int
+	extended  bool
+	timeout   time.Duration
+	retries   int
+	dgid      string
+	json      bool
+	lid       int // -1: the local port
+	dport     int // 0: the local port's number
+	all       bool
+	reset     bool // -r
+	resetOnly bool // -R
+	mask      uint64
+	maskSet   bool
+}
+
+func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
+	o := &perfqueryOpts{timeout: time.Second, retries: 3, lid: -1}
+	flag := func(p *bool) func(string) error { return func(string) error { *p = true; return nil } }
+	pos, err := cli.GetoptOperands("perfquery", args, []cli.Option{
+		{Short: 'x', Long: "extended", Set: flag(&o.extended)},
+		{Short: 'a', Long: "all_ports", Set: flag(&o.all)},
+		{Short: 'r', Long: "reset_after_read", Set: flag(&o.reset)},
+		{Short: 'R', Long: "Reset_only", Set: flag(&o.resetOnly)},
+		{Long: "json", Set: flag(&o.json)},
+		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
+		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { o.ca = v; return nil }},
+		{Short: 'P', Long: "Port", Arg: true, Set: func(v string) (err error) {
+			o.port, err = strtoulArg(v, "port")
+			return err
+		}},
+		{Short: 't', Long: "timeout", Arg: true, Set: func(v string) error {
+			ms, err := strtoulArg(v, "timeout")
+			if err == nil && ms == 0 {
+				err = errors.New("the timeout must be at least 1 ms")
+			}
+			o.timeout = time.Duration(ms) * time.Millisecond
+			return err
+		}},
+		{Long: "retries", Arg: true, Set: func(v string) (err error) {
+			o.retries, err = strtoulArg(v, "retries")
+			return err
+		}},
+		{Long: "dgid", Arg: true, Set: func(v string) error { o.dgid = v; return nil }},
+	}, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) > 3 {
+		return nil, errors.New("too many arguments")
+	}
+	if len(pos) > 2 {
+		m, err := strconv.ParseUint(pos[2], 0, 64)
+		if err != nil {
+			return nil, fmt.Errorf("invalid reset mask %q", pos[2])
+		}
+		o.mask, o.maskSet = m, true
+	}
+
+	if len(pos) > 0 {
+		n, err := strtoulArg(pos[0], "lid")
+		if err != nil || n > 0xffff {
+			return nil, fmt.Errorf("invalid LID %q", pos[0])
+		}
+		o.lid = n
+	}
+	if o.all && len(pos) < 2 {
+		o.dport = perfqueryAllPorts
+	}
+	if len(pos) > 1 {
+		n, err := strtoulArg(pos[1], "port")
+		if err != nil || n > 255 {
+			return nil, fmt.Errorf("invalid port %q", pos[1])
+		}
+		o.dport = n
+	}
+	return o, nil
+}
+
+// perfqueryFail prints an error the way the tool reports them and exits
+// with IBEXIT's status.
+func perfqueryFail(stderr io.Writer, err error) error {
+	fmt.Fprintf(stderr, "perfquery: %v\n", err)
+	return cli.ExitError{Code: 255}
+}
+
+// perfqueryTarget is where the queries go.
+type perfqueryTarget struct {
+	lid     uint16
+	grh     bool
+	gid     [16]byte
+	port    int    // the PortSelect
+	display string // libibmad's portid2str
+}
+
+// perfqueryAllPorts is the PortSelect of every port (AllPortSelect).
+const perfqueryAllPorts = 0xff
+
+// PerfMgmt ClassPortInfo capability bits perfquery looks at (IBA
+// 16.1.3.1; infiniband-diags' IB_PM_*).
+const (
+	pmCapAllPortSelect = 0x0100
+	pmCapQP1Drop       = 0x4000
+)
+
+func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
+	o, err := perfqueryParse(args, stderr)
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(stdout, perfqueryUsage)
+		return nil
+	}
+	if err != nil {
+		return fabricUsage(stderr, "perfquery", perfqueryUsage, err)
+	}
+	h := env.host()
+	port, err := env.openPort(h, o.ca, o.port)
+	if err != nil {
+		return perfqueryFail(stderr, err)
+	}
+	defer port.Close()
+	local, err := localPort(h, port, o.timeout, o.retries)
+	if err != nil {
+		return perfqueryFail(stderr, err)
+	}
+	tgt, err := perfqueryResolve(o, local)
+	if err != nil {
+		return perfqueryFail(stderr, err)
+	}
+	agent, err := port.Register(umad.ClassPerfMgmt, umad.PerfClassVersion, umad.MethodMask{})
+	if err != nil {
+		return perfqueryFail(stderr, err)
+	}
+	q := &perfqueryQuerier{port: port, agent: agent, pkt: umad.NewPacket(), tgt: tgt, timeout: o.timeout, retries: o.retries, warn: stderr}
+	// What failed, as infiniband-diags' IBEXIT says it on standard
+	// output; our explanation goes to standard error after libibmad's
+	// warning.
+	ibexit := func(what string, err error) error {
+		fmt.Fprintf(stdout, "perfquery: iberror: failed: %s\n", what)
+		fmt.Fprintf(stderr, "perfquery: %v\n", err)
+		return cli.ExitError{Code: 255}
+	}
+
+	// ClassPortInfo is mandatory; its capability masks say which counters
+	// are valid.
+	data, err := q.query(umad.AttrClassPortInfo, umad.MethodGet, nil)
+	if err != nil {
+		return ibexit("classportinfo query", fmt.Errorf("classportinfo query: %w", err))
+	}
+	var cpi umad.ClassPortInfo
+	if err := cpi.Decode(data); err != nil {
+		return ibexit("classportinfo query", fmt.Errorf("classportinfo query: %w", err))
+	}
+	capMask, capMask2 := cpi.CapabilityMask, cpi.CapabilityMask2
+
+	// Without AllPortSelect, -a reads the ports one by one and sums them.
+	ports := []int{tgt.port}
+	aggregate := false
+	if tgt.port == perfqueryAllPorts && capMask&pmCapAllPortSelect == 0 {
+		if !o.all {
+			return ibexit("AllPortSelect not supported", errors.New("the PMA has no AllPortSelect"))
+		}
+		c, err := newSMPClient(port, o.timeout, o.retries)
+		if err != nil {
+			return perfqueryFail(stderr, err)
+		}
+		c.warn = stderr
+		d := smpDest{lid: tgt.lid}
+		ni, err := c.get(d, umad.SMAttrNodeInfo, 0)
+		if err != nil {
+			return ibexit("smp query nodeinfo failed", err)
+		}
+		n, start := int(ni[3]), 1
+		if n == 0 {
+			return ibexit("smp query nodeinfo: num ports invalid", errors.New("no ports"))
+		}
+		if ni[2] == 2 {
+			si, err := c.get(d, umad.SMAttrSwitchInfo, 0)
+			if err != nil {
+				return ibexit("smp query nodeinfo failed", err)
+			}
+			if bits(si, 132, 1) != 0 {
+				start = 0
+			}
+		}
+		fmt.Fprintf(stderr, "ibwarn: [%d] main: Emulating AllPortSelect by iterating through all ports\n", os.Getpid())
+		ports = ports[:0]
+		for i := start; i <= n; i++ {
+			ports = append(ports, i)
+		}
+		aggregate = true
+	}
+
+	if !o.resetOnly {
+		var sum perfquerySum
+		for _, p := range ports {
+			fields, header, err := perfqueryRead(q, o.extended, p, capMask, capMask2, stderr)
+			if err != nil {
+				what := "perfquery"
+				if o.extended {
+					what = "perfextquery"
+				}
+				return ibexit(what, err)
+			}
+			if aggregate {
+				sum.add(fields)
+				continue
+			}
+			if o.json {
+				counters := map[string]uint64{}
+				for _, f := range fields {
+					counters[f.name] = f.value
+				}
+				if err := ibJSON(stdout, map[string]any{
+					"port_id": tgt.display, "port": p, "extended": o.extended,
+					"cap_mask": fmt.Sprintf("0x%04x", capMask), "cap_mask2": fmt.Sprintf("0x%07x", capMask2),
+					"counters": counters,
+				}); err != nil {
+					return err
+				}
+				continue
+			}
+			fmt.Fprint(stdout, header)
+			for _, f := range fields {
+				fmt.Fprintln(stdout, f.String())
+			}
+		}
+		if aggregate {
+			fields := sum.fields(perfqueryAllPorts)
+			if o.extended {
+				fmt.Fprintf(stdout, "# Port extended counters: %s port %d (CapMask: 0x%02X CapMask2: 0x%07X)\n",
+					tgt.display, perfqueryAllPorts, capMask, capMask2)
+			} else {
+				fmt.Fprintf(stdout, "# Port counters: %s port %d (CapMask: 0x%02X)\n", tgt.display, perfqueryAllPorts, capMask)
+			}
+			for _, f := range fields {
+				fmt.Fprintln(stdout, f.String())
+			}
+		}
+		if !o.reset {
+			return nil
+		}
+	}
+
+	// The reset: perfquery's mask (counter select bits, CounterSelect2
+	// above bit 16), widened as perfquery.c's do_reset does.
+	mask := uint64(0xffff)
+	if o.maskSet {
+		mask = o.mask
+	}
+	if !o.maskSet && !o.extended {
+		if capMask&umad.PMCapPortCountersXmitWait != 0 {
+			mask |= 1 << 16
+		}
+		if capMask&pmCapQP1Drop != 0 {
+			mask |= 1 << 17
+		}
+	}
+	if o.extended {
+		mask |= 0xfff0000
+		if capMask&umad.PMCapPortCountersXmitWait != 0 {
+			mask |= 1 << 28
+		}
+		if capMask&pmCapQP1Drop != 0 {
+			mask |= 1 << 29
+		}
+	}
+	for _, p := range ports {
+		if err := perfqueryReset(q, o.extended, p, mask); err != nil {
+			what := "perf reset"
+			if o.extended {
+				what = "perf ext reset"
+			}
+			return ibexit(what, err)
+		}
+	}
+	return nil
+}
+
+// perfqueryRead reads one port's counters and returns them with the
+// header perfquery prints above them.
+func perfqueryRead(q *perfqueryQuerier, extended bool, port int, capMask uint16, capMask2 uint32, stderr io.Writer) ([]perfqueryField, string, error) {
+	tgt := q.tgt
+	if extended {
+		if capMask&(umad.PMCapExtendedWidth|umad.PMCapExtendedWidthNoIETF) == 0 {
+			fmt.Fprintf(stderr, "ibwarn: [%d] dump_perfcounters: PerfMgt ClassPortInfo CapMask 0x%02X; No extended counter support indicated\n\n",
+				os.Getpid(), capMask)
+		}
+		data, err := q.query(umad.PMAttrPortCountersExtended, umad.MethodGet, &umad.PortCountersExtended{PortSelect: uint8(port)})
+		if err != nil {
+			return nil, "", fmt.Errorf("perfextquery: %w", err)
+		}
+		var pc umad.PortCountersExtended
+		if err := pc.Decode(data); err != nil {
+			return nil, "", fmt.Errorf("perfextquery: %w", err)
+		}
+		return perfqueryExtFields(&pc, capMask, capMask2), fmt.Sprintf("# Port extended counters: %s port %d (CapMask: 0x%02X CapMask2: 0x%07X)\n",
+			tgt.display, port, capMask, capMask2), nil
+	}
+	data, err := q.query(umad.PMAttrPortCounters, umad.MethodGet, &umad.PortCounters{PortSelect: uint8(port)})
+	if err != nil {
+		return nil, "", fmt.Errorf("perfquery: %w", err)
+	}
+	var pc umad.PortCounters
+	if err := pc.Decode(data); err != nil {
+		return nil, "", fmt.Errorf("perfquery: %w", err)
+	}
+	if capMask&umad.PMCapPortCountersXmitWait == 0 {
+		pc.PortXmitWait = 0 // not supported: perfquery clears it
+	}
+	return perfqueryFields(&pc), fmt.Sprintf("# Port counters: %s port %d (CapMask: 0x%02X)\n", tgt.display, port, capMask), nil
+}
+
+// perfqueryReset is libibmad's performance_reset_via: a Set of the
+// counters with the select mask.
+func perfqueryReset(q *perfqueryQuerier, extended bool, port int, mask uint64) error {
+	if extended {
+		a := umad.PortCountersExtended{PortSelect: uint8(port), CounterSelect: uint16(mask), CounterSelect2: uint32(mask>>16) & 0xffffff}
+		_, err := q.query(umad.PMAttrPortCountersExtended, umad.MethodSet, &a)
+		return err
+	}
+	a := umad.PortCounters{PortSelect: uint8(port), CounterSelect: uint16(mask), CounterSelect2: uint8(mask >> 16)}
+	_, err := q.query(umad.PMAttrPortCounters, umad.MethodSet, &a)
+	return err
+}
+
+// perfquerySum is perfquery.c's aggregation of ports: counters summed,
+// each saturating at its width (aggregate_perfcounters).
+type perfquerySum struct {
+	names []perfqueryField
+	sums  []uint64
+}
+
+// perfqueryWidths are the PortCounters fields' widths in bits, by name
+// (PortCountersExtended's are all 64).
+var perfqueryWidths = map[string]int{
+	"SymbolErrorCounter": 16, "LinkErrorRecoveryCounter": 8, "LinkDownedCounter": 8, "PortRcvErrors": 16,
+	"PortRcvRemotePhysicalErrors": 16, "PortRcvSwitchRelayErrors": 16, "PortXmitDiscards": 16,
+	"PortXmitConstraintErrors": 8, "PortRcvConstraintErrors": 8, "LocalLinkIntegrityErrors": 4,
+	"ExcessiveBufferOverrunErrors": 4, "QP1Dropped": 16, "VL15Dropped": 16, "PortXmitData": 32,
+	"PortRcvData": 32, "PortXmitPkts": 32, "PortRcvPkts": 32, "PortXmitWait": 32,
+}
+
+func (s *perfquerySum) add(fields []perfqueryField) {
+	if s.names == nil {
+		s.names = append([]perfqueryField(nil), fields...)
+		s.sums = make([]uint64, len(fields))
+	}
+	for i, f := range fields {
+		if i >= len(s.sums) {
+			break
+		}
+		switch f.name {
+		case "PortSelect", "CounterSelect", "CounterSelect2":
+			continue
+		}
+		w := perfqueryWidths[f.name]
+		if w == 0 || s.names[0].name != "PortSelect" || len(fields) != 21 {
+			w = 64
+		}
+		max := uint64(1)<<w - 1
+		if w == 64 {
+			max = ^uint64(0)
+		}
+		if s.sums[i] > max-f.value {
+			s.sums[i] = max
+		} else {
+			s.sums[i] += f.value
+		}
+	}
+}
+
+func (s *perfquerySum) fields(portSelect uint64) []perfqueryField {
+	out := append([]perfqueryField(nil), s.names...)
+	for i := range out {
+		switch out[i].name {
+		case "PortSelect":
+			out[i].value = portSelect
+		case "CounterSelect", "CounterSelect2":
+			out[i].value = 0
+		default:
+			out[i].value = s.sums[i]
+		}
+	}
+	return out
+}
+
+// perfqueryResolve turns the options into a destination. The local port
+// is the default: by LID on InfiniBand, by GID 0 on RoCE.
+func perfqueryResolve(o *perfqueryOpts, local *umad.CAPort) (*perfqueryTarget, error) {
+	t := &perfqueryTarget{port: o.dport}
+	if t.port == 0 {
+		t.port = local.Number
+	}
+	roce := local.LinkLayer == rdma.LinkLayerEthernet
+	switch {
+	case o.dgid != "":
+		a, err := netip.ParseAddr(o.dgid)
+		if err != nil || !a.Is6() {
+			return nil, fmt.Errorf("invalid GID %q (an IPv6-style address such as fe80::1)", o.dgid)
+		}
+		t.grh, t.gid = true, a.As16()
+		if o.lid >= 0 {
+			t.lid = uint16(o.lid)
+		}
+	case o.lid >= 0 && roce:
+		return nil, fmt.Errorf("%s/%d is a RoCE port: it addresses by GID, not LID; use --dgid", local.CA, local.Number)
+	case o.lid >= 0:
+		t.lid = uint16(o.lid)
+	case roce:
+		t.grh = true
+		binary.BigEndian.PutUint64(t.gid[:8], local.GIDPrefix)
+		binary.BigEndian.PutUint64(t.gid[8:], uint64(local.PortGUID))
+	default:
+		t.lid = uint16(ibU32(local.LID))
+	}
+	t.display = fmt.Sprintf("Lid %d", t.lid)
+	if t.grh {
+		t.display += " Gid " + netip.AddrFrom16(t.gid).String()
+	}
+	return t, nil
+}
+
+// perfqueryQuerier sends PerfMgmt Gets and waits for their GetResps.
+type perfqueryQuerier struct {
+	port    *umad.Port
+	agent   umad.AgentID
+	pkt     *umad.Packet
+	tgt     *perfqueryTarget
+	timeout time.Duration
+	retries int
+	tid     uint32
+	warn    io.Writer // libibmad's warning on a timeout (nil: none)
+}
+
+// query sends Get(attr) with attribute a (nil: an empty data area) and
+// returns the response's data area. A response with a non-zero status, a
+// timeout (after the retries) and a kernel that never reports back all
+// fail, the last after the total time the retries could take plus a
+// second: no hang.
+func (q *perfqueryQuerier) query(attr umad.AttrID, method umad.Method, a umad.Attribute) ([]byte, error) {
+	q.tid++
+	m := umad.PerfMAD{Header: umad.NewMADHeader(umad.ClassPerfMgmt, method, attr, 0, uint64(q.tid))}
+	if a != nil {
+		if err := m.SetAttribute(a); err != nil {
+			return nil, err
+		}
+	}
+	if err := q.pkt.SetMAD(m.Append(q.pkt.MAD()[:0])); err != nil {
+		return nil, err
+	}
+	if err := q.pkt.SetAddr(q.tgt.lid, 1, 0, umad.QP1QKey); err != nil {
+		return nil, err
+	}
+	if q.tgt.grh {
+		q.pkt.SetGRH(umad.GRH{GID: q.tgt.gid, HopLimit: 64})
+	} else {
+		q.pkt.ClearGRH()
+	}
+	if err := q.port.Send(q.agent, q.pkt, q.timeout, q.retries); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(time.Duration(q.retries+1)*q.timeout + time.Second)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, fmt.Errorf("no response from the PMA of %s within %v, and the kernel did not report a timeout", q.tgt.display, time.Duration(q.retries+1)*q.timeout)
+		}
+		if _, err := q.port.Recv(q.pkt, left); err != nil {
+			if errors.Is(err, umad.ErrTimeout) {
+				continue
+			}
+			return nil, err
+		}
+		var resp umad.PerfMAD
+		if err := resp.Decode(q.pkt.MAD()[:min(q.pkt.Len(), umad.MADSize)]); err != nil && !q.pkt.TimedOut() {
+			continue // not a PerfMgmt MAD for us
+		}
+		if uint32(binary.BigEndian.Uint64(q.pkt.MAD()[8:16])) != q.tid {
+			continue // a late answer to an earlier query
+		}
+		if q.pkt.TimedOut() {
+			if q.warn != nil {
+				fmt.Fprintf(q.warn, "ibwarn: [%d] mad_rpc: _do_madrpc failed; dport (%s)\n", os.Getpid(), q.tgt.display)
+			}
+			return nil, fmt.Errorf("no response from the PMA of %s after %d tries %v apart: %w (the port has no PMA answering, or nothing is at that address)",
+				q.tgt.display, q.retries+1, q.timeout, umad.ErrTimeout)
+		}
+		if s := resp.Header.Status; s != 0 {
+			hint := ""
+			if s.Code() == umad.StatusMethodAttrUnsupported {
+				hint = "; no PMA took the query, so the kernel's MAD layer answered it: the device has no PMA (rxe and other software devices have none)"
+			}
+			return nil, fmt.Errorf("the PMA of %s answered with MAD status %v%s", q.tgt.display, s, hint)
+		}
+		return resp.Data[:], nil
+	}
+}
+
+// perfqueryField is one line of libibmad's dump: "Name:....value".
+type perfqueryField struct {
+	name  string
+	value uint64
+	hex   int // 0: decimal; else the number of bytes shown in hex
+}
+
+func (f perfqueryField) String() string {
+	dots := ""
+	if len(f.name) < 32 {
+		dots = strings.Repeat(".", 32-len(f.name))
+	}
+	if f.hex > 0 {
+		return fmt.Sprintf("%s:%s0x%0*x", f.name, dots, 2*f.hex, f.value)
+	}
+	return fmt.Sprintf("%s:%s%d", f.name, dots, f.value)
+}
+
+// perfqueryFields is mad_dump_perfcounters' order: QP1Dropped between
+// ExcessiveBufferOverrunErrors and VL15Dropped.
+func perfqueryFields(pc *umad.PortCounters) []perfqueryField {
+	return []perfqueryField{
+		{"PortSelect", uint64(pc.PortSelect), 0},
+		{"CounterSelect", uint64(pc.CounterSelect), 2},
+		{"SymbolErrorCounter", uint64(pc.SymbolErrorCounter), 0},
+		{"LinkErrorRecoveryCounter", uint64(pc.LinkErrorRecoveryCounter), 0},
+		{"LinkDownedCounter", uint64(pc.LinkDownedCounter), 0},
+		{"PortRcvErrors", uint64(pc.PortRcvErrors), 0},
+		{"PortRcvRemotePhysicalErrors", uint64(pc.PortRcvRemotePhysicalErrors), 0},
+		{"PortRcvSwitchRelayErrors", uint64(pc.PortRcvSwitchRelayErrors), 0},
+		{"PortXmitDiscards", uint64(pc.PortXmitDiscards), 0},
+		{"PortXmitConstraintErrors", uint64(pc.PortXmitConstraintErrors), 0},
+		{"PortRcvConstraintErrors", uint64(pc.PortRcvConstraintErrors), 0},
+		{"CounterSelect2", uint64(pc.CounterSelect2), 1},
+		{"LocalLinkIntegrityErrors", uint64(pc.LocalLinkIntegrityErrors), 0},
+		{"ExcessiveBufferOverrunErrors", uint64(pc.ExcessiveBufferOverrunErrors), 0},
+		{"QP1Dropped", uint64(pc.QP1Dropped), 0},
+		{"VL15Dropped", uint64(pc.VL15Dropped), 0},
+		{"PortXmitData", uint64(pc.PortXmitData), 0},
+		{"PortRcvData", uint64(pc.PortRcvData), 0},
+		{"PortXmitPkts", uint64(pc.PortXmitPkts), 0},
+		{"PortRcvPkts", uint64(pc.PortRcvPkts), 0},
+		{"PortXmitWait", uint64(pc.PortXmitWait), 0},
+	}
+}
+
+// perfqueryExtFields is dump_perfcounters_ext: the unicast and multicast
+// counters where the PMA has extended width, the error counters where it
+// has the additional PortCountersExtended counters.
+func perfqueryExtFields(pc *umad.PortCountersExtended, capMask uint16, capMask2 uint32) []perfqueryField {
+	f := []perfqueryField{
+		{"PortSelect", uint64(pc.PortSelect), 0},
+		{"CounterSelect", uint64(pc.CounterSelect), 2},
+		{"PortXmitData", pc.PortXmitData, 0},
+		{"PortRcvData", pc.PortRcvData, 0},
+		{"PortXmitPkts", pc.PortXmitPkts, 0},
+		{"PortRcvPkts", pc.PortRcvPkts, 0},
+	}
+	if capMask&umad.PMCapExtendedWidth != 0 {
+		f = append(f,
+			perfqueryField{"PortUnicastXmitPkts", pc.PortUnicastXmitPkts, 0},
+			perfqueryField{"PortUnicastRcvPkts", pc.PortUnicastRcvPkts, 0},
+			perfqueryField{"PortMulticastXmitPkts", pc.PortMulticastXmitPkts, 0},
+			perfqueryField{"PortMulticastRcvPkts", pc.PortMulticastRcvPkts, 0})
+	}
+	if capMask2&umad.PMCap2AdditionalPortCountersExtended != 0 {
+		f = append(f,
+			perfqueryField{"CounterSelect2", uint64(pc.CounterSelect2), 4},
+			perfqueryField{"SymbolErrorCounter", pc.SymbolErrorCounter, 0},
+			perfqueryField{"LinkErrorRecoveryCounter", pc.LinkErrorRecoveryCounter, 0},
+			perfqueryField{"LinkDownedCounter", pc.LinkDownedCounter, 0},
+			perfqueryField{"PortRcvErrors", pc.PortRcvErrors, 0},
+			perfqueryField{"PortRcvRemotePhysicalErrors", pc.PortRcvRemotePhysicalErrors, 0},
+			perfqueryField{"PortRcvSwitchRelayErrors", pc.PortRcvSwitchRelayErrors, 0},
+			perfqueryField{"PortXmitDiscards", pc.PortXmitDiscards, 0},
+			perfqueryField{"PortXmitConstraintErrors", pc.PortXmitConstraintErrors, 0},
+			perfqueryField{"PortRcvConstraintErrors", pc.PortRcvConstraintErrors, 0},
+			perfqueryField{"LocalLinkIntegrityErrors", pc.LocalLinkIntegrityErrors, 0},
+			perfqueryField{"ExcessiveBufferOverrunErrors", pc.ExcessiveBufferOverrunErrors, 0},
+			perfqueryField{"VL15Dropped", pc.VL15Dropped, 0},
+			perfqueryField{"PortXmitWait", pc.PortXmitWait, 0},
+			perfqueryField{"QP1Dropped", pc.QP1Dropped, 0})
+	}
+	return f
+}

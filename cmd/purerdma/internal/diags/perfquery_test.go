@@ -1,0 +1,112 @@
+package diags
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/umad"
+)
+
+func TestPerfqueryDump(t *testing.T) {
+	pc := umad.PortCounters{PortSelect: 1, CounterSelect: 0xffff, CounterSelect2: 0xff, PortXmitData: 123456, PortRcvPkts: 42, QP1Dropped: 7}
+	var b strings.Builder
+	for _, f := range perfqueryFields(&pc) {
+		b.WriteString(f.String() + "\n")
+	}
+	// libibmad's format: the name, a colon, dots to column 33, the value.
+	for _, want := range []string{
+		"PortSelect:......................1\n",
+		"CounterSelect:...................0xffff\n",
+		"CounterSelect2:..................0xff\n",
+		"ExcessiveBufferOverrunErrors:....0\nQP1Dropped:......................7\nVL15Dropped:.....................0\n",
+		"PortXmitData:....................123456\n",
+		"PortRcvPkts:.....................42\nPortXmitWait:....................0\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in\n%s", want, b.String())
+		}
+	}
+	ext := umad.PortCountersExtended{PortSelect: 2, PortXmitData: 1 << 40, PortMulticastRcvPkts: 5, CounterSelect2: 1, QP1Dropped: 3}
+	names := func(fs []perfqueryField) string {
+		var n []string
+		for _, f := range fs {
+			n = append(n, f.name)
+		}
+		return strings.Join(n, " ")
+	}
+	if got := names(perfqueryExtFields(&ext, 0, 0)); got != "PortSelect CounterSelect PortXmitData PortRcvData PortXmitPkts PortRcvPkts" {
+		t.Errorf("no extended width: %s", got)
+	}
+	all := perfqueryExtFields(&ext, umad.PMCapExtendedWidth, umad.PMCap2AdditionalPortCountersExtended)
+	if len(all) != 25 || all[9].String() != "PortMulticastRcvPkts:............5" || all[10].String() != "CounterSelect2:..................0x00000001" ||
+		all[24].String() != "QP1Dropped:......................3" {
+		t.Errorf("%s", names(all))
+	}
+}
+
+func TestPerfqueryArgs(t *testing.T) {
+	o, err := perfqueryParse([]string{"-x", "-C", "mlx5_0", "-P", "2", "-t", "50", "--retries=1", "--dgid", "fe80::1", "0x12", "3"}, io.Discard)
+	if err != nil || !o.extended || o.ca != "mlx5_0" || o.port != 2 || o.timeout != 50*time.Millisecond || o.retries != 1 ||
+		o.dgid != "fe80::1" || o.lid != 0x12 || o.dport != 3 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	for _, bad := range [][]string{{"-t", "0"}, {"-P"}, {"-y"}, {"1", "2", "3", "4"}, {"1", "2", "x"}, {"70000"}, {"1", "256"}, {"-t", "-5"}} {
+		if _, err := perfqueryParse(bad, io.Discard); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if o, err := perfqueryParse([]string{"-R", "-a", "5", "1", "0xf000"}, io.Discard); err != nil || !o.resetOnly || !o.all || o.dport != 1 || o.mask != 0xf000 || !o.maskSet {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if o, err := perfqueryParse([]string{"-a", "-r", "5"}, io.Discard); err != nil || o.dport != perfqueryAllPorts || !o.reset {
+		t.Fatalf("%+v %v", o, err)
+	}
+	var out, errb bytes.Buffer
+	var ee cli.ExitError
+	if err := DefaultEnv().run([]string{"purerdma", "perfquery", "--bogus"}, &out, &errb); !errors.As(err, &ee) || ee.Code != 2 {
+		t.Fatal(err)
+	}
+	if err := DefaultEnv().run([]string{"purerdma", "perfquery", "-h"}, &out, &errb); err != nil || !strings.Contains(out.String(), "PortCountersExtended") {
+		t.Fatal(err)
+	}
+	local := &umad.CAPort{Port: sysfs.Port{CA: "rxe0", Number: 1, LinkLayer: rdma.LinkLayerEthernet}, GIDPrefix: 0xfe80 << 48, PortGUID: 0x0201}
+	tgt, err := perfqueryResolve(&perfqueryOpts{lid: -1}, local)
+	if err != nil || !tgt.grh || tgt.display != "Lid 0 Gid fe80::201" || tgt.port != 1 {
+		t.Fatalf("%+v %v", tgt, err)
+	}
+	if _, err := perfqueryResolve(&perfqueryOpts{lid: 3}, local); err == nil || !strings.Contains(err.Error(), "--dgid") {
+		t.Fatal(err)
+	}
+	lid9 := uint32(9)
+	ib := &umad.CAPort{Port: sysfs.Port{CA: "mlx5_0", Number: 1, LinkLayer: rdma.LinkLayerInfiniBand, LID: &lid9}}
+	if tgt, err := perfqueryResolve(&perfqueryOpts{lid: -1, dport: 2}, ib); err != nil || tgt.grh || tgt.lid != 9 || tgt.port != 2 || tgt.display != "Lid 9" {
+		t.Fatalf("%+v %v", tgt, err)
+	}
+}
+
+func TestUmadToolArgs(t *testing.T) {
+	o, err := umadToolParse("umad send", []string{"--class", "0x31", "--oui=0x0002c9", "--method", "2", "-c", "5", "--dgid", "fe80::1", "-t", "10", "--data", "hi"}, io.Discard)
+	if err != nil || o.class != 0x31 || o.oui != 0x0002c9 || o.method != 2 || o.count != 5 || o.timeout != 10*time.Millisecond || o.data != "hi" {
+		t.Fatalf("%+v %v", o, err)
+	}
+	for _, bad := range [][]string{{"--class", "0x20"}, {"--oui", "0"}, {"--method", "0x80"}, {"--data", strings.Repeat("x", 217)}, {"--what"}, {"-t", "0"}} {
+		if _, err := umadToolParse("umad send", bad, io.Discard); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	var out, errb bytes.Buffer
+	var ee cli.ExitError
+	if err := DefaultEnv().run([]string{"purerdma", "umad"}, &out, &errb); !errors.As(err, &ee) || ee.Code != 2 {
+		t.Fatal(err)
+	}
+	if umadTextData([]byte("pong\x00junk")) != `"pong"` || umadTextData([]byte{1, 'a'}) != `"\x01a"` {
+		t.Fatal(umadTextData([]byte{1, 'a'}))
+	}
+}

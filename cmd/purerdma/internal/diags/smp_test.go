@@ -1,0 +1,68 @@
+package diags
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+)
+
+// TestFabricToolArgs: the fabric tools' usage errors and help, and the
+// destination and field helpers, without a fabric.
+func TestFabricToolArgs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		help string
+	}{
+		{[]string{"smpquery"}, 2, ""}, {[]string{"smpquery", "nodeinfo"}, 2, ""}, {[]string{"smpquery", "-y", "ni", "1"}, 2, ""},
+		{[]string{"smpquery", "-h"}, 0, "GUIDInfo"}, {[]string{"sminfo", "1", "2", "3"}, 2, ""}, {[]string{"sminfo", "--help"}, 0, "SMInfo"},
+		{[]string{"ibnetdiscover", "x"}, 2, ""}, {[]string{"ibnetdiscover", "--outstanding", "0"}, 2, ""},
+		{[]string{"ibnetdiscover", "-h"}, 0, "--outstanding"}, {[]string{"iblinkinfo", "-t", "0"}, 2, ""}, {[]string{"iblinkinfo", "-h"}, 0, "iblinkinfo"},
+	} {
+		var out, errb bytes.Buffer
+		err := DefaultEnv().run(append([]string{"purerdma"}, c.args...), &out, &errb)
+		var ee cli.ExitError
+		code := 0
+		if errors.As(err, &ee) {
+			code = ee.Code
+		} else if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if code != c.code || !strings.Contains(out.String(), c.help) {
+			t.Errorf("%v: exit %d (want %d)\nstdout %s\nstderr %s", c.args, code, c.code, out.String(), errb.String())
+		}
+	}
+	for _, c := range []struct {
+		in   string
+		dr   bool
+		want string
+	}{{"4", false, "Lid 4"}, {"0x10", false, "Lid 16"}, {"0", true, "DR path slid 65535; dlid 65535; 0"}, {"0,1,3", true, "DR path slid 65535; dlid 65535; 0,1,3"}} {
+		d, err := parseSMPDest(c.in, c.dr)
+		if err != nil || d.String() != c.want {
+			t.Errorf("%q: %v %v", c.in, d, err)
+		}
+	}
+	for _, bad := range []struct {
+		in string
+		dr bool
+	}{{"0", false}, {"x", false}, {"70000", false}, {"1,2", true}, {"0,300", true}, {"0," + strings.Repeat("1,", 63) + "1", true}} {
+		if _, err := parseSMPDest(bad.in, bad.dr); err == nil {
+			t.Errorf("%q accepted", bad.in)
+		}
+	}
+	if bits([]byte{0xab, 0xcd}, 4, 8) != 0xbc || bits([]byte{1}, 4, 8) != 0 {
+		t.Error("bits")
+	}
+	if fieldLine("McastPkeyTrapSuppressionEnabled", "0") != "McastPkeyTrapSuppressionEnabled:.0" || fieldLine("Lid", "3") != "Lid:.............................3" {
+		t.Error(fieldLine("Lid", "3"))
+	}
+	if dumpLinkWidthSup(31, 8) != "1X or 4X or 8X or 12X or 2X" || dumpLinkWidthSup(2, 8) != "4X (IBA extension)" || dumpLinkSpeeds(0, 4) != "undefined (0) (IBA extension)" {
+		t.Errorf("%q %q %q", dumpLinkWidthSup(31, 8), dumpLinkWidthSup(2, 8), dumpLinkSpeeds(0, 4))
+	}
+	if capList(0xc048, capNames) != "0xc048\n\t\t\t\tIsTrapSupported\n\t\t\t\tIsSLMappingSupported\n\t\t\t\tIsExtendedSpeedsSupported\n\t\t\t\tIsCapabilityMask2Supported" {
+		t.Error(capList(0xc048, capNames))
+	}
+}

@@ -1,0 +1,392 @@
+package diags
+
+// smpquery and sminfo: SMP queries of one node, like infiniband-diags'
+// (rdma-core 44, infiniband-diags/smpquery.c and sminfo.c), through
+// package umad. The output is the C tools', byte for byte (the tests
+// compare them on a simulated fabric); sminfo's activity count is the
+// SM's own and moves between two queries.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/purerdma/rdma/umad"
+)
+
+const smpqueryUsage = `Usage: smpquery [options] <op> <dest dr_path|lid> [op params]
+
+Like infiniband-diags' smpquery: one SMP Get to a node, LID-routed or
+(with -D) along a directed route such as 0,1,3, dumped as libibmad does.
+
+Ops (case does not matter):
+  NodeInfo (NI), NodeDesc (ND), PortInfo (PI) [<port>], SwitchInfo (SI),
+  PKeyTable (PKeys) [<port>], SL2VLTable (SL2VL) [<port>],
+  VLArbitration (VLArb) [<port>], GUIDInfo (GI, guids)
+
+Options:
+  -D, --Direct         the destination is a directed route
+  -C, --Ca <ca>        local device (default: as libibumad chooses)
+  -P, --Port <port>    local port (default: as libibumad chooses)
+  -t, --timeout <ms>   response timeout per try (default 1000)
+  -h, --help           this help
+
+With PURERDMA_IBSIM=SOCKET:NODE the tool runs on an ibsim fabric
+(docs/ibsim.md).
+`
+
+type smpOp func(c *smpClient, d smpDest, args []string, w io.Writer) error
+
+var smpOps = map[string]smpOp{
+	"nodeinfo": smpNodeInfo, "ni": smpNodeInfo,
+	"nodedesc": smpNodeDesc, "nd": smpNodeDesc,
+	"portinfo": smpPortInfo, "pi": smpPortInfo,
+	"switchinfo": smpSwitchInfo, "si": smpSwitchInfo,
+	"pkeytable": smpPKeys, "pkeys": smpPKeys,
+	"sl2vltable": smpSL2VL, "sl2vl": smpSL2VL,
+	"vlarbitration": smpVLArb, "vlarb": smpVLArb,
+	"guidinfo": smpGUIDs, "gi": smpGUIDs, "guids": smpGUIDs,
+}
+
+func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
+	o, err := parseFabricOpts("smpquery", args, stderr)
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(stdout, smpqueryUsage)
+		return nil
+	}
+	if err == nil && len(o.pos) < 2 {
+		err = errors.New("an op and a destination are needed")
+	}
+	if err != nil {
+		return fabricUsage(stderr, "smpquery", smpqueryUsage, err)
+	}
+	op := smpOps[strings.ToLower(o.pos[0])]
+	if op == nil {
+		return fabricFail(stdout, "smpquery", fmt.Errorf("operation '%s' not supported", o.pos[0]))
+	}
+	d, err := parseSMPDest(o.pos[1], o.dr)
+	if err != nil {
+		return fabricFail(stderr, "smpquery", err)
+	}
+	c, err := env.openSMP(o.ca, o.port, o.timeout, o.retries)
+	if err != nil {
+		return fabricFail(stdout, "smpquery", err)
+	}
+	defer c.Close()
+	c.warn = stderr
+	var out strings.Builder
+	err = op(c, d, o.pos[2:], &out)
+	io.WriteString(stdout, out.String())
+	if err != nil {
+		var f opFailed
+		if errors.As(err, &f) {
+			err = fmt.Errorf("operation %s: %s", o.pos[0], f.what)
+		}
+		return fabricFail(stdout, "smpquery", err)
+	}
+	return nil
+}
+
+// opFailed is a query of an op that failed: what says which, as
+// smpquery's ops say it ("node info query failed"); the cause went to
+// standard error as libibmad's warning.
+type opFailed struct {
+	what  string
+	cause error
+}
+
+func (e opFailed) Error() string { return e.what + ": " + e.cause.Error() }
+func (e opFailed) Unwrap() error { return e.cause }
+
+func failed(what string, err error) error { return opFailed{what, err} }
+
+func opPort(args []string) int {
+	if len(args) == 0 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(args[0], 0, 32)
+	return int(n)
+}
+
+func smpNodeInfo(c *smpClient, d smpDest, _ []string, w io.Writer) error {
+	b, err := c.get(d, umad.SMAttrNodeInfo, 0)
+	if err != nil {
+		return failed("node info query failed", err)
+	}
+	fmt.Fprintf(w, "# Node info: %s\n%s", d, dumpFields(b, nodeInfoFields))
+	return nil
+}
+
+func smpNodeDesc(c *smpClient, d smpDest, _ []string, w io.Writer) error {
+	if _, err := c.get(d, umad.SMAttrNodeInfo, 0); err != nil {
+		return failed("node info query failed", err)
+	}
+	b, err := c.get(d, umad.SMAttrNodeDescription, 0)
+	if err != nil {
+		return failed("node desc query failed", err)
+	}
+	name := cString(b)
+	dots := "."
+	if len(name) < 32 {
+		dots = strings.Repeat(".", 32-len(name))
+	}
+	fmt.Fprintf(w, "Node Description:%s%s\n", dots, name)
+	return nil
+}
+
+// cString is the bytes of b up to the first NUL.
+func cString(b []byte) string {
+	if i := strings.IndexByte(string(b), 0); i >= 0 {
+		return string(b[:i])
+	}
+	return string(b)
+}
+
+func smpPortInfo(c *smpClient, d smpDest, args []string, w io.Writer) error {
+	port := opPort(args)
+	b, err := c.get(d, umad.SMAttrPortInfo, uint32(port))
+	if err != nil {
+		return failed("port info query failed", err)
+	}
+	fmt.Fprintf(w, "# Port info: %s port %d\n%s", d, port, dumpPortInfo(b))
+	return nil
+}
+
+func smpSwitchInfo(c *smpClient, d smpDest, _ []string, w io.Writer) error {
+	b, err := c.get(d, umad.SMAttrSwitchInfo, 0)
+	if err != nil {
+		return failed("switch info query failed", err)
+	}
+	fmt.Fprintf(w, "# Switch info: %s\n%s", d, dumpFields(b, switchInfoFields))
+	return nil
+}
+
+func smpPKeys(c *smpClient, d smpDest, args []string, w io.Writer) error {
+	port := opPort(args)
+	ni, err := c.get(d, umad.SMAttrNodeInfo, 0)
+	if err != nil {
+		return failed("node info query failed", err)
+	}
+	if port > int(ni[3]) {
+		return errors.New("invalid port number")
+	}
+	n := int(binary.BigEndian.Uint16(ni[28:30]))
+	if ni[2] == 2 && port != 0 {
+		si, err := c.get(d, umad.SMAttrSwitchInfo, 0)
+		if err != nil {
+			return failed("switch info failed", err)
+		}
+		n = int(binary.BigEndian.Uint16(si[14:16]))
+	}
+	blocks := (n + 31) / 32
+	for i := 0; i < blocks; i++ {
+		b, err := c.get(d, umad.SMAttrPKeyTable, uint32(i|port<<16))
+		if err != nil {
+			return failed("pkey table query failed", err)
+		}
+		k := 32
+		if i+1 == blocks {
+			k = ((n + 7 - i*32) / 8) * 8
+		}
+		for j := 0; j+8 <= k && j+8 <= 32; j += 8 {
+			fmt.Fprintf(w, "%4d:", i*32+j)
+			for x := 0; x < 8; x++ {
+				fmt.Fprintf(w, " 0x%04x", binary.BigEndian.Uint16(b[2*(j+x):]))
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	fmt.Fprintf(w, "%d pkeys capacity for this port\n", n)
+	return nil
+}
+
+func sl2vlLine(c *smpClient, d smpDest, in, out int, w io.Writer) error {
+	b, err := c.get(d, umad.SMAttrSLToVLTable, uint32(in<<8|out))
+	if err != nil {
+		return failed("slvl query failed", err)
+	}
+	fmt.Fprintf(w, "ports: in %2d, out %2d: |", in, out)
+	for i := 0; i < 16; i++ {
+		vl := b[i/2] >> 4
+		if i%2 == 1 {
+			vl = b[i/2] & 0xf
+		}
+		fmt.Fprintf(w, "%2d|", vl)
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+func smpSL2VL(c *smpClient, d smpDest, args []string, w io.Writer) error {
+	port := opPort(args)
+	ni, err := c.get(d, umad.SMAttrNodeInfo, 0)
+	if err != nil {
+		return failed("node info query failed", err)
+	}
+	nports := int(ni[3])
+	if port > nports {
+		return errors.New("invalid port number")
+	}
+	fmt.Fprintf(w, "# SL2VL table: %s\n#                 SL: |", d)
+	for i := 0; i < 16; i++ {
+		fmt.Fprintf(w, "%2d|", i)
+	}
+	fmt.Fprintln(w)
+	if ni[2] != 2 {
+		return sl2vlLine(c, d, 0, 0, w)
+	}
+	for i := 0; i <= nports; i++ {
+		if err := sl2vlLine(c, d, i, port, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func vlarbBlock(c *smpClient, d smpDest, port, offset, n int, w io.Writer) error {
+	b, err := c.get(d, umad.SMAttrVLArbitrationTable, uint32(offset<<16|port))
+	if err != nil {
+		return failed("vl arb query failed", err)
+	}
+	fmt.Fprint(w, "\nVL    : |")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(w, "0x%-2X|", b[2*i]&0xf)
+	}
+	fmt.Fprint(w, "\nWEIGHT: |")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(w, "0x%-2X|", b[2*i+1])
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+func smpVLArb(c *smpClient, d smpDest, args []string, w io.Writer) error {
+	port := opPort(args)
+	if port == 0 {
+		ni, err := c.get(d, umad.SMAttrNodeInfo, 0)
+		if err != nil {
+			return failed("node info query failed", err)
+		}
+		if ni[2] == 2 {
+			si, err := c.get(d, umad.SMAttrSwitchInfo, 0)
+			if err != nil {
+				return failed("switch info query failed", err)
+			}
+			if bits(si, 132, 1) == 0 {
+				fmt.Fprintf(w, "# No VLArbitration tables (BSP0): %s port %d\n", d, 0)
+				return nil
+			}
+		}
+	}
+	pi, err := c.get(d, umad.SMAttrPortInfo, uint32(port))
+	if err != nil {
+		return failed("port info query failed", err)
+	}
+	low, high := int(pi[40]), int(pi[39])
+	fmt.Fprintf(w, "# VLArbitration tables: %s port %d LowCap %d HighCap %d\n", d, port, low, high)
+	for _, t := range []struct {
+		name   string
+		offset int
+		cap    int
+	}{{"Low", 1, low}, {"High", 3, high}} {
+		if t.cap <= 0 {
+			continue
+		}
+		fmt.Fprintf(w, "# %s priority VL Arbitration Table:", t.name)
+		if err := vlarbBlock(c, d, port, t.offset, min(t.cap, 32), w); err != nil {
+			return err
+		}
+		if t.cap > 32 {
+			if err := vlarbBlock(c, d, port, t.offset+1, t.cap-32, w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func smpGUIDs(c *smpClient, d smpDest, _ []string, w io.Writer) error {
+	pi, err := c.get(d, umad.SMAttrPortInfo, 0)
+	if err != nil {
+		return failed("port info failed", err)
+	}
+	n := int(pi[50])
+	blocks := (n + 7) / 8
+	for i := 0; i < blocks; i++ {
+		b, err := c.get(d, umad.SMAttrGUIDInfo, uint32(i))
+		if err != nil {
+			return failed("guid info query failed", err)
+		}
+		k := 8
+		if i+1 == blocks {
+			k = ((n + 1 - i*8) / 2) * 2
+		}
+		for j := 0; j < k && j+2 <= 8; j += 2 {
+			fmt.Fprintf(w, "%4d: 0x%016x 0x%016x\n", i*8+j, binary.BigEndian.Uint64(b[8*j:]), binary.BigEndian.Uint64(b[8*j+8:]))
+		}
+	}
+	fmt.Fprintf(w, "%d guids capacity for this port\n", n)
+	return nil
+}
+
+const sminfoUsage = `Usage: sminfo [options] [<sm_lid|sm_dr_path>]
+
+Like infiniband-diags' sminfo: the SMInfo of the subnet manager (by
+default the master SM the local port's PortInfo names).
+
+Options:
+  -D, --Direct         the destination is a directed route
+  -C, --Ca <ca>        local device
+  -P, --Port <port>    local port
+  -t, --timeout <ms>   response timeout per try (default 1000)
+  -h, --help           this help
+`
+
+var sminfoStates = []string{"SMINFO_NOTACTIVE", "SMINFO_DISCOVER", "SMINFO_STANDBY", "SMINFO_MASTER"}
+
+func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
+	o, err := parseFabricOpts("sminfo", args, stderr)
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(stdout, sminfoUsage)
+		return nil
+	}
+	if err == nil && len(o.pos) > 2 {
+		err = errors.New("too many arguments")
+	}
+	if err != nil {
+		return fabricUsage(stderr, "sminfo", sminfoUsage, err)
+	}
+	c, err := env.openSMP(o.ca, o.port, o.timeout, o.retries)
+	if err != nil {
+		return fabricFail(stdout, "sminfo", err)
+	}
+	defer c.Close()
+	c.warn = stderr
+	var d smpDest
+	if len(o.pos) > 0 {
+		if d, err = parseSMPDest(o.pos[0], o.dr); err != nil {
+			return fabricFail(stdout, "sminfo", err)
+		}
+	} else {
+		pi, err := c.get(smpDest{dr: true}, umad.SMAttrPortInfo, 0)
+		if err != nil {
+			return fabricFail(stdout, "sminfo", fmt.Errorf("can't resolve sm port: %w", err))
+		}
+		d = smpDest{lid: binary.BigEndian.Uint16(pi[18:20])}
+	}
+	b, err := c.get(d, umad.SMAttrSMInfo, 0)
+	if err != nil {
+		return fabricFail(stdout, "sminfo", errors.New("query"))
+	}
+	state := int(b[20] & 0xf)
+	name := "???"
+	if state < len(sminfoStates) {
+		name = sminfoStates[state]
+	}
+	fmt.Fprintf(stdout, "sminfo: sm lid %d sm guid 0x%x, activity count %d priority %d state %d %s\n",
+		d.lid, binary.BigEndian.Uint64(b[0:8]), binary.BigEndian.Uint32(b[16:20]), b[20]>>4, state, name)
+	return nil
+}
