@@ -77,6 +77,13 @@
 //
 // # A tree that is not the kernel's
 //
+// A root given to [New] other than /sys is never left: its symbolic links
+// are resolved inside it, as openat2(2) resolves with RESOLVE_IN_ROOT (an
+// absolute target starts again at the root, ".." stays at the root), so a
+// fixture whose rate is a link to /etc/passwd reads the tree's etc/passwd,
+// not the host's. The running system's /sys is read as the kernel resolves
+// it (its links point inside it).
+//
 // Every attribute is read bounded: a file that is not a regular file (a
 // FIFO, a device node, a directory) is an error naming it, found before
 // the file is opened, and a file of more than a page (4096 bytes) is an

@@ -29,6 +29,9 @@ type FS struct {
 	fsys   fs.FS
 	root   string // shown in error messages; empty for NewFS
 	osRoot string // the directory files are read from through the seam; empty for NewFS
+	// confined: paths under osRoot are resolved inside it (resolveIn)
+	// before the seam reads them; every root but the running system's.
+	confined bool
 }
 
 // New returns an FS reading the sysfs tree mounted at root ("" means
@@ -45,6 +48,9 @@ func New(root string) (*FS, error) {
 	}
 	if !fi.IsDir() {
 		return nil, errs.New("open sysfs", "", &fs.PathError{Op: "open", Path: root, Err: syscall.ENOTDIR})
+	}
+	if confinedRoot(root) {
+		return &FS{fsys: inRootFS{root: root}, root: root, osRoot: root, confined: true}, nil
 	}
 	return &FS{fsys: os.DirFS(root), root: root, osRoot: root}, nil
 }
@@ -78,7 +84,11 @@ func (f *FS) osRoot0() string {
 // file (sys.OpenFile, sys.OpenFS).
 func (f *FS) open(rel string) (fs.File, error) {
 	if root := f.osRoot0(); root != "" {
-		file, err := sys.OpenFile(root + "/" + rel)
+		p, err := f.phys(rel)
+		if err != nil {
+			return nil, f.fixPathErr(err, rel)
+		}
+		file, err := sys.OpenFile(root + "/" + p)
 		if err != nil {
 			return nil, f.fixPathErr(err, rel)
 		}
@@ -153,7 +163,8 @@ type dir struct {
 // matching os.ErrNotExist; on an fs.FS, at the first read in it.
 func (f *FS) openDir(rel string) (dir, error) {
 	root := f.osRoot0()
-	if root == "" {
+	if root == "" || (f != nil && f.confined) {
+		// An fs.FS, or a confined root: read by path, each resolved.
 		return dir{f: f, rel: rel}, nil
 	}
 	d, err := sys.OpenDir(root, rel)
@@ -200,7 +211,10 @@ func (d *dir) readInto(name string, buf []byte) ([]byte, error) {
 	case d.open:
 		b, err = d.d.ReadFile(name, buf)
 	case root != "":
-		b, err = sys.ReadFileIn(root, d.relOf(name), buf)
+		var p string
+		if p, err = d.f.phys(d.relOf(name)); err == nil {
+			b, err = sys.ReadFileIn(root, p, buf)
+		}
 	default:
 		b, err = sys.ReadFileFS(d.f.fsys, d.relOf(name), buf)
 	}
@@ -292,7 +306,11 @@ func (f *FS) listNames(rel string, skipDirs bool) ([]string, error) {
 		if skipDirs {
 			list = sys.DirFileNames
 		}
-		names, err := list(root, rel)
+		p, err := f.phys(rel)
+		if err != nil {
+			return nil, f.fixPathErr(err, rel)
+		}
+		names, err := list(root, p)
 		if err != nil {
 			return nil, f.fixPathErr(err, rel)
 		}

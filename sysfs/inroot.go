@@ -1,0 +1,170 @@
+package sysfs
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// A root other than the running system's /sys is read confined to it: a
+// path under it is resolved in Go, component by component, the way
+// openat2(2) resolves with RESOLVE_IN_ROOT: a symbolic link's absolute
+// target starts again at the root, and ".." at the root stays there. A
+// fixture tree whose rate is a link to /etc/passwd, or whose ports/ is a
+// link to ../../../../etc, is read as the tree's own etc/passwd or etc (not
+// there: os.ErrNotExist), never the host's files.
+//
+// The running system's tree (root "" or "/sys") is read as the kernel
+// resolves it: sysfs (kernfs) holds only directories, attributes and
+// symbolic links to its own nodes (fs/kernfs/symlink.c, relative links such
+// as class/infiniband/X -> ../../devices/...), which resolve inside /sys
+// with or without confinement (TestResolveInRootHostSys).
+//
+// The confinement is of the tree's contents as read: a tree changed while
+// it is read (a directory swapped for a link between the resolution and the
+// open) is not defended against; the tree is the caller's.
+
+// maxLinks is the kernel's MAXSYMLINKS: more links on one path is ELOOP.
+const maxLinks = 40
+
+// confinedRoot reports whether a tree at root (as given to New) is read
+// confined to it: every root but the running system's /sys.
+func confinedRoot(root string) bool {
+	return filepath.Clean(root) != DefaultRoot
+}
+
+// resolveIn returns rel (a slash-separated path relative to root) with its
+// symbolic links resolved inside root, as a path relative to root without
+// links ("." for the root itself). The errors are *fs.PathError values
+// naming rel: the errno of a component that cannot be looked at (ENOENT,
+// EACCES, ENOTDIR) or ELOOP for more than maxLinks links.
+func resolveIn(root, rel string) (string, error) {
+	done := make([]string, 0, 8)
+	todo := strings.Split(rel, "/")
+	links := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) > 0 {
+				done = done[:len(done)-1]
+			}
+			continue
+		}
+		p := root + "/" + path.Join(append(done, c)...)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "", &fs.PathError{Op: "stat", Path: rel, Err: underlying(err)}
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			if len(todo) > 0 && !fi.IsDir() {
+				return "", &fs.PathError{Op: "open", Path: rel, Err: syscall.ENOTDIR}
+			}
+			done = append(done, c)
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", &fs.PathError{Op: "open", Path: rel, Err: syscall.ELOOP}
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return "", &fs.PathError{Op: "open", Path: rel, Err: underlying(err)}
+		}
+		if strings.HasPrefix(target, "/") {
+			done = done[:0] // re-rooted: the tree's root, not the host's
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	if len(done) == 0 {
+		return ".", nil
+	}
+	return path.Join(done...), nil
+}
+
+// underlying returns the errno inside an *fs.PathError, or err.
+func underlying(err error) error {
+	if pe, ok := err.(*fs.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// phys returns the path to hand the seam for rel: rel itself on the running
+// system's tree and on an fs.FS, rel resolved inside the root on a confined
+// tree (see resolveIn).
+func (f *FS) phys(rel string) (string, error) {
+	if f == nil || !f.confined {
+		return rel, nil
+	}
+	return resolveIn(f.osRoot, rel)
+}
+
+// inRootFS is the fs.FS of a confined root: os.DirFS's, with every name
+// resolved inside the root first.
+type inRootFS struct{ root string }
+
+func (r inRootFS) resolve(op, name string) (string, error) {
+	if !fs.ValidPath(name) {
+		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	p, err := resolveIn(r.root, name)
+	if err != nil {
+		return "", &fs.PathError{Op: op, Path: name, Err: underlying(err)}
+	}
+	return r.root + "/" + p, nil
+}
+
+// Open opens name, resolved inside the root.
+func (r inRootFS) Open(name string) (fs.File, error) {
+	p, err := r.resolve("open", name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: underlying(err)}
+	}
+	return f, nil
+}
+
+// Stat stats name, resolved inside the root.
+func (r inRootFS) Stat(name string) (fs.FileInfo, error) {
+	p, err := r.resolve("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: underlying(err)}
+	}
+	return namedInfo{fi, path.Base(name)}, nil
+}
+
+// ReadDir lists name, resolved inside the root. The entries' types are
+// lstat's: a link in the listing is a link.
+func (r inRootFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	p, err := r.resolve("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: underlying(err)}
+	}
+	return ents, nil
+}
+
+// namedInfo is a FileInfo under the name it was asked by (the link's, not
+// its target's).
+type namedInfo struct {
+	fs.FileInfo
+	name string
+}
+
+func (n namedInfo) Name() string { return n.name }
