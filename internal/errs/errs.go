@@ -57,8 +57,11 @@ func isNotSupported(errno syscall.Errno) bool {
 //
 //	op dev: errno text (what to do next)
 //
-// dev may be empty. The hint is chosen from the errno; an error without an
-// errno gets none.
+// dev may be empty. The hint is the cause's own when something in its
+// chain has a Hint() string method that returns one (a package that knows
+// the remedy better than the errno does: the file whose permissions to
+// check), else it is chosen from the errno; an error without an errno gets
+// none.
 //
 // The device and every word of the cause are capped (see [Cap]): a name of
 // thousands of bytes, which a caller or a broken tree can hand in and a
@@ -72,10 +75,25 @@ func Message(op, dev string, err error) string {
 		return s
 	}
 	s += ": " + Cap(err.Error())
-	if h := Hint(Errno(err)); h != "" {
+	if h := hintOf(err); h != "" {
 		s += " (" + h + ")"
 	}
 	return s
+}
+
+// Hinter is implemented by causes that name their own remedy (see
+// [Message]).
+type Hinter interface{ Hint() string }
+
+// hintOf returns the hint of err's first Hinter, or Hint of its errno.
+func hintOf(err error) string {
+	var h Hinter
+	if errors.As(err, &h) {
+		if s := h.Hint(); s != "" {
+			return s
+		}
+	}
+	return Hint(Errno(err))
 }
 
 // Hint says, for the errnos users meet most, what to do next.
