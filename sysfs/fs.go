@@ -112,13 +112,36 @@ func (f *FS) display(rel string) string {
 	return strings.TrimSuffix(f.root, "/") + "/" + rel
 }
 
-// fixPathErr makes a *fs.PathError show the full path.
+// fixPathErr makes a *fs.PathError show the full path. A file the caller
+// may not read (EACCES, EPERM) gets a hint naming it (permError).
 func (f *FS) fixPathErr(err error, rel string) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return &fs.PathError{Op: pe.Op, Path: f.display(rel), Err: pe.Err}
+		pe = &fs.PathError{Op: pe.Op, Path: f.display(rel), Err: pe.Err}
+	} else {
+		pe = &fs.PathError{Op: "read", Path: f.display(rel), Err: err}
 	}
-	return &fs.PathError{Op: "read", Path: f.display(rel), Err: err}
+	if errors.Is(pe.Err, syscall.EACCES) || errors.Is(pe.Err, syscall.EPERM) {
+		return &permError{pe}
+	}
+	return pe
+}
+
+// permError is a sysfs file or directory the caller may not read. Its hint
+// (errs.Hinter) names the file's permissions as the remedy: reading sysfs
+// needs no capability, only the file's mode (the errno's generic hint speaks
+// of CAP_NET_RAW and /dev/infiniband, which do not apply).
+type permError struct{ pe *fs.PathError }
+
+func (e *permError) Error() string { return e.pe.Error() }
+
+// Unwrap returns the *fs.PathError (errors.As finds it, errors.Is its
+// errno).
+func (e *permError) Unwrap() error { return e.pe }
+
+// Hint names the remedy.
+func (e *permError) Hint() string {
+	return "check the permissions of " + e.pe.Path + ", or run as a user who may read it"
 }
 
 // maxAttr is the most a sysfs attribute file holds (one page).
