@@ -64,7 +64,7 @@ func DataOctets(words uint64) uint64 {
 // HwCounters are a port's (or a device's) hw_counters/ directory: the
 // driver's counter name → value ("%llu"), without lifespan, which is a
 // setting (see [Port.HwCountersLifespan]). Optional counters enabled
-// through netlink are not listed in sysfs ([Netlink.PortStats] shows
+// through netlink are not listed in sysfs (rdmanl's Conn.PortStats shows
 // them).
 type HwCounters map[string]uint64
 
@@ -260,12 +260,16 @@ func (f *FS) openCounterFiles(dir, op, dev, absent string) (*HwCounterSet, error
 		return nil, errs.New(op, dev, err)
 	}
 	s := &HwCounterSet{dev: dev, op: op}
+	physDir, err := f.phys(dir) // once for the directory, not once a file
+	if err != nil {
+		return nil, errs.New(op, dev, f.fixPathErr(err, dir))
+	}
 	for _, name := range names {
 		if name == lifespanFile {
 			continue
 		}
 		rel := path.Join(dir, name)
-		file, err := f.open(rel)
+		file, err := f.openIn(physDir, rel, name)
 		if err != nil {
 			s.Close()
 			return nil, errs.New(op, dev, err)

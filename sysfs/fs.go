@@ -101,6 +101,24 @@ func (f *FS) open(rel string) (fs.File, error) {
 	return file, nil
 }
 
+// openIn is open of rel, the file name in a directory whose path under the
+// root, resolved (f.phys), is physDir: on a confined root only name is
+// resolved.
+func (f *FS) openIn(physDir, rel, name string) (fs.File, error) {
+	if f == nil || !f.confined {
+		return f.open(rel)
+	}
+	p, err := resolveAt(f.osRoot, physDir, name)
+	if err != nil {
+		return nil, f.fixPathErr(err, rel)
+	}
+	file, err := sys.OpenFile(f.osRoot + "/" + p)
+	if err != nil {
+		return nil, f.fixPathErr(err, rel)
+	}
+	return file, nil
+}
+
 // display returns the path shown in messages for rel.
 func (f *FS) display(rel string) string {
 	if f == nil || f.fsys == nil {
@@ -174,11 +192,17 @@ func (f *FS) readString(rel string) (string, error) {
 // whole path, as rdma-core does, costs about half as much again as
 // reading it relative to the open directory (sys.Dir). The zero dir{f: f}
 // is the root, read by path; so is every dir of an fs.FS.
+//
+// On a confined root (see resolveIn) the directory is opened at its path
+// resolved inside the root (phys), and its files are read without
+// following a link at the file's name (sys.Dir.ReadFileNoFollow): a file
+// that is a link is resolved inside the root and read by that path.
 type dir struct {
 	f    *FS
 	rel  string  // the directory relative to the root; "" for the root
-	d    sys.Dir // open when on the running system's tree
+	d    sys.Dir // open when on the running system's tree or a confined root
 	open bool
+	phys string // on a confined root: rel resolved inside it
 }
 
 // openDir opens the directory rel to read its files. On the running
@@ -186,15 +210,21 @@ type dir struct {
 // matching os.ErrNotExist; on an fs.FS, at the first read in it.
 func (f *FS) openDir(rel string) (dir, error) {
 	root := f.osRoot0()
-	if root == "" || (f != nil && f.confined) {
-		// An fs.FS, or a confined root: read by path, each resolved.
+	if root == "" {
 		return dir{f: f, rel: rel}, nil
 	}
-	d, err := sys.OpenDir(root, rel)
+	phys := rel
+	if f.confined {
+		var err error
+		if phys, err = resolveIn(root, rel); err != nil {
+			return dir{}, f.fixPathErr(err, rel)
+		}
+	}
+	d, err := sys.OpenDir(root, phys)
 	if err != nil {
 		return dir{}, f.fixPathErr(err, rel)
 	}
-	return dir{f: f, rel: rel, d: d, open: true}, nil
+	return dir{f: f, rel: rel, d: d, open: true, phys: phys}, nil
 }
 
 // sub opens the directory name in d, as openDir does.
@@ -202,6 +232,17 @@ func (d *dir) sub(name string) (dir, error) {
 	rel := d.relOf(name)
 	if !d.open {
 		return d.f.openDir(rel)
+	}
+	if d.f.confined {
+		phys, err := resolveAt(d.f.osRoot, d.phys, name)
+		if err != nil {
+			return dir{}, d.f.fixPathErr(err, rel)
+		}
+		sd, err := sys.OpenDir(d.f.osRoot, phys)
+		if err != nil {
+			return dir{}, d.f.fixPathErr(err, rel)
+		}
+		return dir{f: d.f, rel: rel, d: sd, open: true, phys: phys}, nil
 	}
 	sd, err := d.d.OpenDir(name)
 	if err != nil {
@@ -231,6 +272,8 @@ func (d *dir) readInto(name string, buf []byte) ([]byte, error) {
 	var b []byte
 	var err error
 	switch root := d.f.osRoot0(); {
+	case d.open && d.f.confined:
+		b, err = d.readConfined(name, buf)
 	case d.open:
 		b, err = d.d.ReadFile(name, buf)
 	case root != "":
@@ -249,6 +292,24 @@ func (d *dir) readInto(name string, buf []byte) ([]byte, error) {
 		b = b[:n-1]
 	}
 	return b, nil
+}
+
+// readConfined reads the file name in the open directory d of a confined
+// root: by name when it is not a link (no allocation), else at its path
+// resolved inside the root.
+func (d *dir) readConfined(name string, buf []byte) ([]byte, error) {
+	if !strings.Contains(name, "/") {
+		b, err := d.d.ReadFileNoFollow(name, buf)
+		var nr *sys.NotRegularError
+		if !(errors.As(err, &nr) && nr.Mode&fs.ModeSymlink != 0) && !errors.Is(err, syscall.ELOOP) {
+			return b, err
+		}
+	}
+	phys, err := resolveAt(d.f.osRoot, d.phys, name)
+	if err != nil {
+		return nil, err
+	}
+	return sys.ReadFileIn(d.f.osRoot, phys, buf)
 }
 
 // readString reads the whole attribute file name in d, minus one trailing

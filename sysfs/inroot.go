@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"bytes"
 	"io/fs"
 	"os"
 	"path"
@@ -41,32 +42,47 @@ func confinedRoot(root string) bool {
 // links ("." for the root itself). The errors are *fs.PathError values
 // naming rel: the errno of a component that cannot be looked at (ENOENT,
 // EACCES, ENOTDIR) or ELOOP for more than maxLinks links.
-func resolveIn(root, rel string) (string, error) {
-	done := make([]string, 0, 8)
-	todo := strings.Split(rel, "/")
-	links := 0
-	for len(todo) > 0 {
-		c := todo[0]
-		todo = todo[1:]
+func resolveIn(root, rel string) (string, error) { return resolveAt(root, "", rel) }
+
+// resolveAt is resolveIn of base+"/"+rel where base is already resolved
+// (a path relative to root without links, as resolveIn returns, or ""):
+// only rel's components are looked at. It allocates a path and a lstat a
+// component, and a string a link.
+func resolveAt(root, base, rel string) (string, error) {
+	buf := make([]byte, 0, len(root)+len(base)+len(rel)+16)
+	buf = append(buf, root...)
+	rootLen := len(buf)
+	if base != "" && base != "." {
+		buf = append(append(buf, '/'), base...)
+	}
+	todo, links := rel, 0
+	for todo != "" {
+		c := todo
+		if i := strings.IndexByte(todo, '/'); i >= 0 {
+			c, todo = todo[:i], todo[i+1:]
+		} else {
+			todo = ""
+		}
 		switch c {
 		case "", ".":
 			continue
 		case "..":
-			if len(done) > 0 {
-				done = done[:len(done)-1]
+			if len(buf) > rootLen {
+				buf = buf[:rootLen+bytes.LastIndexByte(buf[rootLen:], '/')]
 			}
 			continue
 		}
-		p := root + "/" + path.Join(append(done, c)...)
+		n := len(buf)
+		buf = append(append(buf, '/'), c...)
+		p := string(buf)
 		fi, err := os.Lstat(p)
 		if err != nil {
 			return "", &fs.PathError{Op: "stat", Path: rel, Err: underlying(err)}
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
-			if len(todo) > 0 && !fi.IsDir() {
+			if todo != "" && !fi.IsDir() {
 				return "", &fs.PathError{Op: "open", Path: rel, Err: syscall.ENOTDIR}
 			}
-			done = append(done, c)
 			continue
 		}
 		if links++; links > maxLinks {
@@ -76,15 +92,19 @@ func resolveIn(root, rel string) (string, error) {
 		if err != nil {
 			return "", &fs.PathError{Op: "open", Path: rel, Err: underlying(err)}
 		}
+		buf = buf[:n]
 		if strings.HasPrefix(target, "/") {
-			done = done[:0] // re-rooted: the tree's root, not the host's
+			buf = buf[:rootLen] // re-rooted: the tree's root, not the host's
 		}
-		todo = append(strings.Split(target, "/"), todo...)
+		if todo != "" {
+			target += "/" + todo
+		}
+		todo = target
 	}
-	if len(done) == 0 {
+	if len(buf) == rootLen {
 		return ".", nil
 	}
-	return path.Join(done...), nil
+	return string(buf[rootLen+1:]), nil
 }
 
 // underlying returns the errno inside an *fs.PathError, or err.
