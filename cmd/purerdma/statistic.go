@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/purerdma/rdma/abi"
-	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/rdmanl"
 )
 
 func init() {
@@ -16,21 +16,21 @@ func init() {
 
 // statNetlink is how statistic talks to the kernel (tests: a fake).
 var statNetlink interface {
-	Devices() ([]sysfs.NetlinkDevice, error)
-	PortStats(devIndex uint32, port int) (*sysfs.PortStats, error)
-	QPCounters(devIndex uint32) ([]sysfs.QPCounter, error)
-	CounterMode(devIndex uint32, port uint32) (*sysfs.PortCounterMode, error)
-} = sysfs.NewNetlink()
+	Devices() ([]rdmanl.Device, error)
+	PortStats(devIndex uint32, port int) (*rdmanl.Stats, error)
+	QPCounters(devIndex uint32) ([]rdmanl.QPCounter, error)
+	CounterMode(devIndex uint32, port uint32) (*rdmanl.PortCounterMode, error)
+} = rdmanl.New()
 
 // keepSocket returns nl, or, where nl is the running system's client (a
-// *sysfs.Netlink, not a test's fake), one that sends all of this run's
-// requests on one socket (sysfs.OpenNetlink) where nl opens one a request,
+// *rdmanl.Conn, not a test's fake), one that sends all of this run's
+// requests on one socket (rdmanl.Open) where nl opens one a request,
 // with the func that closes it.
 func keepSocket[T any](nl T) (T, func()) {
-	if _, ok := any(nl).(*sysfs.Netlink); !ok {
+	if _, ok := any(nl).(*rdmanl.Conn); !ok {
 		return nl, func() {}
 	}
-	k, err := sysfs.OpenNetlink()
+	k, err := rdmanl.Open()
 	if err != nil {
 		return nl, func() {} // the requests fail as they would have
 	}
@@ -120,7 +120,7 @@ func runStatistic(args []string, stdout, stderr io.Writer) error {
 		if only != "" && d.Name != only {
 			continue
 		}
-		var counters []sysfs.QPCounter
+		var counters []rdmanl.QPCounter
 		if qp && verb != "mode" {
 			if counters, err = nlc.QPCounters(d.Index); err != nil {
 				return linkKernelErr(stderr, err)
@@ -188,7 +188,7 @@ func atoi(s string) int64 {
 
 // statLine is stat_show_parse_cb's line (rdma/stat.c): "link DEV/PORT "
 // and "NAME VALUE " per counter; JSON ifname, port and the counters.
-func statLine(s *sysfs.PortStats) *resLine {
+func statLine(s *rdmanl.Stats) *resLine {
 	l := &resLine{}
 	l.add("ifname", "link "+s.Device+"/", s.Device)
 	l.add("port", fmt.Sprintf("%d ", s.Port), s.Port)
@@ -209,9 +209,9 @@ func statLink(l *resLine, index uint32, dev string, port uint32) {
 // statModeLine is qp_link_get_mode_parse_cb's line: "mode qp auto off",
 // or "qp auto" and the rule's names (type, pid) joined by commas, then
 // "on" (prepare_auto_mode_str).
-func statModeLine(m *sysfs.PortCounterMode) *resLine {
+func statModeLine(m *rdmanl.PortCounterMode) *resLine {
 	mode := "qp auto off"
-	if m.Mode == sysfs.CounterModeAuto {
+	if m.Mode == rdmanl.CounterModeAuto {
 		var mask uint32
 		if m.Mask != nil {
 			mask = *m.Mask
@@ -237,7 +237,7 @@ func statModeLine(m *sysfs.PortCounterMode) *resLine {
 // by type), pid and comm (print_comm: a kernel owner in brackets, at most
 // 17 characters; JSON gets the name whole), the counters, then the bound
 // QPs on a line of their own, "    LQPN: <N,N>" (JSON: lqpn, a list).
-func statQPLine(c *sysfs.QPCounter) *resLine {
+func statQPLine(c *rdmanl.QPCounter) *resLine {
 	l := &resLine{}
 	statLink(l, c.Index, c.Device, c.Port)
 	l.add("cntn", fmt.Sprintf("cntn %d ", c.ID), c.ID)

@@ -24,7 +24,7 @@ import (
 )
 
 // public are the packages a user imports, relative to the module root.
-var public = []string{".", "abi", "counters", "flow", "sysfs", "umad", "umad/netdisc", "uverbs"}
+var public = []string{".", "abi", "counters", "flow", "rdmanl", "sysfs", "umad", "umad/netdisc", "uverbs"}
 
 const module = "github.com/purerdma/rdma"
 
