@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"sort"
 	"strconv"
+	"syscall"
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/errs"
@@ -226,7 +228,7 @@ func (f *FS) readCA(name string, devs []CharDev, parts Parts) (*CA, error) {
 	// relative to it (see dir).
 	cd, err := f.openDir(classInfiniBand + "/" + name)
 	if err != nil {
-		return nil, errs.New("read CA", name, err)
+		return nil, errs.New("read CA", name, f.dangling(classInfiniBand+"/"+name, err))
 	}
 	defer cd.close()
 	ca, err := f.readCAAttrs(&cd, name, parts)
@@ -279,7 +281,7 @@ func (f *FS) readCAAttrs(d *dir, name string, parts Parts) (*CA, error) {
 		// stat a device.
 		if !d.open {
 			if _, serr := fs.Stat(f.files(), d.rel); serr != nil {
-				return nil, f.fixPathErr(serr, d.rel)
+				return nil, f.dangling(d.rel, f.fixPathErr(serr, d.rel))
 			}
 		}
 		return nil, err
@@ -324,6 +326,45 @@ func (f *FS) readCAAttrs(d *dir, name string, parts Parts) (*CA, error) {
 		}
 	}
 	return ca, nil
+}
+
+// DanglingLinkError says that a device's entry in class/infiniband is a
+// symbolic link to nothing: the device directory it names does not exist.
+// A device removed while it is read leaves no entry behind; a dangling one
+// is a broken tree (a driver that failed half-way, a copied tree missing
+// its devices/), which libibumad's umad_get_cas_names skips without a
+// word. Discovery reports it instead, so that ibstat fails, naming it. It
+// matches os.ErrNotExist (ENOENT).
+type DanglingLinkError struct {
+	// Path is the link, Target what it points at.
+	Path, Target string
+}
+
+// Error names the link and its target.
+func (e *DanglingLinkError) Error() string {
+	return e.Path + " is a dangling symbolic link: its target " + e.Target + " does not exist"
+}
+
+// Unwrap returns ENOENT.
+func (e *DanglingLinkError) Unwrap() error { return syscall.ENOENT }
+
+// dangling returns err, or a *DanglingLinkError when err says rel does not
+// exist and rel is a symbolic link (on a tree read from a directory; an
+// fs.FS given to NewFS has no links to look at).
+func (f *FS) dangling(rel string, err error) error {
+	root := f.osRoot0()
+	if root == "" || !isAbsent(err) {
+		return err
+	}
+	p := root + "/" + rel
+	if fi, lerr := os.Lstat(p); lerr != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return err
+	}
+	target, lerr := os.Readlink(p)
+	if lerr != nil {
+		return err
+	}
+	return &DanglingLinkError{Path: f.display(rel), Target: target}
 }
 
 // inFile sets the path of a *ParseError returned by a Parse function.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // A root other than the running system's /sys is read confined to it: a
@@ -188,3 +190,28 @@ type namedInfo struct {
 }
 
 func (n namedInfo) Name() string { return n.name }
+
+// ReadAttr reads the attribute file rel, a slash-separated path under the
+// root (such as "class/infiniband/mlx5_0/ports/1/rate"), as this package's
+// readers do: bounded to a page, a regular file only, its links resolved
+// inside the root (see [New]), minus one trailing newline. It is for tools
+// that print a file as it is, like ibstatus's cat. Errors are *Error
+// values naming the file.
+func (f *FS) ReadAttr(rel string) (string, error) {
+	s, err := f.readString(rel)
+	if err != nil {
+		return "", errs.New("read attribute", "", err)
+	}
+	return s, nil
+}
+
+// DirNames lists the directory rel under the root, sorted, its links
+// resolved inside the root. The error matches os.ErrNotExist when rel does
+// not exist and syscall.ENOTDIR when it is not a directory.
+func (f *FS) DirNames(rel string) ([]string, error) {
+	names, err := f.readNames(rel)
+	if err != nil {
+		return nil, errs.New("list directory", "", err)
+	}
+	return names, nil
+}

@@ -203,3 +203,79 @@ func TestResolveInRootHostSys(t *testing.T) {
 		t.Errorf("resolveIn(/sys, %s) = %q, %v; want %s", rel, got, err, want)
 	}
 }
+
+// TestDanglingDevice: a class/infiniband entry that is a link to nothing
+// is reported by discovery as a *DanglingLinkError naming the link and its
+// target (matching os.ErrNotExist), on a confined root and on a root read
+// as the kernel resolves it, by CAs, CA and ReadCAs.
+func TestDanglingDevice(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	if err := os.MkdirAll(filepath.Join(root, "class/infiniband"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const target = "../../devices/nowhere/X"
+	if err := os.Symlink(target, filepath.Join(root, "class/infiniband/X")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unconfined := &FS{fsys: os.DirFS(root), root: root, osRoot: root}
+	for _, fsys := range []*FS{f, unconfined} {
+		check := func(what string, err error) {
+			t.Helper()
+			var dl *DanglingLinkError
+			if !errors.As(err, &dl) || dl.Target != target || dl.Path != root+"/class/infiniband/X" || !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("confined %v: %s: %v, want a *DanglingLinkError of class/infiniband/X -> %s", fsys.confined, what, err, target)
+				return
+			}
+			if !strings.Contains(err.Error(), "class/infiniband/X is a dangling symbolic link: its target "+target+" does not exist") {
+				t.Errorf("%s: message %q", what, err)
+			}
+		}
+		cas, err := fsys.CAs()
+		if len(cas) != 0 {
+			t.Errorf("CAs read %d devices", len(cas))
+		}
+		check("CAs", err)
+		_, err = fsys.CA("X")
+		check("CA", err)
+		_, errs, err := fsys.ReadCAs([]string{"X"}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("ReadCAs", errs[0])
+		// A device that is not there at all stays a plain "no such
+		// device".
+		if _, err := fsys.CA("Y"); !errors.Is(err, os.ErrNotExist) || errors.As(err, new(*DanglingLinkError)) {
+			t.Errorf("CA(Y): %v", err)
+		}
+	}
+}
+
+// TestReadAttrDirNames: the exported path readers resolve inside the root
+// too, and name what they could not read.
+func TestReadAttrDirNames(t *testing.T) {
+	root := escapeTree(t)
+	f, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := f.ReadAttr("class/infiniband/mlx5_0/ports/1/rate"); err != nil || s != "25 Gb/sec (1X EDR)" {
+		t.Errorf("ReadAttr(rate -> /etc/passwd) = %q, %v; want the tree's etc/passwd", s, err)
+	}
+	if names, err := f.DirNames("class/infiniband/esc/ports"); err != nil || strings.Join(names, " ") != "1 passwd" {
+		t.Errorf("DirNames(ports -> ../…/etc) = %v, %v; want the tree's etc: [1 passwd]", names, err)
+	}
+	if _, err := f.ReadAttr("class/infiniband/mlx5_0/nope"); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "class/infiniband/mlx5_0/nope") {
+		t.Errorf("ReadAttr(nope) = %v", err)
+	}
+	if _, err := f.DirNames("class/infiniband/mlx5_0/node_type"); !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("DirNames(a file) = %v, want ENOTDIR", err)
+	}
+	var nilFS *FS
+	if _, err := nilFS.ReadAttr("class/nope"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("nil FS ReadAttr: %v", err)
+	}
+}

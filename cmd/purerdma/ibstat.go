@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/umad"
 )
 
@@ -203,6 +205,10 @@ func runIbstat(args []string, stdout, stderr io.Writer) error {
 	for i, n := range names {
 		ca, err := all[i], errs[i]
 		if err != nil {
+			var dl *sysfs.DanglingLinkError
+			if errors.As(err, &dl) {
+				fmt.Fprintf(stderr, "ibwarn: [%d] main: %v\n", os.Getpid(), dl)
+			}
 			return ibstatPanic(stderr, errnoOf(err), "stat of IB device '%s' failed", n)
 		}
 		if ca.NodeType == 0 {
@@ -250,6 +256,14 @@ func ibstatDevices() ([]string, error) {
 	for _, e := range ents {
 		b, err := sys.ReadString(filepath.Join(dir, e.Name(), "node_type"))
 		if err != nil {
+			// libibumad skips an entry whose node_type it cannot
+			// read (is_ib_type); a dangling link (X -> a device
+			// directory that is not there) is kept, so that the
+			// device's read fails and ibstat says so rather than
+			// print nothing.
+			if _, serr := os.Stat(filepath.Join(dir, e.Name())); e.Type()&fs.ModeSymlink != 0 && errors.Is(serr, os.ErrNotExist) {
+				names = append(names, e.Name())
+			}
 			continue
 		}
 		if t, _ := strconv.ParseUint(strings.TrimSpace(strings.SplitN(b, ":", 2)[0]), 0, 32); t >= 1 && t <= 3 {
