@@ -224,8 +224,12 @@ type Stats struct {
 	Counters []NamedCounter
 }
 
-// Map returns the counters as a map, name → value.
+// Map returns the counters as a map, name → value (nil for a nil
+// *Stats).
 func (s *Stats) Map() sysfs.HwCounters {
+	if s == nil {
+		return nil
+	}
 	m := make(sysfs.HwCounters, len(s.Counters))
 	for _, c := range s.Counters {
 		m[c.Name] = c.Value

@@ -18,3 +18,16 @@ func TestZeroValues(t *testing.T) {
 		new(ResourceKind), new(Port), new(ResourceSummary), new(ResourceObject),
 		(*Conn)(nil))
 }
+
+// TestNilReceivers: a nil *Stats maps to nil; a nil *Conn asks the running
+// kernel like New's (TestZeroValues); the other types have value methods.
+func TestNilReceivers(t *testing.T) {
+	var s *Stats
+	if m := s.Map(); m != nil {
+		t.Errorf("(*Stats)(nil).Map() = %v", m)
+	}
+	var c *Conn
+	if err := c.Close(); err != nil {
+		t.Errorf("(*Conn)(nil).Close() = %v", err)
+	}
+}

@@ -61,6 +61,9 @@ type CA struct {
 // of a CA, whose ports are 1 to N, and 0 for a switch, whose only port is
 // its management port 0.
 func (c *CA) NumPorts() int {
+	if c == nil {
+		return 0
+	}
 	n := 0
 	for _, p := range c.Ports {
 		n = max(n, p.Number)
@@ -70,6 +73,9 @@ func (c *CA) NumPorts() int {
 
 // Port returns the port numbered n, or nil.
 func (c *CA) Port(n int) *Port {
+	if c == nil {
+		return nil
+	}
 	for _, p := range c.Ports {
 		if p.Number == n {
 			return p
@@ -83,6 +89,9 @@ func (c *CA) Port(n int) *Port {
 // [Port.HwCounters]). Its error matches [ErrNotSupported] when the directory
 // does not exist.
 func (c *CA) HwCounters() (HwCounters, error) {
+	if c == nil {
+		return nil, errNil("read hw counters")
+	}
 	return c.fs.hwCounters(path.Join(classInfiniBand, c.Name), c.Name)
 }
 
@@ -342,11 +351,19 @@ type DanglingLinkError struct {
 
 // Error names the link and its target.
 func (e *DanglingLinkError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	return e.Path + " is a dangling symbolic link: its target " + e.Target + " does not exist"
 }
 
-// Unwrap returns ENOENT.
-func (e *DanglingLinkError) Unwrap() error { return syscall.ENOENT }
+// Unwrap returns ENOENT (nil for a nil *DanglingLinkError).
+func (e *DanglingLinkError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return syscall.ENOENT
+}
 
 // dangling returns err, or a *DanglingLinkError when err says rel does not
 // exist and rel is a symbolic link (on a tree read from a directory; an

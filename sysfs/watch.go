@@ -54,6 +54,9 @@ func (w *CAWatch) resolve() {
 // reports true with the error, and the next call compares against an
 // unknown state, reporting true again.
 func (w *CAWatch) Changed() (bool, error) {
+	if w == nil {
+		return true, errNil("watch CAs")
+	}
 	cur, err := w.snapshot(w.cur)
 	if err != nil {
 		w.read = false
