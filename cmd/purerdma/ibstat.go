@@ -8,15 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 
-	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/umad"
 )
@@ -244,8 +241,13 @@ func ibstatNonNil(s []string) []string {
 // ibstatDevices is umad_get_ca_device_list sorted by name: every entry of
 // class/infiniband whose node type (read as strtoul does) is 1 to 3.
 func ibstatDevices() ([]string, error) {
-	dir := filepath.Join(ibSysfsRoot, "class", "infiniband")
-	ents, err := os.ReadDir(dir)
+	// Through package sysfs, which keeps a tree given as the root inside
+	// it (a node_type that is a link to a host file is not read).
+	var ents []string
+	fsys, err := sysfs.New(ibSysfsRoot)
+	if err == nil {
+		ents, err = fsys.DirNames("class/infiniband")
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil // no devices: ibstat prints nothing
 	}
@@ -254,20 +256,20 @@ func ibstatDevices() ([]string, error) {
 	}
 	var names []string
 	for _, e := range ents {
-		b, err := sys.ReadString(filepath.Join(dir, e.Name(), "node_type"))
+		b, err := fsys.ReadAttr("class/infiniband/" + e + "/node_type")
 		if err != nil {
 			// libibumad skips an entry whose node_type it cannot
-			// read (is_ib_type); a dangling link (X -> a device
-			// directory that is not there) is kept, so that the
-			// device's read fails and ibstat says so rather than
-			// print nothing.
-			if _, serr := os.Stat(filepath.Join(dir, e.Name())); e.Type()&fs.ModeSymlink != 0 && errors.Is(serr, os.ErrNotExist) {
-				names = append(names, e.Name())
+			// read (is_ib_type); an entry whose directory is not
+			// there (a dangling link, X -> a device directory
+			// that is missing) is kept, so that the device's read
+			// fails and ibstat says so rather than print nothing.
+			if _, derr := fsys.DirNames("class/infiniband/" + e); errors.Is(derr, os.ErrNotExist) {
+				names = append(names, e)
 			}
 			continue
 		}
 		if t, _ := strconv.ParseUint(strings.TrimSpace(strings.SplitN(b, ":", 2)[0]), 0, 32); t >= 1 && t <= 3 {
-			names = append(names, e.Name())
+			names = append(names, e)
 		}
 	}
 	sort.Strings(names)
