@@ -105,7 +105,7 @@ func (f *FS) open(rel string) (fs.File, error) {
 // root, resolved (f.phys), is physDir: on a confined root only name is
 // resolved.
 func (f *FS) openIn(physDir, rel, name string) (fs.File, error) {
-	if f == nil || !f.confined {
+	if !f.isConfined() {
 		return f.open(rel)
 	}
 	p, err := resolveAt(f.osRoot, physDir, name)
@@ -214,7 +214,7 @@ func (f *FS) openDir(rel string) (dir, error) {
 		return dir{f: f, rel: rel}, nil
 	}
 	phys := rel
-	if f.confined {
+	if f.isConfined() {
 		var err error
 		if phys, err = resolveIn(root, rel); err != nil {
 			return dir{}, f.fixPathErr(err, rel)
@@ -233,7 +233,7 @@ func (d *dir) sub(name string) (dir, error) {
 	if !d.open {
 		return d.f.openDir(rel)
 	}
-	if d.f.confined {
+	if d.f.isConfined() {
 		phys, err := resolveAt(d.f.osRoot, d.phys, name)
 		if err != nil {
 			return dir{}, d.f.fixPathErr(err, rel)
@@ -272,7 +272,7 @@ func (d *dir) readInto(name string, buf []byte) ([]byte, error) {
 	var b []byte
 	var err error
 	switch root := d.f.osRoot0(); {
-	case d.open && d.f.confined:
+	case d.open && d.f.isConfined():
 		b, err = d.readConfined(name, buf)
 	case d.open:
 		b, err = d.d.ReadFile(name, buf)

@@ -121,7 +121,7 @@ func underlying(err error) error {
 // system's tree and on an fs.FS, rel resolved inside the root on a confined
 // tree (see resolveIn).
 func (f *FS) phys(rel string) (string, error) {
-	if f == nil || !f.confined {
+	if !f.isConfined() {
 		return rel, nil
 	}
 	return resolveIn(f.osRoot, rel)
@@ -215,3 +215,7 @@ func (f *FS) DirNames(rel string) ([]string, error) {
 	}
 	return names, nil
 }
+
+// isConfined reports whether f reads a confined root (see resolveIn); a
+// nil or zero FS reads the running system's /sys, which is not.
+func (f *FS) isConfined() bool { return f != nil && f.confined }

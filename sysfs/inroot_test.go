@@ -202,6 +202,20 @@ func TestResolveInRootHostSys(t *testing.T) {
 	if err != nil || "/sys/"+got != want {
 		t.Errorf("resolveIn(/sys, %s) = %q, %v; want %s", rel, got, err, want)
 	}
+	// The nil FS (the running system's) reads through an open directory
+	// and by path, as before.
+	var nilFS *FS
+	d, err := nilFS.openDir("class/net/lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	if s, err := d.readString("mtu"); err != nil || s == "" {
+		t.Errorf("nil FS, class/net/lo/mtu through the directory: %q, %v", s, err)
+	}
+	if s, err := nilFS.ReadAttr(rel); err != nil || s == "" {
+		t.Errorf("nil FS ReadAttr(%s): %q, %v", rel, s, err)
+	}
 }
 
 // TestDanglingDevice: a class/infiniband entry that is a link to nothing

@@ -69,7 +69,7 @@ func (w *CAWatch) Changed() (bool, error) {
 }
 
 func (w *CAWatch) snapshot(buf []byte) ([]byte, error) {
-	if w.pathz == nil && w.f != nil && w.f.confined {
+	if w.pathz == nil && w.f.isConfined() {
 		w.resolve()
 	}
 	if w.pathz == nil { // an fs.FS (or unresolved): its names, one per line
