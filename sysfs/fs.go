@@ -36,8 +36,11 @@ type FS struct {
 
 // New returns an FS reading the sysfs tree mounted at root ("" means
 // [DefaultRoot]). Tests and tools point root at a copy of the tree, such as
-// the fixtures in this package's testdata. The error matches
-// os.ErrNotExist when root does not exist.
+// the fixtures in this package's testdata. Such a tree is never left: its
+// symbolic links are resolved inside root, as openat2(2)'s
+// RESOLVE_IN_ROOT does (an absolute target starts again at root, ".."
+// stops at it); /sys itself is read as the kernel resolves it. The error
+// matches os.ErrNotExist when root does not exist.
 func New(root string) (*FS, error) {
 	if root == "" {
 		root = DefaultRoot
