@@ -12,6 +12,7 @@ import (
 	"github.com/purerdma/rdma/internal/errs"
 
 	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/rdmanl"
 	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/uverbs"
 )
@@ -152,10 +153,10 @@ func (s *Set) Close() error {
 	return err
 }
 
-// StatsSource reads a port's statistics over RDMA netlink; *sysfs.Netlink
+// StatsSource reads a port's statistics over RDMA netlink; *rdmanl.Conn
 // is one.
 type StatsSource interface {
-	PortStatsByName(device string, port int) (*sysfs.PortStats, error)
+	PortStatsByName(device string, port int) (*rdmanl.Stats, error)
 }
 
 // Options say where Describe looks. A nil *Options means the running
@@ -164,7 +165,7 @@ type Options struct {
 	// Sysfs is the sysfs tree to read; nil means the running system's
 	// (/sys).
 	Sysfs *sysfs.FS
-	// Netlink reads the netlink statistics; nil means sysfs.NewNetlink()
+	// Netlink reads the netlink statistics; nil means rdmanl.New()
 	// when Sysfs is the host's /sys (a fixture describes no running
 	// system) and none otherwise.
 	Netlink StatsSource
@@ -218,7 +219,7 @@ func DescribeWith(device string, opts *Options) (sets []*Set, err error) {
 		// One socket for every request of the description and of the
 		// netlink sets' reads; without RDMA netlink (no ib_core) there
 		// are no netlink sets, as before.
-		if n, err := sysfs.OpenNetlink(); err == nil {
+		if n, err := rdmanl.Open(); err == nil {
 			kept = &keptNetlink{n: n}
 			kept.refs.Store(1) // Describe's own, released on return
 			defer kept.release()
@@ -305,7 +306,7 @@ func DescribeWith(device string, opts *Options) (sets []*Set, err error) {
 // keptNetlink is DescribeWith's netlink client, closed when Describe has
 // returned and every netlink set it made is closed.
 type keptNetlink struct {
-	n    *sysfs.Netlink
+	n    *rdmanl.Conn
 	refs atomic.Int32
 }
 
@@ -316,10 +317,10 @@ func (k *keptNetlink) release() {
 }
 
 // indexedStats is a StatsSource that also reads by the device's index
-// (*sysfs.Netlink): one request a read instead of two (the name's lookup,
+// (*rdmanl.Conn): one request a read instead of two (the name's lookup,
 // then the statistics).
 type indexedStats interface {
-	PortStats(devIndex uint32, port int) (*sysfs.PortStats, error)
+	PortStats(devIndex uint32, port int) (*rdmanl.Stats, error)
 }
 
 // Supported reports whether devices of the driver have verbs counters in
@@ -385,7 +386,7 @@ func openPMA(fsys *sysfs.FS, device string, port int) (*Set, error) {
 // index, -1 when unknown.
 func netlinkSet(nl StatsSource, device string, port, index int) *Set {
 	ix, byIndex := nl.(indexedStats)
-	stats := func() (*sysfs.PortStats, error) {
+	stats := func() (*rdmanl.Stats, error) {
 		if byIndex && index >= 0 {
 			return ix.PortStats(uint32(index), port)
 		}

@@ -10,14 +10,15 @@ import (
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/internal/testmodel/sysfstest"
+	"github.com/purerdma/rdma/rdmanl"
 	"github.com/purerdma/rdma/sysfs"
 )
 
 type stats struct{ calls int }
 
-func (s *stats) PortStatsByName(dev string, port int) (*sysfs.PortStats, error) {
+func (s *stats) PortStatsByName(dev string, port int) (*rdmanl.Stats, error) {
 	s.calls++
-	return &sysfs.PortStats{Device: dev, Port: port, Counters: []sysfs.NamedCounter{
+	return &rdmanl.Stats{Device: dev, Port: port, Counters: []rdmanl.NamedCounter{
 		{Name: "rx_write_requests", Value: uint64(10 * s.calls)}, {Name: "cc_rx_ce_pkts", Value: 3}}}, nil
 }
 

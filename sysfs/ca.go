@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"sort"
 	"strconv"
+	"syscall"
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/errs"
@@ -59,6 +61,9 @@ type CA struct {
 // of a CA, whose ports are 1 to N, and 0 for a switch, whose only port is
 // its management port 0.
 func (c *CA) NumPorts() int {
+	if c == nil {
+		return 0
+	}
 	n := 0
 	for _, p := range c.Ports {
 		n = max(n, p.Number)
@@ -68,6 +73,9 @@ func (c *CA) NumPorts() int {
 
 // Port returns the port numbered n, or nil.
 func (c *CA) Port(n int) *Port {
+	if c == nil {
+		return nil
+	}
 	for _, p := range c.Ports {
 		if p.Number == n {
 			return p
@@ -81,6 +89,9 @@ func (c *CA) Port(n int) *Port {
 // [Port.HwCounters]). Its error matches [ErrNotSupported] when the directory
 // does not exist.
 func (c *CA) HwCounters() (HwCounters, error) {
+	if c == nil {
+		return nil, errNil("read hw counters")
+	}
 	return c.fs.hwCounters(path.Join(classInfiniBand, c.Name), c.Name)
 }
 
@@ -226,7 +237,7 @@ func (f *FS) readCA(name string, devs []CharDev, parts Parts) (*CA, error) {
 	// relative to it (see dir).
 	cd, err := f.openDir(classInfiniBand + "/" + name)
 	if err != nil {
-		return nil, errs.New("read CA", name, err)
+		return nil, errs.New("read CA", name, f.dangling(classInfiniBand+"/"+name, err))
 	}
 	defer cd.close()
 	ca, err := f.readCAAttrs(&cd, name, parts)
@@ -279,7 +290,7 @@ func (f *FS) readCAAttrs(d *dir, name string, parts Parts) (*CA, error) {
 		// stat a device.
 		if !d.open {
 			if _, serr := fs.Stat(f.files(), d.rel); serr != nil {
-				return nil, f.fixPathErr(serr, d.rel)
+				return nil, f.dangling(d.rel, f.fixPathErr(serr, d.rel))
 			}
 		}
 		return nil, err
@@ -324,6 +335,53 @@ func (f *FS) readCAAttrs(d *dir, name string, parts Parts) (*CA, error) {
 		}
 	}
 	return ca, nil
+}
+
+// DanglingLinkError says that a device's entry in class/infiniband is a
+// symbolic link to nothing: the device directory it names does not exist.
+// A device removed while it is read leaves no entry behind; a dangling one
+// is a broken tree (a driver that failed half-way, a copied tree missing
+// its devices/), which libibumad's umad_get_cas_names skips without a
+// word. Discovery reports it instead, so that ibstat fails, naming it. It
+// matches os.ErrNotExist (ENOENT).
+type DanglingLinkError struct {
+	// Path is the link, Target what it points at.
+	Path, Target string
+}
+
+// Error names the link and its target.
+func (e *DanglingLinkError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
+	return e.Path + " is a dangling symbolic link: its target " + e.Target + " does not exist"
+}
+
+// Unwrap returns ENOENT (nil for a nil *DanglingLinkError).
+func (e *DanglingLinkError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return syscall.ENOENT
+}
+
+// dangling returns err, or a *DanglingLinkError when err says rel does not
+// exist and rel is a symbolic link (on a tree read from a directory; an
+// fs.FS given to NewFS has no links to look at).
+func (f *FS) dangling(rel string, err error) error {
+	root := f.osRoot0()
+	if root == "" || !isAbsent(err) {
+		return err
+	}
+	p := root + "/" + rel
+	if fi, lerr := os.Lstat(p); lerr != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return err
+	}
+	target, lerr := os.Readlink(p)
+	if lerr != nil {
+		return err
+	}
+	return &DanglingLinkError{Path: f.display(rel), Target: target}
 }
 
 // inFile sets the path of a *ParseError returned by a Parse function.

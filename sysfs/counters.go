@@ -64,7 +64,7 @@ func DataOctets(words uint64) uint64 {
 // HwCounters are a port's (or a device's) hw_counters/ directory: the
 // driver's counter name → value ("%llu"), without lifespan, which is a
 // setting (see [Port.HwCountersLifespan]). Optional counters enabled
-// through netlink are not listed in sysfs ([Netlink.PortStats] shows
+// through netlink are not listed in sysfs (rdmanl's Conn.PortStats shows
 // them).
 type HwCounters map[string]uint64
 
@@ -77,6 +77,9 @@ const lifespanFile = "lifespan"
 // without a PMA, such as rxe), and os.ErrPermission when a file is
 // unreadable.
 func (p *Port) Counters() (Counters, error) {
+	if p == nil {
+		return nil, errNil("read PMA counters")
+	}
 	f := p.fs
 	dir := path.Join(p.dir(), "counters")
 	ents, err := f.readDir(dir)
@@ -124,6 +127,9 @@ func pmaUnavailable(err error) bool {
 // [Port.OpenHwCounters], which does not allocate. The error matches
 // [ErrNotSupported] when the port has no hw_counters/ directory.
 func (p *Port) HwCounters() (HwCounters, error) {
+	if p == nil {
+		return nil, errNil("read hw counters")
+	}
 	return p.fs.hwCounters(p.dir(), p.Name())
 }
 
@@ -145,6 +151,9 @@ func (f *FS) hwCounters(parent, dev string) (HwCounters, error) {
 // jiffies: 12 ms with HZ=250). The error matches [ErrNotSupported] when
 // the port has no hw_counters/ and os.ErrNotExist when there is no lifespan.
 func (p *Port) HwCountersLifespan() (time.Duration, error) {
+	if p == nil {
+		return 0, errNil("read hw counters lifespan")
+	}
 	return p.fs.hwCountersLifespan(p.CA, p.Number)
 }
 
@@ -203,6 +212,9 @@ type HwCounterSet struct {
 // for repeated reading with [HwCounterSet.Read]. The error matches
 // [ErrNotSupported] when the port has no hw_counters/ directory.
 func (p *Port) OpenHwCounters() (*HwCounterSet, error) {
+	if p == nil {
+		return nil, errNil("read hw counters")
+	}
 	return p.fs.openHwCounters(p.dir(), p.Name())
 }
 
@@ -260,12 +272,16 @@ func (f *FS) openCounterFiles(dir, op, dev, absent string) (*HwCounterSet, error
 		return nil, errs.New(op, dev, err)
 	}
 	s := &HwCounterSet{dev: dev, op: op}
+	physDir, err := f.phys(dir) // once for the directory, not once a file
+	if err != nil {
+		return nil, errs.New(op, dev, f.fixPathErr(err, dir))
+	}
 	for _, name := range names {
 		if name == lifespanFile {
 			continue
 		}
 		rel := path.Join(dir, name)
-		file, err := f.open(rel)
+		file, err := f.openIn(physDir, rel, name)
 		if err != nil {
 			s.Close()
 			return nil, errs.New(op, dev, err)
@@ -286,12 +302,20 @@ func (f *FS) openCounterFiles(dir, op, dev, absent string) (*HwCounterSet, error
 
 // Names returns the counter names in the set, sorted. The slice belongs to
 // the set.
-func (s *HwCounterSet) Names() []string { return s.names }
+func (s *HwCounterSet) Names() []string {
+	if s == nil {
+		return nil
+	}
+	return s.names
+}
 
 // Read reads every counter into dst, keyed by name. Once dst holds every
 // name (after the first Read into it) a Read allocates nothing. On error
 // dst may hold some new values.
 func (s *HwCounterSet) Read(dst map[string]uint64) error {
+	if s == nil {
+		return errNil("read hw counters")
+	}
 	for i, name := range s.names {
 		v, err := s.read(i)
 		if err != nil {
@@ -305,6 +329,9 @@ func (s *HwCounterSet) Read(dst map[string]uint64) error {
 // ReadValues reads every counter into dst[i], in the order of
 // [HwCounterSet.Names]; dst must be at least that long.
 func (s *HwCounterSet) ReadValues(dst []uint64) error {
+	if s == nil {
+		return errNil("read hw counters")
+	}
 	if len(dst) < len(s.names) {
 		return errs.New(s.op, s.dev, fmt.Errorf("destination holds %d values, the set has %d counters", len(dst), len(s.names)))
 	}
@@ -354,6 +381,9 @@ func pathErrAt(err error, p string) error {
 // Close closes the files. It is safe to call more than once; reading a
 // closed set fails with an error matching fs.ErrClosed.
 func (s *HwCounterSet) Close() error {
+	if s == nil {
+		return errNil("close hw counters")
+	}
 	var first error
 	for i, c := range s.close {
 		if c == nil {
@@ -378,6 +408,9 @@ type CounterSet struct{ s *HwCounterSet }
 // [CounterSet.ReadValues]. The error matches [ErrNotSupported] when the
 // port has no counters/ directory (a driver without a PMA).
 func (p *Port) OpenCounters() (*CounterSet, error) {
+	if p == nil {
+		return nil, errNil("read PMA counters")
+	}
 	s, err := p.fs.openCounterFiles(path.Join(p.dir(), "counters"), "read PMA counters", p.Name(), "the driver has no PMA")
 	if err != nil {
 		return nil, err
@@ -400,6 +433,9 @@ func (f *FS) OpenCounters(ca string, port int) (*CounterSet, error) {
 // Names returns the counter (file) names in the set, sorted. The slice
 // belongs to the set.
 func (c *CounterSet) Names() []string {
+	if c == nil {
+		return nil
+	}
 	if c.s == nil {
 		return nil
 	}
@@ -412,6 +448,9 @@ func (c *CounterSet) Names() []string {
 // "N/A (no PMA)" or the kernel could not get the value from the driver.
 // dst and ok must be at least as long as Names. It allocates nothing.
 func (c *CounterSet) ReadValues(dst []uint64, ok []bool) error {
+	if c == nil {
+		return errNil("read PMA counters")
+	}
 	s := c.s
 	if s == nil {
 		return errs.New("read PMA counters", "", errNotOpened)
@@ -448,6 +487,9 @@ func (c *CounterSet) ReadValues(dst []uint64, ok []bool) error {
 // cannot fetch, each read of which costs the kernel a PMA query. keep must
 // be at least as long as Names; Names shrinks to the kept counters.
 func (c *CounterSet) Keep(keep []bool) error {
+	if c == nil {
+		return errNil("keep PMA counters")
+	}
 	s := c.s
 	if s == nil {
 		return errs.New("read PMA counters", "", errNotOpened)
@@ -475,6 +517,9 @@ func (c *CounterSet) Keep(keep []bool) error {
 // Close closes the files. It is safe to call more than once; reading a
 // closed set fails with an error matching fs.ErrClosed.
 func (c *CounterSet) Close() error {
+	if c == nil {
+		return errNil("close PMA counters")
+	}
 	if c.s == nil {
 		return nil
 	}

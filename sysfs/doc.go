@@ -1,6 +1,6 @@
 // Package sysfs discovers RDMA devices, their ports and their character
-// devices from sysfs, with RDMA netlink as a second source. It is the Go
-// counterpart of libibumad's sysfs.c and of the discovery half of its API
+// devices from sysfs (RDMA netlink, the second source, is package
+// rdmanl). It is the Go counterpart of libibumad's sysfs.c and of the discovery half of its API
 // (umad_get_cas_names, umad_get_ca, umad_get_port, the umadN lookup of
 // umad_open_port), and what ibstat, ibstatus and "rdma dev show" print. Its
 // shape follows prometheus/procfs's sysfs/class_infiniband.go: readers take
@@ -55,15 +55,9 @@
 //
 // # Netlink
 //
-// [Netlink] speaks RDMA netlink (NETLINK_RDMA) through
-// github.com/vishvananda/netlink's nl package: the device list
-// ([Netlink.Devices], like "rdma dev show") and a port's hardware counters
-// read fresh from the driver ([Netlink.PortStats], like "rdma statistic
-// show link"), and the character device of a device or port with its ABI
-// and, for uverbs, the driver id ([Netlink.Chardev], GET_CHARDEV, what
-// libibverbs asks). It does not give GIDs, P_Keys or rates; sysfs does.
-// The replies are decoded here, by a walker that trusts no length (the nl
-// package's own attribute parser panics on a truncated attribute).
+// RDMA netlink, the second source (the device list, port statistics read
+// fresh from the driver, GET_CHARDEV), is package
+// github.com/purerdma/rdma/rdmanl.
 //
 // # Errors
 //
@@ -76,6 +70,13 @@
 // file, what it held and what was expected.
 //
 // # A tree that is not the kernel's
+//
+// A root given to [New] other than /sys is never left: its symbolic links
+// are resolved inside it, as openat2(2) resolves with RESOLVE_IN_ROOT (an
+// absolute target starts again at the root, ".." stays at the root), so a
+// fixture whose rate is a link to /etc/passwd reads the tree's etc/passwd,
+// not the host's. The running system's /sys is read as the kernel resolves
+// it (its links point inside it).
 //
 // Every attribute is read bounded: a file that is not a regular file (a
 // FIFO, a device node, a directory) is an error naming it, found before

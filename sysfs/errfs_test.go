@@ -65,8 +65,14 @@ func TestInjectedErrno(t *testing.T) {
 		if !errors.Is(err, os.ErrPermission) || !errors.Is(err, syscall.EACCES) {
 			t.Fatalf("error %v does not match os.ErrPermission", err)
 		}
-		if !strings.Contains(err.Error(), rxe0Port+"lid") || !strings.Contains(err.Error(), "run as root") {
-			t.Errorf("message %q does not name the file and say what to do", err)
+		// The remedy is the file's permissions, not a capability:
+		// reading sysfs needs none.
+		if !strings.Contains(err.Error(), "(check the permissions of "+rxe0Port+"lid, or run as a user who may read it)") || strings.Contains(err.Error(), "CAP_NET_RAW") {
+			t.Errorf("message %q does not name the file and its permissions as the remedy", err)
+		}
+		var pe *fs.PathError
+		if !errors.As(err, &pe) || pe.Path != rxe0Port+"lid" {
+			t.Errorf("error %v: no *fs.PathError naming the file", err)
 		}
 		if _, err := f.CAs(); !errors.Is(err, os.ErrPermission) {
 			t.Errorf("CAs: %v, want os.ErrPermission", err)
@@ -191,6 +197,9 @@ func TestPermission(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "ports/1/lid") {
 		t.Errorf("message %q does not name the file", err)
+	}
+	if !strings.Contains(err.Error(), "check the permissions of "+root+"/class/infiniband/rxe0/ports/1/lid") || strings.Contains(err.Error(), "CAP_NET_RAW") {
+		t.Errorf("message %q does not name the file's permissions as the remedy", err)
 	}
 	if _, err := f.Port("rxe1", 1); err != nil {
 		t.Errorf("the other CA: %v", err)

@@ -2,6 +2,9 @@ package sysfs
 
 import (
 	"fmt"
+	"syscall"
+
+	"github.com/purerdma/rdma/internal/errs"
 
 	"github.com/purerdma/rdma"
 )
@@ -32,6 +35,9 @@ type ParseError struct {
 
 // Error returns "parse PATH: got TEXT, want WANT".
 func (e *ParseError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	s := "parse "
 	if e.Path != "" {
 		s += e.Path + ": "
@@ -46,4 +52,11 @@ func parseErr(path, text, want string) *ParseError {
 		text = text[:max] + "…"
 	}
 	return &ParseError{Path: path, Text: text, Want: want}
+}
+
+// errNil is the error of a method called on a nil pointer of one of the
+// package's types (a *Port, a *HwCounterSet, ...): EINVAL, an invalid
+// argument, rather than a panic.
+func errNil(op string) error {
+	return errs.New(op, "", fmt.Errorf("called on a nil pointer: %w", syscall.EINVAL))
 }

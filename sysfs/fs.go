@@ -29,12 +29,18 @@ type FS struct {
 	fsys   fs.FS
 	root   string // shown in error messages; empty for NewFS
 	osRoot string // the directory files are read from through the seam; empty for NewFS
+	// confined: paths under osRoot are resolved inside it (resolveIn)
+	// before the seam reads them; every root but the running system's.
+	confined bool
 }
 
 // New returns an FS reading the sysfs tree mounted at root ("" means
 // [DefaultRoot]). Tests and tools point root at a copy of the tree, such as
-// the fixtures in this package's testdata. The error matches
-// os.ErrNotExist when root does not exist.
+// the fixtures in this package's testdata. Such a tree is never left: its
+// symbolic links are resolved inside root, as openat2(2)'s
+// RESOLVE_IN_ROOT does (an absolute target starts again at root, ".."
+// stops at it); /sys itself is read as the kernel resolves it. The error
+// matches os.ErrNotExist when root does not exist.
 func New(root string) (*FS, error) {
 	if root == "" {
 		root = DefaultRoot
@@ -45,6 +51,9 @@ func New(root string) (*FS, error) {
 	}
 	if !fi.IsDir() {
 		return nil, errs.New("open sysfs", "", &fs.PathError{Op: "open", Path: root, Err: syscall.ENOTDIR})
+	}
+	if confinedRoot(root) {
+		return &FS{fsys: inRootFS{root: root}, root: root, osRoot: root, confined: true}, nil
 	}
 	return &FS{fsys: os.DirFS(root), root: root, osRoot: root}, nil
 }
@@ -78,13 +87,35 @@ func (f *FS) osRoot0() string {
 // file (sys.OpenFile, sys.OpenFS).
 func (f *FS) open(rel string) (fs.File, error) {
 	if root := f.osRoot0(); root != "" {
-		file, err := sys.OpenFile(root + "/" + rel)
+		p, err := f.phys(rel)
+		if err != nil {
+			return nil, f.fixPathErr(err, rel)
+		}
+		file, err := sys.OpenFile(root + "/" + p)
 		if err != nil {
 			return nil, f.fixPathErr(err, rel)
 		}
 		return file, nil
 	}
 	file, err := sys.OpenFS(f.fsys, rel)
+	if err != nil {
+		return nil, f.fixPathErr(err, rel)
+	}
+	return file, nil
+}
+
+// openIn is open of rel, the file name in a directory whose path under the
+// root, resolved (f.phys), is physDir: on a confined root only name is
+// resolved.
+func (f *FS) openIn(physDir, rel, name string) (fs.File, error) {
+	if !f.isConfined() {
+		return f.open(rel)
+	}
+	p, err := resolveAt(f.osRoot, physDir, name)
+	if err != nil {
+		return nil, f.fixPathErr(err, rel)
+	}
+	file, err := sys.OpenFile(f.osRoot + "/" + p)
 	if err != nil {
 		return nil, f.fixPathErr(err, rel)
 	}
@@ -102,13 +133,36 @@ func (f *FS) display(rel string) string {
 	return strings.TrimSuffix(f.root, "/") + "/" + rel
 }
 
-// fixPathErr makes a *fs.PathError show the full path.
+// fixPathErr makes a *fs.PathError show the full path. A file the caller
+// may not read (EACCES, EPERM) gets a hint naming it (permError).
 func (f *FS) fixPathErr(err error, rel string) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return &fs.PathError{Op: pe.Op, Path: f.display(rel), Err: pe.Err}
+		pe = &fs.PathError{Op: pe.Op, Path: f.display(rel), Err: pe.Err}
+	} else {
+		pe = &fs.PathError{Op: "read", Path: f.display(rel), Err: err}
 	}
-	return &fs.PathError{Op: "read", Path: f.display(rel), Err: err}
+	if errors.Is(pe.Err, syscall.EACCES) || errors.Is(pe.Err, syscall.EPERM) {
+		return &permError{pe}
+	}
+	return pe
+}
+
+// permError is a sysfs file or directory the caller may not read. Its hint
+// (errs.Hinter) names the file's permissions as the remedy: reading sysfs
+// needs no capability, only the file's mode (the errno's generic hint speaks
+// of CAP_NET_RAW and /dev/infiniband, which do not apply).
+type permError struct{ pe *fs.PathError }
+
+func (e *permError) Error() string { return e.pe.Error() }
+
+// Unwrap returns the *fs.PathError (errors.As finds it, errors.Is its
+// errno).
+func (e *permError) Unwrap() error { return e.pe }
+
+// Hint names the remedy.
+func (e *permError) Hint() string {
+	return "check the permissions of " + e.pe.Path + ", or run as a user who may read it"
 }
 
 // maxAttr is the most a sysfs attribute file holds (one page).
@@ -141,11 +195,17 @@ func (f *FS) readString(rel string) (string, error) {
 // whole path, as rdma-core does, costs about half as much again as
 // reading it relative to the open directory (sys.Dir). The zero dir{f: f}
 // is the root, read by path; so is every dir of an fs.FS.
+//
+// On a confined root (see resolveIn) the directory is opened at its path
+// resolved inside the root (phys), and its files are read without
+// following a link at the file's name (sys.Dir.ReadFileNoFollow): a file
+// that is a link is resolved inside the root and read by that path.
 type dir struct {
 	f    *FS
 	rel  string  // the directory relative to the root; "" for the root
-	d    sys.Dir // open when on the running system's tree
+	d    sys.Dir // open when on the running system's tree or a confined root
 	open bool
+	phys string // on a confined root: rel resolved inside it
 }
 
 // openDir opens the directory rel to read its files. On the running
@@ -156,11 +216,18 @@ func (f *FS) openDir(rel string) (dir, error) {
 	if root == "" {
 		return dir{f: f, rel: rel}, nil
 	}
-	d, err := sys.OpenDir(root, rel)
+	phys := rel
+	if f.isConfined() {
+		var err error
+		if phys, err = resolveIn(root, rel); err != nil {
+			return dir{}, f.fixPathErr(err, rel)
+		}
+	}
+	d, err := sys.OpenDir(root, phys)
 	if err != nil {
 		return dir{}, f.fixPathErr(err, rel)
 	}
-	return dir{f: f, rel: rel, d: d, open: true}, nil
+	return dir{f: f, rel: rel, d: d, open: true, phys: phys}, nil
 }
 
 // sub opens the directory name in d, as openDir does.
@@ -168,6 +235,17 @@ func (d *dir) sub(name string) (dir, error) {
 	rel := d.relOf(name)
 	if !d.open {
 		return d.f.openDir(rel)
+	}
+	if d.f.isConfined() {
+		phys, err := resolveAt(d.f.osRoot, d.phys, name)
+		if err != nil {
+			return dir{}, d.f.fixPathErr(err, rel)
+		}
+		sd, err := sys.OpenDir(d.f.osRoot, phys)
+		if err != nil {
+			return dir{}, d.f.fixPathErr(err, rel)
+		}
+		return dir{f: d.f, rel: rel, d: sd, open: true, phys: phys}, nil
 	}
 	sd, err := d.d.OpenDir(name)
 	if err != nil {
@@ -197,10 +275,15 @@ func (d *dir) readInto(name string, buf []byte) ([]byte, error) {
 	var b []byte
 	var err error
 	switch root := d.f.osRoot0(); {
+	case d.open && d.f.isConfined():
+		b, err = d.readConfined(name, buf)
 	case d.open:
 		b, err = d.d.ReadFile(name, buf)
 	case root != "":
-		b, err = sys.ReadFileIn(root, d.relOf(name), buf)
+		var p string
+		if p, err = d.f.phys(d.relOf(name)); err == nil {
+			b, err = sys.ReadFileIn(root, p, buf)
+		}
 	default:
 		b, err = sys.ReadFileFS(d.f.fsys, d.relOf(name), buf)
 	}
@@ -212,6 +295,24 @@ func (d *dir) readInto(name string, buf []byte) ([]byte, error) {
 		b = b[:n-1]
 	}
 	return b, nil
+}
+
+// readConfined reads the file name in the open directory d of a confined
+// root: by name when it is not a link (no allocation), else at its path
+// resolved inside the root.
+func (d *dir) readConfined(name string, buf []byte) ([]byte, error) {
+	if !strings.Contains(name, "/") {
+		b, err := d.d.ReadFileNoFollow(name, buf)
+		var nr *sys.NotRegularError
+		if !(errors.As(err, &nr) && nr.Mode&fs.ModeSymlink != 0) && !errors.Is(err, syscall.ELOOP) {
+			return b, err
+		}
+	}
+	phys, err := resolveAt(d.f.osRoot, d.phys, name)
+	if err != nil {
+		return nil, err
+	}
+	return sys.ReadFileIn(d.f.osRoot, phys, buf)
 }
 
 // readString reads the whole attribute file name in d, minus one trailing
@@ -292,7 +393,11 @@ func (f *FS) listNames(rel string, skipDirs bool) ([]string, error) {
 		if skipDirs {
 			list = sys.DirFileNames
 		}
-		names, err := list(root, rel)
+		p, err := f.phys(rel)
+		if err != nil {
+			return nil, f.fixPathErr(err, rel)
+		}
+		names, err := list(root, p)
 		if err != nil {
 			return nil, f.fixPathErr(err, rel)
 		}

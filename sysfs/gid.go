@@ -38,6 +38,9 @@ type GIDEntry struct {
 // for gid_prefix and port_guid, and ibstatus's "default gid". The error
 // matches os.ErrNotExist when there is no such slot.
 func (p *Port) GID(index int) (GIDEntry, error) {
+	if p == nil {
+		return GIDEntry{}, errNil("read GID")
+	}
 	e, err := p.fs.readGID(p.dir(), index)
 	if err != nil {
 		return GIDEntry{}, errs.New("read GID "+strconv.Itoa(index), p.Name(), err)
@@ -50,6 +53,9 @@ func (p *Port) GID(index int) (GIDEntry, error) {
 // libibumad's umad_get_port reads (gids/0, for gid_prefix and port_guid).
 // The error matches os.ErrNotExist when there is no such slot.
 func (p *Port) GIDValue(index int) (rdma.GID, error) {
+	if p == nil {
+		return rdma.GID{}, errNil("read GID")
+	}
 	g, err := p.fs.readGIDValue(p.dir(), index)
 	if err != nil {
 		return rdma.GID{}, errs.New("read GID "+strconv.Itoa(index), p.Name(), err)
@@ -64,6 +70,9 @@ func (p *Port) GIDValue(index int) (rdma.GID, error) {
 // a *ParseError; a GID attribute the kernel refuses (EINVAL) is left nil,
 // other read errors are returned (os.ErrPermission, …).
 func (p *Port) GIDs() ([]GIDEntry, error) {
+	if p == nil {
+		return nil, errNil("read GIDs")
+	}
 	dir := path.Join(p.dir(), "gids")
 	names, err := p.fs.readNames(dir)
 	if err != nil {

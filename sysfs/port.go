@@ -60,7 +60,12 @@ type Port struct {
 }
 
 // Name returns "ca/port", the notation of iproute2's rdma tool ("rxe0/1").
-func (p *Port) Name() string { return portName(p.CA, p.Number) }
+func (p *Port) Name() string {
+	if p == nil {
+		return ""
+	}
+	return portName(p.CA, p.Number)
+}
 
 func portName(ca string, n int) string { return ca + "/" + strconv.Itoa(n) }
 

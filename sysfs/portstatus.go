@@ -46,6 +46,9 @@ type statusFile struct {
 // repeated reading with [PortStatusReader.Read]. state and phys_state must
 // exist; rate may not.
 func (p *Port) OpenStatus() (*PortStatusReader, error) {
+	if p == nil {
+		return nil, errNil("read port status")
+	}
 	f := p.fs
 	r := &PortStatusReader{name: p.Name()}
 	for i, file := range [3]string{"state", "phys_state", "rate"} {
@@ -73,6 +76,9 @@ func (p *Port) OpenStatus() (*PortStatusReader, error) {
 // Read reads the port's status into st. It parses a file's text only when
 // it differs from the last Read's.
 func (r *PortStatusReader) Read(st *PortStatus) error {
+	if r == nil {
+		return errNil("read port status")
+	}
 	if r.name == "" {
 		return errs.New("read port status", "", errNotOpened)
 	}
@@ -130,6 +136,9 @@ func (r *PortStatusReader) Read(st *PortStatus) error {
 // Close closes the files. It is safe to call more than once; reading a
 // closed reader fails with an error matching fs.ErrClosed.
 func (r *PortStatusReader) Close() error {
+	if r == nil {
+		return errNil("close port status")
+	}
 	var first error
 	for i := range r.files {
 		if c := r.files[i].c; c != nil {

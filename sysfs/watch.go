@@ -27,10 +27,25 @@ type CAWatch struct {
 // WatchCAs returns a CAWatch of f's devices.
 func (f *FS) WatchCAs() *CAWatch {
 	w := &CAWatch{f: f}
-	if root := f.osRoot0(); root != "" {
-		w.pathz = append([]byte(strings.TrimSuffix(root, "/")+"/"+classInfiniBand), 0)
-	}
+	w.resolve()
 	return w
+}
+
+// resolve sets pathz, the NUL-terminated path that snapshot lists, on the
+// running system's tree or a root given to New; on a confined root (see
+// resolveIn) class/infiniband is resolved inside it first, and until that
+// succeeds (the directory may come later) snapshot tries again each call.
+func (w *CAWatch) resolve() {
+	f := w.f
+	root := f.osRoot0()
+	if root == "" {
+		return
+	}
+	rel, err := f.phys(classInfiniBand)
+	if err != nil {
+		return
+	}
+	w.pathz = append([]byte(strings.TrimSuffix(root, "/")+"/"+rel), 0)
 }
 
 // Changed reports whether class/infiniband lists other entries than at the
@@ -39,6 +54,9 @@ func (f *FS) WatchCAs() *CAWatch {
 // reports true with the error, and the next call compares against an
 // unknown state, reporting true again.
 func (w *CAWatch) Changed() (bool, error) {
+	if w == nil {
+		return true, errNil("watch CAs")
+	}
 	cur, err := w.snapshot(w.cur)
 	if err != nil {
 		w.read = false
@@ -51,7 +69,10 @@ func (w *CAWatch) Changed() (bool, error) {
 }
 
 func (w *CAWatch) snapshot(buf []byte) ([]byte, error) {
-	if w.pathz == nil { // an fs.FS: its names, one per line
+	if w.pathz == nil && w.f.isConfined() {
+		w.resolve()
+	}
+	if w.pathz == nil { // an fs.FS (or unresolved): its names, one per line
 		ents, err := fs.ReadDir(w.f.files(), classInfiniBand)
 		buf = buf[:0]
 		if err != nil {

@@ -1,18 +1,19 @@
 package uverbs
 
 import (
+	"github.com/purerdma/rdma/rdmanl"
 	"github.com/purerdma/rdma/sysfs"
 )
 
 // netlinkDriverIDs fills Index and DriverID of devs from RDMA netlink
-// (sysfs.Netlink): RDMA_NLDEV_CMD_GET (dump) for the device indices, then
+// (rdmanl.Conn): RDMA_NLDEV_CMD_GET (dump) for the device indices, then
 // RDMA_NLDEV_CMD_GET_CHARDEV with type "uverbs" per device, whose reply
 // carries the driver id and the chardev name. Like `rdma dev show` it
 // needs no privilege. Errors leave the fields alone; the sysfs fallback
 // then applies.
 func netlinkDriverIDs(devs []Device) {
 	// One socket for the list and every device's chardev request.
-	nl, err := sysfs.OpenNetlink()
+	nl, err := rdmanl.Open()
 	if err != nil {
 		return
 	}

@@ -41,6 +41,10 @@ func Is(err, target error) bool { return model.Is(err, target) }
 // text (what to do next)" (see model.Message).
 func Message(op, dev string, err error) string { return model.Message(op, dev, err) }
 
+// Hinter is implemented by causes that name their own remedy (see
+// [Message]).
+type Hinter = model.Hinter
+
 // Hint says, for the errnos users meet most, what to do next.
 func Hint(errno syscall.Errno) string { return model.Hint(errno) }
 

@@ -121,3 +121,26 @@ func TestMessageCapped(t *testing.T) {
 		t.Errorf("Cap cut a character: %q", got)
 	}
 }
+
+// hinted is a cause that names its own remedy.
+type hinted struct{ err error }
+
+func (h hinted) Error() string { return h.err.Error() }
+func (h hinted) Unwrap() error { return h.err }
+func (h hinted) Hint() string  { return "check the permissions of /x" }
+
+// TestMessageOwnHint: a cause with a Hint method gives its hint instead of
+// the errno's; an empty one falls back to the errno's.
+func TestMessageOwnHint(t *testing.T) {
+	err := &os.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}
+	got := New("read", "dev", hinted{err}).Error()
+	if want := "read dev: open /x: permission denied (check the permissions of /x)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if e := New("read", "dev", fmt.Errorf("wrapped: %w", hinted{err})); !errors.Is(e, os.ErrPermission) || !strings.Contains(e.Error(), "(check the permissions of /x)") {
+		t.Errorf("wrapped: %v", e)
+	}
+	if got := New("read", "dev", err).Error(); !strings.Contains(got, Hint(syscall.EACCES)) {
+		t.Errorf("no Hinter: %q, want the errno's hint", got)
+	}
+}

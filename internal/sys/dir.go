@@ -92,7 +92,26 @@ func (d *Dir) ReadFile(name string, buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	return readFileAt(at, pathz, d.sysfs, buf)
+	return readFileAt(at, pathz, d.sysfs, false, buf)
+}
+
+// ReadFileNoFollow is [Dir.ReadFile] that does not follow a symbolic link
+// at name's last component (fstatat's AT_SYMLINK_NOFOLLOW, open's
+// O_NOFOLLOW): such a link is a *fs.PathError wrapping a
+// [*NotRegularError] of mode fs.ModeSymlink, so that a caller confining
+// reads to a tree resolves it itself (the sysfs package, for a root that
+// is not the running system's). It always stats first, even under sysfs.
+func (d *Dir) ReadFileNoFollow(name string, buf []byte) ([]byte, error) {
+	var stack [pathMax]byte
+	pathz, err := appendPathZ(stack[:0], "", name)
+	if err != nil {
+		return nil, err
+	}
+	at, err := d.fd()
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	return readFileAt(at, pathz, d.sysfs, true, buf)
 }
 
 // Names returns the names in d, sorted, without "." and "..", as

@@ -184,3 +184,36 @@ func BenchmarkDirRead(b *testing.B) {
 		}
 	})
 }
+
+// TestDirReadFileNoFollow: a regular file reads as with ReadFile; a link
+// at the name is refused as a symbolic link (not followed), whatever it
+// points at; ReadFile follows it.
+func TestDirReadFileNoFollow(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "rate"), []byte("100 Gb/sec\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("rate", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir("", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var buf [AttrMax]byte
+	if b, err := d.ReadFileNoFollow("rate", buf[:]); err != nil || string(b) != "100 Gb/sec\n" {
+		t.Errorf("ReadFileNoFollow(rate) = %q, %v", b, err)
+	}
+	var nr *NotRegularError
+	var pe *fs.PathError
+	if _, err := d.ReadFileNoFollow("link", buf[:]); !errors.As(err, &nr) || nr.Mode&fs.ModeSymlink == 0 || !errors.As(err, &pe) || pe.Path != "link" {
+		t.Errorf("ReadFileNoFollow(link) = %v, want a *NotRegularError of a symbolic link naming it", err)
+	}
+	if b, err := d.ReadFile("link", buf[:]); err != nil || string(b) != "100 Gb/sec\n" {
+		t.Errorf("ReadFile(link) = %q, %v; want the target", b, err)
+	}
+	if _, err := d.ReadFileNoFollow("nope", buf[:]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadFileNoFollow(nope) = %v, want ENOENT", err)
+	}
+}

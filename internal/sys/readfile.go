@@ -137,23 +137,30 @@ func ReadFileIn(dir, name string, buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readFileAt(atFDCWD, pathz, underSysfsZ(pathz), buf)
+	return readFileAt(atFDCWD, pathz, underSysfsZ(pathz), false, buf)
 }
 
 // readFileAt is the read of ReadFileIn and Dir.ReadFile: pathz relative to
 // the directory descriptor at (atFDCWD for a path), stat first unless
-// sysfs, then open, one read, close. Errors name pathz.
-func readFileAt(at uintptr, pathz []byte, sysfs bool, buf []byte) ([]byte, error) {
+// sysfs, then open, one read, close. With nofollow a symbolic link at
+// pathz's last component is not followed (it is a *NotRegularError of
+// ModeSymlink). Errors name pathz.
+func readFileAt(at uintptr, pathz []byte, sysfs, nofollow bool, buf []byte) ([]byte, error) {
+	statFlags, openFlags := 0, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC
+	if nofollow {
+		statFlags, openFlags = unix.AT_SYMLINK_NOFOLLOW, openFlags|unix.O_NOFOLLOW
+		sysfs = false
+	}
 	if !sysfs {
 		var st unix.Stat_t
-		if err := fstatatZ(at, pathz, &st); err != nil {
+		if err := fstatatZ(at, pathz, &st, statFlags); err != nil {
 			return nil, &fs.PathError{Op: "stat", Path: zpath(pathz), Err: err}
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFREG {
 			return nil, checkRegular(zpath(pathz), st.Mode)
 		}
 	}
-	raw, err := openatZ(at, pathz, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC)
+	raw, err := openatZ(at, pathz, openFlags)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: zpath(pathz), Err: err}
 	}

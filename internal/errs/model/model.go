@@ -74,10 +74,26 @@ func Message(op, dev string, err error) string {
 		return s
 	}
 	s += ": " + Cap(err.Error())
-	if h := Hint(Errno(err)); h != "" {
+	if h := hintOf(err); h != "" {
 		s += " (" + h + ")"
 	}
 	return s
+}
+
+// Hinter is implemented by causes that name their own remedy (a package
+// that knows it better than the errno does: the file whose permissions to
+// check); Message prefers it to the errno's hint.
+type Hinter interface{ Hint() string }
+
+// hintOf returns the hint of err's first Hinter, or Hint of its errno.
+func hintOf(err error) string {
+	var h Hinter
+	if errors.As(err, &h) {
+		if s := h.Hint(); s != "" {
+			return s
+		}
+	}
+	return Hint(Errno(err))
 }
 
 // Hint says, for the errnos users meet most, what to do next.

@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
-	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/umad"
 )
 
@@ -160,6 +159,10 @@ func (env *Env) runIbstat(args []string, stdout, stderr io.Writer) error {
 	for i, n := range names {
 		ca, err := all[i], errs[i]
 		if err != nil {
+			var dl *sysfs.DanglingLinkError
+			if errors.As(err, &dl) {
+				fmt.Fprintf(stderr, "ibwarn: [%d] main: %v\n", os.Getpid(), dl)
+			}
 			return ibstatPanic(stderr, cli.ErrnoOf(err), "stat of IB device '%s' failed", n)
 		}
 		if ca.NodeType == 0 {
@@ -195,8 +198,13 @@ func ibstatNonNil(s []string) []string {
 // ibstatDevices is umad_get_ca_device_list sorted by name: every entry of
 // class/infiniband whose node type (read as strtoul does) is 1 to 3.
 func (env *Env) ibstatDevices() ([]string, error) {
-	dir := filepath.Join(env.SysfsRoot, "class", "infiniband")
-	ents, err := os.ReadDir(dir)
+	// Through package sysfs, which keeps a tree given as the root inside
+	// it (a node_type that is a link to a host file is not read).
+	var ents []string
+	fsys, err := sysfs.New(env.SysfsRoot)
+	if err == nil {
+		ents, err = fsys.DirNames("class/infiniband")
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil // no devices: ibstat prints nothing
 	}
@@ -205,12 +213,20 @@ func (env *Env) ibstatDevices() ([]string, error) {
 	}
 	var names []string
 	for _, e := range ents {
-		b, err := sys.ReadString(filepath.Join(dir, e.Name(), "node_type"))
+		b, err := fsys.ReadAttr("class/infiniband/" + e + "/node_type")
 		if err != nil {
+			// libibumad skips an entry whose node_type it cannot
+			// read (is_ib_type); an entry whose directory is not
+			// there (a dangling link, X -> a device directory
+			// that is missing) is kept, so that the device's read
+			// fails and ibstat says so rather than print nothing.
+			if _, derr := fsys.DirNames("class/infiniband/" + e); errors.Is(derr, os.ErrNotExist) {
+				names = append(names, e)
+			}
 			continue
 		}
 		if t, _ := strconv.ParseUint(strings.TrimSpace(strings.SplitN(b, ":", 2)[0]), 0, 32); t >= 1 && t <= 3 {
-			names = append(names, e.Name())
+			names = append(names, e)
 		}
 	}
 	sort.Strings(names)

@@ -9,13 +9,11 @@ package diags
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
-	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/sysfs"
 )
 
 const ibstatusDefaultDev = "mthca0"
@@ -64,16 +62,23 @@ func (env *Env) runIbstatus(args []string, stdout, stderr io.Writer) error {
 	if len(devs) > 0 && devs[0] == "-h" {
 		return ibstatusUsage(stdout)
 	}
+	// Every read goes through package sysfs, which keeps a tree given as
+	// the root inside it (a rate that is a link to /etc/passwd is the
+	// tree's etc/passwd).
+	fsys, err := sysfs.New(env.SysfsRoot)
+	if err != nil {
+		return ibstatusFatal(stdout, "No devices")
+	}
 	base := filepath.Join(env.SysfsRoot, "class", "infiniband")
 	type req struct{ dev, port string } // port "+" means all
 	var reqs []req
 	if len(devs) == 0 {
-		ents, err := os.ReadDir(base)
+		names, err := fsys.DirNames("class/infiniband")
 		if err != nil {
 			return ibstatusFatal(stdout, "No devices")
 		}
-		for _, e := range ents {
-			reqs = append(reqs, req{e.Name(), "+"})
+		for _, n := range names {
+			reqs = append(reqs, req{n, "+"})
 		}
 		if len(reqs) == 0 {
 			reqs = append(reqs, req{"*", "+"}) // the unexpanded glob
@@ -94,7 +99,8 @@ func (env *Env) runIbstatus(args []string, stdout, stderr io.Writer) error {
 	var out []ibstatusPort
 	for _, r := range reqs {
 		portsDir := filepath.Join(base, r.dev, "ports")
-		if fi, err := os.Stat(portsDir); err != nil || !fi.IsDir() {
+		portNames, err := fsys.DirNames("class/infiniband/" + r.dev + "/ports")
+		if err != nil {
 			if asJSON {
 				return ibstatusFatal(stderr, fmt.Sprintf("device '%s': sys files not found (%s)", r.dev, portsDir))
 			}
@@ -103,16 +109,12 @@ func (env *Env) runIbstatus(args []string, stdout, stderr io.Writer) error {
 		}
 		var ports []string
 		if r.port == "+" {
-			ents, _ := os.ReadDir(portsDir)
-			for _, e := range ents {
-				ports = append(ports, e.Name())
-			}
-			sort.Strings(ports) // the shell's glob order
+			ports = portNames // sorted: the shell's glob order
 		} else {
 			ports = strings.Fields(r.port)
 		}
 		for _, p := range ports {
-			out = append(out, ibstatusRead(base, r.dev, p))
+			out = append(out, ibstatusRead(fsys, r.dev, p))
 		}
 	}
 	if asJSON {
@@ -127,10 +129,10 @@ func (env *Env) runIbstatus(args []string, stdout, stderr io.Writer) error {
 
 // ibstatusRead reads one port's files as `[ -r F ] && cat F || echo
 // unknown` does, each value then split into words by the shell.
-func ibstatusRead(base, dev, port string) ibstatusPort {
-	dir := filepath.Join(base, dev, "ports", port)
+func ibstatusRead(fsys *sysfs.FS, dev, port string) ibstatusPort {
+	dir := "class/infiniband/" + dev + "/ports/" + port
 	val := func(file, otherwise string) string {
-		s, err := sys.ReadString(filepath.Join(dir, file))
+		s, err := fsys.ReadAttr(dir + "/" + file)
 		if err != nil {
 			return otherwise // also a FIFO, a device node or more than a page: never read unbounded
 		}

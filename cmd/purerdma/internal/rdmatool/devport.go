@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
-	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/rdmanl"
 )
 
 // devPort finds the DEV[/PORT] argument of rdma's link and statistic
@@ -19,7 +19,7 @@ import (
 // not be left out. Without (rdma statistic) DEV alone means every port,
 // and PORT is what C's atoi reads from text that starts with a digit
 // ("mock0/x" is a wrong device name, as rdma says in the VM tests).
-func devPort(devs []sysfs.NetlinkDevice, arg string, strict bool) (name string, port uint32, ok bool) {
+func devPort(devs []rdmanl.Device, arg string, strict bool) (name string, port uint32, ok bool) {
 	name, p, slash := strings.Cut(arg, "/")
 	n := int64(0)
 	switch {

@@ -3,13 +3,13 @@ package rdmatool
 import (
 	"testing"
 
-	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/rdmanl"
 )
 
 // TestDevPort pins rdma's DEV[/PORT] rules for link show (strict) and
 // statistic (not strict), the forms the VM tests compare with iproute2.
 func TestDevPort(t *testing.T) {
-	devs := []sysfs.NetlinkDevice{{Name: "rxe0", NumPorts: 1}, {Name: "mock0", NumPorts: 2}}
+	devs := []rdmanl.Device{{Name: "rxe0", NumPorts: 1}, {Name: "mock0", NumPorts: 2}}
 	for _, c := range []struct {
 		arg    string
 		strict bool

@@ -2,7 +2,7 @@ package rdmatool
 
 // link add / link delete: iproute2's `rdma link add NAME type TYPE netdev
 // NETDEV` and `rdma link delete NAME` (rdma/link.c, iproute2 6.1) through
-// RDMA netlink (sysfs.Netlink.LinkAdd, LinkDelete), with its messages and
+// RDMA netlink (rdmanl.Conn.LinkAdd, LinkDelete), with its messages and
 // exit statuses.
 
 import (
@@ -11,13 +11,13 @@ import (
 	"io"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
-	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/rdmanl"
 )
 
 // LinkNetlink is how link talks to the kernel (tests: a fake).
 type LinkNetlink interface {
-	Devices() ([]sysfs.NetlinkDevice, error)
-	Port(devIndex uint32, port int) (*sysfs.NetlinkPort, error)
+	Devices() ([]rdmanl.Device, error)
+	Port(devIndex uint32, port int) (*rdmanl.Port, error)
 	LinkAdd(name, linkType, netdev string) error
 	LinkDelete(devIndex uint32) error
 }
@@ -115,7 +115,7 @@ func (env *Env) linkShow(args []string, asJSON bool, stdout, stderr io.Writer) e
 }
 
 // linkLine is link_parse_cb's line for one port.
-func linkLine(p *sysfs.NetlinkPort) *resLine {
+func linkLine(p *rdmanl.Port) *resLine {
 	l := &resLine{}
 	l.keys, l.vals = append(l.keys, "ifindex"), append(l.vals, p.Index)
 	l.add("ifname", "link "+p.Device+"/", p.Device)

@@ -4,21 +4,21 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/rdmanl"
 )
 
 type fakeLinks struct {
-	devs  []sysfs.NetlinkDevice
+	devs  []rdmanl.Device
 	added []string
 }
 
-func (f *fakeLinks) Devices() ([]sysfs.NetlinkDevice, error) { return f.devs, nil }
+func (f *fakeLinks) Devices() ([]rdmanl.Device, error) { return f.devs, nil }
 
-func (f *fakeLinks) Port(idx uint32, port int) (*sysfs.NetlinkPort, error) {
+func (f *fakeLinks) Port(idx uint32, port int) (*rdmanl.Port, error) {
 	for _, d := range f.devs {
 		if d.Index == idx {
 			nd, ni := "veth"+string(rune('0'+idx)), 10+idx
-			return &sysfs.NetlinkPort{Index: idx, Device: d.Name, Port: port, State: 4, PhysState: 5, Netdev: &nd, NetdevIndex: &ni}, nil
+			return &rdmanl.Port{Index: idx, Device: d.Name, Port: port, State: 4, PhysState: 5, Netdev: &nd, NetdevIndex: &ni}, nil
 		}
 	}
 	return nil, syscall.EINVAL
@@ -33,7 +33,7 @@ func (f *fakeLinks) LinkAdd(name, typ, netdev string) error {
 			return syscall.EEXIST
 		}
 	}
-	f.devs = append(f.devs, sysfs.NetlinkDevice{Index: uint32(len(f.devs)), Name: name})
+	f.devs = append(f.devs, rdmanl.Device{Index: uint32(len(f.devs)), Name: name})
 	f.added = append(f.added, name+" "+netdev)
 	return nil
 }
@@ -51,7 +51,7 @@ func (f *fakeLinks) LinkDelete(idx uint32) error {
 // The messages and statuses of rdma link (compared with the real tool in
 // TestVMLinkMatchesRdma).
 func TestLink(t *testing.T) {
-	f := &fakeLinks{devs: []sysfs.NetlinkDevice{{Index: 0, Name: "rxe0", NumPorts: 1}}}
+	f := &fakeLinks{devs: []rdmanl.Device{{Index: 0, Name: "rxe0", NumPorts: 1}}}
 	env := &Env{Link: f}
 	for _, c := range []struct {
 		args           []string

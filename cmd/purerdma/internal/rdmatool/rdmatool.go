@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
-	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/rdmanl"
 )
 
 // Env is what the rdma tools reach the system through. DefaultEnv is the
@@ -24,7 +24,7 @@ type Env struct {
 
 // DefaultEnv is the running system's RDMA netlink and /proc.
 func DefaultEnv() *Env {
-	return &Env{Link: sysfs.NewNetlink(), Resource: sysfs.NewNetlink(), Statistic: sysfs.NewNetlink(), Comm: procComm}
+	return &Env{Link: rdmanl.New(), Resource: rdmanl.New(), Statistic: rdmanl.New(), Comm: procComm}
 }
 
 // Tools are the family's tools, bound to env.
@@ -40,14 +40,14 @@ func Tools(env *Env) []cli.Tool {
 }
 
 // keepSocket returns nl, or, where nl is the running system's client (a
-// *sysfs.Netlink, not a test's fake), one that sends all of this run's
-// requests on one socket (sysfs.OpenNetlink) where nl opens one a request,
+// *rdmanl.Conn, not a test's fake), one that sends all of this run's
+// requests on one socket (rdmanl.Open) where nl opens one a request,
 // with the func that closes it.
 func keepSocket[T any](nl T) (T, func()) {
-	if _, ok := any(nl).(*sysfs.Netlink); !ok {
+	if _, ok := any(nl).(*rdmanl.Conn); !ok {
 		return nl, func() {}
 	}
-	k, err := sysfs.OpenNetlink()
+	k, err := rdmanl.Open()
 	if err != nil {
 		return nl, func() {} // the requests fail as they would have
 	}

@@ -2,7 +2,7 @@ package rdmatool
 
 // resource: iproute2's `rdma resource show` (rdma/res.c, res-qp.c,
 // res-cq.c, res-pd.c, res-mr.c, res-ctx.c, res-cmid.c; Debian 12's
-// iproute2 6.1) through RDMA netlink (sysfs.Netlink.ResourceSummaries,
+// iproute2 6.1) through RDMA netlink (rdmanl.Conn.ResourceSummaries,
 // Resources), text for text, and -j for its JSON.
 
 import (
@@ -16,14 +16,14 @@ import (
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/sys"
-	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/rdmanl"
 )
 
 // ResourceNetlink is what resource asks.
 type ResourceNetlink interface {
-	Devices() ([]sysfs.NetlinkDevice, error)
-	ResourceSummaries() ([]sysfs.ResourceSummary, error)
-	Resources(kind sysfs.ResourceKind, devIndex uint32) ([]sysfs.ResourceObject, error)
+	Devices() ([]rdmanl.Device, error)
+	ResourceSummaries() ([]rdmanl.ResourceSummary, error)
+	Resources(kind rdmanl.ResourceKind, devIndex uint32) ([]rdmanl.ResourceObject, error)
 }
 
 // procComm reads a process's name for user objects from /proc.
@@ -72,8 +72,8 @@ const (
 
 // resFields are the words each kind prints, in iproute2 6.1's order (a
 // word whose attribute the kernel did not send is left out).
-var resFields = map[sysfs.ResourceKind][]resField{
-	sysfs.ResQP: {
+var resFields = map[rdmanl.ResourceKind][]resField{
+	rdmanl.ResQP: {
 		{"lqpn", abi.RDMA_NLDEV_ATTR_RES_LQPN, resU32},
 		{"rqpn", abi.RDMA_NLDEV_ATTR_RES_RQPN, resU32},
 		{"type", abi.RDMA_NLDEV_ATTR_RES_TYPE, resQPType},
@@ -83,14 +83,14 @@ var resFields = map[sysfs.ResourceKind][]resField{
 		{"path-mig-state", abi.RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE, resPathMig},
 		{"pdn", abi.RDMA_NLDEV_ATTR_RES_PDN, resU32},
 	},
-	sysfs.ResCMID: {
+	rdmanl.ResCMID: {
 		{"cm-idn", abi.RDMA_NLDEV_ATTR_RES_CM_IDN, resU32},
 		{"lqpn", abi.RDMA_NLDEV_ATTR_RES_LQPN, resU32},
 		{"qp-type", abi.RDMA_NLDEV_ATTR_RES_TYPE, resQPType},
 		{"ps", abi.RDMA_NLDEV_ATTR_RES_PS, resU32},
 		{"state", abi.RDMA_NLDEV_ATTR_RES_STATE, resU32},
 	},
-	sysfs.ResCQ: {
+	rdmanl.ResCQ: {
 		{"cqn", abi.RDMA_NLDEV_ATTR_RES_CQN, resU32},
 		{"cqe", abi.RDMA_NLDEV_ATTR_RES_CQE, resU32},
 		{"users", abi.RDMA_NLDEV_ATTR_RES_USECNT, resU64},
@@ -98,7 +98,7 @@ var resFields = map[sysfs.ResourceKind][]resField{
 		{"adaptive-moderation", abi.RDMA_NLDEV_ATTR_DEV_DIM, resDim},
 		{"ctxn", abi.RDMA_NLDEV_ATTR_RES_CTXN, resU32},
 	},
-	sysfs.ResMR: {
+	rdmanl.ResMR: {
 		{"mrn", abi.RDMA_NLDEV_ATTR_RES_MRN, resU32},
 		{"rkey", abi.RDMA_NLDEV_ATTR_RES_RKEY, resKey},
 		{"lkey", abi.RDMA_NLDEV_ATTR_RES_LKEY, resKey},
@@ -106,14 +106,14 @@ var resFields = map[sysfs.ResourceKind][]resField{
 		{"mrlen", abi.RDMA_NLDEV_ATTR_RES_MRLEN, resU64},
 		{"pdn", abi.RDMA_NLDEV_ATTR_RES_PDN, resU32},
 	},
-	sysfs.ResPD: {
+	rdmanl.ResPD: {
 		{"pdn", abi.RDMA_NLDEV_ATTR_RES_PDN, resU32},
 		{"local_dma_lkey", abi.RDMA_NLDEV_ATTR_RES_LOCAL_DMA_LKEY, resKey},
 		{"users", abi.RDMA_NLDEV_ATTR_RES_USECNT, resU64},
 		{"unsafe_global_rkey", abi.RDMA_NLDEV_ATTR_RES_UNSAFE_GLOBAL_RKEY, resKey},
 		{"ctxn", abi.RDMA_NLDEV_ATTR_RES_CTXN, resU32},
 	},
-	sysfs.ResCtx: {
+	rdmanl.ResCtx: {
 		{"ctxn", abi.RDMA_NLDEV_ATTR_RES_CTXN, resU32},
 	},
 }
@@ -163,7 +163,7 @@ func (env *Env) runResource(args []string, stdout, stderr io.Writer) error {
 		}
 		lines, err = resSummaryLines(nlc, only)
 	default:
-		kind, ok := sysfs.ParseResourceKind(words[0])
+		kind, ok := rdmanl.ParseResourceKind(words[0])
 		if !ok {
 			// rdma: rd_exec_cmd's "Unknown parameter", and rdma 6.1
 			// exits 0 after it.
@@ -200,7 +200,7 @@ func (env *Env) runResource(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func resDevKnown(devs []sysfs.NetlinkDevice, name string) bool {
+func resDevKnown(devs []rdmanl.Device, name string) bool {
 	for _, d := range devs {
 		if d.Name == name {
 			return true
@@ -234,7 +234,7 @@ func resSummaryLines(nlc ResourceNetlink, only string) ([]*resLine, error) {
 // "dev DEV" / "link DEV[/PORT]" names, device by device and, for QPs and
 // CM IDs, port by port (those without a port first), as rdma does
 // (utils.c, rd_exec_link).
-func (env *Env) resObjectLines(nlc ResourceNetlink, kind sysfs.ResourceKind, devs []sysfs.NetlinkDevice, rest []string) ([]*resLine, error) {
+func (env *Env) resObjectLines(nlc ResourceNetlink, kind rdmanl.ResourceKind, devs []rdmanl.Device, rest []string) ([]*resLine, error) {
 	port := -1
 	if len(rest) > 0 {
 		if len(rest) != 2 || (rest[0] != "dev" && rest[0] != "link") {
@@ -251,7 +251,7 @@ func (env *Env) resObjectLines(nlc ResourceNetlink, kind sysfs.ResourceKind, dev
 			}
 			port = int(n)
 		}
-		var keep []sysfs.NetlinkDevice
+		var keep []rdmanl.Device
 		for _, d := range devs {
 			if d.Name == name {
 				keep = append(keep, d)
@@ -289,7 +289,7 @@ func (env *Env) resObjectLines(nlc ResourceNetlink, kind sysfs.ResourceKind, dev
 	return lines, nil
 }
 
-func (env *Env) resObjectLine(kind sysfs.ResourceKind, o *sysfs.ResourceObject) *resLine {
+func (env *Env) resObjectLine(kind rdmanl.ResourceKind, o *rdmanl.ResourceObject) *resLine {
 	l := &resLine{}
 	if kind.PerPort() {
 		// print_link: JSON ifindex, ifname, port; text "link DEV/PORT".

@@ -6,30 +6,30 @@ import (
 	"testing"
 
 	"github.com/purerdma/rdma/abi"
-	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/rdmanl"
 )
 
 type fakeRes struct{}
 
-func (fakeRes) Devices() ([]sysfs.NetlinkDevice, error) {
-	return []sysfs.NetlinkDevice{{Index: 0, Name: "rxe0", NumPorts: 1}, {Index: 1, Name: "rxe1", NumPorts: 1}}, nil
+func (fakeRes) Devices() ([]rdmanl.Device, error) {
+	return []rdmanl.Device{{Index: 0, Name: "rxe0", NumPorts: 1}, {Index: 1, Name: "rxe1", NumPorts: 1}}, nil
 }
 
-func (fakeRes) ResourceSummaries() ([]sysfs.ResourceSummary, error) {
-	return []sysfs.ResourceSummary{
-		{Index: 0, Device: "rxe0", Counts: []sysfs.NamedCounter{{Name: "pd", Value: 2}, {Name: "qp", Value: 3}}},
-		{Index: 1, Device: "rxe1", Counts: []sysfs.NamedCounter{{Name: "pd", Value: 1}, {Name: "qp", Value: 1}}},
+func (fakeRes) ResourceSummaries() ([]rdmanl.ResourceSummary, error) {
+	return []rdmanl.ResourceSummary{
+		{Index: 0, Device: "rxe0", Counts: []rdmanl.NamedCounter{{Name: "pd", Value: 2}, {Name: "qp", Value: 3}}},
+		{Index: 1, Device: "rxe1", Counts: []rdmanl.NamedCounter{{Name: "pd", Value: 1}, {Name: "qp", Value: 1}}},
 	}, nil
 }
 
 func u32p(v uint32) *uint32 { return &v }
 func strp(s string) *string { return &s }
 
-func (fakeRes) Resources(kind sysfs.ResourceKind, dev uint32) ([]sysfs.ResourceObject, error) {
-	if kind != sysfs.ResQP || dev != 0 {
+func (fakeRes) Resources(kind rdmanl.ResourceKind, dev uint32) ([]rdmanl.ResourceObject, error) {
+	if kind != rdmanl.ResQP || dev != 0 {
 		return nil, nil
 	}
-	return []sysfs.ResourceObject{
+	return []rdmanl.ResourceObject{
 		{Index: 0, Device: "rxe0", Port: u32p(1), KernName: strp("ib_core"),
 			U8:  map[uint16]uint8{abi.RDMA_NLDEV_ATTR_RES_TYPE: 1, abi.RDMA_NLDEV_ATTR_RES_STATE: 3},
 			U32: map[uint16]uint32{abi.RDMA_NLDEV_ATTR_RES_LQPN: 1, abi.RDMA_NLDEV_ATTR_RES_SQ_PSN: 0}},

@@ -8,15 +8,15 @@ import (
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
-	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/rdmanl"
 )
 
 // StatNetlink is how statistic talks to the kernel (tests: a fake).
 type StatNetlink interface {
-	Devices() ([]sysfs.NetlinkDevice, error)
-	PortStats(devIndex uint32, port int) (*sysfs.PortStats, error)
-	QPCounters(devIndex uint32) ([]sysfs.QPCounter, error)
-	CounterMode(devIndex uint32, port uint32) (*sysfs.PortCounterMode, error)
+	Devices() ([]rdmanl.Device, error)
+	PortStats(devIndex uint32, port int) (*rdmanl.Stats, error)
+	QPCounters(devIndex uint32) ([]rdmanl.QPCounter, error)
+	CounterMode(devIndex uint32, port uint32) (*rdmanl.PortCounterMode, error)
 }
 
 const statUsage = `Usage: purerdma statistic [-j] [show [link DEV/PORT]]
@@ -97,7 +97,7 @@ func (env *Env) runStatistic(args []string, stdout, stderr io.Writer) error {
 		if only != "" && d.Name != only {
 			continue
 		}
-		var counters []sysfs.QPCounter
+		var counters []rdmanl.QPCounter
 		if qp && verb != "mode" {
 			if counters, err = nlc.QPCounters(d.Index); err != nil {
 				return kernelErr(stderr, err)
@@ -148,7 +148,7 @@ func (env *Env) runStatistic(args []string, stdout, stderr io.Writer) error {
 
 // statLine is stat_show_parse_cb's line (rdma/stat.c): "link DEV/PORT "
 // and "NAME VALUE " per counter; JSON ifname, port and the counters.
-func statLine(s *sysfs.PortStats) *resLine {
+func statLine(s *rdmanl.Stats) *resLine {
 	l := &resLine{}
 	l.add("ifname", "link "+s.Device+"/", s.Device)
 	l.add("port", fmt.Sprintf("%d ", s.Port), s.Port)
@@ -169,9 +169,9 @@ func statLink(l *resLine, index uint32, dev string, port uint32) {
 // statModeLine is qp_link_get_mode_parse_cb's line: "mode qp auto off",
 // or "qp auto" and the rule's names (type, pid) joined by commas, then
 // "on" (prepare_auto_mode_str).
-func statModeLine(m *sysfs.PortCounterMode) *resLine {
+func statModeLine(m *rdmanl.PortCounterMode) *resLine {
 	mode := "qp auto off"
-	if m.Mode == sysfs.CounterModeAuto {
+	if m.Mode == rdmanl.CounterModeAuto {
 		var mask uint32
 		if m.Mask != nil {
 			mask = *m.Mask
@@ -197,7 +197,7 @@ func statModeLine(m *sysfs.PortCounterMode) *resLine {
 // by type), pid and comm (print_comm: a kernel owner in brackets, at most
 // 17 characters; JSON gets the name whole), the counters, then the bound
 // QPs on a line of their own, "    LQPN: <N,N>" (JSON: lqpn, a list).
-func (env *Env) statQPLine(c *sysfs.QPCounter) *resLine {
+func (env *Env) statQPLine(c *rdmanl.QPCounter) *resLine {
 	l := &resLine{}
 	statLink(l, c.Index, c.Device, c.Port)
 	l.add("cntn", fmt.Sprintf("cntn %d ", c.ID), c.ID)

@@ -3,39 +3,39 @@ package rdmatool
 import (
 	"testing"
 
-	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/rdmanl"
 )
 
 type fakeStatNetlink struct{}
 
-func (fakeStatNetlink) Devices() ([]sysfs.NetlinkDevice, error) {
-	return []sysfs.NetlinkDevice{{Index: 0, Name: "rxe0", NumPorts: 1}, {Index: 2, Name: "mock0", NumPorts: 1}}, nil
+func (fakeStatNetlink) Devices() ([]rdmanl.Device, error) {
+	return []rdmanl.Device{{Index: 0, Name: "rxe0", NumPorts: 1}, {Index: 2, Name: "mock0", NumPorts: 1}}, nil
 }
 
-func (fakeStatNetlink) PortStats(idx uint32, port int) (*sysfs.PortStats, error) {
+func (fakeStatNetlink) PortStats(idx uint32, port int) (*rdmanl.Stats, error) {
 	if idx == 0 {
-		return &sysfs.PortStats{Device: "rxe0", Port: port, Counters: []sysfs.NamedCounter{{Name: "sent_pkts", Value: 5}, {Name: "rcvd_pkts", Value: 6}}}, nil
+		return &rdmanl.Stats{Device: "rxe0", Port: port, Counters: []rdmanl.NamedCounter{{Name: "sent_pkts", Value: 5}, {Name: "rcvd_pkts", Value: 6}}}, nil
 	}
-	return &sysfs.PortStats{Device: "mock0", Index: 2, Port: port, Counters: []sysfs.NamedCounter{{Name: "out_of_buffer", Value: 20}}}, nil
+	return &rdmanl.Stats{Device: "mock0", Index: 2, Port: port, Counters: []rdmanl.NamedCounter{{Name: "out_of_buffer", Value: 20}}}, nil
 }
 
-func (fakeStatNetlink) QPCounters(idx uint32) ([]sysfs.QPCounter, error) {
+func (fakeStatNetlink) QPCounters(idx uint32) ([]rdmanl.QPCounter, error) {
 	if idx == 0 {
 		return nil, nil
 	}
 	typ, pid, kern := uint8(8), uint32(4242), "ib_core_kernel_user_x"
-	return []sysfs.QPCounter{
-		{Device: "mock0", Index: 2, Port: 1, ID: 1, Mode: 1, QPType: &typ, PID: &pid, Counters: []sysfs.NamedCounter{{Name: "out_of_buffer", Value: 20}}, QPNs: []uint32{257, 258}},
-		{Device: "mock0", Index: 2, Port: 1, ID: 2, Mode: 2, KernName: &kern, Counters: []sysfs.NamedCounter{{Name: "out_of_buffer", Value: 0}}, QPNs: []uint32{259}},
+	return []rdmanl.QPCounter{
+		{Device: "mock0", Index: 2, Port: 1, ID: 1, Mode: 1, QPType: &typ, PID: &pid, Counters: []rdmanl.NamedCounter{{Name: "out_of_buffer", Value: 20}}, QPNs: []uint32{257, 258}},
+		{Device: "mock0", Index: 2, Port: 1, ID: 2, Mode: 2, KernName: &kern, Counters: []rdmanl.NamedCounter{{Name: "out_of_buffer", Value: 0}}, QPNs: []uint32{259}},
 	}, nil
 }
 
-func (fakeStatNetlink) CounterMode(idx, port uint32) (*sysfs.PortCounterMode, error) {
+func (fakeStatNetlink) CounterMode(idx, port uint32) (*rdmanl.PortCounterMode, error) {
 	if idx == 0 {
-		return &sysfs.PortCounterMode{Device: "rxe0", Port: port}, nil
+		return &rdmanl.PortCounterMode{Device: "rxe0", Port: port}, nil
 	}
 	mask := uint32(3)
-	return &sysfs.PortCounterMode{Device: "mock0", Index: 2, Port: port, Mode: 1, Mask: &mask}, nil
+	return &rdmanl.PortCounterMode{Device: "mock0", Index: 2, Port: port, Mode: 1, Mask: &mask}, nil
 }
 
 // The lines of rdma/stat.c: stat_show_parse_cb, res_counter_line,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/purerdma/rdma/flow"
 	"github.com/purerdma/rdma/integration/vmtest"
-	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/rdmanl"
 	"github.com/purerdma/rdma/uverbs"
 )
 
@@ -82,34 +82,34 @@ func TestVMStatisticMatchesRdma(t *testing.T) {
 		t.Fatalf("rdma statistic qp set: exit %d %q %q", code, out, errs)
 	}
 	t.Cleanup(func() { rdmaOut(t, "statistic", "qp", "set", "link", "mock0/1", "auto", "off") })
-	before, err := sysfs.NewNetlink().PortStatsByName("mock0", 1)
+	before, err := rdmanl.New().PortStatsByName("mock0", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	qpn := mockQPWithFlow(t, flow.MAC{0, 1, 2, 3, 4, 6})
 	vmtest.SendFrames(t, 20, &vmtest.Frame{Dst: [6]byte{0, 1, 2, 3, 4, 6}, Len: 100})
 
-	d, err := sysfs.NewNetlink().Device("mock0")
+	d, err := rdmanl.New().Device("mock0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := sysfs.NewNetlink().QPCounters(d.Index)
+	cs, err := rdmanl.New().QPCounters(d.Index)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 1 || len(cs[0].QPNs) != 1 || cs[0].QPNs[0] != qpn || cs[0].Mode != sysfs.CounterModeAuto ||
+	if len(cs) != 1 || len(cs[0].QPNs) != 1 || cs[0].QPNs[0] != qpn || cs[0].Mode != rdmanl.CounterModeAuto ||
 		len(cs[0].Counters) != 1 || cs[0].Counters[0].Name != "out_of_buffer" || cs[0].Counters[0].Value != 20 {
 		t.Errorf("QP counters %+v, want one auto counter with QP %d and out_of_buffer 20", cs, qpn)
 	}
-	after, err := sysfs.NewNetlink().PortStatsByName("mock0", 1)
+	after, err := rdmanl.New().PortStatsByName("mock0", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(after.Counters) != 1 || after.Counters[0].Value-before.Counters[0].Value != 20 {
 		t.Errorf("port statistic %+v then %+v, want out_of_buffer 20 more", before, after)
 	}
-	m, err := sysfs.NewNetlink().CounterMode(d.Index, 1)
-	if err != nil || m.Mode != sysfs.CounterModeAuto || m.Mask == nil || *m.Mask != 1 {
+	m, err := rdmanl.New().CounterMode(d.Index, 1)
+	if err != nil || m.Mode != rdmanl.CounterModeAuto || m.Mask == nil || *m.Mask != 1 {
 		t.Errorf("mode %+v %v", m, err)
 	}
 	for _, args := range [][]string{

@@ -7,14 +7,15 @@ import (
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/counters"
+	"github.com/purerdma/rdma/rdmanl"
 	"github.com/purerdma/rdma/sysfs"
 )
 
 // fakeNetlink answers STAT_GET like rxe's netlink statistics.
 type fakeNetlink struct{ sent uint64 }
 
-func (f *fakeNetlink) PortStatsByName(dev string, port int) (*sysfs.PortStats, error) {
-	return &sysfs.PortStats{Device: dev, Port: port, Counters: []sysfs.NamedCounter{{Name: "sent_pkts", Value: f.sent}, {Name: "rcvd_pkts", Value: 7}}}, nil
+func (f *fakeNetlink) PortStatsByName(dev string, port int) (*rdmanl.Stats, error) {
+	return &rdmanl.Stats{Device: dev, Port: port, Counters: []rdmanl.NamedCounter{{Name: "sent_pkts", Value: f.sent}, {Name: "rcvd_pkts", Value: 7}}}, nil
 }
 
 func withCountersOptions(o *counters.Options) *Env {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/purerdma/rdma/rdmanl"
 	"github.com/purerdma/rdma/sysfs"
 )
 
@@ -115,7 +116,7 @@ type Config struct {
 	// Flows are counted with verbs counters (SourceFlows).
 	Flows []FlowConfig
 	// Netlink reads the netlink statistics; nil means the running
-	// system's (sysfs.NewNetlink).
+	// system's (rdmanl.New).
 	Netlink StatsSource
 	// Logger gets a line per failed source; nil means slog.Default().
 	Logger *slog.Logger
@@ -126,14 +127,14 @@ type Config struct {
 
 // StatsSource reads a port's RDMA netlink statistics.
 type StatsSource interface {
-	PortStatsByName(device string, port int) (*sysfs.PortStats, error)
+	PortStatsByName(device string, port int) (*rdmanl.Stats, error)
 }
 
 // QPCounterSource reads a device's QP counters (`rdma statistic qp
-// show`); a StatsSource that implements it (sysfs.Netlink does) has them
+// show`); a StatsSource that implements it (rdmanl.Conn does) has them
 // exported with the netlink source.
 type QPCounterSource interface {
-	QPCountersByName(device string) ([]sysfs.QPCounter, error)
+	QPCountersByName(device string) ([]rdmanl.QPCounter, error)
 }
 
 // Exporter is a prometheus.Collector over the RDMA devices of a host.
@@ -243,11 +244,11 @@ func (e *Exporter) collectNetlink(ch chan<- prometheus.Metric, cas []*devState) 
 		// One socket for the scrape's requests; NewNetlink's one a
 		// request where it cannot be opened (the requests then fail
 		// as they would have).
-		if n, err := sysfs.OpenNetlink(); err == nil {
+		if n, err := rdmanl.Open(); err == nil {
 			defer n.Close()
 			nl = n
 		} else {
-			nl = sysfs.NewNetlink()
+			nl = rdmanl.New()
 		}
 	}
 	var errs []error

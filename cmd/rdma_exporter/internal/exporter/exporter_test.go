@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/rdmanl"
 )
 
 const fixture = "../../../../sysfs/testdata/mlx5-ib"
@@ -184,13 +184,13 @@ func TestMainExitCodes(t *testing.T) {
 
 type fakeStats struct{}
 
-func (fakeStats) PortStatsByName(dev string, port int) (*sysfs.PortStats, error) {
-	return &sysfs.PortStats{Device: dev, Port: port, Counters: []sysfs.NamedCounter{{Name: "out_of_buffer", Value: 30}}}, nil
+func (fakeStats) PortStatsByName(dev string, port int) (*rdmanl.Stats, error) {
+	return &rdmanl.Stats{Device: dev, Port: port, Counters: []rdmanl.NamedCounter{{Name: "out_of_buffer", Value: 30}}}, nil
 }
 
-func (fakeStats) QPCountersByName(dev string) ([]sysfs.QPCounter, error) {
-	return []sysfs.QPCounter{{Device: dev, Port: 1, ID: 4, Mode: sysfs.CounterModeAuto,
-		Counters: []sysfs.NamedCounter{{Name: "out_of_buffer", Value: 20}}, QPNs: []uint32{257, 258}}}, nil
+func (fakeStats) QPCountersByName(dev string) ([]rdmanl.QPCounter, error) {
+	return []rdmanl.QPCounter{{Device: dev, Port: 1, ID: 4, Mode: rdmanl.CounterModeAuto,
+		Counters: []rdmanl.NamedCounter{{Name: "out_of_buffer", Value: 20}}, QPNs: []uint32{257, 258}}}, nil
 }
 
 // QP counters: one series per counter value, one info series per bound QP.

@@ -1,9 +1,8 @@
-package sysfs
+package rdmanl
 
 import (
 	"fmt"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/purerdma/rdma/abi"
 )
@@ -48,9 +47,9 @@ type QPCounter struct {
 // statistic qp show link DEV". None is no counters: the ports' mode is
 // none, or no QP matched an auto rule yet. The kernel answers EINVAL for
 // an unknown device index.
-func (n *Netlink) QPCounters(devIndex uint32) ([]QPCounter, error) {
+func (n *Conn) QPCounters(devIndex uint32) ([]QPCounter, error) {
 	dev := fmt.Sprintf("index %d", devIndex)
-	msgs, err := n.run(abi.RDMA_NLDEV_CMD_STAT_GET, unix.NLM_F_DUMP, []nlAttr{
+	msgs, err := n.run(abi.RDMA_NLDEV_CMD_STAT_GET, syscall.NLM_F_DUMP, []nlAttr{
 		{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)},
 		{abi.RDMA_NLDEV_ATTR_STAT_RES, u32(abi.RDMA_NLDEV_ATTR_RES_QP)},
 	})
@@ -68,9 +67,9 @@ func (n *Netlink) QPCounters(devIndex uint32) ([]QPCounter, error) {
 	return out, nil
 }
 
-// QPCountersByName is [Netlink.QPCounters] for the device called name. The
+// QPCountersByName is [Conn.QPCounters] for the device called name. The
 // error matches os.ErrNotExist when there is no such device.
-func (n *Netlink) QPCountersByName(name string) ([]QPCounter, error) {
+func (n *Conn) QPCountersByName(name string) ([]QPCounter, error) {
 	d, err := n.Device(name)
 	if err != nil {
 		return nil, err
@@ -94,7 +93,7 @@ type PortCounterMode struct {
 // CounterMode reads the QP counter mode of port of the device with index
 // devIndex (RDMA_NLDEV_CMD_STAT_GET with STAT_MODE and STAT_RES QP:
 // nldev.c stat_get_doit_qp, counters.c rdma_counter_get_mode).
-func (n *Netlink) CounterMode(devIndex uint32, port uint32) (*PortCounterMode, error) {
+func (n *Conn) CounterMode(devIndex uint32, port uint32) (*PortCounterMode, error) {
 	dev := fmt.Sprintf("index %d/%d", devIndex, port)
 	msgs, err := n.run(abi.RDMA_NLDEV_CMD_STAT_GET, 0, []nlAttr{
 		{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)},

@@ -1,10 +1,8 @@
-package sysfs
+package rdmanl
 
 import (
 	"fmt"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
@@ -27,8 +25,8 @@ type ResourceSummary struct {
 }
 
 // ResourceSummaries lists every device's object counts, by device index.
-func (n *Netlink) ResourceSummaries() ([]ResourceSummary, error) {
-	msgs, err := n.run(abi.RDMA_NLDEV_CMD_RES_GET, unix.NLM_F_DUMP, nil)
+func (n *Conn) ResourceSummaries() ([]ResourceSummary, error) {
+	msgs, err := n.run(abi.RDMA_NLDEV_CMD_RES_GET, syscall.NLM_F_DUMP, nil)
 	if err != nil {
 		return nil, &Error{Op: "netlink resource summary", Err: err}
 	}
@@ -139,14 +137,14 @@ var resAttrWidth = map[uint16]int{
 // Resources lists the objects of a kind on the device with index devIndex,
 // in the kernel's order (by restrack id). The kernel answers EINVAL for an
 // unknown device index.
-func (n *Netlink) Resources(kind ResourceKind, devIndex uint32) ([]ResourceObject, error) {
+func (n *Conn) Resources(kind ResourceKind, devIndex uint32) ([]ResourceObject, error) {
 	k, ok := resKinds[kind]
 	if !ok {
 		return nil, &Error{Op: "netlink resource get", Err: syscall.EINVAL}
 	}
 	op := "netlink resource " + k.name + " get"
 	dev := fmt.Sprintf("index %d", devIndex)
-	msgs, err := n.run(k.cmd, unix.NLM_F_DUMP, []nlAttr{{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)}})
+	msgs, err := n.run(k.cmd, syscall.NLM_F_DUMP, []nlAttr{{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)}})
 	if err != nil {
 		return nil, &Error{Op: op, Device: dev, Err: err}
 	}
@@ -301,11 +299,11 @@ func decodeResObject(b []byte) (ResourceObject, error) {
 	return o, nil
 }
 
-// NetlinkPort is one port of an nldev PORT_GET reply (fill_port_info in
+// Port is one port of an nldev PORT_GET reply (fill_port_info in
 // nldev.c; a line of "rdma link show"). The InfiniBand attributes are
 // sent for InfiniBand ports only, the netdev for ports that have one in
 // the caller's network namespace.
-type NetlinkPort struct {
+type Port struct {
 	Index     uint32
 	Device    string
 	Port      int
@@ -324,7 +322,7 @@ type NetlinkPort struct {
 // Port reads one port of the device with index devIndex (like "rdma link
 // show DEV/PORT"). The kernel answers EINVAL for an unknown device or
 // port.
-func (n *Netlink) Port(devIndex uint32, port int) (*NetlinkPort, error) {
+func (n *Conn) Port(devIndex uint32, port int) (*Port, error) {
 	dev := fmt.Sprintf("index %d/%d", devIndex, port)
 	msgs, err := n.run(abi.RDMA_NLDEV_CMD_PORT_GET, 0, []nlAttr{
 		{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)},
@@ -343,8 +341,8 @@ func (n *Netlink) Port(devIndex uint32, port int) (*NetlinkPort, error) {
 	return &p, nil
 }
 
-func decodePort(b []byte) (NetlinkPort, error) {
-	var p NetlinkPort
+func decodePort(b []byte) (Port, error) {
+	var p Port
 	var haveIndex, haveName, havePort, haveState, havePhys bool
 	it := attrIter{b: b}
 	for it.next() {
@@ -408,14 +406,14 @@ func decodePort(b []byte) (NetlinkPort, error) {
 			}
 		}
 		if err != nil {
-			return NetlinkPort{}, err
+			return Port{}, err
 		}
 	}
 	if it.err != nil {
-		return NetlinkPort{}, it.err
+		return Port{}, it.err
 	}
 	if !haveIndex || !haveName || !havePort || !haveState || !havePhys {
-		return NetlinkPort{}, fmt.Errorf("nldev PORT_GET reply without the device index, name, port, state or physical state")
+		return Port{}, fmt.Errorf("nldev PORT_GET reply without the device index, name, port, state or physical state")
 	}
 	return p, nil
 }

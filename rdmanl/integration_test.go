@@ -1,6 +1,6 @@
 //go:build integration
 
-package sysfs_test
+package rdmanl_test
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/integration/vmtest"
+	"github.com/purerdma/rdma/rdmanl"
 	"github.com/purerdma/rdma/sysfs"
 )
 
@@ -51,12 +51,12 @@ func TestVMNetlinkAgreesWithSysfs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nl := sysfs.NewNetlink()
+	nl := rdmanl.New()
 	devs, err := nl.Devices()
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]sysfs.NetlinkDevice{}
+	byName := map[string]rdmanl.Device{}
 	for _, d := range devs {
 		byName[d.Name] = d
 	}
@@ -133,7 +133,7 @@ func TestVMNetlinkAgreesWithSysfs(t *testing.T) {
 // renders the GUIDs (byte-reversed, from the host-order u64).
 func TestVMVishvanandaNetlinkAgrees(t *testing.T) {
 	vmtest.Require(t)
-	ours, err := sysfs.NewNetlink().Devices()
+	ours, err := rdmanl.New().Devices()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestVMVishvanandaNetlinkAgrees(t *testing.T) {
 		}
 		t.Logf("%s: vishvananda NodeGuid %q, ours %s", d.Name, l.Attrs.NodeGuid, d.NodeGUID)
 		st, err := netlink.RdmaPortStatisticList(l, 1)
-		s, ourErr := sysfs.NewNetlink().PortStats(d.Index, 1)
+		s, ourErr := rdmanl.New().PortStats(d.Index, 1)
 		// mock0 has port statistics too (its out_of_buffer q counter,
 		// alloc_hw_port_stats), so every device is compared.
 		if err != nil {
@@ -172,11 +172,11 @@ func TestVMVishvanandaNetlinkAgrees(t *testing.T) {
 // (twice) fails with os.ErrClosed.
 func TestVMOpenNetlinkAgrees(t *testing.T) {
 	vmtest.Require(t)
-	kept, err := sysfs.OpenNetlink()
+	kept, err := rdmanl.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh := sysfs.NewNetlink()
+	fresh := rdmanl.New()
 	for range 3 {
 		a, err := kept.Devices()
 		if err != nil {
@@ -221,113 +221,7 @@ func TestVMOpenNetlinkAgrees(t *testing.T) {
 		t.Errorf("Devices after Close: %v, want os.ErrClosed", err)
 	}
 	if err := fresh.Close(); err != nil {
-		t.Errorf("Close of a NewNetlink client: %v", err)
-	}
-}
-
-// TestVMLiveSysfs reads the real tree: GIDs with their attributes (1024
-// slots, the empty ones failing EINVAL), the missing PMA, the character
-// devices against /dev/infiniband, the ABI versions, and an open
-// HwCounterSet seeing new values after traffic (sysfs recomputes a file
-// read again from offset 0).
-func TestVMLiveSysfs(t *testing.T) {
-	vmtest.Require(t)
-	fs, err := sysfs.New("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v, err := fs.VerbsABIVersion(); err != nil || v != 6 {
-		t.Errorf("VerbsABIVersion = %d, %v", v, err)
-	}
-	if v, err := fs.MadABIVersion(); err != nil || v != 5 {
-		t.Errorf("MadABIVersion = %d, %v", v, err)
-	}
-	for _, want := range []struct{ dev, netdev, gid0 string }{{vmtest.Dev0, vmtest.Net0, vmtest.GID0}, {vmtest.Dev1, vmtest.Net1, vmtest.GID1}} {
-		p, err := fs.Port(want.dev, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.State != rdma.PortActive || p.LinkLayer != rdma.LinkLayerEthernet || deref(p.LinkLayerName) != "Ethernet" || p.Rate == nil {
-			t.Errorf("%s: %+v", p.Name(), p)
-		}
-		gids, err := p.GIDs()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(gids) < 1 || gids[0].GID.Hex() != want.gid0 || deref(gids[0].Type) != sysfs.GIDTypeRoCEv2 || deref(gids[0].NetDev) != want.netdev {
-			t.Errorf("%s GIDs %+v, want GID 0 %s, RoCE v2, %s", p.Name(), gids, want.gid0, want.netdev)
-		}
-		empty, err := p.GID(len(gids) + 5)
-		if err != nil || !empty.GID.IsZero() || empty.Type != nil || empty.NetDev != nil {
-			t.Errorf("%s empty slot: %+v, %v", p.Name(), empty, err)
-		}
-		if _, err := p.Counters(); !errors.Is(err, sysfs.ErrNotSupported) {
-			t.Errorf("%s Counters: %v, want ErrNotSupported (rxe has no PMA)", p.Name(), err)
-		}
-		for _, d := range []*sysfs.CharDev{p.Umad} {
-			if d == nil {
-				t.Fatalf("%s has no umad device", p.Name())
-			}
-			checkDevNode(t, d)
-		}
-		if p.ISSM != nil {
-			checkDevNode(t, p.ISSM)
-		}
-		t.Logf("%s: %d GIDs, rate %q, umad %s, issm %v (kernel %s)", p.Name(), len(gids), p.Rate.Raw, p.Umad.Name, p.ISSM != nil, vmtest.Kernel())
-	}
-	ca, err := fs.CA(vmtest.Dev0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ca.Verbs == nil {
-		t.Fatal("rxe0 has no uverbs device")
-	}
-	checkDevNode(t, ca.Verbs)
-
-	p := ca.Ports[0]
-	set, err := p.OpenHwCounters()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
-	before := map[string]uint64{}
-	if err := set.Read(before); err != nil {
-		t.Fatal(err)
-	}
-	traffic(t)
-	lifespan, err := p.HwCountersLifespan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * lifespan)
-	after := map[string]uint64{}
-	if err := set.Read(after); err != nil {
-		t.Fatal(err)
-	}
-	if after["sent_pkts"] <= before["sent_pkts"] || after["rcvd_pkts"] <= before["rcvd_pkts"] {
-		t.Errorf("open set after traffic: sent_pkts %d -> %d, rcvd_pkts %d -> %d", before["sent_pkts"], after["sent_pkts"], before["rcvd_pkts"], after["rcvd_pkts"])
-	}
-	t.Logf("open set: sent_pkts %d -> %d (lifespan %v)", before["sent_pkts"], after["sent_pkts"], lifespan)
-}
-
-// checkDevNode compares a CharDev's dev file with the node devtmpfs made.
-func checkDevNode(t *testing.T, d *sysfs.CharDev) {
-	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat(d.Path, &st); err != nil {
-		t.Errorf("%s: %v", d.Path, err)
-		return
-	}
-	if d.Dev == nil {
-		t.Errorf("%s: no dev file in sysfs", d.Name)
-		return
-	}
-	major, minor := unix.Major(uint64(st.Rdev)), unix.Minor(uint64(st.Rdev))
-	if major != d.Dev.Major || minor != d.Dev.Minor {
-		t.Errorf("%s: sysfs dev %s, %s is %d:%d", d.Name, d.Dev, d.Path, major, minor)
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFCHR {
-		t.Errorf("%s is not a character device", d.Path)
+		t.Errorf("Close of a New client: %v", err)
 	}
 }
 
@@ -365,7 +259,7 @@ func TestVMNetlinkChardevAgreesWithSysfs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nl := sysfs.NewNetlink()
+	nl := rdmanl.New()
 	kinds := map[sysfs.CharDevKind]int{}
 	for i := range cds {
 		cd := &cds[i]
@@ -386,7 +280,7 @@ func TestVMNetlinkChardevAgreesWithSysfs(t *testing.T) {
 			continue
 		}
 		kinds[cd.Kind]++
-		want := sysfs.NetlinkChardev{Name: cd.Name, Dev: *cd.Dev, ABI: uint64(madABI)}
+		want := rdmanl.Chardev{Name: cd.Name, Dev: *cd.Dev, ABI: uint64(madABI)}
 		if cd.Kind == sysfs.KindUverbs {
 			want.ABI = uint64(*cd.ABIVersion)
 			id := rdma.DriverRXE

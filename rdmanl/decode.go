@@ -1,8 +1,9 @@
-package sysfs
+package rdmanl
 
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/purerdma/rdma/sysfs"
 	"strconv"
 
 	"github.com/purerdma/rdma"
@@ -138,8 +139,8 @@ func attrString(typ uint16, v []byte) (string, error) {
 // decodeDevice decodes the payload of an RDMA_NLDEV_CMD_GET reply
 // (fill_dev_info in drivers/infiniband/core/nldev.c). Unknown attributes
 // are skipped; the index, name, last port and both GUIDs must be present.
-func decodeDevice(b []byte) (NetlinkDevice, error) {
-	var d NetlinkDevice
+func decodeDevice(b []byte) (Device, error) {
+	var d Device
 	var have struct{ index, name, ports, node, sys bool }
 	it := attrIter{b: b}
 	for it.next() {
@@ -189,11 +190,11 @@ func decodeDevice(b []byte) (NetlinkDevice, error) {
 			}
 		}
 		if err != nil {
-			return NetlinkDevice{}, err
+			return Device{}, err
 		}
 	}
 	if it.err != nil {
-		return NetlinkDevice{}, it.err
+		return Device{}, it.err
 	}
 	for _, m := range []struct {
 		ok  bool
@@ -206,7 +207,7 @@ func decodeDevice(b []byte) (NetlinkDevice, error) {
 		{have.sys, abi.RDMA_NLDEV_ATTR_SYS_IMAGE_GUID},
 	} {
 		if !m.ok {
-			return NetlinkDevice{}, fmt.Errorf("nldev GET reply without %s", attrName(m.typ))
+			return Device{}, fmt.Errorf("nldev GET reply without %s", attrName(m.typ))
 		}
 	}
 	return d, nil
@@ -216,8 +217,8 @@ func decodeDevice(b []byte) (NetlinkDevice, error) {
 // for a port (stat_get_doit_default_counter in nldev.c): DEV_INDEX,
 // DEV_NAME, PORT_INDEX and a STAT_HWCOUNTERS nest of STAT_HWCOUNTER_ENTRY
 // nests, each a name and a u64 value.
-func decodePortStats(b []byte) (PortStats, error) {
-	var s PortStats
+func decodePortStats(b []byte) (Stats, error) {
+	var s Stats
 	var haveIndex, haveName, havePort, haveTable bool
 	it := attrIter{b: b}
 	for it.next() {
@@ -236,20 +237,20 @@ func decodePortStats(b []byte) (PortStats, error) {
 			havePort = true
 		case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS:
 			if haveTable {
-				return PortStats{}, fmt.Errorf("nldev STAT_GET reply with two %s", attrName(it.typ))
+				return Stats{}, fmt.Errorf("nldev STAT_GET reply with two %s", attrName(it.typ))
 			}
 			haveTable = true
 			s.Counters, err = decodeHwCounterTable(it.val)
 		}
 		if err != nil {
-			return PortStats{}, err
+			return Stats{}, err
 		}
 	}
 	if it.err != nil {
-		return PortStats{}, it.err
+		return Stats{}, it.err
 	}
 	if !haveIndex || !haveName || !havePort || !haveTable {
-		return PortStats{}, fmt.Errorf("nldev STAT_GET reply without the device index, name, port or %s", attrName(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS))
+		return Stats{}, fmt.Errorf("nldev STAT_GET reply without the device index, name, port or %s", attrName(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS))
 	}
 	return s, nil
 }
@@ -307,8 +308,8 @@ func decodeNamedTable(b []byte, entry, name, value uint16, missing string) ([]Na
 // (nldev_get_chardev in nldev.c): CHARDEV (u64, huge_encode_dev), CHARDEV_ABI
 // (u64), CHARDEV_NAME, and for uverbs UVERBS_DRIVER_ID, which the kernel
 // writes as a u32 although the UAPI comment says u64 (both are accepted).
-func decodeChardev(b []byte) (NetlinkChardev, error) {
-	var c NetlinkChardev
+func decodeChardev(b []byte) (Chardev, error) {
+	var c Chardev
 	var haveDev, haveABI, haveName bool
 	it := attrIter{b: b}
 	for it.next() {
@@ -340,14 +341,14 @@ func decodeChardev(b []byte) (NetlinkChardev, error) {
 			}
 		}
 		if err != nil {
-			return NetlinkChardev{}, err
+			return Chardev{}, err
 		}
 	}
 	if it.err != nil {
-		return NetlinkChardev{}, it.err
+		return Chardev{}, it.err
 	}
 	if !haveDev || !haveABI || !haveName {
-		return NetlinkChardev{}, fmt.Errorf("nldev GET_CHARDEV reply without %s, %s or %s",
+		return Chardev{}, fmt.Errorf("nldev GET_CHARDEV reply without %s, %s or %s",
 			attrName(abi.RDMA_NLDEV_ATTR_CHARDEV), attrName(abi.RDMA_NLDEV_ATTR_CHARDEV_ABI), attrName(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME))
 	}
 	return c, nil
@@ -355,8 +356,8 @@ func decodeChardev(b []byte) (NetlinkChardev, error) {
 
 // hugeDecodeDev undoes the kernel's huge_encode_dev: minor bits 0–7 in
 // bits 0–7, the major in bits 8–19, minor bits 8–19 in bits 20–31.
-func hugeDecodeDev(v uint64) DevNumber {
-	return DevNumber{
+func hugeDecodeDev(v uint64) sysfs.DevNumber {
+	return sysfs.DevNumber{
 		Major: uint32(v>>8) & 0xfff,
 		Minor: uint32(v&0xff) | uint32(v>>12)&0xfff00,
 	}

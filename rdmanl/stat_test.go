@@ -1,4 +1,4 @@
-package sysfs
+package rdmanl
 
 import (
 	"math"
@@ -85,7 +85,7 @@ func TestDecodeQPCounters(t *testing.T) {
 			t.Errorf("pad %v:\n%s", pad, diff)
 		}
 	}
-	fake := &Netlink{exec: func(cmd, flags uint16, attrs []nlAttr) ([][]byte, error) {
+	fake := &Conn{exec: func(cmd, flags uint16, attrs []nlAttr) ([][]byte, error) {
 		if cmd != abi.RDMA_NLDEV_CMD_STAT_GET || len(attrs) != 2 || attrs[1].typ != abi.RDMA_NLDEV_ATTR_STAT_RES {
 			t.Errorf("request %d %v", cmd, attrs)
 		}

@@ -1,9 +1,10 @@
-package sysfs
+package rdmanl
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/sysfs"
 	"os"
 	"sync/atomic"
 	"syscall"
@@ -12,25 +13,24 @@ import (
 	"github.com/purerdma/rdma/internal/errs"
 
 	"github.com/vishvananda/netlink/nl"
-	"golang.org/x/sys/unix"
 
 	"github.com/purerdma/rdma/abi"
 )
 
-// Netlink reads RDMA devices and port statistics over RDMA netlink
+// Conn reads RDMA devices and port statistics over RDMA netlink
 // (NETLINK_RDMA, the nldev client): the second source next to sysfs, and
 // the one that reads hardware counters fresh from the driver and includes
 // the optional counters enabled with "rdma statistic set". Requests go
 // through github.com/vishvananda/netlink's nl package; the replies are
-// decoded here, with every length checked. A client from [NewNetlink] opens
+// decoded here, with every length checked. A client from [New] opens
 // a socket for each request and closes it afterwards; one from
-// [OpenNetlink] keeps one socket for all its requests until Close.
+// [Open] keeps one socket for all its requests until Close.
 //
 // It is safe for concurrent use. Only devices visible in the caller's
 // network namespace are reported.
-type Netlink struct {
+type Conn struct {
 	exec nlExecFunc
-	// kept is OpenNetlink's socket; nil for NewNetlink's clients.
+	// kept is Open's socket; nil for New's clients.
 	kept   *nl.SocketHandle
 	closed atomic.Bool
 }
@@ -47,12 +47,12 @@ type nlAttr struct {
 	data []byte
 }
 
-// NewNetlink returns a Netlink client. The zero Netlink (and a nil
-// *Netlink) works the same.
-func NewNetlink() *Netlink { return &Netlink{exec: execNetlink} }
+// New returns a client that opens a socket for each request. The zero
+// Conn (and a nil *Conn) works the same.
+func New() *Conn { return &Conn{exec: execNetlink} }
 
-// OpenNetlink returns a Netlink client that sends all its requests on one
-// socket, opened here, where [NewNetlink]'s opens and closes one a request:
+// Open returns a client that sends all its requests on one
+// socket, opened here, where [New]'s opens and closes one a request:
 // a tool or an agent that asks several questions saves the socket's set-up
 // and tear-down (eight system calls: socket, bind, the runtime poller's
 // registration and removal, close) on each but the first. Close it when
@@ -60,8 +60,8 @@ func NewNetlink() *Netlink { return &Netlink{exec: execNetlink} }
 //
 // Errors: an *Error matching ErrNotSupported when the kernel has no RDMA
 // netlink (ib_core not loaded: the socket cannot be created).
-func OpenNetlink() (*Netlink, error) {
-	s, err := nl.Subscribe(unix.NETLINK_RDMA) // no groups: a plain request socket
+func Open() (*Conn, error) {
+	s, err := nl.Subscribe(netlinkRDMA) // no groups: a plain request socket
 	if err != nil {
 		return nil, errs.New("netlink open", "", err)
 	}
@@ -75,15 +75,15 @@ func OpenNetlink() (*Netlink, error) {
 		s.Close()
 		return nil, errs.New("netlink open", "", err)
 	}
-	n := &Netlink{kept: &nl.SocketHandle{Socket: s}}
+	n := &Conn{kept: &nl.SocketHandle{Socket: s}}
 	n.exec = n.execKept
 	return n, nil
 }
 
-// Close closes the socket of a client from [OpenNetlink]; on one from
-// [NewNetlink] (or a nil or zero Netlink) it does nothing. It is safe to
+// Close closes the socket of a client from [Open]; on one from
+// [New] (or a nil or zero Conn) it does nothing. It is safe to
 // call more than once.
-func (n *Netlink) Close() error {
+func (n *Conn) Close() error {
 	if n == nil || n.kept == nil || n.closed.Swap(true) {
 		return nil
 	}
@@ -92,14 +92,14 @@ func (n *Netlink) Close() error {
 }
 
 // execKept is execNetlink on the kept socket.
-func (n *Netlink) execKept(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
+func (n *Conn) execKept(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
 	if n.closed.Load() {
 		return nil, os.ErrClosed
 	}
-	return execNetlinkOn(map[int]*nl.SocketHandle{unix.NETLINK_RDMA: n.kept}, cmd, flags, attrs)
+	return execNetlinkOn(map[int]*nl.SocketHandle{netlinkRDMA: n.kept}, cmd, flags, attrs)
 }
 
-func (n *Netlink) run(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
+func (n *Conn) run(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
 	if n == nil || n.exec == nil {
 		return execNetlink(cmd, flags, attrs)
 	}
@@ -123,7 +123,7 @@ func execNetlinkOn(socks map[int]*nl.SocketHandle, cmd uint16, flags uint16, att
 	// nldev_port_get_doit), and a reply of another type than the one
 	// asked for is skipped while waiting for the next (60 s, then EAGAIN).
 	resType := nlType(cmd)
-	if cmd == abi.RDMA_NLDEV_CMD_PORT_GET && flags&unix.NLM_F_DUMP == 0 {
+	if cmd == abi.RDMA_NLDEV_CMD_PORT_GET && flags&syscall.NLM_F_DUMP == 0 {
 		resType = nlType(abi.RDMA_NLDEV_CMD_GET)
 	}
 	for try := 0; ; try++ {
@@ -132,7 +132,7 @@ func execNetlinkOn(socks map[int]*nl.SocketHandle, cmd uint16, flags uint16, att
 		for _, a := range attrs {
 			req.AddData(nl.NewRtAttr(int(a.typ), a.data))
 		}
-		msgs, err := req.Execute(unix.NETLINK_RDMA, resType)
+		msgs, err := req.Execute(netlinkRDMA, resType)
 		// A dump the kernel says was interrupted by a change (a device
 		// added or removed meanwhile) is retried.
 		if errors.Is(err, nl.ErrDumpInterrupted) && try < 3 {
@@ -142,9 +142,9 @@ func execNetlinkOn(socks map[int]*nl.SocketHandle, cmd uint16, flags uint16, att
 	}
 }
 
-// NetlinkDevice is one device of an nldev GET reply (like a line of
+// Device is one device of an nldev GET reply (like a line of
 // "rdma dev show").
-type NetlinkDevice struct {
+type Device struct {
 	// Index is the kernel's device index, which requests address a
 	// device by.
 	Index uint32
@@ -173,12 +173,12 @@ type NetlinkDevice struct {
 // Devices lists the RDMA devices (like "rdma dev show"), in the kernel's
 // order (by index). The error matches ErrNotSupported when the kernel has
 // no RDMA netlink (ib_core not loaded: the socket cannot be created).
-func (n *Netlink) Devices() ([]NetlinkDevice, error) {
-	msgs, err := n.run(abi.RDMA_NLDEV_CMD_GET, unix.NLM_F_DUMP, nil)
+func (n *Conn) Devices() ([]Device, error) {
+	msgs, err := n.run(abi.RDMA_NLDEV_CMD_GET, syscall.NLM_F_DUMP, nil)
 	if err != nil {
 		return nil, errs.New("netlink dev get", "", err)
 	}
-	devs := make([]NetlinkDevice, 0, len(msgs))
+	devs := make([]Device, 0, len(msgs))
 	for _, m := range msgs {
 		d, err := decodeDevice(m)
 		if err != nil {
@@ -191,7 +191,7 @@ func (n *Netlink) Devices() ([]NetlinkDevice, error) {
 
 // Device returns the device called name (like "rdma dev show NAME"). The
 // error matches os.ErrNotExist when there is none.
-func (n *Netlink) Device(name string) (*NetlinkDevice, error) {
+func (n *Conn) Device(name string) (*Device, error) {
 	devs, err := n.Devices()
 	if err != nil {
 		return nil, err
@@ -215,7 +215,7 @@ type NamedCounter struct {
 // DEV/PORT"): the names and values of the port's hw_counters/ in sysfs, but
 // read from the driver for this request, and including enabled optional
 // counters.
-type PortStats struct {
+type Stats struct {
 	// Device and Index identify the device; Port is the port number.
 	Device string
 	Index  uint32
@@ -224,9 +224,13 @@ type PortStats struct {
 	Counters []NamedCounter
 }
 
-// Map returns the counters as a map, name → value.
-func (s *PortStats) Map() HwCounters {
-	m := make(HwCounters, len(s.Counters))
+// Map returns the counters as a map, name → value (nil for a nil
+// *Stats).
+func (s *Stats) Map() sysfs.HwCounters {
+	if s == nil {
+		return nil
+	}
+	m := make(sysfs.HwCounters, len(s.Counters))
 	for _, c := range s.Counters {
 		m[c.Name] = c.Value
 	}
@@ -238,7 +242,7 @@ func (s *PortStats) Map() HwCounters {
 // EINVAL (matched with errors.Is(err, syscall.EINVAL)) for an unknown
 // device or port (port 0 is a switch's only port, and no other device's),
 // and for a driver without port statistics.
-func (n *Netlink) PortStats(devIndex uint32, port int) (*PortStats, error) {
+func (n *Conn) PortStats(devIndex uint32, port int) (*Stats, error) {
 	if port < 0 || uint64(port) > 0xffffffff {
 		return nil, errs.New("netlink stat get", fmt.Sprintf("index %d port %d", devIndex, port), syscall.EINVAL)
 	}
@@ -260,9 +264,9 @@ func (n *Netlink) PortStats(devIndex uint32, port int) (*PortStats, error) {
 	return &s, nil
 }
 
-// PortStatsByName is [Netlink.PortStats] for the device called name. The
+// PortStatsByName is [Conn.PortStats] for the device called name. The
 // error matches os.ErrNotExist when there is no such device.
-func (n *Netlink) PortStatsByName(name string, port int) (*PortStats, error) {
+func (n *Conn) PortStatsByName(name string, port int) (*Stats, error) {
 	d, err := n.Device(name)
 	if err != nil {
 		return nil, err
@@ -276,15 +280,15 @@ func u32(v uint32) []byte {
 	return b
 }
 
-// NetlinkChardev is a character device as RDMA_NLDEV_CMD_GET_CHARDEV
+// Chardev is a character device as RDMA_NLDEV_CMD_GET_CHARDEV
 // reports it (what rdma-core's libibverbs and libibumad ask to find the
 // uverbsN and umadN of a device and port).
-type NetlinkChardev struct {
+type Chardev struct {
 	// Name is the node's name in DevDir: "uverbs0", "umad1", "issm1".
 	Name string
 	// Dev is the device number (the kernel's huge_encode_dev value,
 	// decoded).
-	Dev DevNumber
+	Dev sysfs.DevNumber
 	// ABI is the ABI version: the driver's uverbs ABI for uverbs (rxe 2,
 	// mlx5 1), 5 for umad and issm.
 	ABI uint64
@@ -295,34 +299,34 @@ type NetlinkChardev struct {
 }
 
 // Chardev asks the kernel for the character device of kind of the device
-// with index devIndex: KindUverbs takes port 0 (the device's only uverbs
-// node); KindUmad and KindISSM take a port number. Like "rdma dev show"
+// with index devIndex: sysfs.KindUverbs takes port 0 (the device's only uverbs
+// node); sysfs.KindUmad and sysfs.KindISSM take a port number. Like "rdma dev show"
 // it needs no privilege.
 //
 // Errors: an *Error wrapping EINVAL for a port that does not fit the kind
 // (checked here first) or that the device does not have, or an unknown
 // index (the kernel's answer); ErrNotSupported (EOPNOTSUPP) when the
 // kind's module (ib_uverbs, ib_umad) is not loaded, the port has no MAD
-// interface, or, for KindISSM, no SMI: RoCE and iWARP ports answer
+// interface, or, for sysfs.KindISSM, no SMI: RoCE and iWARP ports answer
 // EOPNOTSUPP for issm, even where ib_umad creates an issmN node for them
 // (Soft-RoCE on Linux 6.1; 6.12 creates none).
-func (n *Netlink) Chardev(devIndex uint32, kind CharDevKind, port int) (*NetlinkChardev, error) {
+func (n *Conn) Chardev(devIndex uint32, kind sysfs.CharDevKind, port int) (*Chardev, error) {
 	const op = "netlink get chardev"
 	dev := fmt.Sprintf("index %d", devIndex)
 	if port != 0 {
 		dev = fmt.Sprintf("index %d/%d", devIndex, port)
 	}
 	switch kind {
-	case KindUverbs:
+	case sysfs.KindUverbs:
 		if port != 0 {
 			return nil, errs.New(op, dev, fmt.Errorf("uverbs nodes belong to a device, not a port: pass port 0: %w", syscall.EINVAL))
 		}
-	case KindUmad, KindISSM:
+	case sysfs.KindUmad, sysfs.KindISSM:
 		if port < 1 || uint64(port) > 0xffffffff {
 			return nil, errs.New(op, dev, fmt.Errorf("%s nodes belong to a port: pass a port number from 1: %w", kind, syscall.EINVAL))
 		}
 	default:
-		return nil, errs.New(op, dev, fmt.Errorf("kind %q: want %q, %q or %q: %w", kind, KindUverbs, KindUmad, KindISSM, syscall.EINVAL))
+		return nil, errs.New(op, dev, fmt.Errorf("kind %q: want %q, %q or %q: %w", kind, sysfs.KindUverbs, sysfs.KindUmad, sysfs.KindISSM, syscall.EINVAL))
 	}
 	attrs := []nlAttr{
 		{abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE, append([]byte(kind), 0)},
@@ -350,8 +354,8 @@ func (n *Netlink) Chardev(devIndex uint32, kind CharDevKind, port int) (*Netlink
 // which hands the netdev to the link type's driver (rxe, siw). The kernel
 // answers EEXIST when the netdev already has one, ENODEV for an unknown
 // netdev, EINVAL for an unknown type.
-func (n *Netlink) LinkAdd(name, linkType, netdev string) error {
-	_, err := n.run(abi.RDMA_NLDEV_CMD_NEWLINK, unix.NLM_F_ACK, []nlAttr{
+func (n *Conn) LinkAdd(name, linkType, netdev string) error {
+	_, err := n.run(abi.RDMA_NLDEV_CMD_NEWLINK, syscall.NLM_F_ACK, []nlAttr{
 		{abi.RDMA_NLDEV_ATTR_DEV_NAME, append([]byte(name), 0)},
 		{abi.RDMA_NLDEV_ATTR_LINK_TYPE, append([]byte(linkType), 0)},
 		{abi.RDMA_NLDEV_ATTR_NDEV_NAME, append([]byte(netdev), 0)},
@@ -365,8 +369,8 @@ func (n *Netlink) LinkAdd(name, linkType, netdev string) error {
 // LinkDelete removes the device with index devIndex (like "rdma link
 // delete NAME"): RDMA_NLDEV_CMD_DELLINK (nldev_dellink), which only a
 // device created with LinkAdd allows (EINVAL otherwise).
-func (n *Netlink) LinkDelete(devIndex uint32) error {
-	_, err := n.run(abi.RDMA_NLDEV_CMD_DELLINK, unix.NLM_F_ACK, []nlAttr{{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)}})
+func (n *Conn) LinkDelete(devIndex uint32) error {
+	_, err := n.run(abi.RDMA_NLDEV_CMD_DELLINK, syscall.NLM_F_ACK, []nlAttr{{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)}})
 	if err != nil {
 		return &Error{Op: "netlink link delete", Device: fmt.Sprintf("index %d", devIndex), Err: err}
 	}

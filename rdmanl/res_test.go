@@ -1,12 +1,10 @@
-package sysfs
+package rdmanl
 
 import (
 	"errors"
 	"strings"
 	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/purerdma/rdma/abi"
 )
@@ -55,7 +53,7 @@ func resKernel(pad bool) nlExecFunc {
 	return func(cmd, flags uint16, attrs []nlAttr) ([][]byte, error) {
 		switch cmd {
 		case abi.RDMA_NLDEV_CMD_RES_GET:
-			if flags&unix.NLM_F_DUMP == 0 {
+			if flags&syscall.NLM_F_DUMP == 0 {
 				return nil, syscall.EINVAL
 			}
 			return [][]byte{summary(0, "rxe0", 1), summary(1, "rxe1", 2)}, nil
@@ -71,7 +69,7 @@ func resKernel(pad bool) nlExecFunc {
 
 func TestResourceSummaries(t *testing.T) {
 	for _, pad := range []bool{false, true} {
-		n := &Netlink{exec: resKernel(pad)}
+		n := &Conn{exec: resKernel(pad)}
 		sums, err := n.ResourceSummaries()
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +83,7 @@ func TestResourceSummaries(t *testing.T) {
 
 func TestResourcesQP(t *testing.T) {
 	for _, pad := range []bool{false, true} {
-		n := &Netlink{exec: resKernel(pad)}
+		n := &Conn{exec: resKernel(pad)}
 		qps, err := n.Resources(ResQP, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -123,7 +121,7 @@ func mustKind(t *testing.T, s string) ResourceKind {
 
 // Every truncation and a wrong width fail with an error, never a panic.
 func TestResourceDecodeBad(t *testing.T) {
-	msg, _ := resKernel(false)(abi.RDMA_NLDEV_CMD_RES_QP_GET, unix.NLM_F_DUMP, []nlAttr{{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(0)}})
+	msg, _ := resKernel(false)(abi.RDMA_NLDEV_CMD_RES_QP_GET, syscall.NLM_F_DUMP, []nlAttr{{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(0)}})
 	for i := 0; i < len(msg[0]); i++ {
 		_, _ = decodeResObjects(msg[0][:i], abi.RDMA_NLDEV_ATTR_RES_QP, abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY)
 	}
@@ -132,7 +130,7 @@ func TestResourceDecodeBad(t *testing.T) {
 	if _, err := decodeResObject(e.b); err == nil {
 		t.Error("a 2-byte LQPN was accepted")
 	}
-	sum, _ := resKernel(true)(abi.RDMA_NLDEV_CMD_RES_GET, unix.NLM_F_DUMP, nil)
+	sum, _ := resKernel(true)(abi.RDMA_NLDEV_CMD_RES_GET, syscall.NLM_F_DUMP, nil)
 	for i := 0; i < len(sum[0]); i++ {
 		_, _ = decodeResSummary(sum[0][:i])
 	}
@@ -155,7 +153,7 @@ func TestResourceDecodeBad(t *testing.T) {
 func TestLinkRequests(t *testing.T) {
 	var gotCmd uint16
 	var got []nlAttr
-	n := &Netlink{exec: func(cmd, flags uint16, attrs []nlAttr) ([][]byte, error) {
+	n := &Conn{exec: func(cmd, flags uint16, attrs []nlAttr) ([][]byte, error) {
 		gotCmd, got = cmd, attrs
 		if cmd == abi.RDMA_NLDEV_CMD_DELLINK {
 			return nil, syscall.EINVAL

@@ -1,16 +1,16 @@
-package sysfs
+package rdmanl
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/purerdma/rdma/sysfs"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/sys/unix"
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
@@ -63,7 +63,7 @@ func (e *nlEnc) nest(typ uint16, nested bool, base int, fill func(inner *nlEnc, 
 
 const nlmsgHdrLen = 16
 
-func encodeDevice(d NetlinkDevice, pad bool) []byte {
+func encodeDevice(d Device, pad bool) []byte {
 	e := &nlEnc{pad: pad}
 	e.u32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, d.Index)
 	e.str(abi.RDMA_NLDEV_ATTR_DEV_NAME, d.Name)
@@ -86,7 +86,7 @@ func encodeDevice(d NetlinkDevice, pad bool) []byte {
 	return e.b
 }
 
-func encodePortStats(s PortStats, pad bool) []byte {
+func encodePortStats(s Stats, pad bool) []byte {
 	e := &nlEnc{pad: pad}
 	e.u32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, s.Index)
 	e.str(abi.RDMA_NLDEV_ATTR_DEV_NAME, s.Device)
@@ -104,14 +104,14 @@ func encodePortStats(s PortStats, pad bool) []byte {
 
 // hugeEncodeDev is the kernel's huge_encode_dev (include/linux/kdev_t.h):
 // (minor & 0xff) | (major << 8) | ((minor & ~0xff) << 12).
-func hugeEncodeDev(d DevNumber) uint64 {
+func hugeEncodeDev(d sysfs.DevNumber) uint64 {
 	return uint64(d.Minor&0xff) | uint64(d.Major)<<8 | uint64(d.Minor&^0xff)<<12
 }
 
 // encodeChardev lays out a GET_CHARDEV reply as nldev_get_chardev does:
 // the client's attributes first (uverbs: UVERBS_DRIVER_ID, a u32), then
 // CHARDEV and CHARDEV_ABI (nla_put_u64_64bit) and CHARDEV_NAME.
-func encodeChardev(c NetlinkChardev, pad bool) []byte {
+func encodeChardev(c Chardev, pad bool) []byte {
 	e := &nlEnc{pad: pad}
 	if c.DriverID != nil {
 		e.u32(abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, uint32(*c.DriverID))
@@ -124,7 +124,7 @@ func encodeChardev(c NetlinkChardev, pad bool) []byte {
 
 // fakeDev is one device of the fake kernel.
 type fakeDev struct {
-	NetlinkDevice
+	Device
 	stats map[int][]NamedCounter // nil: the driver has no port statistics
 	// driverID, uverbsMinor and umadMinor describe the character
 	// devices: uverbs minor (major 231, ABI uverbsABI) and the first
@@ -174,16 +174,16 @@ func (k *fakeKernel) exec(cmd, flags uint16, attrs []nlAttr) ([][]byte, error) {
 	}
 	switch cmd {
 	case abi.RDMA_NLDEV_CMD_GET:
-		if flags&unix.NLM_F_DUMP == 0 {
+		if flags&syscall.NLM_F_DUMP == 0 {
 			return nil, syscall.EOPNOTSUPP // doit is not used by this package
 		}
 		var out [][]byte
 		for _, d := range k.devs {
-			out = append(out, encodeDevice(d.NetlinkDevice, k.pad))
+			out = append(out, encodeDevice(d.Device, k.pad))
 		}
 		return out, nil
 	case abi.RDMA_NLDEV_CMD_STAT_GET:
-		if _, ok := m[abi.RDMA_NLDEV_ATTR_STAT_RES]; !ok && flags&unix.NLM_F_DUMP != 0 {
+		if _, ok := m[abi.RDMA_NLDEV_ATTR_STAT_RES]; !ok && flags&syscall.NLM_F_DUMP != 0 {
 			return nil, syscall.EINVAL // nldev_stat_get_dumpit needs STAT_RES
 		}
 		idx, ok1 := m[abi.RDMA_NLDEV_ATTR_DEV_INDEX]
@@ -199,7 +199,7 @@ func (k *fakeKernel) exec(cmd, flags uint16, attrs []nlAttr) ([][]byte, error) {
 			if p < 1 || p > d.NumPorts || d.stats == nil {
 				return nil, syscall.EINVAL
 			}
-			return [][]byte{encodePortStats(PortStats{Device: d.Name, Index: d.Index, Port: p, Counters: d.stats[p]}, k.pad)}, nil
+			return [][]byte{encodePortStats(Stats{Device: d.Name, Index: d.Index, Port: p, Counters: d.stats[p]}, k.pad)}, nil
 		}
 		return nil, syscall.EINVAL
 	case abi.RDMA_NLDEV_CMD_GET_CHARDEV:
@@ -239,14 +239,14 @@ func (k *fakeKernel) getChardev(m map[uint16][]byte) ([][]byte, error) {
 			return nil, syscall.EINVAL
 		}
 	}
-	var c NetlinkChardev
+	var c Chardev
 	switch name {
 	case "uverbs":
 		if p != -1 {
 			return nil, syscall.EINVAL
 		}
 		id := rdma.DriverID(dev.driverID)
-		c = NetlinkChardev{Name: fmt.Sprintf("uverbs%d", dev.uverbsMinor-192), Dev: DevNumber{231, dev.uverbsMinor}, ABI: dev.uverbsABI, DriverID: &id}
+		c = Chardev{Name: fmt.Sprintf("uverbs%d", dev.uverbsMinor-192), Dev: sysfs.DevNumber{Major: 231, Minor: dev.uverbsMinor}, ABI: dev.uverbsABI, DriverID: &id}
 	case "umad", "issm":
 		if p == -1 {
 			return nil, syscall.EINVAL
@@ -262,7 +262,7 @@ func (k *fakeKernel) getChardev(m map[uint16][]byte) ([][]byte, error) {
 		if name == "issm" {
 			minor += 64
 		}
-		c = NetlinkChardev{Name: fmt.Sprintf("%s%d", name, dev.umadMinor+uint32(p-1)), Dev: DevNumber{231, minor}, ABI: 5}
+		c = Chardev{Name: fmt.Sprintf("%s%d", name, dev.umadMinor+uint32(p-1)), Dev: sysfs.DevNumber{Major: 231, Minor: minor}, ABI: 5}
 	default:
 		return nil, syscall.EOPNOTSUPP // no such client
 	}
@@ -275,13 +275,13 @@ func rxeKernel(pad bool) *fakeKernel {
 		return []NamedCounter{{"sent_pkts", sent}, {"rcvd_pkts", sent}, {"duplicate_request", 10}, {"rdma_sends", 5000}}
 	}
 	return &fakeKernel{pad: pad, devs: []fakeDev{
-		{NetlinkDevice{Index: 0, Name: "rxe0", NumPorts: 1, NodeGUID: 0xacade8fffe375f42, SysImageGUID: 0xacade8fffe375f42,
+		{Device{Index: 0, Name: "rxe0", NumPorts: 1, NodeGUID: 0xacade8fffe375f42, SysImageGUID: 0xacade8fffe375f42,
 			NodeType: ptr(rdma.NodeCA), Protocol: ptr("roce"), CapFlags: ptr[uint64](0x1223c76)}, map[int][]NamedCounter{1: counters(25019)},
 			abi.RDMA_DRIVER_RXE, 2, 192, 0, false, false},
-		{NetlinkDevice{Index: 1, Name: "rxe1", NumPorts: 1, NodeGUID: 0xacdf59fffef0895d, SysImageGUID: 0xacdf59fffef0895d,
+		{Device{Index: 1, Name: "rxe1", NumPorts: 1, NodeGUID: 0xacdf59fffef0895d, SysImageGUID: 0xacdf59fffef0895d,
 			NodeType: ptr(rdma.NodeCA), Protocol: ptr("roce"), CapFlags: ptr[uint64](0x1223c76)}, map[int][]NamedCounter{1: counters(15011)},
 			abi.RDMA_DRIVER_RXE, 2, 193, 1, false, false},
-		{NetlinkDevice{Index: 7, Name: "mlx5_0", NumPorts: 2, NodeGUID: 1, SysImageGUID: 2, FWVersion: ptr("20.31.1014")}, nil,
+		{Device{Index: 7, Name: "mlx5_0", NumPorts: 2, NodeGUID: 1, SysImageGUID: 2, FWVersion: ptr("20.31.1014")}, nil,
 			abi.RDMA_DRIVER_MLX5, 1, 194, 2, true, false},
 	}}
 }
@@ -289,14 +289,14 @@ func rxeKernel(pad bool) *fakeKernel {
 func TestNetlinkDevices(t *testing.T) {
 	for _, pad := range []bool{false, true} {
 		k := rxeKernel(pad)
-		n := &Netlink{exec: k.exec}
+		n := &Conn{exec: k.exec}
 		devs, err := n.Devices()
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want []NetlinkDevice
+		var want []Device
 		for _, d := range k.devs {
-			want = append(want, d.NetlinkDevice)
+			want = append(want, d.Device)
 		}
 		if d := cmp.Diff(want, devs); d != "" {
 			t.Errorf("pad %v: Devices (-want +got):\n%s", pad, d)
@@ -314,12 +314,12 @@ func TestNetlinkDevices(t *testing.T) {
 func TestNetlinkPortStats(t *testing.T) {
 	for _, pad := range []bool{false, true} {
 		k := rxeKernel(pad)
-		n := &Netlink{exec: k.exec}
+		n := &Conn{exec: k.exec}
 		s, err := n.PortStatsByName("rxe0", 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &PortStats{Device: "rxe0", Index: 0, Port: 1, Counters: k.devs[0].stats[1]}
+		want := &Stats{Device: "rxe0", Index: 0, Port: 1, Counters: k.devs[0].stats[1]}
 		if d := cmp.Diff(want, s); d != "" {
 			t.Errorf("pad %v: PortStats (-want +got):\n%s", pad, d)
 		}
@@ -327,7 +327,7 @@ func TestNetlinkPortStats(t *testing.T) {
 			t.Errorf("Map = %v", m)
 		}
 	}
-	n := &Netlink{exec: rxeKernel(false).exec}
+	n := &Conn{exec: rxeKernel(false).exec}
 	for _, tc := range []struct {
 		name string
 		call func() error
@@ -351,47 +351,47 @@ func TestNetlinkPortStats(t *testing.T) {
 
 func TestNetlinkChardev(t *testing.T) {
 	for _, pad := range []bool{false, true} {
-		n := &Netlink{exec: rxeKernel(pad).exec}
-		c, err := n.Chardev(1, KindUverbs, 0)
+		n := &Conn{exec: rxeKernel(pad).exec}
+		c, err := n.Chardev(1, sysfs.KindUverbs, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &NetlinkChardev{Name: "uverbs1", Dev: DevNumber{231, 193}, ABI: 2, DriverID: ptr(rdma.DriverRXE)}
+		want := &Chardev{Name: "uverbs1", Dev: sysfs.DevNumber{Major: 231, Minor: 193}, ABI: 2, DriverID: ptr(rdma.DriverRXE)}
 		if d := cmp.Diff(want, c); d != "" {
 			t.Errorf("pad %v: uverbs (-want +got):\n%s", pad, d)
 		}
-		c, err = n.Chardev(0, KindUmad, 1)
+		c, err = n.Chardev(0, sysfs.KindUmad, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := cmp.Diff(&NetlinkChardev{Name: "umad0", Dev: DevNumber{231, 0}, ABI: 5}, c); d != "" {
+		if d := cmp.Diff(&Chardev{Name: "umad0", Dev: sysfs.DevNumber{Major: 231, Minor: 0}, ABI: 5}, c); d != "" {
 			t.Errorf("pad %v: umad (-want +got):\n%s", pad, d)
 		}
-		c, err = n.Chardev(7, KindISSM, 2)
+		c, err = n.Chardev(7, sysfs.KindISSM, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := cmp.Diff(&NetlinkChardev{Name: "issm3", Dev: DevNumber{231, 67}, ABI: 5}, c); d != "" {
+		if d := cmp.Diff(&Chardev{Name: "issm3", Dev: sysfs.DevNumber{Major: 231, Minor: 67}, ABI: 5}, c); d != "" {
 			t.Errorf("pad %v: issm (-want +got):\n%s", pad, d)
 		}
 	}
-	n := &Netlink{exec: rxeKernel(false).exec}
+	n := &Conn{exec: rxeKernel(false).exec}
 	for _, tc := range []struct {
 		name       string
 		index      uint32
-		kind       CharDevKind
+		kind       sysfs.CharDevKind
 		port       int
 		is         error
 		kernelSaid bool // the request reached the fake kernel
 	}{
-		{"uverbs with a port", 0, KindUverbs, 1, syscall.EINVAL, false},
-		{"umad without a port", 0, KindUmad, 0, syscall.EINVAL, false},
-		{"negative port", 0, KindISSM, -1, syscall.EINVAL, false},
+		{"uverbs with a port", 0, sysfs.KindUverbs, 1, syscall.EINVAL, false},
+		{"umad without a port", 0, sysfs.KindUmad, 0, syscall.EINVAL, false},
+		{"negative port", 0, sysfs.KindISSM, -1, syscall.EINVAL, false},
 		{"unknown kind", 0, "rdma_cm", 0, syscall.EINVAL, false},
-		{"unknown index", 42, KindUverbs, 0, syscall.EINVAL, true},
-		{"port past the last", 0, KindUmad, 2, syscall.EINVAL, true},
-		{"port without MAD", 7, KindUmad, 1, ErrNotSupported, true},
-		{"issm of a RoCE port", 0, KindISSM, 1, ErrNotSupported, true},
+		{"unknown index", 42, sysfs.KindUverbs, 0, syscall.EINVAL, true},
+		{"port past the last", 0, sysfs.KindUmad, 2, syscall.EINVAL, true},
+		{"port without MAD", 7, sysfs.KindUmad, 1, ErrNotSupported, true},
+		{"issm of a RoCE port", 0, sysfs.KindISSM, 1, ErrNotSupported, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := rxeKernel(false)
@@ -410,32 +410,32 @@ func TestNetlinkChardev(t *testing.T) {
 }
 
 func TestHugeDecodeDev(t *testing.T) {
-	for _, d := range []DevNumber{{231, 192}, {231, 0}, {0, 0}, {4095, 1<<20 - 1}, {10, 256}, {511, 0x12345}} {
+	for _, d := range []sysfs.DevNumber{{Major: 231, Minor: 192}, {Major: 231}, {}, {Major: 4095, Minor: 1<<20 - 1}, {Major: 10, Minor: 256}, {Major: 511, Minor: 0x12345}} {
 		if got := hugeDecodeDev(hugeEncodeDev(d)); got != d {
 			t.Errorf("%v → %#x → %v", d, hugeEncodeDev(d), got)
 		}
 	}
 	// uverbs0 as the kernel encodes it: 231:192 → 0xe7c0.
-	if got := hugeDecodeDev(0xe7c0); got != (DevNumber{231, 192}) {
+	if got := hugeDecodeDev(0xe7c0); got != (sysfs.DevNumber{Major: 231, Minor: 192}) {
 		t.Errorf("0xe7c0 → %v, want 231:192", got)
 	}
 }
 
 func TestNetlinkErrors(t *testing.T) {
-	noNetlink := &Netlink{exec: func(uint16, uint16, []nlAttr) ([][]byte, error) {
+	noNetlink := &Conn{exec: func(uint16, uint16, []nlAttr) ([][]byte, error) {
 		return nil, syscall.EPROTONOSUPPORT // socket(NETLINK_RDMA) without ib_core
 	}}
 	if _, err := noNetlink.Devices(); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("Devices without RDMA netlink: %v, want ErrNotSupported", err)
 	}
-	twoReplies := &Netlink{exec: func(uint16, uint16, []nlAttr) ([][]byte, error) {
-		b := encodePortStats(PortStats{Device: "x", Port: 1}, false)
+	twoReplies := &Conn{exec: func(uint16, uint16, []nlAttr) ([][]byte, error) {
+		b := encodePortStats(Stats{Device: "x", Port: 1}, false)
 		return [][]byte{b, b}, nil
 	}}
 	if _, err := twoReplies.PortStats(0, 1); err == nil || !strings.Contains(err.Error(), "2 replies") {
 		t.Errorf("two replies: %v", err)
 	}
-	garbage := &Netlink{exec: func(uint16, uint16, []nlAttr) ([][]byte, error) {
+	garbage := &Conn{exec: func(uint16, uint16, []nlAttr) ([][]byte, error) {
 		return [][]byte{{8, 0, 1, 0, 0, 0}}, nil
 	}}
 	if _, err := garbage.Devices(); err == nil {
@@ -444,7 +444,7 @@ func TestNetlinkErrors(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	good := encodeDevice(NetlinkDevice{Index: 3, Name: "mlx5_0", NumPorts: 1, NodeGUID: 1, SysImageGUID: 1}, false)
+	good := encodeDevice(Device{Index: 3, Name: "mlx5_0", NumPorts: 1, NodeGUID: 1, SysImageGUID: 1}, false)
 	if _, err := decodeDevice(good); err != nil {
 		t.Fatal(err)
 	}
@@ -501,3 +501,5 @@ func TestDecodeErrors(t *testing.T) {
 		t.Errorf("empty table: %+v, %v", s, err)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
