@@ -177,7 +177,7 @@ func (f *FS) PortNumbers(name string) ([]int, error) {
 // portNumber parses e, an entry of the ports/ directory of the device
 // name; a parse error names the entry's path.
 func (f *FS) portNumber(name, e string) (int, error) {
-	n, err := ParsePortName(e)
+	n, err := parsePortName(e)
 	if err != nil {
 		pe := err.(*ParseError)
 		pe.Path = f.display(path.Join(classInfiniBand, name, "ports", e))
@@ -295,7 +295,7 @@ func (f *FS) readCAAttrs(d *dir, name string, parts Parts) (*CA, error) {
 		}
 		return nil, err
 	}
-	n, typeName, err := ParseEnumLine(s)
+	n, typeName, err := parseEnumLine(s)
 	if err != nil {
 		return nil, f.inFile(err, d.relOf("node_type"))
 	}
@@ -392,7 +392,7 @@ func (f *FS) inFile(err error, rel string) error {
 	return err
 }
 
-// ParsePortName parses the name of a ports/ entry, or a umad or issm
+// parsePortName parses the name of a ports/ entry, or a umad or issm
 // node's port file: a decimal port number without leading zeros, as the
 // kernel names them (u32; an mlx5 device in switchdev mode has one port per
 // representor, so numbers above 255 occur). "0" parses: it is the
@@ -404,7 +404,7 @@ func (f *FS) inFile(err error, rel string) error {
 // with a non-numeric port entry; so does [FS.CA]. (libibumad also caps the
 // port number, and takes "0" on any node type; that is its business, not
 // this package's.)
-func ParsePortName(name string) (int, error) {
+func parsePortName(name string) (int, error) {
 	const want = "a decimal port number from 0 to 4294967295 without leading zeros"
 	if !allDigits(name) || (name[0] == '0' && len(name) > 1) {
 		return 0, parseErr("", name, want)

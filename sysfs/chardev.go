@@ -194,7 +194,7 @@ func (f *FS) readCharDev(class, name string, k CharDevKind, idx int) (CharDev, e
 		if err != nil {
 			return d, err
 		}
-		n, err := ParsePortName(s)
+		n, err := parsePortName(s)
 		if err != nil {
 			return d, f.inFile(err, rel)
 		}

@@ -104,7 +104,7 @@ func (p *Port) Counters() (Counters, error) {
 			}
 			return nil, errs.New("read PMA counters", p.Name(), err)
 		}
-		v, ok := ParseCounter(b)
+		v, ok := parseCounter(b)
 		if !ok {
 			if string(b) == naPMA {
 				continue
@@ -350,7 +350,7 @@ func (s *HwCounterSet) read(i int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v, ok := ParseCounter(b)
+	v, ok := parseCounter(b)
 	if !ok {
 		text := strings.TrimSuffix(string(b), "\n")
 		return 0, errs.New(s.op, s.dev, parseErr(s.paths[i], text, `a decimal 64-bit counter ("%llu")`))
@@ -468,7 +468,7 @@ func (c *CounterSet) ReadValues(dst []uint64, ok []bool) error {
 			return err
 		}
 		b = trimNewline(b)
-		v, good := ParseCounter(b)
+		v, good := parseCounter(b)
 		if !good {
 			if string(b) == naPMA {
 				ok[i] = false

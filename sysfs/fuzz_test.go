@@ -97,11 +97,11 @@ func FuzzParseEnumLine(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, name, err := ParseEnumLine(s)
+		n, name, err := parseEnumLine(s)
 		if err != nil {
 			return
 		}
-		n2, name2, err := ParseEnumLine(fmt.Sprintf("%d: %s", n, name))
+		n2, name2, err := parseEnumLine(fmt.Sprintf("%d: %s", n, name))
 		if err != nil || n2 != n || name2 != name {
 			t.Fatalf("round trip of %q: (%d, %q), then (%d, %q), %v", s, n, name, n2, name2, err)
 		}
@@ -113,15 +113,15 @@ func FuzzParseCounter(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		v, ok := ParseCounter(b)
+		v, ok := parseCounter(b)
 		s := strings.TrimSuffix(string(b), "\n")
 		want, err := strconv.ParseUint(s, 10, 64)
 		plain := err == nil
 		if ok != plain || (ok && v != want) {
-			t.Fatalf("ParseCounter(%q) = %d, %v; strconv: %d, %v", b, v, ok, want, err)
+			t.Fatalf("parseCounter(%q) = %d, %v; strconv: %d, %v", b, v, ok, want, err)
 		}
 		if ok {
-			if v2, ok2 := ParseCounter([]byte(strconv.FormatUint(v, 10))); !ok2 || v2 != v {
+			if v2, ok2 := parseCounter([]byte(strconv.FormatUint(v, 10))); !ok2 || v2 != v {
 				t.Fatalf("round trip of %d", v)
 			}
 		}
@@ -133,12 +133,12 @@ func FuzzParsePortName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, err := ParsePortName(s)
+		n, err := parsePortName(s)
 		if err != nil {
 			return
 		}
 		if n < 0 || strconv.Itoa(n) != s {
-			t.Fatalf("ParsePortName(%q) = %d", s, n)
+			t.Fatalf("parsePortName(%q) = %d", s, n)
 		}
 	})
 }

@@ -6,12 +6,12 @@ import (
 	"strings"
 )
 
-// ParseEnumLine parses the "number: name" lines of node_type ("1: CA"),
+// parseEnumLine parses the "number: name" lines of node_type ("1: CA"),
 // ports/N/state ("4: ACTIVE") and ports/N/phys_state ("5: LinkUp"): a
 // decimal number without leading zeros (negative only in theory: state is
 // printed with %d), a colon, one space, and a name that may itself contain spaces ("7: Phy
 // Test", "6: usNIC UDP"). It returns a *ParseError otherwise.
-func ParseEnumLine(s string) (n int, name string, err error) {
+func parseEnumLine(s string) (n int, name string, err error) {
 	num, rest, ok := strings.Cut(s, ": ")
 	if !ok || rest == "" || strings.ContainsAny(rest, "\n\x00") {
 		return 0, "", parseErr("", s, `"%d: %s" (a number, ": " and a name)`)
@@ -153,11 +153,11 @@ func parseUint(s string, bits int) (uint64, bool) {
 	return v, err == nil
 }
 
-// ParseCounter parses the value of a counters/ or hw_counters/ file: a
+// parseCounter parses the value of a counters/ or hw_counters/ file: a
 // decimal unsigned 64-bit number ("%llu"), with or without the newline. It
 // does not allocate. ok is false for anything else, including the
 // "N/A (no PMA)" of older kernels.
-func ParseCounter(b []byte) (v uint64, ok bool) {
+func parseCounter(b []byte) (v uint64, ok bool) {
 	if n := len(b); n > 0 && b[n-1] == '\n' {
 		b = b[:n-1]
 	}

@@ -144,7 +144,7 @@ func (f *FS) readPortAttrs(d *dir, p *Port) error {
 		if err != nil {
 			return err
 		}
-		if *e.num, *e.name, err = ParseEnumLine(s); err != nil {
+		if *e.num, *e.name, err = parseEnumLine(s); err != nil {
 			return f.inFile(err, d.relOf(e.file))
 		}
 	}

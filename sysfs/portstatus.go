@@ -110,7 +110,7 @@ func (r *PortStatusReader) Read(st *PortStatus) error {
 		s := string(b)
 		switch i {
 		case 0, 1:
-			num, _, err := ParseEnumLine(s)
+			num, _, err := parseEnumLine(s)
 			if err != nil {
 				return errs.New("read port status", r.name, inPath(err, sf.path))
 			}

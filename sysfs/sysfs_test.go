@@ -328,7 +328,7 @@ func TestToolOutputs(t *testing.T) {
 		fields := strings.Fields(tc.stats)
 		want := HwCounters{}
 		for i := 0; i < len(fields); i += 2 {
-			v, _ := ParseCounter([]byte(fields[i+1]))
+			v, _ := parseCounter([]byte(fields[i+1]))
 			want[fields[i]] = v
 		}
 		if d := cmp.Diff(want, hw); d != "" {
