@@ -241,17 +241,33 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// findRepo returns the directory of the go.mod that holds dir.
+// findRepo returns the repository's root above dir: the directory of the
+// library's go.mod (module github.com/purerdma/rdma), so that a package of
+// the exporter's own module (cmd/rdma_exporter, with a go.mod of its own)
+// finds the same root as the library's packages.
 func findRepo(dir string) (string, error) {
+	first := ""
 	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
+			if first == "" {
+				first = d
+			}
+			if strings.HasPrefix(string(b), "module "+repoModule+"\n") {
+				return d, nil
+			}
 		}
 		if filepath.Dir(d) == d {
+			if first != "" {
+				return first, nil
+			}
 			return "", fmt.Errorf("%s is not inside the repository (no go.mod above it); run vmrun from the repository", dir)
 		}
 	}
 }
+
+// repoModule is the library's module path, the first line of the
+// repository root's go.mod.
+const repoModule = "github.com/purerdma/rdma"
 
 // within reports whether path is dir or lies below it.
 func within(dir, path string) bool {
