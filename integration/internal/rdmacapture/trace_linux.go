@@ -117,6 +117,12 @@ func trace(args []string, stdout, stderr, w io.Writer) error {
 			}
 		case ws.Stopped() && ws.StopSignal() == syscall.SIGTRAP|0x80:
 			r, err := getRegs(tid)
+			if err == unix.ESRCH {
+				// Killed between its stop and now (another thread's
+				// exit_group): wait4 reports its exit next.
+				tid = 0
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("registers of %d: %w", tid, err)
 			}
