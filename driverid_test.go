@@ -41,3 +41,20 @@ func TestDriverIDsAreABIs(t *testing.T) {
 		}
 	}
 }
+
+// The GIDType constants are spelt out too; they are enum
+// ib_uverbs_gid_type's numbers.
+func TestGIDTypesAreABIs(t *testing.T) {
+	for _, tc := range []struct {
+		got  rdma.GIDType
+		want uint32
+	}{
+		{rdma.GIDTypeIB, abi.IB_UVERBS_GID_TYPE_IB},
+		{rdma.GIDTypeRoCEv1, abi.IB_UVERBS_GID_TYPE_ROCE_V1},
+		{rdma.GIDTypeRoCEv2, abi.IB_UVERBS_GID_TYPE_ROCE_V2},
+	} {
+		if uint32(tc.got) != tc.want {
+			t.Errorf("%v is %d, abi says %d", tc.got, uint32(tc.got), tc.want)
+		}
+	}
+}

@@ -93,6 +93,56 @@ func ParseLinkLayer(s string) (l LinkLayer, ok bool) {
 	return LinkLayerUnspecified, false
 }
 
+// GIDType is the type of a GID table entry (enum ib_uverbs_gid_type,
+// IB_UVERBS_GID_TYPE_*; libibverbs' enum ibv_gid_type): the Type of
+// uverbs.GIDEntry, which the kernel's QUERY_GID_TABLE ioctl reports, and of
+// sysfs.GIDEntry, which [ParseGIDType] decides from sysfs text.
+type GIDType uint32
+
+// The GID types: the numbers of enum ib_uverbs_gid_type, spelt out rather
+// than taken from abi.IB_UVERBS_GID_TYPE_* (this package cannot import
+// abi); a test checks each against abi's.
+const (
+	GIDTypeIB     GIDType = 0
+	GIDTypeRoCEv1 GIDType = 1
+	GIDTypeRoCEv2 GIDType = 2
+)
+
+// String returns the name libibverbs and the kernel use for the value
+// ("IB", "RoCE v1", "RoCE v2"), or "GIDType(N)" for another number.
+func (t GIDType) String() string {
+	switch t {
+	case GIDTypeIB:
+		return "IB"
+	case GIDTypeRoCEv1:
+		return "RoCE v1"
+	case GIDTypeRoCEv2:
+		return "RoCE v2"
+	}
+	return fmt.Sprintf("GIDType(%d)", uint32(t))
+}
+
+// ParseGIDType parses the text of sysfs ports/N/gid_attrs/types/M, given
+// the port's link layer (ports/N/link_layer). The kernel prints "RoCE v2"
+// for a RoCE v2 GID and "IB/RoCE v1" for both an InfiniBand GID and a RoCE
+// v1 GID (gid_type_str in drivers/infiniband/core/cache.c); like
+// libibverbs' sysfs fallback (query_sysfs_gid_entry in
+// libibverbs/cmd_device.c), the link layer tells them apart: "IB/RoCE v1"
+// is GIDTypeRoCEv1 on an Ethernet port and GIDTypeIB otherwise (an
+// unspecified link layer is InfiniBand). ok is false for any other text.
+func ParseGIDType(s string, ll LinkLayer) (t GIDType, ok bool) {
+	switch s {
+	case "IB/RoCE v1":
+		if ll == LinkLayerEthernet {
+			return GIDTypeRoCEv1, true
+		}
+		return GIDTypeIB, true
+	case "RoCE v2":
+		return GIDTypeRoCEv2, true
+	}
+	return GIDTypeIB, false
+}
+
 // DriverID names a device's kernel driver (enum rdma_driver_id in
 // include/uapi/rdma/ib_user_ioctl_verbs.h): the uverbs ioctl header
 // carries it, RDMA netlink reports it, and driver-specific attributes

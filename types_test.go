@@ -110,6 +110,7 @@ func TestNames(t *testing.T) {
 		{PhysLinkUp, "LinkUp"}, {PhysPhyTest, "Phy Test"}, {PhysState(0), "PhysState(0)"},
 		{LinkLayerEthernet, "Ethernet"}, {LinkLayerUnspecified, "Unspecified"},
 		{DriverMLX5, "mlx5"}, {DriverRXE, "rxe"}, {DriverMANA, "mana"}, {DriverID(99), "driver id 99"},
+		{GIDTypeIB, "IB"}, {GIDTypeRoCEv1, "RoCE v1"}, {GIDTypeRoCEv2, "RoCE v2"}, {GIDType(3), "GIDType(3)"},
 	} {
 		if s := tc.got.String(); s != tc.want {
 			t.Errorf("%#v.String() = %q, want %q", tc.got, s, tc.want)
@@ -123,4 +124,60 @@ func TestNames(t *testing.T) {
 	if _, ok := ParseLinkLayer("IB"); ok {
 		t.Error(`ParseLinkLayer("IB") succeeded`)
 	}
+}
+
+// TestParseGIDType: the kernel writes "IB/RoCE v1" for IB and RoCE v1
+// GIDs; the link layer decides, as in libibverbs' sysfs fallback.
+func TestParseGIDType(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		ll   LinkLayer
+		want GIDType
+		ok   bool
+	}{
+		{"IB/RoCE v1", LinkLayerInfiniBand, GIDTypeIB, true},
+		{"IB/RoCE v1", LinkLayerUnspecified, GIDTypeIB, true},
+		{"IB/RoCE v1", LinkLayerEthernet, GIDTypeRoCEv1, true},
+		{"RoCE v2", LinkLayerEthernet, GIDTypeRoCEv2, true},
+		{"RoCE v2", LinkLayerInfiniBand, GIDTypeRoCEv2, true},
+		{"RoCE v1", LinkLayerEthernet, 0, false},
+		{"IB", LinkLayerInfiniBand, 0, false},
+		{"Invalid GID type", LinkLayerEthernet, 0, false},
+		{"RoCE v2\n", LinkLayerEthernet, 0, false},
+		{"", LinkLayerEthernet, 0, false},
+	} {
+		got, ok := ParseGIDType(tc.s, tc.ll)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("ParseGIDType(%q, %v) = %v, %v; want %v, %v", tc.s, tc.ll, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// FuzzParseGIDType: what parses is one of the kernel's two texts, and the
+// kernel's text for the type (gid_type_str in drivers/infiniband/core/
+// cache.c) parses back to the same type on the same link layer.
+func FuzzParseGIDType(f *testing.F) {
+	for _, s := range []string{"IB/RoCE v1", "RoCE v2", "RoCE v1", "IB", "", "RoCE v2\n", "Invalid GID type"} {
+		f.Add(s, 1)
+	}
+	f.Fuzz(func(t *testing.T, s string, ll int) {
+		l := LinkLayer(ll)
+		g, ok := ParseGIDType(s, l)
+		if !ok {
+			if s == "IB/RoCE v1" || s == "RoCE v2" {
+				t.Fatalf("ParseGIDType(%q, %v) failed", s, l)
+			}
+			return
+		}
+		kernel := "IB/RoCE v1"
+		if g == GIDTypeRoCEv2 {
+			kernel = "RoCE v2"
+		}
+		if kernel != s || (g == GIDTypeRoCEv1) != (s == "IB/RoCE v1" && l == LinkLayerEthernet) {
+			t.Fatalf("ParseGIDType(%q, %v) = %v", s, l, g)
+		}
+		if g2, ok := ParseGIDType(kernel, l); !ok || g2 != g {
+			t.Fatalf("round trip of %v via %q: %v, %v", g, kernel, g2, ok)
+		}
+	})
 }

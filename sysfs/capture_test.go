@@ -127,7 +127,7 @@ func TestVMCaptures(t *testing.T) {
 				}
 				addr := [...]string{"::ffff:10.77.0.1", "::ffff:10.77.0.2"}[i]
 				if len(gids) != 2 || gids[0].GID.Prefix() != 0xfe80000000000000 || gids[1].GID.Addr().String() != addr ||
-					*gids[0].Type != GIDTypeRoCEv2 || *gids[1].NetDev != *ca.Parent {
+					*gids[0].Type != rdma.GIDTypeRoCEv2 || *gids[1].NetDev != *ca.Parent {
 					t.Errorf("%s GIDs %+v", ca.Name, gids)
 				}
 				ents, err := os.ReadDir(filepath.Join(root, "devices/virtual/infiniband", ca.Name, "ports/1/gids"))

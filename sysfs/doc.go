@@ -37,6 +37,9 @@
 //   - an empty GID slot reads as all zeros, and its gid_attrs files fail
 //     with EINVAL: [Port.GIDs] leaves such slots out and [GIDEntry] leaves
 //     the attributes nil;
+//   - gid_attrs/types says "IB/RoCE v1" for an InfiniBand GID and for a
+//     RoCE v1 GID: [GIDEntry].Type tells them apart by the port's link
+//     layer, as libibverbs does;
 //   - a rate the kernel cannot compute fails with EINVAL: [Port.Rate] is
 //     nil;
 //   - counters/ exists only for drivers with a PMA (not rxe); older kernels

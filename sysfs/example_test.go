@@ -57,9 +57,9 @@ func ExampleFS_Port() {
 	}
 	// Output:
 	// mlx5_0/1 ACTIVE 100 Gb/s /dev/infiniband/umad0
-	// GID[0] fe80::ba59:9fff:fed4:2a10, IB/RoCE v1, enp94s0f0np0
+	// GID[0] fe80::ba59:9fff:fed4:2a10, RoCE v1, enp94s0f0np0
 	// GID[1] fe80::ba59:9fff:fed4:2a10, RoCE v2, enp94s0f0np0
-	// GID[2] ::ffff:192.168.10.2, IB/RoCE v1, enp94s0f0np0
+	// GID[2] ::ffff:192.168.10.2, RoCE v1, enp94s0f0np0
 	// GID[3] ::ffff:192.168.10.2, RoCE v2, enp94s0f0np0
 }
 

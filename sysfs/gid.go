@@ -8,27 +8,28 @@ import (
 	"github.com/purerdma/rdma/internal/errs"
 )
 
-// GID types, the values of ports/N/gid_attrs/types/M.
-const (
-	GIDTypeIBRoCEv1 = "IB/RoCE v1" // an InfiniBand GID, or a RoCE v1 GID
-	GIDTypeRoCEv2   = "RoCE v2"
-)
-
 // GIDEntry is one slot of a port's GID table: gids/N with, where the kernel
 // has them, gid_attrs/types/N and gid_attrs/ndevs/N (like the GID lines of
-// ibv_devinfo -v).
+// ibv_devinfo -v). uverbs.GIDEntry is the same entry as the kernel's
+// QUERY_GID_TABLE ioctl reports it, with the same field types except the
+// network device: sysfs has its name (NetDev), the ioctl its ifindex.
 type GIDEntry struct {
 	// Index is the table index N.
 	Index int
 	// GID is gids/N; zero for an empty slot.
 	GID rdma.GID
-	// Type is gid_attrs/types/N: GIDTypeIBRoCEv1 or GIDTypeRoCEv2. nil
-	// when the kernel refuses the read (EINVAL: an empty slot) or the file
-	// does not exist (kernels before 4.9).
-	Type *string
-	// NetDev is gid_attrs/ndevs/N, the network device of a RoCE GID; nil
-	// when the kernel refuses the read (EINVAL: an empty slot, or a GID
-	// with no network device, as on InfiniBand) or there is no such file.
+	// Type is gid_attrs/types/N, parsed with the port's link layer
+	// ([rdma.ParseGIDType]): the kernel writes "IB/RoCE v1" for an
+	// InfiniBand GID and for a RoCE v1 GID, which is rdma.GIDTypeRoCEv1 on
+	// an Ethernet port and rdma.GIDTypeIB otherwise, as libibverbs decides.
+	// nil when the kernel refuses the read (EINVAL: an empty slot) or the
+	// file does not exist (kernels before 4.9); text that does not parse
+	// is a *ParseError.
+	Type *rdma.GIDType
+	// NetDev is gid_attrs/ndevs/N, the name of the network device of a
+	// RoCE GID; nil when the kernel refuses the read (EINVAL: an empty
+	// slot, or a GID with no network device, as on InfiniBand) or there is
+	// no such file.
 	NetDev *string
 }
 
@@ -41,7 +42,7 @@ func (p *Port) GID(index int) (GIDEntry, error) {
 	if p == nil {
 		return GIDEntry{}, errNil("read GID")
 	}
-	e, err := p.fs.readGID(p.dir(), index)
+	e, err := p.fs.readGID(p.dir(), p.LinkLayer, index)
 	if err != nil {
 		return GIDEntry{}, errs.New("read GID "+strconv.Itoa(index), p.Name(), err)
 	}
@@ -66,8 +67,8 @@ func (p *Port) GIDValue(index int) (rdma.GID, error) {
 // GIDs reads the port's GID table and returns the slots that hold a GID
 // (not all zeros), in index order, with their attributes (like the GID
 // lines of ibv_devinfo -v). It reads one file per slot: rxe has 1024
-// slots, mlx5 RoCE ports 256 or more. A slot whose gids/N does not parse is
-// a *ParseError; a GID attribute the kernel refuses (EINVAL) is left nil,
+// slots, mlx5 RoCE ports 256 or more. A slot whose gids/N or
+// gid_attrs/types/N does not parse is a *ParseError; a GID attribute the kernel refuses (EINVAL) is left nil,
 // other read errors are returned (os.ErrPermission, …).
 func (p *Port) GIDs() ([]GIDEntry, error) {
 	if p == nil {
@@ -88,7 +89,7 @@ func (p *Port) GIDs() ([]GIDEntry, error) {
 			continue
 		}
 		e := GIDEntry{Index: i, GID: g}
-		if err := p.fs.readGIDAttrs(p.dir(), &e); err != nil {
+		if err := p.fs.readGIDAttrs(p.dir(), p.LinkLayer, &e); err != nil {
 			return nil, errs.New("read GIDs", p.Name(), err)
 		}
 		out = append(out, e)
@@ -96,7 +97,7 @@ func (p *Port) GIDs() ([]GIDEntry, error) {
 	return out, nil
 }
 
-func (f *FS) readGID(portDir string, index int) (GIDEntry, error) {
+func (f *FS) readGID(portDir string, ll rdma.LinkLayer, index int) (GIDEntry, error) {
 	g, err := f.readGIDValue(portDir, index)
 	if err != nil {
 		return GIDEntry{}, err
@@ -105,7 +106,7 @@ func (f *FS) readGID(portDir string, index int) (GIDEntry, error) {
 	if g.IsZero() {
 		return e, nil
 	}
-	return e, f.readGIDAttrs(portDir, &e)
+	return e, f.readGIDAttrs(portDir, ll, &e)
 }
 
 func (f *FS) readGIDValue(portDir string, index int) (rdma.GID, error) {
@@ -121,22 +122,43 @@ func (f *FS) readGIDValue(portDir string, index int) (rdma.GID, error) {
 	return g, nil
 }
 
-// readGIDAttrs reads gid_attrs/{types,ndevs}/N. EINVAL (the kernel's answer
-// for an empty slot, and for ndevs of a GID without a netdev) and a missing
-// file both leave the attribute nil.
-func (f *FS) readGIDAttrs(portDir string, e *GIDEntry) error {
-	for _, a := range []struct {
-		dir string
-		dst **string
-	}{{"types", &e.Type}, {"ndevs", &e.NetDev}} {
-		s, err := f.readString(path.Join(portDir, "gid_attrs", a.dir, strconv.Itoa(e.Index)))
-		switch {
-		case err == nil:
-			*a.dst = &s
-		case isAbsent(err) || isEINVAL(err):
-		default:
-			return err
+// readGIDAttrs reads gid_attrs/{types,ndevs}/N, the type parsed with the
+// port's link layer ll. EINVAL (the kernel's answer for an empty slot, and
+// for ndevs of a GID without a netdev) and a missing file both leave the
+// attribute nil.
+func (f *FS) readGIDAttrs(portDir string, ll rdma.LinkLayer, e *GIDEntry) error {
+	n := strconv.Itoa(e.Index)
+	rel := path.Join(portDir, "gid_attrs", "types", n)
+	s, ok, err := f.readGIDAttr(rel)
+	if err != nil {
+		return err
+	}
+	if ok {
+		t, ok := rdma.ParseGIDType(s, ll)
+		if !ok {
+			return parseErr(f.display(rel), s, `"IB/RoCE v1" or "RoCE v2"`)
 		}
+		e.Type = &t
+	}
+	s, ok, err = f.readGIDAttr(path.Join(portDir, "gid_attrs", "ndevs", n))
+	if err != nil {
+		return err
+	}
+	if ok {
+		e.NetDev = &s
 	}
 	return nil
+}
+
+// readGIDAttr reads one gid_attrs file; ok is false when the kernel
+// refuses the read (EINVAL) or the file does not exist.
+func (f *FS) readGIDAttr(rel string) (s string, ok bool, err error) {
+	s, err = f.readString(rel)
+	switch {
+	case err == nil:
+		return s, true, nil
+	case isAbsent(err) || isEINVAL(err):
+		return "", false, nil
+	}
+	return "", false, err
 }

@@ -59,7 +59,7 @@ func TestVMLiveSysfs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(gids) < 1 || gids[0].GID.Hex() != want.gid0 || deref(gids[0].Type) != sysfs.GIDTypeRoCEv2 || deref(gids[0].NetDev) != want.netdev {
+		if len(gids) < 1 || gids[0].GID.Hex() != want.gid0 || gids[0].Type == nil || *gids[0].Type != rdma.GIDTypeRoCEv2 || deref(gids[0].NetDev) != want.netdev {
 			t.Errorf("%s GIDs %+v, want GID 0 %s, RoCE v2, %s", p.Name(), gids, want.gid0, want.netdev)
 		}
 		empty, err := p.GID(len(gids) + 5)

@@ -317,7 +317,7 @@ func TestToolOutputs(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(gids) != 2 || gids[0].GID.Addr().String() != tc.gid0 || gids[1].GID.Addr().String() != tc.gid1 ||
-			*gids[0].Type != GIDTypeRoCEv2 || *gids[1].Type != GIDTypeRoCEv2 {
+			*gids[0].Type != rdma.GIDTypeRoCEv2 || *gids[1].Type != rdma.GIDTypeRoCEv2 {
 			t.Errorf("%s GIDs %+v, ibv_devinfo printed %s and %s, RoCE v2", tc.ca, gids, tc.gid0, tc.gid1)
 		}
 		// rdma statistic show (after the pingpongs)
@@ -344,20 +344,20 @@ func TestGIDs(t *testing.T) {
 		want        []GIDEntry
 	}{
 		{"rxe-6.1", "rxe1", 1, []GIDEntry{
-			{0, mustGID("fe80:0000:0000:0000:acdf:59ff:fef0:895d"), ptr("RoCE v2"), ptr("veth1")},
-			{1, mustGID("0000:0000:0000:0000:0000:ffff:0a4d:0002"), ptr("RoCE v2"), ptr("veth1")},
+			{0, mustGID("fe80:0000:0000:0000:acdf:59ff:fef0:895d"), ptr(rdma.GIDTypeRoCEv2), ptr("veth1")},
+			{1, mustGID("0000:0000:0000:0000:0000:ffff:0a4d:0002"), ptr(rdma.GIDTypeRoCEv2), ptr("veth1")},
 		}},
 		{"mlx5-ib", "mlx5_0", 1, []GIDEntry{
-			{0, mustGID("fe80:0000:0000:0000:0c42:a103:0016:054e"), ptr(GIDTypeIBRoCEv1), nil},
+			{0, mustGID("fe80:0000:0000:0000:0c42:a103:0016:054e"), ptr(rdma.GIDTypeIB), nil},
 		}},
 		{"mlx5-eth", "mlx5_0", 1, []GIDEntry{
-			{0, mustGID("fe80:0000:0000:0000:ba59:9fff:fed4:2a10"), ptr(GIDTypeIBRoCEv1), ptr("enp94s0f0np0")},
-			{1, mustGID("fe80:0000:0000:0000:ba59:9fff:fed4:2a10"), ptr(GIDTypeRoCEv2), ptr("enp94s0f0np0")},
-			{2, mustGID("0000:0000:0000:0000:0000:ffff:c0a8:0a02"), ptr(GIDTypeIBRoCEv1), ptr("enp94s0f0np0")},
-			{3, mustGID("0000:0000:0000:0000:0000:ffff:c0a8:0a02"), ptr(GIDTypeRoCEv2), ptr("enp94s0f0np0")},
+			{0, mustGID("fe80:0000:0000:0000:ba59:9fff:fed4:2a10"), ptr(rdma.GIDTypeRoCEv1), ptr("enp94s0f0np0")},
+			{1, mustGID("fe80:0000:0000:0000:ba59:9fff:fed4:2a10"), ptr(rdma.GIDTypeRoCEv2), ptr("enp94s0f0np0")},
+			{2, mustGID("0000:0000:0000:0000:0000:ffff:c0a8:0a02"), ptr(rdma.GIDTypeRoCEv1), ptr("enp94s0f0np0")},
+			{3, mustGID("0000:0000:0000:0000:0000:ffff:c0a8:0a02"), ptr(rdma.GIDTypeRoCEv2), ptr("enp94s0f0np0")},
 		}},
 		{"hfi1", "hfi1_0", 1, []GIDEntry{
-			{0, mustGID("fe80:0000:0000:0000:0011:7501:0179:e2d5"), ptr(GIDTypeIBRoCEv1), nil},
+			{0, mustGID("fe80:0000:0000:0000:0011:7501:0179:e2d5"), ptr(rdma.GIDTypeIB), nil},
 		}},
 		{"iwarp-old", "cxgb4_0", 2, []GIDEntry{
 			{0, mustGID("0007:43a1:b2c0:0001:0000:0000:0000:0000"), nil, nil},
@@ -384,6 +384,64 @@ func TestGIDs(t *testing.T) {
 			}
 			if _, err := p.GID(5000); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("GID(5000) error %v, want os.ErrNotExist", err)
+			}
+		})
+	}
+}
+
+// TestGIDTypeLinkLayer: the kernel writes "IB/RoCE v1" for InfiniBand and
+// RoCE v1 GIDs alike; the port's link layer decides, as libibverbs does
+// (an Ethernet port's is RoCE v1; an InfiniBand port's, or one without
+// link_layer, IB). Text that is neither kernel form is a *ParseError.
+func TestGIDTypeLinkLayer(t *testing.T) {
+	const port = "class/infiniband/mlx5_0/ports/1/"
+	for _, tc := range []struct {
+		name      string
+		linkLayer string // "" removes link_layer
+		types0    string
+		want      rdma.GIDType
+		bad       bool
+	}{
+		{"Ethernet", "Ethernet\n", "IB/RoCE v1\n", rdma.GIDTypeRoCEv1, false},
+		{"InfiniBand", "InfiniBand\n", "IB/RoCE v1\n", rdma.GIDTypeIB, false},
+		{"Unknown", "Unknown\n", "IB/RoCE v1\n", rdma.GIDTypeIB, false},
+		{"no link_layer", "", "IB/RoCE v1\n", rdma.GIDTypeIB, false},
+		{"RoCE v2 on InfiniBand", "InfiniBand\n", "RoCE v2\n", rdma.GIDTypeRoCEv2, false},
+		{"unknown text", "Ethernet\n", "RoCE v3\n", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tree := mapTree(t, "testdata/mlx5-eth")
+			if tc.linkLayer == "" {
+				delete(tree, port+"link_layer")
+			} else {
+				tree[port+"link_layer"] = &fstest.MapFile{Data: []byte(tc.linkLayer)}
+			}
+			tree[port+"gid_attrs/types/0"] = &fstest.MapFile{Data: []byte(tc.types0)}
+			p, err := NewFS(tree).Port("mlx5_0", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, read := range []func() (GIDEntry, error){
+				func() (GIDEntry, error) { return p.GID(0) },
+				func() (GIDEntry, error) {
+					gids, err := p.GIDs()
+					if err != nil {
+						return GIDEntry{}, err
+					}
+					return gids[0], nil
+				},
+			} {
+				e, err := read()
+				if tc.bad {
+					var pe *ParseError
+					if !errors.As(err, &pe) || !strings.Contains(err.Error(), "gid_attrs/types/0") {
+						t.Errorf("GID 0 = %+v, %v; want a *ParseError naming gid_attrs/types/0", e, err)
+					}
+					continue
+				}
+				if err != nil || e.Type == nil || *e.Type != tc.want {
+					t.Errorf("GID 0 = %+v, %v; want type %v", e, err, tc.want)
+				}
 			}
 		})
 	}

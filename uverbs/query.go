@@ -337,7 +337,11 @@ func (c *Context) portErr(port int, err error) error {
 	return c.err(fmt.Sprintf("query port %d", port), err)
 }
 
-// GIDEntry is one valid GID table entry (struct ibv_gid_entry).
+// GIDEntry is one valid GID table entry (struct ibv_gid_entry), as the
+// kernel's QUERY_GID_TABLE and QUERY_GID_ENTRY methods report it.
+// sysfs.GIDEntry is the same entry read from sysfs, with the same field
+// types except the network device: the ioctl reports its ifindex, sysfs
+// its name.
 type GIDEntry struct {
 	GID           rdma.GID
 	Index         int

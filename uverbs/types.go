@@ -111,25 +111,13 @@ func (a AtomicCap) String() string {
 	return "invalid atomic capability"
 }
 
-// GIDType is the type of a GID table entry (IB_UVERBS_GID_TYPE_*).
-type GIDType uint32
+// GIDType is the type of a GID table entry (IB_UVERBS_GID_TYPE_*), the
+// root package's type, which sysfs.GIDEntry shares.
+type GIDType = rdma.GIDType
 
-// The GID types.
+// The GID types, the root package's.
 const (
-	GIDTypeIB     GIDType = 0
-	GIDTypeRoCEv1 GIDType = 1
-	GIDTypeRoCEv2 GIDType = 2
+	GIDTypeIB     GIDType = rdma.GIDTypeIB
+	GIDTypeRoCEv1 GIDType = rdma.GIDTypeRoCEv1
+	GIDTypeRoCEv2 GIDType = rdma.GIDTypeRoCEv2
 )
-
-// String returns the name libibverbs and the kernel use for the value.
-func (t GIDType) String() string {
-	switch t {
-	case GIDTypeIB:
-		return "IB"
-	case GIDTypeRoCEv1:
-		return "RoCE v1"
-	case GIDTypeRoCEv2:
-		return "RoCE v2"
-	}
-	return fmt.Sprintf("GIDType(%d)", uint32(t))
-}
