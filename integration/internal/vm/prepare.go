@@ -265,12 +265,23 @@ func buildCommands(ctx context.Context, repo, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, gobin, "list", "-e", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`, "./cmd/...")
+	// ./cmd/... leaves out the commands that are modules of their own
+	// (cmd/rdma_exporter: go.work joins it), so they are named too.
+	patterns := []string{"./cmd/..."}
+	if nested, err := filepath.Glob(filepath.Join(repo, "cmd", "*", "go.mod")); err == nil {
+		for _, m := range nested {
+			rel, err := filepath.Rel(repo, filepath.Dir(m))
+			if err == nil {
+				patterns = append(patterns, "./"+filepath.ToSlash(rel)+"/...")
+			}
+		}
+	}
+	cmd := exec.CommandContext(ctx, gobin, append([]string{"list", "-e", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`}, patterns...)...)
 	cmd.Dir = repo
 	cmd.Env = goEnv()
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go list ./cmd/...: %v", err)
+		return "", fmt.Errorf("go list %s: %v", strings.Join(patterns, " "), err)
 	}
 	pkgs := strings.Fields(string(out))
 	if len(pkgs) == 0 {
