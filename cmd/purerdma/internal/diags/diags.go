@@ -8,9 +8,8 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
+	"github.com/purerdma/rdma/cmd/internal/umadenv"
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/umad"
@@ -31,17 +30,10 @@ type Env struct {
 	UmadDebug string
 }
 
-// The environment switches of the diags tools. The umad package reads no
-// environment; these are the tools' (and the exporter's) own.
-const (
-	envIBSim     = "PURERDMA_IBSIM"
-	envUmadDebug = "PURERDMA_UMAD_DEBUG"
-)
-
 // DefaultEnv is the running system's /sys and /dev/infiniband, and the
 // environment's PURERDMA_IBSIM and PURERDMA_UMAD_DEBUG.
 func DefaultEnv() *Env {
-	return &Env{SysfsRoot: sysfs.DefaultRoot, IBSim: os.Getenv(envIBSim), UmadDebug: os.Getenv(envUmadDebug)}
+	return &Env{SysfsRoot: sysfs.DefaultRoot, IBSim: os.Getenv(umadenv.IBSim), UmadDebug: os.Getenv(umadenv.UmadDebug)}
 }
 
 // Tools are the family's tools, bound to env.
@@ -86,25 +78,8 @@ func (env *Env) host() *umad.Host {
 	return h
 }
 
-// openPort opens the tools' port: h.OpenPort(ca, port), or, with IBSim
-// set, umad.OpenSimPort on the fabric it names (ca and port ignored). It
-// first applies UmadDebug when that is set.
+// openPort opens the tools' port on h through umadenv.Open, with env's
+// IBSim and UmadDebug.
 func (env *Env) openPort(h *umad.Host, ca string, port int) (*umad.Port, error) {
-	if env.UmadDebug != "" {
-		umad.SetDebug(umadDebugLevel(env.UmadDebug))
-	}
-	if env.IBSim != "" {
-		sock, node, _ := strings.Cut(env.IBSim, ":")
-		return umad.OpenSimPort(sock, node)
-	}
-	return h.OpenPort(ca, port)
-}
-
-// umadDebugLevel is the level PURERDMA_UMAD_DEBUG's value v sets.
-func umadDebugLevel(v string) int {
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 1
-	}
-	return max(n, 0)
+	return umadenv.Open(h, env.IBSim, env.UmadDebug, ca, port)
 }

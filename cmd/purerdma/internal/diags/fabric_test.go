@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purerdma/rdma/cmd/internal/umadenv"
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
 )
@@ -45,7 +46,7 @@ func runC(t *testing.T, f *ibsimtest.Fabric, node, tool string, args ...string) 
 // runGo runs our tool in-process attached at node of f (PURERDMA_IBSIM).
 func runGo(t *testing.T, f *ibsimtest.Fabric, node, tool string, args ...string) fabricRun {
 	t.Helper()
-	t.Setenv(envIBSim, f.Sock+":"+node)
+	t.Setenv(umadenv.IBSim, f.Sock+":"+node)
 	var out, errb bytes.Buffer
 	err := DefaultEnv().run(append([]string{"purerdma", tool}, args...), &out, &errb)
 	r := fabricRun{stdout: out.String(), stderr: errb.String()}
@@ -238,7 +239,7 @@ func BenchmarkFabricScan1k(b *testing.B) {
 			b.Fatal(err)
 		}
 		cmd := exec.CommandContext(ctx, bin, "ibnetdiscover")
-		cmd.Env = append(os.Environ(), envIBSim+"="+f.Sock+":hca0_0")
+		cmd.Env = append(os.Environ(), umadenv.IBSim+"="+f.Sock+":hca0_0")
 		start = time.Now()
 		gout, err := cmd.Output()
 		goTime += time.Since(start)
@@ -250,7 +251,7 @@ func BenchmarkFabricScan1k(b *testing.B) {
 		if maskTopoTime(string(gout)) != maskTopoTime(string(cout)) {
 			b.Errorf("outputs differ (%d and %d bytes)", len(gout), len(cout))
 		}
-		b.Setenv(envIBSim, f.Sock+":hca0_0")
+		b.Setenv(umadenv.IBSim, f.Sock+":hca0_0")
 		var out, errb bytes.Buffer
 		start = time.Now()
 		if err := DefaultEnv().run([]string{"purerdma", "ibnetdiscover"}, &out, &errb); err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/purerdma/rdma/cmd/internal/umadenv"
 	"github.com/purerdma/rdma/umad"
 )
 
@@ -13,8 +14,8 @@ import (
 // Env's values.
 func TestOpenPortEnv(t *testing.T) {
 	defer umad.SetDebug(umad.SetDebug(-1))
-	t.Setenv(envIBSim, "purerdma-test-none-"+t.Name()+":Hca1")
-	t.Setenv(envUmadDebug, "0")
+	t.Setenv(umadenv.IBSim, "purerdma-test-none-"+t.Name()+":Hca1")
+	t.Setenv(umadenv.UmadDebug, "0")
 	env := DefaultEnv()
 	if env.IBSim != "purerdma-test-none-"+t.Name()+":Hca1" || env.UmadDebug != "0" {
 		t.Fatalf("DefaultEnv: IBSim %q, UmadDebug %q", env.IBSim, env.UmadDebug)
@@ -25,8 +26,8 @@ func TestOpenPortEnv(t *testing.T) {
 		t.Errorf("PURERDMA_IBSIM without ibsim: %v, want ErrNoDevice on the ibsim socket", err)
 	}
 	for v, want := range map[string]int{"0": 0, "1": 1, "2": 2, "-3": 0, "yes": 1} {
-		if got := umadDebugLevel(v); got != want {
-			t.Errorf("umadDebugLevel(%q) = %d, want %d", v, got, want)
+		if got := umadenv.DebugLevel(v); got != want {
+			t.Errorf("umadenv.DebugLevel(%q) = %d, want %d", v, got, want)
 		}
 	}
 	env = &Env{UmadDebug: "2", IBSim: env.IBSim}

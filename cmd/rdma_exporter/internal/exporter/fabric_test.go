@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/purerdma/rdma/cmd/internal/umadenv"
 	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
 	"github.com/purerdma/rdma/umad"
 )
@@ -50,13 +51,13 @@ func TestFabricMode(t *testing.T) {
 		t.Errorf("info: %d switches, %d HCAs", len(m["infiniband_switch_info"]), len(m["infiniband_hca_info"]))
 	}
 	// --collector.fabric's port: PURERDMA_IBSIM names the ibsim node.
-	t.Setenv(envIBSim, f.Sock+":Hca2")
+	t.Setenv(umadenv.IBSim, f.Sock+":Hca2")
 	p, err := openFabricPort("nosuch", 9)
 	if err != nil {
-		t.Fatalf("openFabricPort with %s: %v", envIBSim, err)
+		t.Fatalf("openFabricPort with %s: %v", umadenv.IBSim, err)
 	}
 	if p.CA() != "Hca2" {
-		t.Errorf("openFabricPort with %s=%s:Hca2: CA %q", envIBSim, f.Sock, p.CA())
+		t.Errorf("openFabricPort with %s=%s:Hca2: CA %q", umadenv.IBSim, f.Sock, p.CA())
 	}
 	p.Close()
 }
