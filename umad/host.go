@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -131,9 +132,31 @@ func (h *Host) CANames() ([]string, error) {
 	if h == nil {
 		return nil, errs.New("list CAs", "", errNilHost)
 	}
-	names, _, _, err := h.listCAs()
+	f := h.fs()
+	all, err := f.CANames()
 	if err != nil {
 		return nil, errs.New("list CAs", "", err)
+	}
+	var names []string
+	for _, n := range all {
+		if len(n) >= hostCANameLen {
+			continue
+		}
+		// libibumad's is_ib_type reads node_type alone; a device whose
+		// node_type cannot be read or parsed is still listed (its read
+		// fails later, naming the file), unless it went away.
+		s, err := f.ReadAttr("class/infiniband/" + n + "/node_type")
+		if err != nil {
+			if !h.gone(f, n) {
+				names = append(names, n)
+			}
+			continue
+		}
+		num, _, _ := strings.Cut(s, ":")
+		t, err := strconv.ParseUint(strings.TrimSpace(num), 10, 8)
+		if err != nil || isIBType(rdma.NodeType(t)) {
+			names = append(names, n)
+		}
 	}
 	return names, nil
 }
