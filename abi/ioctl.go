@@ -6,10 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma"
-	"github.com/purerdma/rdma/internal/errs"
 	"syscall"
 	"unsafe"
+
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // Sizes of the uverbs ioctl framing (struct ib_uverbs_ioctl_hdr and struct

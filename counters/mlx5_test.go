@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/verbs"
 	"os"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/flow"
 	"github.com/purerdma/rdma/internal/testmodel/verbstest"
+	"github.com/purerdma/rdma/internal/verbs"
 )
 
 func TestMlx5_LayoutSentOncePerBinding(t *testing.T) {

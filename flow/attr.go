@@ -3,9 +3,10 @@ package flow
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/purerdma/rdma/internal/errs"
 	"reflect"
 	"syscall"
+
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // AttrType is the kind of flow (the kernel's enum ib_flow_attr_type).

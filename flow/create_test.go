@@ -3,7 +3,6 @@ package flow_test
 import (
 	"encoding/binary"
 	"errors"
-	"github.com/purerdma/rdma/internal/verbs"
 	"os"
 	"strings"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"github.com/purerdma/rdma/flow"
 	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
 	"github.com/purerdma/rdma/internal/testmodel/verbstest"
+	"github.com/purerdma/rdma/internal/verbs"
 	"github.com/purerdma/rdma/uverbs"
 )
 

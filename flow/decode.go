@@ -3,8 +3,9 @@ package flow
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/purerdma/rdma/internal/errs"
 	"syscall"
+
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // filterLen is the length of each spec type's filter as the kernel keeps

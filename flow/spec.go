@@ -3,10 +3,10 @@ package flow
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/purerdma/rdma/internal/errs"
 	"syscall"
 
 	"github.com/purerdma/rdma/counters"
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // SpecType is the type of a flow spec (the kernel's enum ib_flow_spec_type;

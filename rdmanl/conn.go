@@ -4,13 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/sysfs"
 	"os"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/errs"
+	"github.com/purerdma/rdma/sysfs"
 
 	"github.com/vishvananda/netlink/nl"
 

@@ -4,13 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/sysfs"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/purerdma/rdma/sysfs"
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"

@@ -3,11 +3,11 @@ package rdmanl
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/purerdma/rdma/sysfs"
 	"strconv"
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/sysfs"
 )
 
 // Decoding of nldev replies. A payload is a sequence of netlink attributes

@@ -3,7 +3,6 @@ package sysfs
 import (
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/errs"
 	"io/fs"
 	"path"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // CharDevKind says which kind of RDMA character device a [CharDev] is.

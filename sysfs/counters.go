@@ -3,7 +3,6 @@ package sysfs
 import (
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/errs"
 	"io"
 	"io/fs"
 	"math"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // Names of the PMA data counters, whose values count 4-octet words.

@@ -2,13 +2,13 @@ package sysfs
 
 import (
 	"errors"
-	"github.com/purerdma/rdma/internal/errs"
 	"io/fs"
 	"os"
 	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/internal/sys"
 )
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/purerdma/rdma"
 	"os"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
 )
 

@@ -5,13 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma"
-	"github.com/purerdma/rdma/internal/errs"
 	"log/slog"
 	"math"
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // timeoutForever is what Send writes into timeout_ms for a negative

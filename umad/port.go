@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/internal/errs"
 	"log/slog"
 	"os"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/internal/sys"
 )
 

@@ -2,12 +2,12 @@ package umad
 
 import (
 	"errors"
-	"github.com/purerdma/rdma"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/umad/internal/umadmodel"
 )
 

@@ -16,7 +16,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma"
 	"os"
 	"os/exec"
 	"runtime"
@@ -25,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/integration/vmtest"
 	"github.com/purerdma/rdma/sysfs"
 )

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/sysfs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 	"github.com/purerdma/rdma/internal/sys/systest"
 	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
 	"github.com/purerdma/rdma/internal/verbs"
+	"github.com/purerdma/rdma/sysfs"
 )
 
 func TestMain(m *testing.M) { os.Exit(systest.Main(m)) }

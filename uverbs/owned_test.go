@@ -2,9 +2,10 @@ package uverbs
 
 import (
 	"errors"
-	"github.com/purerdma/rdma/internal/verbs"
 	"syscall"
 	"testing"
+
+	"github.com/purerdma/rdma/internal/verbs"
 )
 
 // TestOwned pins the lifecycle counters and flows rely on: the owner's

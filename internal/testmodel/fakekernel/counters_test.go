@@ -2,7 +2,6 @@ package fakekernel_test
 
 import (
 	"errors"
-	"github.com/purerdma/rdma/internal/verbs"
 	"syscall"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/flow"
 	"github.com/purerdma/rdma/internal/testmodel/verbstest"
+	"github.com/purerdma/rdma/internal/verbs"
 	"github.com/purerdma/rdma/uverbs"
 )
 

@@ -7,8 +7,6 @@ package verbstest
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/purerdma/rdma/internal/verbs"
-	"github.com/purerdma/rdma/sysfs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -18,6 +16,8 @@ import (
 	"github.com/purerdma/rdma/internal/sys"
 	"github.com/purerdma/rdma/internal/sys/systest"
 	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
+	"github.com/purerdma/rdma/internal/verbs"
+	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/uverbs"
 )
 

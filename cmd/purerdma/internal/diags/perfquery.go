@@ -15,7 +15,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma"
 	"io"
 	"net/netip"
 	"os"
@@ -23,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/umad"
 )

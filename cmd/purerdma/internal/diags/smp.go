@@ -9,14 +9,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma"
-	"github.com/purerdma/rdma/sysfs"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/umad"
 )
 

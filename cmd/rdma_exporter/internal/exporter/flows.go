@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/purerdma/rdma/sysfs"
 	"io"
 	"net"
 	"net/netip"
@@ -13,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/purerdma/rdma/sysfs"
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/counters"
