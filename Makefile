@@ -30,7 +30,7 @@ FUZZTIME  ?= 200000x
 # The commits after this one have subjects of at most 72 characters.
 SUBJECTS_SINCE := 36af321
 
-.PHONY: all build test unit bench bench-tools generate generate-check lint api cross test-arm64 fuzz-smoke deps-apt test-bootstrap clean
+.PHONY: all build test unit bench bench-insn bench-tools generate generate-check lint api cross test-arm64 fuzz-smoke deps-apt test-bootstrap clean
 
 all: build
 
@@ -97,7 +97,7 @@ unit: deps-apt
 ## create+destroy), per MAD exchange and per connection set up and torn
 ## down through the RDMA CM (rdmacm against librdmacm's) in interleaved
 ## chunks, rc_pingpong's message rate, Go client against C client, and
-## rping's ping rate, a Go pair against a C pair.
+## rping's ping rate, a Go pair against a C pair; last bench-insn.
 ## Logged, never a failure (except an allocation count).
 bench: bench-tools vmrun integration-cpeers deps-apt
 	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll|Create(PD|CQ|QP)Fake' -benchmem ./uverbs/
@@ -109,6 +109,15 @@ bench: bench-tools vmrun integration-cpeers deps-apt
 	@for k in $(INTEGRATION_KERNELS); do \
 		$(VMRUN) -kernel $$k -timeout $(VMRUN_TIMEOUT) -- sh mk/bench-vm.sh .cache/bench || true; \
 	done
+	$(MAKE) bench-insn
+
+## bench-insn: instructions per operation, per tool and per rc_pingpong
+## iteration, Go against C, user space and kernel apart: one VM boot per
+## kernel with qemu loading the project's TCG plugin
+## (integration/insncount, mk/bench-insn.sh). Deterministic: a rerun
+## gives rdma-core's figures to the instruction (docs/performance.md).
+bench-insn: vmrun integration-cpeers
+	GO=$(GO) mk/bench-insn.sh $(VMRUN) $(INTEGRATION_KERNELS)
 
 ## bench-tools: ibstat (plain, -s, -p) and ibstatus against infiniband-diags'
 ## on synthetic sysfs trees of BENCH_CAS devices bound over /sys/class in a

@@ -1,0 +1,67 @@
+#!/bin/sh
+# guest.sh DIR [N REPS PPREPS]: make bench's instruction counts, run in the guest by vmrun
+# with qemu loading the insnmark plugin (mk/bench-insn.sh). DIR holds what
+# the host built: cops, marker (C), goops, minigo, purerdma (Go). The
+# plugin appends the samples to its output file on the host; this script
+# only runs the windows. POSIX sh, for the guest's busybox.
+#
+#   per operation  cops N, then goops N (windows in the programs, CPU 1)
+#   per tool       each C tool and its purerdma twin, REPS times
+#                  interleaved, in a global window (fork to exit, every
+#                  CPU); sample 1 is an empty window, 2/3 /bin/true and
+#                  minigo, then C tool 2k+2 / Go tool 2k+3 for pair k
+#   per message    rc_pingpong -e, 64 B: a C server on CPU 0 and a client
+#                  on CPU 1, C then Go, N1 and N2 iterations; the report
+#                  takes (N2 run - N1 run) / (N2 - N1): one iteration
+#
+# N samples per operation (40), REPS runs per tool (3), PPREPS pairs of
+# rc_pingpong runs (2).
+set -u
+N=${2:-40} REPS=${3:-3} PPREPS=${4:-2} N1=100 N2=600
+tmp=$(mktemp -d)
+cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/purerdma" "$tmp/"
+M=$tmp/marker G=$tmp/purerdma
+echo "== insncount on Linux $(uname -r): $N samples per operation, $REPS runs per tool"
+"$tmp/cops" "$N" || echo "cops failed: $?"
+"$tmp/goops" "$N" || echo "goops failed: $?"
+dev=$(cat /sys/class/infiniband_mad/umad0/ibdev)
+i=0
+while [ $i -lt "$REPS" ]; do
+	i=$((i + 1))
+	$M start; $M stop 1
+	$M start; /bin/true; $M stop 2
+	$M start; "$tmp/minigo"; $M stop 3
+	k=0
+	for pair in "ibv_devices|devices" "ibv_devinfo|devinfo" "ibv_devinfo -v|devinfo -v" \
+		"ibstat|ibstat" "ibstatus|ibstatus" "perfquery -C $dev -P 1|perfquery -C $dev -P 1" \
+		"rdma link|link" "rdma statistic show|statistic show" "rdma resource|resource"; do
+		k=$((k + 1))
+		c=${pair%|*} g=${pair#*|}
+		$M start; $c >/dev/null 2>&1; $M stop $((2 * k + 2))
+		$M start; $G $g >/dev/null 2>&1; $M stop $((2 * k + 3))
+	done
+done
+echo "== rc_pingpong -e: C server on CPU 0, client on CPU 1"
+P=18800
+pp() { # code iterations client...
+	code=$1 n=$2
+	shift 2
+	P=$((P + 1))
+	$M pin 0 ibv_rc_pingpong -d rxe0 -g 0 -n "$n" -s 64 -p $P -e >/dev/null 2>&1 &
+	sp=$!
+	hp=$(printf '%04X' $P) w=0
+	while ! grep -q ":$hp 00000000:0000 0A" /proc/net/tcp && [ $w -lt 120 ]; do sleep 0.5; w=$((w + 1)); done
+	$M start; $M pin 1 "$@" -d rxe1 -g 0 -n "$n" -s 64 -p $P -e 127.0.0.1 >"$tmp/pp" 2>&1; rc=$?; $M stop "$code"
+	wait $sp
+	echo "rc_pingpong sample $code: $n iterations, exit $rc: $(tail -1 "$tmp/pp")"
+}
+j=0
+while [ $j -lt "$PPREPS" ]; do
+	j=$((j + 1))
+	pp 100 "$N1" ibv_rc_pingpong
+	pp 101 "$N2" ibv_rc_pingpong
+	pp 102 "$N1" $G rc_pingpong
+	pp 103 "$N2" $G rc_pingpong
+done
+rm -rf "$tmp"
+echo "== insncount done"

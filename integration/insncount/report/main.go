@@ -1,0 +1,320 @@
+// Command report turns the insnmark plugin's samples into make bench's
+// instruction tables: per operation (cops against goops), per tool (each C
+// tool against its purerdma twin, less the start-up of /bin/true and of a
+// minimal Go program) and per rc_pingpong iteration. With -prof it maps a
+// profile (the plugin's prof= file) onto the functions of a Go binary.
+//
+//	report [-n1 100 -n2 600] SAMPLES
+//	report -prof PROFILE -bin BINARY [-top 40]
+package main
+
+import (
+	"bufio"
+	"debug/elf"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// drop is how many samples of each operation are left out: the first runs
+// fault pages in and fill caches that later runs find full.
+const drop = 5
+
+type sample struct{ user, kern uint64 }
+
+func (s sample) total() uint64 { return s.user + s.kern }
+
+// samples read from the plugin's output: per-CPU windows by code, global
+// windows by code (user and kernel summed over the CPUs).
+type samples struct {
+	op     map[int][]sample
+	global map[int][]sample
+	// globalCPU keeps the global windows per CPU, for rc_pingpong's
+	// client CPU.
+	globalCPU map[int][][]sample
+}
+
+func parse(r io.Reader) (*samples, error) {
+	s := &samples{op: map[int][]sample{}, global: map[int][]sample{}, globalCPU: map[int][][]sample{}}
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		code, err := strconv.Atoi(f[0])
+		if err != nil || len(f) < 4 {
+			return nil, fmt.Errorf("line %d: %q", line, sc.Text())
+		}
+		nums := make([]uint64, 0, len(f)-2)
+		for _, x := range f[2:] {
+			v, err := strconv.ParseUint(x, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %v", line, err)
+			}
+			nums = append(nums, v)
+		}
+		if f[1] != "G" {
+			s.op[code] = append(s.op[code], sample{nums[0], nums[1]})
+			continue
+		}
+		var sum sample
+		var per []sample
+		for i := 0; i+1 < len(nums); i += 2 {
+			sum.user += nums[i]
+			sum.kern += nums[i+1]
+			per = append(per, sample{nums[i], nums[i+1]})
+		}
+		s.global[code] = append(s.global[code], sum)
+		s.globalCPU[code] = append(s.globalCPU[code], per)
+	}
+	return s, sc.Err()
+}
+
+// minOf returns the smallest user, kernel and total counts of xs (each on
+// its own) and the spread of the totals, (max - min) / min.
+func minOf(xs []sample) (m sample, tot uint64, spread float64) {
+	if len(xs) == 0 {
+		return
+	}
+	m, tot = xs[0], xs[0].total()
+	hi := tot
+	for _, x := range xs[1:] {
+		m.user, m.kern = min(m.user, x.user), min(m.kern, x.kern)
+		tot, hi = min(tot, x.total()), max(hi, x.total())
+	}
+	if tot > 0 {
+		spread = float64(hi-tot) / float64(tot)
+	}
+	return
+}
+
+func trim(xs []sample) []sample {
+	if len(xs) > 2*drop {
+		return xs[drop:]
+	}
+	return xs
+}
+
+func ratio(a, b uint64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", float64(a)/float64(b))
+}
+
+var ops = []struct {
+	c, gocode int
+	name      string
+}{
+	{1, 1, "open + close device"},
+	{2, 2, "QueryPort"},
+	{3, 3, "QueryGIDTable"},
+	{4, 4, "PD alloc + dealloc (Into)"},
+	{4, 5, "PD alloc + dealloc (plain)"},
+	{6, 6, "CQ create + destroy (Into)"},
+	{6, 7, "CQ create + destroy (plain)"},
+	{8, 8, "QP create + destroy (Into)"},
+	{8, 9, "QP create + destroy (plain)"},
+	{10, 10, "modify QP RESET to RTS (3 calls)"},
+	{11, 11, "reg MR 4 KiB + dereg"},
+	{12, 12, "PostSend (RDMA WRITE 64 B)"},
+	{13, 13, "Poll (one completion)"},
+	{14, 14, "counters Read (mock0)"},
+	{15, 15, "MAD send (umad)"},
+	{16, 16, "MAD receive (umad)"},
+}
+
+var tools = []string{"ibv_devices | devices", "ibv_devinfo | devinfo", "ibv_devinfo -v | devinfo -v",
+	"ibstat | ibstat", "ibstatus | ibstatus", "perfquery | perfquery", "rdma link | link",
+	"rdma statistic show | statistic show", "rdma resource | resource"}
+
+func perOp(w io.Writer, s *samples) {
+	fmt.Fprintf(w, "per operation: instructions, the least of the samples after the first %d (spread: (max-min)/min of the totals)\n", drop)
+	fmt.Fprintf(w, "%-34s %8s %8s %8s %8s | %6s %6s %6s | %s\n", "operation", "C user", "C kern", "Go user", "Go kern", "user", "kern", "total", "n C/Go, spread C/Go")
+	for _, o := range ops {
+		cs, gs := trim(s.op[o.c]), trim(s.op[64+o.gocode])
+		if len(cs) == 0 && len(gs) == 0 {
+			continue
+		}
+		c, ct, csp := minOf(cs)
+		g, gt, gsp := minOf(gs)
+		fmt.Fprintf(w, "%-34s %8d %8d %8d %8d | %6s %6s %6s | %d/%d, %.1f%%/%.1f%%\n", o.name, c.user, c.kern, g.user, g.kern,
+			ratio(g.user, c.user), ratio(g.kern, c.kern), ratio(gt, ct), len(cs), len(gs), 100*csp, 100*gsp)
+	}
+}
+
+func perTool(w io.Writer, s *samples) {
+	if len(s.global[1]) == 0 {
+		return
+	}
+	empty, _, _ := minOf(s.global[1])
+	less := func(code int) (uint64, bool) {
+		xs := s.global[code]
+		if len(xs) == 0 {
+			return 0, false
+		}
+		_, t, _ := minOf(xs)
+		return t - min(t, empty.total()), true
+	}
+	tru, ok1 := less(2)
+	mini, ok2 := less(3)
+	if !ok1 || !ok2 {
+		return
+	}
+	fmt.Fprintf(w, "\nper tool: instructions of a whole run (fork to exit, every CPU), the least of the runs, less an empty window (%d)\n", empty.total())
+	fmt.Fprintf(w, "start-up: /bin/true %d, a minimal Go program %d; work = run - start-up\n", tru, mini)
+	fmt.Fprintf(w, "%-40s %10s %10s | %10s %10s | %s\n", "C tool | purerdma", "C run", "Go run", "C work", "Go work", "Go/C work")
+	for k, name := range tools {
+		c, ok1 := less(2*(k+1) + 2)
+		g, ok2 := less(2*(k+1) + 3)
+		if !ok1 || !ok2 {
+			continue
+		}
+		cw, gw := int64(c)-int64(tru), int64(g)-int64(mini)
+		r := "-"
+		if cw > 0 {
+			r = fmt.Sprintf("%.2f", float64(gw)/float64(cw))
+		}
+		fmt.Fprintf(w, "%-40s %10d %10d | %10d %10d | %s\n", name, c, g, cw, gw, r)
+	}
+}
+
+func perMessage(w io.Writer, s *samples, n1, n2 int) {
+	type row struct{ client, all sample }
+	iter := func(a, b int) (r row, ok bool) {
+		x, y := s.globalCPU[a], s.globalCPU[b]
+		if len(x) == 0 || len(x) != len(y) {
+			return r, false
+		}
+		first := true
+		for i := range x {
+			var d row
+			for cpu := range x[i] {
+				du := (int64(y[i][cpu].user) - int64(x[i][cpu].user)) / int64(n2-n1)
+				dk := (int64(y[i][cpu].kern) - int64(x[i][cpu].kern)) / int64(n2-n1)
+				d.all.user += uint64(max(du, 0))
+				d.all.kern += uint64(max(dk, 0))
+				if cpu == 1 {
+					d.client = sample{uint64(max(du, 0)), uint64(max(dk, 0))}
+				}
+			}
+			if first || d.client.total() < r.client.total() {
+				r.client = d.client
+			}
+			if first || d.all.total() < r.all.total() {
+				r.all = d.all
+			}
+			first = false
+		}
+		return r, true
+	}
+	c, ok1 := iter(100, 101)
+	g, ok2 := iter(102, 103)
+	if !ok1 || !ok2 {
+		return
+	}
+	fmt.Fprintf(w, "\nper message: rc_pingpong -e, 64 B, one iteration = (run of %d - run of %d) / %d, the least of the pairs\n", n2, n1, n2-n1)
+	fmt.Fprintf(w, "%-24s %8s %8s %8s | %8s %8s %8s\n", "", "C user", "C kern", "C total", "Go user", "Go kern", "Go total")
+	fmt.Fprintf(w, "%-24s %8d %8d %8d | %8d %8d %8d | Go/C %s\n", "client (CPU 1)", c.client.user, c.client.kern, c.client.total(),
+		g.client.user, g.client.kern, g.client.total(), ratio(g.client.total(), c.client.total()))
+	fmt.Fprintf(w, "%-24s %8d %8d %8d | %8d %8d %8d | Go/C %s\n", "both CPUs (C server)", c.all.user, c.all.kern, c.all.total(),
+		g.all.user, g.all.kern, g.all.total(), ratio(g.all.total(), c.all.total()))
+}
+
+// profile prints the functions of bin that the profile's user-space
+// instructions fall in, most first.
+func profile(w io.Writer, prof, bin string, top int) error {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		return err
+	}
+	fns := syms[:0]
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+			fns = append(fns, s)
+		}
+	}
+	sort.Slice(fns, func(i, j int) bool { return fns[i].Value < fns[j].Value })
+	pf, err := os.Open(prof)
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	by := map[string]uint64{}
+	var total uint64
+	sc := bufio.NewScanner(pf)
+	for sc.Scan() {
+		var addr, n uint64
+		if _, err := fmt.Sscanf(sc.Text(), "%x %d", &addr, &n); err != nil {
+			continue
+		}
+		i := sort.Search(len(fns), func(i int) bool { return fns[i].Value > addr }) - 1
+		name := "?"
+		if i >= 0 && (fns[i].Size == 0 || addr < fns[i].Value+fns[i].Size) {
+			name = fns[i].Name
+		}
+		by[name] += n
+		total += n
+	}
+	type kv struct {
+		k string
+		v uint64
+	}
+	var list []kv
+	for k, v := range by {
+		list = append(list, kv{k, v})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].v > list[j].v })
+	fmt.Fprintf(w, "user-space instructions in windows: %d\n", total)
+	for i, e := range list {
+		if i == top {
+			break
+		}
+		fmt.Fprintf(w, "%12d %5.1f%%  %s\n", e.v, 100*float64(e.v)/float64(max(total, 1)), e.k)
+	}
+	return sc.Err()
+}
+
+func main() {
+	n1 := flag.Int("n1", 100, "rc_pingpong iterations of the short runs")
+	n2 := flag.Int("n2", 600, "rc_pingpong iterations of the long runs")
+	prof := flag.String("prof", "", "a profile the plugin wrote (prof=)")
+	bin := flag.String("bin", "", "the Go binary the profile ran")
+	top := flag.Int("top", 40, "functions to list")
+	flag.Parse()
+	if *prof != "" {
+		if err := profile(os.Stdout, *prof, *bin, *top); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if flag.NArg() != 1 || *n2 <= *n1 {
+		fmt.Fprintln(os.Stderr, "usage: report [-n1 N -n2 M] SAMPLES | report -prof PROFILE -bin BINARY")
+		os.Exit(2)
+	}
+	f, err := os.Open(flag.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+	defer f.Close()
+	s, err := parse(f)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+	perOp(os.Stdout, s)
+	perTool(os.Stdout, s)
+	perMessage(os.Stdout, s, *n1, *n2)
+}

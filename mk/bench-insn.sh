@@ -1,0 +1,45 @@
+#!/bin/sh
+# bench-insn.sh VMRUN KERNEL...: make bench's instruction counts. Builds the
+# qemu TCG plugin integration/insncount/insnmark.c and the programs the
+# guest runs, boots each kernel once with qemu loading the plugin (a
+# qemu-system-x86_64 wrapper first on PATH: vmrun finds qemu there), runs
+# integration/insncount/guest.sh in the guest and prints the tables of
+# integration/insncount/report: per operation, per tool, per rc_pingpong
+# iteration, Go against C. The samples and tables stay in
+# integration/.cache/insncount/ (samples-K.txt, report-K.txt).
+#
+# INSN_ARGS="N REPS PPREPS" are guest.sh's (40 3 2). INSN_PROF=1 also writes a profile of the per-operation windows
+# (prof-K.txt) and lists goops's functions by user-space instructions.
+set -eu
+vmrun=$1
+shift
+GO=${GO:-go}
+out=$(pwd)/integration/.cache/insncount
+sh integration/insncount/build.sh >/dev/null
+CGO_ENABLED=0 $GO build -o "$out/goops" ./integration/insncount/goops
+CGO_ENABLED=0 $GO build -o "$out/minigo" ./integration/insncount/minigo
+CGO_ENABLED=0 $GO build -o "$out/purerdma" ./cmd/purerdma
+$GO build -o "$out/report" ./integration/insncount/report
+qemu=$(command -v qemu-system-x86_64 || true)
+if [ -z "$qemu" ]; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends qemu-system-x86 >/dev/null
+	qemu=$(command -v qemu-system-x86_64)
+fi
+mkdir -p "$out/wrap"
+cat >"$out/wrap/qemu-system-x86_64" <<WRAP
+#!/bin/sh
+exec "$qemu" -plugin "\$INSNMARK_PLUGIN" "\$@"
+WRAP
+chmod +x "$out/wrap/qemu-system-x86_64"
+for k in "$@"; do
+	rm -f "$out/samples-$k.txt" "$out/prof-$k.txt"
+	plugin="$out/libinsnmark.so,out=$out/samples-$k.txt"
+	[ "${INSN_PROF:-}" = 1 ] && plugin="$plugin,prof=$out/prof-$k.txt"
+	echo "==== instruction counts, Linux $k (qemu TCG with the insnmark plugin)"
+	PATH="$out/wrap:$PATH" INSNMARK_PLUGIN="$plugin" "$vmrun" -kernel "$k" -timeout 40m -- \
+		sh integration/insncount/guest.sh integration/.cache/insncount ${INSN_ARGS:-} || echo "bench-insn: the guest run failed ($?)"
+	"$out/report" "$out/samples-$k.txt" | tee "$out/report-$k.txt"
+	if [ "${INSN_PROF:-}" = 1 ]; then
+		"$out/report" -prof "$out/prof-$k.txt" -bin "$out/goops"
+	fi
+done
