@@ -14,6 +14,7 @@ import (
 	"github.com/purerdma/rdma/internal/errs"
 
 	"github.com/purerdma/rdma/internal/verbs"
+	"github.com/purerdma/rdma/rdmanl"
 	"github.com/purerdma/rdma/sysfs"
 )
 
@@ -186,6 +187,9 @@ func Devices(opts *Options) ([]Device, error) {
 // Errors: those of Devices, or an *Error wrapping syscall.ENODEV (which
 // matches os.ErrNotExist) when there is no such device.
 func LookupDevice(name string, opts *Options) (Device, error) {
+	if d, ok := lookupNetlink(name, opts); ok {
+		return d, nil
+	}
 	devs, err := Devices(opts)
 	if err != nil {
 		return Device{}, err
@@ -196,6 +200,56 @@ func LookupDevice(name string, opts *Options) (Device, error) {
 		}
 	}
 	return Device{}, errs.New("open", name, syscall.ENODEV)
+}
+
+// lookupNetlink finds the device named name the way libibverbs finds
+// devices on a kernel with RDMA netlink (find_sysfs_devs_nl): one
+// RDMA_NLDEV_CMD_GET dump for the device's index, GUID and node type, then
+// RDMA_NLDEV_CMD_GET_CHARDEV "uverbs" for its node, ABI version and
+// driver id: two netlink requests and the class ABI check, where Devices
+// lists every device's uverbs and umad nodes and reads each device's
+// sysfs attributes. ok is false when any of it fails (no netlink, a
+// kernel without the chardev query, no such device, a uverbs node name
+// rather than a device name, a tree other than the host's): LookupDevice
+// then goes the long way, which also gives its errors.
+func lookupNetlink(name string, opts *Options) (d Device, ok bool) {
+	if !opts.useNetlink() || name == "" || strings.HasPrefix(name, "uverbs") {
+		return Device{}, false
+	}
+	fsys := opts.sysfs()
+	if v, err := fsys.VerbsABIVersion(); err != nil || v != KernelABIVersion {
+		return Device{}, false
+	}
+	nl, err := rdmanl.Open()
+	if err != nil {
+		return Device{}, false
+	}
+	defer nl.Close()
+	links, err := nl.Devices()
+	if err != nil {
+		return Device{}, false
+	}
+	for _, l := range links {
+		if l.Name != name {
+			continue
+		}
+		c, err := nl.Chardev(l.Index, sysfs.KindUverbs, 0)
+		if err != nil || c.Name == "" || l.NodeType == nil {
+			return Device{}, false
+		}
+		d = Device{Name: name, Node: c.Name, Path: filepath.Join(opts.devDir(), c.Name),
+			ABIVersion: int(c.ABI), NodeGUID: l.NodeGUID, NodeType: *l.NodeType, Index: int(l.Index)}
+		if root := fsys.Root(); root != "" {
+			d.SysfsPath = filepath.Join(root, "class", "infiniband", name)
+		}
+		if c.DriverID != nil {
+			d.DriverID = *c.DriverID
+		} else {
+			d.DriverID = sysfsDriverID(fsys, d)
+		}
+		return d, true
+	}
+	return Device{}, false
 }
 
 // sysfsDriverID infers the driver from sysfs when netlink did not say.
