@@ -222,6 +222,16 @@ func TestQueries(t *testing.T) {
 		gids[1].Type != GIDTypeRoCEv2 || gids[1].Index != 1 || gids[1].Port != 1 {
 		t.Errorf("GID table: %+v", gids)
 	}
+	into := make([]GIDEntry, 3)
+	if n, err := c.QueryGIDTableInto(into); n != 2 || err != nil || into[0] != gids[0] || into[1] != gids[1] || into[2] != (GIDEntry{}) {
+		t.Errorf("QueryGIDTableInto(3) = %d, %v: %+v", n, err, into)
+	}
+	if _, err := c.QueryGIDTableInto(into[:1]); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("QueryGIDTableInto with room for 1 of 2: %v, want EINVAL", err)
+	}
+	if _, err := c.QueryGIDTableInto(nil); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("QueryGIDTableInto(nil): %v, want EINVAL", err)
+	}
 	g, err := c.QueryGID(1, 1)
 	if err != nil || g != gids[1] {
 		t.Errorf("QueryGID(1, 1) = %+v, %v", g, err)

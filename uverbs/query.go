@@ -372,13 +372,35 @@ func (c *Context) QueryGIDTable() ([]GIDEntry, error) {
 	if total == 0 {
 		return nil, nil
 	}
-	if total > abi.MaxAttrLen/gidEntrySize {
-		total = abi.MaxAttrLen / gidEntrySize
-	}
-	if err := c.enter("query GID table"); err != nil {
+	out := make([]GIDEntry, total)
+	n, err := c.QueryGIDTableInto(out)
+	if err != nil {
 		return nil, err
 	}
+	return out[:n:n], nil
+}
+
+// QueryGIDTableInto fills entries with the valid GID entries of every
+// port and returns how many it wrote, like ibv_query_gid_table with
+// max_entries = len(entries): one UVERBS_METHOD_QUERY_GID_TABLE call, with
+// no query of the device and ports to size the table first (QueryGIDTable
+// makes those). A table with more valid entries than entries fails as
+// libibverbs' does (the kernel's EINVAL); at most abi.MaxAttrLen/32
+// entries are asked for.
+//
+// Errors: an *Error wrapping EINVAL for an empty entries or a table that
+// does not fit, the kernel's errno otherwise (EPROTONOSUPPORT, which
+// matches ErrNotSupported, before Linux 5.10); os.ErrClosed after Close.
+func (c *Context) QueryGIDTableInto(entries []GIDEntry) (int, error) {
+	const op = "query GID table"
+	if err := c.enter(op); err != nil {
+		return 0, err
+	}
 	defer c.leave()
+	total := min(len(entries), abi.MaxAttrLen/gidEntrySize)
+	if total == 0 {
+		return 0, c.err(op, errArg("no room for an entry"))
+	}
 	buf := make([]byte, total*gidEntrySize)
 	n := new(uint64)
 	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_GID_TABLE).
@@ -386,20 +408,19 @@ func (c *Context) QueryGIDTable() ([]GIDEntry, error) {
 		Out(abi.UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES, buf).
 		Out(abi.UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES, bytesOf(n))
 	if err := c.do(r); err != nil {
-		return nil, c.err("query GID table", err)
+		return 0, c.err(op, err)
 	}
 	if *n > uint64(total) {
-		return nil, c.err("query GID table", fmt.Errorf("kernel reported %d entries for room for %d: %w", *n, total, syscall.EPROTO))
+		return 0, c.err(op, fmt.Errorf("kernel reported %d entries for room for %d: %w", *n, total, syscall.EPROTO))
 	}
-	out := make([]GIDEntry, *n)
-	for i := range out {
+	for i := range int(*n) {
 		e, err := decodeGIDEntry(buf[i*gidEntrySize:])
 		if err != nil {
-			return nil, c.err("query GID table", err)
+			return 0, c.err(op, err)
 		}
-		out[i] = e
+		entries[i] = e
 	}
-	return out, nil
+	return int(*n), nil
 }
 
 // QueryGID returns GID table entry index of port, like ibv_query_gid_ex:

@@ -80,6 +80,13 @@ func TestVMQueries(t *testing.T) {
 	if gids[0].GID.Hex() != vmtest.GID0 || gids[0].Type != GIDTypeRoCEv2 {
 		t.Errorf("GID 0 %s %v, want %s", gids[0].GID.Hex(), gids[0].Type, vmtest.GID0)
 	}
+	into := make([]GIDEntry, len(gids)+1)
+	if n, err := c.QueryGIDTableInto(into); n != len(gids) || err != nil || into[0] != gids[0] {
+		t.Errorf("QueryGIDTableInto = %d, %v; want %d entries as QueryGIDTable's", n, err, len(gids))
+	}
+	if _, err := c.QueryGIDTableInto(into[:1]); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("QueryGIDTableInto with room for 1 of %d: %v, want EINVAL", len(gids), err)
+	}
 	g, err := c.QueryGID(1, 0)
 	if err != nil || g != gids[0] {
 		t.Errorf("QueryGID(1, 0) = %+v, %v", g, err)

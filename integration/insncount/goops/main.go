@@ -4,7 +4,7 @@
 // order, and goops records each as sample 64 + cops's code:
 //
 //	1 open + close (uverbs.Open, Context.Close)   rxe0
-//	2 QueryPort(1)                                3 QueryGIDTable
+//	2 QueryPort(1)                                3 QueryGIDTableInto(64)
 //	4 AllocPDInto + PD.Close                      5 AllocPD + PD.Close
 //	6 CreateCQInto(16) + CQ.Close                 7 CreateCQ + CQ.Close
 //	8 CreateQPInto(RC, 16/16 WRs, 1 SGE) + Close  9 CreateQP + Close
@@ -91,9 +91,10 @@ func verbsOps(n int) {
 		stop2()
 		must("query port", err)
 	}
+	gids := make([]uverbs.GIDEntry, 64)
 	for i := 0; i < n; i++ {
 		start()
-		_, err := c.QueryGIDTable()
+		_, err := c.QueryGIDTableInto(gids)
 		stop3()
 		must("query gid table", err)
 	}
