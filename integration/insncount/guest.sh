@@ -7,17 +7,18 @@
 #
 #   per operation  cops N, then goops N (windows in the programs, CPU 1)
 #   per tool       each C tool and its purerdma twin, REPS times
-#                  interleaved, in a global window (fork to exit, every
-#                  CPU); sample 1 is an empty window, 2/3 /bin/true and
-#                  minigo, then C tool 2k+2 / Go tool 2k+3 for pair k
+#                  interleaved, pinned to CPU 1 in a global window (fork
+#                  to exit; the report counts CPU 1); sample 2/3 are
+#                  /bin/true and minigo, then C tool 2k+2 / Go tool 2k+3
+#                  for pair k
 #   per message    rc_pingpong -e, 64 B: a C server on CPU 0 and a client
 #                  on CPU 1, C then Go, N1 and N2 iterations; the report
 #                  takes (N2 run - N1 run) / (N2 - N1): one iteration
 #
-# N samples per operation (40), REPS runs per tool (3), PPREPS pairs of
+# N samples per operation (40), REPS runs per tool (5), PPREPS pairs of
 # rc_pingpong runs (2).
 set -u
-N=${2:-40} REPS=${3:-3} PPREPS=${4:-2} N1=100 N2=600
+N=${2:-40} REPS=${3:-5} PPREPS=${4:-2} N1=100 N2=600
 tmp=$(mktemp -d)
 cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/purerdma" "$tmp/"
 M=$tmp/marker G=$tmp/purerdma
@@ -28,17 +29,17 @@ dev=$(cat /sys/class/infiniband_mad/umad0/ibdev)
 i=0
 while [ $i -lt "$REPS" ]; do
 	i=$((i + 1))
-	$M start; $M stop 1
-	$M start; /bin/true; $M stop 2
-	$M start; "$tmp/minigo"; $M stop 3
+	$M start; $M pin 1 /bin/true; $M stop 1
+	$M start; $M pin 1 /bin/true; $M stop 2
+	$M start; $M pin 1 "$tmp/minigo"; $M stop 3
 	k=0
 	for pair in "ibv_devices|devices" "ibv_devinfo|devinfo" "ibv_devinfo -v|devinfo -v" \
 		"ibstat|ibstat" "ibstatus|ibstatus" "perfquery -C $dev -P 1|perfquery -C $dev -P 1" \
 		"rdma link|link" "rdma statistic show|statistic show" "rdma resource|resource"; do
 		k=$((k + 1))
 		c=${pair%|*} g=${pair#*|}
-		$M start; $c >/dev/null 2>&1; $M stop $((2 * k + 2))
-		$M start; $G $g >/dev/null 2>&1; $M stop $((2 * k + 3))
+		$M start; $M pin 1 $c >/dev/null 2>&1; $M stop $((2 * k + 2))
+		$M start; $M pin 1 $G $g >/dev/null 2>&1; $M stop $((2 * k + 3))
 	done
 done
 echo "== rc_pingpong -e: C server on CPU 0, client on CPU 1"
