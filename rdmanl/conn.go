@@ -2,7 +2,6 @@ package rdmanl
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -12,17 +11,15 @@ import (
 	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/sysfs"
 
-	"github.com/vishvananda/netlink/nl"
-
 	"github.com/purerdma/rdma/abi"
 )
 
 // Conn reads RDMA devices and port statistics over RDMA netlink
 // (NETLINK_RDMA, the nldev client): the second source next to sysfs, and
 // the one that reads hardware counters fresh from the driver and includes
-// the optional counters enabled with "rdma statistic set". Requests go
-// through github.com/vishvananda/netlink's nl package; the replies are
-// decoded here, with every length checked. A client from [New] opens
+// the optional counters enabled with "rdma statistic set". Requests and
+// replies go over a blocking netlink socket (transport.go); the replies
+// are decoded here, with every length checked. A client from [New] opens
 // a socket for each request and closes it afterwards; one from
 // [Open] keeps one socket for all its requests until Close.
 //
@@ -31,7 +28,7 @@ import (
 type Conn struct {
 	exec nlExecFunc
 	// kept is Open's socket; nil for New's clients.
-	kept   *nl.SocketHandle
+	kept   *socket
 	closed atomic.Bool
 }
 
@@ -54,28 +51,17 @@ func New() *Conn { return &Conn{exec: execNetlink} }
 // Open returns a client that sends all its requests on one
 // socket, opened here, where [New]'s opens and closes one a request:
 // a tool or an agent that asks several questions saves the socket's set-up
-// and tear-down (eight system calls: socket, bind, the runtime poller's
-// registration and removal, close) on each but the first. Close it when
+// and tear-down (socket, two setsockopt, close) on each but the first. Close it when
 // done; requests after Close fail with an error matching os.ErrClosed.
 //
 // Errors: an *Error matching ErrNotSupported when the kernel has no RDMA
 // netlink (ib_core not loaded: the socket cannot be created).
 func Open() (*Conn, error) {
-	s, err := nl.Subscribe(netlinkRDMA) // no groups: a plain request socket
+	s, err := openSocket()
 	if err != nil {
 		return nil, errs.New("netlink open", "", err)
 	}
-	// The timeouts execNetlink's fresh sockets get (nl.SocketTimeoutTv,
-	// 60 s): a kernel that never answers does not hang the caller.
-	if err := s.SetSendTimeout(&nl.SocketTimeoutTv); err != nil {
-		s.Close()
-		return nil, errs.New("netlink open", "", err)
-	}
-	if err := s.SetReceiveTimeout(&nl.SocketTimeoutTv); err != nil {
-		s.Close()
-		return nil, errs.New("netlink open", "", err)
-	}
-	n := &Conn{kept: &nl.SocketHandle{Socket: s}}
+	n := &Conn{kept: s}
 	n.exec = n.execKept
 	return n, nil
 }
@@ -87,7 +73,7 @@ func (n *Conn) Close() error {
 	if n == nil || n.kept == nil || n.closed.Swap(true) {
 		return nil
 	}
-	n.kept.Socket.Close()
+	n.kept.close()
 	return nil
 }
 
@@ -96,7 +82,7 @@ func (n *Conn) execKept(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, err
 	if n.closed.Load() {
 		return nil, os.ErrClosed
 	}
-	return execNetlinkOn(map[int]*nl.SocketHandle{netlinkRDMA: n.kept}, cmd, flags, attrs)
+	return n.kept.exchange(cmd, flags, attrs, replyType(cmd, flags))
 }
 
 func (n *Conn) run(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
@@ -109,37 +95,24 @@ func (n *Conn) run(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
 // nlType returns the nlmsg_type of an nldev command: RDMA_NL_GET_TYPE.
 func nlType(cmd uint16) uint16 { return abi.RDMA_NL_NLDEV<<10 | cmd }
 
-func execNetlink(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
-	return execNetlinkOn(nil, cmd, flags, attrs)
+// replyType is the type of the replies to cmd: the request's, except
+// PORT_GET's, which the kernel answers with RDMA_NLDEV_CMD_GET's type
+// (nldev.c, nldev_port_get_doit). Replies of other types are skipped.
+func replyType(cmd, flags uint16) uint16 {
+	if cmd == abi.RDMA_NLDEV_CMD_PORT_GET && flags&syscall.NLM_F_DUMP == 0 {
+		return nlType(abi.RDMA_NLDEV_CMD_GET)
+	}
+	return nlType(cmd)
 }
 
-// execNetlinkOn sends the request on the socket of socks (nl's shared
-// sockets: the request takes the socket's lock and the next sequence
-// number, and skips replies to other sequence numbers), or on a fresh
-// socket when socks is nil.
-func execNetlinkOn(socks map[int]*nl.SocketHandle, cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
-	// The reply carries the request's type, except PORT_GET's: the
-	// kernel answers it with RDMA_NLDEV_CMD_GET's type (nldev.c,
-	// nldev_port_get_doit), and a reply of another type than the one
-	// asked for is skipped while waiting for the next (60 s, then EAGAIN).
-	resType := nlType(cmd)
-	if cmd == abi.RDMA_NLDEV_CMD_PORT_GET && flags&syscall.NLM_F_DUMP == 0 {
-		resType = nlType(abi.RDMA_NLDEV_CMD_GET)
+// execNetlink sends the request on a socket of its own, closed after.
+func execNetlink(cmd uint16, flags uint16, attrs []nlAttr) ([][]byte, error) {
+	s, err := openSocket()
+	if err != nil {
+		return nil, err
 	}
-	for try := 0; ; try++ {
-		req := nl.NewNetlinkRequest(int(nlType(cmd)), int(flags))
-		req.Sockets = socks
-		for _, a := range attrs {
-			req.AddData(nl.NewRtAttr(int(a.typ), a.data))
-		}
-		msgs, err := req.Execute(netlinkRDMA, resType)
-		// A dump the kernel says was interrupted by a change (a device
-		// added or removed meanwhile) is retried.
-		if errors.Is(err, nl.ErrDumpInterrupted) && try < 3 {
-			continue
-		}
-		return msgs, err
-	}
+	defer s.close()
+	return s.exchange(cmd, flags, attrs, replyType(cmd, flags))
 }
 
 // Device is one device of an nldev GET reply (like a line of

@@ -61,8 +61,6 @@ func (e *nlEnc) nest(typ uint16, nested bool, base int, fill func(inner *nlEnc, 
 	e.put(typ, inner.b)
 }
 
-const nlmsgHdrLen = 16
-
 func encodeDevice(d Device, pad bool) []byte {
 	e := &nlEnc{pad: pad}
 	e.u32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, d.Index)

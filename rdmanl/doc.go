@@ -18,10 +18,10 @@
 //
 // It does not give GIDs, P_Keys or rates; package sysfs does.
 //
-// Requests go through github.com/vishvananda/netlink's nl package. The
-// replies are decoded here, by a walker that trusts no length (the nl
-// package's own attribute parser panics on a truncated attribute); the
-// decoders are fuzzed.
+// Requests and replies go over a blocking netlink socket, as libnl's do
+// for rdma-core and iproute2, with a pooled receive buffer; the replies
+// are decoded here, by a walker that trusts no length; the decoders are
+// fuzzed.
 //
 // # Errors
 //

@@ -1,5 +1,5 @@
 #!/bin/sh
-# guest.sh DIR [N REPS PPREPS]: make bench's instruction counts, run in the guest by vmrun
+# guest.sh DIR [N REPS PPREPS [OP]]: make bench's instruction counts, run in the guest by vmrun
 # with qemu loading the insnmark plugin (mk/bench-insn.sh). DIR holds what
 # the host built: cops, marker (C), goops, minigo, purerdma (Go). The
 # plugin appends the samples to its output file on the host; this script
@@ -16,13 +16,19 @@
 #                  takes (N2 run - N1 run) / (N2 - N1): one iteration
 #
 # N samples per operation (40), REPS runs per tool (5), PPREPS pairs of
-# rc_pingpong runs (2).
+# rc_pingpong runs (2); OP, for a profile (mk/bench-insn.sh INSN_PROF=1),
+# runs goops's operation OP alone and nothing else.
 set -u
 N=${2:-40} REPS=${3:-5} PPREPS=${4:-2} N1=100 N2=600
 tmp=$(mktemp -d)
 cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/purerdma" "$tmp/"
 M=$tmp/marker G=$tmp/purerdma
 echo "== insncount on Linux $(uname -r): $N samples per operation, $REPS runs per tool"
+if [ -n "${5:-}" ]; then
+	"$tmp/goops" "$N" "$5" || echo "goops failed: $?"
+	rm -rf "$tmp"
+	exit 0
+fi
 "$tmp/cops" "$N" || echo "cops failed: $?"
 "$tmp/goops" "$N" || echo "goops failed: $?"
 dev=$(cat /sys/class/infiniband_mad/umad0/ibdev)

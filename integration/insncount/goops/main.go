@@ -16,7 +16,8 @@
 //	15 umad Port.Send of a vendor MAD, rxe0 to rxe1
 //	16 umad Port.Recv of it (waited for outside the window)
 //
-// Usage: goops N (N samples of each, the calling thread pinned to CPU 1).
+// Usage: goops N [CODE] (N samples of each operation, or of CODE's only;
+// the calling thread pinned to CPU 1).
 package main
 
 import (
@@ -65,7 +66,7 @@ func toRTS(qp *uverbs.QP, remote uint32, dgid uverbs.GIDEntry) error {
 }
 
 func verbsOps(n int) {
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(1); i++ {
 		start()
 		c, err := uverbs.Open("rxe0", nil)
 		if err == nil {
@@ -85,14 +86,14 @@ func verbsOps(n int) {
 	must("query gid", err)
 	qa := uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: qcq, RecvCQ: qcq, Cap: rcCap}
 
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(2); i++ {
 		start()
 		_, err := c.QueryPort(1)
 		stop2()
 		must("query port", err)
 	}
 	gids := make([]uverbs.GIDEntry, 64)
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(3); i++ {
 		start()
 		_, err := c.QueryGIDTableInto(gids)
 		stop3()
@@ -103,7 +104,7 @@ func verbsOps(n int) {
 		cq uverbs.CQ
 		qp uverbs.QP
 	)
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(4); i++ {
 		start()
 		err := c.AllocPDInto(&pd)
 		if err == nil {
@@ -112,7 +113,7 @@ func verbsOps(n int) {
 		stop4()
 		must("pd into", err)
 	}
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(5); i++ {
 		start()
 		p, err := c.AllocPD()
 		if err == nil {
@@ -121,7 +122,7 @@ func verbsOps(n int) {
 		stop5()
 		must("pd", err)
 	}
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(6); i++ {
 		start()
 		err := c.CreateCQInto(&cq, uverbs.CQAttr{CQE: 16})
 		if err == nil {
@@ -130,7 +131,7 @@ func verbsOps(n int) {
 		stop6()
 		must("cq into", err)
 	}
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(7); i++ {
 		start()
 		q, err := c.CreateCQ(uverbs.CQAttr{CQE: 16})
 		if err == nil {
@@ -139,7 +140,7 @@ func verbsOps(n int) {
 		stop7()
 		must("cq", err)
 	}
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(8); i++ {
 		start()
 		err := qpd.CreateQPInto(&qp, qa)
 		if err == nil {
@@ -148,7 +149,7 @@ func verbsOps(n int) {
 		stop8()
 		must("qp into", err)
 	}
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(9); i++ {
 		start()
 		q, err := qpd.CreateQP(qa)
 		if err == nil {
@@ -164,7 +165,7 @@ func verbsOps(n int) {
 	b, err := qpd.CreateQP(qa)
 	must("qp b", err)
 	must("b to RTS", toRTS(b, a.Num(), gid))
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(10); i++ {
 		q, err := qpd.CreateQP(qa)
 		must("qp", err)
 		start()
@@ -181,7 +182,7 @@ func verbsOps(n int) {
 	big, err := qpd.AllocMR(3*4096, uverbs.AccessLocalWrite|uverbs.AccessRemoteWrite)
 	must("alloc mr", err)
 	buf, dst := big.Buf()[:4096], big.Buf()[4096:8192]
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(11); i++ {
 		start()
 		mr, err := qpd.RegMR(buf, uverbs.AccessLocalWrite)
 		if err == nil {
@@ -194,7 +195,7 @@ func verbsOps(n int) {
 	sgl := []uverbs.SGE{{Addr: uint64(uintptr(unsafe.Pointer(&buf[0]))), Length: 64, LKey: lmr.LKey()}}
 	wr := []uverbs.SendWR{{}}
 	wc := make([]uverbs.WC, 1)
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(12); i++ {
 		wr[0] = uverbs.SendWR{ID: uint64(i), Opcode: uverbs.WRRDMAWrite, Flags: uverbs.SendSignaled, SGL: sgl,
 			RemoteAddr: uint64(uintptr(unsafe.Pointer(&dst[0]))), RKey: rmr.RKey()}
 		start()
@@ -251,7 +252,7 @@ func countersOps(n int) {
 	}})
 	must("flow", err)
 	v := make([]uint64, 2)
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(14); i++ {
 		start()
 		err := cs.Read(v, 0)
 		stop14()
@@ -284,7 +285,7 @@ func madOps(n int, dgid uverbs.GIDEntry) {
 	m[37], m[38], m[39] = oui>>16, oui>>8&0xff, oui&0xff
 	must("addr", req.SetAddr(0, 1, 0, umad.QP1QKey))
 	must("grh", req.SetGRH(umad.GRH{GID: dgid.GID, GIDIndex: 0, HopLimit: 64}))
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && want(15); i++ {
 		binary.BigEndian.PutUint32(m[12:16], uint32(i+1))
 		start()
 		err := cli.Send(ca, req, 0, 0)
@@ -306,14 +307,23 @@ func madOps(n int, dgid uverbs.GIDEntry) {
 	}
 }
 
+// only, when not 0, is the one operation to sample (goops N CODE): a
+// profile (make bench-insn INSN_PROF=1) of that operation alone.
+var only int
+
+func want(code int) bool { return only == 0 || only == code }
+
 func main() {
 	n := 40
 	if len(os.Args) > 1 {
 		var err error
 		if n, err = strconv.Atoi(os.Args[1]); err != nil || n <= 0 {
-			fmt.Fprintln(os.Stderr, "usage: goops N")
+			fmt.Fprintln(os.Stderr, "usage: goops N [CODE]")
 			os.Exit(2)
 		}
+	}
+	if len(os.Args) > 2 {
+		only, _ = strconv.Atoi(os.Args[2])
 	}
 	// Every window opens and closes on this thread, pinned to CPU 1 as
 	// cops is: the plugin counts per CPU.
