@@ -248,9 +248,11 @@ func (r *Request) Reset(api *API, driverID uint32, object, method uint16) {
 	if r.api != api || r.hdr.ObjectID != object || r.hdr.MethodID != method || r.hdr.DriverID != driverID {
 		r.specOK = false
 	}
+	if r.hdr.NumAttrs != 0 || r.err != nil || r.called {
+		r.release() // not released since its last use
+	}
 	r.api = api
 	r.hdr = IoctlHdr{ObjectID: object, MethodID: method, DriverID: driverID}
-	r.release()
 }
 
 // Release drops what r holds of the last call's buffers (a pooled request
@@ -266,7 +268,9 @@ func (r *Request) release() {
 	if n > inlineAttrs {
 		n = inlineAttrs
 	}
-	clear(r.keep[:n])
+	for i := 0; i < n; i++ {
+		r.keep[i] = nil // a loop: clear of a pointer slice is a bulk-barrier call
+	}
 	if r.more != nil {
 		clear(r.moreKeep)
 		r.more, r.moreKind, r.moreKeep = r.more[:0], r.moreKind[:0], r.moreKeep[:0]

@@ -50,9 +50,8 @@ type Context struct {
 	byUH    map[uint64]object // user handle → CQ or QP, for events
 	nextUH  atomic.Uint64
 
-	portMu  sync.Mutex
-	portReq *abi.Request
-	portRsp *abi.IbUverbsQueryPortRespEx
+	// scr holds the idle request scratches of the calls on the context.
+	scr scratchList
 
 	// maps records the memory mapped for the context (queues, doorbell
 	// records, the device's pages); cleanup unmaps what is left when the
@@ -115,21 +114,19 @@ func OpenDevice(d Device, opts *Options) (*Context, error) {
 		return nil, errs.New("open "+d.Path, d.Name, err)
 	}
 	c := &Context{
-		dev:     d,
-		fd:      fd,
-		api:     abi.APIFor(uint32(d.DriverID)),
-		drv:     uint32(d.DriverID),
-		prov:    prov,
-		byUH:    map[uint64]object{},
-		portRsp: new(abi.IbUverbsQueryPortRespEx),
-		maps:    sys.NewMapSet(),
+		dev:  d,
+		fd:   fd,
+		api:  abi.APIFor(uint32(d.DriverID)),
+		drv:  uint32(d.DriverID),
+		prov: prov,
+		byUH: map[uint64]object{},
+		maps: sys.NewMapSet(),
 	}
 	// The safety net: a Context dropped without Close still gives back
 	// its mappings (and, through the FDs' own cleanups, its descriptors).
 	// The cleanup's argument must not reach c, or it would never run.
 	c.core.Init(d.Name, fd, c.api, c.drv)
 	c.cleanup = runtime.AddCleanup(c, (*sys.MapSet).UnmapAll, c.maps)
-	c.portReq = abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT)
 	if err := c.getContext(); err != nil {
 		fd.Close()
 		return nil, err
