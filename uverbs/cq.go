@@ -152,6 +152,7 @@ func (c *Context) createCQ(cq *CQ, attr CQAttr) error {
 	}
 	x.add(r)
 	if err := c.do(r); err != nil {
+		c.dropUserHandle(cq.uh)
 		err = d.createFailed(err)
 		if errors.Is(err, syscall.EINVAL) {
 			// Name the limit the kernel does not: ib_uverbs_create_cq

@@ -213,6 +213,7 @@ func (pd *PD) createQP(qp *QP, attr QPInitAttr) error {
 		Out(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, bytesOf(qpn))
 	x.add(r)
 	if err := c.do(r); err != nil {
+		c.dropUserHandle(qp.uh)
 		return c.err(op, d.createFailed(err))
 	}
 	d.created()
