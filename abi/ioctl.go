@@ -167,29 +167,69 @@ const (
 	buildHandles
 )
 
+// inlineAttrs is how many attributes a Request holds in place, right after
+// its header, in the layout the kernel reads: every method this module
+// calls fits. Requests with more keep the rest aside and are copied into
+// one buffer when called.
+const inlineAttrs = 16
+
 // Request builds one RDMA_VERBS_IOCTL call: a header followed by attributes,
 // in a single writable buffer the kernel also writes results back into
 // (VALID_OUTPUT flags, new handles, new descriptors).
 //
 // Attributes are MANDATORY unless Optional is called for them (the rdma-core
-// convention). Errors are sticky: the first mistake is kept, later calls do
-// nothing, and Marshal reports it. A Request can be Reset and reused; in
-// steady state that allocates nothing.
+// convention). Errors are sticky: the first mistake is kept and Marshal
+// (and Err) report it. A Request can be Reset and reused; in steady state
+// that allocates nothing.
+//
+// The header and the first attributes are built in place, in the
+// kernel's layout (IoctlHdr and IoctlAttr have the layout of struct
+// ib_uverbs_ioctl_hdr and struct ib_uverbs_attr on the little-endian hosts
+// purerdma supports), so a call needs no encoding step. The check against
+// the method table is made by Marshal and Err; MarshalUnchecked leaves it
+// for Explain to make after the kernel refused the call.
 //
 // Memory passed by pointer (inputs longer than 8 bytes, output buffers) is
 // referenced from the Request, so it is heap-allocated and kept alive while
-// the Request is; pass the Request as a keep argument of the ioctl call.
+// the Request is; keep the Request alive until the ioctl returns.
 type Request struct {
-	hdr    IoctlHdr
+	hdr   IoctlHdr
+	inl   [inlineAttrs]IoctlAttr // must follow hdr: the two are the wire form
+	kinds [inlineAttrs]buildKind
+	keep  [inlineAttrs]unsafe.Pointer
+
+	// Attributes past inlineAttrs, and the wire buffer a request with
+	// them is copied into when called.
+	more     []IoctlAttr
+	moreKind []buildKind
+	moreKeep []unsafe.Pointer
+	buf      []byte
+	spilled  bool // buf holds the wire form of the last call
+
+	api    *API // nil: APIFor(hdr.DriverID), looked up when needed
 	spec   *MethodSpec
-	api    *API
-	attrs  []IoctlAttr
-	kinds  []buildKind
-	keep   []unsafe.Pointer
-	buf    []byte
-	err    error
-	called bool
+	specOK bool // spec was looked up for api and the header's method
+
+	// err is the first error: a structural one (too long, too many, a
+	// negative descriptor, Optional of a missing attribute) recorded as
+	// the builder call is made, at errAt attributes; or the method
+	// table's, found by check.
+	err     error
+	errAt   int
+	checked bool // check ran since the last attribute was added
+	called  bool
 }
+
+// The wire form is the Request's first bytes: the header, then the
+// attributes with no padding between them.
+const (
+	_ = uint(unsafe.Offsetof(Request{}.inl) - IoctlHdrSize)
+	_ = uint(IoctlHdrSize - unsafe.Offsetof(Request{}.inl))
+	_ = uint(unsafe.Sizeof(IoctlHdr{}) - IoctlHdrSize)
+	_ = uint(IoctlHdrSize - unsafe.Sizeof(IoctlHdr{}))
+	_ = uint(unsafe.Sizeof(IoctlAttr{}) - IoctlAttrSize)
+	_ = uint(IoctlAttrSize - unsafe.Sizeof(IoctlAttr{}))
+)
 
 // NewRequest starts a request for (object, method) on a device whose driver
 // is driverID (enum rdma_driver_id). api, when not nil, is the method table
@@ -205,87 +245,173 @@ func NewRequest(api *API, driverID uint32, object, method uint16) *Request {
 // for the method it was last built for keeps that method's spec without
 // looking it up again (pooled requests are reused for the same calls).
 func (r *Request) Reset(api *API, driverID uint32, object, method uint16) {
-	if api == nil {
-		api = APIFor(driverID)
+	if r.api != api || r.hdr.ObjectID != object || r.hdr.MethodID != method || r.hdr.DriverID != driverID {
+		r.specOK = false
 	}
-	if r.spec == nil || r.api != api || r.hdr.ObjectID != object || r.hdr.MethodID != method || r.hdr.DriverID != driverID {
-		r.spec = api.Method(object, method)
+	if r.hdr.NumAttrs != 0 || r.err != nil || r.called {
+		r.release() // not released since its last use
 	}
 	r.api = api
 	r.hdr = IoctlHdr{ObjectID: object, MethodID: method, DriverID: driverID}
-	r.release()
 }
 
 // Release drops what r holds of the last call's buffers (a pooled request
 // must not keep them alive) and keeps its method, for a Reset to the same
 // method.
 func (r *Request) Release() {
-	r.hdr.Length, r.hdr.NumAttrs = 0, 0
 	r.release()
+	r.hdr.Length, r.hdr.NumAttrs = 0, 0
 }
 
 func (r *Request) release() {
-	r.attrs = r.attrs[:0]
-	r.kinds = r.kinds[:0]
-	clear(r.keep)
-	r.keep = r.keep[:0]
-	r.buf = r.buf[:0]
-	r.err = nil
-	r.called = false
+	n := int(r.hdr.NumAttrs)
+	if n > inlineAttrs {
+		n = inlineAttrs
+	}
+	for i := 0; i < n; i++ {
+		r.keep[i] = nil // a loop: clear of a pointer slice is a bulk-barrier call
+	}
+	if r.more != nil {
+		clear(r.moreKeep)
+		r.more, r.moreKind, r.moreKeep = r.more[:0], r.moreKind[:0], r.moreKeep[:0]
+	}
+	r.hdr.NumAttrs = 0
+	r.spilled = false
+	r.err, r.errAt = nil, 0
+	r.checked, r.called = false, false
+}
+
+// method returns the spec of r's method, or nil when the table does not
+// have it.
+func (r *Request) method() *MethodSpec {
+	if !r.specOK {
+		api := r.api
+		if api == nil {
+			api = APIFor(r.hdr.DriverID)
+		}
+		r.spec, r.specOK = api.Method(r.hdr.ObjectID, r.hdr.MethodID), true
+	}
+	return r.spec
 }
 
 // Name names the method for messages: its UAPI name when the table knows
 // it, else the numbers.
 func (r *Request) Name() string {
-	if r.spec != nil {
-		return r.spec.Name
+	if s := r.method(); s != nil {
+		return s.Name
 	}
 	return fmt.Sprintf("object %#x method %#x", r.hdr.ObjectID, r.hdr.MethodID)
 }
 
-// Err returns the first error recorded while building.
-func (r *Request) Err() error { return r.err }
+// Err returns the first error made while building: a structural one, or
+// an attribute the method table does not accept.
+func (r *Request) Err() error { return r.check() }
 
 func (r *Request) fail(format string, args ...any) {
 	if r.err == nil {
-		r.err = errs.New("build "+r.Name(), "", fmt.Errorf(format+": %w", append(args, syscall.EINVAL)...))
+		r.err = r.newErr(format, args...)
+		r.errAt = r.count()
 	}
 }
 
-func (r *Request) add(k buildKind, a IoctlAttr) {
+func (r *Request) newErr(format string, args ...any) error {
+	return errs.New("build "+r.Name(), "", fmt.Errorf(format+": %w", append(args, syscall.EINVAL)...))
+}
+
+// count returns the number of attributes added.
+func (r *Request) count() int { return int(r.hdr.NumAttrs) }
+
+// at returns attribute i as built (not as the kernel wrote it back into
+// a spilled request's buffer; see wire).
+func (r *Request) at(i int) *IoctlAttr {
+	if i < inlineAttrs {
+		return &r.inl[i]
+	}
+	return &r.more[i-inlineAttrs]
+}
+
+func (r *Request) kind(i int) buildKind {
+	if i < inlineAttrs {
+		return r.kinds[i]
+	}
+	return r.moreKind[i-inlineAttrs]
+}
+
+// put adds an attribute, MANDATORY, with the memory behind its data (nil
+// for inline data).
+func (r *Request) put(k buildKind, a IoctlAttr, p unsafe.Pointer) {
 	if r.err != nil {
 		return
 	}
-	if len(r.attrs) >= MaxAttrs {
-		r.fail("more than %d attributes", MaxAttrs)
-		return
-	}
-	for _, old := range r.attrs {
-		if old.ID == a.ID {
-			r.fail("attribute %#x given twice", a.ID)
+	i := int(r.hdr.NumAttrs)
+	a.Flags |= UVERBS_ATTR_F_MANDATORY
+	if i < inlineAttrs {
+		r.inl[i], r.kinds[i], r.keep[i] = a, k, p
+	} else {
+		if i >= MaxAttrs {
+			r.fail("more than %d attributes", MaxAttrs)
 			return
 		}
+		r.more = append(r.more, a)
+		r.moreKind = append(r.moreKind, k)
+		r.moreKeep = append(r.moreKeep, p)
 	}
-	if r.spec != nil {
-		if s := r.spec.Attr(a.ID); s != nil {
-			if err := s.accepts(k, a.Len); err != "" {
-				r.fail("attribute %s: %s", s.Name, err)
-				return
+	r.hdr.NumAttrs++
+	r.checked = false
+}
+
+// check checks the attributes against the method table, once per shape:
+// no attribute twice, each of the kind and size its declaration allows,
+// every mandatory one present. It returns the first error, the method
+// table's or a structural one recorded while building, whichever came
+// first.
+func (r *Request) check() error {
+	if r.checked {
+		return r.err
+	}
+	r.checked = true
+	n := r.count()
+	if r.err != nil {
+		n = r.errAt
+	}
+	spec := r.method()
+	for i := 0; i < n; i++ {
+		a := r.at(i)
+		for j := 0; j < i; j++ {
+			if r.at(j).ID == a.ID {
+				r.err = r.newErr("attribute %#x given twice", a.ID)
+				return r.err
+			}
+		}
+		if spec == nil {
+			continue
+		}
+		if s := spec.Attr(a.ID); s != nil {
+			if msg := s.accepts(r.kind(i), a.Len); msg != "" {
+				r.err = r.newErr("attribute %s: %s", s.Name, msg)
+				return r.err
 			}
 		}
 	}
-	a.Flags |= UVERBS_ATTR_F_MANDATORY
-	r.attrs = append(r.attrs, a)
-	r.kinds = append(r.kinds, k)
+	if r.err != nil || spec == nil {
+		return r.err
+	}
+	for i := range spec.Attrs {
+		s := &spec.Attrs[i]
+		if s.Mandatory && r.index(s.ID) < 0 {
+			r.err = r.newErr("mandatory attribute %s missing", s.Name)
+			return r.err
+		}
+	}
+	return nil
 }
 
-func (r *Request) ptr(b []byte) uint64 {
+func (r *Request) ptr(b []byte) (uint64, unsafe.Pointer) {
 	if len(b) == 0 {
-		return 0
+		return 0, nil
 	}
 	p := unsafe.Pointer(unsafe.SliceData(b))
-	r.keep = append(r.keep, p)
-	return uint64(uintptr(p))
+	return uint64(uintptr(p)), p
 }
 
 func inline(b []byte) uint64 {
@@ -300,12 +426,13 @@ func (r *Request) in(k buildKind, id uint16, data []byte, attrData uint16) {
 		return
 	}
 	a := IoctlAttr{ID: id, Len: uint16(len(data)), AttrData: attrData}
+	var p unsafe.Pointer
 	if len(data) <= InlineMax {
 		a.Data = inline(data)
 	} else {
-		a.Data = r.ptr(data)
+		a.Data, p = r.ptr(data)
 	}
-	r.add(k, a)
+	r.put(k, a, p)
 }
 
 // In adds a PTR_IN attribute: data travels inline when it is at most 8
@@ -319,33 +446,33 @@ func (r *Request) In(id uint16, data []byte) *Request {
 // InU32 adds a 4-byte PTR_IN attribute (an exact-size u32 such as a CQE
 // count), inline.
 func (r *Request) InU32(id uint16, v uint32) *Request {
-	r.add(buildIn, IoctlAttr{ID: id, Len: 4, Data: uint64(v)})
+	r.put(buildIn, IoctlAttr{ID: id, Len: 4, Data: uint64(v)}, nil)
 	return r
 }
 
 // InU64 adds an 8-byte PTR_IN attribute, inline.
 func (r *Request) InU64(id uint16, v uint64) *Request {
-	r.add(buildIn, IoctlAttr{ID: id, Len: 8, Data: v})
+	r.put(buildIn, IoctlAttr{ID: id, Len: 8, Data: v}, nil)
 	return r
 }
 
 // Const adds a CONST_IN attribute: always an 8-byte inline value; the
 // kernel range-checks it against the declared C type.
 func (r *Request) Const(id uint16, v uint64) *Request {
-	r.add(buildConst, IoctlAttr{ID: id, Len: 8, Data: v})
+	r.put(buildConst, IoctlAttr{ID: id, Len: 8, Data: v}, nil)
 	return r
 }
 
 // Flags adds a FLAGS_IN attribute as an 8-byte inline value.
 func (r *Request) Flags(id uint16, v uint64) *Request {
-	r.add(buildFlags, IoctlAttr{ID: id, Len: 8, Data: v})
+	r.put(buildFlags, IoctlAttr{ID: id, Len: 8, Data: v}, nil)
 	return r
 }
 
 // Flags32 adds a FLAGS_IN attribute as a 4-byte inline value (what
 // rdma-core sends for the counters read flags).
 func (r *Request) Flags32(id uint16, v uint32) *Request {
-	r.add(buildFlags, IoctlAttr{ID: id, Len: 4, Data: uint64(v)})
+	r.put(buildFlags, IoctlAttr{ID: id, Len: 4, Data: uint64(v)}, nil)
 	return r
 }
 
@@ -364,21 +491,22 @@ func (r *Request) Out(id uint16, buf []byte) *Request {
 		r.fail("attribute %#x: %d-byte output is longer than %d", id, len(buf), MaxAttrLen)
 		return r
 	}
-	r.add(buildOut, IoctlAttr{ID: id, Len: uint16(len(buf)), Data: r.ptr(buf)})
+	d, p := r.ptr(buf)
+	r.put(buildOut, IoctlAttr{ID: id, Len: uint16(len(buf)), Data: d}, p)
 	return r
 }
 
 // Handle adds an IDR attribute naming an existing object (read, write or
 // destroy access, as the method declares).
 func (r *Request) Handle(id uint16, handle uint32) *Request {
-	r.add(buildHandle, IoctlAttr{ID: id, Data: uint64(handle)})
+	r.put(buildHandle, IoctlAttr{ID: id, Data: uint64(handle)}, nil)
 	return r
 }
 
 // NewHandle adds an IDR attribute for the object the call creates; read
 // the handle with Created after the call.
 func (r *Request) NewHandle(id uint16) *Request {
-	r.add(buildNewHandle, IoctlAttr{ID: id})
+	r.put(buildNewHandle, IoctlAttr{ID: id}, nil)
 	return r
 }
 
@@ -388,14 +516,14 @@ func (r *Request) FD(id uint16, fd int) *Request {
 		r.fail("attribute %#x: negative descriptor %d", id, fd)
 		return r
 	}
-	r.add(buildFD, IoctlAttr{ID: id, Data: uint64(fd)})
+	r.put(buildFD, IoctlAttr{ID: id, Data: uint64(fd)}, nil)
 	return r
 }
 
 // NewFD adds an FD attribute for the descriptor the call creates; read it
 // with CreatedFD after the call.
 func (r *Request) NewFD(id uint16) *Request {
-	r.add(buildNewFD, IoctlAttr{ID: id})
+	r.put(buildNewFD, IoctlAttr{ID: id}, nil)
 	return r
 }
 
@@ -407,6 +535,7 @@ func (r *Request) Handles(id uint16, handles []uint32) *Request {
 		return r
 	}
 	a := IoctlAttr{ID: id, Len: uint16(4 * len(handles))}
+	var p unsafe.Pointer
 	switch {
 	case len(handles) == 0:
 	case a.Len <= InlineMax:
@@ -415,22 +544,22 @@ func (r *Request) Handles(id uint16, handles []uint32) *Request {
 			a.Data |= uint64(handles[1]) << 32
 		}
 	default:
-		p := unsafe.Pointer(unsafe.SliceData(handles))
-		r.keep = append(r.keep, p)
+		p = unsafe.Pointer(unsafe.SliceData(handles))
 		a.Data = uint64(uintptr(p))
 	}
-	r.add(buildHandles, a)
+	r.put(buildHandles, a, p)
 	return r
 }
 
 // Optional clears the MANDATORY flag of attribute id, so a kernel that
 // does not know it ignores it instead of failing with EPROTONOSUPPORT.
 func (r *Request) Optional(id uint16) *Request {
-	for i := range r.attrs {
-		if r.attrs[i].ID == id {
-			r.attrs[i].Flags &^= UVERBS_ATTR_F_MANDATORY
-			return r
-		}
+	if r.err != nil {
+		return r
+	}
+	if i := r.index(id); i >= 0 {
+		r.at(i).Flags &^= UVERBS_ATTR_F_MANDATORY
+		return r
 	}
 	r.fail("Optional(%#x): no such attribute", id)
 	return r
@@ -438,34 +567,53 @@ func (r *Request) Optional(id uint16) *Request {
 
 // Marshal checks the request against the method table (every mandatory
 // attribute present) and returns the wire buffer: header then attributes.
-// The buffer belongs to r; pass r as a keep argument of the ioctl and read
+// The buffer belongs to r; keep r alive until the ioctl returns and read
 // results back through r.
 func (r *Request) Marshal() ([]byte, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	return r.MarshalUnchecked()
+}
+
+// MarshalUnchecked is Marshal without the check against the method table,
+// for a caller that issues the ioctl at once and, when the kernel refuses
+// it, asks Explain why: the kernel makes the same checks, so a request
+// the table would refuse fails there too. Structural errors (see Err) are
+// still reported.
+func (r *Request) MarshalUnchecked() ([]byte, error) {
 	if r.err != nil {
-		return nil, r.err
+		return nil, r.check()
 	}
-	if r.spec != nil {
-		for i := range r.spec.Attrs {
-			s := &r.spec.Attrs[i]
-			if s.Mandatory && r.index(s.ID) < 0 {
-				r.fail("mandatory attribute %s missing", s.Name)
-				return nil, r.err
-			}
-		}
-	}
-	r.hdr.NumAttrs = uint16(len(r.attrs))
-	r.hdr.Length = uint16(IoctlHdrSize + IoctlAttrSize*len(r.attrs))
-	r.buf = AppendIoctlHdr(r.buf[:0], r.hdr)
-	for _, a := range r.attrs {
-		r.buf = AppendIoctlAttr(r.buf, a)
-	}
+	n := r.count()
+	r.hdr.Length = uint16(IoctlHdrSize + IoctlAttrSize*n)
 	r.called = true
+	if n <= inlineAttrs {
+		r.spilled = false
+		return unsafe.Slice((*byte)(unsafe.Pointer(&r.hdr)), int(r.hdr.Length)), nil
+	}
+	r.buf = AppendIoctlHdr(r.buf[:0], r.hdr)
+	for i := 0; i < n; i++ {
+		r.buf = AppendIoctlAttr(r.buf, *r.at(i))
+	}
+	r.spilled = true
 	return r.buf, nil
 }
 
+// Explain returns the error of a call of r that failed with err: the
+// request's own error, when the method table does not accept it (see Err),
+// else err.
+func (r *Request) Explain(err error) error {
+	if cerr := r.check(); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
 func (r *Request) index(id uint16) int {
-	for i := range r.attrs {
-		if r.attrs[i].ID == id {
+	n := r.count()
+	for i := 0; i < n; i++ {
+		if r.at(i).ID == id {
 			return i
 		}
 	}
@@ -473,35 +621,40 @@ func (r *Request) index(id uint16) int {
 }
 
 // Response decoding: after the ioctl returned, the kernel's write-backs are
-// read out of the marshalled buffer.
+// read out of the request.
 
-func (r *Request) result(id uint16, want ...buildKind) (IoctlAttr, error) {
+// wire returns attribute i as the kernel left it.
+func (r *Request) wire(i int) IoctlAttr {
+	if r.spilled {
+		a, _ := DecodeIoctlAttr(r.buf, i)
+		return a
+	}
+	return *r.at(i)
+}
+
+func (r *Request) result(id uint16, want, alt buildKind) (IoctlAttr, error) {
 	i := r.index(id)
 	if i < 0 || !r.called {
 		return IoctlAttr{}, errs.New("decode "+r.Name(), "", fmt.Errorf("attribute %#x was not sent", id))
 	}
-	ok := false
-	for _, k := range want {
-		ok = ok || r.kinds[i] == k
-	}
-	if !ok {
+	if k := r.kind(i); k != want && k != alt {
 		return IoctlAttr{}, errs.New("decode "+r.Name(), "", fmt.Errorf("attribute %#x is not of the kind asked for", id))
 	}
-	return DecodeIoctlAttr(r.buf, i)
+	return r.wire(i), nil
 }
 
 // Valid reports whether the kernel filled output attribute id: it sets
 // UVERBS_ATTR_F_VALID_OUTPUT in the caller's attribute array for every
 // output it wrote.
 func (r *Request) Valid(id uint16) bool {
-	a, err := r.result(id, buildOut)
+	a, err := r.result(id, buildOut, buildOut)
 	return err == nil && a.Flags&UVERBS_ATTR_F_VALID_OUTPUT != 0
 }
 
 // Created returns the handle the kernel wrote back into NewHandle
 // attribute id.
 func (r *Request) Created(id uint16) (uint32, error) {
-	a, err := r.result(id, buildNewHandle)
+	a, err := r.result(id, buildNewHandle, buildNewHandle)
 	if err != nil {
 		return 0, err
 	}
@@ -514,7 +667,7 @@ func (r *Request) Created(id uint16) (uint32, error) {
 // CreatedFD returns the descriptor the kernel wrote back into NewFD
 // attribute id. The caller owns it.
 func (r *Request) CreatedFD(id uint16) (int, error) {
-	a, err := r.result(id, buildNewFD)
+	a, err := r.result(id, buildNewFD, buildNewFD)
 	if err != nil {
 		return -1, err
 	}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -158,8 +159,8 @@ func TestStickyErrors(t *testing.T) {
 	if !errors.As(err, &ae) || !errors.Is(err, syscall.EINVAL) {
 		t.Fatalf("Marshal = %v", err)
 	}
-	if len(r.attrs) != 0 {
-		t.Errorf("attributes added after the error: %d", len(r.attrs))
+	if !strings.Contains(err.Error(), "CONST_IN") {
+		t.Errorf("Marshal = %v, want the first mistake (RESP_NUM given as an output, declared CONST_IN)", err)
 	}
 	for name, build := range map[string]func(*Request){
 		"output too short":   func(r *Request) { r.Out(UVERBS_ATTR_QUERY_PORT_RESP, make([]byte, 40)) },
@@ -254,7 +255,7 @@ func TestParseIoctlRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(r.Header(), h); diff != "" {
 		t.Errorf("header (-built +parsed):\n%s", diff)
 	}
-	if diff := cmp.Diff(r.attrs, attrs); diff != "" {
+	if diff := cmp.Diff(r.inl[:r.count()], attrs); diff != "" {
 		t.Errorf("attributes (-built +parsed):\n%s", diff)
 	}
 	if _, _, err := ParseIoctl(b[:len(b)-1]); err == nil {
@@ -355,5 +356,54 @@ func TestResetKeepsOrLooksUpTheMethod(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("Reset and Release allocate %.0f times", allocs)
+	}
+}
+
+// A request of more attributes than it holds in place is copied into one
+// buffer when called; the kernel's write-backs are read from there.
+func TestManyAttributes(t *testing.T) {
+	r := NewRequest(NewAPI(0, nil), 0, 1, 1)
+	for i := 0; i < inlineAttrs+4; i++ {
+		r.InU32(uint16(i), uint32(i))
+	}
+	r.NewHandle(100)
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, attrs, err := ParseIoctl(b)
+	if err != nil || int(h.NumAttrs) != inlineAttrs+5 || int(h.Length) != len(b) {
+		t.Fatalf("header %+v, %v", h, err)
+	}
+	for i, a := range attrs[:inlineAttrs+4] {
+		if a.ID != uint16(i) || a.Data != uint64(i) || a.Flags != UVERBS_ATTR_F_MANDATORY {
+			t.Errorf("attribute %d: %+v", i, a)
+		}
+	}
+	binary.LittleEndian.PutUint64(b[IoctlHdrSize+(inlineAttrs+4)*IoctlAttrSize+8:], 9)
+	if h, err := r.Created(100); err != nil || h != 9 {
+		t.Errorf("Created = %d, %v", h, err)
+	}
+}
+
+// MarshalUnchecked leaves the method table's check to Explain; structural
+// errors it reports at once.
+func TestMarshalUncheckedAndExplain(t *testing.T) {
+	r := NewRequest(nil, RDMA_DRIVER_MLX5, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT).
+		Out(UVERBS_ATTR_QUERY_PORT_RESP, make([]byte, 48)) // PORT_NUM missing
+	if _, err := r.MarshalUnchecked(); err != nil {
+		t.Fatalf("MarshalUnchecked = %v", err)
+	}
+	if err := r.Explain(syscall.EINVAL); !strings.Contains(err.Error(), "missing") || !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("Explain = %v, want the missing attribute", err)
+	}
+	r.Reset(nil, RDMA_DRIVER_MLX5, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT)
+	r.Const(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1).Out(UVERBS_ATTR_QUERY_PORT_RESP, make([]byte, 48))
+	if err := r.Explain(syscall.EIO); err != syscall.EIO {
+		t.Errorf("Explain of a good request = %v, want the kernel's EIO", err)
+	}
+	r.FD(9, -1)
+	if _, err := r.MarshalUnchecked(); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("MarshalUnchecked with a negative descriptor = %v", err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // portOnly is a minimal, allocation-free stand-in for the kernel so that
 // the allocations a test counts are the library's own (the strict fake
 // allocates per call). It answers GET_CONTEXT, QUERY_PORT, ALLOC_PD and
-// DEALLOC_PD, and creates and destroys rxe CQs and QPs: their responses
+// DEALLOC_PD and DEREG_MR, and creates and destroys rxe CQs and QPs: their responses
 // name queues at the standIn* offsets, which Mmap maps as anonymous memory
 // with an rxe queue header.
 type portOnly struct{}
@@ -57,7 +57,8 @@ func (portOnly) Ioctl(req uint, arg unsafe.Pointer) error {
 	switch {
 	case obj == abi.UVERBS_OBJECT_PD && method == abi.UVERBS_METHOD_PD_DESTROY,
 		obj == abi.UVERBS_OBJECT_CQ && method == abi.UVERBS_METHOD_CQ_DESTROY,
-		obj == abi.UVERBS_OBJECT_QP && method == abi.UVERBS_METHOD_QP_DESTROY:
+		obj == abi.UVERBS_OBJECT_QP && method == abi.UVERBS_METHOD_QP_DESTROY,
+		obj == abi.UVERBS_OBJECT_MR && method == abi.UVERBS_METHOD_MR_DESTROY:
 		return nil
 	case obj == abi.UVERBS_OBJECT_CQ && method == abi.UVERBS_METHOD_CQ_CREATE:
 		for i := 0; i < n; i++ {

@@ -4,9 +4,15 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
+	"unsafe"
 
+	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/internal/verbs"
 )
 
 // Objects are safe for concurrent use: queries, creates and destroys from
@@ -131,4 +137,89 @@ func TestCyclesLeaveNothing(t *testing.T) {
 	if n := b.devs["rxe0"].Kernel().OpenFiles(); n != 0 {
 		t.Errorf("%d files open", n)
 	}
+}
+
+// gate is the stand-in kernel with a gate on one method: a call of it
+// waits, inside the system call, until a second call of it has entered
+// too, and gives up with ETIMEDOUT when none does. Two calls on one
+// Context that serialised on a lock held across the system call would
+// time out.
+type gate struct {
+	portOnly
+	armed          atomic.Bool
+	object, method uint16
+	inside         atomic.Int32
+	both           chan struct{}
+	once           sync.Once
+}
+
+func (g *gate) Ioctl(req uint, arg unsafe.Pointer) error {
+	if h := (*abi.IoctlHdr)(arg); req == abi.RDMA_VERBS_IOCTL && g.armed.Load() && h.ObjectID == g.object && h.MethodID == g.method {
+		if g.inside.Add(1) >= 2 {
+			g.once.Do(func() { close(g.both) })
+		}
+		select {
+		case <-g.both:
+		case <-time.After(10 * time.Second):
+			return syscall.ETIMEDOUT
+		}
+	}
+	return g.portOnly.Ioctl(req, arg)
+}
+
+// Queries on one Context run in parallel: two goroutines are in the
+// system call at once (run with -race).
+func TestQueriesRunInParallel(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		object, method uint16
+		query          func(c *Context) error
+	}{
+		{"QueryPort", abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT, func(c *Context) error {
+			_, err := c.QueryPort(1)
+			return err
+		}},
+		{"QueryDevice", abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE, func(c *Context) error {
+			_, err := c.QueryDevice()
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &gate{object: tc.object, method: tc.method, both: make(chan struct{})}
+			b := newBed(t, rxe0())
+			opts := *b.opts
+			opts.Opener = verbs.NewOpener(func(path string) (*sys.FD, error) { return sys.NewFake(path, g), nil })
+			c, err := Open("rxe0", &opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			g.armed.Store(true)
+			errs := make(chan error, 2)
+			for range 2 {
+				go func() { errs <- tc.query(c) }()
+			}
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Errorf("%s: %v (the calls did not overlap in the system call)", tc.name, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStandInQueryPortParallel runs QueryPort from GOMAXPROCS
+// goroutines on one Context: no lock is held across the system call, and
+// in steady state nothing is allocated.
+func BenchmarkStandInQueryPortParallel(b *testing.B) {
+	c := portOnlyContext(b)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.QueryPort(1); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

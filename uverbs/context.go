@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -45,14 +44,12 @@ type Context struct {
 	core verbs.Core
 
 	objMu   sync.Mutex
-	objects object            // the newest live object; the rest follow by objLink.next
-	nobj    int               // how many are live
-	byUH    map[uint64]object // user handle → CQ or QP, for events
-	nextUH  atomic.Uint64
+	objects object // the newest live object; the rest follow by objLink.next
+	nobj    int    // how many are live
+	uh      uhTable
 
-	portMu  sync.Mutex
-	portReq *abi.Request
-	portRsp *abi.IbUverbsQueryPortRespEx
+	// scr holds the idle request scratches of the calls on the context.
+	scr scratchList
 
 	// maps records the memory mapped for the context (queues, doorbell
 	// records, the device's pages); cleanup unmaps what is left when the
@@ -115,21 +112,18 @@ func OpenDevice(d Device, opts *Options) (*Context, error) {
 		return nil, errs.New("open "+d.Path, d.Name, err)
 	}
 	c := &Context{
-		dev:     d,
-		fd:      fd,
-		api:     abi.APIFor(uint32(d.DriverID)),
-		drv:     uint32(d.DriverID),
-		prov:    prov,
-		byUH:    map[uint64]object{},
-		portRsp: new(abi.IbUverbsQueryPortRespEx),
-		maps:    sys.NewMapSet(),
+		dev:  d,
+		fd:   fd,
+		api:  abi.APIFor(uint32(d.DriverID)),
+		drv:  uint32(d.DriverID),
+		prov: prov,
+		maps: sys.NewMapSet(),
 	}
 	// The safety net: a Context dropped without Close still gives back
 	// its mappings (and, through the FDs' own cleanups, its descriptors).
 	// The cleanup's argument must not reach c, or it would never run.
 	c.core.Init(d.Name, fd, c.api, c.drv)
 	c.cleanup = runtime.AddCleanup(c, (*sys.MapSet).UnmapAll, c.maps)
-	c.portReq = abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT)
 	if err := c.getContext(); err != nil {
 		fd.Close()
 		return nil, err
@@ -272,14 +266,44 @@ func (o *hookObject) destroyLocked(bool) error { return o.h.Run() }
 
 func (c *Context) nextSeqLocked() uint64 { return c.core.NextSeq() }
 
-// track adds o to the objects Close destroys, and to the user-handle map
-// when uh is not 0. It fails with os.ErrClosed after Close began (the
+// uhTable maps the user handles of CQs and QPs (the values the kernel
+// echoes in completion and async events) back to the objects: a handle
+// is a slot's index plus one in its low 32 bits and the slot's generation,
+// counted up at each use, above them, so that taking and giving back a
+// handle is a few stores under objMu, with no hashing, and a stale handle
+// finds nothing.
+type uhTable struct {
+	obj  []object
+	gen  []uint32
+	used []bool
+	free []uint32
+}
+
+// slot returns the slot of uh, when uh is a handle of it now.
+func (t *uhTable) slot(uh uint64) (int, bool) {
+	i := int(uint32(uh)) - 1
+	if i < 0 || i >= len(t.gen) || t.gen[i] != uint32(uh>>32) || !t.used[i] {
+		return 0, false
+	}
+	return i, true
+}
+
+// release gives uh's slot back; releasing it again does nothing.
+func (t *uhTable) release(uh uint64) {
+	if i, ok := t.slot(uh); ok {
+		t.obj[i], t.used[i] = nil, false
+		t.free = append(t.free, uint32(i))
+	}
+}
+
+// track adds o to the objects Close destroys, and to the user-handle table
+// under uh, a handle newUserHandle returned, when uh is not 0. It fails with os.ErrClosed after Close began (the
 // caller holds life shared, so that cannot happen; it is a safety net).
 func (c *Context) track(o object, uh uint64) {
 	c.objMu.Lock()
 	c.listLocked(o)
-	if uh != 0 {
-		c.byUH[uh] = o
+	if i, ok := c.uh.slot(uh); ok {
+		c.uh.obj[i] = o
 	}
 	c.objMu.Unlock()
 }
@@ -287,9 +311,7 @@ func (c *Context) track(o object, uh uint64) {
 func (c *Context) untrack(o object, uh uint64) {
 	c.objMu.Lock()
 	c.unlistLocked(o)
-	if uh != 0 {
-		delete(c.byUH, uh)
-	}
+	c.uh.release(uh)
 	c.objMu.Unlock()
 }
 
@@ -330,12 +352,41 @@ func (c *Context) unlistLocked(o object) {
 func (c *Context) lookupUH(uh uint64) object {
 	c.objMu.Lock()
 	defer c.objMu.Unlock()
-	return c.byUH[uh]
+	if i, ok := c.uh.slot(uh); ok {
+		return c.uh.obj[i]
+	}
+	return nil
 }
 
 // newUserHandle returns a fresh user_handle for a CQ or QP: the value the
-// kernel echoes in completion and async events.
-func (c *Context) newUserHandle() uint64 { return c.nextUH.Add(1) }
+// kernel echoes in completion and async events. track files the object
+// under it; untrack, or dropUserHandle when the create failed, gives it
+// back.
+func (c *Context) newUserHandle() uint64 {
+	c.objMu.Lock()
+	t := &c.uh
+	var i int
+	if n := len(t.free); n > 0 {
+		i = int(t.free[n-1])
+		t.free = t.free[:n-1]
+	} else {
+		i = len(t.gen)
+		t.obj, t.gen, t.used = append(t.obj, nil), append(t.gen, 0), append(t.used, false)
+	}
+	t.gen[i]++
+	t.used[i] = true
+	uh := uint64(t.gen[i])<<32 | uint64(i+1)
+	c.objMu.Unlock()
+	return uh
+}
+
+// dropUserHandle gives back a handle newUserHandle returned for an object
+// that was not created.
+func (c *Context) dropUserHandle(uh uint64) {
+	c.objMu.Lock()
+	c.uh.release(uh)
+	c.objMu.Unlock()
+}
 
 // Close destroys every object the context still owns, in dependency order
 // (flows, counters, QPs, CQs, PDs, completion channels — rdma_core.c uverbs_destroy_ufile_hw, ib_destroy_usecnt),
@@ -384,7 +435,8 @@ func (c *Context) teardown() error {
 	for _, o := range objs {
 		c.unlistLocked(o)
 	}
-	c.byUH = map[uint64]object{}
+	clear(c.uh.obj)
+	clear(c.uh.used)
 	c.objMu.Unlock()
 	c.prov.close(c)
 	c.cleanup.Stop()

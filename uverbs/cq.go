@@ -129,11 +129,13 @@ func (c *Context) createCQ(cq *CQ, attr CQAttr) error {
 	s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
 	defer c.putScratch(s)
 	x := &s.drv
+	x.reset()
 	if err := c.prov.prepareCQ(c, uint32(attr.CQE), d, x); err != nil {
 		return c.err(op, err)
 	}
 	cq.uh = c.newUserHandle()
 	respCQE := &s.u32
+	*respCQE = 0
 	r := s.r.NewHandle(abi.UVERBS_ATTR_CREATE_CQ_HANDLE).
 		Out(abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE, bytesOf(respCQE)).
 		InU32(abi.UVERBS_ATTR_CREATE_CQ_CQE, x.cqe).
@@ -150,6 +152,7 @@ func (c *Context) createCQ(cq *CQ, attr CQAttr) error {
 	}
 	x.add(r)
 	if err := c.do(r); err != nil {
+		c.dropUserHandle(cq.uh)
 		err = d.createFailed(err)
 		if errors.Is(err, syscall.EINVAL) {
 			// Name the limit the kernel does not: ib_uverbs_create_cq

@@ -282,6 +282,7 @@ func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32, d *driverRes, x *drvScr
 		}
 	}
 	x.in = bytesOf(cmd)
+	x.m5CQResp = abi.Mlx5IbCreateCqResp{}
 	x.out = bytesOf(&x.m5CQResp)
 	return nil
 }
@@ -374,6 +375,7 @@ func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr, d *driverRes, x *d
 		cmd.BfregIndex = page
 	}
 	x.in = bytesOf(cmd)
+	x.m5QPResp = abi.Mlx5IbCreateQpResp{}
 	x.out = bytesOf(&x.m5QPResp)
 	return nil
 }

@@ -66,6 +66,7 @@ func (c *Context) allocPD(pd *PD) error {
 	s := c.getScratch(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
 	defer c.putScratch(s)
 	resp, req := &s.pdResp, &s.pdReq
+	*resp = abi.IbUverbsAllocPdResp{}
 	req.Response = addrOf(bytesOf(resp)) // ignored by INVOKE_WRITE; rdma-core fills it too
 	in, out := c.prov.pdData()
 	if err := c.do(invokeWriteInto(&s.r, abi.IB_USER_VERBS_CMD_ALLOC_PD, bytesOf(req), bytesOf(resp), in, out)); err != nil {

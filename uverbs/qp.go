@@ -179,12 +179,14 @@ func (pd *PD) createQP(qp *QP, attr QPInitAttr) error {
 	s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
 	defer c.putScratch(s)
 	x := &s.drv
+	x.reset()
 	// attr by value: a pointer through the interface would move it to the heap.
 	if err := c.prov.prepareQP(c, attr, d, x); err != nil {
 		return c.err(op, err)
 	}
 	qp.uh = c.newUserHandle()
 	capIn, capOut, qpn := &s.capIn, &s.capOut, &s.u32
+	*capOut, *qpn = abi.IbUverbsQpCap{}, 0
 	*capIn = abi.IbUverbsQpCap{
 		MaxSendWr: attr.Cap.MaxSendWR, MaxRecvWr: attr.Cap.MaxRecvWR,
 		MaxSendSge: attr.Cap.MaxSendSGE, MaxRecvSge: attr.Cap.MaxRecvSGE,
@@ -211,6 +213,7 @@ func (pd *PD) createQP(qp *QP, attr QPInitAttr) error {
 		Out(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, bytesOf(qpn))
 	x.add(r)
 	if err := c.do(r); err != nil {
+		c.dropUserHandle(qp.uh)
 		return c.err(op, d.createFailed(err))
 	}
 	d.created()
@@ -310,6 +313,7 @@ func (qp *QP) destroyLocked(bool) error {
 	return qp.destroyOnce(c, "destroy qp", func() error {
 		s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY)
 		defer c.putScratch(s)
+		s.qpDone = abi.IbUverbsDestroyQpResp{}
 		return c.do(s.r.Handle(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, qp.handle).
 			Out(abi.UVERBS_ATTR_DESTROY_QP_RESP, bytesOf(&s.qpDone)))
 	}, func() {

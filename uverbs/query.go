@@ -285,9 +285,9 @@ type PortAttr struct {
 }
 
 // QueryPort returns the attributes of port (1-based), like ibv_query_port:
-// UVERBS_METHOD_QUERY_PORT. It reuses one request and response buffer per
-// Context, so in steady state it allocates nothing; concurrent calls on one
-// Context are serialised.
+// UVERBS_METHOD_QUERY_PORT. It builds its request in a scratch of the
+// Context's, so in steady state it allocates nothing; concurrent calls on
+// one Context take different scratches and run in parallel.
 //
 // Errors: an *Error wrapping EINVAL for port 0 or a port the device does
 // not have (the kernel's answer), EIO once the device was removed,
@@ -300,12 +300,11 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 	if port < 0 || port > maxPort {
 		return PortAttr{}, c.portErr(port, syscall.EINVAL)
 	}
-	c.portMu.Lock()
-	defer c.portMu.Unlock()
-	rsp := c.portRsp
+	s := c.getScratch(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT)
+	defer c.putScratch(s)
+	rsp := &s.port
 	*rsp = abi.IbUverbsQueryPortRespEx{}
-	r := c.portReq
-	r.Reset(c.api, c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT)
+	r := &s.r
 	r.Const(abi.UVERBS_ATTR_QUERY_PORT_PORT_NUM, uint64(port)).
 		Out(abi.UVERBS_ATTR_QUERY_PORT_RESP, bytesOf(rsp))
 	if err := c.do(r); err != nil {

@@ -29,6 +29,7 @@ func (p *rxeProvider) close(*Context)         { p.db.releaseAll() }
 
 func (*rxeProvider) prepareCQ(c *Context, cqe uint32, d *driverRes, x *drvScratch) error {
 	d.ms = c.maps
+	x.rxeCQ = abi.RxeCreateCqResp{}
 	x.out, x.cqe = bytesOf(&x.rxeCQ), cqe
 	return nil
 }
@@ -39,6 +40,7 @@ func (*rxeProvider) cqCreated(c *Context, d *driverRes, x *drvScratch) error {
 
 func (*rxeProvider) prepareQP(c *Context, _ QPInitAttr, d *driverRes, x *drvScratch) error {
 	d.ms = c.maps
+	x.rxeQP = abi.RxeCreateQpResp{}
 	x.out = bytesOf(&x.rxeQP)
 	return nil
 }

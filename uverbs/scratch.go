@@ -1,17 +1,20 @@
 package uverbs
 
 import (
-	"sync"
+	"math/bits"
+	"sync/atomic"
 
 	"github.com/purerdma/rdma/abi"
 )
 
-// scratch is a pooled ioctl request with room for the small fixed inputs
-// and outputs of the create calls, so that creating and destroying a PD,
-// CQ or QP builds its request in memory reused from earlier calls (as
-// QueryPort reuses c.portReq) rather than a new abi.Request, new attribute
-// slices and new response structs each time. The request references these
-// fields by pointer (abi.Request.keep), which is why they live beside it.
+// scratch is an ioctl request with room for the small fixed inputs and
+// outputs of the calls that use it (the create and destroy calls, the
+// queries, the write commands), so that they build their request in
+// memory reused from earlier calls rather than a new abi.Request and new
+// response structs each time. The request references these fields by
+// pointer, which is why they live beside it, on the heap. A scratch is
+// one call's alone: concurrent calls on a Context take different ones
+// (scratchList), so none waits for another's system call.
 type scratch struct {
 	r      abi.Request
 	pdReq  abi.IbUverbsAllocPd
@@ -21,7 +24,9 @@ type scratch struct {
 	u32    uint32
 	cqDone abi.IbUverbsDestroyCqResp
 	qpDone abi.IbUverbsDestroyQpResp
+	port   abi.IbUverbsQueryPortRespEx
 	drv    drvScratch
+	slot   int8 // its slot in the Context's scratchList, -1 for none
 }
 
 // drvScratch is the driver's part of a CQ or QP create call: what the
@@ -43,6 +48,10 @@ type drvScratch struct {
 	m5QPResp abi.Mlx5IbCreateQpResp
 }
 
+// reset empties what a provider's prepare sets: the scratch may hold an
+// earlier call's.
+func (x *drvScratch) reset() { x.in, x.out, x.cqe, x.attr = nil, nil, 0, driverAttr{} }
+
 // add adds the driver data and attribute to the create request.
 func (x *drvScratch) add(r *abi.Request) {
 	addUHW(r, x.in, x.out)
@@ -51,26 +60,61 @@ func (x *drvScratch) add(r *abi.Request) {
 	}
 }
 
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+// scratchSlots is how many scratches a Context keeps: as many calls as
+// that can run at once on it without allocating.
+const scratchSlots = 8
+
+// scratchList is a Context's scratches, a small lock-free free list: a
+// bit per slot says the slot's scratch is idle. Taking one clears its bit
+// with a compare-and-swap, giving it back sets the bit again; the slot's
+// scratch is made on its first use, by the caller that holds the slot.
+// With every slot busy a call gets a scratch of its own, which it leaves
+// to the collector.
+type scratchList struct {
+	busy  atomic.Uint32 // bit i set: slot i is taken
+	slots [scratchSlots]*scratch
+}
+
+func (l *scratchList) get() *scratch {
+	for {
+		b := l.busy.Load()
+		if b == 1<<scratchSlots-1 {
+			return &scratch{slot: -1}
+		}
+		i := bits.TrailingZeros32(^b)
+		if l.busy.CompareAndSwap(b, b|1<<i) {
+			s := l.slots[i]
+			if s == nil {
+				s = &scratch{slot: int8(i)}
+				l.slots[i] = s
+			}
+			return s
+		}
+	}
+}
+
+func (l *scratchList) put(s *scratch) {
+	if s.slot >= 0 {
+		l.busy.And(^uint32(1 << s.slot))
+	}
+}
 
 // getScratch returns a scratch whose request is reset for (object,
-// method) on c's device. Give it back with putScratch once the request's
-// results are read.
+// method) on c's device. Its inputs and outputs hold what an earlier call
+// left: the caller sets the inputs it sends and zeroes the outputs it
+// reads. Give it back with putScratch once the request's results are
+// read.
 func (c *Context) getScratch(object, method uint16) *scratch {
-	s := scratchPool.Get().(*scratch)
+	s := c.scr.get()
 	s.r.Reset(c.api, c.drv, object, method)
 	return s
 }
 
-// putScratch returns s to the pool; the reset drops the request's
-// references to the caller's buffers, so the pool keeps nothing alive.
+// putScratch gives s back; the release drops the request's references to
+// the caller's buffers, so an idle scratch keeps nothing alive.
 func (c *Context) putScratch(s *scratch) {
 	s.r.Release()
-	s.pdReq, s.pdResp = abi.IbUverbsAllocPd{}, abi.IbUverbsAllocPdResp{}
-	s.capIn, s.capOut, s.u32 = abi.IbUverbsQpCap{}, abi.IbUverbsQpCap{}, 0
-	s.cqDone, s.qpDone = abi.IbUverbsDestroyCqResp{}, abi.IbUverbsDestroyQpResp{}
-	s.drv = drvScratch{}
-	scratchPool.Put(s)
+	c.scr.put(s)
 }
 
 // invokeWriteInto builds UVERBS_METHOD_INVOKE_WRITE into r (reset for it),

@@ -1,7 +1,6 @@
 package sys
 
 import (
-	"sort"
 	"sync"
 	"unsafe"
 )
@@ -41,17 +40,13 @@ func IsMapped(b []byte) bool {
 	a := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	anonMaps.mu.Lock()
 	defer anonMaps.mu.Unlock()
-	// Few mappings live at once (rings, doorbell records, buffers): a
-	// sorted scan is plenty for a registration path.
-	starts := make([]uintptr, 0, len(anonMaps.m))
-	for s := range anonMaps.m {
-		starts = append(starts, s)
+	// Mappings do not overlap: b is inside one when the one it starts in
+	// holds its end too. Few live at once (rings, doorbell records,
+	// buffers), so a scan will do, and it allocates nothing.
+	for s, n := range anonMaps.m {
+		if s <= a && a < s+uintptr(n) {
+			return a+uintptr(len(b)) <= s+uintptr(n)
+		}
 	}
-	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
-	i := sort.Search(len(starts), func(i int) bool { return starts[i] > a }) - 1
-	if i < 0 {
-		return false
-	}
-	s := starts[i]
-	return a+uintptr(len(b)) <= s+uintptr(anonMaps.m[s])
+	return false
 }

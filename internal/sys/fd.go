@@ -264,7 +264,22 @@ func Munmap(b []byte) error {
 		return nil
 	}
 	forgetAnon(b)
-	return unix.Munmap(b)
+	return munmap(b)
+}
+
+// mmap and munmap are mmap(2) and munmap(2) without unix.Mmap's
+// bookkeeping (a mutex and a map of every mapping, which MapSet and
+// anonMaps make redundant here).
+func mmap(fd int, offset int64, length, prot, flags int) ([]byte, error) {
+	p, err := unix.MmapPtr(fd, offset, nil, uintptr(length), prot, flags)
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*byte)(p), length), nil
+}
+
+func munmap(b []byte) error {
+	return unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))
 }
 
 // MmapAnon returns length bytes of zeroed, private, anonymous memory outside
@@ -274,7 +289,7 @@ func MmapAnon(length int) ([]byte, error) {
 	if length <= 0 {
 		return nil, unix.EINVAL
 	}
-	b, err := unix.Mmap(-1, 0, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	b, err := mmap(-1, 0, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err == nil {
 		recordAnon(b)
 	}

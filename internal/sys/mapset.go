@@ -14,7 +14,21 @@ import (
 // recording. It is safe for concurrent use.
 type MapSet struct {
 	mu sync.Mutex
-	m  map[*byte][]byte // first byte → the mapping
+	m  map[*byte]mapEnt // first byte → the mapping
+}
+
+// mapEnt is a mapping a MapSet recorded.
+type mapEnt struct {
+	b    []byte
+	anon bool // MmapAnon's (recorded in anonMaps), else a device file's
+}
+
+// unmap unmaps e, forgetting it in anonMaps when it is there.
+func (e mapEnt) unmap() error {
+	if e.anon {
+		return Munmap(e.b)
+	}
+	return munmap(e.b)
 }
 
 // mapped counts the bytes every MapSet holds mapped, for leak tests.
@@ -24,12 +38,12 @@ var mapped atomic.Int64
 func Mapped() int64 { return mapped.Load() }
 
 // NewMapSet returns an empty set.
-func NewMapSet() *MapSet { return &MapSet{m: map[*byte][]byte{}} }
+func NewMapSet() *MapSet { return &MapSet{m: map[*byte]mapEnt{}} }
 
-func (s *MapSet) add(b []byte) {
+func (s *MapSet) add(b []byte, anon bool) {
 	if s != nil && len(b) > 0 {
 		s.mu.Lock()
-		s.m[unsafe.SliceData(b)] = b
+		s.m[unsafe.SliceData(b)] = mapEnt{b: b, anon: anon}
 		s.mu.Unlock()
 		mapped.Add(int64(len(b)))
 	}
@@ -39,7 +53,7 @@ func (s *MapSet) add(b []byte) {
 func (s *MapSet) Anon(length int) ([]byte, error) {
 	b, err := MmapAnon(length)
 	if err == nil {
-		s.add(b)
+		s.add(b, true)
 	}
 	return b, err
 }
@@ -48,7 +62,7 @@ func (s *MapSet) Anon(length int) ([]byte, error) {
 func (s *MapSet) Device(fd *FD, offset int64, length, prot, flags int) ([]byte, error) {
 	b, err := fd.Mmap(offset, length, prot, flags)
 	if err == nil {
-		s.add(b)
+		s.add(b, false)
 	}
 	return b, err
 }
@@ -64,14 +78,16 @@ func (s *MapSet) Unmap(b []byte) error {
 	}
 	a := unsafe.SliceData(b)
 	s.mu.Lock()
-	_, ok := s.m[a]
-	delete(s.m, a)
+	e, ok := s.m[a]
+	if ok {
+		delete(s.m, a)
+	}
 	s.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	mapped.Add(-int64(len(b)))
-	return Munmap(b)
+	mapped.Add(-int64(len(e.b)))
+	return e.unmap()
 }
 
 // UnmapAll unmaps everything still recorded.
@@ -81,11 +97,11 @@ func (s *MapSet) UnmapAll() {
 	}
 	s.mu.Lock()
 	m := s.m
-	s.m = map[*byte][]byte{}
+	s.m = map[*byte]mapEnt{}
 	s.mu.Unlock()
-	for _, b := range m {
-		mapped.Add(-int64(len(b)))
-		Munmap(b)
+	for _, e := range m {
+		mapped.Add(-int64(len(e.b)))
+		e.unmap()
 	}
 }
 

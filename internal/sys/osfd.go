@@ -228,7 +228,7 @@ func (o *osFD) mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 		return nil, err
 	}
 	defer o.mu.RUnlock()
-	return unix.Mmap(o.raw, offset, length, prot, flags)
+	return mmap(o.raw, offset, length, prot, flags)
 }
 
 func (o *osFD) adopt(raw int, name string) (*FD, error) {

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -185,18 +186,28 @@ var errNil = fmt.Errorf("nil or zero object (make it with Open or its Context's 
 // call; it wraps EINVAL.
 func errArg(msg string) error { return fmt.Errorf("%s: %w", msg, syscall.EINVAL) }
 
-// Do marshals r and runs it on the context's descriptor, without the life
-// lock: for Close's hooks and callers that hold the context. It does not
-// allocate once r's buffers have grown to size.
+// Do runs r on the context's descriptor, without the life lock: for
+// Close's hooks and callers that hold the context. The request goes to
+// the kernel as built (abi.Request.MarshalUnchecked); when the kernel
+// refuses it, the request's own mistake, if the method table finds one,
+// is the error (abi.Request.Explain). It does not allocate once r's
+// buffers have grown to size.
 func (c *Core) Do(r *abi.Request) error {
 	if c == nil || c.fd == nil || r == nil {
 		return errArg("nil context or request")
 	}
-	buf, err := r.Marshal()
+	buf, err := r.MarshalUnchecked()
 	if err != nil {
 		return err
 	}
-	return c.fd.Ioctl(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(unsafe.SliceData(buf)), r)
+	// r, which the ioctl's argument points into, keeps the memory its
+	// attributes point at alive until the call returns.
+	err = c.fd.Ioctl(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(unsafe.SliceData(buf)))
+	runtime.KeepAlive(r) // a request of many attributes is called from a copy
+	if err != nil {
+		return r.Explain(err)
+	}
+	return nil
 }
 
 // Invoke runs a request built for the context's device, holding the
@@ -208,13 +219,18 @@ func (c *Core) Invoke(r *abi.Request) error {
 	if r == nil {
 		return errs.New("invoke", "", errArg("no request"))
 	}
-	op := r.Name()
-	if err := c.Hold(op); err != nil {
-		return err
+	if c == nil || c.fd == nil {
+		return errs.New(r.Name(), "", errNil)
 	}
-	defer c.Release()
-	if err := c.Do(r); err != nil {
-		return c.Err(op, err)
+	c.life.RLock()
+	if c.closed {
+		c.life.RUnlock()
+		return c.Err(r.Name(), os.ErrClosed)
+	}
+	err := c.Do(r)
+	c.life.RUnlock()
+	if err != nil {
+		return c.Err(r.Name(), err)
 	}
 	return nil
 }
