@@ -166,3 +166,39 @@ func TestBinding(t *testing.T) {
 		t.Errorf("bind of destroyed counters: %v", err)
 	}
 }
+
+// Holders of an Owned's shared lock run together; Close waits for them,
+// and after it a shared holder sees the object destroyed.
+func TestOwnedShared(t *testing.T) {
+	c, _ := newCore(t)
+	destroyed := make(chan struct{})
+	o := c.Own(StageCounters, "destroy thing", func(Invoker) error { close(destroyed); return nil })
+	o.RLock()
+	got := make(chan bool)
+	go func() { o.RLock(); got <- o.Destroyed(); o.RUnlock() }()
+	if <-got {
+		t.Fatal("destroyed before Close")
+	}
+	closed := make(chan error)
+	go func() { closed <- o.Close() }()
+	select {
+	case <-destroyed:
+		t.Fatal("Close destroyed the object while a shared holder held it")
+	case <-time.After(20 * time.Millisecond):
+	}
+	o.RUnlock()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	o.RLock()
+	if !o.Destroyed() {
+		t.Error("not destroyed after Close")
+	}
+	o.RUnlock()
+	var nilOwned *Owned
+	nilOwned.RLock()
+	if !nilOwned.Destroyed() {
+		t.Error("a nil Owned is not destroyed")
+	}
+	nilOwned.RUnlock()
+}

@@ -5,17 +5,21 @@ import "sync"
 // Owned is the destroy-once lifecycle of an object counters or flow create
 // on a context: the owner's Close and the context's Close both end in at
 // most one successful call of the destroy function, whichever comes first,
-// in the stage order. Its lock serializes the owner's other operations
-// with destruction; take it after Hold, as Close does. A nil *Owned (an
-// owner's zero value, never created) has no lock and counts as destroyed.
+// in the stage order. Its lock is a readers-writer lock: destruction holds
+// it exclusively; an operation that only uses the object's handle holds it
+// shared (RLock), so that such operations run together, and the handle
+// cannot be destroyed — and the kernel cannot hand the number to a new
+// object — while one of them is in the kernel. Take it after Hold, as
+// Close does. A nil *Owned (an owner's zero value, never created) has no
+// lock and counts as destroyed.
 type Owned struct {
 	c       *Core
 	op      string
 	destroy func(Invoker) error
 	cancel  func()
 
-	mu        sync.Mutex
-	destroyed bool
+	mu        sync.RWMutex
+	destroyed bool // written with mu held exclusively
 }
 
 // Own registers an object created on the context: destroy runs, with the
@@ -30,8 +34,8 @@ func (c *Core) Own(stage Stage, op string, destroy func(invoke Invoker) error) *
 	return o
 }
 
-// Lock locks the object against destruction and the owner's other
-// operations.
+// Lock locks the object exclusively: against destruction and every other
+// holder of the lock.
 func (o *Owned) Lock() {
 	if o != nil {
 		o.mu.Lock()
@@ -45,8 +49,25 @@ func (o *Owned) Unlock() {
 	}
 }
 
+// RLock locks the object against destruction only: holders of RLock run
+// together. An owner holds it across a system call that names the
+// object's handle (a counters read, a flow bind), never twice on one
+// goroutine (a waiting Close would deadlock it).
+func (o *Owned) RLock() {
+	if o != nil {
+		o.mu.RLock()
+	}
+}
+
+// RUnlock unlocks what RLock locked.
+func (o *Owned) RUnlock() {
+	if o != nil {
+		o.mu.RUnlock()
+	}
+}
+
 // Destroyed reports whether the object was destroyed (true for a nil
-// *Owned). The caller holds the lock.
+// *Owned). The caller holds the lock, shared or exclusive.
 func (o *Owned) Destroyed() bool { return o == nil || o.destroyed }
 
 // Close destroys the object unless it already was: it holds the context,
