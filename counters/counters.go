@@ -79,9 +79,9 @@ type Object struct {
 	// b is the binding state flow's count action uses (Binding): the
 	// context's core, the handle, the lifecycle, the counter points and
 	// the bound flows. b.Own's lock is taken after the context's Hold:
-	// exclusively by the destruction, shared by Read and by a flow being
-	// created that binds the object; b.Lock guards the points and the
-	// bound flows, after b.Own's lock.
+	// exclusively by the destruction, shared by Read, Attach and a flow
+	// being created that binds the object; the points and the bound
+	// flows have a lock of their own inside b.
 	b verbs.Binding
 }
 
@@ -175,10 +175,9 @@ func (cs *Object) Points() []AttachAttr {
 	if cs == nil {
 		return nil
 	}
-	cs.b.Lock()
-	defer cs.b.Unlock()
-	out := make([]AttachAttr, len(cs.b.Points))
-	for i, p := range cs.b.Points {
+	points, _ := cs.b.State()
+	out := make([]AttachAttr, len(points))
+	for i, p := range points {
 		out[i] = AttachAttr{Desc: Description(p.Description), Index: p.Index}
 	}
 	return out
@@ -190,9 +189,8 @@ func (cs *Object) Bound() int {
 	if cs == nil {
 		return 0
 	}
-	cs.b.Lock()
-	defer cs.b.Unlock()
-	return cs.b.Flows
+	_, flows := cs.b.State()
+	return flows
 }
 
 // Attach adds a counter point, like ibv_attach_counters_point_flow: the
@@ -236,17 +234,13 @@ func (cs *Object) Attach(attr AttachAttr, obj Target) error {
 	if attr.Index >= MaxValues {
 		return fail(errArg("index %d: a read returns at most %d values", attr.Index, MaxValues))
 	}
-	cs.b.Own.RLock()
-	defer cs.b.Own.RUnlock()
-	if cs.b.Own.Destroyed() {
-		return fail(os.ErrClosed)
+	bound, err := cs.b.AddPoint(abi.Mlx5IbFlowCountersDesc{Description: uint32(attr.Desc), Index: attr.Index})
+	if err != nil {
+		return fail(err)
 	}
-	cs.b.Lock()
-	defer cs.b.Unlock()
-	if cs.b.Flows > 0 {
-		return fail(fmt.Errorf("the counters object is bound statically to %d flow(s); no attach until none is left: %w", cs.b.Flows, syscall.EBUSY))
+	if bound > 0 {
+		return fail(fmt.Errorf("the counters object is bound statically to %d flow(s); no attach until none is left: %w", bound, syscall.EBUSY))
 	}
-	cs.b.Points = append(cs.b.Points, abi.Mlx5IbFlowCountersDesc{Description: uint32(attr.Desc), Index: attr.Index})
 	return nil
 }
 
@@ -308,21 +302,20 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 }
 
 // explainRead says which of the kernel's EINVAL rules a failed read most
-// likely met. The caller holds b.Own's lock, shared at least.
+// likely met.
 func (cs *Object) explainRead(err error, n int) error {
 	if !errors.Is(err, syscall.EINVAL) {
 		return err
 	}
-	cs.b.Lock()
-	defer cs.b.Unlock()
+	points, flows := cs.b.State()
 	need := 0
-	for _, p := range cs.b.Points {
+	for _, p := range points {
 		need = max(need, int(p.Index)+1)
 	}
 	switch {
 	case n > MaxValues:
 		return fmt.Errorf("%d values: a read returns at most %d: %w", n, MaxValues, err)
-	case cs.b.Flows == 0:
+	case flows == 0:
 		return fmt.Errorf("the object is not bound to a flow: it is readable only while a flow counts into it: %w", err)
 	case n < need:
 		return fmt.Errorf("room for %d values, the counter points need %d (largest index + 1): %w", n, need, err)
@@ -352,10 +345,7 @@ func (cs *Object) destroy(invoke verbs.Invoker) error {
 	if err := invoke(r); err != nil && !errors.Is(err, syscall.EIO) {
 		err = errnoOf(err)
 		if errors.Is(err, syscall.EBUSY) {
-			cs.b.Lock()
-			flows := cs.b.Flows
-			cs.b.Unlock()
-			if flows > 0 {
+			if _, flows := cs.b.State(); flows > 0 {
 				err = fmt.Errorf("the counters object still counts %d flow(s); destroy them first: %w", flows, err)
 			} else {
 				err = fmt.Errorf("the counters object is still bound to a flow; destroy the flow first: %w", err)

@@ -26,29 +26,48 @@ type Binding struct {
 	// Own is the object's lifecycle.
 	Own *Owned
 
-	// mu guards Points and Flows. Lock order: Own's lock (shared or
+	// mu guards points and flows. Lock order: Own's lock (shared or
 	// exclusive), then mu; holders of mu alone take no other lock.
 	mu sync.Mutex
-	// Points are the attached counter points, in attach order.
-	Points []abi.Mlx5IbFlowCountersDesc
-	// Flows counts the live flows bound to the object (rdma-core's
+	// points are the attached counter points, in attach order.
+	points []abi.Mlx5IbFlowCountersDesc
+	// flows counts the live flows bound to the object (rdma-core's
 	// refcount).
-	Flows int
+	flows int
 }
 
-// Lock locks the binding state (Points and Flows). A caller that holds
-// the object's lock (Own) takes it after that one.
-func (b *Binding) Lock() {
-	if b != nil {
-		b.mu.Lock()
+// State returns a copy of the attached counter points, in attach order,
+// and the number of live flows bound to the object.
+func (b *Binding) State() (points []abi.Mlx5IbFlowCountersDesc, flows int) {
+	if b == nil {
+		return nil, 0
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]abi.Mlx5IbFlowCountersDesc(nil), b.points...), b.flows
 }
 
-// Unlock unlocks what Lock locked.
-func (b *Binding) Unlock() {
-	if b != nil {
-		b.mu.Unlock()
+// AddPoint attaches a counter point (ibv_attach_counters_point_flow's
+// static attach). It adds nothing to an object bound to a flow: then it
+// returns the number of bound flows.
+//
+// Errors: os.ErrClosed for a destroyed object.
+func (b *Binding) AddPoint(p abi.Mlx5IbFlowCountersDesc) (bound int, err error) {
+	if b == nil {
+		return 0, errArg("nil counters binding")
 	}
+	b.Own.RLock()
+	defer b.Own.RUnlock()
+	if b.Own.Destroyed() {
+		return 0, os.ErrClosed
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.flows > 0 {
+		return b.flows, nil
+	}
+	b.points = append(b.points, p)
+	return 0, nil
 }
 
 // BeginBind holds the object for a flow being created and returns the
@@ -68,18 +87,18 @@ func (b *Binding) BeginBind() ([]abi.Mlx5IbFlowCountersDesc, error) {
 		return nil, os.ErrClosed
 	}
 	b.mu.Lock()
-	if b.Flows > 0 {
+	if b.flows > 0 {
 		return nil, nil // described: the kernel reuses the layout
 	}
-	if len(b.Points) == 0 {
+	if len(b.points) == 0 {
 		b.mu.Unlock()
 		b.Own.RUnlock()
 		return nil, errArg("the counters object has no counter point: Attach before creating the flow")
 	}
 	// rdma-core keeps the points on a list it pushes at the front, and
 	// sends them in list order: the newest first.
-	pairs := make([]abi.Mlx5IbFlowCountersDesc, len(b.Points))
-	for i, p := range b.Points {
+	pairs := make([]abi.Mlx5IbFlowCountersDesc, len(b.points))
+	for i, p := range b.points {
 		pairs[len(pairs)-1-i] = p
 	}
 	return pairs, nil
@@ -88,11 +107,11 @@ func (b *Binding) BeginBind() ([]abi.Mlx5IbFlowCountersDesc, error) {
 // EndBind ends what BeginBind began; ok says the flow was created, which
 // makes it count one more bound flow.
 func (b *Binding) EndBind(ok bool) {
-	if b == nil {
-		return
+	if b == nil || b.Own == nil {
+		return // BeginBind failed on it: nothing began
 	}
 	if ok {
-		b.Flows++
+		b.flows++
 	}
 	b.mu.Unlock()
 	b.Own.RUnlock()
@@ -104,8 +123,8 @@ func (b *Binding) Unbind() {
 		return
 	}
 	b.mu.Lock()
-	if b.Flows > 0 {
-		b.Flows--
+	if b.flows > 0 {
+		b.flows--
 	}
 	b.mu.Unlock()
 }

@@ -34,23 +34,9 @@ func (c *Core) Own(stage Stage, op string, destroy func(invoke Invoker) error) *
 	return o
 }
 
-// Lock locks the object exclusively: against destruction and every other
-// holder of the lock.
-func (o *Owned) Lock() {
-	if o != nil {
-		o.mu.Lock()
-	}
-}
-
-// Unlock unlocks what Lock locked.
-func (o *Owned) Unlock() {
-	if o != nil {
-		o.mu.Unlock()
-	}
-}
-
-// RLock locks the object against destruction only: holders of RLock run
-// together. An owner holds it across a system call that names the
+// RLock locks the object against destruction: holders of RLock run
+// together; destruction (Close, the context's Close) holds the lock
+// exclusively. An owner holds it across a system call that names the
 // object's handle (a counters read, a flow bind), never twice on one
 // goroutine (a waiting Close would deadlock it).
 func (o *Owned) RLock() {
@@ -67,7 +53,7 @@ func (o *Owned) RUnlock() {
 }
 
 // Destroyed reports whether the object was destroyed (true for a nil
-// *Owned). The caller holds the lock, shared or exclusive.
+// *Owned). The caller holds RLock, or runs inside the destroy function.
 func (o *Owned) Destroyed() bool { return o == nil || o.destroyed }
 
 // Close destroys the object unless it already was: it holds the context,
