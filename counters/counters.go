@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -77,12 +78,21 @@ type Object struct {
 
 	// b is the binding state flow's count action uses (Binding): the
 	// context's core, the handle, the lifecycle, the counter points and
-	// the bound flows. b.Own's lock guards the points, the bound flows,
-	// req and the destruction; it is taken after the context's Hold and
-	// held across the creation of a flow that binds the object.
-	b   verbs.Binding
-	req *abi.Request // the READ request, reused
+	// the bound flows. b.Own's lock is taken after the context's Hold:
+	// exclusively by the destruction, shared by Read, Attach and a flow
+	// being created that binds the object; the points and the bound
+	// flows have a lock of their own inside b.
+	b verbs.Binding
 }
+
+// readPool holds the READ requests: each Read takes one for its call, so
+// that reads of one object (and of different ones) run together, as
+// ibv_read_counters builds its command on the caller's stack and takes no
+// lock. A request is heap memory: the kernel finds the attributes at the
+// address the ioctl passes and the values at the address inside the
+// request, which Go's stack moves would invalidate. In steady state Get
+// finds a request and Read allocates nothing.
+var readPool = sync.Pool{New: func() any { return new(abi.Request) }}
 
 // Binding returns the object's binding state, for this module's package
 // flow, whose count action binds the object. Code outside the module
@@ -165,10 +175,9 @@ func (cs *Object) Points() []AttachAttr {
 	if cs == nil {
 		return nil
 	}
-	cs.b.Own.Lock()
-	defer cs.b.Own.Unlock()
-	out := make([]AttachAttr, len(cs.b.Points))
-	for i, p := range cs.b.Points {
+	points, _ := cs.b.State()
+	out := make([]AttachAttr, len(points))
+	for i, p := range points {
 		out[i] = AttachAttr{Desc: Description(p.Description), Index: p.Index}
 	}
 	return out
@@ -180,9 +189,8 @@ func (cs *Object) Bound() int {
 	if cs == nil {
 		return 0
 	}
-	cs.b.Own.Lock()
-	defer cs.b.Own.Unlock()
-	return cs.b.Flows
+	_, flows := cs.b.State()
+	return flows
 }
 
 // Attach adds a counter point, like ibv_attach_counters_point_flow: the
@@ -226,15 +234,13 @@ func (cs *Object) Attach(attr AttachAttr, obj Target) error {
 	if attr.Index >= MaxValues {
 		return fail(errArg("index %d: a read returns at most %d values", attr.Index, MaxValues))
 	}
-	cs.b.Own.Lock()
-	defer cs.b.Own.Unlock()
-	if cs.b.Own.Destroyed() {
-		return fail(os.ErrClosed)
+	bound, err := cs.b.AddPoint(abi.Mlx5IbFlowCountersDesc{Description: uint32(attr.Desc), Index: attr.Index})
+	if err != nil {
+		return fail(err)
 	}
-	if cs.b.Flows > 0 {
-		return fail(fmt.Errorf("the counters object is bound statically to %d flow(s); no attach until none is left: %w", cs.b.Flows, syscall.EBUSY))
+	if bound > 0 {
+		return fail(fmt.Errorf("the counters object is bound statically to %d flow(s); no attach until none is left: %w", bound, syscall.EBUSY))
 	}
-	cs.b.Points = append(cs.b.Points, abi.Mlx5IbFlowCountersDesc{Description: uint32(attr.Desc), Index: attr.Index})
 	return nil
 }
 
@@ -253,6 +259,12 @@ func (cs *Object) Attach(attr AttachAttr, obj Target) error {
 // bind and after the last flow is gone the kernel answers EINVAL. It does
 // not allocate.
 //
+// Reads of one object run together, in the library and in the kernel
+// (the READ method holds the object shared; mlx5 serializes only its
+// query of the hardware counter); a Close waits for the reads under way,
+// so that none names a destroyed handle, which the kernel could give to a
+// new object.
+//
 // Errors (all *Error): EINVAL as above and for flags the kernel does not
 // know; os.ErrClosed after Close or the context's Close.
 func (cs *Object) Read(values []uint64, flags ReadFlags) error {
@@ -265,43 +277,45 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 		return errs.New(op, c.Device().Name, os.ErrClosed)
 	}
 	defer core.Release()
-	cs.b.Own.Lock()
-	defer cs.b.Own.Unlock()
-	if cs.b.Own.Destroyed() {
+	own := cs.b.Own
+	own.RLock()
+	defer own.RUnlock()
+	if own.Destroyed() {
 		return errs.New(op, c.Device().Name, os.ErrClosed)
-	}
-	if cs.req == nil {
-		cs.req = core.NewRequest(abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
-	} else {
-		cs.req.Reset(core.API(), core.Driver(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
 	}
 	var buf []byte
 	if len(values) > 0 {
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*8)
 	}
-	cs.req.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.b.Handle).
+	r := readPool.Get().(*abi.Request)
+	r.Reset(core.API(), core.Driver(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
+	r.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.b.Handle).
 		Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, buf).
 		Flags32(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, uint32(flags))
-	if err := core.InvokeHeld(cs.req); err != nil {
+	err := core.InvokeHeld(r)
+	r.Release() // the pool keeps no reference to values
+	readPool.Put(r)
+	if err != nil {
 		return errs.New(op, c.Device().Name, cs.explainRead(errnoOf(err), len(values)))
 	}
 	return nil
 }
 
 // explainRead says which of the kernel's EINVAL rules a failed read most
-// likely met. The caller holds mu.
+// likely met.
 func (cs *Object) explainRead(err error, n int) error {
 	if !errors.Is(err, syscall.EINVAL) {
 		return err
 	}
+	points, flows := cs.b.State()
 	need := 0
-	for _, p := range cs.b.Points {
+	for _, p := range points {
 		need = max(need, int(p.Index)+1)
 	}
 	switch {
 	case n > MaxValues:
 		return fmt.Errorf("%d values: a read returns at most %d: %w", n, MaxValues, err)
-	case cs.b.Flows == 0:
+	case flows == 0:
 		return fmt.Errorf("the object is not bound to a flow: it is readable only while a flow counts into it: %w", err)
 	case n < need:
 		return fmt.Errorf("room for %d values, the counter points need %d (largest index + 1): %w", n, need, err)
@@ -331,8 +345,8 @@ func (cs *Object) destroy(invoke verbs.Invoker) error {
 	if err := invoke(r); err != nil && !errors.Is(err, syscall.EIO) {
 		err = errnoOf(err)
 		if errors.Is(err, syscall.EBUSY) {
-			if cs.b.Flows > 0 {
-				err = fmt.Errorf("the counters object still counts %d flow(s); destroy them first: %w", cs.b.Flows, err)
+			if _, flows := cs.b.State(); flows > 0 {
+				err = fmt.Errorf("the counters object still counts %d flow(s); destroy them first: %w", flows, err)
 			} else {
 				err = fmt.Errorf("the counters object is still bound to a flow; destroy the flow first: %w", err)
 			}

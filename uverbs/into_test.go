@@ -286,9 +286,7 @@ func TestCreateQPIntoMlx5ReusesArrays(t *testing.T) {
 	if p.cqeVersion == 0 {
 		key = qp.Num()
 	}
-	p.qpMu.RLock()
-	found := p.qps[key]
-	p.qpMu.RUnlock()
+	found := p.qps.get(key)
 	if found != qp.mlx5 {
 		t.Errorf("the poller's table has %p under %#x, want the QP's data path %p", found, key, qp.mlx5)
 	}

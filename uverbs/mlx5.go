@@ -39,8 +39,8 @@ type mlx5Provider struct {
 	staticBF   map[int]*mlx5BF // under mu
 
 	// qps finds a CQE's QP: by user index (CQE version 1) or QP number.
-	qpMu sync.RWMutex
-	qps  map[uint32]*mlx5QP
+	// The pollers of the context's CQs read it without a lock.
+	qps mlx5QPTable
 }
 
 type mlx5UAR struct {

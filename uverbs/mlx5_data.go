@@ -260,12 +260,7 @@ func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, drv *drvScratch, attr *QPI
 	if p.cqeVersion == 0 {
 		key = x.qpn
 	}
-	p.qpMu.Lock()
-	if p.qps == nil {
-		p.qps = map[uint32]*mlx5QP{}
-	}
-	p.qps[key] = x
-	p.qpMu.Unlock()
+	p.qps.set(key, x)
 	d.qpKey, d.keyed = key, true // release deletes it
 	qp.mlx5 = x
 	return nil
@@ -657,9 +652,7 @@ func (m *mlx5CQ) decode(cqe unsafe.Pointer, op uint8, w *WC) error {
 	if m.p.cqeVersion == 0 {
 		rsn = qpn
 	}
-	m.p.qpMu.RLock()
-	x := m.p.qps[rsn]
-	m.p.qpMu.RUnlock()
+	x := m.p.qps.get(rsn)
 	if x == nil {
 		return fmt.Errorf("a CQE for user index or QP %#x, which no QP of the context has: %w", rsn, syscall.EPROTO)
 	}

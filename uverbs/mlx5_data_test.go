@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"runtime"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/purerdma/rdma"
@@ -572,5 +574,120 @@ func BenchmarkPollMlx5Fake(b *testing.B) {
 		if n, err := cq.Poll(wc); n != 1 || err != nil {
 			b.Fatal(n, err)
 		}
+	}
+}
+
+// Pollers of different CQs share no lock: a CQE's QP is looked up in the
+// context's table without one (as libmlx5's mlx5_find_qp), so polls go on
+// while a QP create or destroy writes the table, and while other CQs are
+// polled. Only each CQ's own lock orders its pollers.
+func TestMlx5PollsShareNoLock(t *testing.T) {
+	v, c, e := m5Pair(t, nil, 8, rcCap())
+	a, b := e[0], e[1]
+	p := c.prov.(*mlx5Provider)
+	round := func(id uint64) {
+		t.Helper()
+		if _, err := b.qp.PostRecv([]RecvWR{{ID: id, SGL: []SGE{m5sge(t, b.mr, 0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.qp.PostSend([]SendWR{{ID: id, Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{m5sge(t, a.mr, 0, 16)}}}); err != nil {
+			t.Fatal(err)
+		}
+		m5Run(t, v, 1)
+	}
+
+	// The table's writer holds its lock: both CQs are polled anyway.
+	round(1)
+	p.qps.mu.Lock()
+	done := make(chan [2]WC, 1)
+	go func() {
+		var got [2]WC
+		wc := make([]WC, 1)
+		for i, cq := range []*CQ{a.cq, b.cq} {
+			if n, err := cq.Poll(wc); n == 1 && err == nil {
+				got[i] = wc[0]
+			}
+		}
+		done <- got
+	}()
+	select {
+	case got := <-done:
+		if got[0].ID != 1 || got[0].Opcode != WCSend || got[1].ID != 1 || got[1].Opcode != WCRecv {
+			t.Errorf("polled %+v", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("Poll waited for a QP being created or destroyed")
+	}
+	p.qps.mu.Unlock()
+
+	// Two pollers of two CQs, while QPs come and go on a third (-race).
+	cq3, err := c.CreateCQ(CQAttr{CQE: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	churned := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				churned <- nil
+				return
+			default:
+			}
+			qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq3, RecvCQ: cq3, Cap: rcCap()})
+			if err == nil {
+				err = qp.Close()
+			}
+			if err != nil {
+				churned <- err
+				return
+			}
+		}
+	}()
+	// Each batch: 4 completions on each CQ (the queues have 8 slots),
+	// then one poller per CQ. The pollers start after the posts: the
+	// fake device's hand-off from post to CQE is not one the race
+	// detector sees.
+	const batches, batch = 10, 4
+	for i := range batches {
+		for j := range batch {
+			round(uint64(100 + i*batch + j))
+		}
+		var wg sync.WaitGroup
+		var polled [2]int
+		for k, cq := range []*CQ{a.cq, b.cq} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				wc := make([]WC, 2)
+				for deadline := time.Now().Add(10 * time.Second); polled[k] < batch && time.Now().Before(deadline); {
+					n, err := cq.Poll(wc)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					polled[k] += n
+				}
+			}()
+		}
+		wg.Wait()
+		if polled != [2]int{batch, batch} {
+			t.Fatalf("batch %d: polled %v, want %d each", i, polled, batch)
+		}
+	}
+	close(stop)
+	if err := <-churned; err != nil {
+		t.Fatal(err)
+	}
+	if err := pd.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := cq3.Close(); err != nil {
+		t.Error(err)
 	}
 }

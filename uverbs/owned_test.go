@@ -31,11 +31,11 @@ func TestOwned(t *testing.T) {
 	if objects(c) != before+1 {
 		t.Fatalf("Own registered %d objects", objects(c)-before)
 	}
-	o.Lock()
+	o.RLock()
 	if o.Destroyed() {
 		t.Error("a new object is destroyed")
 	}
-	o.Unlock()
+	o.RUnlock()
 	if err := o.Close(); err != nil || calls != 1 {
 		t.Fatalf("Close: %v, %d destroy calls", err, calls)
 	}
@@ -66,19 +66,19 @@ func TestOwned(t *testing.T) {
 	if calls != 2 {
 		t.Errorf("the context's Close called destroy %d times in all, want 2", calls)
 	}
-	o2.Lock()
+	o2.RLock()
 	if !o2.Destroyed() {
 		t.Error("not destroyed after the context's Close")
 	}
-	o2.Unlock()
+	o2.RUnlock()
 	if err := o2.Close(); err != nil || calls != 2 {
 		t.Errorf("Close after the context's Close: %v, %d calls", err, calls)
 	}
 
 	var nilOwned *verbs.Owned
-	nilOwned.Lock()
+	nilOwned.RLock()
 	if !nilOwned.Destroyed() || nilOwned.Close() != nil {
 		t.Error("a nil *verbs.Owned is not a destroyed one")
 	}
-	nilOwned.Unlock()
+	nilOwned.RUnlock()
 }

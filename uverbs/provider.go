@@ -146,9 +146,7 @@ func (d *driverRes) release() {
 	}
 	if p := d.m5; p != nil {
 		if d.keyed {
-			p.qpMu.Lock()
-			delete(p.qps, d.qpKey)
-			p.qpMu.Unlock()
+			p.qps.set(d.qpKey, nil)
 			d.keyed = false
 		}
 		if d.uidx != 0 {

@@ -8,5 +8,5 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out=$here/../.cache/countersc
 mkdir -p "$out"
-gcc -O2 -Wall -Wextra -std=gnu11 -o "$out/countersc" "$here/countersc.c" -libverbs
+gcc -O2 -Wall -Wextra -std=gnu11 -pthread -o "$out/countersc" "$here/countersc.c" -libverbs
 echo "$out/countersc"

@@ -14,6 +14,10 @@
  *   read C N FLAGS           ibv_read_counters into N values
  *   unflow F                 ibv_destroy_flow
  *   destroy C                ibv_destroy_counters
+ *   rate C T MS N            T threads call ibv_read_counters(C, N values,
+ *                            flags 0) in a loop for MS milliseconds;
+ *                            answers "ok READS_PER_SEC READS" or the
+ *                            first read's "err ERRNO"
  * Each answers one line: "ok" (read: "ok V0 V1 ...") or "err ERRNO".
  */
 #include <errno.h>
@@ -21,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <time.h>
 #include <infiniband/verbs.h>
 
 static struct ibv_context *ctx;
@@ -104,6 +110,87 @@ static int do_flow(int f, int c, const char *mac)
 	return fl[f] ? 0 : errno;
 }
 
+/* The read-rate mode: every thread reads the same object until the
+ * deadline, with values of its own (no lock in the program either). */
+struct rater {
+	pthread_t th;
+	struct ibv_counters *c;
+	uint32_t n;
+	const int *stop;
+	uint64_t reads;
+	int err;
+};
+
+static void *rate_loop(void *arg)
+{
+	struct rater *r = arg;
+	uint64_t v[64];
+
+	while (!__atomic_load_n(r->stop, __ATOMIC_RELAXED)) {
+		int err = ibv_read_counters(r->c, v, r->n, 0);
+
+		if (err) {
+			r->err = err;
+			break;
+		}
+		r->reads++;
+	}
+	return NULL;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void do_rate(struct ibv_counters *c, int threads, int ms, int n)
+{
+	struct rater *r;
+	int stop = 0;
+	struct timespec d = {ms / 1000, (long)(ms % 1000) * 1000000};
+	uint64_t total = 0;
+	double start, secs;
+	int i, started = 0, err = 0;
+
+	if (!c || threads < 1 || threads > 256 || ms < 1 || n < 0 || n > 64) {
+		answer(EINVAL);
+		return;
+	}
+	r = calloc(threads, sizeof(*r));
+	if (!r) {
+		answer(ENOMEM);
+		return;
+	}
+	start = now();
+	for (i = 0; i < threads; i++) {
+		r[i].c = c;
+		r[i].n = n;
+		r[i].stop = &stop;
+		err = pthread_create(&r[i].th, NULL, rate_loop, &r[i]);
+		if (err)
+			break;
+		started++;
+	}
+	if (!err)
+		nanosleep(&d, NULL);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < started; i++) {
+		pthread_join(r[i].th, NULL);
+		total += r[i].reads;
+		if (!err)
+			err = r[i].err;
+	}
+	secs = now() - start;
+	free(r);
+	if (err)
+		answer(err);
+	else
+		printf("ok %.0f %" PRIu64 "\n", total / secs, total);
+}
+
 int main(void)
 {
 	char line[256];
@@ -151,6 +238,8 @@ int main(void)
 			answer(ibv_destroy_flow(fl[idx(w[1])]));
 		} else if (!strcmp(w[0], "destroy") && idx(w[1]) >= 0) {
 			answer(ibv_destroy_counters(cs[idx(w[1])]));
+		} else if (!strcmp(w[0], "rate") && n == 5 && idx(w[1]) >= 0) {
+			do_rate(cs[idx(w[1])], atoi(w[2]), atoi(w[3]), atoi(w[4]));
 		} else {
 			printf("err %d\n", EINVAL);
 		}

@@ -123,11 +123,11 @@ func TestOwnedOnce(t *testing.T) {
 	if err := o2.Close(); err != nil || calls != 3 {
 		t.Errorf("Close after the context's: %v, %d calls", err, calls)
 	}
-	o2.Lock()
+	o2.RLock()
 	if !o2.Destroyed() {
 		t.Error("not destroyed by the context's Close")
 	}
-	o2.Unlock()
+	o2.RUnlock()
 }
 
 // The binding protocol (rdma-core's get_flow_mcounters): the first bind
@@ -141,7 +141,11 @@ func TestBinding(t *testing.T) {
 	if _, err := b.BeginBind(); !errors.Is(err, syscall.EINVAL) {
 		t.Fatalf("bind without points: %v", err)
 	}
-	b.Points = []abi.Mlx5IbFlowCountersDesc{{Description: 0, Index: 0}, {Description: 1, Index: 1}}
+	for _, p := range []abi.Mlx5IbFlowCountersDesc{{Description: 0, Index: 0}, {Description: 1, Index: 1}} {
+		if n, err := b.AddPoint(p); n != 0 || err != nil {
+			t.Fatalf("AddPoint = %d, %v", n, err)
+		}
+	}
 	pairs, err := b.BeginBind()
 	if err != nil || len(pairs) != 2 || pairs[0].Index != 1 || pairs[1].Index != 0 {
 		t.Fatalf("first bind: %v, %v", pairs, err)
@@ -151,8 +155,11 @@ func TestBinding(t *testing.T) {
 		t.Fatalf("second bind: %v, %v", pairs, err)
 	}
 	b.EndBind(false) // that flow failed: still one bound
-	if b.Flows != 1 {
-		t.Fatalf("%d flows bound, want 1", b.Flows)
+	if _, flows := b.State(); flows != 1 {
+		t.Fatalf("%d flows bound, want 1", flows)
+	}
+	if n, err := b.AddPoint(abi.Mlx5IbFlowCountersDesc{}); n != 1 || err != nil {
+		t.Fatalf("AddPoint while bound = %d, %v; want 1 bound flow", n, err)
 	}
 	b.Unbind()
 	if pairs, err := b.BeginBind(); err != nil || len(pairs) != 2 {
@@ -165,4 +172,46 @@ func TestBinding(t *testing.T) {
 	if _, err := b.BeginBind(); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("bind of destroyed counters: %v", err)
 	}
+	if _, err := b.AddPoint(abi.Mlx5IbFlowCountersDesc{}); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("AddPoint on destroyed counters: %v", err)
+	}
+	if pts, _ := b.State(); len(pts) != 2 {
+		t.Errorf("points %v, want the two attached", pts)
+	}
+}
+
+// Holders of an Owned's shared lock run together; Close waits for them,
+// and after it a shared holder sees the object destroyed.
+func TestOwnedShared(t *testing.T) {
+	c, _ := newCore(t)
+	destroyed := make(chan struct{})
+	o := c.Own(StageCounters, "destroy thing", func(Invoker) error { close(destroyed); return nil })
+	o.RLock()
+	got := make(chan bool)
+	go func() { o.RLock(); got <- o.Destroyed(); o.RUnlock() }()
+	if <-got {
+		t.Fatal("destroyed before Close")
+	}
+	closed := make(chan error)
+	go func() { closed <- o.Close() }()
+	select {
+	case <-destroyed:
+		t.Fatal("Close destroyed the object while a shared holder held it")
+	case <-time.After(20 * time.Millisecond):
+	}
+	o.RUnlock()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	o.RLock()
+	if !o.Destroyed() {
+		t.Error("not destroyed after Close")
+	}
+	o.RUnlock()
+	var nilOwned *Owned
+	nilOwned.RLock()
+	if !nilOwned.Destroyed() {
+		t.Error("a nil Owned is not destroyed")
+	}
+	nilOwned.RUnlock()
 }

@@ -5,17 +5,21 @@ import "sync"
 // Owned is the destroy-once lifecycle of an object counters or flow create
 // on a context: the owner's Close and the context's Close both end in at
 // most one successful call of the destroy function, whichever comes first,
-// in the stage order. Its lock serializes the owner's other operations
-// with destruction; take it after Hold, as Close does. A nil *Owned (an
-// owner's zero value, never created) has no lock and counts as destroyed.
+// in the stage order. Its lock is a readers-writer lock: destruction holds
+// it exclusively; an operation that only uses the object's handle holds it
+// shared (RLock), so that such operations run together, and the handle
+// cannot be destroyed — and the kernel cannot hand the number to a new
+// object — while one of them is in the kernel. Take it after Hold, as
+// Close does. A nil *Owned (an owner's zero value, never created) has no
+// lock and counts as destroyed.
 type Owned struct {
 	c       *Core
 	op      string
 	destroy func(Invoker) error
 	cancel  func()
 
-	mu        sync.Mutex
-	destroyed bool
+	mu        sync.RWMutex
+	destroyed bool // written with mu held exclusively
 }
 
 // Own registers an object created on the context: destroy runs, with the
@@ -30,23 +34,26 @@ func (c *Core) Own(stage Stage, op string, destroy func(invoke Invoker) error) *
 	return o
 }
 
-// Lock locks the object against destruction and the owner's other
-// operations.
-func (o *Owned) Lock() {
+// RLock locks the object against destruction: holders of RLock run
+// together; destruction (Close, the context's Close) holds the lock
+// exclusively. An owner holds it across a system call that names the
+// object's handle (a counters read, a flow bind), never twice on one
+// goroutine (a waiting Close would deadlock it).
+func (o *Owned) RLock() {
 	if o != nil {
-		o.mu.Lock()
+		o.mu.RLock()
 	}
 }
 
-// Unlock unlocks what Lock locked.
-func (o *Owned) Unlock() {
+// RUnlock unlocks what RLock locked.
+func (o *Owned) RUnlock() {
 	if o != nil {
-		o.mu.Unlock()
+		o.mu.RUnlock()
 	}
 }
 
 // Destroyed reports whether the object was destroyed (true for a nil
-// *Owned). The caller holds the lock.
+// *Owned). The caller holds RLock, or runs inside the destroy function.
 func (o *Owned) Destroyed() bool { return o == nil || o.destroyed }
 
 // Close destroys the object unless it already was: it holds the context,

@@ -248,15 +248,16 @@ func (b *fastRead) Ioctl(req uint, arg unsafe.Pointer) error {
 	if req != abi.RDMA_VERBS_IOCTL || arg == nil {
 		return b.File.Ioctl(req, arg)
 	}
+	b.k.enter(arg)
 	hdr := unsafe.Slice((*byte)(arg), abi.IoctlHdrSize)
 	le := binary.LittleEndian
 	if le.Uint16(hdr[2:]) != abi.UVERBS_OBJECT_COUNTERS || le.Uint16(hdr[4:]) != abi.UVERBS_METHOD_COUNTERS_READ {
-		return b.File.Ioctl(req, arg)
+		return b.File.call(arg)
 	}
 	n := int(le.Uint16(hdr[6:]))
 	if int(le.Uint16(hdr[0:])) != abi.IoctlHdrSize+n*abi.IoctlAttrSize || le.Uint32(hdr[16:]) != b.k.dev.DriverID ||
 		le.Uint64(hdr[8:]) != 0 || le.Uint32(hdr[20:]) != 0 {
-		return b.File.Ioctl(req, arg) // let the strict path answer
+		return b.File.call(arg) // let the strict path answer
 	}
 	all := unsafe.Slice((*byte)(arg), abi.IoctlHdrSize+n*abi.IoctlAttrSize)
 	var handle uint32
@@ -295,34 +296,42 @@ func (b *fastRead) Ioctl(req uint, arg unsafe.Pointer) error {
 				return syscall.EINVAL
 			}
 		default:
-			return b.File.Ioctl(req, arg)
+			return b.File.call(arg)
 		}
 	}
 	if seen != 3 {
 		return syscall.EINVAL
 	}
+	// The kernel looks the handle up under SRCU and holds the object
+	// shared; mlx5 locks the object's mutex around the query. The fake
+	// holds the file's lock for the look-up and the model's for the
+	// query, and fills the buffer outside both, so that reads run together
+	// as far as the kernel lets them.
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	o, ok := b.objects[handle]
-	if !ok {
+	var cv *countersVal
+	users := 0
+	if ok && o.Type == abi.UVERBS_OBJECT_COUNTERS {
+		cv, users = o.Value.(*countersVal), o.Users
+	}
+	b.mu.Unlock()
+	switch {
+	case !ok:
 		return syscall.ENOENT
-	}
-	if o.Type != abi.UVERBS_OBJECT_COUNTERS {
+	case cv == nil, users == 0:
 		return syscall.EINVAL
 	}
-	if o.Users == 0 {
-		return syscall.EINVAL
-	}
-	cv := o.Value.(*countersVal)
 	b.v.mu.Lock()
-	defer b.v.mu.Unlock()
 	if cv.maxIndex > uint32(len(buf)/8) || !cv.hw {
+		b.v.mu.Unlock()
 		return syscall.EINVAL
 	}
 	cv.reads++
-	clear(buf)
 	hw := [2]uint64{cv.packets, cv.bytes}
-	for _, d := range cv.desc {
+	desc := cv.desc // replaced, never changed in place
+	b.v.mu.Unlock()
+	clear(buf)
+	for _, d := range desc {
 		off := int(d.Index) * 8
 		le.PutUint64(buf[off:], le.Uint64(buf[off:])+hw[d.Description])
 	}

@@ -36,7 +36,8 @@
 // QUERY_QP through INVOKE_WRITE — with the kernel's checks and errnos, the
 // QP state machine, and the driver rules of rxe (RXE, rxe.go) and mlx5
 // (MLX5, mlx5.go). Kernel.HandleMmap and Kernel.HandleClose let it model
-// mmap of driver pages and observe teardown; descriptors the device creates
+// mmap of driver pages and observe teardown; Kernel.HandleIoctl lets a
+// test hold calls at the kernel's door, before the fake takes any lock; descriptors the device creates
 // (async event files, completion channels) are adopted through
 // sys.FD.Adopt (File implements sys.Adopter).
 //

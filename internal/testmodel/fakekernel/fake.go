@@ -43,6 +43,7 @@ type Kernel struct {
 	mmap         MmapHandler
 	onClose      func(f *File)
 	doorbells    atomic.Int64 // POST_SEND doorbells (verbs_mr.go)
+	onIoctl      atomic.Pointer[func(object, method uint16)]
 }
 
 // MmapHandler implements mmap(2) of an open file of the device (drivers map
@@ -68,6 +69,29 @@ func New(dev Device, h Handler) *Kernel {
 		dev.PageSize = 4096
 	}
 	return &Kernel{dev: dev, api: dev.API, handler: h, files: map[*File]struct{}{}}
+}
+
+// HandleIoctl installs h to run at the start of every RDMA_VERBS_IOCTL on
+// the device's files, with the call's object and method ids, before the
+// fake takes any lock of its own (the kernel's uverbs ioctl takes none per
+// file either). A test can block a call there, for example to see which
+// calls the library lets into the kernel at the same time. nil removes it.
+func (k *Kernel) HandleIoctl(h func(object, method uint16)) {
+	if h == nil {
+		k.onIoctl.Store(nil)
+		return
+	}
+	k.onIoctl.Store(&h)
+}
+
+// enter runs the HandleIoctl hook for the call whose header is at arg.
+func (k *Kernel) enter(arg unsafe.Pointer) {
+	h := k.onIoctl.Load()
+	if h == nil {
+		return
+	}
+	hdr := unsafe.Slice((*byte)(arg), abi.IoctlHdrSize)
+	(*h)(binary.LittleEndian.Uint16(hdr[2:]), binary.LittleEndian.Uint16(hdr[4:]))
 }
 
 // Device returns the device description.
@@ -154,6 +178,13 @@ func (f *File) Ioctl(req uint, arg unsafe.Pointer) error {
 	if arg == nil {
 		return syscall.EFAULT
 	}
+	f.k.enter(arg)
+	return f.call(arg)
+}
+
+// call runs the ioctl whose header is at arg, the HandleIoctl hook
+// already run.
+func (f *File) call(arg unsafe.Pointer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.ioctl(arg)

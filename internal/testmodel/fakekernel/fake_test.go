@@ -490,3 +490,42 @@ func TestInvokeWriteGetContext(t *testing.T) {
 		t.Fatalf("create after INVOKE_WRITE(GET_CONTEXT): %v", err)
 	}
 }
+
+// HandleIoctl's hook sees every RDMA_VERBS_IOCTL, the ones the framework
+// refuses included, once, with its object and method, before the fake
+// locks the file: a call held in the hook does not hold up another.
+func TestHandleIoctl(t *testing.T) {
+	k, fd := open(t, mlx5, nil)
+	type call struct{ object, method uint16 }
+	seen := make(chan call, 4)
+	hold := make(chan struct{})
+	k.HandleIoctl(func(object, method uint16) {
+		seen <- call{object, method}
+		if object == abi.UVERBS_OBJECT_PD {
+			<-hold
+		}
+	})
+	held := make(chan error, 1)
+	go func() { held <- raw(fd, rawRequest(mlx5.DriverID, abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY)) }()
+	if c := <-seen; c != (call{abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY}) {
+		t.Fatalf("hook saw %+v", c)
+	}
+	// The held call holds no lock: another call on the file goes through.
+	if err := raw(fd, rawRequest(mlx5.DriverID, abi.UVERBS_OBJECT_DEVICE, 0x7777)); !errors.Is(err, syscall.EPROTONOSUPPORT) {
+		t.Errorf("unknown method: %v, want EPROTONOSUPPORT", err)
+	}
+	if c := <-seen; c != (call{abi.UVERBS_OBJECT_DEVICE, 0x7777}) {
+		t.Errorf("hook saw %+v", c)
+	}
+	close(hold)
+	if err := <-held; !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("PD destroy without its handle: %v, want EINVAL", err)
+	}
+	k.HandleIoctl(nil)
+	if err := raw(fd, rawRequest(mlx5.DriverID, abi.UVERBS_OBJECT_DEVICE, 0x7777)); !errors.Is(err, syscall.EPROTONOSUPPORT) {
+		t.Errorf("unknown method: %v", err)
+	}
+	if len(seen) != 0 {
+		t.Error("the hook ran after HandleIoctl(nil)")
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package counters_test
+
+const raceEnabled = false
