@@ -230,10 +230,18 @@ func (c *Context) err(op string, err error) error {
 
 // enter starts an operation: it holds the context until leave.
 func (c *Context) enter(op string) error {
-	if c == nil {
+	if c != nil && c.core.TryHold() {
+		return nil
+	}
+	return c.enterErr(op)
+}
+
+// enterErr is the error of an enter that failed.
+func (c *Context) enterErr(op string) error {
+	if c == nil || c.fd == nil {
 		return errs.New(op, "", errNil)
 	}
-	return c.core.Hold(op)
+	return c.err(op, os.ErrClosed)
 }
 
 func (c *Context) leave() { c.core.Release() }
