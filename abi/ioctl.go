@@ -206,9 +206,11 @@ type Request struct {
 	buf      []byte
 	spilled  bool // buf holds the wire form of the last call
 
-	api    *API // nil: APIFor(hdr.DriverID), looked up when needed
-	spec   *MethodSpec
-	specOK bool // spec was looked up for api and the header's method
+	api     *API // nil: APIFor(hdr.DriverID), looked up when needed
+	spec    *MethodSpec
+	specAPI *API   // spec was looked up for api specAPI
+	specKey uint64 // and the method specKey (specKeyOf), when specOK
+	specOK  bool
 
 	// err is the first error: a structural one (too long, too many, a
 	// negative descriptor, Optional of a missing attribute) recorded as
@@ -245,13 +247,12 @@ func NewRequest(api *API, driverID uint32, object, method uint16) *Request {
 // for the method it was last built for keeps that method's spec without
 // looking it up again (pooled requests are reused for the same calls).
 func (r *Request) Reset(api *API, driverID uint32, object, method uint16) {
-	if r.api != api || r.hdr.ObjectID != object || r.hdr.MethodID != method || r.hdr.DriverID != driverID {
-		r.specOK = false
-	}
-	if r.hdr.NumAttrs != 0 || r.err != nil || r.called {
+	if r.hdr.NumAttrs != 0 || r.called || r.err != nil {
 		r.release() // not released since its last use
 	}
-	r.api = api
+	if r.api != api {
+		r.api = api
+	}
 	r.hdr = IoctlHdr{ObjectID: object, MethodID: method, DriverID: driverID}
 }
 
@@ -259,8 +260,10 @@ func (r *Request) Reset(api *API, driverID uint32, object, method uint16) {
 // must not keep them alive) and keeps its method, for a Reset to the same
 // method.
 func (r *Request) Release() {
-	r.release()
-	r.hdr.Length, r.hdr.NumAttrs = 0, 0
+	if r.hdr.NumAttrs != 0 || r.called || r.err != nil {
+		r.release()
+	}
+	r.hdr.Length = 0
 }
 
 func (r *Request) release() {
@@ -269,7 +272,9 @@ func (r *Request) release() {
 		n = inlineAttrs
 	}
 	for i := 0; i < n; i++ {
-		r.keep[i] = nil // a loop: clear of a pointer slice is a bulk-barrier call
+		if r.keep[i] != nil {
+			r.keep[i] = nil // a loop: clear of a pointer slice is a bulk-barrier call
+		}
 	}
 	if r.more != nil {
 		clear(r.moreKeep)
@@ -277,21 +282,30 @@ func (r *Request) release() {
 	}
 	r.hdr.NumAttrs = 0
 	r.spilled = false
-	r.err, r.errAt = nil, 0
+	if r.err != nil {
+		r.err, r.errAt = nil, 0
+	}
 	r.checked, r.called = false, false
 }
 
 // method returns the spec of r's method, or nil when the table does not
 // have it.
 func (r *Request) method() *MethodSpec {
-	if !r.specOK {
+	key := specKeyOf(r.hdr)
+	if !r.specOK || r.specAPI != r.api || r.specKey != key {
 		api := r.api
 		if api == nil {
 			api = APIFor(r.hdr.DriverID)
 		}
-		r.spec, r.specOK = api.Method(r.hdr.ObjectID, r.hdr.MethodID), true
+		r.spec = api.Method(r.hdr.ObjectID, r.hdr.MethodID)
+		r.specAPI, r.specKey, r.specOK = r.api, key, true
 	}
 	return r.spec
+}
+
+// methodKey identifies the method a header calls, on its driver.
+func specKeyOf(h IoctlHdr) uint64 {
+	return uint64(h.ObjectID) | uint64(h.MethodID)<<16 | uint64(h.DriverID)<<32
 }
 
 // Name names the method for messages: its UAPI name when the table knows
@@ -338,24 +352,38 @@ func (r *Request) kind(i int) buildKind {
 }
 
 // put adds an attribute, MANDATORY, with the memory behind its data (nil
-// for inline data).
+// for inline data). Its common case, one of the first inlineAttrs
+// attributes of a request without error, is inlined into the builder
+// methods: three stores and the count.
 func (r *Request) put(k buildKind, a IoctlAttr, p unsafe.Pointer) {
+	i := uint(r.hdr.NumAttrs)
+	if i >= inlineAttrs || r.err != nil {
+		r.putMore(k, a, p)
+		return
+	}
+	a.Flags |= UVERBS_ATTR_F_MANDATORY
+	r.inl[i], r.kinds[i] = a, k
+	if p != nil {
+		r.keep[i] = p
+	}
+	r.hdr.NumAttrs++
+	r.checked = false
+}
+
+// putMore is put past the inline attributes, or after an error.
+func (r *Request) putMore(k buildKind, a IoctlAttr, p unsafe.Pointer) {
 	if r.err != nil {
 		return
 	}
 	i := int(r.hdr.NumAttrs)
-	a.Flags |= UVERBS_ATTR_F_MANDATORY
-	if i < inlineAttrs {
-		r.inl[i], r.kinds[i], r.keep[i] = a, k, p
-	} else {
-		if i >= MaxAttrs {
-			r.fail("more than %d attributes", MaxAttrs)
-			return
-		}
-		r.more = append(r.more, a)
-		r.moreKind = append(r.moreKind, k)
-		r.moreKeep = append(r.moreKeep, p)
+	if i >= MaxAttrs {
+		r.fail("more than %d attributes", MaxAttrs)
+		return
 	}
+	a.Flags |= UVERBS_ATTR_F_MANDATORY
+	r.more = append(r.more, a)
+	r.moreKind = append(r.moreKind, k)
+	r.moreKeep = append(r.moreKeep, p)
 	r.hdr.NumAttrs++
 	r.checked = false
 }
@@ -582,16 +610,24 @@ func (r *Request) Marshal() ([]byte, error) {
 // the table would refuse fails there too. Structural errors (see Err) are
 // still reported.
 func (r *Request) MarshalUnchecked() ([]byte, error) {
+	n := uint(r.hdr.NumAttrs)
+	if n > inlineAttrs || r.err != nil {
+		return r.marshalMore()
+	}
+	r.hdr.Length = uint16(IoctlHdrSize + IoctlAttrSize*n)
+	r.called, r.spilled = true, false
+	return unsafe.Slice((*byte)(unsafe.Pointer(&r.hdr)), IoctlHdrSize+IoctlAttrSize*n), nil
+}
+
+// marshalMore is MarshalUnchecked for a request with more attributes
+// than it holds in place, or with an error.
+func (r *Request) marshalMore() ([]byte, error) {
 	if r.err != nil {
 		return nil, r.check()
 	}
 	n := r.count()
 	r.hdr.Length = uint16(IoctlHdrSize + IoctlAttrSize*n)
 	r.called = true
-	if n <= inlineAttrs {
-		r.spilled = false
-		return unsafe.Slice((*byte)(unsafe.Pointer(&r.hdr)), int(r.hdr.Length)), nil
-	}
 	r.buf = AppendIoctlHdr(r.buf[:0], r.hdr)
 	for i := 0; i < n; i++ {
 		r.buf = AppendIoctlAttr(r.buf, *r.at(i))
