@@ -356,17 +356,27 @@ func (r *Request) kind(i int) buildKind {
 // attributes of a request without error, is inlined into the builder
 // methods: three stores and the count.
 func (r *Request) put(k buildKind, a IoctlAttr, p unsafe.Pointer) {
+	r.put1(k, a.ID, a.Len, a.AttrData, a.Data, p)
+}
+
+// put1 is put with the attribute's fields as arguments: the common case
+// writes the attribute as two words, in place.
+func (r *Request) put1(k buildKind, id, length, attrData uint16, data uint64, p unsafe.Pointer) {
 	i := uint(r.hdr.NumAttrs)
 	if i >= inlineAttrs || r.err != nil {
-		r.putMore(k, a, p)
+		r.putMore(k, IoctlAttr{ID: id, Len: length, AttrData: attrData, Data: data}, p)
 		return
 	}
-	a.Flags |= UVERBS_ATTR_F_MANDATORY
-	r.inl[i], r.kinds[i] = a, k
+	// The wire layout on the little-endian hosts purerdma supports: id,
+	// len, flags, attr_data, then data.
+	w := (*[2]uint64)(unsafe.Pointer(&r.inl[i]))
+	w[0] = uint64(id) | uint64(length)<<16 | UVERBS_ATTR_F_MANDATORY<<32 | uint64(attrData)<<48
+	w[1] = data
+	r.kinds[i] = k
 	if p != nil {
 		r.keep[i] = p
 	}
-	r.hdr.NumAttrs++
+	r.hdr.NumAttrs = uint16(i + 1)
 	r.checked = false
 }
 
@@ -450,17 +460,20 @@ func inline(b []byte) uint64 {
 
 func (r *Request) in(k buildKind, id uint16, data []byte, attrData uint16) {
 	if len(data) > MaxAttrLen {
-		r.fail("attribute %#x: %d bytes is longer than %d", id, len(data), MaxAttrLen)
+		r.failLong(id, len(data), " bytes")
 		return
 	}
-	a := IoctlAttr{ID: id, Len: uint16(len(data)), AttrData: attrData}
-	var p unsafe.Pointer
 	if len(data) <= InlineMax {
-		a.Data = inline(data)
-	} else {
-		a.Data, p = r.ptr(data)
+		r.put1(k, id, uint16(len(data)), attrData, inline(data), nil)
+		return
 	}
-	r.put(k, a, p)
+	d, p := r.ptr(data)
+	r.put1(k, id, uint16(len(data)), attrData, d, p)
+}
+
+// failLong records an attribute longer than MaxAttrLen.
+func (r *Request) failLong(id uint16, n int, what string) {
+	r.fail("attribute %#x: %d%s is longer than %d", id, n, what, MaxAttrLen)
 }
 
 // In adds a PTR_IN attribute: data travels inline when it is at most 8
@@ -474,33 +487,33 @@ func (r *Request) In(id uint16, data []byte) *Request {
 // InU32 adds a 4-byte PTR_IN attribute (an exact-size u32 such as a CQE
 // count), inline.
 func (r *Request) InU32(id uint16, v uint32) *Request {
-	r.put(buildIn, IoctlAttr{ID: id, Len: 4, Data: uint64(v)}, nil)
+	r.put1(buildIn, id, 4, 0, uint64(v), nil)
 	return r
 }
 
 // InU64 adds an 8-byte PTR_IN attribute, inline.
 func (r *Request) InU64(id uint16, v uint64) *Request {
-	r.put(buildIn, IoctlAttr{ID: id, Len: 8, Data: v}, nil)
+	r.put1(buildIn, id, 8, 0, v, nil)
 	return r
 }
 
 // Const adds a CONST_IN attribute: always an 8-byte inline value; the
 // kernel range-checks it against the declared C type.
 func (r *Request) Const(id uint16, v uint64) *Request {
-	r.put(buildConst, IoctlAttr{ID: id, Len: 8, Data: v}, nil)
+	r.put1(buildConst, id, 8, 0, v, nil)
 	return r
 }
 
 // Flags adds a FLAGS_IN attribute as an 8-byte inline value.
 func (r *Request) Flags(id uint16, v uint64) *Request {
-	r.put(buildFlags, IoctlAttr{ID: id, Len: 8, Data: v}, nil)
+	r.put1(buildFlags, id, 8, 0, v, nil)
 	return r
 }
 
 // Flags32 adds a FLAGS_IN attribute as a 4-byte inline value (what
 // rdma-core sends for the counters read flags).
 func (r *Request) Flags32(id uint16, v uint32) *Request {
-	r.put(buildFlags, IoctlAttr{ID: id, Len: 4, Data: uint64(v)}, nil)
+	r.put1(buildFlags, id, 4, 0, uint64(v), nil)
 	return r
 }
 
@@ -516,25 +529,25 @@ func (r *Request) Enum(id uint16, elem uint8, data []byte) *Request {
 // Valid.
 func (r *Request) Out(id uint16, buf []byte) *Request {
 	if len(buf) > MaxAttrLen {
-		r.fail("attribute %#x: %d-byte output is longer than %d", id, len(buf), MaxAttrLen)
+		r.failLong(id, len(buf), "-byte output")
 		return r
 	}
 	d, p := r.ptr(buf)
-	r.put(buildOut, IoctlAttr{ID: id, Len: uint16(len(buf)), Data: d}, p)
+	r.put1(buildOut, id, uint16(len(buf)), 0, d, p)
 	return r
 }
 
 // Handle adds an IDR attribute naming an existing object (read, write or
 // destroy access, as the method declares).
 func (r *Request) Handle(id uint16, handle uint32) *Request {
-	r.put(buildHandle, IoctlAttr{ID: id, Data: uint64(handle)}, nil)
+	r.put1(buildHandle, id, 0, 0, uint64(handle), nil)
 	return r
 }
 
 // NewHandle adds an IDR attribute for the object the call creates; read
 // the handle with Created after the call.
 func (r *Request) NewHandle(id uint16) *Request {
-	r.put(buildNewHandle, IoctlAttr{ID: id}, nil)
+	r.put1(buildNewHandle, id, 0, 0, 0, nil)
 	return r
 }
 
@@ -544,14 +557,14 @@ func (r *Request) FD(id uint16, fd int) *Request {
 		r.fail("attribute %#x: negative descriptor %d", id, fd)
 		return r
 	}
-	r.put(buildFD, IoctlAttr{ID: id, Data: uint64(fd)}, nil)
+	r.put1(buildFD, id, 0, 0, uint64(fd), nil)
 	return r
 }
 
 // NewFD adds an FD attribute for the descriptor the call creates; read it
 // with CreatedFD after the call.
 func (r *Request) NewFD(id uint16) *Request {
-	r.put(buildNewFD, IoctlAttr{ID: id}, nil)
+	r.put1(buildNewFD, id, 0, 0, 0, nil)
 	return r
 }
 
