@@ -44,8 +44,8 @@ type Context struct {
 	core verbs.Core
 
 	objMu   sync.Mutex
-	objects object // the newest live object; the rest follow by objLink.next
-	nobj    int    // how many are live
+	objects *objLink // the newest live object's link; the rest follow by next
+	nobj    int      // how many are live
 	uh      uhTable
 
 	// scr holds the idle request scratches of the calls on the context.
@@ -75,7 +75,8 @@ type object interface {
 // a set keyed by the object interface hashed it on each create and destroy
 // (issue 11: the per-operation Go time in the VM's profile).
 type objLink struct {
-	prev, next object
+	prev, next *objLink
+	obj        object // the object the link is in, set when listed
 	listed     bool
 }
 
@@ -330,11 +331,14 @@ func (c *Context) listLocked(o object) {
 	if l.listed {
 		return
 	}
+	if l.obj != o {
+		l.obj = o // an object created again in place (Into) keeps it
+	}
 	l.prev, l.next, l.listed = nil, c.objects, true
 	if c.objects != nil {
-		c.objects.listLink().prev = o
+		c.objects.prev = l
 	}
-	c.objects = o
+	c.objects = l
 	c.nobj++
 }
 
@@ -346,12 +350,12 @@ func (c *Context) unlistLocked(o object) {
 		return
 	}
 	if l.prev != nil {
-		l.prev.listLink().next = l.next
+		l.prev.next = l.next
 	} else {
 		c.objects = l.next
 	}
 	if l.next != nil {
-		l.next.listLink().prev = l.prev
+		l.next.prev = l.prev
 	}
 	l.prev, l.next, l.listed = nil, nil, false
 	c.nobj--
@@ -419,8 +423,8 @@ func (c *Context) Close() error {
 func (c *Context) teardown() error {
 	c.objMu.Lock()
 	objs := make([]object, 0, c.nobj)
-	for o := c.objects; o != nil; o = o.listLink().next {
-		objs = append(objs, o)
+	for l := c.objects; l != nil; l = l.next {
+		objs = append(objs, l.obj)
 	}
 	c.objMu.Unlock()
 	for _, h := range c.core.TakeHooks() {
