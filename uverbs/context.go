@@ -273,8 +273,6 @@ func (o *hookObject) stage() verbs.Stage       { return o.h.Stage() }
 func (o *hookObject) seq() uint64              { return o.h.Seq() }
 func (o *hookObject) destroyLocked(bool) error { return o.h.Run() }
 
-func (c *Context) nextSeqLocked() uint64 { return c.core.NextSeq() }
-
 // uhTable maps the user handles of CQs and QPs (the values the kernel
 // echoes in completion and async events) back to the objects: a handle
 // is a slot's index plus one in its low 32 bits and the slot's generation,
