@@ -206,9 +206,11 @@ type Request struct {
 	buf      []byte
 	spilled  bool // buf holds the wire form of the last call
 
-	api    *API // nil: APIFor(hdr.DriverID), looked up when needed
-	spec   *MethodSpec
-	specOK bool // spec was looked up for api and the header's method
+	api     *API // nil: APIFor(hdr.DriverID), looked up when needed
+	spec    *MethodSpec
+	specAPI *API   // spec was looked up for api specAPI
+	specKey uint64 // and the method specKey (specKeyOf), when specOK
+	specOK  bool
 
 	// err is the first error: a structural one (too long, too many, a
 	// negative descriptor, Optional of a missing attribute) recorded as
@@ -245,13 +247,12 @@ func NewRequest(api *API, driverID uint32, object, method uint16) *Request {
 // for the method it was last built for keeps that method's spec without
 // looking it up again (pooled requests are reused for the same calls).
 func (r *Request) Reset(api *API, driverID uint32, object, method uint16) {
-	if r.api != api || r.hdr.ObjectID != object || r.hdr.MethodID != method || r.hdr.DriverID != driverID {
-		r.specOK = false
-	}
-	if r.hdr.NumAttrs != 0 || r.err != nil || r.called {
+	if r.hdr.NumAttrs != 0 || r.called || r.err != nil {
 		r.release() // not released since its last use
 	}
-	r.api = api
+	if r.api != api {
+		r.api = api
+	}
 	r.hdr = IoctlHdr{ObjectID: object, MethodID: method, DriverID: driverID}
 }
 
@@ -259,8 +260,10 @@ func (r *Request) Reset(api *API, driverID uint32, object, method uint16) {
 // must not keep them alive) and keeps its method, for a Reset to the same
 // method.
 func (r *Request) Release() {
-	r.release()
-	r.hdr.Length, r.hdr.NumAttrs = 0, 0
+	if r.hdr.NumAttrs != 0 || r.called || r.err != nil {
+		r.release()
+	}
+	r.hdr.Length = 0
 }
 
 func (r *Request) release() {
@@ -269,7 +272,9 @@ func (r *Request) release() {
 		n = inlineAttrs
 	}
 	for i := 0; i < n; i++ {
-		r.keep[i] = nil // a loop: clear of a pointer slice is a bulk-barrier call
+		if r.keep[i] != nil {
+			r.keep[i] = nil // a loop: clear of a pointer slice is a bulk-barrier call
+		}
 	}
 	if r.more != nil {
 		clear(r.moreKeep)
@@ -277,21 +282,30 @@ func (r *Request) release() {
 	}
 	r.hdr.NumAttrs = 0
 	r.spilled = false
-	r.err, r.errAt = nil, 0
+	if r.err != nil {
+		r.err, r.errAt = nil, 0
+	}
 	r.checked, r.called = false, false
 }
 
 // method returns the spec of r's method, or nil when the table does not
 // have it.
 func (r *Request) method() *MethodSpec {
-	if !r.specOK {
+	key := specKeyOf(r.hdr)
+	if !r.specOK || r.specAPI != r.api || r.specKey != key {
 		api := r.api
 		if api == nil {
 			api = APIFor(r.hdr.DriverID)
 		}
-		r.spec, r.specOK = api.Method(r.hdr.ObjectID, r.hdr.MethodID), true
+		r.spec = api.Method(r.hdr.ObjectID, r.hdr.MethodID)
+		r.specAPI, r.specKey, r.specOK = r.api, key, true
 	}
 	return r.spec
+}
+
+// methodKey identifies the method a header calls, on its driver.
+func specKeyOf(h IoctlHdr) uint64 {
+	return uint64(h.ObjectID) | uint64(h.MethodID)<<16 | uint64(h.DriverID)<<32
 }
 
 // Name names the method for messages: its UAPI name when the table knows
@@ -338,24 +352,48 @@ func (r *Request) kind(i int) buildKind {
 }
 
 // put adds an attribute, MANDATORY, with the memory behind its data (nil
-// for inline data).
+// for inline data). Its common case, one of the first inlineAttrs
+// attributes of a request without error, is inlined into the builder
+// methods: three stores and the count.
 func (r *Request) put(k buildKind, a IoctlAttr, p unsafe.Pointer) {
+	r.put1(k, a.ID, a.Len, a.AttrData, a.Data, p)
+}
+
+// put1 is put with the attribute's fields as arguments: the common case
+// writes the attribute as two words, in place.
+func (r *Request) put1(k buildKind, id, length, attrData uint16, data uint64, p unsafe.Pointer) {
+	i := uint(r.hdr.NumAttrs)
+	if i >= inlineAttrs || r.err != nil {
+		r.putMore(k, IoctlAttr{ID: id, Len: length, AttrData: attrData, Data: data}, p)
+		return
+	}
+	// The wire layout on the little-endian hosts purerdma supports: id,
+	// len, flags, attr_data, then data.
+	w := (*[2]uint64)(unsafe.Pointer(&r.inl[i]))
+	w[0] = uint64(id) | uint64(length)<<16 | UVERBS_ATTR_F_MANDATORY<<32 | uint64(attrData)<<48
+	w[1] = data
+	r.kinds[i] = k
+	if p != nil {
+		r.keep[i] = p
+	}
+	r.hdr.NumAttrs = uint16(i + 1)
+	r.checked = false
+}
+
+// putMore is put past the inline attributes, or after an error.
+func (r *Request) putMore(k buildKind, a IoctlAttr, p unsafe.Pointer) {
 	if r.err != nil {
 		return
 	}
 	i := int(r.hdr.NumAttrs)
-	a.Flags |= UVERBS_ATTR_F_MANDATORY
-	if i < inlineAttrs {
-		r.inl[i], r.kinds[i], r.keep[i] = a, k, p
-	} else {
-		if i >= MaxAttrs {
-			r.fail("more than %d attributes", MaxAttrs)
-			return
-		}
-		r.more = append(r.more, a)
-		r.moreKind = append(r.moreKind, k)
-		r.moreKeep = append(r.moreKeep, p)
+	if i >= MaxAttrs {
+		r.fail("more than %d attributes", MaxAttrs)
+		return
 	}
+	a.Flags |= UVERBS_ATTR_F_MANDATORY
+	r.more = append(r.more, a)
+	r.moreKind = append(r.moreKind, k)
+	r.moreKeep = append(r.moreKeep, p)
 	r.hdr.NumAttrs++
 	r.checked = false
 }
@@ -422,17 +460,20 @@ func inline(b []byte) uint64 {
 
 func (r *Request) in(k buildKind, id uint16, data []byte, attrData uint16) {
 	if len(data) > MaxAttrLen {
-		r.fail("attribute %#x: %d bytes is longer than %d", id, len(data), MaxAttrLen)
+		r.failLong(id, len(data), " bytes")
 		return
 	}
-	a := IoctlAttr{ID: id, Len: uint16(len(data)), AttrData: attrData}
-	var p unsafe.Pointer
 	if len(data) <= InlineMax {
-		a.Data = inline(data)
-	} else {
-		a.Data, p = r.ptr(data)
+		r.put1(k, id, uint16(len(data)), attrData, inline(data), nil)
+		return
 	}
-	r.put(k, a, p)
+	d, p := r.ptr(data)
+	r.put1(k, id, uint16(len(data)), attrData, d, p)
+}
+
+// failLong records an attribute longer than MaxAttrLen.
+func (r *Request) failLong(id uint16, n int, what string) {
+	r.fail("attribute %#x: %d%s is longer than %d", id, n, what, MaxAttrLen)
 }
 
 // In adds a PTR_IN attribute: data travels inline when it is at most 8
@@ -446,33 +487,33 @@ func (r *Request) In(id uint16, data []byte) *Request {
 // InU32 adds a 4-byte PTR_IN attribute (an exact-size u32 such as a CQE
 // count), inline.
 func (r *Request) InU32(id uint16, v uint32) *Request {
-	r.put(buildIn, IoctlAttr{ID: id, Len: 4, Data: uint64(v)}, nil)
+	r.put1(buildIn, id, 4, 0, uint64(v), nil)
 	return r
 }
 
 // InU64 adds an 8-byte PTR_IN attribute, inline.
 func (r *Request) InU64(id uint16, v uint64) *Request {
-	r.put(buildIn, IoctlAttr{ID: id, Len: 8, Data: v}, nil)
+	r.put1(buildIn, id, 8, 0, v, nil)
 	return r
 }
 
 // Const adds a CONST_IN attribute: always an 8-byte inline value; the
 // kernel range-checks it against the declared C type.
 func (r *Request) Const(id uint16, v uint64) *Request {
-	r.put(buildConst, IoctlAttr{ID: id, Len: 8, Data: v}, nil)
+	r.put1(buildConst, id, 8, 0, v, nil)
 	return r
 }
 
 // Flags adds a FLAGS_IN attribute as an 8-byte inline value.
 func (r *Request) Flags(id uint16, v uint64) *Request {
-	r.put(buildFlags, IoctlAttr{ID: id, Len: 8, Data: v}, nil)
+	r.put1(buildFlags, id, 8, 0, v, nil)
 	return r
 }
 
 // Flags32 adds a FLAGS_IN attribute as a 4-byte inline value (what
 // rdma-core sends for the counters read flags).
 func (r *Request) Flags32(id uint16, v uint32) *Request {
-	r.put(buildFlags, IoctlAttr{ID: id, Len: 4, Data: uint64(v)}, nil)
+	r.put1(buildFlags, id, 4, 0, uint64(v), nil)
 	return r
 }
 
@@ -488,25 +529,25 @@ func (r *Request) Enum(id uint16, elem uint8, data []byte) *Request {
 // Valid.
 func (r *Request) Out(id uint16, buf []byte) *Request {
 	if len(buf) > MaxAttrLen {
-		r.fail("attribute %#x: %d-byte output is longer than %d", id, len(buf), MaxAttrLen)
+		r.failLong(id, len(buf), "-byte output")
 		return r
 	}
 	d, p := r.ptr(buf)
-	r.put(buildOut, IoctlAttr{ID: id, Len: uint16(len(buf)), Data: d}, p)
+	r.put1(buildOut, id, uint16(len(buf)), 0, d, p)
 	return r
 }
 
 // Handle adds an IDR attribute naming an existing object (read, write or
 // destroy access, as the method declares).
 func (r *Request) Handle(id uint16, handle uint32) *Request {
-	r.put(buildHandle, IoctlAttr{ID: id, Data: uint64(handle)}, nil)
+	r.put1(buildHandle, id, 0, 0, uint64(handle), nil)
 	return r
 }
 
 // NewHandle adds an IDR attribute for the object the call creates; read
 // the handle with Created after the call.
 func (r *Request) NewHandle(id uint16) *Request {
-	r.put(buildNewHandle, IoctlAttr{ID: id}, nil)
+	r.put1(buildNewHandle, id, 0, 0, 0, nil)
 	return r
 }
 
@@ -516,14 +557,14 @@ func (r *Request) FD(id uint16, fd int) *Request {
 		r.fail("attribute %#x: negative descriptor %d", id, fd)
 		return r
 	}
-	r.put(buildFD, IoctlAttr{ID: id, Data: uint64(fd)}, nil)
+	r.put1(buildFD, id, 0, 0, uint64(fd), nil)
 	return r
 }
 
 // NewFD adds an FD attribute for the descriptor the call creates; read it
 // with CreatedFD after the call.
 func (r *Request) NewFD(id uint16) *Request {
-	r.put(buildNewFD, IoctlAttr{ID: id}, nil)
+	r.put1(buildNewFD, id, 0, 0, 0, nil)
 	return r
 }
 
@@ -582,16 +623,24 @@ func (r *Request) Marshal() ([]byte, error) {
 // the table would refuse fails there too. Structural errors (see Err) are
 // still reported.
 func (r *Request) MarshalUnchecked() ([]byte, error) {
+	n := uint(r.hdr.NumAttrs)
+	if n > inlineAttrs || r.err != nil {
+		return r.marshalMore()
+	}
+	r.hdr.Length = uint16(IoctlHdrSize + IoctlAttrSize*n)
+	r.called, r.spilled = true, false
+	return unsafe.Slice((*byte)(unsafe.Pointer(&r.hdr)), IoctlHdrSize+IoctlAttrSize*n), nil
+}
+
+// marshalMore is MarshalUnchecked for a request with more attributes
+// than it holds in place, or with an error.
+func (r *Request) marshalMore() ([]byte, error) {
 	if r.err != nil {
 		return nil, r.check()
 	}
 	n := r.count()
 	r.hdr.Length = uint16(IoctlHdrSize + IoctlAttrSize*n)
 	r.called = true
-	if n <= inlineAttrs {
-		r.spilled = false
-		return unsafe.Slice((*byte)(unsafe.Pointer(&r.hdr)), int(r.hdr.Length)), nil
-	}
 	r.buf = AppendIoctlHdr(r.buf[:0], r.hdr)
 	for i := 0; i < n; i++ {
 		r.buf = AppendIoctlAttr(r.buf, *r.at(i))

@@ -63,9 +63,7 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 		ah.destroyLocked(false)
 		return nil, c.err(op, fmt.Errorf("the driver gave no ah_num (a kernel older than 5.11): %w", syscall.EOPNOTSUPP))
 	}
-	c.objMu.Lock()
-	ah.seqV = c.nextSeqLocked()
-	c.objMu.Unlock()
+	ah.seqV = c.core.NextSeq()
 	c.track(ah, 0)
 	return ah, nil
 }

@@ -44,8 +44,8 @@ type Context struct {
 	core verbs.Core
 
 	objMu   sync.Mutex
-	objects object // the newest live object; the rest follow by objLink.next
-	nobj    int    // how many are live
+	objects *objLink // the newest live object's link; the rest follow by next
+	nobj    int      // how many are live
 	uh      uhTable
 
 	// scr holds the idle request scratches of the calls on the context.
@@ -75,7 +75,8 @@ type object interface {
 // a set keyed by the object interface hashed it on each create and destroy
 // (issue 11: the per-operation Go time in the VM's profile).
 type objLink struct {
-	prev, next object
+	prev, next *objLink
+	obj        object // the object the link is in, set when listed
 	listed     bool
 }
 
@@ -230,10 +231,18 @@ func (c *Context) err(op string, err error) error {
 
 // enter starts an operation: it holds the context until leave.
 func (c *Context) enter(op string) error {
-	if c == nil {
+	if c != nil && c.core.TryHold() {
+		return nil
+	}
+	return c.enterErr(op)
+}
+
+// enterErr is the error of an enter that failed.
+func (c *Context) enterErr(op string) error {
+	if c == nil || c.fd == nil {
 		return errs.New(op, "", errNil)
 	}
-	return c.core.Hold(op)
+	return c.err(op, os.ErrClosed)
 }
 
 func (c *Context) leave() { c.core.Release() }
@@ -263,8 +272,6 @@ type hookObject struct {
 func (o *hookObject) stage() verbs.Stage       { return o.h.Stage() }
 func (o *hookObject) seq() uint64              { return o.h.Seq() }
 func (o *hookObject) destroyLocked(bool) error { return o.h.Run() }
-
-func (c *Context) nextSeqLocked() uint64 { return c.core.NextSeq() }
 
 // uhTable maps the user handles of CQs and QPs (the values the kernel
 // echoes in completion and async events) back to the objects: a handle
@@ -322,11 +329,14 @@ func (c *Context) listLocked(o object) {
 	if l.listed {
 		return
 	}
+	if l.obj != o {
+		l.obj = o // an object created again in place (Into) keeps it
+	}
 	l.prev, l.next, l.listed = nil, c.objects, true
 	if c.objects != nil {
-		c.objects.listLink().prev = o
+		c.objects.prev = l
 	}
-	c.objects = o
+	c.objects = l
 	c.nobj++
 }
 
@@ -338,12 +348,12 @@ func (c *Context) unlistLocked(o object) {
 		return
 	}
 	if l.prev != nil {
-		l.prev.listLink().next = l.next
+		l.prev.next = l.next
 	} else {
 		c.objects = l.next
 	}
 	if l.next != nil {
-		l.next.listLink().prev = l.prev
+		l.next.prev = l.prev
 	}
 	l.prev, l.next, l.listed = nil, nil, false
 	c.nobj--
@@ -411,8 +421,8 @@ func (c *Context) Close() error {
 func (c *Context) teardown() error {
 	c.objMu.Lock()
 	objs := make([]object, 0, c.nobj)
-	for o := c.objects; o != nil; o = o.listLink().next {
-		objs = append(objs, o)
+	for l := c.objects; l != nil; l = l.next {
+		objs = append(objs, l.obj)
 	}
 	c.objMu.Unlock()
 	for _, h := range c.core.TakeHooks() {

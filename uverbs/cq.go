@@ -100,11 +100,17 @@ func (c *Context) CreateCQInto(cq *CQ, attr CQAttr) error {
 
 // createCQ creates the CQ into cq, a zero CQ.
 func (c *Context) createCQ(cq *CQ, attr CQAttr) error {
-	const op = "create cq"
-	if err := c.enter(op); err != nil {
+	if err := c.enter("create cq"); err != nil {
 		return err
 	}
-	defer c.leave()
+	err := c.createCQHeld(cq, attr)
+	c.leave()
+	return err
+}
+
+// createCQHeld is createCQ for a caller that has entered the context.
+func (c *Context) createCQHeld(cq *CQ, attr CQAttr) error {
+	const op = "create cq"
 	if attr.CQE < 1 || attr.CQE > 1<<30 {
 		return c.err(op, errArg("%d entries: want 1 to %d", attr.CQE, 1<<30))
 	}
@@ -125,9 +131,16 @@ func (c *Context) createCQ(cq *CQ, attr CQAttr) error {
 	// The provider's state lives in the CQ, the request and the driver
 	// data in the scratch: nothing else is allocated.
 	cq.c = c
-	d := &cq.res
 	s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
-	defer c.putScratch(s)
+	err := c.createCQWith(cq, attr, s)
+	c.putScratch(s)
+	return err
+}
+
+// createCQWith makes createCQ's request in s, and the CQ.
+func (c *Context) createCQWith(cq *CQ, attr CQAttr, s *scratch) error {
+	const op = "create cq"
+	d := &cq.res
 	x := &s.drv
 	x.reset()
 	if err := c.prov.prepareCQ(c, uint32(attr.CQE), d, x); err != nil {
@@ -189,9 +202,7 @@ func (c *Context) createCQ(cq *CQ, attr CQAttr) error {
 		ch.mu.Unlock()
 		cq.channel = ch
 	}
-	c.objMu.Lock()
-	cq.seqV = c.nextSeqLocked()
-	c.objMu.Unlock()
+	cq.seqV = c.core.NextSeq()
 	c.track(cq, cq.uh)
 	return nil
 }
@@ -274,24 +285,28 @@ func (cq *CQ) Close() error {
 
 func (cq *CQ) destroyLocked(bool) error {
 	c := cq.c
-	return cq.destroyOnce(c, "destroy cq", func() error {
-		s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_DESTROY)
-		defer c.putScratch(s)
-		resp := &s.cqDone
-		*resp = abi.IbUverbsDestroyCqResp{}
-		err := c.do(s.r.Handle(abi.UVERBS_ATTR_DESTROY_CQ_HANDLE, cq.handle).
-			Out(abi.UVERBS_ATTR_DESTROY_CQ_RESP, bytesOf(resp)))
-		cq.events = [2]uint32{resp.CompEventsReported, resp.AsyncEventsReported}
-		return err
-	}, func() {
-		cq.res.release()
-		if ch := cq.channel; ch != nil {
-			ch.mu.Lock()
-			ch.users--
-			ch.mu.Unlock()
-		}
-		c.untrack(cq, cq.uh)
-	})
+	if !cq.destroyBegin() {
+		return nil
+	}
+	s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_DESTROY)
+	resp := &s.cqDone
+	*resp = abi.IbUverbsDestroyCqResp{}
+	err := c.do(s.r.Handle(abi.UVERBS_ATTR_DESTROY_CQ_HANDLE, cq.handle).
+		Out(abi.UVERBS_ATTR_DESTROY_CQ_RESP, bytesOf(resp)))
+	cq.events = [2]uint32{resp.CompEventsReported, resp.AsyncEventsReported}
+	c.putScratch(s)
+	if !cq.destroyEnd(err) {
+		return c.err("destroy cq", err)
+	}
+	cq.res.release()
+	if ch := cq.channel; ch != nil {
+		ch.mu.Lock()
+		ch.users--
+		ch.mu.Unlock()
+	}
+	c.untrack(cq, cq.uh)
+	cq.destroyDone()
+	return nil
 }
 
 // waitPollers returns once no Poll of the CQ is under way: a Poll holds
@@ -339,9 +354,7 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 		return nil, c.err(op, err)
 	}
 	ch := &CompChannel{c: c, fd: f, raw: int(int32(resp.Fd)), buf: make([]byte, compEventDescSize)}
-	c.objMu.Lock()
-	ch.seqV = c.nextSeqLocked()
-	c.objMu.Unlock()
+	ch.seqV = c.core.NextSeq()
 	c.track(ch, 0)
 	return ch, nil
 }

@@ -28,8 +28,9 @@ func closeObject(c *Context, op string, o object) error {
 	if err := c.enter(op); err != nil {
 		return nil // the context's Close destroyed it
 	}
-	defer c.leave()
-	return o.destroyLocked(false)
+	err := o.destroyLocked(false)
+	c.leave()
+	return err
 }
 
 // destroyOnce runs destroy, the kernel's destroy request, with the
@@ -56,9 +57,40 @@ func (l *lifecycle) destroyOnce(c *Context, op string, destroy func() error, aft
 // context's.
 func (l *lifecycle) reusable() bool {
 	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.destroyed
+	d := l.destroyed
+	l.mu.RUnlock()
+	return d
 }
+
+// destroyBegin starts destroyOnce's work written out in place (the
+// objects created and destroyed at a high rate, whose destroy would
+// otherwise go through two closures): it locks the object and reports
+// true, or, when the object is destroyed already, unlocks it and reports
+// false. destroyEnd follows a true.
+func (l *lifecycle) destroyBegin() bool {
+	l.mu.Lock()
+	if l.destroyed {
+		l.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// destroyEnd takes err, the kernel's answer to the destroy request: it
+// reports whether the object is destroyed now (a removed device counts),
+// and then marks it so; the caller releases what the object held, then
+// calls destroyDone. Otherwise it unlocks the object, which stays usable.
+func (l *lifecycle) destroyEnd(err error) bool {
+	if err != nil && !isGone(err) {
+		l.mu.Unlock()
+		return false
+	}
+	l.destroyed = true
+	return true
+}
+
+// destroyDone unlocks an object destroyEnd marked destroyed.
+func (l *lifecycle) destroyDone() { l.mu.Unlock() }
 
 // errLive is the error of an Into method offered a live object.
 func errLive(what string) error {

@@ -134,9 +134,7 @@ func (pd *PD) regLocked(op string, buf []byte, access AccessFlags) (*MR, error) 
 	}
 	pinned.Add(pinnedBytes(buf))
 	mr := &MR{c: c, pd: pd, handle: resp.MrHandle, lkey: resp.Lkey, rkey: resp.Rkey, access: access, buf: buf}
-	c.objMu.Lock()
-	mr.seqV = c.nextSeqLocked()
-	c.objMu.Unlock()
+	mr.seqV = c.core.NextSeq()
 	c.track(mr, 0)
 	return mr, nil
 }

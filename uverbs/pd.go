@@ -62,21 +62,22 @@ func (c *Context) allocPD(pd *PD) error {
 	if err := c.enter("alloc pd"); err != nil {
 		return err
 	}
-	defer c.leave()
 	s := c.getScratch(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
-	defer c.putScratch(s)
 	resp, req := &s.pdResp, &s.pdReq
 	*resp = abi.IbUverbsAllocPdResp{}
 	req.Response = addrOf(bytesOf(resp)) // ignored by INVOKE_WRITE; rdma-core fills it too
 	in, out := c.prov.pdData()
-	if err := c.do(invokeWriteInto(&s.r, abi.IB_USER_VERBS_CMD_ALLOC_PD, bytesOf(req), bytesOf(resp), in, out)); err != nil {
+	err := c.do(invokeWriteInto(&s.r, abi.IB_USER_VERBS_CMD_ALLOC_PD, bytesOf(req), bytesOf(resp), in, out))
+	handle := resp.PdHandle
+	c.putScratch(s)
+	if err != nil {
+		c.leave()
 		return c.err("alloc pd", err)
 	}
-	pd.c, pd.handle = c, resp.PdHandle
-	c.objMu.Lock()
-	pd.seqV = c.nextSeqLocked()
-	c.objMu.Unlock()
+	pd.c, pd.handle = c, handle
+	pd.seqV = c.core.NextSeq()
 	c.track(pd, 0)
+	c.leave()
 	return nil
 }
 
@@ -113,11 +114,18 @@ func (pd *PD) Close() error {
 
 func (pd *PD) destroyLocked(bool) error {
 	c := pd.c
-	return pd.destroyOnce(c, "dealloc pd", func() error {
-		s := c.getScratch(abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY)
-		defer c.putScratch(s)
-		return c.do(s.r.Handle(abi.UVERBS_ATTR_DESTROY_PD_HANDLE, pd.handle))
-	}, func() { c.untrack(pd, 0) })
+	if !pd.destroyBegin() {
+		return nil
+	}
+	s := c.getScratch(abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY)
+	err := c.do(s.r.Handle(abi.UVERBS_ATTR_DESTROY_PD_HANDLE, pd.handle))
+	c.putScratch(s)
+	if !pd.destroyEnd(err) {
+		return c.err("dealloc pd", err)
+	}
+	c.untrack(pd, 0)
+	pd.destroyDone()
+	return nil
 }
 
 // alive checks the PD for use by a create call (the caller holds the

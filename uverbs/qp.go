@@ -143,11 +143,18 @@ func (pd *PD) CreateQPInto(qp *QP, attr QPInitAttr) error {
 // createQP creates the QP into qp, a zero QP but for m5spare.
 func (pd *PD) createQP(qp *QP, attr QPInitAttr) error {
 	c := pd.c
-	const op = "create qp"
-	if err := c.enter(op); err != nil {
+	if err := c.enter("create qp"); err != nil {
 		return err
 	}
-	defer c.leave()
+	err := pd.createQPHeld(qp, attr)
+	c.leave()
+	return err
+}
+
+// createQPHeld is createQP for a caller that has entered the context.
+func (pd *PD) createQPHeld(qp *QP, attr QPInitAttr) error {
+	c := pd.c
+	const op = "create qp"
 	if err := pd.alive(c, op); err != nil {
 		return err
 	}
@@ -175,9 +182,17 @@ func (pd *PD) createQP(qp *QP, attr QPInitAttr) error {
 	// driver data in the scratch.
 	qp.c, qp.pd, qp.typ = c, pd, attr.Type
 	qp.sendCQ, qp.recvCQ = attr.SendCQ, attr.RecvCQ
-	d := &qp.res
 	s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
-	defer c.putScratch(s)
+	err := pd.createQPWith(qp, attr, s)
+	c.putScratch(s)
+	return err
+}
+
+// createQPWith makes createQP's request in s, and the QP.
+func (pd *PD) createQPWith(qp *QP, attr QPInitAttr, s *scratch) error {
+	c := pd.c
+	const op = "create qp"
+	d := &qp.res
 	x := &s.drv
 	x.reset()
 	// attr by value: a pointer through the interface would move it to the heap.
@@ -237,9 +252,7 @@ func (pd *PD) createQP(qp *QP, attr QPInitAttr) error {
 			return c.err(op, err)
 		}
 	}
-	c.objMu.Lock()
-	qp.seqV = c.nextSeqLocked()
-	c.objMu.Unlock()
+	qp.seqV = c.core.NextSeq()
 	c.track(qp, qp.uh)
 	return nil
 }
@@ -310,26 +323,31 @@ func (qp *QP) Close() error {
 
 func (qp *QP) destroyLocked(bool) error {
 	c := qp.c
-	return qp.destroyOnce(c, "destroy qp", func() error {
-		s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY)
-		defer c.putScratch(s)
-		s.qpDone = abi.IbUverbsDestroyQpResp{}
-		return c.do(s.r.Handle(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, qp.handle).
-			Out(abi.UVERBS_ATTR_DESTROY_QP_RESP, bytesOf(&s.qpDone)))
-	}, func() {
-		qp.res.release()
-		if qp.mlx5 != nil {
-			// release took the QP out of the provider's table; a poller
-			// of its CQs that found it there before is done once it
-			// gives up the CQ's lock, as mlx5_destroy_qp
-			// (providers/mlx5/verbs.c) locks the CQs to clean them.
-			// After this nothing refers to qp.mlx5 but the QP, and
-			// CreateQPInto may reuse it.
-			qp.sendCQ.waitPollers()
-			qp.recvCQ.waitPollers()
-		}
-		c.untrack(qp, qp.uh)
-	})
+	if !qp.destroyBegin() {
+		return nil
+	}
+	s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY)
+	s.qpDone = abi.IbUverbsDestroyQpResp{}
+	err := c.do(s.r.Handle(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, qp.handle).
+		Out(abi.UVERBS_ATTR_DESTROY_QP_RESP, bytesOf(&s.qpDone)))
+	c.putScratch(s)
+	if !qp.destroyEnd(err) {
+		return c.err("destroy qp", err)
+	}
+	qp.res.release()
+	if qp.mlx5 != nil {
+		// release took the QP out of the provider's table; a poller
+		// of its CQs that found it there before is done once it
+		// gives up the CQ's lock, as mlx5_destroy_qp
+		// (providers/mlx5/verbs.c) locks the CQs to clean them.
+		// After this nothing refers to qp.mlx5 but the QP, and
+		// CreateQPInto may reuse it.
+		qp.sendCQ.waitPollers()
+		qp.recvCQ.waitPollers()
+	}
+	c.untrack(qp, qp.uh)
+	qp.destroyDone()
+	return nil
 }
 
 // use starts an operation on the QP: the context's life lock, then the

@@ -296,22 +296,25 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 	if err := c.enter("query port"); err != nil {
 		return PortAttr{}, err
 	}
-	defer c.leave()
+	// No defers: leave and putScratch are called on each return (the
+	// success path is the hot one, see docs/performance.md).
 	if port < 0 || port > maxPort {
+		c.leave()
 		return PortAttr{}, c.portErr(port, syscall.EINVAL)
 	}
 	s := c.getScratch(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT)
-	defer c.putScratch(s)
 	rsp := &s.port
 	*rsp = abi.IbUverbsQueryPortRespEx{}
 	r := &s.r
 	r.Const(abi.UVERBS_ATTR_QUERY_PORT_PORT_NUM, uint64(port)).
 		Out(abi.UVERBS_ATTR_QUERY_PORT_RESP, bytesOf(rsp))
 	if err := c.do(r); err != nil {
+		c.putScratch(s)
+		c.leave()
 		return PortAttr{}, c.portErr(port, err)
 	}
 	l := &rsp.LegacyResp
-	return PortAttr{
+	a := PortAttr{
 		State: rdma.PortState(l.State), MaxMTU: MTU(l.MaxMtu), ActiveMTU: MTU(l.ActiveMtu),
 		GIDTableLen: l.GidTblLen, PortCapFlags: l.PortCapFlags, MaxMsgSize: l.MaxMsgSz,
 		BadPKeyCntr: l.BadPkeyCntr, QKeyViolCntr: l.QkeyViolCntr, PKeyTableLen: l.PkeyTblLen,
@@ -320,7 +323,10 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 		ActiveWidth: l.ActiveWidth, ActiveSpeed: l.ActiveSpeed, ActiveSpeedEx: rsp.ActiveSpeedEx,
 		PhysState: l.PhysState, LinkLayer: rdma.LinkLayer(l.LinkLayer), Flags: l.Flags,
 		PortCapFlags2: rsp.PortCapFlags2,
-	}, nil
+	}
+	c.putScratch(s)
+	c.leave()
+	return a, nil
 }
 
 // portErr is kept out of QueryPort so the success path does not allocate.

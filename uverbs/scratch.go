@@ -76,6 +76,19 @@ type scratchList struct {
 }
 
 func (l *scratchList) get() *scratch {
+	// Slot 0 first: the one a Context without concurrent calls uses.
+	if b := l.busy.Load(); b&1 == 0 && l.busy.CompareAndSwap(b, b|1) {
+		if s := l.slots[0]; s != nil {
+			return s
+		}
+		s := &scratch{slot: 0}
+		l.slots[0] = s
+		return s
+	}
+	return l.getAny()
+}
+
+func (l *scratchList) getAny() *scratch {
 	for {
 		b := l.busy.Load()
 		if b == 1<<scratchSlots-1 {

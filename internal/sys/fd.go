@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -152,6 +153,32 @@ func (fd *FD) Ioctl(req uint, arg unsafe.Pointer, keep ...any) error {
 	err := fd.ops.ioctl(req, arg)
 	runtime.KeepAlive(keep)
 	return err
+}
+
+// IoctlOwned is Ioctl for a caller that holds its owner's lock, the one
+// the owner's Close holds exclusively while it closes fd (a uverbs
+// context's life lock): fd cannot be closed, nor its number reused,
+// while the call runs, so the descriptor's own lock, which Ioctl takes
+// for that, is not taken again. The caller keeps the memory *arg
+// refers to alive. The error is the errno, or os.ErrClosed.
+func (fd *FD) IoctlOwned(req uint, arg unsafe.Pointer) error {
+	if fd == nil || fd.closed.Load() {
+		return os.ErrClosed
+	}
+	o, ok := fd.ops.(*osFD)
+	if !ok {
+		return fd.ops.ioctl(req, arg)
+	}
+	// A Syscall, not a RawSyscall: uverbs ioctls sleep (see osFD.ioctl).
+	for {
+		_, _, errno := syscall.Syscall(unix.SYS_IOCTL, uintptr(o.raw), uintptr(req), uintptr(arg))
+		if errno == 0 {
+			return nil
+		}
+		if errno != unix.EINTR {
+			return errno
+		}
+	}
 }
 
 // Read reads one record. On a pollable descriptor it waits, through the

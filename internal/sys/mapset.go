@@ -14,7 +14,7 @@ import (
 // recording. It is safe for concurrent use.
 type MapSet struct {
 	mu sync.Mutex
-	m  map[*byte]mapEnt // first byte → the mapping
+	t  mapTable // first byte → the mapping
 }
 
 // mapEnt is a mapping a MapSet recorded.
@@ -38,12 +38,12 @@ var mapped atomic.Int64
 func Mapped() int64 { return mapped.Load() }
 
 // NewMapSet returns an empty set.
-func NewMapSet() *MapSet { return &MapSet{m: map[*byte]mapEnt{}} }
+func NewMapSet() *MapSet { return &MapSet{} }
 
 func (s *MapSet) add(b []byte, anon bool) {
 	if s != nil && len(b) > 0 {
 		s.mu.Lock()
-		s.m[unsafe.SliceData(b)] = mapEnt{b: b, anon: anon}
+		s.t.put(mapEnt{b: b, anon: anon})
 		s.mu.Unlock()
 		mapped.Add(int64(len(b)))
 	}
@@ -76,12 +76,8 @@ func (s *MapSet) Unmap(b []byte) error {
 	if s == nil {
 		return Munmap(b)
 	}
-	a := unsafe.SliceData(b)
 	s.mu.Lock()
-	e, ok := s.m[a]
-	if ok {
-		delete(s.m, a)
-	}
+	e, ok := s.t.take(unsafe.SliceData(b))
 	s.mu.Unlock()
 	if !ok {
 		return nil
@@ -96,12 +92,14 @@ func (s *MapSet) UnmapAll() {
 		return
 	}
 	s.mu.Lock()
-	m := s.m
-	s.m = map[*byte]mapEnt{}
+	t := s.t
+	s.t = mapTable{}
 	s.mu.Unlock()
-	for _, e := range m {
-		mapped.Add(-int64(len(e.b)))
-		e.unmap()
+	for _, e := range t.slots {
+		if e.b != nil {
+			mapped.Add(-int64(len(e.b)))
+			e.unmap()
+		}
 	}
 }
 
@@ -112,5 +110,85 @@ func (s *MapSet) Len() int {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.m)
+	return s.t.n
+}
+
+// mapTable is a MapSet's mappings by first byte: an open-addressing table
+// with linear probing, keyed by page number (every mapping starts on a
+// page), so that recording and forgetting a mapping (one per queue of
+// each CQ and QP created and destroyed) is a few loads and stores
+// rather than a map's hashing. A free slot has a nil b.
+type mapTable struct {
+	slots []mapEnt // a power of two long, at most half full
+	n     int
+}
+
+// home is the slot a mapping starting at p is looked for first.
+func (t *mapTable) home(p *byte) int {
+	h := uint64(uintptr(unsafe.Pointer(p))>>12) * 0x9e3779b97f4a7c15
+	return int(h>>32) & (len(t.slots) - 1)
+}
+
+// put records e, replacing a mapping recorded at the same address.
+func (t *mapTable) put(e mapEnt) {
+	if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	p := unsafe.SliceData(e.b)
+	mask := len(t.slots) - 1
+	for i := t.home(p); ; i = (i + 1) & mask {
+		if t.slots[i].b == nil {
+			t.slots[i] = e
+			t.n++
+			return
+		}
+		if unsafe.SliceData(t.slots[i].b) == p {
+			t.slots[i] = e
+			return
+		}
+	}
+}
+
+func (t *mapTable) grow() {
+	old := t.slots
+	t.slots = make([]mapEnt, max(8, 2*len(old)))
+	t.n = 0
+	for _, e := range old {
+		if e.b != nil {
+			t.put(e)
+		}
+	}
+}
+
+// take forgets the mapping starting at p and returns it.
+func (t *mapTable) take(p *byte) (mapEnt, bool) {
+	if t.n == 0 {
+		return mapEnt{}, false
+	}
+	mask := len(t.slots) - 1
+	i := t.home(p)
+	for {
+		b := t.slots[i].b
+		if b == nil {
+			return mapEnt{}, false
+		}
+		if unsafe.SliceData(b) == p {
+			break
+		}
+		i = (i + 1) & mask
+	}
+	e := t.slots[i]
+	// Backward-shift deletion: move up the entries after i whose home
+	// is not between the hole and them, so that no probe meets a hole
+	// before its entry.
+	for j := (i + 1) & mask; t.slots[j].b != nil; j = (j + 1) & mask {
+		h := t.home(unsafe.SliceData(t.slots[j].b))
+		if (j-h)&mask >= (j-i)&mask {
+			t.slots[i] = t.slots[j]
+			i = j
+		}
+	}
+	t.slots[i] = mapEnt{}
+	t.n--
+	return e, true
 }

@@ -3,6 +3,7 @@ package verbs
 import (
 	"errors"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -214,4 +215,72 @@ func TestOwnedShared(t *testing.T) {
 		t.Error("a nil Owned is not destroyed")
 	}
 	nilOwned.RUnlock()
+}
+
+// Close waits for the holds in flight; a Hold made while Close runs
+// waits for it to finish and then fails; a second Close waits too and
+// returns false. Holds and releases from many goroutines around a Close
+// leave no hold behind and never succeed after Close began.
+func TestCloseWaitsForHolds(t *testing.T) {
+	c, _ := newCore(t)
+	if err := c.Hold("op"); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan bool)
+	tornDown := make(chan struct{})
+	go func() {
+		closed <- c.Close(func() { close(tornDown) })
+	}()
+	select {
+	case <-tornDown:
+		t.Fatal("Close ran its teardown while a hold was in flight")
+	case <-time.After(20 * time.Millisecond):
+	}
+	late := make(chan error)
+	go func() { late <- c.Hold("late") }()
+	second := make(chan bool)
+	go func() { second <- c.Close(func() { t.Error("second Close ran its teardown") }) }()
+	c.Release()
+	<-tornDown
+	if !<-closed {
+		t.Error("Close returned false")
+	}
+	if err := <-late; !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Hold during Close: %v, want os.ErrClosed", err)
+	}
+	if <-second {
+		t.Error("second Close returned true")
+	}
+	if c.TryHold() {
+		t.Error("TryHold after Close succeeded")
+	}
+}
+
+func TestHoldsRacingClose(t *testing.T) {
+	for range 20 {
+		c, _ := newCore(t)
+		var closing atomic.Bool
+		done := make(chan struct{})
+		for range 4 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for range 200 {
+					if !c.TryHold() {
+						return
+					}
+					if closing.Load() {
+						t.Error("a hold succeeded after Close began its teardown")
+					}
+					c.Release()
+				}
+			}()
+		}
+		c.Close(func() { closing.Store(true) })
+		for range 4 {
+			<-done
+		}
+		if n := c.life.n.Load(); n != -lifeClosing {
+			t.Fatalf("holds left after Close: count %d", n+lifeClosing)
+		}
+	}
 }

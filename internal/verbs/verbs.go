@@ -93,8 +93,7 @@ type Core struct {
 	// life is held shared by every operation and exclusively by Close:
 	// Close waits for calls in flight, and calls after it see closed.
 	// Lock order: life, then an object's lock, then hookMu.
-	life   sync.RWMutex
-	closed bool
+	life lifeLock
 
 	seq    atomic.Uint64
 	hookMu sync.Mutex
@@ -108,6 +107,7 @@ func (c *Core) Init(dev string, fd *sys.FD, api *abi.API, drv uint32) {
 		return
 	}
 	c.dev, c.fd, c.api, c.drv = dev, fd, api, drv
+	c.life.init()
 }
 
 // API returns the method table of the context's device (nil for a nil
@@ -160,15 +160,25 @@ func (c *Core) NextSeq() uint64 {
 // Errors: an *Error wrapping EINVAL for an unopened context, os.ErrClosed
 // after Close (then there is nothing to Release).
 func (c *Core) Hold(op string) error {
+	if c != nil && c.fd != nil && c.life.rlock() {
+		return nil
+	}
+	return c.holdErr(op)
+}
+
+// TryHold is Hold without the error, for a caller that makes its own: it
+// reports whether the context is held (then Release follows). It inlines.
+func (c *Core) TryHold() bool {
+	return c != nil && c.fd != nil && c.life.rlock()
+}
+
+// holdErr is the error of a Hold that failed, kept out of Hold so that
+// Hold inlines.
+func (c *Core) holdErr(op string) error {
 	if c == nil || c.fd == nil {
 		return errs.New(op, "", errNil)
 	}
-	c.life.RLock()
-	if c.closed {
-		c.life.RUnlock()
-		return c.Err(op, os.ErrClosed)
-	}
-	return nil
+	return c.Err(op, os.ErrClosed)
 }
 
 // Release ends a Hold.
@@ -176,7 +186,7 @@ func (c *Core) Release() {
 	if c == nil || c.fd == nil {
 		return // Hold failed on it: there is nothing to release
 	}
-	c.life.RUnlock()
+	c.life.runlock()
 }
 
 // errNil is the error of an operation on a nil or unopened context.
@@ -187,7 +197,10 @@ var errNil = fmt.Errorf("nil or zero object (make it with Open or its Context's 
 func errArg(msg string) error { return fmt.Errorf("%s: %w", msg, syscall.EINVAL) }
 
 // Do runs r on the context's descriptor, without the life lock: for
-// Close's hooks and callers that hold the context. The request goes to
+// Close's hooks and callers that hold the context (Hold, or Close's
+// exclusive hold), which is what keeps the descriptor open, and its
+// number not reused, while the ioctl runs (sys.FD.IoctlOwned: the
+// descriptor's own lock is not taken again). The request goes to
 // the kernel as built (abi.Request.MarshalUnchecked); when the kernel
 // refuses it, the request's own mistake, if the method table finds one,
 // is the error (abi.Request.Explain). It does not allocate once r's
@@ -202,7 +215,7 @@ func (c *Core) Do(r *abi.Request) error {
 	}
 	// r, which the ioctl's argument points into, keeps the memory its
 	// attributes point at alive until the call returns.
-	err = c.fd.Ioctl(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(unsafe.SliceData(buf)))
+	err = c.fd.IoctlOwned(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(unsafe.SliceData(buf)))
 	runtime.KeepAlive(r) // a request of many attributes is called from a copy
 	if err != nil {
 		return r.Explain(err)
@@ -222,13 +235,11 @@ func (c *Core) Invoke(r *abi.Request) error {
 	if c == nil || c.fd == nil {
 		return errs.New(r.Name(), "", errNil)
 	}
-	c.life.RLock()
-	if c.closed {
-		c.life.RUnlock()
+	if !c.life.rlock() {
 		return c.Err(r.Name(), os.ErrClosed)
 	}
 	err := c.Do(r)
-	c.life.RUnlock()
+	c.life.runlock()
 	if err != nil {
 		return c.Err(r.Name(), err)
 	}
@@ -256,12 +267,10 @@ func (c *Core) Close(teardown func()) bool {
 	if c == nil || c.fd == nil {
 		return false
 	}
-	c.life.Lock()
-	defer c.life.Unlock()
-	if c.closed {
+	if !c.life.lock() {
 		return false
 	}
-	c.closed = true
+	defer c.life.unlock()
 	if teardown != nil {
 		teardown()
 	}
