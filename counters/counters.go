@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"syscall"
 	"unsafe"
 
@@ -83,16 +82,14 @@ type Object struct {
 	// being created that binds the object; the points and the bound
 	// flows have a lock of their own inside b.
 	b verbs.Binding
-}
 
-// readPool holds the READ requests: each Read takes one for its call, so
-// that reads of one object (and of different ones) run together, as
-// ibv_read_counters builds its command on the caller's stack and takes no
-// lock. A request is heap memory: the kernel finds the attributes at the
-// address the ioctl passes and the values at the address inside the
-// request, which Go's stack moves would invalidate. In steady state Get
-// finds a request and Read allocates nothing.
-var readPool = sync.Pool{New: func() any { return new(abi.Request) }}
+	// calls hold the READ requests: each Read takes one for its call,
+	// so that reads of one object run together, as ibv_read_counters
+	// builds its command on the caller's stack and takes no lock. A
+	// request is heap memory: the kernel finds the attributes at the
+	// addresses it carries.
+	calls verbs.CallList
+}
 
 // Binding returns the object's binding state, for this module's package
 // flow, whose count action binds the object. Code outside the module
@@ -273,32 +270,41 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 		return errs.New(op, "", errArg("nil counters, or not made by Create"))
 	}
 	c, core := cs.c, cs.b.Core
-	if err := core.Hold(op); err != nil {
+	// No defers: the releases are made on each return (the read is a hot
+	// path: docs/performance.md).
+	if !core.TryHold() {
 		return errs.New(op, c.Device().Name, os.ErrClosed)
 	}
-	defer core.Release()
 	own := cs.b.Own
 	own.RLock()
-	defer own.RUnlock()
 	if own.Destroyed() {
+		own.RUnlock()
+		core.Release()
 		return errs.New(op, c.Device().Name, os.ErrClosed)
 	}
 	var buf []byte
 	if len(values) > 0 {
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*8)
 	}
-	r := readPool.Get().(*abi.Request)
-	r.Reset(core.API(), core.Driver(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
-	r.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.b.Handle).
-		Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, buf).
-		Flags32(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, uint32(flags))
-	err := core.InvokeHeld(r)
-	r.Release() // the pool keeps no reference to values
-	readPool.Put(r)
-	if err != nil {
-		return errs.New(op, c.Device().Name, cs.explainRead(errnoOf(err), len(values)))
+	// The request is written in place (verbs.Call): the three attributes
+	// of COUNTERS_READ, as rdma-core's ibv_read_counters sends them.
+	k, slot := cs.calls.Get()
+	k.Start(core.Driver(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
+	k.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.b.Handle)
+	var err error
+	if k.Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, buf) {
+		k.Inline(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, 4, uint64(flags))
+		err = core.DoCall(k)
+	} else {
+		err = syscall.EINVAL // more than MaxValues: explainRead says so
 	}
-	return nil
+	cs.calls.Put(slot)
+	if err != nil {
+		err = errs.New(op, c.Device().Name, cs.explainRead(err, len(values)))
+	}
+	own.RUnlock()
+	core.Release()
+	return err
 }
 
 // explainRead says which of the kernel's EINVAL rules a failed read most

@@ -197,9 +197,6 @@ func TestQueryPortAllocatesNothing(t *testing.T) {
 // AllocPD and Close allocate the PD and nothing else: the request, the
 // command and its response come from reused scratch memory.
 func TestAllocPDAllocatesOnlyThePD(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector makes sync.Pool drop items")
-	}
 	c := portOnlyContext(t)
 	if pd, err := c.AllocPD(); err != nil || pd.Handle() != standInPD {
 		t.Fatalf("AllocPD = %v, %v; want handle %d", pd, err, standInPD)
@@ -223,9 +220,6 @@ func TestAllocPDAllocatesOnlyThePD(t *testing.T) {
 // state (its driver resources and the mapping of its ring) lives in the
 // CQ, the request and the driver data in reused scratch memory.
 func TestCreateCQAllocatesOnlyTheCQ(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector makes sync.Pool drop items")
-	}
 	c := portOnlyContext(t)
 	mapped := sys.Mapped()
 	cq, err := c.CreateCQ(CQAttr{CQE: 8})
@@ -269,9 +263,6 @@ func TestCreateCQAllocatesOnlyTheCQ(t *testing.T) {
 // memory, the doorbell command in a page the context's QPs share. Nor do
 // they map anything but the two queues once that page exists.
 func TestCreateQPAllocatesOnlyTheQP(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector makes sync.Pool drop items")
-	}
 	c := portOnlyContext(t)
 	pd, err := c.AllocPD()
 	if err != nil {

@@ -137,9 +137,6 @@ func TestCreateInto(t *testing.T) {
 // cycles into the same objects, against an allocation-free stand-in
 // kernel that maps rxe's queues. Nor does anything stay mapped.
 func TestCreateIntoAllocatesNothing(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector makes sync.Pool drop items")
-	}
 	c := portOnlyContext(t)
 	_, inPlace := standInCycles(t, c)
 	mapped := sys.Mapped()

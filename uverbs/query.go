@@ -293,8 +293,8 @@ type PortAttr struct {
 // not have (the kernel's answer), EIO once the device was removed,
 // os.ErrClosed after Close.
 func (c *Context) QueryPort(port int) (PortAttr, error) {
-	if err := c.enter("query port"); err != nil {
-		return PortAttr{}, err
+	if c == nil || !c.core.TryHold() { // enter, inlined
+		return PortAttr{}, c.enterErr("query port")
 	}
 	// No defers: leave and putScratch are called on each return (the
 	// success path is the hot one, see docs/performance.md).
@@ -302,14 +302,17 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 		c.leave()
 		return PortAttr{}, c.portErr(port, syscall.EINVAL)
 	}
-	s := c.getScratch(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT)
+	// The request is written in place (verbs.Call): two attributes that
+	// are QUERY_PORT's, with nothing for the builder to check.
+	s := c.scr.get()
 	rsp := &s.port
 	*rsp = abi.IbUverbsQueryPortRespEx{}
-	r := &s.r
-	r.Const(abi.UVERBS_ATTR_QUERY_PORT_PORT_NUM, uint64(port)).
-		Out(abi.UVERBS_ATTR_QUERY_PORT_RESP, bytesOf(rsp))
-	if err := c.do(r); err != nil {
-		c.putScratch(s)
+	k := &s.call
+	k.Start(c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT)
+	k.Inline(abi.UVERBS_ATTR_QUERY_PORT_PORT_NUM, 8, uint64(port))
+	k.Out(abi.UVERBS_ATTR_QUERY_PORT_RESP, bytesOf(rsp))
+	if err := c.core.DoCall(k); err != nil {
+		c.scr.put(s)
 		c.leave()
 		return PortAttr{}, c.portErr(port, err)
 	}
@@ -324,7 +327,7 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 		PhysState: l.PhysState, LinkLayer: rdma.LinkLayer(l.LinkLayer), Flags: l.Flags,
 		PortCapFlags2: rsp.PortCapFlags2,
 	}
-	c.putScratch(s)
+	c.scr.put(s)
 	c.leave()
 	return a, nil
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/verbs"
 )
 
 // scratch is an ioctl request with room for the small fixed inputs and
@@ -16,6 +17,8 @@ import (
 // one call's alone: concurrent calls on a Context take different ones
 // (scratchList), so none waits for another's system call.
 type scratch struct {
+	call   verbs.Call // first: the calls built in place (QueryPort), aligned as the object
+	port   abi.IbUverbsQueryPortRespEx
 	r      abi.Request
 	pdReq  abi.IbUverbsAllocPd
 	pdResp abi.IbUverbsAllocPdResp
@@ -24,7 +27,6 @@ type scratch struct {
 	u32    uint32
 	cqDone abi.IbUverbsDestroyCqResp
 	qpDone abi.IbUverbsDestroyQpResp
-	port   abi.IbUverbsQueryPortRespEx
 	drv    drvScratch
 	slot   int8 // its slot in the Context's scratchList, -1 for none
 }

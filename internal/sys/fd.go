@@ -155,6 +155,24 @@ func (fd *FD) Ioctl(req uint, arg unsafe.Pointer, keep ...any) error {
 	return err
 }
 
+// IoctlNumber issues ioctl(raw, req, arg) with no check and no lock: the
+// entry of a caller whose own lock keeps the descriptor number open for
+// the call (verbs.Core: every ioctl of a context runs under the context's
+// life lock, and only its Close, holding that lock alone, closes the
+// descriptor), taken from FD.Raw once. A Syscall, not a RawSyscall (see
+// osFD.ioctl). The error is the errno.
+func IoctlNumber(raw int, req uint, arg unsafe.Pointer) error {
+	for {
+		_, _, errno := syscall.Syscall(unix.SYS_IOCTL, uintptr(raw), uintptr(req), uintptr(arg))
+		if errno == 0 {
+			return nil
+		}
+		if errno != unix.EINTR {
+			return errno
+		}
+	}
+}
+
 // IoctlOwned is Ioctl for a caller that holds its owner's lock, the one
 // the owner's Close holds exclusively while it closes fd (a uverbs
 // context's life lock): fd cannot be closed, nor its number reused,

@@ -87,6 +87,7 @@ func (o Opener) OpenFile(path string) (*sys.FD, error) {
 type Core struct {
 	dev string
 	fd  *sys.FD
+	raw int // fd's number, -1 for a fake kernel's: see ioctl
 	api *abi.API
 	drv uint32
 
@@ -106,7 +107,7 @@ func (c *Core) Init(dev string, fd *sys.FD, api *abi.API, drv uint32) {
 	if c == nil {
 		return
 	}
-	c.dev, c.fd, c.api, c.drv = dev, fd, api, drv
+	c.dev, c.fd, c.raw, c.api, c.drv = dev, fd, fd.Raw(), api, drv
 	c.life.init()
 }
 
@@ -215,12 +216,24 @@ func (c *Core) Do(r *abi.Request) error {
 	}
 	// r, which the ioctl's argument points into, keeps the memory its
 	// attributes point at alive until the call returns.
-	err = c.fd.IoctlOwned(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(unsafe.SliceData(buf)))
+	err = c.ioctl(unsafe.Pointer(unsafe.SliceData(buf)))
 	runtime.KeepAlive(r) // a request of many attributes is called from a copy
 	if err != nil {
 		return r.Explain(err)
 	}
 	return nil
+}
+
+// ioctl issues RDMA_VERBS_IOCTL with arg on the context's descriptor.
+// Every caller holds the context (Hold) or is its Close, and only Close,
+// with the life lock held alone, closes the descriptor: the number stays
+// open for the call without the descriptor's own lock (sys.IoctlNumber).
+// A fake kernel's descriptor has no number and goes through its ops.
+func (c *Core) ioctl(arg unsafe.Pointer) error {
+	if c.raw >= 0 {
+		return sys.IoctlNumber(c.raw, abi.RDMA_VERBS_IOCTL, arg)
+	}
+	return c.fd.IoctlOwned(abi.RDMA_VERBS_IOCTL, arg)
 }
 
 // Invoke runs a request built for the context's device, holding the

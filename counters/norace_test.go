@@ -1,5 +1,0 @@
-//go:build !race
-
-package counters_test
-
-const raceEnabled = false

@@ -1,0 +1,144 @@
+package verbs
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/sys"
+)
+
+// callAttrs is the most attributes a Call holds.
+const callAttrs = 4
+
+// Call is a small request written straight into the kernel's layout
+// (struct ib_uverbs_ioctl_hdr, then struct ib_uverbs_attr entries), for
+// the hottest methods, whose attributes the caller knows to be what the
+// method takes: QueryPort and a counters read. It is what abi.Request
+// sends for the same attributes, without the builder's bookkeeping or its
+// method-table check (a failed call is not explained by the table; its
+// errno is returned as it is). Like libibverbs' execute_ioctl with a
+// stack-built attribute array, minus the stack: a Call must be heap memory
+// (a scratch, a CallList's), since the kernel reads it, and what its
+// attributes point at, through addresses stored as integers.
+type Call struct {
+	hdr   abi.IoctlHdr
+	attrs [callAttrs]abi.IoctlAttr // must follow hdr: the two are the wire form
+	// keep is the memory the Out attribute points at (a Call carries one
+	// pointer attribute at most), kept alive, and kept off the stack by
+	// escape analysis, until DoCall returns.
+	keep unsafe.Pointer
+}
+
+// The wire form is the Call's first bytes.
+const (
+	_ = uint(unsafe.Offsetof(Call{}.attrs) - abi.IoctlHdrSize)
+	_ = uint(abi.IoctlHdrSize - unsafe.Offsetof(Call{}.attrs))
+)
+
+// Start begins a call of method of object on driver drv.
+func (c *Call) Start(drv uint32, object, method uint16) {
+	c.hdr = abi.IoctlHdr{ObjectID: object, MethodID: method, DriverID: drv}
+	c.keep = nil
+}
+
+// add appends an attribute. It reports false when the Call is full.
+func (c *Call) add(id, length uint16, data uint64) bool {
+	i := uint(c.hdr.NumAttrs)
+	if i >= callAttrs {
+		return false
+	}
+	c.attrs[i] = abi.IoctlAttr{ID: id, Len: length, Flags: abi.UVERBS_ATTR_F_MANDATORY, Data: data}
+	c.hdr.NumAttrs++
+	return true
+}
+
+// Inline adds an attribute carried in the data word: a CONST_IN (length
+// 8), a FLAGS_IN (4 or 8) or a u32 or u64 PTR_IN of that length.
+func (c *Call) Inline(id, length uint16, v uint64) bool { return c.add(id, length, v) }
+
+// Handle adds an IDR attribute naming an existing object.
+func (c *Call) Handle(id uint16, handle uint32) bool { return c.add(id, 0, uint64(handle)) }
+
+// Out adds the Call's one PTR_OUT attribute: the kernel writes up to
+// len(b) bytes at b, at most abi.MaxAttrLen. It reports false for a
+// longer b, a full Call, or a second Out.
+func (c *Call) Out(id uint16, b []byte) bool {
+	if len(b) > abi.MaxAttrLen || c.keep != nil {
+		return false
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	c.keep = p
+	return c.add(id, uint16(len(b)), uint64(uintptr(p)))
+}
+
+// DoCall runs call on the context's descriptor; the caller holds the
+// context (Hold, or Close's teardown). It drops the call's references to
+// the caller's memory afterwards, so that a pooled Call keeps nothing
+// alive. The error is the errno.
+func (c *Core) DoCall(call *Call) error {
+	if c == nil || c.fd == nil || call == nil {
+		return errArg("nil context or call")
+	}
+	call.hdr.Length = uint16(abi.IoctlHdrSize + abi.IoctlAttrSize*int(call.hdr.NumAttrs))
+	var err error
+	if c.raw >= 0 { // c.ioctl, by hand: one frame less on the hottest path
+		err = sys.IoctlNumber(c.raw, abi.RDMA_VERBS_IOCTL, unsafe.Pointer(call))
+	} else {
+		err = c.fd.IoctlOwned(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(call))
+	}
+	if call.keep != nil {
+		call.keep = nil
+	}
+	return err
+}
+
+// CallList hands out Calls without a lock: eight kept for reuse, a busy
+// bit each, taken and given back with one atomic operation; past eight
+// concurrent users it makes a new one. The zero CallList is ready.
+type CallList struct {
+	busy  atomic.Uint32
+	slots [8]atomic.Pointer[Call]
+}
+
+// Get returns a Call for one request; give it back with Put.
+func (l *CallList) Get() (*Call, int) {
+	// Slot 0 first: the one a reader without company uses.
+	if b := l.busy.Load(); b&1 == 0 && l.busy.CompareAndSwap(b, b|1) {
+		if c := l.slots[0].Load(); c != nil {
+			return c, 0
+		}
+		c := new(Call)
+		l.slots[0].Store(c)
+		return c, 0
+	}
+	return l.getAny()
+}
+
+func (l *CallList) getAny() (*Call, int) {
+	for {
+		b := l.busy.Load()
+		i := 0
+		for i < len(l.slots) && b&(1<<i) != 0 {
+			i++
+		}
+		if i == len(l.slots) {
+			return new(Call), -1
+		}
+		if l.busy.CompareAndSwap(b, b|1<<i) {
+			c := l.slots[i].Load()
+			if c == nil {
+				c = new(Call)
+				l.slots[i].Store(c)
+			}
+			return c, i
+		}
+	}
+}
+
+// Put gives back the Call Get returned as slot.
+func (l *CallList) Put(slot int) {
+	if slot >= 0 {
+		l.busy.And(^uint32(1 << slot))
+	}
+}
