@@ -62,14 +62,32 @@ func (c *Context) allocPD(pd *PD) error {
 	if err := c.enter("alloc pd"); err != nil {
 		return err
 	}
-	s := c.getScratch(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
-	resp, req := &s.pdResp, &s.pdReq
-	*resp = abi.IbUverbsAllocPdResp{}
-	req.Response = addrOf(bytesOf(resp)) // ignored by INVOKE_WRITE; rdma-core fills it too
-	in, out := c.prov.pdData()
-	err := c.do(invokeWriteInto(&s.r, abi.IB_USER_VERBS_CMD_ALLOC_PD, bytesOf(req), bytesOf(resp), in, out))
-	handle := resp.PdHandle
-	c.putScratch(s)
+	var err error
+	var handle uint32
+	if in, out := c.prov.pdData(); len(in) == 0 && len(out) == 0 {
+		// No driver data (rxe): the request is written in place
+		// (verbs.Call), the scratch holding the command and response.
+		s := c.scr.get()
+		resp, req := &s.pdResp, &s.pdReq
+		*resp = abi.IbUverbsAllocPdResp{}
+		req.Response = addrOf(bytesOf(resp)) // ignored by INVOKE_WRITE; rdma-core fills it too
+		k := &s.call
+		k.Start(c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
+		k.Inline(abi.UVERBS_ATTR_WRITE_CMD, 8, abi.IB_USER_VERBS_CMD_ALLOC_PD)
+		k.In(abi.UVERBS_ATTR_CORE_IN, bytesOf(req))
+		k.Out(abi.UVERBS_ATTR_CORE_OUT, bytesOf(resp))
+		err = c.core.DoCall(k)
+		handle = resp.PdHandle
+		c.scr.put(s)
+	} else {
+		s := c.getScratch(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
+		resp, req := &s.pdResp, &s.pdReq
+		*resp = abi.IbUverbsAllocPdResp{}
+		req.Response = addrOf(bytesOf(resp))
+		err = c.do(invokeWriteInto(&s.r, abi.IB_USER_VERBS_CMD_ALLOC_PD, bytesOf(req), bytesOf(resp), in, out))
+		handle = resp.PdHandle
+		c.putScratch(s)
+	}
 	if err != nil {
 		c.leave()
 		return c.err("alloc pd", err)
@@ -117,9 +135,12 @@ func (pd *PD) destroyLocked(bool) error {
 	if !pd.destroyBegin() {
 		return nil
 	}
-	s := c.getScratch(abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY)
-	err := c.do(s.r.Handle(abi.UVERBS_ATTR_DESTROY_PD_HANDLE, pd.handle))
-	c.putScratch(s)
+	s := c.scr.get()
+	k := &s.call
+	k.Start(c.drv, abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY)
+	k.Handle(abi.UVERBS_ATTR_DESTROY_PD_HANDLE, pd.handle)
+	err := c.core.DoCall(k)
+	c.scr.put(s)
 	if !pd.destroyEnd(err) {
 		return c.err("dealloc pd", err)
 	}

@@ -24,10 +24,10 @@ const callAttrs = 4
 type Call struct {
 	hdr   abi.IoctlHdr
 	attrs [callAttrs]abi.IoctlAttr // must follow hdr: the two are the wire form
-	// keep is the memory the Out attribute points at (a Call carries one
-	// pointer attribute at most), kept alive, and kept off the stack by
-	// escape analysis, until DoCall returns.
-	keep unsafe.Pointer
+	// keep and keepIn are the memory the Out attribute and a long In
+	// attribute point at (one of each at most), kept alive, and kept off
+	// the stack by escape analysis, until DoCall returns.
+	keep, keepIn unsafe.Pointer
 }
 
 // The wire form is the Call's first bytes.
@@ -39,7 +39,7 @@ const (
 // Start begins a call of method of object on driver drv.
 func (c *Call) Start(drv uint32, object, method uint16) {
 	c.hdr = abi.IoctlHdr{ObjectID: object, MethodID: method, DriverID: drv}
-	c.keep = nil
+	c.keep, c.keepIn = nil, nil
 }
 
 // add appends an attribute. It reports false when the Call is full.
@@ -60,15 +60,32 @@ func (c *Call) Inline(id, length uint16, v uint64) bool { return c.add(id, lengt
 // Handle adds an IDR attribute naming an existing object.
 func (c *Call) Handle(id uint16, handle uint32) bool { return c.add(id, 0, uint64(handle)) }
 
-// Out adds the Call's one PTR_OUT attribute: the kernel writes up to
-// len(b) bytes at b, at most abi.MaxAttrLen. It reports false for a
-// longer b, a full Call, or a second Out.
+// Out adds the Call's PTR_OUT attribute: the kernel writes up to len(b)
+// bytes at b, at most abi.MaxAttrLen. It reports false for a longer b, a
+// full Call, or a second Out.
 func (c *Call) Out(id uint16, b []byte) bool {
 	if len(b) > abi.MaxAttrLen || c.keep != nil {
 		return false
 	}
 	p := unsafe.Pointer(unsafe.SliceData(b))
 	c.keep = p
+	return c.add(id, uint16(len(b)), uint64(uintptr(p)))
+}
+
+// In adds a PTR_IN attribute: up to 8 bytes inline (where the kernel
+// reads them), longer by address (one such at most). It reports false as
+// Out does.
+func (c *Call) In(id uint16, b []byte) bool {
+	if len(b) <= 8 {
+		var v [8]byte
+		copy(v[:], b)
+		return c.add(id, uint16(len(b)), *(*uint64)(unsafe.Pointer(&v)))
+	}
+	if len(b) > abi.MaxAttrLen || c.keepIn != nil {
+		return false
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	c.keepIn = p
 	return c.add(id, uint16(len(b)), uint64(uintptr(p)))
 }
 
@@ -87,8 +104,8 @@ func (c *Core) DoCall(call *Call) error {
 	} else {
 		err = c.fd.IoctlOwned(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(call))
 	}
-	if call.keep != nil {
-		call.keep = nil
+	if call.keep != nil || call.keepIn != nil {
+		call.keep, call.keepIn = nil, nil
 	}
 	return err
 }

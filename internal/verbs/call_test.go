@@ -32,10 +32,10 @@ func TestCallWireForm(t *testing.T) {
 	if string(got) != string(want) {
 		t.Errorf("Call bytes\n%x\nwant abi.Request's\n%x", got, want)
 	}
-	if c.Out(1, out) {
-		t.Error("a second Out was taken")
+	if c.Out(1, out) || !c.In(9, make([]byte, 16)) {
+		t.Error("a second Out was taken, or a long In refused")
 	}
-	if c.Inline(9, 8, 0); c.Inline(10, 8, 0) {
+	if c.Inline(10, 8, 0) {
 		t.Error("a fifth attribute was taken")
 	}
 	if new(Call).Out(1, make([]byte, abi.MaxAttrLen+1)) {
@@ -74,5 +74,29 @@ func TestCallListExclusive(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _, s := l.Get(); l.Put(s) }); n != 0 {
 		t.Errorf("Get+Put allocates %v", n)
+	}
+}
+
+// In carries up to 8 bytes inline and longer ones by address, as
+// abi.Request's In does.
+func TestCallInAsRequest(t *testing.T) {
+	short, long, out := []byte{1, 2, 3, 4, 5, 6, 7, 8}, make([]byte, 24), make([]byte, 4)
+	var r abi.Request
+	r.Reset(nil, 2, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
+	r.Const(abi.UVERBS_ATTR_WRITE_CMD, 3).In(abi.UVERBS_ATTR_CORE_IN, short).
+		Out(abi.UVERBS_ATTR_CORE_OUT, out).In(abi.UVERBS_ATTR_UHW_IN, long)
+	want, err := r.MarshalUnchecked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := new(Call)
+	c.Start(2, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
+	if !c.Inline(abi.UVERBS_ATTR_WRITE_CMD, 8, 3) || !c.In(abi.UVERBS_ATTR_CORE_IN, short) ||
+		!c.Out(abi.UVERBS_ATTR_CORE_OUT, out) || !c.In(abi.UVERBS_ATTR_UHW_IN, long) {
+		t.Fatal("a Call refused the attributes")
+	}
+	c.hdr.Length = uint16(abi.IoctlHdrSize + abi.IoctlAttrSize*int(c.hdr.NumAttrs))
+	if got := unsafe.Slice((*byte)(unsafe.Pointer(c)), len(want)); string(got) != string(want) {
+		t.Errorf("Call bytes\n%x\nwant abi.Request's\n%x", got, want)
 	}
 }
