@@ -315,8 +315,9 @@ type CompChannel struct {
 
 // CreateCompChannel creates a completion channel, like
 // ibv_create_comp_channel: write command CREATE_COMP_CHANNEL through
-// INVOKE_WRITE. Its descriptor is non-blocking and goes through the Go
-// runtime poller.
+// INVOKE_WRITE. Its descriptor is non-blocking. GetEvent waits for it in
+// the Go runtime poller with a context that can be done, and in a
+// blocking poll(2) with one that cannot (see GetEvent).
 //
 // Errors: an *Error wrapping the errno, or os.ErrClosed after Close.
 func (c *Context) CreateCompChannel() (*CompChannel, error) {
@@ -349,6 +350,16 @@ func (ch *CompChannel) seq() uint64        { return ch.seqV }
 // GetEvent waits for the next completion event, like ibv_get_cq_event,
 // and returns the CQ it is for. It returns when an event arrives, ctx is
 // done (ctx.Err()), or the channel is closed (os.ErrClosed).
+//
+// With a context that can never be done (context.Background,
+// context.WithoutCancel) it allocates nothing and waits as
+// ibv_get_cq_event does, in a system call: poll(2) on the channel and a
+// wake-up descriptor that Close writes, then read(2). The goroutine's
+// thread blocks there; the runtime gives its P to other goroutines when
+// they need it. An event loop that wants a timeout can close the channel
+// when its own context ends (context.AfterFunc), as rc_pingpong does. A
+// context that can be done waits in the runtime poller, with a wake-up
+// registered (and allocated) per call.
 //
 // Errors: ctx.Err(); an *Error wrapping os.ErrClosed or the read errno.
 func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
