@@ -316,12 +316,18 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 		rbuf[i], sbuf[i] = 0x7b, 0x7b // rc_pingpong's memset(ctx->buf, 0x7b, size)
 	}
 	var ch *uverbs.CompChannel
+	// waitCtx is GetEvent's context: one that is never done, so that
+	// GetEvent waits in a blocking poll(2), as ibv_get_cq_event's read,
+	// without the runtime poller and a wake-up registered per call. When
+	// ctx ends (--timeout), closing the device context wakes it
+	// (os.ErrClosed): the channel alone cannot be closed while the CQ
+	// uses it.
+	waitCtx := context.WithoutCancel(ctx)
 	if o.events {
 		if ch, err = c.CreateCompChannel(); err != nil {
 			return fmt.Errorf("couldn't create completion channel: %w", err)
 		}
-		// Close wakes a GetEvent still waiting (after a timeout).
-		stop := context.AfterFunc(ctx, func() { ch.Close() })
+		stop := context.AfterFunc(ctx, func() { c.Close() })
 		defer stop()
 	}
 	cq, err := c.CreateCQ(uverbs.CQAttr{CQE: o.rxDepth + 1, Channel: ch})
@@ -473,8 +479,11 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 	for rcnt < o.iters || scnt < o.iters {
 		var ne int
 		if o.events {
-			got, err := ch.GetEvent(ctx)
+			got, err := ch.GetEvent(waitCtx)
 			if err != nil {
+				if ctx.Err() != nil {
+					err = fmt.Errorf("after %d sends and %d receives: %w", scnt, rcnt, ctx.Err())
+				}
 				return fmt.Errorf("failed to get cq_event: %w", err)
 			}
 			if got != cq {
