@@ -48,8 +48,9 @@ type CQ struct {
 	seqV    uint64
 	ring    rxeRing // the CQE ring on rxe (hasRing)
 	hasRing bool
-	m5      *mlx5CQ // the CQE ring on mlx5: &m5CQ, or nil
-	m5CQ    mlx5CQ  // in the CQ, not beside it: one allocation
+	m5      *mlx5CQ       // the CQE ring on mlx5: &m5CQ, or nil
+	m5CQ    mlx5CQ        // in the CQ, not beside it: one allocation
+	notify  [2]*notifyReq // ReqNotify's requests (all, solicited only), made on first use
 
 	lifecycle
 	events [2]uint32 // completion and async events the kernel reported at destroy
@@ -245,15 +246,45 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	if cq.destroyed {
 		return c.err(op, os.ErrClosed)
 	}
-	req := new(abi.IbUverbsReqNotifyCq)
-	req.CqHandle = cq.handle
+	k := 0
 	if solicitedOnly {
-		req.SolicitedOnly = 1
+		k = 1
 	}
-	if err := c.invokeWrite(abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, bytesOf(req), nil, nil, nil); err != nil {
+	n := cq.notify[k]
+	if n == nil {
+		var err error
+		if n, err = c.newNotifyReq(cq.handle, uint32(k)); err != nil {
+			return c.err(op, err)
+		}
+		cq.notify[k] = n
+	}
+	if err := c.fd.Ioctl(abi.RDMA_VERBS_IOCTL, ptrOf(n.buf), n); err != nil {
 		return c.err(op, err)
 	}
 	return nil
+}
+
+// notifyReq is a CQ's REQ_NOTIFY_CQ request, marshalled once: every call
+// of an event loop sends the same bytes (the CQ's handle, the solicited
+// flag, carried inline), so ReqNotify reissues them without building,
+// checking and marshalling a request each time, and allocates nothing.
+// The request is input only: the kernel writes nothing back into it.
+type notifyReq struct {
+	r   *abi.Request // owns buf
+	req abi.IbUverbsReqNotifyCq
+	buf []byte
+}
+
+func (c *Context) newNotifyReq(handle, solicited uint32) (*notifyReq, error) {
+	n := &notifyReq{req: abi.IbUverbsReqNotifyCq{CqHandle: handle, SolicitedOnly: solicited}}
+	n.r = invokeWriteInto(abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE),
+		abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, bytesOf(&n.req), nil, nil, nil)
+	buf, err := n.r.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	n.buf = buf
+	return n, nil
 }
 
 // Close destroys the CQ, like ibv_destroy_cq (UVERBS_METHOD_CQ_DESTROY),
