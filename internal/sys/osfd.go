@@ -172,11 +172,15 @@ func (o *osFD) readBlocking(p []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		n, err := unix.Read(o.raw, p)
+		// Non-blocking, and poll saw a record: the read does not sleep,
+		// so it need not tell the scheduler (as rawWrite).
+		r, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(o.raw), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 		switch {
-		case err == unix.EINTR:
-		case err != unix.EAGAIN:
-			return n, err
+		case errno == 0:
+			return int(r), nil
+		case errno == unix.EINTR:
+		case errno != unix.EAGAIN:
+			return 0, errno
 		case rev&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0:
 			// An error state with nothing to read: as readable says.
 			return 0, unix.EIO
