@@ -400,14 +400,19 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// No defer: an event loop calls this once per completion event.
 	ch.rd.Lock()
-	defer ch.rd.Unlock()
 	n, err := ch.fd.ReadContext(ctx, ch.buf)
+	var uh uint64
+	var derr error
+	if err == nil {
+		uh, derr = decodeCompEventDesc(ch.buf[:n])
+	}
+	ch.rd.Unlock()
 	if err != nil {
 		return nil, ch.c.readErr(ctx, "get cq event", err)
 	}
-	uh, err := decodeCompEventDesc(ch.buf[:n])
-	if err != nil {
+	if err := derr; err != nil {
 		return nil, ch.c.err("get cq event", err)
 	}
 	if cq, ok := ch.c.lookupUH(uh).(*CQ); ok {

@@ -35,7 +35,8 @@ type osFD struct {
 	wmu     sync.Mutex // guards the three below
 	closing bool       // close has begun: no new wake-up descriptor
 	hasWake bool
-	wake    int // the eventfd close writes to wake blocking waits
+	wake    int          // the eventfd close writes to wake blocking waits
+	wakeNum atomic.Int32 // wake+1 once made: wakeFD's lock-free path
 
 	mu     sync.RWMutex // held shared by system calls on raw, exclusively by close
 	closed bool         // under mu
@@ -112,8 +113,13 @@ func (o *osFD) poller() (*pollFile, error) {
 }
 
 // wakeFD returns the eventfd that close writes, creating it on first use.
-// The caller holds the shared lock.
+// The caller holds the shared lock. Once it exists a wait needs no lock
+// to find it: close writes it after it set closing, and it stays
+// readable, so a wait that starts late still wakes at once.
 func (o *osFD) wakeFD() (int, error) {
+	if n := o.wakeNum.Load(); n != 0 {
+		return int(n - 1), nil
+	}
 	o.wmu.Lock()
 	defer o.wmu.Unlock()
 	if o.closing {
@@ -125,6 +131,7 @@ func (o *osFD) wakeFD() (int, error) {
 			return -1, err
 		}
 		o.wake, o.hasWake = efd, true
+		o.wakeNum.Store(int32(efd) + 1)
 	}
 	return o.wake, nil
 }
@@ -166,7 +173,13 @@ func (o *osFD) readBlocking(p []byte) (int, error) {
 	if err := o.acquire(); err != nil {
 		return 0, err
 	}
-	defer o.mu.RUnlock()
+	n, err := o.readBlockingLocked(p)
+	o.mu.RUnlock()
+	return n, err
+}
+
+// readBlockingLocked is readBlocking's loop, under the shared lock.
+func (o *osFD) readBlockingLocked(p []byte) (int, error) {
 	for {
 		rev, err := o.pollBlocking()
 		if err != nil {
