@@ -48,8 +48,9 @@ type CQ struct {
 	seqV    uint64
 	ring    rxeRing // the CQE ring on rxe (hasRing)
 	hasRing bool
-	m5      *mlx5CQ // the CQE ring on mlx5: &m5CQ, or nil
-	m5CQ    mlx5CQ  // in the CQ, not beside it: one allocation
+	m5      *mlx5CQ       // the CQE ring on mlx5: &m5CQ, or nil
+	m5CQ    mlx5CQ        // in the CQ, not beside it: one allocation
+	notify  [2]*notifyReq // ReqNotify's requests (all, solicited only), made on first use
 
 	lifecycle
 	events [2]uint32 // completion and async events the kernel reported at destroy
@@ -259,15 +260,45 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	if cq.destroyed {
 		return c.err(op, os.ErrClosed)
 	}
-	req := new(abi.IbUverbsReqNotifyCq)
-	req.CqHandle = cq.handle
+	k := 0
 	if solicitedOnly {
-		req.SolicitedOnly = 1
+		k = 1
 	}
-	if err := c.invokeWrite(abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, bytesOf(req), nil, nil, nil); err != nil {
+	n := cq.notify[k]
+	if n == nil {
+		var err error
+		if n, err = c.newNotifyReq(cq.handle, uint32(k)); err != nil {
+			return c.err(op, err)
+		}
+		cq.notify[k] = n
+	}
+	if err := c.fd.Ioctl(abi.RDMA_VERBS_IOCTL, ptrOf(n.buf), n); err != nil {
 		return c.err(op, err)
 	}
 	return nil
+}
+
+// notifyReq is a CQ's REQ_NOTIFY_CQ request, marshalled once: every call
+// of an event loop sends the same bytes (the CQ's handle, the solicited
+// flag, carried inline), so ReqNotify reissues them without building,
+// checking and marshalling a request each time, and allocates nothing.
+// The request is input only: the kernel writes nothing back into it.
+type notifyReq struct {
+	r   *abi.Request // owns buf
+	req abi.IbUverbsReqNotifyCq
+	buf []byte
+}
+
+func (c *Context) newNotifyReq(handle, solicited uint32) (*notifyReq, error) {
+	n := &notifyReq{req: abi.IbUverbsReqNotifyCq{CqHandle: handle, SolicitedOnly: solicited}}
+	n.r = invokeWriteInto(abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE),
+		abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, bytesOf(&n.req), nil, nil, nil)
+	buf, err := n.r.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	n.buf = buf
+	return n, nil
 }
 
 // Close destroys the CQ, like ibv_destroy_cq (UVERBS_METHOD_CQ_DESTROY),
@@ -333,8 +364,9 @@ type CompChannel struct {
 
 // CreateCompChannel creates a completion channel, like
 // ibv_create_comp_channel: write command CREATE_COMP_CHANNEL through
-// INVOKE_WRITE. Its descriptor is non-blocking and goes through the Go
-// runtime poller.
+// INVOKE_WRITE. Its descriptor is non-blocking. GetEvent waits for it in
+// the Go runtime poller with a context that can be done, and in a
+// blocking poll(2) with one that cannot (see GetEvent).
 //
 // Errors: an *Error wrapping the errno, or os.ErrClosed after Close.
 func (c *Context) CreateCompChannel() (*CompChannel, error) {
@@ -366,6 +398,16 @@ func (ch *CompChannel) seq() uint64        { return ch.seqV }
 // and returns the CQ it is for. It returns when an event arrives, ctx is
 // done (ctx.Err()), or the channel is closed (os.ErrClosed).
 //
+// With a context that can never be done (context.Background,
+// context.WithoutCancel) it allocates nothing and waits as
+// ibv_get_cq_event does, in a system call: poll(2) on the channel and a
+// wake-up descriptor that Close writes, then read(2). The goroutine's
+// thread blocks there; the runtime gives its P to other goroutines when
+// they need it. An event loop that wants a timeout can close the channel
+// when its own context ends (context.AfterFunc), as rc_pingpong does. A
+// context that can be done waits in the runtime poller, with a wake-up
+// registered (and allocated) per call.
+//
 // Errors: ctx.Err(); an *Error wrapping os.ErrClosed or the read errno.
 func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 	if ch == nil || ch.c == nil {
@@ -374,14 +416,19 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// No defer: an event loop calls this once per completion event.
 	ch.rd.Lock()
-	defer ch.rd.Unlock()
 	n, err := ch.fd.ReadContext(ctx, ch.buf)
+	var uh uint64
+	var derr error
+	if err == nil {
+		uh, derr = decodeCompEventDesc(ch.buf[:n])
+	}
+	ch.rd.Unlock()
 	if err != nil {
 		return nil, ch.c.readErr(ctx, "get cq event", err)
 	}
-	uh, err := decodeCompEventDesc(ch.buf[:n])
-	if err != nil {
+	if err := derr; err != nil {
 		return nil, ch.c.err("get cq event", err)
 	}
 	if cq, ok := ch.c.lookupUH(uh).(*CQ); ok {

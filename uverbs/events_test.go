@@ -204,3 +204,130 @@ func TestGetEventBackgroundAllocatesNothing(t *testing.T) {
 		t.Errorf("GetEvent with a cancellable context = %p, %v", got, err)
 	}
 }
+
+// With a context that cannot be done, GetEvent waits without the runtime
+// poller: an event wakes it, and so does closing the channel
+// (os.ErrClosed); a cancellable wait before and after still works.
+func TestGetEventBlockingWait(t *testing.T) {
+	b := newBed(t, rxe0())
+	c := b.open(t, "rxe0")
+	v := b.devs["rxe0"]
+	ch, err := c.CreateCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(CQAttr{CQE: 4, Channel: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		cq  *CQ
+		err error
+	}
+	getAsync := func(ctx context.Context) <-chan result {
+		r := make(chan result, 1)
+		go func() {
+			got, err := ch.GetEvent(ctx)
+			r <- result{got, err}
+		}()
+		time.Sleep(20 * time.Millisecond)
+		return r
+	}
+	await := func(r <-chan result) result {
+		t.Helper()
+		select {
+		case x := <-r:
+			return x
+		case <-time.After(5 * time.Second):
+			t.Fatal("GetEvent did not return")
+			return result{}
+		}
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	r := getAsync(cctx)
+	cancel()
+	if x := await(r); !errors.Is(x.err, context.Canceled) {
+		t.Errorf("GetEvent cancelled: %v", x.err)
+	}
+	r = getAsync(context.Background())
+	v.PostCompEvent(cq.Handle())
+	if x := await(r); x.err != nil || x.cq != cq {
+		t.Errorf("GetEvent woken by an event = %p, %v; want %p", x.cq, x.err, cq)
+	}
+	r = getAsync(context.WithoutCancel(cctx))
+	v.PostCompEvent(cq.Handle())
+	if x := await(r); x.err != nil || x.cq != cq {
+		t.Errorf("GetEvent(WithoutCancel) = %p, %v", x.cq, x.err)
+	}
+	v.PostCompEvent(cq.Handle())
+	tctx, tcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer tcancel()
+	if got, err := ch.GetEvent(tctx); err != nil || got != cq {
+		t.Errorf("GetEvent with a deadline = %p, %v", got, err)
+	}
+	if err := cq.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r = getAsync(context.Background())
+	if err := ch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if x := await(r); !errors.Is(x.err, os.ErrClosed) {
+		t.Errorf("GetEvent waiting when the channel closed: %v, want os.ErrClosed", x.err)
+	}
+}
+
+// ReqNotify sends each CQ's own request, with the solicited flag asked
+// for, from the request it marshalled on first use. (Whether it allocates
+// is not measured here: the fake kernel's decoding and log allocate.)
+func TestReqNotifyReusesItsRequest(t *testing.T) {
+	b := newBed(t, rxe0())
+	c := b.open(t, "rxe0")
+	v := b.devs["rxe0"]
+	ch, err := c.CreateCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq1, err := c.CreateCQ(CQAttr{CQE: 4, Channel: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq2, err := c.CreateCQ(CQAttr{CQE: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1, h2 := itoa(cq1.Handle()), itoa(cq2.Handle())
+	for _, step := range []struct {
+		cq        *CQ
+		solicited bool
+		want      string
+	}{
+		{cq1, false, "req notify cq " + h1}, {cq1, true, "req notify cq " + h1 + " solicited"},
+		{cq2, true, "req notify cq " + h2 + " solicited"}, {cq1, false, "req notify cq " + h1},
+		{cq2, false, "req notify cq " + h2}, {cq1, true, "req notify cq " + h1 + " solicited"},
+	} {
+		if err := step.cq.ReqNotify(step.solicited); err != nil {
+			t.Fatal(err)
+		}
+		if log := v.Log(); len(log) == 0 || log[len(log)-1] != step.want {
+			t.Errorf("after ReqNotify(%v): log ends %q, want %q", step.solicited, log[len(log)-1:], step.want)
+		}
+	}
+	// A CQ made again into the same memory sends its own handle.
+	if err := cq2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateCQInto(cq2, CQAttr{CQE: 4}); err != nil {
+		t.Fatal(err)
+	}
+	cq2.ReqNotify(false)
+	if log := v.Log(); log[len(log)-1] != "req notify cq "+itoa(cq2.Handle()) {
+		t.Errorf("ReqNotify of a CQ made again: log ends %q", log[len(log)-1])
+	}
+	if err := cq1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cq1.ReqNotify(false); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("ReqNotify after Close: %v", err)
+	}
+}

@@ -18,6 +18,8 @@
  *   prof=FILE  also count user-space instructions by block address while
  *              any per-vCPU window is open and write "address count" lines
  *              at exit: the report maps them to a Go binary's functions.
+ *   kprof=FILE the same for the kernel's instructions (map them with the
+ *              guest's /proc/kallsyms).
  *
  * Build: gcc -O2 -shared -fPIC -o libinsnmark.so insnmark.c -lpthread */
 #include "qemu-plugin.h"
@@ -41,7 +43,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out;
 
 /* The profile: an open-addressing table of block address -> instructions. */
-static FILE *prof;
+static FILE *prof, *kprof;
 static uint64_t *pkeys, *pvals;
 static size_t pcap, plen;
 
@@ -87,9 +89,14 @@ static void count(unsigned int v, uint64_t n, int kern, uint64_t va)
 	if (v >= MAXV)
 		return;
 	if (win[v].on) {
-		if (kern)
+		if (kern) {
 			win[v].kern += n;
-		else {
+			if (kprof) {
+				pthread_mutex_lock(&mu);
+				prof_add(va, n);
+				pthread_mutex_unlock(&mu);
+			}
+		} else {
 			win[v].user += n;
 			if (prof) {
 				pthread_mutex_lock(&mu);
@@ -159,7 +166,7 @@ static void translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	size_t n = qemu_plugin_tb_n_insns(tb);
 	uint64_t va = qemu_plugin_tb_vaddr(tb);
 	int kern = (va >> 63) & 1;
-	struct block *b = prof ? malloc(sizeof *b) : NULL;
+	struct block *b = prof || kprof ? malloc(sizeof *b) : NULL;
 	if (b) {
 		b->vaddr = va, b->n = (uint32_t)n, b->kern = (uint32_t)kern;
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec_prof, QEMU_PLUGIN_CB_NO_REGS, b);
@@ -180,13 +187,16 @@ static void translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 static void at_exit(qemu_plugin_id_t id, void *p)
 {
-	if (prof) {
-		for (size_t i = 0; i < pcap; i++)
-			if (pkeys[i])
-				fprintf(prof, "%llx %llu\n", (unsigned long long)pkeys[i], (unsigned long long)pvals[i]);
-		fclose(prof);
-		prof = NULL;
+	for (size_t i = 0; i < pcap; i++) {
+		FILE *f = pkeys[i] >> 63 ? kprof : prof;
+		if (pkeys[i] && f)
+			fprintf(f, "%llx %llu\n", (unsigned long long)pkeys[i], (unsigned long long)pvals[i]);
 	}
+	if (prof)
+		fclose(prof);
+	if (kprof)
+		fclose(kprof);
+	prof = kprof = NULL;
 	if (out)
 		fclose(out);
 	out = NULL;
@@ -200,6 +210,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			path = argv[i] + 4;
 		else if (!strncmp(argv[i], "prof=", 5))
 			ppath = argv[i] + 5;
+		else if (!strncmp(argv[i], "kprof=", 6) && !(kprof = fopen(argv[i] + 6, "w")))
+			return -1;
 	}
 	out = fopen(path, "a");
 	if (!out)

@@ -3,6 +3,8 @@
  * taskset).
  *   marker start          open a global window (0x0002)
  *   marker stop N         close it as sample N (0x0200|N, N 0..255)
+ *   marker vstart         open a window on this vCPU (0x0001; pin it)
+ *   marker vstop N        close it as sample N (0x0100|N)
  *   marker pin CPU CMD... run CMD pinned to CPU
  * The marker instruction is written into an executable page and called, so
  * one binary serves every N. Static: it runs before and after anything. */
@@ -33,6 +35,10 @@ int main(int argc, char **argv)
 		return mark(0x0002);
 	if (argc == 3 && !strcmp(argv[1], "stop"))
 		return mark(0x0200 | (atoi(argv[2]) & 0xff));
+	if (argc == 2 && !strcmp(argv[1], "vstart"))
+		return mark(0x0001);
+	if (argc == 3 && !strcmp(argv[1], "vstop"))
+		return mark(0x0100 | (atoi(argv[2]) & 0xff));
 	if (argc >= 4 && !strcmp(argv[1], "pin")) {
 		cpu_set_t set;
 		CPU_ZERO(&set);
@@ -45,6 +51,6 @@ int main(int argc, char **argv)
 		perror(argv[3]);
 		return 127;
 	}
-	fprintf(stderr, "usage: marker start | stop N | pin CPU CMD [ARG...]\n");
+	fprintf(stderr, "usage: marker start | stop N | vstart | vstop N | pin CPU CMD [ARG...]\n");
 	return 2;
 }

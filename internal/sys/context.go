@@ -8,8 +8,31 @@ import (
 )
 
 // ReadContext reads one record from a pollable descriptor, like Read,
-// giving up when ctx is done (ctx.Err()). uverbs' event files read with it.
+// giving up when ctx is done (ctx.Err()). Close wakes it (os.ErrClosed).
+// uverbs' event files read with it.
+//
+// A context that can never be done (Done returns nil: context.Background,
+// context.WithoutCancel) waits in poll(2), a blocking system call, on the
+// descriptor and a wake-up descriptor that Close writes, then reads: two
+// system calls and no allocation, as a C program's blocking read, where
+// the runtime poller would park the goroutine, block the thread in
+// epoll_pwait, wake it and read again, with the scheduler's and sysmon's
+// work around each wait. The thread keeps its P while it waits, unless
+// sysmon takes it back for goroutines that wait for one (or after 10
+// ms). The read deadline (SetReadDeadline) does not apply to that wait:
+// ReadContext's deadline is ctx's, and it has none.
+//
+// Any other context waits in the runtime poller, with ctx's deadline as
+// the read deadline and its cancellation as a deadline in the past.
 func (fd *FD) ReadContext(ctx context.Context, p []byte) (int, error) {
+	if ctx.Done() == nil {
+		if _, ok := ctx.Deadline(); !ok {
+			if !fd.open() {
+				return 0, os.ErrClosed
+			}
+			return fd.ops.readBlocking(p)
+		}
+	}
 	var n int
 	err := fd.withContext(ctx, func() (err error) {
 		n, err = fd.Read(p)

@@ -140,3 +140,7 @@ func (f *fakeFD) adopt(raw int, name string) (*FD, error) {
 	}
 	return NewFake(name, be), nil
 }
+
+// readBlocking is the Backend's blocking Read without a deadline: the
+// fake's Close wakes it, as close wakes a real blocking read.
+func (f *fakeFD) readBlocking(p []byte) (int, error) { return f.be.Read(p, time.Time{}, false) }

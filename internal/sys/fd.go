@@ -42,6 +42,7 @@ type ops interface {
 	rawWrite(p unsafe.Pointer, n int) (int, error)
 	setReadDeadline(t time.Time) error
 	waitReadable() error
+	readBlocking(p []byte) (int, error) // read, waiting without the runtime poller
 	mmap(offset int64, length int, prot, flags int) ([]byte, error)
 	adopt(raw int, name string) (*FD, error)
 }
@@ -70,8 +71,9 @@ func newFD(name string, o *osFD) *FD {
 }
 
 // Open opens path with flags|O_CLOEXEC. With O_NONBLOCK in flags the
-// descriptor is registered with the runtime poller. Errors are *os.PathError
-// values wrapping the errno.
+// descriptor is pollable: it joins the runtime poller when a call first
+// needs it (Read, WaitReadable, SetReadDeadline). Errors are
+// *os.PathError values wrapping the errno.
 func Open(path string, flags int) (*FD, error) {
 	var raw int
 	var err error
@@ -85,28 +87,15 @@ func Open(path string, flags int) (*FD, error) {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	if flags&unix.O_NONBLOCK != 0 {
-		fd, err := newPollable(raw, path)
-		if err != nil {
-			return nil, &os.PathError{Op: "open", Path: path, Err: err}
-		}
-		return fd, nil
+		return newPollable(raw, path), nil
 	}
 	return newFD(path, &osFD{name: path, raw: raw}), nil
 }
 
-// newPollable owns raw, a non-blocking descriptor, through the runtime
-// poller. On error raw is closed.
-func newPollable(raw int, name string) (*FD, error) {
-	o := &osFD{name: name, raw: raw, nonblocking: true}
-	o.file = os.NewFile(uintptr(raw), name)
-	rc, err := o.file.SyscallConn()
-	if err != nil {
-		o.file.Close()
-		return nil, err
-	}
-	o.rc = rc
-	o.wait = newWaitState()
-	return newFD(name, o), nil
+// newPollable owns raw, a non-blocking descriptor. It joins the runtime
+// poller when a call first needs it (see osFD).
+func newPollable(raw int, name string) *FD {
+	return newFD(name, &osFD{name: name, raw: raw, nonblocking: true})
 }
 
 // Name returns the path the descriptor was opened with.
@@ -255,7 +244,7 @@ func (fd *FD) RawWrite(p unsafe.Pointer, n int) (int, error) {
 // with os.ErrDeadlineExceeded; the zero time means no deadline. Only
 // pollable (O_NONBLOCK) and fake descriptors support deadlines.
 func (fd *FD) SetReadDeadline(t time.Time) error {
-	if fd == nil {
+	if !fd.open() {
 		return os.ErrClosed
 	}
 	return fd.ops.setReadDeadline(t)
@@ -289,9 +278,10 @@ func (fd *FD) Mmap(offset int64, length int, prot, flags int) ([]byte, error) {
 // call on fd (for example the async event file that
 // UVERBS_METHOD_ASYNC_EVENT_ALLOC returns in an attribute, or a completion
 // channel), and returns it as an owned FD named name. The descriptor is
-// switched to O_NONBLOCK and registered with the runtime poller, so read
-// deadlines work and Close unblocks a pending read; it is counted by Live
-// from now on.
+// switched to O_NONBLOCK and is pollable, as Open's with O_NONBLOCK: read
+// deadlines work and Close unblocks a pending read. It joins the runtime
+// poller only when a call first needs it, so adopting it costs one fcntl;
+// it is counted by Live from now on.
 //
 // On error raw is closed (the caller owns nothing): the error is the errno,
 // or os.ErrClosed when fd is closed. For a fake fd, the Backend must

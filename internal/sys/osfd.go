@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -14,33 +15,191 @@ import (
 )
 
 // osFD is a kernel descriptor: the ops every FD outside unit tests has.
+//
+// A non-blocking descriptor joins the runtime poller only when a call
+// needs it (poller: Read, WaitReadable, a read deadline), not when it is
+// opened: a uverbs context's async event file and its completion channels
+// are often never read that way, and the registration costs system calls
+// (fcntl, epoll_ctl ADD, and DEL at close) that ibv_open_device does not
+// make. The blocking read (readBlocking, ReadContext's with a context that
+// cannot be done) does not use the poller at all: it sleeps in poll(2) on
+// the descriptor and a wake-up eventfd that close writes.
 type osFD struct {
 	name        string
 	raw         int
-	nonblocking bool
-	file        *os.File        // set for pollable (O_NONBLOCK) descriptors
-	rc          syscall.RawConn // file's RawConn, cached
-	wait        *waitState      // waitReadable's poller callback
+	nonblocking bool // O_NONBLOCK: may join the runtime poller
+
+	pf  atomic.Pointer[pollFile] // the poller registration, once made
+	pmu sync.Mutex               // serializes making it
+
+	wmu     sync.Mutex // guards the three below
+	closing bool       // close has begun: no new wake-up descriptor
+	hasWake bool
+	wake    int          // the eventfd close writes to wake blocking waits
+	wakeNum atomic.Int32 // wake+1 once made: wakeFD's lock-free path
 
 	mu     sync.RWMutex // held shared by system calls on raw, exclusively by close
 	closed bool         // under mu
 }
 
+// pollFile is a descriptor's runtime poller registration: raw as an
+// *os.File, which owns the number from then on.
+type pollFile struct {
+	file *os.File
+	rc   syscall.RawConn // file's RawConn, cached
+	wait *waitState      // waitReadable's poller callback
+}
+
 func (o *osFD) number() int { return o.raw }
 
-// close waits for system calls in flight on the number, then closes it.
-// Readers parked in the poller hold no lock: os.File.Close wakes them.
+// close wakes the blocking waits, waits for system calls in flight on the
+// number, then closes it. Readers parked in the runtime poller hold no
+// lock: os.File.Close wakes them.
 func (o *osFD) close() error {
+	// A blocking wait sleeps in poll(2) holding the shared lock: wake it
+	// before taking the lock exclusively.
+	o.wmu.Lock()
+	o.closing = true
+	if o.hasWake {
+		one := [8]byte{1}
+		unix.Write(o.wake, one[:])
+	}
+	o.wmu.Unlock()
+
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
 		return nil
 	}
 	o.closed = true
-	if o.file != nil {
-		return o.file.Close()
+	if o.hasWake {
+		unix.Close(o.wake) // no wait holds it now: they hold mu
+	}
+	if p := o.pf.Load(); p != nil {
+		return p.file.Close()
 	}
 	return unix.Close(o.raw)
+}
+
+// poller returns the descriptor's runtime poller registration, making it
+// on first use; os.ErrNoDeadline for a blocking descriptor.
+func (o *osFD) poller() (*pollFile, error) {
+	if p := o.pf.Load(); p != nil {
+		return p, nil
+	}
+	if !o.nonblocking {
+		return nil, os.ErrNoDeadline
+	}
+	// Under the shared lock, so that close cannot close the number
+	// (which another open could then reuse) while it is being wrapped.
+	if err := o.acquire(); err != nil {
+		return nil, err
+	}
+	defer o.mu.RUnlock()
+	o.pmu.Lock()
+	defer o.pmu.Unlock()
+	if p := o.pf.Load(); p != nil {
+		return p, nil
+	}
+	f := os.NewFile(uintptr(o.raw), o.name)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		// Not for a non-nil file; were it, the number stays raw's.
+		return nil, err
+	}
+	p := &pollFile{file: f, rc: rc, wait: newWaitState()}
+	o.pf.Store(p)
+	return p, nil
+}
+
+// wakeFD returns the eventfd that close writes, creating it on first use.
+// The caller holds the shared lock. Once it exists a wait needs no lock
+// to find it: close writes it after it set closing, and it stays
+// readable, so a wait that starts late still wakes at once.
+func (o *osFD) wakeFD() (int, error) {
+	if n := o.wakeNum.Load(); n != 0 {
+		return int(n - 1), nil
+	}
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
+	if o.closing {
+		return -1, os.ErrClosed
+	}
+	if !o.hasWake {
+		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err != nil {
+			return -1, err
+		}
+		o.wake, o.hasWake = efd, true
+		o.wakeNum.Store(int32(efd) + 1)
+	}
+	return o.wake, nil
+}
+
+// pollBlocking sleeps in poll(2), a blocking system call (unix.Poll is a
+// Syscall: the P stays with this thread unless sysmon hands it off), until
+// raw is readable or in an error state, or close wrote the wake-up
+// descriptor (os.ErrClosed). It returns raw's revents. The caller holds the
+// shared lock.
+func (o *osFD) pollBlocking() (int16, error) {
+	efd, err := o.wakeFD()
+	if err != nil {
+		return 0, err
+	}
+	fds := [2]unix.PollFd{{Fd: int32(o.raw), Events: unix.POLLIN}, {Fd: int32(efd), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds[:], -1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if fds[1].Revents != 0 {
+			return 0, os.ErrClosed
+		}
+		if fds[0].Revents != 0 {
+			return fds[0].Revents, nil
+		}
+	}
+}
+
+// readBlocking reads one record, waiting for it in pollBlocking: without
+// the runtime poller, so without a deadline; close wakes it.
+func (o *osFD) readBlocking(p []byte) (int, error) {
+	if !o.nonblocking {
+		return 0, os.ErrNoDeadline
+	}
+	if err := o.acquire(); err != nil {
+		return 0, err
+	}
+	n, err := o.readBlockingLocked(p)
+	o.mu.RUnlock()
+	return n, err
+}
+
+// readBlockingLocked is readBlocking's loop, under the shared lock.
+func (o *osFD) readBlockingLocked(p []byte) (int, error) {
+	for {
+		rev, err := o.pollBlocking()
+		if err != nil {
+			return 0, err
+		}
+		// Non-blocking, and poll saw a record: the read does not sleep,
+		// so it need not tell the scheduler (as rawWrite).
+		r, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(o.raw), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+		switch {
+		case errno == 0:
+			return int(r), nil
+		case errno == unix.EINTR:
+		case errno != unix.EAGAIN:
+			return 0, errno
+		case rev&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0:
+			// An error state with nothing to read: as readable says.
+			return 0, unix.EIO
+		}
+		// Another reader of the number took the record: wait again.
+	}
 }
 
 // acquire takes the shared lock for a system call on the raw number.
@@ -94,8 +253,12 @@ func (o *osFD) ioctl(req uint, arg unsafe.Pointer) error {
 }
 
 func (o *osFD) read(p []byte) (int, error) {
-	if o.file != nil {
-		n, err := o.file.Read(p)
+	if o.nonblocking {
+		pf, err := o.poller()
+		if err != nil {
+			return 0, err
+		}
+		n, err := pf.file.Read(p)
 		err = unwrapPathError(err)
 		if err != nil && pollerGaveUp(err) {
 			// The runtime poller saw EPOLLERR alone (a umad device
@@ -196,21 +359,35 @@ func (o *osFD) rawWrite(p unsafe.Pointer, n int) (int, error) {
 }
 
 func (o *osFD) setReadDeadline(t time.Time) error {
-	if o.file == nil {
+	if !o.nonblocking {
 		return os.ErrNoDeadline
 	}
-	return o.file.SetReadDeadline(t)
+	if t.IsZero() && o.pf.Load() == nil {
+		// No deadline on a descriptor not in the poller yet: nothing to
+		// clear, and no reason to register it.
+		if err := o.acquire(); err != nil {
+			return err
+		}
+		o.mu.RUnlock()
+		return nil
+	}
+	pf, err := o.poller()
+	if err != nil {
+		return err
+	}
+	return pf.file.SetReadDeadline(t)
 }
 
 func (o *osFD) waitReadable() error {
-	if o.file == nil {
-		return os.ErrNoDeadline
+	pf, err := o.poller()
+	if err != nil {
+		return err
 	}
-	w := o.wait
+	w := pf.wait
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.err = nil
-	if err := o.rc.Read(w.fn); err != nil {
+	if err := pf.rc.Read(w.fn); err != nil {
 		if pollerGaveUp(err) {
 			// As in read: EPOLLERR alone is the kernel's error state,
 			// which poll(2) reports as POLLERR, given here as EIO.
@@ -235,11 +412,22 @@ func (o *osFD) adopt(raw int, name string) (*FD, error) {
 	if raw < 0 {
 		return nil, syscall.EBADF
 	}
-	if err := unix.SetNonblock(raw, true); err != nil {
-		unix.Close(raw)
-		return nil, err
+	// One F_SETFL, without the F_GETFL of unix.SetNonblock: the kernel
+	// made raw a moment ago and set none of the other flags F_SETFL
+	// changes (O_APPEND, O_ASYNC, O_DIRECT, O_NOATIME); the access mode
+	// is not among them.
+	for {
+		_, err := unix.FcntlInt(uintptr(raw), unix.F_SETFL, unix.O_NONBLOCK)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			unix.Close(raw)
+			return nil, err
+		}
+		break
 	}
-	return newPollable(raw, name)
+	return newPollable(raw, name), nil
 }
 
 // pollerGaveUp reports whether err is the runtime poller's own failure

@@ -190,6 +190,10 @@ func (v *Verbs) wReqNotifyCQ(c *Call, in []byte) error {
 	if err != nil {
 		return err
 	}
+	if binary.LittleEndian.Uint32(req[4:]) != 0 {
+		v.logf("req notify cq %d solicited", o.Handle)
+		return nil
+	}
 	v.logf("req notify cq %d", o.Handle)
 	return nil
 }
