@@ -91,19 +91,3 @@ func (r *rxeRing) post(n int, fill func(slot unsafe.Pointer, k int) error) (int,
 	}
 	return done, err
 }
-
-// consume is the consumer side (CQs): it hands up to n entries from our
-// consumer index to take(slot, k) and releases them with one store.
-func (r *rxeRing) consume(n int, take func(slot unsafe.Pointer, k int)) int {
-	cons := r.hdr.ConsumerIndex // ours
-	prod := acquire(&r.hdr.ProducerIndex)
-	done := 0
-	for ; done < n && cons != prod; done++ {
-		take(r.slot(cons), done)
-		cons = r.next(cons)
-	}
-	if done > 0 {
-		release(&r.hdr.ConsumerIndex, cons)
-	}
-	return done
-}

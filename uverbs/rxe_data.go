@@ -371,6 +371,30 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 		return 0, errNilPost(op)
 	}
 	cq.mu.Lock()
+	if cq.destroyed || !cq.hasRing || cq.m5 != nil {
+		return cq.pollOther(wc) // unlocks
+	}
+	// rxe's ring, consumed in line (no closure, no defer: the poll loop
+	// is the data path's hottest call).
+	r := &cq.ring
+	cons := r.hdr.ConsumerIndex // ours
+	prod := acquire(&r.hdr.ProducerIndex)
+	n := 0
+	for ; n < len(wc) && cons != prod; n++ {
+		wc[n].set((*abi.IbUverbsWc)(r.slot(cons)))
+		cons = r.next(cons)
+	}
+	if n > 0 {
+		release(&r.hdr.ConsumerIndex, cons)
+	}
+	cq.mu.Unlock()
+	return n, nil
+}
+
+// pollOther is Poll of a closed CQ, an mlx5 CQ or one without a data
+// path; cq.mu is held, and released here.
+func (cq *CQ) pollOther(wc []WC) (int, error) {
+	const op = "poll cq"
 	defer cq.mu.Unlock()
 	if cq.destroyed {
 		return 0, cq.c.err(op, os.ErrClosed)
@@ -382,11 +406,7 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 		}
 		return n, nil
 	}
-	if !cq.hasRing {
-		return 0, cq.c.err(op, errNoDataPath(cq.c))
-	}
-	n := cq.ring.consume(len(wc), func(slot unsafe.Pointer, k int) { wc[k].set((*abi.IbUverbsWc)(slot)) })
-	return n, nil
+	return 0, cq.c.err(op, errNoDataPath(cq.c))
 }
 
 // rxeInit sets up the poll path of a CQ rxe created.

@@ -8,9 +8,8 @@
 #   per operation  cops N, then goops N (windows in the programs, CPU 1)
 #   per tool       each C tool and its purerdma twin, REPS times
 #                  interleaved, pinned to CPU 1 in a global window (fork
-#                  to exit; the report counts CPU 1); sample 2/3 are
-#                  /bin/true and minigo, then C tool 2k+2 / Go tool 2k+3
-#                  for pair k
+#                  to exit; the report counts CPU 1): tools.sh, itself
+#                  on CPU 0
 #   per message    rc_pingpong -e, 64 B: a C server on CPU 0 and a client
 #                  on CPU 1, C then Go, N1 and N2 iterations; the report
 #                  takes (N2 run - N1 run) / (N2 - N1): one iteration
@@ -31,23 +30,7 @@ if [ -n "${5:-}" ]; then
 fi
 "$tmp/cops" "$N" || echo "cops failed: $?"
 "$tmp/goops" "$N" || echo "goops failed: $?"
-dev=$(cat /sys/class/infiniband_mad/umad0/ibdev)
-i=0
-while [ $i -lt "$REPS" ]; do
-	i=$((i + 1))
-	$M start; $M pin 1 /bin/true; $M stop 1
-	$M start; $M pin 1 /bin/true; $M stop 2
-	$M start; $M pin 1 "$tmp/minigo"; $M stop 3
-	k=0
-	for pair in "ibv_devices|devices" "ibv_devinfo|devinfo" "ibv_devinfo -v|devinfo -v" \
-		"ibstat|ibstat" "ibstatus|ibstatus" "perfquery -C $dev -P 1|perfquery -C $dev -P 1" \
-		"rdma link|link" "rdma statistic show|statistic show" "rdma resource|resource"; do
-		k=$((k + 1))
-		c=${pair%|*} g=${pair#*|}
-		$M start; $M pin 1 $c >/dev/null 2>&1; $M stop $((2 * k + 2))
-		$M start; $M pin 1 $G $g >/dev/null 2>&1; $M stop $((2 * k + 3))
-	done
-done
+"$M" pin 0 sh "$(dirname "$0")/tools.sh" "$M" "$G" "$tmp/minigo" "$REPS"
 echo "== rc_pingpong -e: C server on CPU 0, client on CPU 1"
 P=18800
 pp() { # code iterations client...
