@@ -199,7 +199,8 @@ func TestVMRCPingpongRate(t *testing.T) {
 	for r := 0; r < rounds; r++ {
 		// The order turns each round, so that every client runs in every
 		// slot as often: one client against itself moves by up to 16%
-		// between two slots of a round (docs/performance.md, "C against C").
+		// between two slots of a round (measured in an earlier round: git show
+		// b840278:docs/performance.md, "C against C").
 		for i := range clients {
 			k := (i + r) % len(clients)
 			cl := clients[k]
