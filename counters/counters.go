@@ -269,42 +269,72 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 	if cs == nil || cs.c == nil {
 		return errs.New(op, "", errArg("nil counters, or not made by Create"))
 	}
-	c, core := cs.c, cs.b.Core
-	// No defers: the releases are made on each return (the read is a hot
-	// path: docs/performance.md).
-	if !core.TryHold() {
-		return errs.New(op, c.Device().Name, os.ErrClosed)
+	// The fast path holds one of the object's Calls, and nothing else:
+	// the object's destruction drains the Calls before it names the
+	// handle to the kernel (destroy), and the context's Close destroys
+	// every counters object before it closes the descriptor, so the
+	// handle and the descriptor number both stay valid for the call
+	// without the context's hold or the object's lock, as
+	// ibv_read_counters takes none. No defers: the read is a hot path.
+	k, slot, ok := cs.calls.TryGet()
+	if !ok || cs.b.Core.Closing() {
+		if ok {
+			cs.calls.Put(slot)
+		}
+		return cs.readLocked(values, flags) // closing, closed, or 8 reads in flight
 	}
-	own := cs.b.Own
-	own.RLock()
-	if own.Destroyed() {
-		own.RUnlock()
-		core.Release()
-		return errs.New(op, c.Device().Name, os.ErrClosed)
+	err := cs.readWith(k, values, flags)
+	cs.calls.Put(slot)
+	if err != nil {
+		if cs.b.Core.Closing() {
+			// The context's Close began meanwhile: its teardown may
+			// have destroyed the flows (EINVAL) before this object.
+			return errs.New(op, cs.c.Device().Name, os.ErrClosed)
+		}
+		return errs.New(op, cs.c.Device().Name, cs.explainRead(err, len(values)))
 	}
+	return nil
+}
+
+// readWith runs COUNTERS_READ with k, written in place (verbs.Call): the
+// three attributes rdma-core's ibv_read_counters sends.
+func (cs *Object) readWith(k *verbs.Call, values []uint64, flags ReadFlags) error {
 	var buf []byte
 	if len(values) > 0 {
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*8)
 	}
-	// The request is written in place (verbs.Call): the three attributes
-	// of COUNTERS_READ, as rdma-core's ibv_read_counters sends them.
-	k, slot := cs.calls.Get()
+	core := cs.b.Core
 	k.Start(core.Driver(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
 	k.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.b.Handle)
-	var err error
-	if k.Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, buf) {
-		k.Inline(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, 4, uint64(flags))
-		err = core.DoCall(k)
-	} else {
-		err = syscall.EINVAL // more than MaxValues: explainRead says so
+	if !k.Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, buf) {
+		return syscall.EINVAL // more than MaxValues: explainRead says so
 	}
-	cs.calls.Put(slot)
-	if err != nil {
-		err = errs.New(op, c.Device().Name, cs.explainRead(err, len(values)))
+	k.Inline(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, 4, uint64(flags))
+	return core.DoCall(k)
+}
+
+// readLocked is Read when no Call can be had without waiting: the
+// object is being destroyed (the destruction may fail, EBUSY, and the
+// object stay), was destroyed, or eight reads are in the kernel. It holds
+// the context and the object's lock shared, which wait for a destruction
+// in progress, and makes its own Call.
+func (cs *Object) readLocked(values []uint64, flags ReadFlags) error {
+	const op = "read counters"
+	c, core := cs.c, cs.b.Core
+	if !core.TryHold() {
+		return errs.New(op, c.Device().Name, os.ErrClosed)
 	}
-	own.RUnlock()
-	core.Release()
-	return err
+	defer core.Release()
+	own := cs.b.Own
+	own.RLock()
+	defer own.RUnlock()
+	if own.Destroyed() {
+		return errs.New(op, c.Device().Name, os.ErrClosed)
+	}
+	if err := cs.readWith(new(verbs.Call), values, flags); err != nil {
+		return errs.New(op, c.Device().Name, cs.explainRead(err, len(values)))
+	}
+	return nil
 }
 
 // explainRead says which of the kernel's EINVAL rules a failed read most
@@ -346,9 +376,18 @@ func (cs *Object) Close() error {
 // destroy runs UVERBS_METHOD_COUNTERS_DESTROY; b.Own's lock is held.
 func (cs *Object) destroy(invoke verbs.Invoker) error {
 	c := cs.c
+	// No read may hold a Call while the handle is destroyed (Read's fast
+	// path holds nothing else); those that come meanwhile take the
+	// object's lock, which the caller holds exclusively, and wait.
+	cs.calls.Drain()
 	r := cs.b.Core.NewRequest(abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_DESTROY).
 		Handle(abi.UVERBS_ATTR_DESTROY_COUNTERS_HANDLE, cs.b.Handle)
 	if err := invoke(r); err != nil && !errors.Is(err, syscall.EIO) {
+		// The object stays: reads take the fast path again, unless the
+		// context is closing, whose descriptor is closed next.
+		if !cs.b.Core.Closing() {
+			cs.calls.Reopen()
+		}
 		err = errnoOf(err)
 		if errors.Is(err, syscall.EBUSY) {
 			if _, flows := cs.b.State(); flows > 0 {

@@ -1,7 +1,9 @@
 package verbs
 
 import (
+	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/purerdma/rdma/abi"
@@ -111,51 +113,77 @@ func (c *Core) DoCall(call *Call) error {
 }
 
 // CallList hands out Calls without a lock: eight kept for reuse, a busy
-// bit each, taken and given back with one atomic operation; past eight
-// concurrent users it makes a new one. The zero CallList is ready.
+// bit each, taken and given back with one atomic operation. It doubles as
+// a guard: Drain closes it to new users and waits for the Calls out, so
+// that an owner whose operations hold a Call (a counters read) can
+// destroy the object they name once none is in the kernel. The zero
+// CallList is open and ready.
 type CallList struct {
-	busy  atomic.Uint32
+	busy  atomic.Uint32 // a bit per slot, and listClosed
 	slots [8]atomic.Pointer[Call]
 }
 
-// Get returns a Call for one request; give it back with Put.
-func (l *CallList) Get() (*Call, int) {
-	// Slot 0 first: the one a reader without company uses.
-	if b := l.busy.Load(); b&1 == 0 && l.busy.CompareAndSwap(b, b|1) {
-		if c := l.slots[0].Load(); c != nil {
-			return c, 0
-		}
-		c := new(Call)
-		l.slots[0].Store(c)
-		return c, 0
+// listClosed marks a CallList Drain closed.
+const listClosed = 1 << 31
+
+// TryGet returns a Call for one request and its slot, for Put; ok is
+// false when the list is closed (Drain) or every slot is taken.
+func (l *CallList) TryGet() (c *Call, slot int, ok bool) {
+	// Slot 0 first: the one a user without company takes.
+	if b := l.busy.Load(); b&(1|listClosed) == 0 && l.busy.CompareAndSwap(b, b|1) {
+		return l.slot(0), 0, true
 	}
-	return l.getAny()
+	return l.tryAny()
 }
 
-func (l *CallList) getAny() (*Call, int) {
+func (l *CallList) tryAny() (*Call, int, bool) {
 	for {
 		b := l.busy.Load()
+		if b&listClosed != 0 {
+			return nil, -1, false
+		}
 		i := 0
 		for i < len(l.slots) && b&(1<<i) != 0 {
 			i++
 		}
 		if i == len(l.slots) {
-			return new(Call), -1
+			return nil, -1, false
 		}
 		if l.busy.CompareAndSwap(b, b|1<<i) {
-			c := l.slots[i].Load()
-			if c == nil {
-				c = new(Call)
-				l.slots[i].Store(c)
-			}
-			return c, i
+			return l.slot(i), i, true
 		}
 	}
 }
 
-// Put gives back the Call Get returned as slot.
+func (l *CallList) slot(i int) *Call {
+	if c := l.slots[i].Load(); c != nil {
+		return c
+	}
+	c := new(Call)
+	l.slots[i].Store(c)
+	return c
+}
+
+// Put gives back the Call TryGet returned as slot.
 func (l *CallList) Put(slot int) {
 	if slot >= 0 {
 		l.busy.And(^uint32(1 << slot))
 	}
 }
+
+// Drain closes the list to TryGet and waits until every Call taken has
+// been given back. Calls are held across one system call, so the wait is
+// short; it yields, then sleeps a little longer each time.
+func (l *CallList) Drain() {
+	l.busy.Or(listClosed)
+	for i := 0; l.busy.Load() != listClosed; i++ {
+		if i < 100 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(time.Duration(min(i-99, 1000)) * time.Microsecond)
+		}
+	}
+}
+
+// Reopen opens a drained list again (the destruction it guarded failed).
+func (l *CallList) Reopen() { l.busy.And(^uint32(listClosed)) }

@@ -1,8 +1,10 @@
 package verbs
 
 import (
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/purerdma/rdma/abi"
@@ -43,8 +45,9 @@ func TestCallWireForm(t *testing.T) {
 	}
 }
 
-// Concurrent users of a CallList never share a Call.
-func TestCallListExclusive(t *testing.T) {
+// Concurrent users of a CallList never share a Call; Drain waits for the
+// Calls out and closes the list until Reopen.
+func TestCallList(t *testing.T) {
 	var l CallList
 	var mu sync.Mutex
 	inUse := map[*Call]bool{}
@@ -54,14 +57,15 @@ func TestCallListExclusive(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 1000 {
-				c, slot := l.Get()
+				c, slot, ok := l.TryGet()
+				if !ok {
+					continue // every slot taken
+				}
 				mu.Lock()
 				if inUse[c] {
 					t.Error("a Call handed out twice")
 				}
 				inUse[c] = true
-				mu.Unlock()
-				mu.Lock()
 				delete(inUse, c)
 				mu.Unlock()
 				l.Put(slot)
@@ -72,8 +76,34 @@ func TestCallListExclusive(t *testing.T) {
 	if b := l.busy.Load(); b != 0 {
 		t.Errorf("busy %b after every Put", b)
 	}
-	if n := testing.AllocsPerRun(100, func() { _, s := l.Get(); l.Put(s) }); n != 0 {
-		t.Errorf("Get+Put allocates %v", n)
+	if n := testing.AllocsPerRun(100, func() { _, s, _ := l.TryGet(); l.Put(s) }); n != 0 {
+		t.Errorf("TryGet+Put allocates %v", n)
+	}
+
+	_, held, _ := l.TryGet()
+	drained := make(chan struct{})
+	go func() { l.Drain(); close(drained) }()
+	for l.busy.Load()&listClosed == 0 {
+		runtime.Gosched()
+	}
+	if _, _, ok := l.TryGet(); ok {
+		t.Error("TryGet succeeded on a draining list")
+	}
+	select {
+	case <-drained:
+		t.Fatal("Drain returned with a Call out")
+	case <-time.After(20 * time.Millisecond):
+	}
+	l.Put(held)
+	<-drained
+	if _, _, ok := l.TryGet(); ok {
+		t.Error("TryGet succeeded on a drained list")
+	}
+	l.Reopen()
+	if _, s, ok := l.TryGet(); !ok {
+		t.Error("TryGet failed after Reopen")
+	} else {
+		l.Put(s)
 	}
 }
 

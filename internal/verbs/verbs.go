@@ -173,6 +173,10 @@ func (c *Core) TryHold() bool {
 	return c != nil && c.fd != nil && c.life.rlock()
 }
 
+// Closing reports whether the context's Close has begun: its teardown
+// may be running, and the descriptor is closed at its end.
+func (c *Core) Closing() bool { return c == nil || c.life.n.Load() < 0 }
+
 // holdErr is the error of a Hold that failed, kept out of Hold so that
 // Hold inlines.
 func (c *Core) holdErr(op string) error {
