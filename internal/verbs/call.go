@@ -38,10 +38,10 @@ const (
 	_ = uint(abi.IoctlHdrSize - unsafe.Offsetof(Call{}.attrs))
 )
 
-// Start begins a call of method of object on driver drv.
+// Start begins a call of method of object on driver drv. A Call whose
+// In or Out succeeded is run with DoCall, which drops what they keep.
 func (c *Call) Start(drv uint32, object, method uint16) {
 	c.hdr = abi.IoctlHdr{ObjectID: object, MethodID: method, DriverID: drv}
-	c.keep, c.keepIn = nil, nil
 }
 
 // add appends an attribute. It reports false when the Call is full.
@@ -70,8 +70,11 @@ func (c *Call) Out(id uint16, b []byte) bool {
 		return false
 	}
 	p := unsafe.Pointer(unsafe.SliceData(b))
+	if !c.add(id, uint16(len(b)), uint64(uintptr(p))) {
+		return false
+	}
 	c.keep = p
-	return c.add(id, uint16(len(b)), uint64(uintptr(p)))
+	return true
 }
 
 // In adds a PTR_IN attribute: up to 8 bytes inline (where the kernel
@@ -87,8 +90,11 @@ func (c *Call) In(id uint16, b []byte) bool {
 		return false
 	}
 	p := unsafe.Pointer(unsafe.SliceData(b))
+	if !c.add(id, uint16(len(b)), uint64(uintptr(p))) {
+		return false
+	}
 	c.keepIn = p
-	return c.add(id, uint16(len(b)), uint64(uintptr(p)))
+	return true
 }
 
 // DoCall runs call on the context's descriptor; the caller holds the
@@ -131,6 +137,9 @@ const listClosed = 1 << 31
 func (l *CallList) TryGet() (c *Call, slot int, ok bool) {
 	// Slot 0 first: the one a user without company takes.
 	if b := l.busy.Load(); b&(1|listClosed) == 0 && l.busy.CompareAndSwap(b, b|1) {
+		if c := l.slots[0].Load(); c != nil {
+			return c, 0, true
+		}
 		return l.slot(0), 0, true
 	}
 	return l.tryAny()
