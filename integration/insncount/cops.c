@@ -8,10 +8,10 @@
  *   1 open + close device (ibv_get_device_list, ibv_open_device,
  *     ibv_free_device_list, ibv_close_device)   rxe0
  *   2 ibv_query_port(1)                          3 ibv_query_gid_table
- *   4 ibv_alloc_pd + ibv_dealloc_pd (Go: 4 Into, 5 plain)
- *   6 ibv_create_cq(16) + ibv_destroy_cq (Go: 6 Into, 7 plain)
- *   8 ibv_create_qp(RC, 16/16 WRs, 1 SGE) + ibv_destroy_qp (Go: 8 Into,
- *     9 plain)
+ *   4,5 ibv_alloc_pd + ibv_dealloc_pd, twice (Go: 4 Into, 5 plain)
+ *   6,7 ibv_create_cq(16) + ibv_destroy_cq, twice (Go: 6 Into, 7 plain)
+ *   8,9 ibv_create_qp(RC, 16/16 WRs, 1 SGE) + ibv_destroy_qp, twice (Go:
+ *     8 Into, 9 plain)
  *  10 ibv_modify_qp RESET->INIT->RTR->RTS (three calls)
  *  11 ibv_reg_mr(4 KiB) + ibv_dereg_mr
  *  12 ibv_post_send: a signaled 64-byte RDMA WRITE on a connected RC QP
@@ -141,11 +141,22 @@ static void verbs_ops(int n)
 		if (r < 0)
 			die("query_gid_table");
 	}
+	/* Each create + destroy loop runs twice, as goops runs its Into and
+	 * plain variants one after the other: the kernel's state (its handle
+	 * allocator, its slabs) then moves through the same phases for both. */
 	for (int i = 0; i < n; i++) {
 		START();
 		struct ibv_pd *pd = ibv_alloc_pd(ctx);
 		int r = !pd || ibv_dealloc_pd(pd);
 		STOP(4);
+		if (r)
+			die("pd");
+	}
+	for (int i = 0; i < n; i++) {
+		START();
+		struct ibv_pd *pd = ibv_alloc_pd(ctx);
+		int r = !pd || ibv_dealloc_pd(pd);
+		STOP(5);
 		if (r)
 			die("pd");
 	}
@@ -159,9 +170,25 @@ static void verbs_ops(int n)
 	}
 	for (int i = 0; i < n; i++) {
 		START();
+		struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+		int r = !cq || ibv_destroy_cq(cq);
+		STOP(7);
+		if (r)
+			die("cq");
+	}
+	for (int i = 0; i < n; i++) {
+		START();
 		struct ibv_qp *qp = ibv_create_qp(qpd, &qa);
 		int r = !qp || ibv_destroy_qp(qp);
 		STOP(8);
+		if (r)
+			die("qp");
+	}
+	for (int i = 0; i < n; i++) {
+		START();
+		struct ibv_qp *qp = ibv_create_qp(qpd, &qa);
+		int r = !qp || ibv_destroy_qp(qp);
+		STOP(9);
 		if (r)
 			die("qp");
 	}
