@@ -66,6 +66,7 @@ func toRTS(qp *uverbs.QP, remote uint32, dgid uverbs.GIDEntry) error {
 }
 
 func verbsOps(n int) {
+	settle()
 	for i := 0; i < n && want(1); i++ {
 		start()
 		c, err := uverbs.Open("rxe0", nil)
@@ -86,6 +87,7 @@ func verbsOps(n int) {
 	must("query gid", err)
 	qa := uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: qcq, RecvCQ: qcq, Cap: rcCap}
 
+	settle()
 	for i := 0; i < n && want(2); i++ {
 		start()
 		_, err := c.QueryPort(1)
@@ -93,6 +95,7 @@ func verbsOps(n int) {
 		must("query port", err)
 	}
 	gids := make([]uverbs.GIDEntry, 64)
+	settle()
 	for i := 0; i < n && want(3); i++ {
 		start()
 		_, err := c.QueryGIDTableInto(gids)
@@ -104,6 +107,7 @@ func verbsOps(n int) {
 		cq uverbs.CQ
 		qp uverbs.QP
 	)
+	settle()
 	for i := 0; i < n && want(4); i++ {
 		start()
 		err := c.AllocPDInto(&pd)
@@ -113,6 +117,7 @@ func verbsOps(n int) {
 		stop4()
 		must("pd into", err)
 	}
+	settle()
 	for i := 0; i < n && want(5); i++ {
 		start()
 		p, err := c.AllocPD()
@@ -122,6 +127,7 @@ func verbsOps(n int) {
 		stop5()
 		must("pd", err)
 	}
+	settle()
 	for i := 0; i < n && want(6); i++ {
 		start()
 		err := c.CreateCQInto(&cq, uverbs.CQAttr{CQE: 16})
@@ -131,6 +137,7 @@ func verbsOps(n int) {
 		stop6()
 		must("cq into", err)
 	}
+	settle()
 	for i := 0; i < n && want(7); i++ {
 		start()
 		q, err := c.CreateCQ(uverbs.CQAttr{CQE: 16})
@@ -140,6 +147,7 @@ func verbsOps(n int) {
 		stop7()
 		must("cq", err)
 	}
+	settle()
 	for i := 0; i < n && want(8); i++ {
 		start()
 		err := qpd.CreateQPInto(&qp, qa)
@@ -149,6 +157,7 @@ func verbsOps(n int) {
 		stop8()
 		must("qp into", err)
 	}
+	settle()
 	for i := 0; i < n && want(9); i++ {
 		start()
 		q, err := qpd.CreateQP(qa)
@@ -165,6 +174,7 @@ func verbsOps(n int) {
 	b, err := qpd.CreateQP(qa)
 	must("qp b", err)
 	must("b to RTS", toRTS(b, a.Num(), gid))
+	settle()
 	for i := 0; i < n && want(10); i++ {
 		q, err := qpd.CreateQP(qa)
 		must("qp", err)
@@ -182,6 +192,7 @@ func verbsOps(n int) {
 	big, err := qpd.AllocMR(3*4096, uverbs.AccessLocalWrite|uverbs.AccessRemoteWrite)
 	must("alloc mr", err)
 	buf, dst := big.Buf()[:4096], big.Buf()[4096:8192]
+	settle()
 	for i := 0; i < n && want(11); i++ {
 		start()
 		mr, err := qpd.RegMR(buf, uverbs.AccessLocalWrite)
@@ -195,6 +206,7 @@ func verbsOps(n int) {
 	sgl := []uverbs.SGE{{Addr: uint64(uintptr(unsafe.Pointer(&buf[0]))), Length: 64, LKey: lmr.LKey()}}
 	wr := []uverbs.SendWR{{}}
 	wc := make([]uverbs.WC, 1)
+	settle()
 	for i := 0; i < n && want(12); i++ {
 		wr[0] = uverbs.SendWR{ID: uint64(i), Opcode: uverbs.WRRDMAWrite, Flags: uverbs.SendSignaled, SGL: sgl,
 			RemoteAddr: uint64(uintptr(unsafe.Pointer(&dst[0]))), RKey: rmr.RKey()}
@@ -252,6 +264,7 @@ func countersOps(n int) {
 	}})
 	must("flow", err)
 	v := make([]uint64, 2)
+	settle()
 	for i := 0; i < n && want(14); i++ {
 		start()
 		err := cs.Read(v, 0)
@@ -285,6 +298,7 @@ func madOps(n int, dgid uverbs.GIDEntry) {
 	m[37], m[38], m[39] = oui>>16, oui>>8&0xff, oui&0xff
 	must("addr", req.SetAddr(0, 1, 0, umad.QP1QKey))
 	must("grh", req.SetGRH(umad.GRH{GID: dgid.GID, GIDIndex: 0, HopLimit: 64}))
+	settle()
 	for i := 0; i < n && want(15); i++ {
 		binary.BigEndian.PutUint32(m[12:16], uint32(i+1))
 		start()
@@ -306,6 +320,11 @@ func madOps(n int, dgid uverbs.GIDEntry) {
 		}
 	}
 }
+
+// settle collects garbage before a loop, outside its windows: a
+// collection the earlier loops' allocations would start inside a window
+// (its workers' wake-ups, its assists) belongs to no operation.
+func settle() { runtime.GC() }
 
 // only, when not 0, is the one operation to sample (goops N CODE): a
 // profile (make bench-insn INSN_PROF=1) of that operation alone.
