@@ -148,37 +148,12 @@ func (fd *FD) Ioctl(req uint, arg unsafe.Pointer, keep ...any) error {
 // entry of a caller whose own lock keeps the descriptor number open for
 // the call (verbs.Core: every ioctl of a context runs under the context's
 // life lock, and only its Close, holding that lock alone, closes the
-// descriptor), taken from FD.Raw once. A Syscall, not a RawSyscall (see
-// osFD.ioctl). The error is the errno.
+// descriptor), taken from FD.Raw once; osFD.ioctl's under the
+// descriptor's own lock. A Syscall, not a RawSyscall (see osFD.ioctl).
+// The error is the errno.
 func IoctlNumber(raw int, req uint, arg unsafe.Pointer) error {
 	for {
 		_, _, errno := syscall.Syscall(unix.SYS_IOCTL, uintptr(raw), uintptr(req), uintptr(arg))
-		if errno == 0 {
-			return nil
-		}
-		if errno != unix.EINTR {
-			return errno
-		}
-	}
-}
-
-// IoctlOwned is Ioctl for a caller that holds its owner's lock, the one
-// the owner's Close holds exclusively while it closes fd (a uverbs
-// context's life lock): fd cannot be closed, nor its number reused,
-// while the call runs, so the descriptor's own lock, which Ioctl takes
-// for that, is not taken again. The caller keeps the memory *arg
-// refers to alive. The error is the errno, or os.ErrClosed.
-func (fd *FD) IoctlOwned(req uint, arg unsafe.Pointer) error {
-	if fd == nil || fd.closed.Load() {
-		return os.ErrClosed
-	}
-	o, ok := fd.ops.(*osFD)
-	if !ok {
-		return fd.ops.ioctl(req, arg)
-	}
-	// A Syscall, not a RawSyscall: uverbs ioctls sleep (see osFD.ioctl).
-	for {
-		_, _, errno := syscall.Syscall(unix.SYS_IOCTL, uintptr(o.raw), uintptr(req), uintptr(arg))
 		if errno == 0 {
 			return nil
 		}

@@ -32,11 +32,11 @@ type osFD struct {
 	pf  atomic.Pointer[pollFile] // the poller registration, once made
 	pmu sync.Mutex               // serializes making it
 
-	wmu     sync.Mutex // guards the three below
+	wmu     sync.Mutex // guards closing and the making of wake
 	closing bool       // close has begun: no new wake-up descriptor
-	hasWake bool
-	wake    int          // the eventfd close writes to wake blocking waits
-	wakeNum atomic.Int32 // wake+1 once made: wakeFD's lock-free path
+	// wake is the eventfd close writes to wake blocking waits, plus one
+	// (0: none yet); set once, under wmu, read without it.
+	wake atomic.Int32
 
 	mu     sync.RWMutex // held shared by system calls on raw, exclusively by close
 	closed bool         // under mu
@@ -60,9 +60,9 @@ func (o *osFD) close() error {
 	// before taking the lock exclusively.
 	o.wmu.Lock()
 	o.closing = true
-	if o.hasWake {
+	if w := o.wake.Load(); w != 0 {
 		one := [8]byte{1}
-		unix.Write(o.wake, one[:])
+		unix.Write(int(w-1), one[:])
 	}
 	o.wmu.Unlock()
 
@@ -72,8 +72,8 @@ func (o *osFD) close() error {
 		return nil
 	}
 	o.closed = true
-	if o.hasWake {
-		unix.Close(o.wake) // no wait holds it now: they hold mu
+	if w := o.wake.Load(); w != 0 {
+		unix.Close(int(w - 1)) // no wait holds it now: they hold mu
 	}
 	if p := o.pf.Load(); p != nil {
 		return p.file.Close()
@@ -117,23 +117,23 @@ func (o *osFD) poller() (*pollFile, error) {
 // to find it: close writes it after it set closing, and it stays
 // readable, so a wait that starts late still wakes at once.
 func (o *osFD) wakeFD() (int, error) {
-	if n := o.wakeNum.Load(); n != 0 {
-		return int(n - 1), nil
+	if w := o.wake.Load(); w != 0 {
+		return int(w - 1), nil
 	}
 	o.wmu.Lock()
 	defer o.wmu.Unlock()
 	if o.closing {
 		return -1, os.ErrClosed
 	}
-	if !o.hasWake {
-		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-		if err != nil {
-			return -1, err
-		}
-		o.wake, o.hasWake = efd, true
-		o.wakeNum.Store(int32(efd) + 1)
+	if w := o.wake.Load(); w != 0 {
+		return int(w - 1), nil
 	}
-	return o.wake, nil
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return -1, err
+	}
+	o.wake.Store(int32(efd) + 1)
+	return efd, nil
 }
 
 // pollBlocking sleeps in poll(2), a blocking system call (unix.Poll is a
@@ -238,18 +238,9 @@ func (o *osFD) ioctl(req uint, arg unsafe.Pointer) error {
 	if err := o.acquire(); err != nil {
 		return err
 	}
-	var errno syscall.Errno
-	for {
-		_, _, errno = unix.Syscall(unix.SYS_IOCTL, uintptr(o.raw), uintptr(req), uintptr(arg))
-		if errno != unix.EINTR {
-			break
-		}
-	}
+	err := IoctlNumber(o.raw, req, arg)
 	o.mu.RUnlock()
-	if errno != 0 {
-		return errno
-	}
-	return nil
+	return err
 }
 
 func (o *osFD) read(p []byte) (int, error) {

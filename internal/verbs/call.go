@@ -110,7 +110,7 @@ func (c *Core) DoCall(call *Call) error {
 	if c.raw >= 0 { // c.ioctl, by hand: one frame less on the hottest path
 		err = sys.IoctlNumber(c.raw, abi.RDMA_VERBS_IOCTL, unsafe.Pointer(call))
 	} else {
-		err = c.fd.IoctlOwned(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(call))
+		err = c.fd.Ioctl(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(call))
 	}
 	if call.keep != nil || call.keepIn != nil {
 		call.keep, call.keepIn = nil, nil

@@ -204,8 +204,8 @@ func errArg(msg string) error { return fmt.Errorf("%s: %w", msg, syscall.EINVAL)
 // Do runs r on the context's descriptor, without the life lock: for
 // Close's hooks and callers that hold the context (Hold, or Close's
 // exclusive hold), which is what keeps the descriptor open, and its
-// number not reused, while the ioctl runs (sys.FD.IoctlOwned: the
-// descriptor's own lock is not taken again). The request goes to
+// number not reused, while the ioctl runs (ioctl: the descriptor's own
+// lock is not taken again). The request goes to
 // the kernel as built (abi.Request.MarshalUnchecked); when the kernel
 // refuses it, the request's own mistake, if the method table finds one,
 // is the error (abi.Request.Explain). It does not allocate once r's
@@ -232,12 +232,13 @@ func (c *Core) Do(r *abi.Request) error {
 // Every caller holds the context (Hold) or is its Close, and only Close,
 // with the life lock held alone, closes the descriptor: the number stays
 // open for the call without the descriptor's own lock (sys.IoctlNumber).
-// A fake kernel's descriptor has no number and goes through its ops.
+// A fake kernel's descriptor has no number and goes through its ops
+// (FD.Ioctl).
 func (c *Core) ioctl(arg unsafe.Pointer) error {
 	if c.raw >= 0 {
 		return sys.IoctlNumber(c.raw, abi.RDMA_VERBS_IOCTL, arg)
 	}
-	return c.fd.IoctlOwned(abi.RDMA_VERBS_IOCTL, arg)
+	return c.fd.Ioctl(abi.RDMA_VERBS_IOCTL, arg)
 }
 
 // Invoke runs a request built for the context's device, holding the
