@@ -278,10 +278,18 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 	// ibv_read_counters takes none. No defers: the read is a hot path.
 	k, slot, ok := cs.calls.TryGet()
 	if !ok {
-		return cs.readLocked(values, flags) // closing, closed, or 8 reads in flight
+		// Closing, closed, or eight reads in flight: hold the context
+		// and the object's lock shared, which wait for a destruction in
+		// progress (it may fail, EBUSY, and the object stay), and make
+		// a Call of its own.
+		var err error
+		if k, err = cs.lockForRead(op); err != nil {
+			return err
+		}
 	}
-	// readWith, in line (Start to Inline inline; a call costs a frame).
 	core := cs.b.Core
+	// COUNTERS_READ written in place (verbs.Call): the three attributes
+	// rdma-core's ibv_read_counters sends.
 	k.Start(core.Driver(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
 	k.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.b.Handle)
 	var err error
@@ -291,9 +299,13 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 	} else {
 		err = syscall.EINVAL // more than MaxValues: explainRead says so
 	}
-	cs.calls.Put(slot)
+	if slot >= 0 { // TryGet's: -1 on the locked path
+		cs.calls.Put(slot)
+	} else {
+		cs.unlockRead()
+	}
 	if err != nil {
-		if cs.b.Core.Closing() {
+		if slot >= 0 && core.Closing() {
 			// The context's Close began meanwhile: its teardown may
 			// have destroyed the flows (EINVAL) before this object.
 			return errs.New(op, cs.c.Device().Name, os.ErrClosed)
@@ -303,45 +315,26 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 	return nil
 }
 
-// readWith runs COUNTERS_READ with k, written in place (verbs.Call): the
-// three attributes rdma-core's ibv_read_counters sends.
-func (cs *Object) readWith(k *verbs.Call, values []uint64, flags ReadFlags) error {
-	var buf []byte
-	if len(values) > 0 {
-		buf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*8)
+// lockForRead is the start of Read's locked path: the context held, the
+// object's lock shared and a Call of the path's own, unless the context
+// or the object is gone (os.ErrClosed, nothing held). unlockRead ends it.
+func (cs *Object) lockForRead(op string) (*verbs.Call, error) {
+	core, own := cs.b.Core, cs.b.Own
+	if !core.TryHold() {
+		return nil, errs.New(op, cs.c.Device().Name, os.ErrClosed)
 	}
-	core := cs.b.Core
-	k.Start(core.Driver(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
-	k.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.b.Handle)
-	if !k.Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, buf) {
-		return syscall.EINVAL // more than MaxValues: explainRead says so
+	own.RLock()
+	if own.Destroyed() {
+		own.RUnlock()
+		core.Release()
+		return nil, errs.New(op, cs.c.Device().Name, os.ErrClosed)
 	}
-	k.Inline(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, 4, uint64(flags))
-	return core.DoCall(k)
+	return new(verbs.Call), nil
 }
 
-// readLocked is Read when no Call can be had without waiting: the
-// object is being destroyed (the destruction may fail, EBUSY, and the
-// object stay), was destroyed, or eight reads are in the kernel. It holds
-// the context and the object's lock shared, which wait for a destruction
-// in progress, and makes its own Call.
-func (cs *Object) readLocked(values []uint64, flags ReadFlags) error {
-	const op = "read counters"
-	c, core := cs.c, cs.b.Core
-	if !core.TryHold() {
-		return errs.New(op, c.Device().Name, os.ErrClosed)
-	}
-	defer core.Release()
-	own := cs.b.Own
-	own.RLock()
-	defer own.RUnlock()
-	if own.Destroyed() {
-		return errs.New(op, c.Device().Name, os.ErrClosed)
-	}
-	if err := cs.readWith(new(verbs.Call), values, flags); err != nil {
-		return errs.New(op, c.Device().Name, cs.explainRead(err, len(values)))
-	}
-	return nil
+func (cs *Object) unlockRead() {
+	cs.b.Own.RUnlock()
+	cs.b.Core.Release()
 }
 
 // explainRead says which of the kernel's EINVAL rules a failed read most
