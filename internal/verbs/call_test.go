@@ -66,6 +66,9 @@ func TestCallList(t *testing.T) {
 					t.Error("a Call handed out twice")
 				}
 				inUse[c] = true
+				mu.Unlock()
+				runtime.Gosched() // hold it while others take theirs
+				mu.Lock()
 				delete(inUse, c)
 				mu.Unlock()
 				l.Put(slot)
