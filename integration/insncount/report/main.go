@@ -107,26 +107,28 @@ func ratio(a, b uint64) string {
 	return fmt.Sprintf("%.2f", float64(a)/float64(b))
 }
 
+// ops are the operations by cops's code; goops records the same
+// operation as 64 + the code.
 var ops = []struct {
-	c, gocode int
-	name      string
+	code int
+	name string
 }{
-	{1, 1, "open + close device"},
-	{2, 2, "QueryPort"},
-	{3, 3, "QueryGIDTable"},
-	{4, 4, "PD alloc + dealloc (Into)"},
-	{5, 5, "PD alloc + dealloc (plain)"},
-	{6, 6, "CQ create + destroy (Into)"},
-	{7, 7, "CQ create + destroy (plain)"},
-	{8, 8, "QP create + destroy (Into)"},
-	{9, 9, "QP create + destroy (plain)"},
-	{10, 10, "modify QP RESET to RTS (3 calls)"},
-	{11, 11, "reg MR 4 KiB + dereg"},
-	{12, 12, "PostSend (RDMA WRITE 64 B)"},
-	{13, 13, "Poll (one completion)"},
-	{14, 14, "counters Read (mock0)"},
-	{15, 15, "MAD send (umad)"},
-	{16, 16, "MAD receive (umad)"},
+	{1, "open + close device"},
+	{2, "QueryPort"},
+	{3, "QueryGIDTable"},
+	{4, "PD alloc + dealloc (Into)"},
+	{5, "PD alloc + dealloc (plain)"},
+	{6, "CQ create + destroy (Into)"},
+	{7, "CQ create + destroy (plain)"},
+	{8, "QP create + destroy (Into)"},
+	{9, "QP create + destroy (plain)"},
+	{10, "modify QP RESET to RTS (3 calls)"},
+	{11, "reg MR 4 KiB + dereg"},
+	{12, "PostSend (RDMA WRITE 64 B)"},
+	{13, "Poll (one completion)"},
+	{14, "counters Read (mock0)"},
+	{15, "MAD send (umad)"},
+	{16, "MAD receive (umad)"},
 }
 
 var tools = []string{"ibv_devices | devices", "ibv_devinfo | devinfo", "ibv_devinfo -v | devinfo -v",
@@ -137,7 +139,7 @@ func perOp(w io.Writer, s *samples) {
 	fmt.Fprintf(w, "per operation: instructions, the least of the samples after the first %d (spread: (max-min)/min of the totals)\n", drop)
 	fmt.Fprintf(w, "%-34s %8s %8s %8s %8s | %6s %6s %6s | %s\n", "operation", "C user", "C kern", "Go user", "Go kern", "user", "kern", "total", "n C/Go, spread C/Go")
 	for _, o := range ops {
-		cs, gs := trim(s.op[o.c]), trim(s.op[64+o.gocode])
+		cs, gs := trim(s.op[o.code]), trim(s.op[64+o.code])
 		if len(cs) == 0 && len(gs) == 0 {
 			continue
 		}
