@@ -10,26 +10,38 @@ import (
 	"github.com/purerdma/rdma/internal/sys"
 )
 
-// callAttrs is the most attributes a Call holds.
-const callAttrs = 4
+// callAttrs is the most attributes a Call holds: a QP create's fourteen
+// (UVERBS_METHOD_QP_CREATE with flags, event file and driver data).
+const callAttrs = 16
 
-// Call is a small request written straight into the kernel's layout
-// (struct ib_uverbs_ioctl_hdr, then struct ib_uverbs_attr entries), for
-// the hottest methods, whose attributes the caller knows to be what the
-// method takes: QueryPort and a counters read. It is what abi.Request
-// sends for the same attributes, without the builder's bookkeeping or its
-// method-table check (a failed call is not explained by the table; its
-// errno is returned as it is). Like libibverbs' execute_ioctl with a
-// stack-built attribute array, minus the stack: a Call must be heap memory
-// (a scratch, a CallList's), since the kernel reads it, and what its
-// attributes point at, through addresses stored as integers.
+// callKeep is the most attributes by address (an Out, a long In) a Call
+// holds: a QP create's five.
+const callKeep = 6
+
+// Call is a request written straight into the kernel's layout (struct
+// ib_uverbs_ioctl_hdr, then struct ib_uverbs_attr entries), for the
+// methods on the hot and create paths, whose attributes the caller knows
+// to be what the method takes: QueryPort, a counters read, the PD, CQ and
+// QP create and destroy. It is what abi.Request sends for the same
+// attributes, without the builder's bookkeeping or its method-table check
+// (a failed call is not explained by the table; its errno is returned as
+// it is). Like libibverbs' execute_ioctl with a stack-built attribute
+// array, minus the stack: a Call must be heap memory (a scratch, a
+// CallList's), since the kernel reads it, and what its attributes point
+// at, through addresses stored as integers.
+//
+// A builder method reports false when the Call cannot take the attribute
+// (full, too long, a negative descriptor); the Call then remembers it,
+// and DoCall refuses to run it.
 type Call struct {
 	hdr   abi.IoctlHdr
 	attrs [callAttrs]abi.IoctlAttr // must follow hdr: the two are the wire form
-	// keep and keepIn are the memory the Out attribute and a long In
-	// attribute point at (one of each at most), kept alive, and kept off
-	// the stack by escape analysis, until DoCall returns.
-	keep, keepIn unsafe.Pointer
+	// keep is the memory the Out and long In attributes point at, kept
+	// alive, and kept off the stack by escape analysis, until DoCall
+	// returns.
+	keep  [callKeep]unsafe.Pointer
+	nkeep uint8
+	bad   bool // an attribute was refused
 }
 
 // The wire form is the Call's first bytes.
@@ -42,17 +54,53 @@ const (
 // In or Out succeeded is run with DoCall, which drops what they keep.
 func (c *Call) Start(drv uint32, object, method uint16) {
 	c.hdr = abi.IoctlHdr{ObjectID: object, MethodID: method, DriverID: drv}
+	if c.nkeep != 0 || c.bad {
+		c.drop() // started again without DoCall
+		c.bad = false
+	}
+}
+
+// drop forgets what the Call keeps.
+func (c *Call) drop() {
+	for i := uint8(0); i < c.nkeep && i < callKeep; i++ {
+		c.keep[i] = nil // a loop: clear of a pointer array is a bulk-barrier call
+	}
+	c.nkeep = 0
 }
 
 // add appends an attribute. It reports false when the Call is full.
 func (c *Call) add(id, length uint16, data uint64) bool {
 	i := uint(c.hdr.NumAttrs)
 	if i >= callAttrs {
+		c.bad = true
 		return false
 	}
-	c.attrs[i] = abi.IoctlAttr{ID: id, Len: length, Flags: abi.UVERBS_ATTR_F_MANDATORY, Data: data}
+	putAttr(&c.attrs[i], id, length, data)
 	c.hdr.NumAttrs++
 	return true
+}
+
+// addPtr appends an attribute by address, keeping p.
+func (c *Call) addPtr(id uint16, n int, p unsafe.Pointer) bool {
+	if n > abi.MaxAttrLen || c.nkeep >= callKeep {
+		c.bad = true
+		return false
+	}
+	if !c.add(id, uint16(n), uint64(uintptr(p))) {
+		return false
+	}
+	c.keep[c.nkeep] = p
+	c.nkeep++
+	return true
+}
+
+// putAttr writes a mandatory attribute as two words, in place: the layout of
+// struct ib_uverbs_attr on the little-endian hosts purerdma supports (id,
+// len, flags, attr_data, then data), as abi.Request writes it.
+func putAttr(a *abi.IoctlAttr, id, length uint16, data uint64) {
+	w := (*[2]uint64)(unsafe.Pointer(a))
+	w[0] = uint64(id) | uint64(length)<<16 | abi.UVERBS_ATTR_F_MANDATORY<<32
+	w[1] = data
 }
 
 // Inline adds an attribute carried in the data word: a CONST_IN (length
@@ -62,40 +110,68 @@ func (c *Call) Inline(id, length uint16, v uint64) bool { return c.add(id, lengt
 // Handle adds an IDR attribute naming an existing object.
 func (c *Call) Handle(id uint16, handle uint32) bool { return c.add(id, 0, uint64(handle)) }
 
-// Out adds the Call's PTR_OUT attribute: the kernel writes up to len(b)
-// bytes at b, at most abi.MaxAttrLen. It reports false for a longer b, a
-// full Call, or a second Out.
+// NewHandle adds the IDR attribute of the object the call creates; read
+// the handle with Created after the call.
+func (c *Call) NewHandle(id uint16) bool { return c.add(id, 0, 0) }
+
+// FD adds an FD attribute naming an open descriptor.
+func (c *Call) FD(id uint16, fd int) bool {
+	if fd < 0 {
+		c.bad = true
+		return false
+	}
+	return c.add(id, 0, uint64(fd))
+}
+
+// Optional clears the MANDATORY flag of the attribute added last, so a
+// kernel that does not know it ignores it instead of failing.
+func (c *Call) Optional() {
+	if i := c.hdr.NumAttrs; i > 0 {
+		c.attrs[i-1].Flags &^= abi.UVERBS_ATTR_F_MANDATORY
+	}
+}
+
+// Out adds a PTR_OUT attribute: the kernel writes up to len(b) bytes at
+// b (by address, whatever the size), at most abi.MaxAttrLen. (Written
+// out, not through addPtr, to stay within the inliner's budget: a create
+// call adds up to four.)
 func (c *Call) Out(id uint16, b []byte) bool {
-	if len(b) > abi.MaxAttrLen || c.keep != nil {
+	i, k := c.hdr.NumAttrs, c.nkeep
+	if len(b) > abi.MaxAttrLen || i >= callAttrs || k >= callKeep {
+		c.bad = true
 		return false
 	}
 	p := unsafe.Pointer(unsafe.SliceData(b))
-	if !c.add(id, uint16(len(b)), uint64(uintptr(p))) {
-		return false
-	}
-	c.keep = p
+	c.attrs[i] = abi.IoctlAttr{ID: id, Len: uint16(len(b)), Flags: abi.UVERBS_ATTR_F_MANDATORY, Data: uint64(uintptr(p))}
+	c.hdr.NumAttrs, c.keep[k], c.nkeep = i+1, p, k+1
 	return true
 }
 
 // In adds a PTR_IN attribute: up to 8 bytes inline (where the kernel
-// reads them), longer by address (one such at most). It reports false as
-// Out does.
+// reads them), longer by address.
 func (c *Call) In(id uint16, b []byte) bool {
 	if len(b) <= 8 {
 		var v [8]byte
 		copy(v[:], b)
 		return c.add(id, uint16(len(b)), *(*uint64)(unsafe.Pointer(&v)))
 	}
-	if len(b) > abi.MaxAttrLen || c.keepIn != nil {
-		return false
-	}
-	p := unsafe.Pointer(unsafe.SliceData(b))
-	if !c.add(id, uint16(len(b)), uint64(uintptr(p))) {
-		return false
-	}
-	c.keepIn = p
-	return true
+	return c.addPtr(id, len(b), unsafe.Pointer(unsafe.SliceData(b)))
 }
+
+// Created returns the handle the kernel wrote back into NewHandle
+// attribute id; ok is false when the Call has no such attribute or the
+// kernel wrote more than 32 bits.
+func (c *Call) Created(id uint16) (handle uint32, ok bool) {
+	for i := range min(uint(c.hdr.NumAttrs), callAttrs) {
+		if a := &c.attrs[i]; a.ID == id {
+			return uint32(a.Data), a.Data <= 0xffffffff
+		}
+	}
+	return 0, false
+}
+
+// errCallBad is DoCall's error for a Call that refused an attribute.
+var errCallBad = errArg("a request with an attribute it could not take")
 
 // DoCall runs call on the context's descriptor; the caller holds the
 // context (Hold, or Close's teardown). It drops the call's references to
@@ -105,6 +181,11 @@ func (c *Core) DoCall(call *Call) error {
 	if c == nil || c.fd == nil || call == nil {
 		return errArg("nil context or call")
 	}
+	if call.bad {
+		call.drop()
+		call.bad = false
+		return errCallBad
+	}
 	call.hdr.Length = uint16(abi.IoctlHdrSize + abi.IoctlAttrSize*int(call.hdr.NumAttrs))
 	var err error
 	if c.raw >= 0 { // c.ioctl, by hand: one frame less on the hottest path
@@ -112,8 +193,8 @@ func (c *Core) DoCall(call *Call) error {
 	} else {
 		err = c.fd.Ioctl(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(call))
 	}
-	if call.keep != nil || call.keepIn != nil {
-		call.keep, call.keepIn = nil, nil
+	if call.nkeep != 0 {
+		call.drop()
 	}
 	return err
 }

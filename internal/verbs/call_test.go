@@ -1,8 +1,10 @@
 package verbs
 
 import (
+	"errors"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -34,14 +36,73 @@ func TestCallWireForm(t *testing.T) {
 	if string(got) != string(want) {
 		t.Errorf("Call bytes\n%x\nwant abi.Request's\n%x", got, want)
 	}
-	if c.Out(1, out) || !c.In(9, make([]byte, 16)) {
-		t.Error("a second Out was taken, or a long In refused")
-	}
-	if c.Inline(10, 8, 0) {
-		t.Error("a fifth attribute was taken")
+	if !c.Out(1, out) || !c.In(9, make([]byte, 16)) {
+		t.Error("a second Out, or a long In, was refused")
 	}
 	if new(Call).Out(1, make([]byte, abi.MaxAttrLen+1)) {
 		t.Error("an Out past MaxAttrLen was taken")
+	}
+	if new(Call).FD(1, -1) {
+		t.Error("a negative descriptor was taken")
+	}
+}
+
+// A Call takes callAttrs attributes and callKeep by address; one it
+// refuses makes DoCall fail before the kernel, and the next Start
+// forgets it.
+func TestCallLimits(t *testing.T) {
+	c := new(Call)
+	c.Start(0, 1, 2)
+	for i := range callKeep {
+		if !c.Out(uint16(i), make([]byte, 16)) {
+			t.Fatalf("Out %d refused", i)
+		}
+	}
+	if c.Out(99, make([]byte, 16)) || c.In(99, make([]byte, 9)) {
+		t.Error("an attribute by address past callKeep was taken")
+	}
+	if !c.In(98, make([]byte, 8)) {
+		t.Error("an inline In was refused with the addresses used up")
+	}
+	for i := int(c.hdr.NumAttrs); i < callAttrs; i++ {
+		if !c.NewHandle(uint16(100 + i)) {
+			t.Fatalf("attribute %d refused", i)
+		}
+	}
+	if c.Handle(200, 1) {
+		t.Error("an attribute past callAttrs was taken")
+	}
+	if !c.bad {
+		t.Fatal("a refused attribute was not remembered")
+	}
+	core, be := newCore(t)
+	if err := core.DoCall(c); !errors.Is(err, syscall.EINVAL) || be.calls != 0 {
+		t.Errorf("DoCall of a Call that refused an attribute: %v, %d calls", err, be.calls)
+	}
+	if c.bad || c.nkeep != 0 || c.keep[0] != nil {
+		t.Error("DoCall kept what the refused Call held")
+	}
+	c.Handle(1, 1)
+	c.Out(2, make([]byte, 8))
+	c.Start(0, 1, 2)
+	if c.bad || c.nkeep != 0 || c.keep[0] != nil {
+		t.Error("Start kept what the unrun Call held")
+	}
+	c.NewHandle(5)
+	c.Optional()
+	if c.attrs[0].Flags&abi.UVERBS_ATTR_F_MANDATORY != 0 {
+		t.Error("Optional left the attribute mandatory")
+	}
+	c.attrs[0].Data = 42
+	if h, ok := c.Created(5); !ok || h != 42 {
+		t.Errorf("Created = %d, %v", h, ok)
+	}
+	c.attrs[0].Data = 1 << 32
+	if _, ok := c.Created(5); ok {
+		t.Error("a handle wider than 32 bits was taken")
+	}
+	if _, ok := c.Created(6); ok {
+		t.Error("Created found an attribute the Call has not")
 	}
 }
 
