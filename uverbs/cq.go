@@ -132,9 +132,9 @@ func (c *Context) createCQHeld(cq *CQ, attr CQAttr) error {
 	// The provider's state lives in the CQ, the request and the driver
 	// data in the scratch: nothing else is allocated.
 	cq.c = c
-	s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
+	s := c.scr.get()
 	err := c.createCQWith(cq, attr, s)
-	c.putScratch(s)
+	c.scr.put(s)
 	return err
 }
 
@@ -150,22 +150,27 @@ func (c *Context) createCQWith(cq *CQ, attr CQAttr, s *scratch) error {
 	cq.uh = c.newUserHandle()
 	respCQE := &s.u32
 	*respCQE = 0
-	r := s.r.NewHandle(abi.UVERBS_ATTR_CREATE_CQ_HANDLE).
-		Out(abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE, bytesOf(respCQE)).
-		InU32(abi.UVERBS_ATTR_CREATE_CQ_CQE, x.cqe).
-		InU64(abi.UVERBS_ATTR_CREATE_CQ_USER_HANDLE, cq.uh)
+	// The request is written in place (verbs.Call): the attributes are
+	// CQ_CREATE's, as uverbs_std_types_cq.c declares them.
+	k := &s.call
+	k.Start(c.drv, abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
+	k.NewHandle(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)
+	k.Out(abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE, bytesOf(respCQE))
+	k.Inline(abi.UVERBS_ATTR_CREATE_CQ_CQE, 4, uint64(x.cqe))
+	k.Inline(abi.UVERBS_ATTR_CREATE_CQ_USER_HANDLE, 8, cq.uh)
 	if attr.Channel != nil {
-		r.FD(abi.UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, attr.Channel.raw)
+		k.FD(abi.UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, attr.Channel.raw)
 	}
-	r.InU32(abi.UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, uint32(attr.CompVector))
+	k.Inline(abi.UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, 4, uint64(uint32(attr.CompVector)))
 	if c.async != nil {
-		r.FD(abi.UVERBS_ATTR_CREATE_CQ_EVENT_FD, c.asyncRaw).Optional(abi.UVERBS_ATTR_CREATE_CQ_EVENT_FD)
+		k.FD(abi.UVERBS_ATTR_CREATE_CQ_EVENT_FD, c.asyncRaw)
+		k.Optional()
 	}
 	if attr.Flags != 0 {
-		r.Flags32(abi.UVERBS_ATTR_CREATE_CQ_FLAGS, uint32(attr.Flags))
+		k.Inline(abi.UVERBS_ATTR_CREATE_CQ_FLAGS, 4, uint64(uint32(attr.Flags)))
 	}
-	x.add(r)
-	if err := c.do(r); err != nil {
+	x.addCall(k)
+	if err := c.core.DoCall(k); err != nil {
 		c.dropUserHandle(cq.uh)
 		err = d.createFailed(err)
 		if errors.Is(err, syscall.EINVAL) {
@@ -179,7 +184,7 @@ func (c *Context) createCQWith(cq *CQ, attr CQAttr, s *scratch) error {
 		return c.err(op, err)
 	}
 	d.created()
-	cq.handle, _ = r.Created(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)
+	cq.handle, _ = k.Created(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)
 	cq.cqe = int(*respCQE)
 	if err := c.prov.cqCreated(c, d, x); err != nil {
 		cq.destroyLocked(false)
@@ -319,13 +324,16 @@ func (cq *CQ) destroyLocked(bool) error {
 	if !cq.destroyBegin() {
 		return nil
 	}
-	s := c.getScratch(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_DESTROY)
+	s := c.scr.get()
 	resp := &s.cqDone
 	*resp = abi.IbUverbsDestroyCqResp{}
-	err := c.do(s.r.Handle(abi.UVERBS_ATTR_DESTROY_CQ_HANDLE, cq.handle).
-		Out(abi.UVERBS_ATTR_DESTROY_CQ_RESP, bytesOf(resp)))
+	k := &s.call
+	k.Start(c.drv, abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_DESTROY)
+	k.Handle(abi.UVERBS_ATTR_DESTROY_CQ_HANDLE, cq.handle)
+	k.Out(abi.UVERBS_ATTR_DESTROY_CQ_RESP, bytesOf(resp))
+	err := c.core.DoCall(k)
 	cq.events = [2]uint32{resp.CompEventsReported, resp.AsyncEventsReported}
-	c.putScratch(s)
+	c.scr.put(s)
 	if !cq.destroyEnd(err) {
 		return c.err("destroy cq", err)
 	}

@@ -107,7 +107,7 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 		return nil, errs.New("create qp", "", errNil)
 	}
 	qp := new(QP)
-	if err := pd.createQP(qp, attr); err != nil {
+	if err := pd.createQP(qp, &attr); err != nil {
 		return nil, err
 	}
 	return qp, nil
@@ -133,7 +133,7 @@ func (pd *PD) CreateQPInto(qp *QP, attr QPInitAttr) error {
 	}
 	spare := qp.mlx5 // its arrays serve again (mlx5Init)
 	*qp = QP{m5spare: spare}
-	err := pd.createQP(qp, attr)
+	err := pd.createQP(qp, &attr)
 	if err != nil {
 		*qp = QP{}
 	}
@@ -141,7 +141,7 @@ func (pd *PD) CreateQPInto(qp *QP, attr QPInitAttr) error {
 }
 
 // createQP creates the QP into qp, a zero QP but for m5spare.
-func (pd *PD) createQP(qp *QP, attr QPInitAttr) error {
+func (pd *PD) createQP(qp *QP, attr *QPInitAttr) error {
 	c := pd.c
 	if err := c.enter("create qp"); err != nil {
 		return err
@@ -152,7 +152,7 @@ func (pd *PD) createQP(qp *QP, attr QPInitAttr) error {
 }
 
 // createQPHeld is createQP for a caller that has entered the context.
-func (pd *PD) createQPHeld(qp *QP, attr QPInitAttr) error {
+func (pd *PD) createQPHeld(qp *QP, attr *QPInitAttr) error {
 	c := pd.c
 	const op = "create qp"
 	if err := pd.alive(c, op); err != nil {
@@ -170,9 +170,9 @@ func (pd *PD) createQPHeld(qp *QP, attr QPInitAttr) error {
 		if cq.c != c {
 			return c.err(op, errArg("the CQ belongs to another context"))
 		}
-		cq.mu.Lock()
+		cq.mu.RLock()
 		gone := cq.destroyed
-		cq.mu.Unlock()
+		cq.mu.RUnlock()
 		if gone {
 			return c.err(op, os.ErrClosed)
 		}
@@ -182,21 +182,22 @@ func (pd *PD) createQPHeld(qp *QP, attr QPInitAttr) error {
 	// driver data in the scratch.
 	qp.c, qp.pd, qp.typ = c, pd, attr.Type
 	qp.sendCQ, qp.recvCQ = attr.SendCQ, attr.RecvCQ
-	s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
+	s := c.scr.get()
 	err := pd.createQPWith(qp, attr, s)
-	c.putScratch(s)
+	c.scr.put(s)
 	return err
 }
 
 // createQPWith makes createQP's request in s, and the QP.
-func (pd *PD) createQPWith(qp *QP, attr QPInitAttr, s *scratch) error {
+func (pd *PD) createQPWith(qp *QP, attr *QPInitAttr, s *scratch) error {
 	c := pd.c
 	const op = "create qp"
 	d := &qp.res
 	x := &s.drv
 	x.reset()
-	// attr by value: a pointer through the interface would move it to the heap.
-	if err := c.prov.prepareQP(c, attr, d, x); err != nil {
+	// attr by value to the provider: a pointer through the interface
+	// would move it to the heap.
+	if err := c.prov.prepareQP(c, *attr, d, x); err != nil {
 		return c.err(op, err)
 	}
 	qp.uh = c.newUserHandle()
@@ -207,32 +208,36 @@ func (pd *PD) createQPWith(qp *QP, attr QPInitAttr, s *scratch) error {
 		MaxSendSge: attr.Cap.MaxSendSGE, MaxRecvSge: attr.Cap.MaxRecvSGE,
 		MaxInlineData: attr.Cap.MaxInlineData,
 	}
-	r := s.r.Handle(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle).
-		Handle(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr.SendCQ.handle).
-		Handle(abi.UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr.RecvCQ.handle).
-		NewHandle(abi.UVERBS_ATTR_CREATE_QP_HANDLE).
-		Const(abi.UVERBS_ATTR_CREATE_QP_TYPE, uint64(attr.Type)).
-		InU64(abi.UVERBS_ATTR_CREATE_QP_USER_HANDLE, qp.uh).
-		In(abi.UVERBS_ATTR_CREATE_QP_CAP, bytesOf(capIn))
+	// The request is written in place (verbs.Call): the attributes are
+	// QP_CREATE's, as uverbs_std_types_qp.c declares them.
+	k := &s.call
+	k.Start(c.drv, abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
+	k.Handle(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle)
+	k.Handle(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr.SendCQ.handle)
+	k.Handle(abi.UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr.RecvCQ.handle)
+	k.NewHandle(abi.UVERBS_ATTR_CREATE_QP_HANDLE)
+	k.Inline(abi.UVERBS_ATTR_CREATE_QP_TYPE, 8, uint64(attr.Type))
+	k.Inline(abi.UVERBS_ATTR_CREATE_QP_USER_HANDLE, 8, qp.uh)
+	k.In(abi.UVERBS_ATTR_CREATE_QP_CAP, bytesOf(capIn))
 	if c.async != nil {
-		r.FD(abi.UVERBS_ATTR_CREATE_QP_EVENT_FD, c.asyncRaw)
+		k.FD(abi.UVERBS_ATTR_CREATE_QP_EVENT_FD, c.asyncRaw)
 	}
 	flags := uint32(attr.Flags)
 	if attr.SQSigAll {
 		flags |= abi.IB_UVERBS_QP_CREATE_SQ_SIG_ALL
 	}
 	if flags != 0 {
-		r.Flags32(abi.UVERBS_ATTR_CREATE_QP_FLAGS, flags)
+		k.Inline(abi.UVERBS_ATTR_CREATE_QP_FLAGS, 4, uint64(flags))
 	}
-	r.Out(abi.UVERBS_ATTR_CREATE_QP_RESP_CAP, bytesOf(capOut)).
-		Out(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, bytesOf(qpn))
-	x.add(r)
-	if err := c.do(r); err != nil {
+	k.Out(abi.UVERBS_ATTR_CREATE_QP_RESP_CAP, bytesOf(capOut))
+	k.Out(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, bytesOf(qpn))
+	x.addCall(k)
+	if err := c.core.DoCall(k); err != nil {
 		c.dropUserHandle(qp.uh)
 		return c.err(op, d.createFailed(err))
 	}
 	d.created()
-	qp.handle, _ = r.Created(abi.UVERBS_ATTR_CREATE_QP_HANDLE)
+	qp.handle, _ = k.Created(abi.UVERBS_ATTR_CREATE_QP_HANDLE)
 	qp.num = *qpn
 	qp.cap = QPCap{MaxSendWR: capOut.MaxSendWr, MaxRecvWR: capOut.MaxRecvWr,
 		MaxSendSGE: capOut.MaxSendSge, MaxRecvSGE: capOut.MaxRecvSge, MaxInlineData: capOut.MaxInlineData}
@@ -247,7 +252,7 @@ func (pd *PD) createQPWith(qp *QP, attr QPInitAttr, s *scratch) error {
 		}
 	}
 	if p, ok := c.prov.(*mlx5Provider); ok {
-		if err := qp.mlx5Init(p, d, x, &attr); err != nil {
+		if err := qp.mlx5Init(p, d, x, attr); err != nil {
 			qp.destroyLocked(false)
 			return c.err(op, err)
 		}
@@ -326,11 +331,14 @@ func (qp *QP) destroyLocked(bool) error {
 	if !qp.destroyBegin() {
 		return nil
 	}
-	s := c.getScratch(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY)
+	s := c.scr.get()
 	s.qpDone = abi.IbUverbsDestroyQpResp{}
-	err := c.do(s.r.Handle(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, qp.handle).
-		Out(abi.UVERBS_ATTR_DESTROY_QP_RESP, bytesOf(&s.qpDone)))
-	c.putScratch(s)
+	k := &s.call
+	k.Start(c.drv, abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY)
+	k.Handle(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, qp.handle)
+	k.Out(abi.UVERBS_ATTR_DESTROY_QP_RESP, bytesOf(&s.qpDone))
+	err := c.core.DoCall(k)
+	c.scr.put(s)
 	if !qp.destroyEnd(err) {
 		return c.err("destroy qp", err)
 	}

@@ -54,11 +54,16 @@ type drvScratch struct {
 // earlier call's.
 func (x *drvScratch) reset() { x.in, x.out, x.cqe, x.attr = nil, nil, 0, driverAttr{} }
 
-// add adds the driver data and attribute to the create request.
-func (x *drvScratch) add(r *abi.Request) {
-	addUHW(r, x.in, x.out)
+// addCall adds the driver data and attribute to the create request.
+func (x *drvScratch) addCall(k *verbs.Call) {
+	if len(x.in) > 0 {
+		k.In(abi.UVERBS_ATTR_UHW_IN, x.in)
+	}
+	if len(x.out) > 0 {
+		k.Out(abi.UVERBS_ATTR_UHW_OUT, x.out)
+	}
 	if x.attr.id != 0 {
-		r.InU32(x.attr.id, x.attr.u32)
+		k.Inline(x.attr.id, 4, uint64(x.attr.u32))
 	}
 }
 
