@@ -108,7 +108,7 @@ func (p *mlx5Provider) mapStaticUARs(c *Context) error {
 	}
 	for i := uint32(0); i < n; i++ {
 		off := int64(abi.MLX5_IB_MMAP_REGULAR_PAGE<<8|i) * int64(sys.PageSize)
-		m, err := c.maps.Device(c.fd, off, sys.PageSize, syscall.PROT_WRITE, syscall.MAP_SHARED)
+		m, err := c.maps.DeviceHeld(c.fd, off, sys.PageSize, syscall.PROT_WRITE, syscall.MAP_SHARED)
 		if err != nil {
 			p.unmapStaticUARs()
 			return fmt.Errorf("map static UAR page %d of %d: %w", i, n, err)
@@ -193,7 +193,7 @@ func (p *mlx5Provider) allocUAR(c *Context, typ uint64) (*mlx5UAR, error) {
 		return nil, err
 	}
 	u := &mlx5UAR{handle: h, pageID: *page, nc: typ == abi.MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC}
-	m, err := c.maps.Device(c.fd, int64(*off), int(*length), syscall.PROT_WRITE, syscall.MAP_SHARED)
+	m, err := c.maps.DeviceHeld(c.fd, int64(*off), int(*length), syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		p.destroyUAR(c, u)
 		return nil, fmt.Errorf("map the UAR: %w", err)
@@ -428,10 +428,10 @@ func (p *dbPool) slotSize() int {
 // with put.
 func (p *dbPool) alloc() (uint64, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if len(p.free) == 0 {
 		pg, err := p.ms.Anon(sys.PageSize)
 		if err != nil {
+			p.mu.Unlock()
 			return 0, fmt.Errorf("allocate doorbell records: %w", err)
 		}
 		p.pages = append(p.pages, pg)
@@ -442,6 +442,7 @@ func (p *dbPool) alloc() (uint64, error) {
 	a := p.free[len(p.free)-1]
 	p.free = p.free[:len(p.free)-1]
 	clear(p.slot(a))
+	p.mu.Unlock()
 	return a, nil
 }
 

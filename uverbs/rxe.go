@@ -62,7 +62,7 @@ func rxeMap(c *Context, d *driverRes, mi abi.Mminfo, what string) error {
 	if mi.Size < rxeQueueHdr {
 		return fmt.Errorf("rxe returned a %s of %d bytes (mmap offset %#x): %w", what, mi.Size, mi.Offset, syscall.EPROTO)
 	}
-	m, err := c.maps.Device(c.fd, int64(mi.Offset), int(mi.Size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	m, err := c.maps.DeviceHeld(c.fd, int64(mi.Offset), int(mi.Size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return fmt.Errorf("map the %s: %w", what, err)
 	}

