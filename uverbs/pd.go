@@ -155,9 +155,10 @@ func (pd *PD) alive(c *Context, op string) error {
 	if pd.c != c {
 		return c.err(op, errArg("the PD belongs to another context"))
 	}
-	pd.mu.Lock()
-	defer pd.mu.Unlock()
-	if pd.destroyed {
+	pd.mu.RLock()
+	gone := pd.destroyed
+	pd.mu.RUnlock()
+	if gone {
 		return c.err(op, os.ErrClosed)
 	}
 	return nil

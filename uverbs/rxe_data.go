@@ -63,6 +63,21 @@ const (
 	rxeDBSlotSize = 128
 )
 
+// rxeDoorbell is the doorbell command: struct ib_uverbs_cmd_hdr, then
+// struct ib_uverbs_post_send, as rdma-core's post_send_db writes it.
+type rxeDoorbell struct {
+	hdr abi.IbUverbsCmdHdr
+	cmd abi.IbUverbsPostSend
+}
+
+// The command is rxeDoorbellLen bytes, no padding, and fits before the
+// response.
+const (
+	_ = uint(int(unsafe.Sizeof(rxeDoorbell{})) - rxeDoorbellLen)
+	_ = uint(rxeDoorbellLen - int(unsafe.Sizeof(rxeDoorbell{})))
+	_ = uint(rxeDoorbellResp - rxeDoorbellLen)
+)
+
 // rxeQP is the userspace half of an rxe QP.
 type rxeQP struct {
 	fd *sys.FD
@@ -102,11 +117,11 @@ func (qp *QP) rxeInit(c *Context, d *driverRes) error {
 	}
 	d.db, d.dbp = a, &p.db
 	db := p.db.slot(a)
-	cmd, err := abi.AppendWriteCmd(db[:0], abi.IB_USER_VERBS_CMD_POST_SEND, bytesOf(&abi.IbUverbsPostSend{
-		Response: addrOf(db[rxeDoorbellResp:]), QpHandle: qp.handle, WqeSize: rxeDoorbellWqeSize,
-	}), nil, int(unsafe.Sizeof(abi.IbUverbsPostSendResp{})))
-	if err != nil || len(cmd) != rxeDoorbellLen {
-		return fmt.Errorf("doorbell command of %d bytes: %v: %w", len(cmd), err, syscall.EPROTO)
+	// What abi.AppendWriteCmd would write, stored as one struct.
+	*(*rxeDoorbell)(ptrOf(db)) = rxeDoorbell{
+		hdr: abi.IbUverbsCmdHdr{Command: abi.IB_USER_VERBS_CMD_POST_SEND,
+			InWords: uint16(rxeDoorbellLen / 4), OutWords: uint16(unsafe.Sizeof(abi.IbUverbsPostSendResp{}) / 4)},
+		cmd: abi.IbUverbsPostSend{Response: addrOf(db[rxeDoorbellResp:]), QpHandle: qp.handle, WqeSize: rxeDoorbellWqeSize},
 	}
 	x := &qp.rxeQP
 	x.fd, x.db, x.ud = c.fd, db, qp.typ == QPTypeUD
