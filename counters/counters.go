@@ -292,13 +292,11 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 	// rdma-core's ibv_read_counters sends.
 	k.Start(core.Driver(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
 	k.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.b.Handle)
-	var err error
-	if k.Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*8)) {
-		k.Inline(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, 4, uint64(flags))
-		err = core.DoCall(k)
-	} else {
-		err = syscall.EINVAL // more than MaxValues: explainRead says so
-	}
+	// More than MaxValues is refused by Out, then by DoCall (EINVAL, no
+	// system call): explainRead says why.
+	k.Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*8))
+	k.Inline(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, 4, uint64(flags))
+	err := core.DoCall(k)
 	if slot >= 0 { // TryGet's: -1 on the locked path
 		cs.calls.Put(slot)
 	} else {

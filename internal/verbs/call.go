@@ -39,10 +39,14 @@ type Call struct {
 	// keep is the memory the Out and long In attributes point at, kept
 	// alive, and kept off the stack by escape analysis, until DoCall
 	// returns.
-	keep  [callKeep]unsafe.Pointer
+	keep [callKeep]unsafe.Pointer
+	// nkeep counts keep's entries in use, or is callBad once an
+	// attribute was refused (one byte to test on the hot path for both).
 	nkeep uint8
-	bad   bool // an attribute was refused
 }
+
+// callBad is a Call's nkeep once it refused an attribute.
+const callBad = 0xff
 
 // The wire form is the Call's first bytes.
 const (
@@ -50,19 +54,18 @@ const (
 	_ = uint(abi.IoctlHdrSize - unsafe.Offsetof(Call{}.attrs))
 )
 
-// Start begins a call of method of object on driver drv. A Call whose
-// In or Out succeeded is run with DoCall, which drops what they keep.
+// Start begins a call of method of object on driver drv. Every Call
+// started is given to DoCall, which runs it, or refuses it when an
+// attribute was refused, and in both cases forgets what it kept: Start
+// does not look (a Call started twice without DoCall keeps counting its
+// attributes by address, up to refusing one).
 func (c *Call) Start(drv uint32, object, method uint16) {
 	c.hdr = abi.IoctlHdr{ObjectID: object, MethodID: method, DriverID: drv}
-	if c.nkeep != 0 || c.bad {
-		c.drop() // started again without DoCall
-		c.bad = false
-	}
 }
 
-// drop forgets what the Call keeps.
+// drop forgets what the Call keeps, and that it refused an attribute.
 func (c *Call) drop() {
-	for i := uint8(0); i < c.nkeep && i < callKeep; i++ {
+	for i := range min(c.nkeep, callKeep) {
 		c.keep[i] = nil // a loop: clear of a pointer array is a bulk-barrier call
 	}
 	c.nkeep = 0
@@ -72,7 +75,7 @@ func (c *Call) drop() {
 func (c *Call) add(id, length uint16, data uint64) bool {
 	i := uint(c.hdr.NumAttrs)
 	if i >= callAttrs {
-		c.bad = true
+		c.nkeep = callBad
 		return false
 	}
 	putAttr(&c.attrs[i], id, length, data)
@@ -83,7 +86,7 @@ func (c *Call) add(id, length uint16, data uint64) bool {
 // addPtr appends an attribute by address, keeping p.
 func (c *Call) addPtr(id uint16, n int, p unsafe.Pointer) bool {
 	if n > abi.MaxAttrLen || c.nkeep >= callKeep {
-		c.bad = true
+		c.nkeep = callBad
 		return false
 	}
 	if !c.add(id, uint16(n), uint64(uintptr(p))) {
@@ -117,7 +120,7 @@ func (c *Call) NewHandle(id uint16) bool { return c.add(id, 0, 0) }
 // FD adds an FD attribute naming an open descriptor.
 func (c *Call) FD(id uint16, fd int) bool {
 	if fd < 0 {
-		c.bad = true
+		c.nkeep = callBad
 		return false
 	}
 	return c.add(id, 0, uint64(fd))
@@ -138,7 +141,7 @@ func (c *Call) Optional() {
 func (c *Call) Out(id uint16, b []byte) bool {
 	i, k := c.hdr.NumAttrs, c.nkeep
 	if len(b) > abi.MaxAttrLen || i >= callAttrs || k >= callKeep {
-		c.bad = true
+		c.nkeep = callBad
 		return false
 	}
 	p := unsafe.Pointer(unsafe.SliceData(b))
@@ -181,9 +184,9 @@ func (c *Core) DoCall(call *Call) error {
 	if c == nil || c.fd == nil || call == nil {
 		return errArg("nil context or call")
 	}
-	if call.bad {
+	n := call.nkeep
+	if n == callBad {
 		call.drop()
-		call.bad = false
 		return errCallBad
 	}
 	call.hdr.Length = uint16(abi.IoctlHdrSize + abi.IoctlAttrSize*int(call.hdr.NumAttrs))
@@ -193,8 +196,12 @@ func (c *Core) DoCall(call *Call) error {
 	} else {
 		err = c.fd.Ioctl(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(call))
 	}
-	if call.nkeep != 0 {
-		call.drop()
+	if n != 0 { // the common case, one Out, by hand
+		call.keep[0] = nil
+		if n > 1 {
+			call.drop()
+		}
+		call.nkeep = 0
 	}
 	return err
 }
