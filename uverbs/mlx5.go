@@ -34,6 +34,7 @@ type mlx5Provider struct {
 	uar        *mlx5UAR
 	maps       *sys.MapSet // the context's
 	staticUARs [][]byte    // with static bfregs: the UAR pages libmlx5 maps too
+	staticRefs []sys.MapRef
 	db         dbPool
 	uidx       uidxPool
 	staticBF   map[int]*mlx5BF // under mu
@@ -47,6 +48,7 @@ type mlx5UAR struct {
 	handle uint32
 	pageID uint32
 	mem    []byte
+	memRef sys.MapRef
 	nc     bool    // a non-cached UAR: doorbells only, no BlueFlame
 	bf     *mlx5BF // its first register, shared by the QPs
 }
@@ -108,21 +110,21 @@ func (p *mlx5Provider) mapStaticUARs(c *Context) error {
 	}
 	for i := uint32(0); i < n; i++ {
 		off := int64(abi.MLX5_IB_MMAP_REGULAR_PAGE<<8|i) * int64(sys.PageSize)
-		m, err := c.maps.DeviceHeld(c.fd, off, sys.PageSize, syscall.PROT_WRITE, syscall.MAP_SHARED)
+		m, r, err := c.maps.DeviceHeld(c.fd, off, sys.PageSize, syscall.PROT_WRITE, syscall.MAP_SHARED)
 		if err != nil {
 			p.unmapStaticUARs()
 			return fmt.Errorf("map static UAR page %d of %d: %w", i, n, err)
 		}
-		p.staticUARs = append(p.staticUARs, m)
+		p.staticUARs, p.staticRefs = append(p.staticUARs, m), append(p.staticRefs, r)
 	}
 	return nil
 }
 
 func (p *mlx5Provider) unmapStaticUARs() {
-	for _, m := range p.staticUARs {
-		p.maps.Unmap(m)
+	for i, m := range p.staticUARs {
+		p.maps.Unmap(m, p.staticRefs[i])
 	}
-	p.staticUARs = nil
+	p.staticUARs, p.staticRefs = nil, nil
 }
 
 func (p *mlx5Provider) queryDeviceData() ([]byte, []byte) {
@@ -193,18 +195,18 @@ func (p *mlx5Provider) allocUAR(c *Context, typ uint64) (*mlx5UAR, error) {
 		return nil, err
 	}
 	u := &mlx5UAR{handle: h, pageID: *page, nc: typ == abi.MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC}
-	m, err := c.maps.DeviceHeld(c.fd, int64(*off), int(*length), syscall.PROT_WRITE, syscall.MAP_SHARED)
+	m, mr, err := c.maps.DeviceHeld(c.fd, int64(*off), int(*length), syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		p.destroyUAR(c, u)
 		return nil, fmt.Errorf("map the UAR: %w", err)
 	}
-	u.mem = m
+	u.mem, u.memRef = m, mr
 	return u, nil
 }
 
 func (p *mlx5Provider) destroyUAR(c *Context, u *mlx5UAR) {
 	if u.mem != nil {
-		c.maps.Unmap(u.mem)
+		c.maps.Unmap(u.mem, u.memRef)
 		u.mem = nil
 	}
 	r := abi.NewRequest(c.api, c.drv, abi.MLX5_IB_OBJECT_UAR, abi.MLX5_IB_METHOD_UAR_OBJ_DESTROY).
@@ -254,11 +256,11 @@ func (p *mlx5Provider) prepareCQ(c *Context, cqe uint32, d *driverRes, x *drvScr
 			d.release()
 		}
 	}()
-	buf, err := c.maps.Anon(pageRound(int(entries) * mlx5CQESize))
+	buf, r, err := c.maps.Anon(pageRound(int(entries) * mlx5CQESize))
 	if err != nil {
 		return fmt.Errorf("allocate the CQ buffer: %w", err)
 	}
-	d.addAnon(buf)
+	d.addAnon(buf, r)
 	for i := 0; i < int(entries); i++ {
 		buf[i*mlx5CQESize+mlx5CQESize-1] = mlx5CQEInvalidOwner
 	}
@@ -328,28 +330,28 @@ func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr, d *driverRes, x *d
 	if raw {
 		// RAW_PACKET keeps the SQ in its own buffer (sq_buf_addr).
 		if rqBytes > 0 {
-			rq, err := c.maps.Anon(pageRound(rqBytes))
+			rq, r, err := c.maps.Anon(pageRound(rqBytes))
 			if err != nil {
 				return fmt.Errorf("allocate the receive queue: %w", err)
 			}
-			d.addAnon(rq)
+			d.addAnon(rq, r)
 			cmd.BufAddr = addrOf(rq)
 		}
 		if sqBytes > 0 {
-			sq, err := c.maps.Anon(pageRound(sqBytes))
+			sq, r, err := c.maps.Anon(pageRound(sqBytes))
 			if err != nil {
 				return fmt.Errorf("allocate the send queue: %w", err)
 			}
-			d.addAnon(sq)
+			d.addAnon(sq, r)
 			cmd.SqBufAddr = addrOf(sq)
 		}
 	} else if n := rqBytes + sqBytes; n > 0 {
 		// The receive queue first, then the send queue.
-		buf, err := c.maps.Anon(pageRound(n))
+		buf, r, err := c.maps.Anon(pageRound(n))
 		if err != nil {
 			return fmt.Errorf("allocate the QP buffer: %w", err)
 		}
-		d.addAnon(buf)
+		d.addAnon(buf, r)
 		cmd.BufAddr = addrOf(buf)
 	}
 	db, err := p.db.alloc()
@@ -404,37 +406,32 @@ func mlx5SendWQESize(attr *QPInitAttr) uint32 {
 	return (size + mlx5SendWQEBB - 1) &^ (mlx5SendWQEBB - 1)
 }
 
-// dbPool hands out fixed-size slots from anonymous pages shared by the
-// objects of a context: mlx5's 64-byte doorbell records (the kernel pins
-// the page that holds each) and rxe's doorbell commands (rxeDBSlotSize).
+// dbPool hands out mlx5's 64-byte doorbell records from anonymous pages
+// shared by the objects of a context (the kernel pins the page that holds
+// each).
 // A page is mapped once and kept until the context closes, so creating and
 // destroying objects maps nothing in steady state.
 type dbPool struct {
 	ms    *sys.MapSet // the context's
-	size  int         // bytes per slot; 0 means mlx5DBRecSize
 	mu    sync.Mutex
 	pages [][]byte
+	refs  []sys.MapRef // ms's names of pages
 	free  []uint64
 }
 
-func (p *dbPool) slotSize() int {
-	if p.size == 0 {
-		return mlx5DBRecSize
-	}
-	return p.size
-}
+func (p *dbPool) slotSize() int { return mlx5DBRecSize }
 
 // alloc returns the address of a zeroed doorbell record; give it back
 // with put.
 func (p *dbPool) alloc() (uint64, error) {
 	p.mu.Lock()
 	if len(p.free) == 0 {
-		pg, err := p.ms.Anon(sys.PageSize)
+		pg, r, err := p.ms.Anon(sys.PageSize)
 		if err != nil {
 			p.mu.Unlock()
 			return 0, fmt.Errorf("allocate doorbell records: %w", err)
 		}
-		p.pages = append(p.pages, pg)
+		p.pages, p.refs = append(p.pages, pg), append(p.refs, r)
 		for off := len(pg) - p.slotSize(); off >= 0; off -= p.slotSize() {
 			p.free = append(p.free, addrOf(pg)+uint64(off))
 		}
@@ -469,10 +466,10 @@ func (p *dbPool) slot(a uint64) []byte {
 func (p *dbPool) releaseAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, pg := range p.pages {
-		p.ms.Unmap(pg)
+	for i, pg := range p.pages {
+		p.ms.Unmap(pg, p.refs[i])
 	}
-	p.pages, p.free = nil, nil
+	p.pages, p.refs, p.free = nil, nil, nil
 }
 
 // uidxPool hands out mlx5 user indices (1 … 0xfffffe).

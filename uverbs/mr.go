@@ -23,7 +23,8 @@ type MR struct {
 	rkey   uint32
 	access AccessFlags
 	buf    []byte
-	owned  bool // buf was mapped by AllocMR and is unmapped by Close
+	owned  bool       // buf was mapped by AllocMR and is unmapped by Close
+	bufRef sys.MapRef // the context's MapSet's name for it, when owned
 	seqV   uint64
 
 	lifecycle
@@ -60,16 +61,16 @@ func (pd *PD) AllocMR(length int, access AccessFlags) (*MR, error) {
 		return nil, c.err(op, err)
 	}
 	size := (length + sys.PageSize - 1) &^ (sys.PageSize - 1)
-	buf, err := c.maps.Anon(size)
+	buf, ref, err := c.maps.Anon(size)
 	if err != nil {
 		return nil, c.err(op, fmt.Errorf("map %d bytes: %w", size, err))
 	}
 	mr, err := pd.regLocked(op, buf, access)
 	if err != nil {
-		c.maps.Unmap(buf)
+		c.maps.Unmap(buf, ref)
 		return nil, err
 	}
-	mr.owned = true
+	mr.owned, mr.bufRef = true, ref
 	return mr, nil
 }
 
@@ -241,7 +242,7 @@ func (mr *MR) destroyLocked(bool) error {
 		// Only now may the memory go: the device no longer knows it.
 		pinned.Add(-pinnedBytes(mr.buf))
 		if mr.owned {
-			c.maps.Unmap(mr.buf)
+			c.maps.Unmap(mr.buf, mr.bufRef)
 		}
 		c.untrack(mr, 0)
 	})

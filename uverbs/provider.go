@@ -54,9 +54,11 @@ type driverRes struct {
 	// buffers); nmaps and nanon count them.
 	maps         [2][]byte
 	anon         [2][]byte
+	mapRefs      [2]sys.MapRef // ms's names of maps
+	anonRefs     [2]sys.MapRef // and of anon
 	nmaps, nanon uint8
-	// db is a slot of the context's pool dbp (mlx5's doorbell record,
-	// rxe's doorbell command), not 0 while held.
+	// db is a slot of the context's pool dbp (mlx5's doorbell record),
+	// not 0 while held.
 	db  uint64
 	dbp *dbPool
 	// What the mlx5 provider hands out per object, returned by release:
@@ -76,15 +78,15 @@ type driverAttr struct {
 	u32 uint32
 }
 
-// addMap records m, a mapping of the device file.
-func (d *driverRes) addMap(m []byte) {
-	d.maps[d.nmaps] = m // more than len(d.maps) is a bug: panic
+// addMap records m, a mapping of the device file, which ms named r.
+func (d *driverRes) addMap(m []byte, r sys.MapRef) {
+	d.maps[d.nmaps], d.mapRefs[d.nmaps] = m, r // more than len(d.maps) is a bug: panic
 	d.nmaps++
 }
 
-// addAnon records m, anonymous memory.
-func (d *driverRes) addAnon(m []byte) {
-	d.anon[d.nanon] = m
+// addAnon records m, anonymous memory, which ms named r.
+func (d *driverRes) addAnon(m []byte, r sys.MapRef) {
+	d.anon[d.nanon], d.anonRefs[d.nanon] = m, r
 	d.nanon++
 }
 
@@ -132,11 +134,11 @@ func (d *driverRes) release() {
 		d.pins = false
 	}
 	for i, m := range d.mapped() {
-		d.ms.Unmap(m)
+		d.ms.Unmap(m, d.mapRefs[i])
 		d.maps[i] = nil
 	}
 	for i, m := range d.anonymous() {
-		d.ms.Unmap(m)
+		d.ms.Unmap(m, d.anonRefs[i])
 		d.anon[i] = nil
 	}
 	d.nmaps, d.nanon = 0, 0
@@ -170,7 +172,7 @@ func newProvider(d Device, generic bool) (provider, error) {
 	}
 	switch d.DriverID {
 	case rdma.DriverRXE:
-		return &rxeProvider{db: dbPool{size: rxeDBSlotSize}}, nil
+		return &rxeProvider{}, nil
 	case rdma.DriverMLX5:
 		return newMlx5Provider(), nil
 	}

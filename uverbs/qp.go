@@ -163,18 +163,12 @@ func (pd *PD) createQPHeld(qp *QP, attr *QPInitAttr) error {
 	default:
 		return c.err(op, errArg("QP type %d is not one of RC, UC, UD, RAW_PACKET", attr.Type))
 	}
-	for _, cq := range []*CQ{attr.SendCQ, attr.RecvCQ} {
-		if cq == nil {
-			return c.err(op, errArg("a QP needs a send and a receive CQ"))
-		}
-		if cq.c != c {
-			return c.err(op, errArg("the CQ belongs to another context"))
-		}
-		cq.mu.RLock()
-		gone := cq.destroyed
-		cq.mu.RUnlock()
-		if gone {
-			return c.err(op, os.ErrClosed)
+	if err := attr.SendCQ.usable(c, op); err != nil {
+		return err
+	}
+	if attr.RecvCQ != attr.SendCQ {
+		if err := attr.RecvCQ.usable(c, op); err != nil {
+			return err
 		}
 	}
 	// The provider's state and the data path live in the QP (on rxe; on
@@ -259,6 +253,24 @@ func (pd *PD) createQPWith(qp *QP, attr *QPInitAttr, s *scratch) error {
 	}
 	qp.seqV = c.core.NextSeq()
 	c.track(qp, qp.uh)
+	return nil
+}
+
+// usable checks a QP's CQ for a create call (the caller holds the
+// context's life lock).
+func (cq *CQ) usable(c *Context, op string) error {
+	if cq == nil {
+		return c.err(op, errArg("a QP needs a send and a receive CQ"))
+	}
+	if cq.c != c {
+		return c.err(op, errArg("the CQ belongs to another context"))
+	}
+	cq.mu.RLock()
+	gone := cq.destroyed
+	cq.mu.RUnlock()
+	if gone {
+		return c.err(op, os.ErrClosed)
+	}
 	return nil
 }
 

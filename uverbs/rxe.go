@@ -11,21 +11,18 @@ import (
 // or query_device (rxe rejects any with EINVAL); CQ and QP responses carry
 // the mmap offsets of their queues, which live in kernel memory shared with
 // the process (rxe_verbs.c rxe_create_cq/rxe_create_qp and rxe_mmap.c).
-type rxeProvider struct {
-	// db holds the QPs' doorbell commands, rxeDBSlotSize bytes each.
-	db dbPool
-}
+type rxeProvider struct{}
 
-func (*rxeProvider) name() string                                { return "rxe" }
-func (*rxeProvider) contextData() ([]byte, []byte)               { return nil, nil }
-func (p *rxeProvider) contextCreated(c *Context, _ []byte) error { p.db.ms = c.maps; return nil }
-func (*rxeProvider) queryDeviceData() ([]byte, []byte)           { return nil, nil }
+func (*rxeProvider) name() string                          { return "rxe" }
+func (*rxeProvider) contextData() ([]byte, []byte)         { return nil, nil }
+func (*rxeProvider) contextCreated(*Context, []byte) error { return nil }
+func (*rxeProvider) queryDeviceData() ([]byte, []byte)     { return nil, nil }
 func (*rxeProvider) deviceAttr(raw *abi.IbUverbsExQueryDeviceResp, _ []byte, a *DeviceAttr) {
 	a.FWVer = fwVersionDotted(raw.Base.FwVer)
 }
 func (*rxeProvider) pdData() ([]byte, []byte) { return nil, nil }
 func (*rxeProvider) reqNotify() bool          { return true }
-func (p *rxeProvider) close(*Context)         { p.db.releaseAll() }
+func (*rxeProvider) close(*Context)           {}
 
 func (*rxeProvider) prepareCQ(c *Context, cqe uint32, d *driverRes, x *drvScratch) error {
 	d.ms = c.maps
@@ -62,11 +59,11 @@ func rxeMap(c *Context, d *driverRes, mi abi.Mminfo, what string) error {
 	if mi.Size < rxeQueueHdr {
 		return fmt.Errorf("rxe returned a %s of %d bytes (mmap offset %#x): %w", what, mi.Size, mi.Offset, syscall.EPROTO)
 	}
-	m, err := c.maps.DeviceHeld(c.fd, int64(mi.Offset), int(mi.Size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	m, r, err := c.maps.DeviceHeld(c.fd, int64(mi.Offset), int(mi.Size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return fmt.Errorf("map the %s: %w", what, err)
 	}
-	d.addMap(m)
+	d.addMap(m, r)
 	q := (*abi.RxeQueueBuf)(ptrOf(m))
 	slots := uint64(q.IndexMask) + 1
 	if q.IndexMask&(q.IndexMask+1) != 0 || q.Log2ElemSize > 16 || rxeQueueHdr+slots<<q.Log2ElemSize > uint64(mi.Size) {

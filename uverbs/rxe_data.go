@@ -56,11 +56,6 @@ const (
 	// rxeDoorbellLen is the doorbell's length: struct ib_uverbs_cmd_hdr
 	// and struct ib_uverbs_post_send.
 	rxeDoorbellLen = abi.CmdHdrSize + int(unsafe.Sizeof(abi.IbUverbsPostSend{}))
-	// rxeDoorbellResp is where the doorbell's response goes in its page.
-	rxeDoorbellResp = 64
-	// rxeDBSlotSize is a QP's slot in the doorbell pool: the command, then
-	// the response at rxeDoorbellResp.
-	rxeDBSlotSize = 128
 )
 
 // rxeDoorbell is the doorbell command: struct ib_uverbs_cmd_hdr, then
@@ -70,21 +65,22 @@ type rxeDoorbell struct {
 	cmd abi.IbUverbsPostSend
 }
 
-// The command is rxeDoorbellLen bytes, no padding, and fits before the
-// response.
+// The command is rxeDoorbellLen bytes, no padding.
 const (
 	_ = uint(int(unsafe.Sizeof(rxeDoorbell{})) - rxeDoorbellLen)
 	_ = uint(rxeDoorbellLen - int(unsafe.Sizeof(rxeDoorbell{})))
-	_ = uint(rxeDoorbellResp - rxeDoorbellLen)
 )
 
 // rxeQP is the userspace half of an rxe QP.
 type rxeQP struct {
 	fd *sys.FD
-	// db is a slot outside the Go heap, in a page the context's QPs share
-	// (rxeProvider.db), holding the doorbell command and, at
-	// rxeDoorbellResp, its response (the kernel writes it).
-	db []byte
+	// db is the doorbell command, written once by rxeInit, and dbResp
+	// where the kernel writes its response. They are the QP's own memory
+	// (the Go heap does not move objects, and the QP is in use, so kept
+	// alive, while a doorbell is written), as rdma-core's post_send_db
+	// writes its command from the stack.
+	db     rxeDoorbell
+	dbResp abi.IbUverbsPostSendResp
 
 	sqMu       sync.Mutex
 	sq         rxeRing
@@ -107,24 +103,14 @@ func (qp *QP) rxeInit(c *Context, d *driverRes) error {
 	if len(maps) < 1 {
 		return fmt.Errorf("rxe QP without a mapped send queue: %w", syscall.EPROTO)
 	}
-	p, ok := c.prov.(*rxeProvider)
-	if !ok {
-		return fmt.Errorf("rxe QP on a %s context: %w", c.prov.name(), syscall.EPROTO)
-	}
-	a, err := p.db.alloc()
-	if err != nil {
-		return fmt.Errorf("the doorbell command: %w", err)
-	}
-	d.db, d.dbp = a, &p.db
-	db := p.db.slot(a)
+	x := &qp.rxeQP
 	// What abi.AppendWriteCmd would write, stored as one struct.
-	*(*rxeDoorbell)(ptrOf(db)) = rxeDoorbell{
+	x.db = rxeDoorbell{
 		hdr: abi.IbUverbsCmdHdr{Command: abi.IB_USER_VERBS_CMD_POST_SEND,
 			InWords: uint16(rxeDoorbellLen / 4), OutWords: uint16(unsafe.Sizeof(abi.IbUverbsPostSendResp{}) / 4)},
-		cmd: abi.IbUverbsPostSend{Response: addrOf(db[rxeDoorbellResp:]), QpHandle: qp.handle, WqeSize: rxeDoorbellWqeSize},
+		cmd: abi.IbUverbsPostSend{Response: addrOf(bytesOf(&x.dbResp)), QpHandle: qp.handle, WqeSize: rxeDoorbellWqeSize},
 	}
-	x := &qp.rxeQP
-	x.fd, x.db, x.ud = c.fd, db, qp.typ == QPTypeUD
+	x.fd, x.ud = c.fd, qp.typ == QPTypeUD
 	x.sq = newRxeRing(maps[len(maps)-1])
 	if len(maps) == 2 {
 		x.rq, x.hasRQ = newRxeRing(maps[0]), true
@@ -298,7 +284,7 @@ func (x *rxeQP) writeSend(p unsafe.Pointer, wr *SendWR) error {
 // driver's post_send with an empty list, and rxe_post_send for a user QP
 // kicks the requester).
 func (x *rxeQP) doorbell() error {
-	n, err := x.fd.RawWrite(ptrOf(x.db), rxeDoorbellLen)
+	n, err := x.fd.RawWrite(unsafe.Pointer(&x.db), rxeDoorbellLen)
 	if err != nil {
 		return err
 	}

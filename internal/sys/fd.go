@@ -205,7 +205,10 @@ func (fd *FD) Write(p []byte) (int, error) {
 // RawWrite issues write(2) of n bytes at p without telling the Go scheduler
 // (unix.RawSyscall: no entersyscall/exitsyscall, no hand-off of the P). Use
 // it only for writes that never block — the uverbs doorbell, see
-// uverbs/rxe_data.go — and with p pointing at memory outside the Go heap.
+// uverbs/rxe_data.go — and with p, and any address inside what it points
+// at, in memory that does not move: outside the Go heap, or a heap object
+// the caller keeps alive (the collector does not move heap objects; a
+// goroutine's stack moves).
 // It returns the count written and the errno (EINTR is retried), or
 // os.ErrClosed. On a fake descriptor it is the fake's Write.
 func (fd *FD) RawWrite(p unsafe.Pointer, n int) (int, error) {

@@ -12,16 +12,28 @@ import (
 // (runtime.AddCleanup) when the owner becomes unreachable without Close.
 // The zero MapSet is not usable; a nil one maps and unmaps without
 // recording. It is safe for concurrent use.
+//
+// Each mapping takes a slot, which the call that maps returns as a
+// MapRef: unmapping names the slot, so that recording and forgetting a
+// mapping (one per queue of each CQ and QP created and destroyed) is a
+// few loads and stores, with no search.
 type MapSet struct {
-	mu sync.Mutex
-	t  mapTable // first byte → the mapping
+	mu   sync.Mutex
+	ents []mapEnt // by slot; a free slot has a nil b
+	free []int32  // the free slots
+	n    int
 }
 
 // mapEnt is a mapping a MapSet recorded.
 type mapEnt struct {
 	b    []byte
-	anon bool // MmapAnon's (recorded in anonMaps), else a device file's
+	anon bool   // MmapAnon's (recorded in anonMaps), else a device file's
+	gen  uint32 // counts the slot's uses, so that a stale MapRef finds nothing
 }
+
+// MapRef names a mapping in its MapSet: its slot plus one, and the
+// slot's generation above. The zero MapRef names none.
+type MapRef uint64
 
 // unmap unmaps e, forgetting it in anonMaps when it is there.
 func (e mapEnt) unmap() error {
@@ -40,31 +52,44 @@ func Mapped() int64 { return mapped.Load() }
 // NewMapSet returns an empty set.
 func NewMapSet() *MapSet { return &MapSet{} }
 
-func (s *MapSet) add(b []byte, anon bool) {
-	if s != nil && len(b) > 0 {
-		s.mu.Lock()
-		s.t.put(mapEnt{b: b, anon: anon})
-		s.mu.Unlock()
-		mapped.Add(int64(len(b)))
+func (s *MapSet) add(b []byte, anon bool) MapRef {
+	if s == nil || len(b) == 0 {
+		return 0
 	}
+	s.mu.Lock()
+	var i int32
+	if k := len(s.free); k > 0 {
+		i = s.free[k-1]
+		s.free = s.free[:k-1]
+	} else {
+		i = int32(len(s.ents))
+		s.ents = append(s.ents, mapEnt{})
+	}
+	e := &s.ents[i]
+	e.b, e.anon = b, anon
+	r := MapRef(uint64(i) + 1 | uint64(e.gen)<<32)
+	s.n++
+	s.mu.Unlock()
+	mapped.Add(int64(len(b)))
+	return r
 }
 
 // Anon is MmapAnon, recorded.
-func (s *MapSet) Anon(length int) ([]byte, error) {
+func (s *MapSet) Anon(length int) ([]byte, MapRef, error) {
 	b, err := MmapAnon(length)
-	if err == nil {
-		s.add(b, true)
+	if err != nil {
+		return nil, 0, err
 	}
-	return b, err
+	return b, s.add(b, true), nil
 }
 
 // Device is fd.Mmap, recorded.
-func (s *MapSet) Device(fd *FD, offset int64, length, prot, flags int) ([]byte, error) {
+func (s *MapSet) Device(fd *FD, offset int64, length, prot, flags int) ([]byte, MapRef, error) {
 	b, err := fd.Mmap(offset, length, prot, flags)
-	if err == nil {
-		s.add(b, false)
+	if err != nil {
+		return nil, 0, err
 	}
-	return b, err
+	return b, s.add(b, false), nil
 }
 
 // DeviceHeld is Device for a caller whose own lock keeps fd open for the
@@ -72,51 +97,71 @@ func (s *MapSet) Device(fd *FD, offset int64, length, prot, flags int) ([]byte, 
 // made under its life lock, which only its Close, holding it alone, takes
 // to close the descriptor): the mapping is made on the descriptor's
 // number, without the descriptor's lock.
-func (s *MapSet) DeviceHeld(fd *FD, offset int64, length, prot, flags int) ([]byte, error) {
+func (s *MapSet) DeviceHeld(fd *FD, offset int64, length, prot, flags int) ([]byte, MapRef, error) {
 	raw := fd.Raw()
 	if raw < 0 || length <= 0 {
 		return s.Device(fd, offset, length, prot, flags) // a fake's, or the error
 	}
 	b, err := mmap(raw, offset, length, prot, flags)
-	if err == nil {
-		s.add(b, false)
+	if err != nil {
+		return nil, 0, err
 	}
-	return b, err
+	return b, s.add(b, false), nil
 }
 
-// Unmap is Munmap of a mapping the set made; it forgets it. Unmapping one
-// it does not know (or one already unmapped) does nothing.
-func (s *MapSet) Unmap(b []byte) error {
+// Unmap unmaps b, a mapping the set made, which the call that made it
+// named r, and forgets it. Unmapping one the set no longer holds (already
+// unmapped, by Unmap or UnmapAll) does nothing. On a nil set it is
+// Munmap.
+func (s *MapSet) Unmap(b []byte, r MapRef) error {
 	if len(b) == 0 {
 		return nil
 	}
 	if s == nil {
 		return Munmap(b)
 	}
+	i := int(uint32(r)) - 1
 	s.mu.Lock()
-	e, ok := s.t.take(unsafe.SliceData(b))
-	s.mu.Unlock()
-	if !ok {
+	if i < 0 || i >= len(s.ents) {
+		s.mu.Unlock()
 		return nil
 	}
-	mapped.Add(-int64(len(e.b)))
-	return e.unmap()
+	e := &s.ents[i]
+	if e.gen != uint32(r>>32) || e.b == nil || unsafe.SliceData(e.b) != unsafe.SliceData(b) {
+		s.mu.Unlock()
+		return nil
+	}
+	m := *e
+	e.b, e.anon = nil, false
+	e.gen++
+	s.free = append(s.free, int32(i))
+	s.n--
+	s.mu.Unlock()
+	mapped.Add(-int64(len(m.b)))
+	return m.unmap()
 }
 
-// UnmapAll unmaps everything still recorded.
+// UnmapAll unmaps everything still recorded. The slots stay, with their
+// generations, so that a MapRef from before names nothing after.
 func (s *MapSet) UnmapAll() {
 	if s == nil {
 		return
 	}
+	var left []mapEnt
 	s.mu.Lock()
-	t := s.t
-	s.t = mapTable{}
-	s.mu.Unlock()
-	for _, e := range t.slots {
-		if e.b != nil {
-			mapped.Add(-int64(len(e.b)))
-			e.unmap()
+	for i := range s.ents {
+		if e := &s.ents[i]; e.b != nil {
+			left = append(left, *e)
+			e.b, e.anon = nil, false
+			e.gen++
+			s.free = append(s.free, int32(i))
 		}
+	}
+	s.n = 0
+	s.mu.Unlock()
+	for _, e := range left {
+		mapped.Add(-int64(len(e.b)))
+		e.unmap()
 	}
 }
 
@@ -127,85 +172,5 @@ func (s *MapSet) Len() int {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.t.n
-}
-
-// mapTable is a MapSet's mappings by first byte: an open-addressing table
-// with linear probing, keyed by page number (every mapping starts on a
-// page), so that recording and forgetting a mapping (one per queue of
-// each CQ and QP created and destroyed) is a few loads and stores
-// rather than a map's hashing. A free slot has a nil b.
-type mapTable struct {
-	slots []mapEnt // a power of two long, at most half full
-	n     int
-}
-
-// home is the slot a mapping starting at p is looked for first.
-func (t *mapTable) home(p *byte) int {
-	h := uint64(uintptr(unsafe.Pointer(p))>>12) * 0x9e3779b97f4a7c15
-	return int(h>>32) & (len(t.slots) - 1)
-}
-
-// put records e, replacing a mapping recorded at the same address.
-func (t *mapTable) put(e mapEnt) {
-	if 2*(t.n+1) > len(t.slots) {
-		t.grow()
-	}
-	p := unsafe.SliceData(e.b)
-	mask := len(t.slots) - 1
-	for i := t.home(p); ; i = (i + 1) & mask {
-		if t.slots[i].b == nil {
-			t.slots[i] = e
-			t.n++
-			return
-		}
-		if unsafe.SliceData(t.slots[i].b) == p {
-			t.slots[i] = e
-			return
-		}
-	}
-}
-
-func (t *mapTable) grow() {
-	old := t.slots
-	t.slots = make([]mapEnt, max(8, 2*len(old)))
-	t.n = 0
-	for _, e := range old {
-		if e.b != nil {
-			t.put(e)
-		}
-	}
-}
-
-// take forgets the mapping starting at p and returns it.
-func (t *mapTable) take(p *byte) (mapEnt, bool) {
-	if t.n == 0 {
-		return mapEnt{}, false
-	}
-	mask := len(t.slots) - 1
-	i := t.home(p)
-	for {
-		b := t.slots[i].b
-		if b == nil {
-			return mapEnt{}, false
-		}
-		if unsafe.SliceData(b) == p {
-			break
-		}
-		i = (i + 1) & mask
-	}
-	e := t.slots[i]
-	// Backward-shift deletion: move up the entries after i whose home
-	// is not between the hole and them, so that no probe meets a hole
-	// before its entry.
-	for j := (i + 1) & mask; t.slots[j].b != nil; j = (j + 1) & mask {
-		h := t.home(unsafe.SliceData(t.slots[j].b))
-		if (j-h)&mask >= (j-i)&mask {
-			t.slots[i] = t.slots[j]
-			i = j
-		}
-	}
-	t.slots[i] = mapEnt{}
-	t.n--
-	return e, true
+	return s.n
 }

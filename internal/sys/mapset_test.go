@@ -1,50 +1,67 @@
 package sys
 
 import (
-	"math/rand"
 	"testing"
-	"unsafe"
 )
 
-// The table of a MapSet finds, replaces and forgets mappings like a map
-// does, through growth and the backward shifts of deletion; the
-// addresses are page numbers that collide on purpose.
-func TestMapTable(t *testing.T) {
-	rng := rand.New(rand.NewSource(1))
-	var tab mapTable
-	ref := map[*byte]int{}
-	backing := make([]byte, 301<<12)
-	addr := func(k int) []byte {
-		// Page-spaced addresses inside backing: only the pointer
-		// value is used, as a key.
-		return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(&backing[0]), k<<12)), 1+k%5)
+// A MapRef names its mapping until it is unmapped: a second Unmap, a
+// MapRef of another mapping, one from before UnmapAll, or one of a slot
+// used again, even for the same address, unmaps nothing.
+func TestMapSetRefs(t *testing.T) {
+	s := NewMapSet()
+	before := Mapped()
+	a, ra, err := s.Anon(PageSize)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for step := 0; step < 20000; step++ {
-		k := rng.Intn(300)
-		b := addr(k)
-		p := unsafe.SliceData(b)
-		if rng.Intn(3) > 0 {
-			tab.put(mapEnt{b: b, anon: k%2 == 0})
-			ref[p] = len(b)
-		} else {
-			e, ok := tab.take(p)
-			n, want := ref[p]
-			if ok != want || (ok && (len(e.b) != n || unsafe.SliceData(e.b) != p || e.anon != (k%2 == 0))) {
-				t.Fatalf("step %d: take(%d) = %v %v, want %v", step, k, len(e.b), ok, want)
-			}
-			delete(ref, p)
-		}
-		if tab.n != len(ref) {
-			t.Fatalf("step %d: %d entries, want %d", step, tab.n, len(ref))
+	b, rb, err := s.Anon(PageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra == 0 || rb == 0 || ra == rb {
+		t.Fatalf("refs %#x and %#x", ra, rb)
+	}
+	if err := s.Unmap(b, ra); err != nil || s.Len() != 2 {
+		t.Fatalf("Unmap with another mapping's ref: %v, Len %d", err, s.Len())
+	}
+	if err := s.Unmap(a, ra); err != nil || s.Len() != 1 {
+		t.Fatalf("Unmap: %v, Len %d", err, s.Len())
+	}
+	// The slot serves again; the old ref names nothing, even when the
+	// kernel hands out the same address.
+	c, rc, err := s.Anon(PageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uint32(rc) != uint32(ra) || rc == ra {
+		t.Errorf("slot not reused with a new generation: %#x after %#x", rc, ra)
+	}
+	if err := s.Unmap(c, ra); err != nil || s.Len() != 2 {
+		t.Fatalf("Unmap with a stale ref: %v, Len %d", err, s.Len())
+	}
+	s.UnmapAll()
+	if s.Len() != 0 || Mapped() != before {
+		t.Fatalf("after UnmapAll: Len %d, mapped %d", s.Len(), Mapped()-before)
+	}
+	d, rd, err := s.Anon(PageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []MapRef{ra, rb, rc, 0, MapRef(1 << 40), ^MapRef(0)} {
+		if err := s.Unmap(d, r); err != nil || s.Len() != 1 {
+			t.Fatalf("Unmap with ref %#x from before UnmapAll: %v, Len %d", r, err, s.Len())
 		}
 	}
-	for p, n := range ref {
-		if e, ok := tab.take(p); !ok || len(e.b) != n {
-			t.Fatalf("take of a recorded mapping: %v", ok)
-		}
+	if err := s.Unmap(d, rd); err != nil || s.Len() != 0 || Mapped() != before {
+		t.Fatalf("Unmap: %v, Len %d, mapped %d", err, s.Len(), Mapped()-before)
 	}
-	if tab.n != 0 {
-		t.Fatalf("%d entries left", tab.n)
+	var nilSet *MapSet
+	e, r, err := nilSet.Anon(PageSize)
+	if err != nil || r != 0 {
+		t.Fatalf("nil set Anon: %v, ref %#x", err, r)
+	}
+	if err := nilSet.Unmap(e, 0); err != nil || IsMapped(e) {
+		t.Fatalf("nil set Unmap: %v", err)
 	}
 }
 
@@ -52,21 +69,22 @@ func TestMapSetRecords(t *testing.T) {
 	s := NewMapSet()
 	before := Mapped()
 	var bs [][]byte
+	var rs []MapRef
 	for range 20 {
-		b, err := s.Anon(PageSize)
+		b, r, err := s.Anon(PageSize)
 		if err != nil {
 			t.Fatal(err)
 		}
-		bs = append(bs, b)
+		bs, rs = append(bs, b), append(rs, r)
 	}
 	if s.Len() != 20 || Mapped()-before != int64(20*PageSize) {
 		t.Fatalf("Len %d, mapped %d", s.Len(), Mapped()-before)
 	}
-	for _, b := range bs[:10] {
-		if err := s.Unmap(b); err != nil {
+	for i, b := range bs[:10] {
+		if err := s.Unmap(b, rs[i]); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Unmap(b); err != nil { // forgotten: nothing to do
+		if err := s.Unmap(b, rs[i]); err != nil { // forgotten: nothing to do
 			t.Fatal(err)
 		}
 	}
