@@ -298,27 +298,41 @@ func (t *uhTable) slot(uh uint64) (int, bool) {
 // release gives uh's slot back; releasing it again does nothing.
 func (t *uhTable) release(uh uint64) {
 	if i, ok := t.slot(uh); ok {
-		t.obj[i], t.used[i] = nil, false
-		t.free = append(t.free, uint32(i))
+		t.releaseSlot(i)
 	}
 }
 
-// track adds o to the objects Close destroys, and to the user-handle table
-// under uh, a handle newUserHandle returned, when uh is not 0. It fails with os.ErrClosed after Close began (the
-// caller holds life shared, so that cannot happen; it is a safety net).
+// releaseSlot gives back slot i, which slot found.
+func (t *uhTable) releaseSlot(i int) {
+	t.obj[i], t.used[i] = nil, false
+	t.free = append(t.free, uint32(i))
+}
+
+// track adds o to the objects Close destroys: a CQ or QP, whose uh is a
+// handle newUserHandle returned, in the user-handle table alone (teardown
+// walks it as it walks the list: one store instead of linking), any
+// other object (uh 0) on the list. untrack takes it out again.
 func (c *Context) track(o object, uh uint64) {
 	c.objMu.Lock()
-	c.listLocked(o)
 	if i, ok := c.uh.slot(uh); ok {
 		c.uh.obj[i] = o
+		c.nobj++
+	} else {
+		c.listLocked(o)
 	}
 	c.objMu.Unlock()
 }
 
 func (c *Context) untrack(o object, uh uint64) {
 	c.objMu.Lock()
-	c.unlistLocked(o)
-	c.uh.release(uh)
+	if i, ok := c.uh.slot(uh); ok {
+		if c.uh.obj[i] != nil {
+			c.nobj--
+		}
+		c.uh.releaseSlot(i)
+	} else {
+		c.unlistLocked(o)
+	}
 	c.objMu.Unlock()
 }
 
@@ -424,6 +438,11 @@ func (c *Context) teardown() error {
 	for l := c.objects; l != nil; l = l.next {
 		objs = append(objs, l.obj)
 	}
+	for i, o := range c.uh.obj {
+		if o != nil && c.uh.used[i] {
+			objs = append(objs, o)
+		}
+	}
 	c.objMu.Unlock()
 	for _, h := range c.core.TakeHooks() {
 		objs = append(objs, &hookObject{h: h})
@@ -447,6 +466,7 @@ func (c *Context) teardown() error {
 	}
 	clear(c.uh.obj)
 	clear(c.uh.used)
+	c.nobj = 0 // what a failed destroy left in the user-handle table too
 	c.objMu.Unlock()
 	c.prov.close(c)
 	c.cleanup.Stop()

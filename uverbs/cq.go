@@ -155,7 +155,7 @@ func (c *Context) createCQWith(cq *CQ, attr CQAttr, s *scratch) error {
 	k := &s.call
 	k.Start(c.drv, abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
 	k.NewHandle(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)
-	k.Out(abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE, bytesOf(respCQE))
+	k.OutHeld(abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE, bytesOf(respCQE))
 	k.Inline(abi.UVERBS_ATTR_CREATE_CQ_CQE, 4, uint64(x.cqe))
 	k.Inline(abi.UVERBS_ATTR_CREATE_CQ_USER_HANDLE, 8, cq.uh)
 	if attr.Channel != nil {
@@ -330,7 +330,7 @@ func (cq *CQ) destroyLocked(bool) error {
 	k := &s.call
 	k.Start(c.drv, abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_DESTROY)
 	k.Handle(abi.UVERBS_ATTR_DESTROY_CQ_HANDLE, cq.handle)
-	k.Out(abi.UVERBS_ATTR_DESTROY_CQ_RESP, bytesOf(resp))
+	k.OutHeld(abi.UVERBS_ATTR_DESTROY_CQ_RESP, bytesOf(resp))
 	err := c.core.DoCall(k)
 	cq.events = [2]uint32{resp.CompEventsReported, resp.AsyncEventsReported}
 	c.scr.put(s)

@@ -110,7 +110,7 @@ func (p *mlx5Provider) mapStaticUARs(c *Context) error {
 	}
 	for i := uint32(0); i < n; i++ {
 		off := int64(abi.MLX5_IB_MMAP_REGULAR_PAGE<<8|i) * int64(sys.PageSize)
-		m, r, err := c.maps.DeviceHeld(c.fd, off, sys.PageSize, syscall.PROT_WRITE, syscall.MAP_SHARED)
+		m, r, err := c.maps.DeviceHeld(c.fd, c.core.Number(), off, sys.PageSize, syscall.PROT_WRITE, syscall.MAP_SHARED)
 		if err != nil {
 			p.unmapStaticUARs()
 			return fmt.Errorf("map static UAR page %d of %d: %w", i, n, err)
@@ -195,7 +195,7 @@ func (p *mlx5Provider) allocUAR(c *Context, typ uint64) (*mlx5UAR, error) {
 		return nil, err
 	}
 	u := &mlx5UAR{handle: h, pageID: *page, nc: typ == abi.MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC}
-	m, mr, err := c.maps.DeviceHeld(c.fd, int64(*off), int(*length), syscall.PROT_WRITE, syscall.MAP_SHARED)
+	m, mr, err := c.maps.DeviceHeld(c.fd, c.core.Number(), int64(*off), int(*length), syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		p.destroyUAR(c, u)
 		return nil, fmt.Errorf("map the UAR: %w", err)

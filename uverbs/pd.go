@@ -74,8 +74,8 @@ func (c *Context) allocPD(pd *PD) error {
 		k := &s.call
 		k.Start(c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
 		k.Inline(abi.UVERBS_ATTR_WRITE_CMD, 8, abi.IB_USER_VERBS_CMD_ALLOC_PD)
-		k.In(abi.UVERBS_ATTR_CORE_IN, bytesOf(req))
-		k.Out(abi.UVERBS_ATTR_CORE_OUT, bytesOf(resp))
+		k.InHeld(abi.UVERBS_ATTR_CORE_IN, bytesOf(req))
+		k.OutHeld(abi.UVERBS_ATTR_CORE_OUT, bytesOf(resp))
 		err = c.core.DoCall(k)
 		handle = resp.PdHandle
 		c.scr.put(s)

@@ -107,7 +107,7 @@ func (d *driverRes) anonBytes() int64 {
 // created records that the kernel created the object on the anonymous
 // memory, which it pins until the object is destroyed (release).
 func (d *driverRes) created() {
-	if d != nil && !d.pins {
+	if d != nil && !d.pins && d.nanon > 0 {
 		d.pins = true
 		pinned.Add(d.anonBytes())
 	}

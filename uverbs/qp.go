@@ -189,9 +189,14 @@ func (pd *PD) createQPWith(qp *QP, attr *QPInitAttr, s *scratch) error {
 	d := &qp.res
 	x := &s.drv
 	x.reset()
-	// attr by value to the provider: a pointer through the interface
-	// would move it to the heap.
-	if err := c.prov.prepareQP(c, *attr, d, x); err != nil {
+	// rxe's calls are made directly, not through the provider
+	// interface: they are the hot create path, and inlined, with no
+	// copy of attr. (Others get attr by value: a pointer through the
+	// interface would move it to the heap.)
+	rxe, _ := c.prov.(*rxeProvider)
+	if rxe != nil {
+		rxePrepareQP(c, d, x)
+	} else if err := c.prov.prepareQP(c, *attr, d, x); err != nil {
 		return c.err(op, err)
 	}
 	qp.uh = c.newUserHandle()
@@ -206,13 +211,13 @@ func (pd *PD) createQPWith(qp *QP, attr *QPInitAttr, s *scratch) error {
 	// QP_CREATE's, as uverbs_std_types_qp.c declares them.
 	k := &s.call
 	k.Start(c.drv, abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
+	k.NewHandle(abi.UVERBS_ATTR_CREATE_QP_HANDLE) // first: Created finds it at once
 	k.Handle(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle)
 	k.Handle(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr.SendCQ.handle)
 	k.Handle(abi.UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr.RecvCQ.handle)
-	k.NewHandle(abi.UVERBS_ATTR_CREATE_QP_HANDLE)
 	k.Inline(abi.UVERBS_ATTR_CREATE_QP_TYPE, 8, uint64(attr.Type))
 	k.Inline(abi.UVERBS_ATTR_CREATE_QP_USER_HANDLE, 8, qp.uh)
-	k.In(abi.UVERBS_ATTR_CREATE_QP_CAP, bytesOf(capIn))
+	k.InHeld(abi.UVERBS_ATTR_CREATE_QP_CAP, bytesOf(capIn))
 	if c.async != nil {
 		k.FD(abi.UVERBS_ATTR_CREATE_QP_EVENT_FD, c.asyncRaw)
 	}
@@ -223,8 +228,8 @@ func (pd *PD) createQPWith(qp *QP, attr *QPInitAttr, s *scratch) error {
 	if flags != 0 {
 		k.Inline(abi.UVERBS_ATTR_CREATE_QP_FLAGS, 4, uint64(flags))
 	}
-	k.Out(abi.UVERBS_ATTR_CREATE_QP_RESP_CAP, bytesOf(capOut))
-	k.Out(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, bytesOf(qpn))
+	k.OutHeld(abi.UVERBS_ATTR_CREATE_QP_RESP_CAP, bytesOf(capOut))
+	k.OutHeld(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, bytesOf(qpn))
 	x.addCall(k)
 	if err := c.core.DoCall(k); err != nil {
 		c.dropUserHandle(qp.uh)
@@ -235,21 +240,19 @@ func (pd *PD) createQPWith(qp *QP, attr *QPInitAttr, s *scratch) error {
 	qp.num = *qpn
 	qp.cap = QPCap{MaxSendWR: capOut.MaxSendWr, MaxRecvWR: capOut.MaxRecvWr,
 		MaxSendSGE: capOut.MaxSendSge, MaxRecvSGE: capOut.MaxRecvSge, MaxInlineData: capOut.MaxInlineData}
-	if err := c.prov.qpCreated(c, d, x); err != nil {
+	var err error
+	if rxe != nil {
+		if err = rxeQPCreated(c, d, x); err == nil {
+			err = qp.rxeInit(c, d)
+		}
+	} else if err = c.prov.qpCreated(c, d, x); err == nil {
+		if p, ok := c.prov.(*mlx5Provider); ok {
+			err = qp.mlx5Init(p, d, x, attr)
+		}
+	}
+	if err != nil {
 		qp.destroyLocked(false)
 		return c.err(op, err)
-	}
-	if _, ok := c.prov.(*rxeProvider); ok {
-		if err := qp.rxeInit(c, d); err != nil {
-			qp.destroyLocked(false)
-			return c.err(op, err)
-		}
-	}
-	if p, ok := c.prov.(*mlx5Provider); ok {
-		if err := qp.mlx5Init(p, d, x, attr); err != nil {
-			qp.destroyLocked(false)
-			return c.err(op, err)
-		}
 	}
 	qp.seqV = c.core.NextSeq()
 	c.track(qp, qp.uh)
@@ -348,7 +351,7 @@ func (qp *QP) destroyLocked(bool) error {
 	k := &s.call
 	k.Start(c.drv, abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY)
 	k.Handle(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, qp.handle)
-	k.Out(abi.UVERBS_ATTR_DESTROY_QP_RESP, bytesOf(&s.qpDone))
+	k.OutHeld(abi.UVERBS_ATTR_DESTROY_QP_RESP, bytesOf(&s.qpDone))
 	err := c.core.DoCall(k)
 	c.scr.put(s)
 	if !qp.destroyEnd(err) {

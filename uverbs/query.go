@@ -310,7 +310,7 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 	k := &s.call
 	k.Start(c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT)
 	k.Inline(abi.UVERBS_ATTR_QUERY_PORT_PORT_NUM, 8, uint64(port))
-	k.Out(abi.UVERBS_ATTR_QUERY_PORT_RESP, bytesOf(rsp))
+	k.OutHeld(abi.UVERBS_ATTR_QUERY_PORT_RESP, bytesOf(rsp))
 	if err := c.core.DoCall(k); err != nil {
 		c.scr.put(s)
 		c.leave()

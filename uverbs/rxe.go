@@ -36,13 +36,23 @@ func (*rxeProvider) cqCreated(c *Context, d *driverRes, x *drvScratch) error {
 }
 
 func (*rxeProvider) prepareQP(c *Context, _ QPInitAttr, d *driverRes, x *drvScratch) error {
-	d.ms = c.maps
-	x.rxeQP = abi.RxeCreateQpResp{}
-	x.out = bytesOf(&x.rxeQP)
+	rxePrepareQP(c, d, x)
 	return nil
 }
 
+// rxePrepareQP is prepareQP, for createQPWith's direct call.
+func rxePrepareQP(c *Context, d *driverRes, x *drvScratch) {
+	d.ms = c.maps
+	x.rxeQP = abi.RxeCreateQpResp{}
+	x.out = bytesOf(&x.rxeQP)
+}
+
 func (*rxeProvider) qpCreated(c *Context, d *driverRes, x *drvScratch) error {
+	return rxeQPCreated(c, d, x)
+}
+
+// rxeQPCreated is qpCreated, for createQPWith's direct call.
+func rxeQPCreated(c *Context, d *driverRes, x *drvScratch) error {
 	resp := &x.rxeQP
 	// The RQ descriptor is empty when the QP uses an SRQ.
 	if resp.RqMi.Size != 0 {
@@ -59,7 +69,7 @@ func rxeMap(c *Context, d *driverRes, mi abi.Mminfo, what string) error {
 	if mi.Size < rxeQueueHdr {
 		return fmt.Errorf("rxe returned a %s of %d bytes (mmap offset %#x): %w", what, mi.Size, mi.Offset, syscall.EPROTO)
 	}
-	m, r, err := c.maps.DeviceHeld(c.fd, int64(mi.Offset), int(mi.Size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	m, r, err := c.maps.DeviceHeld(c.fd, c.core.Number(), int64(mi.Offset), int(mi.Size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return fmt.Errorf("map the %s: %w", what, err)
 	}

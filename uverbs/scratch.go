@@ -54,13 +54,14 @@ type drvScratch struct {
 // earlier call's.
 func (x *drvScratch) reset() { x.in, x.out, x.cqe, x.attr = nil, nil, 0, driverAttr{} }
 
-// addCall adds the driver data and attribute to the create request.
+// addCall adds the driver data and attribute to the create request (in
+// and out are fields of x, in the scratch that holds k).
 func (x *drvScratch) addCall(k *verbs.Call) {
 	if len(x.in) > 0 {
-		k.In(abi.UVERBS_ATTR_UHW_IN, x.in)
+		k.InHeld(abi.UVERBS_ATTR_UHW_IN, x.in)
 	}
 	if len(x.out) > 0 {
-		k.Out(abi.UVERBS_ATTR_UHW_OUT, x.out)
+		k.OutHeld(abi.UVERBS_ATTR_UHW_OUT, x.out)
 	}
 	if x.attr.id != 0 {
 		k.Inline(x.attr.id, 4, uint64(x.attr.u32))

@@ -95,10 +95,10 @@ func (s *MapSet) Device(fd *FD, offset int64, length, prot, flags int) ([]byte, 
 // DeviceHeld is Device for a caller whose own lock keeps fd open for the
 // call, as IoctlNumber's does (every mapping a uverbs Context makes is
 // made under its life lock, which only its Close, holding it alone, takes
-// to close the descriptor): the mapping is made on the descriptor's
-// number, without the descriptor's lock.
-func (s *MapSet) DeviceHeld(fd *FD, offset int64, length, prot, flags int) ([]byte, MapRef, error) {
-	raw := fd.Raw()
+// to close the descriptor): the mapping is made on raw, the descriptor's
+// number the caller took from fd.Raw once, without the descriptor's lock.
+// A raw below 0 (a fake descriptor's) maps through fd.
+func (s *MapSet) DeviceHeld(fd *FD, raw int, offset int64, length, prot, flags int) ([]byte, MapRef, error) {
 	if raw < 0 || length <= 0 {
 		return s.Device(fd, offset, length, prot, flags) // a fake's, or the error
 	}

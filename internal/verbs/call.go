@@ -150,6 +150,27 @@ func (c *Call) Out(id uint16, b []byte) bool {
 	return true
 }
 
+// OutHeld is Out for memory the caller holds on the heap, alive, until
+// DoCall returns: a field of the scratch the Call itself is a field of.
+// The Call keeps nothing for it.
+func (c *Call) OutHeld(id uint16, b []byte) bool {
+	if len(b) > abi.MaxAttrLen {
+		c.nkeep = callBad
+		return false
+	}
+	return c.add(id, uint16(len(b)), uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))))
+}
+
+// InHeld is In for memory held as OutHeld's is.
+func (c *Call) InHeld(id uint16, b []byte) bool {
+	if len(b) <= 8 {
+		var v [8]byte
+		copy(v[:], b)
+		return c.add(id, uint16(len(b)), *(*uint64)(unsafe.Pointer(&v)))
+	}
+	return c.OutHeld(id, b)
+}
+
 // In adds a PTR_IN attribute: up to 8 bytes inline (where the kernel
 // reads them), longer by address.
 func (c *Call) In(id uint16, b []byte) bool {

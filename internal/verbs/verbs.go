@@ -120,6 +120,15 @@ func (c *Core) API() *abi.API {
 	return c.api
 }
 
+// Number returns the context's descriptor number, valid while the context
+// is held (see ioctl), or -1 for a fake kernel's descriptor.
+func (c *Core) Number() int {
+	if c == nil {
+		return -1
+	}
+	return c.raw
+}
+
 // Driver returns the driver id requests on the context carry.
 func (c *Core) Driver() uint32 {
 	if c == nil {
