@@ -57,6 +57,10 @@ type Context struct {
 	// cleanups of their own, in internal/sys).
 	maps    *sys.MapSet
 	cleanup runtime.Cleanup
+
+	// pdBare says the provider sends no driver data with ALLOC_PD (rxe):
+	// allocPD writes its call in place.
+	pdBare bool
 }
 
 // object is what a Context owns and destroys on Close.
@@ -119,6 +123,9 @@ func OpenDevice(d Device, opts *Options) (*Context, error) {
 		drv:  uint32(d.DriverID),
 		prov: prov,
 		maps: sys.NewMapSet(),
+	}
+	if in, out := prov.pdData(); len(in) == 0 && len(out) == 0 {
+		c.pdBare = true
 	}
 	// The safety net: a Context dropped without Close still gives back
 	// its mappings (and, through the FDs' own cleanups, its descriptors).

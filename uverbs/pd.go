@@ -2,6 +2,7 @@ package uverbs
 
 import (
 	"os"
+	"unsafe"
 
 	"github.com/purerdma/rdma/internal/errs"
 	"github.com/purerdma/rdma/internal/verbs"
@@ -64,22 +65,25 @@ func (c *Context) allocPD(pd *PD) error {
 	}
 	var err error
 	var handle uint32
-	if in, out := c.prov.pdData(); len(in) == 0 && len(out) == 0 {
+	if c.pdBare {
 		// No driver data (rxe): the request is written in place
-		// (verbs.Call), the scratch holding the command and response.
+		// (verbs.Call), the scratch holding the response. The command,
+		// struct ib_uverbs_alloc_pd, is its response field alone (which
+		// INVOKE_WRITE ignores; rdma-core fills it too), 8 bytes the
+		// attribute carries inline.
 		s := c.scr.get()
-		resp, req := &s.pdResp, &s.pdReq
+		resp := &s.pdResp
 		*resp = abi.IbUverbsAllocPdResp{}
-		req.Response = addrOf(bytesOf(resp)) // ignored by INVOKE_WRITE; rdma-core fills it too
 		k := &s.call
 		k.Start(c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
 		k.Inline(abi.UVERBS_ATTR_WRITE_CMD, 8, abi.IB_USER_VERBS_CMD_ALLOC_PD)
-		k.InHeld(abi.UVERBS_ATTR_CORE_IN, bytesOf(req))
+		k.Inline(abi.UVERBS_ATTR_CORE_IN, uint16(unsafe.Sizeof(abi.IbUverbsAllocPd{})), addrOf(bytesOf(resp)))
 		k.OutHeld(abi.UVERBS_ATTR_CORE_OUT, bytesOf(resp))
 		err = c.core.DoCall(k)
 		handle = resp.PdHandle
 		c.scr.put(s)
 	} else {
+		in, out := c.prov.pdData()
 		s := c.getScratch(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
 		resp, req := &s.pdResp, &s.pdReq
 		*resp = abi.IbUverbsAllocPdResp{}

@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"encoding/binary"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -161,12 +162,21 @@ func (c *Call) OutHeld(id uint16, b []byte) bool {
 	return c.add(id, uint16(len(b)), uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))))
 }
 
+// dataWord is b, at most 8 bytes, as the data word of an attribute that
+// carries it inline: in host order, zero-padded.
+func dataWord(b []byte) uint64 {
+	if len(b) == 8 { // the common case (a u64, a command's 8-byte core): one load
+		return binary.LittleEndian.Uint64(b)
+	}
+	var v [8]byte
+	copy(v[:], b)
+	return binary.LittleEndian.Uint64(v[:])
+}
+
 // InHeld is In for memory held as OutHeld's is.
 func (c *Call) InHeld(id uint16, b []byte) bool {
 	if len(b) <= 8 {
-		var v [8]byte
-		copy(v[:], b)
-		return c.add(id, uint16(len(b)), *(*uint64)(unsafe.Pointer(&v)))
+		return c.add(id, uint16(len(b)), dataWord(b))
 	}
 	return c.OutHeld(id, b)
 }
@@ -175,9 +185,7 @@ func (c *Call) InHeld(id uint16, b []byte) bool {
 // reads them), longer by address.
 func (c *Call) In(id uint16, b []byte) bool {
 	if len(b) <= 8 {
-		var v [8]byte
-		copy(v[:], b)
-		return c.add(id, uint16(len(b)), *(*uint64)(unsafe.Pointer(&v)))
+		return c.add(id, uint16(len(b)), dataWord(b))
 	}
 	return c.addPtr(id, len(b), unsafe.Pointer(unsafe.SliceData(b)))
 }
