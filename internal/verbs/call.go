@@ -35,19 +35,6 @@ const callKeep = 6
 // (full, too long, a negative descriptor); the Call then remembers it,
 // and DoCall refuses to run it.
 type Call struct {
-	callBody
-	// The padding makes a Call callSize bytes, an allocation size class
-	// of whole cache lines: the Calls of a CallList, allocated one by
-	// one, then never share a line, which readers on different CPUs
-	// would each write.
-	_ [callSize - unsafe.Sizeof(callBody{})]byte
-}
-
-// callSize is a Call's size: six 64-byte cache lines, one of the
-// runtime's size classes (so that consecutive Calls start on lines).
-const callSize = 384
-
-type callBody struct {
 	hdr   abi.IoctlHdr
 	attrs [callAttrs]abi.IoctlAttr // must follow hdr: the two are the wire form
 	// keep is the memory the Out and long In attributes point at, kept
@@ -57,7 +44,21 @@ type callBody struct {
 	// nkeep counts keep's entries in use, or is callBad once an
 	// attribute was refused (one byte to test on the hot path for both).
 	nkeep uint8
+	// The padding makes a Call callSize bytes, an allocation size class
+	// of whole cache lines: the Calls of a CallList, allocated one by
+	// one, then never share a line, which readers on different CPUs
+	// would each write.
+	_ [callSize - abi.IoctlHdrSize - callAttrs*abi.IoctlAttrSize - callKeep*8 - 1]byte
 }
+
+// callSize is a Call's size: six 64-byte cache lines, one of the
+// runtime's size classes (so that consecutive Calls start on lines).
+const callSize = 384
+
+const (
+	_ = uint(unsafe.Sizeof(Call{}) - callSize)
+	_ = uint(callSize - unsafe.Sizeof(Call{}))
+)
 
 // callBad is a Call's nkeep once it refused an attribute.
 const callBad = 0xff
