@@ -381,12 +381,13 @@ func (c *Context) unlistLocked(o object) {
 }
 
 func (c *Context) lookupUH(uh uint64) object {
-	c.objMu.Lock()
-	defer c.objMu.Unlock()
+	var o object
+	c.objMu.Lock() // no defer: an event loop looks up each event's CQ
 	if i, ok := c.uh.slot(uh); ok {
-		return c.uh.obj[i]
+		o = c.uh.obj[i]
 	}
-	return nil
+	c.objMu.Unlock()
+	return o
 }
 
 // newUserHandle returns a fresh user_handle for a CQ or QP: the value the

@@ -256,14 +256,26 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	if err := c.enter(op); err != nil {
 		return err
 	}
-	defer c.leave()
+	// No defers: an event loop arms its CQ once per event.
 	if !c.prov.reqNotify() {
+		c.leave()
 		return c.err(op, fmt.Errorf("%s arms CQs through its doorbell page: %w", c.prov.name(), ErrNotSupported))
 	}
 	cq.mu.Lock()
-	defer cq.mu.Unlock()
+	err := cq.reqNotifyLocked(c, solicitedOnly)
+	cq.mu.Unlock()
+	c.leave()
+	if err != nil {
+		return c.err(op, err)
+	}
+	return nil
+}
+
+// reqNotifyLocked is ReqNotify's request, under the CQ's lock and the
+// context's.
+func (cq *CQ) reqNotifyLocked(c *Context, solicitedOnly bool) error {
 	if cq.destroyed {
-		return c.err(op, os.ErrClosed)
+		return os.ErrClosed
 	}
 	k := 0
 	if solicitedOnly {
@@ -273,14 +285,12 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	if n == nil {
 		var err error
 		if n, err = c.newNotifyReq(cq.handle, uint32(k)); err != nil {
-			return c.err(op, err)
+			return err
 		}
 		cq.notify[k] = n
 	}
-	if err := c.fd.Ioctl(abi.RDMA_VERBS_IOCTL, ptrOf(n.buf), n); err != nil {
-		return c.err(op, err)
-	}
-	return nil
+	// The request's memory is n's, which cq keeps.
+	return c.core.DoMarshalled(n.buf)
 }
 
 // notifyReq is a CQ's REQ_NOTIFY_CQ request, marshalled once: every call

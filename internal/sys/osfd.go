@@ -120,6 +120,11 @@ func (o *osFD) wakeFD() (int, error) {
 	if w := o.wake.Load(); w != 0 {
 		return int(w - 1), nil
 	}
+	return o.newWakeFD()
+}
+
+// newWakeFD is wakeFD's first use.
+func (o *osFD) newWakeFD() (int, error) {
 	o.wmu.Lock()
 	defer o.wmu.Unlock()
 	if o.closing {

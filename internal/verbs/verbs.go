@@ -237,6 +237,18 @@ func (c *Core) Do(r *abi.Request) error {
 	return nil
 }
 
+// DoMarshalled runs a request marshalled before (abi.Request.Marshal's
+// buf, which the caller keeps, with the memory it points at, until the
+// call returns) again, as Do runs r: for a request reissued unchanged (a
+// CQ's REQ_NOTIFY_CQ). The caller holds the context. The error is the
+// errno.
+func (c *Core) DoMarshalled(buf []byte) error {
+	if c == nil || c.fd == nil || len(buf) < abi.IoctlHdrSize {
+		return errArg("nil context or empty request")
+	}
+	return c.ioctl(unsafe.Pointer(unsafe.SliceData(buf)))
+}
+
 // ioctl issues RDMA_VERBS_IOCTL with arg on the context's descriptor.
 // Every caller holds the context (Hold) or is its Close, and only Close,
 // with the life lock held alone, closes the descriptor: the number stays
