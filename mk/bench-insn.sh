@@ -8,7 +8,7 @@
 # iteration, Go against C. The samples and tables stay in
 # integration/.cache/insncount/ (samples-K.txt, report-K.txt).
 #
-# INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 5 2; OP samples goops's
+# INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 5 3; OP samples goops's
 # operation OP alone, for a profile). INSN_PROF=1 also writes a profile of the per-operation windows
 # (prof-K.txt) and lists goops's functions by user-space instructions.
 set -eu

@@ -15,10 +15,10 @@
 #                  takes (N2 run - N1 run) / (N2 - N1): one iteration
 #
 # N samples per operation (40), REPS runs per tool (5), PPREPS pairs of
-# rc_pingpong runs (2); OP, for a profile (mk/bench-insn.sh INSN_PROF=1),
+# rc_pingpong runs (3); OP, for a profile (mk/bench-insn.sh INSN_PROF=1),
 # runs goops's operation OP alone and nothing else.
 set -u
-N=${2:-40} REPS=${3:-5} PPREPS=${4:-2} N1=100 N2=600
+N=${2:-40} REPS=${3:-5} PPREPS=${4:-3} N1=100 N2=2000
 tmp=$(mktemp -d)
 cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/purerdma" "$tmp/"
 M=$tmp/marker G=$tmp/purerdma

@@ -20,6 +20,8 @@
  *              at exit: the report maps them to a Go binary's functions.
  *   kprof=FILE the same for the kernel's instructions (map them with the
  *              guest's /proc/kallsyms).
+ *   gprof=N    profile the global windows too, on vCPU N alone (a whole
+ *              program run pinned there: a tool, an rc_pingpong client).
  *
  * Build: gcc -O2 -shared -fPIC -o libinsnmark.so insnmark.c -lpthread */
 #include "qemu-plugin.h"
@@ -37,7 +39,7 @@ static struct {
 	int on;
 	uint64_t user, kern;
 } win[MAXV];
-static int gon;
+static int gon, gprof = -1;
 static uint64_t guser[MAXV], gkern[MAXV];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out;
@@ -110,6 +112,11 @@ static void count(unsigned int v, uint64_t n, int kern, uint64_t va)
 			gkern[v] += n;
 		else
 			guser[v] += n;
+		if ((int)v == gprof && !win[v].on && (kern ? kprof != NULL : prof != NULL)) {
+			pthread_mutex_lock(&mu);
+			prof_add(va, n);
+			pthread_mutex_unlock(&mu);
+		}
 	}
 }
 
@@ -212,6 +219,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			ppath = argv[i] + 5;
 		else if (!strncmp(argv[i], "kprof=", 6) && !(kprof = fopen(argv[i] + 6, "w")))
 			return -1;
+		else if (!strncmp(argv[i], "gprof=", 6))
+			gprof = atoi(argv[i] + 6);
 	}
 	out = fopen(path, "a");
 	if (!out)

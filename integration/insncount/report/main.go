@@ -4,7 +4,7 @@
 // minimal Go program) and per rc_pingpong iteration. With -prof it maps a
 // profile (the plugin's prof= file) onto the functions of a Go binary.
 //
-//	report [-n1 100 -n2 600] SAMPLES
+//	report [-n1 100 -n2 2000] SAMPLES
 //	report -prof PROFILE -bin BINARY [-top 40]
 package main
 
@@ -299,7 +299,7 @@ func profile(w io.Writer, prof, bin string, top int) error {
 
 func main() {
 	n1 := flag.Int("n1", 100, "rc_pingpong iterations of the short runs")
-	n2 := flag.Int("n2", 600, "rc_pingpong iterations of the long runs")
+	n2 := flag.Int("n2", 2000, "rc_pingpong iterations of the long runs")
 	prof := flag.String("prof", "", "a profile the plugin wrote (prof=)")
 	bin := flag.String("bin", "", "the Go binary the profile ran")
 	top := flag.Int("top", 40, "functions to list")
