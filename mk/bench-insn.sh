@@ -9,8 +9,11 @@
 # integration/.cache/insncount/ (samples-K.txt, report-K.txt).
 #
 # INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 5 3; OP samples goops's
-# operation OP alone, for a profile). INSN_PROF=1 also writes a profile of the per-operation windows
-# (prof-K.txt) and lists goops's functions by user-space instructions.
+# operation OP alone, for a profile; OP pp-c or pp-go runs one rc_pingpong
+# client of N iterations). INSN_PROF=1 also writes profiles of the windows
+# (prof-K.txt, kprof-K.txt; the global ones on CPU 1 too) and lists
+# goops's functions (purerdma's for pp-go) by user-space instructions, and
+# the kernel's by kernel instructions.
 set -eu
 vmrun=$1
 shift
@@ -33,14 +36,21 @@ exec "$qemu" -plugin "\$INSNMARK_PLUGIN" "\$@"
 WRAP
 chmod +x "$out/wrap/qemu-system-x86_64"
 for k in "$@"; do
-	rm -f "$out/samples-$k.txt" "$out/prof-$k.txt"
+	rm -f "$out/samples-$k.txt" "$out/prof-$k.txt" "$out/kprof-$k.txt" "$out/kallsyms.txt"
 	plugin="$out/libinsnmark.so,out=$out/samples-$k.txt"
-	[ "${INSN_PROF:-}" = 1 ] && plugin="$plugin,prof=$out/prof-$k.txt"
+	[ "${INSN_PROF:-}" = 1 ] && plugin="$plugin,prof=$out/prof-$k.txt,kprof=$out/kprof-$k.txt,gprof=1"
 	echo "==== instruction counts, Linux $k (qemu TCG with the insnmark plugin)"
 	PATH="$out/wrap:$PATH" INSNMARK_PLUGIN="$plugin" "$vmrun" -kernel "$k" -timeout 40m -- \
 		sh integration/insncount/guest.sh integration/.cache/insncount ${INSN_ARGS:-} || echo "bench-insn: the guest run failed ($?)"
 	"$out/report" "$out/samples-$k.txt" | tee "$out/report-$k.txt"
 	if [ "${INSN_PROF:-}" = 1 ]; then
-		"$out/report" -prof "$out/prof-$k.txt" -bin "$out/goops"
+		bin=$out/goops
+		case "${INSN_ARGS:-}" in *pp-go*) bin=$out/purerdma ;; esac
+		echo "== user space, by function of $bin"
+		"$out/report" -prof "$out/prof-$k.txt" -bin "$bin"
+		if [ -s "$out/kallsyms.txt" ]; then
+			echo "== kernel, by function"
+			"$out/report" -prof "$out/kprof-$k.txt" -kallsyms "$out/kallsyms.txt"
+		fi
 	fi
 done

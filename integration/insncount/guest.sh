@@ -16,22 +16,16 @@
 #
 # N samples per operation (40), REPS runs per tool (5), PPREPS pairs of
 # rc_pingpong runs (3); OP, for a profile (mk/bench-insn.sh INSN_PROF=1),
-# runs goops's operation OP alone and nothing else.
+# runs goops's operation OP alone and nothing else, or, when OP is pp-c or
+# pp-go, one rc_pingpong client of N iterations (rdma-core's or ours) in a
+# global window, and copies the guest's /proc/kallsyms to DIR/kallsyms.txt
+# for the kernel profile.
 set -u
 N=${2:-40} REPS=${3:-5} PPREPS=${4:-3} N1=100 N2=2000
 tmp=$(mktemp -d)
 cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/purerdma" "$tmp/"
 M=$tmp/marker G=$tmp/purerdma
 echo "== insncount on Linux $(uname -r): $N samples per operation, $REPS runs per tool"
-if [ -n "${5:-}" ]; then
-	"$tmp/goops" "$N" "$5" || echo "goops failed: $?"
-	rm -rf "$tmp"
-	exit 0
-fi
-"$tmp/cops" "$N" || echo "cops failed: $?"
-"$tmp/goops" "$N" || echo "goops failed: $?"
-"$M" pin 0 sh "$(dirname "$0")/tools.sh" "$M" "$G" "$tmp/minigo" "$REPS"
-echo "== rc_pingpong -e: C server on CPU 0, client on CPU 1"
 P=18800
 pp() { # code iterations client...
 	code=$1 n=$2
@@ -45,6 +39,24 @@ pp() { # code iterations client...
 	wait $sp
 	echo "rc_pingpong sample $code: $n iterations, exit $rc: $(tail -1 "$tmp/pp")"
 }
+case "${5:-}" in
+"") ;;
+pp-c | pp-go)
+	cat /proc/kallsyms >"$1/kallsyms.txt"
+	if [ "$5" = pp-c ]; then pp 100 "$N" ibv_rc_pingpong; else pp 102 "$N" $G rc_pingpong; fi
+	rm -rf "$tmp"
+	exit 0
+	;;
+*)
+	"$tmp/goops" "$N" "$5" || echo "goops failed: $?"
+	rm -rf "$tmp"
+	exit 0
+	;;
+esac
+"$tmp/cops" "$N" || echo "cops failed: $?"
+"$tmp/goops" "$N" || echo "goops failed: $?"
+"$M" pin 0 sh "$(dirname "$0")/tools.sh" "$M" "$G" "$tmp/minigo" "$REPS"
+echo "== rc_pingpong -e: C server on CPU 0, client on CPU 1"
 j=0
 while [ $j -lt "$PPREPS" ]; do
 	j=$((j + 1))

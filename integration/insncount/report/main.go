@@ -238,17 +238,16 @@ func perMessage(w io.Writer, s *samples, n1, n2 int) {
 		ga.user, ga.kern, ga.total(), ratio(ga.total(), ca.total()))
 }
 
-// profile prints the functions of bin that the profile's user-space
-// instructions fall in, most first.
-func profile(w io.Writer, prof, bin string, top int) error {
+// binarySymbols returns the functions of an ELF binary, by address.
+func binarySymbols(bin string) ([]elf.Symbol, error) {
 	f, err := elf.Open(bin)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	syms, err := f.Symbols()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fns := syms[:0]
 	for _, s := range syms {
@@ -257,6 +256,35 @@ func profile(w io.Writer, prof, bin string, top int) error {
 		}
 	}
 	sort.Slice(fns, func(i, j int) bool { return fns[i].Value < fns[j].Value })
+	return fns, nil
+}
+
+// kernelSymbols returns the text symbols of a copy of the guest's
+// /proc/kallsyms (taken in the boot the profile comes from: the kernel's
+// addresses move from boot to boot), by address; each ends where the
+// next begins.
+func kernelSymbols(path string) ([]elf.Symbol, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var fns []elf.Symbol
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var addr uint64
+		var typ, name string
+		if n, _ := fmt.Sscanf(sc.Text(), "%x %s %s", &addr, &typ, &name); n == 3 && strings.ContainsAny(typ, "tTwW") {
+			fns = append(fns, elf.Symbol{Name: name, Value: addr})
+		}
+	}
+	sort.Slice(fns, func(i, j int) bool { return fns[i].Value < fns[j].Value })
+	return fns, sc.Err()
+}
+
+// profile prints the functions fns that the profile's instructions fall
+// in, most first.
+func profile(w io.Writer, prof string, fns []elf.Symbol, top int) error {
 	pf, err := os.Open(prof)
 	if err != nil {
 		return err
@@ -287,7 +315,7 @@ func profile(w io.Writer, prof, bin string, top int) error {
 		list = append(list, kv{k, v})
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].v > list[j].v })
-	fmt.Fprintf(w, "user-space instructions in windows: %d\n", total)
+	fmt.Fprintf(w, "instructions in the profile: %d\n", total)
 	for i, e := range list {
 		if i == top {
 			break
@@ -300,19 +328,30 @@ func profile(w io.Writer, prof, bin string, top int) error {
 func main() {
 	n1 := flag.Int("n1", 100, "rc_pingpong iterations of the short runs")
 	n2 := flag.Int("n2", 2000, "rc_pingpong iterations of the long runs")
-	prof := flag.String("prof", "", "a profile the plugin wrote (prof=)")
-	bin := flag.String("bin", "", "the Go binary the profile ran")
+	prof := flag.String("prof", "", "a profile the plugin wrote (prof=, or kprof= with -kallsyms)")
+	bin := flag.String("bin", "", "the binary the user-space profile ran")
+	kallsyms := flag.String("kallsyms", "", "for a kernel profile: the guest's /proc/kallsyms, of the same boot")
 	top := flag.Int("top", 40, "functions to list")
 	flag.Parse()
 	if *prof != "" {
-		if err := profile(os.Stdout, *prof, *bin, *top); err != nil {
+		var fns []elf.Symbol
+		var err error
+		if *kallsyms != "" {
+			fns, err = kernelSymbols(*kallsyms)
+		} else {
+			fns, err = binarySymbols(*bin)
+		}
+		if err == nil {
+			err = profile(os.Stdout, *prof, fns, *top)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "report:", err)
 			os.Exit(1)
 		}
 		return
 	}
 	if flag.NArg() != 1 || *n2 <= *n1 {
-		fmt.Fprintln(os.Stderr, "usage: report [-n1 N -n2 M] SAMPLES | report -prof PROFILE -bin BINARY")
+		fmt.Fprintln(os.Stderr, "usage: report [-n1 N -n2 M] SAMPLES | report -prof PROFILE -bin BINARY | report -prof KPROFILE -kallsyms FILE")
 		os.Exit(2)
 	}
 	f, err := os.Open(flag.Arg(0))
