@@ -286,9 +286,11 @@ func Munmap(b []byte) error {
 // ring, a doorbell page, a device's pages: what every CQ and QP create
 // and destroy maps and unmaps) is made and unmade raw, without telling
 // the scheduler (entersyscall, exitsyscall), as the runtime maps its own
-// memory (runtime.sysMmap, a raw system call): neither call waits for
-// anything but the address space's lock, and at that size does little
-// work. Larger ones, whose unmapping frees many pages, tell it.
+// memory (runtime.sysMmap, a raw system call): at that size neither does
+// much work, and neither waits for anything but the address space's lock
+// (the uverbs drivers' mmap handlers remap memory a create call set up:
+// rxe_mmap, mlx5_ib_mmap's entries and static UAR pages). Larger ones,
+// whose unmapping frees many pages, tell it.
 func mmap(fd int, offset int64, length, prot, flags int) ([]byte, error) {
 	var (
 		p     uintptr
