@@ -25,7 +25,15 @@ N=${2:-40} REPS=${3:-5} PPREPS=${4:-3} N1=100 N2=2000
 tmp=$(mktemp -d)
 cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/purerdma" "$tmp/"
 M=$tmp/marker G=$tmp/purerdma
-echo "== insncount on Linux $(uname -r): $N samples per operation, $REPS runs per tool"
+# Transparent huge pages on madvise, not Debian's always: under always
+# the Go runtime's first touches of its heap arena fault in 2 MiB pages,
+# 2 M instructions of zeroing each, and how many depends on how many free
+# huge pages the kernel has at that moment (0 to 5 per run seen), which
+# made the tool rows and rc_pingpong swing. docs/performance.md gives
+# that cost apart.
+thp=/sys/kernel/mm/transparent_hugepage/enabled
+[ -w $thp ] && echo madvise >$thp
+echo "== insncount on Linux $(uname -r): $N samples per operation, $REPS runs per tool, THP $(cat $thp 2>/dev/null)"
 P=18800
 pp() { # code iterations client...
 	code=$1 n=$2
