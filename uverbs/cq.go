@@ -384,7 +384,7 @@ type CompChannel struct {
 // ibv_create_comp_channel: write command CREATE_COMP_CHANNEL through
 // INVOKE_WRITE. Its descriptor is non-blocking. GetEvent waits for it in
 // the Go runtime poller with a context that can be done, and in a
-// blocking poll(2) with one that cannot (see GetEvent).
+// blocking epoll_wait(2) with one that cannot (see GetEvent).
 //
 // Errors: an *Error wrapping the errno, or os.ErrClosed after Close.
 func (c *Context) CreateCompChannel() (*CompChannel, error) {
@@ -418,8 +418,9 @@ func (ch *CompChannel) seq() uint64        { return ch.seqV }
 //
 // With a context that can never be done (context.Background,
 // context.WithoutCancel) it allocates nothing and waits as
-// ibv_get_cq_event does, in a system call: poll(2) on the channel and a
-// wake-up descriptor that Close writes, then read(2). The goroutine's
+// ibv_get_cq_event does, in a system call: epoll_wait(2) on a set of the
+// channel and a wake-up descriptor that Close writes (made at the first
+// such wait), then read(2). The goroutine's
 // thread blocks there; the runtime gives its P to other goroutines when
 // they need it. An event loop that wants a timeout can close the channel
 // when its own context ends (context.AfterFunc), as rc_pingpong does. A

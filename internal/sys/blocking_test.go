@@ -68,9 +68,10 @@ func wait(t *testing.T, done <-chan error, what string) error {
 	}
 }
 
-// A context that cannot be done reads through a blocking poll(2), not the
-// runtime poller: data wakes it, Close wakes it with os.ErrClosed, and the
-// wake-up eventfd is closed with the descriptor.
+// A context that cannot be done reads through a blocking epoll_wait(2),
+// not the runtime poller: data wakes it, Close wakes it with os.ErrClosed,
+// and the wake-up eventfd and the epoll set are closed with the
+// descriptor.
 func TestReadContextBlocking(t *testing.T) {
 	before := openFDs(t)
 	fd, w := adoptedPipe(t)
@@ -97,8 +98,8 @@ func TestReadContextBlocking(t *testing.T) {
 	if registered(fd) {
 		t.Error("the blocking read registered the descriptor with the runtime poller")
 	}
-	if got := openFDs(t); got != before+3 { // the pipe's two ends and the eventfd
-		t.Errorf("%d descriptors open, want %d", got, before+3)
+	if got := openFDs(t); got != before+4 { // the pipe's two ends, the eventfd and the epoll set
+		t.Errorf("%d descriptors open, want %d", got, before+4)
 	}
 	done = readAsync(bg, fd, buf)
 	if err := fd.Close(); err != nil {

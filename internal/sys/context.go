@@ -12,9 +12,10 @@ import (
 // uverbs' event files read with it.
 //
 // A context that can never be done (Done returns nil: context.Background,
-// context.WithoutCancel) waits in poll(2), a blocking system call, on the
-// descriptor and a wake-up descriptor that Close writes, then reads: two
-// system calls and no allocation, as a C program's blocking read, where
+// context.WithoutCancel) waits in epoll_wait(2), a blocking system call,
+// on a set of the descriptor and a wake-up descriptor that Close writes
+// (made at the first such wait), then reads: two system calls and no
+// allocation, as a C program's blocking read, where
 // the runtime poller would park the goroutine, block the thread in
 // epoll_pwait, wake it and read again, with the scheduler's and sysmon's
 // work around each wait. The thread keeps its P while it waits, unless

@@ -8,8 +8,8 @@
 // leaks ([Live]). A descriptor opened with O_NONBLOCK goes through the Go
 // runtime poller, so read deadlines work and Close unblocks a pending read;
 // it joins the poller when a call first needs it, and a read with a context
-// that cannot be done ([FD.ReadContext]) waits in poll(2) instead, which
-// Close unblocks too.
+// that cannot be done ([FD.ReadContext]) waits in epoll_wait(2) instead,
+// which Close unblocks too.
 //
 // Files the library or a tool did not create (sysfs attributes) are read
 // only through [ReadFile], [ReadString], [ReadFileFS], [OpenFile] and

@@ -22,8 +22,9 @@ import (
 // are often never read that way, and the registration costs system calls
 // (fcntl, epoll_ctl ADD, and DEL at close) that ibv_open_device does not
 // make. The blocking read (readBlocking, ReadContext's with a context that
-// cannot be done) does not use the poller at all: it sleeps in poll(2) on
-// the descriptor and a wake-up eventfd that close writes.
+// cannot be done) does not use the poller at all: it sleeps in
+// epoll_wait(2) on a set of its own holding the descriptor and a wake-up
+// eventfd that close writes.
 type osFD struct {
 	name        string
 	raw         int
@@ -35,8 +36,10 @@ type osFD struct {
 	wmu     sync.Mutex // guards closing and the making of wake
 	closing bool       // close has begun: no new wake-up descriptor
 	// wake is the eventfd close writes to wake blocking waits, plus one
-	// (0: none yet); set once, under wmu, read without it.
+	// (0: none yet), and ep the epoll set the waits sleep on (raw and
+	// wake); set once, ep first, under wmu, read without it.
 	wake atomic.Int32
+	ep   int32
 
 	mu     sync.RWMutex // held shared by system calls on raw, exclusively by close
 	closed bool         // under mu
@@ -56,7 +59,7 @@ func (o *osFD) number() int { return o.raw }
 // number, then closes it. Readers parked in the runtime poller hold no
 // lock: os.File.Close wakes them.
 func (o *osFD) close() error {
-	// A blocking wait sleeps in poll(2) holding the shared lock: wake it
+	// A blocking wait sleeps in epoll_wait(2) holding the shared lock: wake it
 	// before taking the lock exclusively.
 	o.wmu.Lock()
 	o.closing = true
@@ -73,7 +76,8 @@ func (o *osFD) close() error {
 	}
 	o.closed = true
 	if w := o.wake.Load(); w != 0 {
-		unix.Close(int(w - 1)) // no wait holds it now: they hold mu
+		unix.Close(int(o.ep)) // no wait holds them now: they hold mu
+		unix.Close(int(w - 1))
 	}
 	if p := o.pf.Load(); p != nil {
 		return p.file.Close()
@@ -112,59 +116,86 @@ func (o *osFD) poller() (*pollFile, error) {
 	return p, nil
 }
 
-// wakeFD returns the eventfd that close writes, creating it on first use.
-// The caller holds the shared lock. Once it exists a wait needs no lock
-// to find it: close writes it after it set closing, and it stays
-// readable, so a wait that starts late still wakes at once.
-func (o *osFD) wakeFD() (int, error) {
+// waitSet returns the epoll set of raw and the eventfd that close writes,
+// and the eventfd, making them on first use. The caller holds the shared
+// lock. Once they exist a wait needs no lock to find them: close writes
+// the eventfd after it set closing, and it stays readable, so a wait that
+// starts late still wakes at once.
+//
+// An epoll set, made once, rather than poll(2) of the two descriptors at
+// each wait: poll registers on and unregisters from both wait queues
+// every time, about 1 k kernel instructions an event more (make
+// bench-insn's rc_pingpong profile), where rdma-core's blocking read
+// registers on one.
+func (o *osFD) waitSet() (ep, efd int, err error) {
 	if w := o.wake.Load(); w != 0 {
-		return int(w - 1), nil
+		return int(o.ep), int(w - 1), nil
 	}
-	return o.newWakeFD()
+	return o.newWaitSet()
 }
 
-// newWakeFD is wakeFD's first use.
-func (o *osFD) newWakeFD() (int, error) {
+// newWaitSet is waitSet's first use.
+func (o *osFD) newWaitSet() (int, int, error) {
 	o.wmu.Lock()
 	defer o.wmu.Unlock()
 	if o.closing {
-		return -1, os.ErrClosed
+		return -1, -1, os.ErrClosed
 	}
 	if w := o.wake.Load(); w != 0 {
-		return int(w - 1), nil
+		return int(o.ep), int(w - 1), nil
 	}
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		return -1, err
+		return -1, -1, err
 	}
-	o.wake.Store(int32(efd) + 1)
-	return efd, nil
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err == nil {
+		err = unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, o.raw, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(o.raw)})
+		if err == nil {
+			err = unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, efd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(efd)})
+		}
+		if err != nil {
+			unix.Close(ep)
+		}
+	}
+	if err != nil {
+		unix.Close(efd)
+		return -1, -1, err
+	}
+	o.ep = int32(ep)
+	o.wake.Store(int32(efd) + 1) // after ep: a wait that sees wake sees ep
+	return ep, efd, nil
 }
 
-// pollBlocking sleeps in poll(2), a blocking system call (unix.Poll is a
-// Syscall: the P stays with this thread unless sysmon hands it off), until
-// raw is readable or in an error state, or close wrote the wake-up
-// descriptor (os.ErrClosed). It returns raw's revents. The caller holds the
+// pollBlocking sleeps in epoll_wait(2), a blocking system call
+// (unix.EpollWait is a Syscall: the P stays with this thread unless sysmon
+// hands it off), until raw is readable or in an error state, or close
+// wrote the wake-up descriptor (os.ErrClosed). It returns raw's events as
+// poll(2) revents (the EPOLL bits are the POLL ones). The caller holds the
 // shared lock.
 func (o *osFD) pollBlocking() (int16, error) {
-	efd, err := o.wakeFD()
+	ep, efd, err := o.waitSet()
 	if err != nil {
 		return 0, err
 	}
-	fds := [2]unix.PollFd{{Fd: int32(o.raw), Events: unix.POLLIN}, {Fd: int32(efd), Events: unix.POLLIN}}
+	var evs [2]unix.EpollEvent
 	for {
-		_, err := unix.Poll(fds[:], -1)
+		n, err := unix.EpollWait(ep, evs[:], -1)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return 0, err
 		}
-		if fds[1].Revents != 0 {
-			return 0, os.ErrClosed
+		var rev int16
+		for _, e := range evs[:n] {
+			if int(e.Fd) == efd {
+				return 0, os.ErrClosed
+			}
+			rev |= int16(e.Events)
 		}
-		if fds[0].Revents != 0 {
-			return fds[0].Revents, nil
+		if rev != 0 {
+			return rev, nil
 		}
 	}
 }

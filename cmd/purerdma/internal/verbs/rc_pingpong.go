@@ -319,7 +319,7 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 	}
 	var ch *uverbs.CompChannel
 	// waitCtx is GetEvent's context: one that is never done, so that
-	// GetEvent waits in a blocking poll(2), as ibv_get_cq_event's read,
+	// GetEvent waits in a blocking epoll_wait(2), as ibv_get_cq_event's read,
 	// without the runtime poller and a wake-up registered per call. When
 	// ctx ends (--timeout), closing the device context wakes it
 	// (os.ErrClosed): the channel alone cannot be closed while the CQ
@@ -564,7 +564,7 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 // when it has one only (the process may use one CPU: taskset, a cgroup
 // quota) and GOMAXPROCS is not set, and returns what restores it.
 //
-// The loop waits for each event in a blocking poll(2) (GetEvent with a
+// The loop waits for each event in a blocking epoll_wait(2) (GetEvent with a
 // context that is never done). With a single P there is never an idle
 // one, so the runtime's sysmon takes the P from the waiting thread at
 // every wait longer than its 20 µs tick (retake) and hands it to another
