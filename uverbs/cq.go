@@ -88,7 +88,7 @@ func (c *Context) CreateCQInto(cq *CQ, attr CQAttr) error {
 	if cq == nil || c == nil || c.fd == nil {
 		return errs.New(op, "", errNil)
 	}
-	if cq.c != nil && !cq.reusable() {
+	if cq.c != nil && !cq.isDestroyed() {
 		return c.err(op, errLive("CQ"))
 	}
 	*cq = CQ{}

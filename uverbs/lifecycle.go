@@ -52,10 +52,10 @@ func (l *lifecycle) destroyOnce(c *Context, op string, destroy func() error, aft
 	return nil
 }
 
-// reusable reports whether a created object may be created again in
-// place by an Into method: it was destroyed, by its Close or its
-// context's.
-func (l *lifecycle) reusable() bool {
+// isDestroyed reports whether the object was destroyed, by its Close or
+// its context's: an Into method may then create it again in place, and a
+// create call must not use it.
+func (l *lifecycle) isDestroyed() bool {
 	l.mu.RLock()
 	d := l.destroyed
 	l.mu.RUnlock()

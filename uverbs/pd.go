@@ -47,7 +47,7 @@ func (c *Context) AllocPDInto(pd *PD) error {
 	if pd == nil || c == nil || c.fd == nil {
 		return errs.New(op, "", errNil)
 	}
-	if pd.c != nil && !pd.reusable() {
+	if pd.c != nil && !pd.isDestroyed() {
 		return c.err(op, errLive("PD"))
 	}
 	*pd = PD{}
@@ -159,10 +159,7 @@ func (pd *PD) alive(c *Context, op string) error {
 	if pd.c != c {
 		return c.err(op, errArg("the PD belongs to another context"))
 	}
-	pd.mu.RLock()
-	gone := pd.destroyed
-	pd.mu.RUnlock()
-	if gone {
+	if pd.isDestroyed() {
 		return c.err(op, os.ErrClosed)
 	}
 	return nil

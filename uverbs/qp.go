@@ -128,7 +128,7 @@ func (pd *PD) CreateQPInto(qp *QP, attr QPInitAttr) error {
 	if pd == nil || qp == nil || pd.c == nil || pd.c.fd == nil {
 		return errs.New(op, "", errNil)
 	}
-	if qp.c != nil && !qp.reusable() {
+	if qp.c != nil && !qp.isDestroyed() {
 		return pd.c.err(op, errLive("QP"))
 	}
 	spare := qp.mlx5 // its arrays serve again (mlx5Init)
@@ -268,10 +268,7 @@ func (cq *CQ) usable(c *Context, op string) error {
 	if cq.c != c {
 		return c.err(op, errArg("the CQ belongs to another context"))
 	}
-	cq.mu.RLock()
-	gone := cq.destroyed
-	cq.mu.RUnlock()
-	if gone {
+	if cq.isDestroyed() {
 		return c.err(op, os.ErrClosed)
 	}
 	return nil
