@@ -5,7 +5,6 @@ package counters_test
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/purerdma/rdma/counters"
 	"github.com/purerdma/rdma/integration/vmtest"
+	"github.com/purerdma/rdma/internal/sys/systest"
 	"github.com/purerdma/rdma/uverbs"
 )
 
@@ -206,7 +206,7 @@ func TestVMDescribeMock0(t *testing.T) {
 		s.Close()
 	}
 
-	before := openFDs(t)
+	before := systest.OpenFDs(t)
 	sets, err = counters.Describe(vmtest.Dev0)
 	if err != nil {
 		t.Fatal(err)
@@ -227,16 +227,7 @@ func TestVMDescribeMock0(t *testing.T) {
 	for _, s := range sets {
 		s.Close()
 	}
-	if after := openFDs(t); after != before {
+	if after := systest.OpenFDs(t); after != before {
 		t.Errorf("%d descriptors open before Describe, %d after its sets were closed", before, after)
 	}
-}
-
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/purerdma/rdma/integration/vmtest"
+	"github.com/purerdma/rdma/internal/sys/systest"
 	"github.com/purerdma/rdma/rdmacm"
 	"github.com/purerdma/rdma/uverbs"
 )
@@ -370,15 +371,6 @@ func cmIDs(t *testing.T) []string {
 	return mine
 }
 
-func fdCount(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 func TestVMResourceShow(t *testing.T) {
 	vmtest.Require(t)
 	sch := newChannel(t)
@@ -518,14 +510,14 @@ func TestVMCycles(t *testing.T) {
 		s.Close()
 	}
 	cycle() // the first opens the device
-	fds, gs, ids := fdCount(t), runtime.NumGoroutine(), len(cmIDs(t))
+	fds, gs, ids := systest.OpenFDs(t), runtime.NumGoroutine(), len(cmIDs(t))
 	start := time.Now()
 	for i := 1; i < cycles; i++ {
 		cycle()
 	}
 	el := time.Since(start)
 	runtime.GC()
-	if f, g, k := fdCount(t), runtime.NumGoroutine(), len(cmIDs(t)); f != fds || g > gs || k != ids {
+	if f, g, k := systest.OpenFDs(t), runtime.NumGoroutine(), len(cmIDs(t)); f != fds || g > gs || k != ids {
 		t.Errorf("after %d cycles: %d fds (were %d), %d goroutines (were %d), %d kernel IDs (were %d)", cycles, f, fds, g, gs, k, ids)
 	}
 	t.Logf("%d connect/disconnect cycles in %v (%.0f a second); %d fds, %d goroutines, %d kernel IDs before and after",

@@ -19,6 +19,7 @@ import (
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/integration/vmtest"
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/internal/sys/systest"
 )
 
 // The VM tests run in the Soft-RoCE guest (integration/README.md): rxe0 and
@@ -246,19 +247,11 @@ func resourceCounts(t *testing.T, dev string) map[string]uint64 {
 	return nil
 }
 
-func fdCount(t *testing.T) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // 10,000 create/destroy cycles leave the process's descriptors and the
 // kernel's resource counts (`rdma resource show`) where they started.
 func TestVMCycles(t *testing.T) {
 	vmtest.Require(t)
-	fds0, res0, live0 := fdCount(t), resourceCounts(t, vmtest.Dev0), len(sys.Live())
+	fds0, res0, live0 := systest.OpenFDs(t), resourceCounts(t, vmtest.Dev0), len(sys.Live())
 	start := time.Now()
 	c, err := Open(vmtest.Dev0, nil)
 	if err != nil {
@@ -307,7 +300,7 @@ func TestVMCycles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fds1, res1, live1 := fdCount(t), resourceCounts(t, vmtest.Dev0), len(sys.Live())
+	fds1, res1, live1 := systest.OpenFDs(t), resourceCounts(t, vmtest.Dev0), len(sys.Live())
 	t.Logf("%d PD+CQ+QP cycles in %v; descriptors %d → %d; resources %v → %v", n, objects, fds0, fds1, res0, res1)
 	if fds1 != fds0 || live1 != live0 {
 		t.Errorf("descriptors: %d → %d (tracked %d → %d)", fds0, fds1, live0, live1)
