@@ -5,7 +5,7 @@
 # qemu-system-x86_64 wrapper first on PATH: vmrun finds qemu there), runs
 # integration/insncount/guest.sh in the guest and prints the tables of
 # integration/insncount/report: per operation, per tool, per rc_pingpong
-# iteration, Go against C. The samples and tables stay in
+# iteration, per counters read with four readers at once, Go against C. The samples and tables stay in
 # integration/.cache/insncount/ (samples-K.txt, report-K.txt).
 #
 # INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 5 3; OP samples goops's

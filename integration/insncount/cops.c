@@ -3,6 +3,9 @@
  * make the same calls with the same arguments, in the same order).
  *
  *   cops N      N samples of each operation, pinned to CPU 1
+ *   cops rate T R  T threads each calling ibv_read_counters R times on one
+ *               object (the setup of sample 14), unpinned, no windows:
+ *               guest.sh counts the whole run on every CPU
  *
  * Sample codes (the plugin's "op" column; goops uses 64 + the same code):
  *   1 open + close device (ibv_get_device_list, ibv_open_device,
@@ -24,6 +27,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -260,8 +264,31 @@ static void verbs_ops(int n)
 	ibv_close_device(ctx);
 }
 
-/* counters_ops reads a counters object bound to an L2 flow on mock0. */
-static void counters_ops(int n)
+/* The readers of cops rate: each reads the object reads times. */
+struct reader {
+	pthread_t th;
+	struct ibv_counters *cs;
+	int reads;
+};
+
+static void *read_loop(void *arg)
+{
+	struct reader *r = arg;
+	uint64_t v[2];
+	for (int i = 0; i < r->reads; i++) {
+		int err = ibv_read_counters(r->cs, v, 2, 0);
+		if (err) {
+			errno = err;
+			die("read_counters");
+		}
+	}
+	return NULL;
+}
+
+/* counters_ops reads a counters object bound to an L2 flow on mock0: n
+ * samples on this thread, or, when threads > 0, threads threads reading it
+ * n times each at once, with no windows (cops rate). */
+static void counters_ops(int n, int threads)
 {
 	struct ibv_context *ctx = open_dev("mock0");
 	if (!ctx) {
@@ -308,8 +335,20 @@ static void counters_ops(int n)
 	struct ibv_flow *fl = ibv_create_flow(qp, (struct ibv_flow_attr *)(void *)&fa);
 	if (!fl)
 		die("create_flow");
+	struct reader r[64];
+	for (int i = 0; i < threads && i < 64; i++) {
+		r[i].cs = cs;
+		r[i].reads = n;
+		int err = pthread_create(&r[i].th, NULL, read_loop, &r[i]);
+		if (err) {
+			errno = err;
+			die("pthread_create");
+		}
+	}
+	for (int i = 0; i < threads && i < 64; i++)
+		pthread_join(r[i].th, NULL);
 	uint64_t v[2];
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && threads == 0; i++) {
 		START();
 		int r = ibv_read_counters(cs, v, 2, 0);
 		STOP(14);
@@ -381,6 +420,12 @@ static void mad_ops(int n, union ibv_gid *dgid)
 
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "rate")) {
+		/* Unpinned: the threads spread over the CPUs, and a window
+		 * around the whole run (marker) counts them all. */
+		counters_ops(atoi(argv[3]), atoi(argv[2]));
+		return 0;
+	}
 	int n = argc > 1 ? atoi(argv[1]) : 40;
 	cpu_set_t set;
 
@@ -389,7 +434,7 @@ int main(int argc, char **argv)
 	if (sched_setaffinity(0, sizeof set, &set))
 		die("sched_setaffinity");
 	verbs_ops(n);
-	counters_ops(n);
+	counters_ops(n, 0);
 	struct ibv_context *c1 = open_dev("rxe1");
 	union ibv_gid g1;
 	if (!c1 || ibv_query_gid(c1, 1, 0, &g1))

@@ -13,6 +13,11 @@
 #   per message    rc_pingpong -e, 64 B: a C server on CPU 0 and a client
 #                  on CPU 1, C then Go, N1 and N2 iterations; the report
 #                  takes (N2 run - N1 run) / (N2 - N1): one iteration
+#   per read       RD readers of one counters object at once (cops rate,
+#                  goops rate), R1 and R2 reads each, unpinned, in global
+#                  windows; the report takes (R2 run - R1 run) /
+#                  (RD * (R2 - R1)) over every CPU: one read under
+#                  contention, with whatever the threads' scheduling costs
 #
 # N samples per operation (40), REPS runs per tool (5), PPREPS pairs of
 # rc_pingpong runs (3); OP, for a profile (mk/bench-insn.sh INSN_PROF=1),
@@ -21,7 +26,7 @@
 # global window, and copies the guest's /proc/kallsyms to DIR/kallsyms.txt
 # for the kernel profile.
 set -u
-N=${2:-40} REPS=${3:-5} PPREPS=${4:-3} N1=100 N2=2000
+N=${2:-40} REPS=${3:-5} PPREPS=${4:-3} N1=100 N2=2000 RD=4 R1=100 R2=1000
 tmp=$(mktemp -d)
 cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/purerdma" "$tmp/"
 M=$tmp/marker G=$tmp/purerdma
@@ -72,6 +77,15 @@ while [ $j -lt "$PPREPS" ]; do
 	pp 101 "$N2" ibv_rc_pingpong
 	pp 102 "$N1" $G rc_pingpong
 	pp 103 "$N2" $G rc_pingpong
+done
+echo "== counters Read: $RD readers of one object at once, C then Go, $R1 and $R2 reads each"
+j=0
+while [ $j -lt "$PPREPS" ]; do
+	j=$((j + 1))
+	$M start; "$tmp/cops" rate $RD $R1; $M stop 110
+	$M start; "$tmp/cops" rate $RD $R2; $M stop 111
+	$M start; "$tmp/goops" rate $RD $R1; $M stop 112
+	$M start; "$tmp/goops" rate $RD $R2; $M stop 113
 done
 rm -rf "$tmp"
 echo "== insncount done"

@@ -17,7 +17,10 @@
 //	16 umad Port.Recv of it (waited for outside the window)
 //
 // Usage: goops N [CODE] (N samples of each operation, or of CODE's only;
-// the calling thread pinned to CPU 1).
+// the calling thread pinned to CPU 1), or goops rate READERS N: READERS
+// goroutines each reading 14's counters object N times, unpinned, with no
+// windows (guest.sh counts the whole run on every CPU; cops rate is its
+// twin).
 package main
 
 import (
@@ -26,6 +29,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -237,8 +241,10 @@ func verbsOps(n int) {
 	must("close", qpd.Close())
 }
 
-// countersOps reads a counters object bound to an L2 flow on mock0.
-func countersOps(n int) {
+// countersOps reads a counters object bound to an L2 flow on mock0: n
+// samples on this thread, or, when readers > 0, that many goroutines
+// reading it n times each at once, with no windows (goops rate).
+func countersOps(n, readers int) {
 	c, err := uverbs.Open("mock0", nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "goops: no mock0 (%v): no counters samples\n", err)
@@ -263,9 +269,21 @@ func countersOps(n int) {
 		&flow.Count{Counters: cs},
 	}})
 	must("flow", err)
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := make([]uint64, 2)
+			for range n {
+				must("read counters", cs.Read(v, 0))
+			}
+		}()
+	}
+	wg.Wait()
 	v := make([]uint64, 2)
 	settle()
-	for i := 0; i < n && want(14); i++ {
+	for i := 0; i < n && readers == 0 && want(14); i++ {
 		start()
 		err := cs.Read(v, 0)
 		stop14()
@@ -333,6 +351,18 @@ var only int
 func want(code int) bool { return only == 0 || only == code }
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "rate" {
+		// Not pinned: the goroutines spread over the CPUs, and a window
+		// around the whole run (marker) counts them all.
+		readers, err1 := strconv.Atoi(os.Args[2])
+		n, err2 := strconv.Atoi(os.Args[3])
+		if err1 != nil || err2 != nil || readers <= 0 || n <= 0 {
+			fmt.Fprintln(os.Stderr, "usage: goops rate READERS N")
+			os.Exit(2)
+		}
+		countersOps(n, readers)
+		return
+	}
 	n := 40
 	if len(os.Args) > 1 {
 		var err error
@@ -351,7 +381,7 @@ func main() {
 	set.Set(1)
 	must("sched_setaffinity", unix.SchedSetaffinity(0, &set))
 	verbsOps(n)
-	countersOps(n)
+	countersOps(n, 0)
 	c1, err := uverbs.Open("rxe1", nil)
 	must("open rxe1", err)
 	g1, err := c1.QueryGID(1, 0)

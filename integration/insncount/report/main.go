@@ -4,7 +4,7 @@
 // minimal Go program) and per rc_pingpong iteration. With -prof it maps a
 // profile (the plugin's prof= file) onto the functions of a Go binary.
 //
-//	report [-n1 100 -n2 2000] SAMPLES
+//	report [-n1 100 -n2 2000] [-readers 4 -r1 100 -r2 1000] SAMPLES
 //	report -prof PROFILE -bin BINARY [-top 40]
 package main
 
@@ -195,35 +195,42 @@ func perTool(w io.Writer, s *samples) {
 	}
 }
 
+// leastGlobal returns the least of code's global windows on cpu, or
+// summed over the CPUs when cpu < 0.
+func leastGlobal(s *samples, code, cpu int) (sample, bool) {
+	var xs []sample
+	for _, per := range s.globalCPU[code] {
+		if cpu < 0 {
+			var sum sample
+			for _, x := range per {
+				sum.user, sum.kern = sum.user+x.user, sum.kern+x.kern
+			}
+			xs = append(xs, sum)
+		} else if cpu < len(per) {
+			xs = append(xs, per[cpu])
+		}
+	}
+	m, _, _ := minOf(xs)
+	return m, len(xs) > 0
+}
+
+// unit returns one unit of work of two global windows that differ only in
+// how many units they do: (least of b - least of a) / units, on cpu (or
+// all CPUs, cpu < 0). The start-up and tear-down both windows have cancel.
+func unit(s *samples, a, b, cpu, units int) (sample, bool) {
+	x, ok1 := leastGlobal(s, a, cpu)
+	y, ok2 := leastGlobal(s, b, cpu)
+	per := func(p, q uint64) uint64 { return uint64(max(int64(q)-int64(p), 0)) / uint64(units) }
+	return sample{per(x.user, y.user), per(x.kern, y.kern)}, ok1 && ok2
+}
+
 func perMessage(w io.Writer, s *samples, n1, n2 int) {
 	// One iteration is the difference of the least N2 run and the least
 	// N1 run, on the client's CPU (1) and on both, divided by N2 - N1.
 	iter := func(a, b int) (client, all sample, ok bool) {
-		least := func(code, cpu int) (sample, bool) {
-			var xs []sample
-			for _, per := range s.globalCPU[code] {
-				if cpu < 0 {
-					var sum sample
-					for _, x := range per {
-						sum.user, sum.kern = sum.user+x.user, sum.kern+x.kern
-					}
-					xs = append(xs, sum)
-				} else if cpu < len(per) {
-					xs = append(xs, per[cpu])
-				}
-			}
-			m, _, _ := minOf(xs)
-			return m, len(xs) > 0
-		}
-		d := func(x, y sample) sample {
-			per := func(p, q uint64) uint64 { return uint64(max(int64(q)-int64(p), 0)) / uint64(n2-n1) }
-			return sample{per(x.user, y.user), per(x.kern, y.kern)}
-		}
-		c1, ok1 := least(a, 1)
-		c2, ok2 := least(b, 1)
-		a1, _ := least(a, -1)
-		a2, _ := least(b, -1)
-		return d(c1, c2), d(a1, a2), ok1 && ok2
+		client, ok = unit(s, a, b, 1, n2-n1)
+		all, _ = unit(s, a, b, -1, n2-n1)
+		return client, all, ok
 	}
 	cc, ca, ok1 := iter(100, 101)
 	gc, ga, ok2 := iter(102, 103)
@@ -236,6 +243,23 @@ func perMessage(w io.Writer, s *samples, n1, n2 int) {
 		gc.user, gc.kern, gc.total(), ratio(gc.total(), cc.total()))
 	fmt.Fprintf(w, "%-24s %8d %8d %8d | %8d %8d %8d | Go/C %s\n", "both CPUs (C server)", ca.user, ca.kern, ca.total(),
 		ga.user, ga.kern, ga.total(), ratio(ga.total(), ca.total()))
+}
+
+// perRead prints one counters read of readers threads (C) or goroutines
+// (Go) reading one object at once, counted on every CPU: guest.sh's cops
+// rate and goops rate runs, r1 and r2 reads per reader (codes 110-113).
+func perRead(w io.Writer, s *samples, readers, r1, r2 int) {
+	units := readers * (r2 - r1)
+	c, ok1 := unit(s, 110, 111, -1, units)
+	g, ok2 := unit(s, 112, 113, -1, units)
+	if !ok1 || !ok2 {
+		return
+	}
+	fmt.Fprintf(w, "\nconcurrent reads: %d readers of one counters object on mock0, one read = (least run of %d each - least run of %d each) / %d, all CPUs\n",
+		readers, r2, r1, units)
+	fmt.Fprintf(w, "%-24s %8s %8s %8s | %8s %8s %8s\n", "", "C user", "C kern", "C total", "Go user", "Go kern", "Go total")
+	fmt.Fprintf(w, "%-24s %8d %8d %8d | %8d %8d %8d | Go/C %s\n", "counters Read", c.user, c.kern, c.total(),
+		g.user, g.kern, g.total(), ratio(g.total(), c.total()))
 }
 
 // binarySymbols returns the functions of an ELF binary, by address.
@@ -328,6 +352,9 @@ func profile(w io.Writer, prof string, fns []elf.Symbol, top int) error {
 func main() {
 	n1 := flag.Int("n1", 100, "rc_pingpong iterations of the short runs")
 	n2 := flag.Int("n2", 2000, "rc_pingpong iterations of the long runs")
+	readers := flag.Int("readers", 4, "counters readers at once (guest.sh's RD)")
+	r1 := flag.Int("r1", 100, "reads per reader of the short concurrent runs")
+	r2 := flag.Int("r2", 1000, "reads per reader of the long concurrent runs")
 	prof := flag.String("prof", "", "a profile the plugin wrote (prof=, or kprof= with -kallsyms)")
 	bin := flag.String("bin", "", "the binary the user-space profile ran")
 	kallsyms := flag.String("kallsyms", "", "for a kernel profile: the guest's /proc/kallsyms, of the same boot")
@@ -368,4 +395,5 @@ func main() {
 	perOp(os.Stdout, s)
 	perTool(os.Stdout, s)
 	perMessage(os.Stdout, s, *n1, *n2)
+	perRead(os.Stdout, s, *readers, *r1, *r2)
 }
