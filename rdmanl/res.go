@@ -1,8 +1,12 @@
 package rdmanl
 
 import (
+	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
@@ -101,9 +105,13 @@ type ResourceObject struct {
 	Port     *uint32
 	PID      *uint32
 	KernName *string
-	U8       map[uint16]uint8
-	U32      map[uint16]uint32
-	U64      map[uint16]uint64
+	// An rdma_cm ID's addresses (RDMA_NLDEV_ATTR_RES_SRC_ADDR and
+	// DST_ADDR, a struct __kernel_sockaddr_storage), when the kernel
+	// sent an IPv4 or IPv6 one.
+	SrcAddr, DstAddr *netip.AddrPort
+	U8               map[uint16]uint8
+	U32              map[uint16]uint32
+	U64              map[uint16]uint64
 }
 
 // resAttrWidth is the width of every numeric attribute an object entry
@@ -279,6 +287,10 @@ func decodeResObject(b []byte) (ResourceObject, error) {
 			if s, err = attrString(it.typ, it.val); err == nil {
 				o.KernName = &s
 			}
+		case abi.RDMA_NLDEV_ATTR_RES_SRC_ADDR:
+			o.SrcAddr = sockaddrPort(it.val)
+		case abi.RDMA_NLDEV_ATTR_RES_DST_ADDR:
+			o.DstAddr = sockaddrPort(it.val)
 		default:
 			switch resAttrWidth[it.typ] {
 			case 1:
@@ -416,4 +428,30 @@ func decodePort(b []byte) (Port, error) {
 		return Port{}, fmt.Errorf("nldev PORT_GET reply without the device index, name, port, state or physical state")
 	}
 	return p, nil
+}
+
+// sockaddrPort decodes a struct sockaddr_in or sockaddr_in6 (at the start
+// of a __kernel_sockaddr_storage: the family in host order, then the port
+// and the address in network order), or returns nil for another family or
+// a short one, which iproute2 (res-cmid.c ss_ntop) leaves out too.
+func sockaddrPort(b []byte) *netip.AddrPort {
+	if len(b) < 2 {
+		return nil
+	}
+	var ap netip.AddrPort
+	switch binary.NativeEndian.Uint16(b) {
+	case unix.AF_INET:
+		if len(b) < 8 {
+			return nil
+		}
+		ap = netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), binary.BigEndian.Uint16(b[2:]))
+	case unix.AF_INET6:
+		if len(b) < 24 {
+			return nil
+		}
+		ap = netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])), binary.BigEndian.Uint16(b[2:]))
+	default:
+		return nil
+	}
+	return &ap
 }

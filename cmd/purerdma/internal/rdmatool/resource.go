@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -68,7 +69,28 @@ const (
 	resPathMig
 	resPollCtx
 	resDim
+	resCMState // a u8, cm_id_state_to_str
+	resCMPs    // a u32, cm_id_ps_to_str
 )
+
+// resCMStates are the rdma_cm ID states (enum rdma_cm_state) by number,
+// as iproute2's res-cmid.c cm_id_state_to_str names them.
+var resCMStates = []string{"IDLE", "ADDR_QUERY", "ADDR_RESOLVED", "ROUTE_QUERY", "ROUTE_RESOLVED",
+	"CONNECT", "DISCONNECT", "ADDR_BOUND", "LISTEN", "DEVICE_REMOVAL", "DESTROYING"}
+
+// resCMPsName is res-cmid.c cm_id_ps_to_str (which names RDMA_PS_IB
+// "IPoIB" too).
+func resCMPsName(ps uint32) string {
+	switch ps {
+	case 0x0002, 0x013f: // RDMA_PS_IPOIB, RDMA_PS_IB
+		return "IPoIB"
+	case 0x0106: // RDMA_PS_TCP
+		return "TCP"
+	case 0x0111: // RDMA_PS_UDP
+		return "UDP"
+	}
+	return "---"
+}
 
 // resFields are the words each kind prints, in iproute2 6.1's order (a
 // word whose attribute the kernel did not send is left out).
@@ -83,12 +105,14 @@ var resFields = map[rdmanl.ResourceKind][]resField{
 		{"path-mig-state", abi.RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE, resPathMig},
 		{"pdn", abi.RDMA_NLDEV_ATTR_RES_PDN, resU32},
 	},
+	// res-cmid.c res_cm_id_parse_cb (iproute2 6.1): the addresses come
+	// after pid and comm (resObjectLine).
 	rdmanl.ResCMID: {
 		{"cm-idn", abi.RDMA_NLDEV_ATTR_RES_CM_IDN, resU32},
 		{"lqpn", abi.RDMA_NLDEV_ATTR_RES_LQPN, resU32},
 		{"qp-type", abi.RDMA_NLDEV_ATTR_RES_TYPE, resQPType},
-		{"ps", abi.RDMA_NLDEV_ATTR_RES_PS, resU32},
-		{"state", abi.RDMA_NLDEV_ATTR_RES_STATE, resU32},
+		{"state", abi.RDMA_NLDEV_ATTR_RES_STATE, resCMState},
+		{"ps", abi.RDMA_NLDEV_ATTR_RES_PS, resCMPs},
 	},
 	rdmanl.ResCQ: {
 		{"cqn", abi.RDMA_NLDEV_ATTR_RES_CQN, resU32},
@@ -305,7 +329,45 @@ func (env *Env) resObjectLine(kind rdmanl.ResourceKind, o *rdmanl.ResourceObject
 		l.vals = append(l.vals, o.Index)
 		l.add("ifname", "dev "+o.Device+" ", o.Device)
 	}
-	for _, f := range resFields[kind] {
+	l.fields(o, resFields[kind])
+	if o.PID != nil {
+		l.add("pid", fmt.Sprintf("pid %d ", *o.PID), *o.PID)
+	}
+	// print_comm: "[name]" for a kernel object, the process's name for a
+	// user one, at most 17 characters (a char[18]); JSON gets it whole.
+	var comm string
+	have := false
+	if o.KernName != nil {
+		comm, have = *o.KernName, true
+	} else if o.PID != nil {
+		comm, have = env.Comm(*o.PID)
+	}
+	if have {
+		text := comm
+		if o.PID == nil {
+			text = "[" + comm + "]"
+		}
+		if len(text) > 17 {
+			text = text[:17]
+		}
+		l.add("comm", "comm "+text+" ", comm)
+	}
+	// res-cmid.c print_ipaddr: "src-addr ADDR:PORT", in JSON one string.
+	for _, a := range []struct {
+		key string
+		ap  *netip.AddrPort
+	}{{"src-addr", o.SrcAddr}, {"dst-addr", o.DstAddr}} {
+		if a.ap != nil {
+			v := fmt.Sprintf("%s:%d", a.ap.Addr(), a.ap.Port())
+			l.add(a.key, a.key+" "+v+" ", v)
+		}
+	}
+	return l
+}
+
+// fields adds the words fs of object o that the kernel sent.
+func (l *resLine) fields(o *rdmanl.ResourceObject, fs []resField) {
+	for _, f := range fs {
 		switch f.kind {
 		case resU32:
 			if v, ok := o.U32[f.attr]; ok {
@@ -341,29 +403,16 @@ func (env *Env) resObjectLine(kind rdmanl.ResourceKind, o *rdmanl.ResourceObject
 				}
 				l.add(f.name, fmt.Sprintf("%s %s ", f.name, s), v != 0) // JSON: a bool
 			}
+		case resCMState:
+			if v, ok := o.U8[f.attr]; ok {
+				s := resName(resCMStates, v)
+				l.add(f.name, fmt.Sprintf("%s %s ", f.name, s), s)
+			}
+		case resCMPs:
+			if v, ok := o.U32[f.attr]; ok {
+				s := resCMPsName(v)
+				l.add(f.name, fmt.Sprintf("%s %s ", f.name, s), s)
+			}
 		}
 	}
-	if o.PID != nil {
-		l.add("pid", fmt.Sprintf("pid %d ", *o.PID), *o.PID)
-	}
-	// print_comm: "[name]" for a kernel object, the process's name for a
-	// user one, at most 17 characters (a char[18]); JSON gets it whole.
-	var comm string
-	have := false
-	if o.KernName != nil {
-		comm, have = *o.KernName, true
-	} else if o.PID != nil {
-		comm, have = env.Comm(*o.PID)
-	}
-	if have {
-		text := comm
-		if o.PID == nil {
-			text = "[" + comm + "]"
-		}
-		if len(text) > 17 {
-			text = text[:17]
-		}
-		l.add("comm", "comm "+text+" ", comm)
-	}
-	return l
 }

@@ -15,7 +15,8 @@ import (
 )
 
 // TestVMResourceMatchesRdma: with an ibv_rc_pingpong server holding a
-// context, PD, CQ, QP and MR on rxe0, purerdma resource prints what
+// context, PD, CQ, QP and MR on rxe0, and rdma-core's rping server
+// listening on rxe0's address (an rdma_cm ID), purerdma resource prints what
 // iproute2's rdma resource show prints (text and -j, every kind, the
 // filters, the errors), with the same exit status.
 func TestVMResourceMatchesRdma(t *testing.T) {
@@ -39,8 +40,24 @@ func TestVMResourceMatchesRdma(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	rping := exec.CommandContext(ctx, "rping", "-s", "-a", vmtest.Addr0, "-p", "18602")
+	if err := rping.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { rping.Process.Kill(); rping.Wait() }()
+	for {
+		out, _ := exec.Command("rdma", "resource", "show", "cm_id").Output()
+		if bytes.Contains(out, []byte("LISTEN")) && bytes.Contains(out, []byte("rping")) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("rping created no listening cm_id")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	for _, args := range [][]string{
-		{}, {"rxe0"}, {"qp"}, {"cq"}, {"pd"}, {"mr"}, {"ctx"}, {"cm_id"},
+		{}, {"rxe0"}, {"qp"}, {"cq"}, {"pd"}, {"mr"}, {"ctx"}, {"cm_id"}, {"cm_id", "link", "rxe0/1"},
 		{"qp", "link", "rxe0/1"}, {"cq", "dev", "rxe1"}, {"mr", "dev", "rxe0"}, {"nosuch"}, {"qp", "link", "nosuch"},
 	} {
 		for _, j := range [][]string{nil, {"-j"}} {
