@@ -43,9 +43,9 @@ func rpingCmd(t *testing.T, ctx context.Context, impl string, args ...string) (*
 	return c, &out, &errb
 }
 
-// waitCMID waits until process pid has an rdma_cm ID on a device (the
-// server's listener bound to Addr0), as `rdma resource show cm_id` lists
-// it, then a little more for its Listen after its Bind. The kernel names
+// waitCMID waits until process pid has a listening rdma_cm ID on a
+// device (the server's listener bound to Addr0), as `rdma resource show
+// cm_id` lists it ("state LISTEN"). The kernel names
 // the thread that created the ID (task_pid_vnr of current): any of a Go
 // process's threads.
 func waitCMID(t *testing.T, pid int, within time.Duration, stderr *bytes.Buffer) {
@@ -57,11 +57,15 @@ func waitCMID(t *testing.T, pid int, within time.Duration, stderr *bytes.Buffer)
 		}
 		var out, errb bytes.Buffer
 		clitest.Main(rdmatool.Tools(rdmatool.DefaultEnv()), []string{"purerdma", "resource", "show", "cm_id"}, &out, &errb)
+		// The cm_id exists from rdma_create_id on; a client that
+		// connects before rdma_listen is rejected (no such service),
+		// so wait for the listening one.
 		tids, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		for _, tid := range tids {
-			if strings.Contains(out.String(), " pid "+tid.Name()+" ") {
-				time.Sleep(300 * time.Millisecond)
-				return
+		for _, line := range strings.Split(out.String(), "\n") {
+			for _, tid := range tids {
+				if strings.Contains(line, " pid "+tid.Name()+" ") && strings.Contains(line, " state LISTEN ") {
+					return
+				}
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
