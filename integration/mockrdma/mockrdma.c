@@ -64,6 +64,14 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/mlx5-abi.h>
+#include <linux/mlx5/qp.h>		/* WQE segments, MLX5_OPCODE_* */
+#include <linux/mlx5/cq.h>		/* CQE opcodes and syndromes */
+#include <linux/mlx5/doorbell.h>	/* MLX5_CQ_DOORBELL */
+#include <linux/highmem.h>
+#include <linux/sched/mm.h>
+#include <linux/kthread.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
 #include <rdma/mlx5_user_ioctl_cmds.h>
 #include <rdma/mlx5_user_ioctl_verbs.h>
 #define UVERBS_MODULE_NAME mockrdma
@@ -128,6 +136,19 @@ struct mock_dev {
 	 * rdma_counter), [id] the set of the rdma_counter with that id. */
 	u64 qcnt[MOCK_QCOUNTERS];
 	struct ida qcnt_ida;
+	/* the data path (see "the data path" below): what the executor
+	 * walks, under dp_lock */
+	struct mutex dp_lock;
+	struct xarray qps;	/* by QP number */
+	struct xarray cqs;	/* by CQ number */
+	struct xarray mrs;	/* by mkey index (lkey >> 8) */
+	struct list_head ctxs;	/* mock_ucontext.node */
+	struct task_struct *dp_thread;
+	wait_queue_head_t dp_wait;
+	atomic_t dp_kick;
+	u8 mkey_seq;
+	u8 *msg;		/* the message being moved (MOCK_MSG_MAX) */
+	struct mock_exec *x;
 };
 
 struct mock_ucontext {
@@ -138,13 +159,74 @@ struct mock_ucontext {
 	struct page *uar[MOCK_UAR_PAGES];
 	bool dyn_used[MOCK_UAR_PAGES];
 	u32 counters_seq;	/* names counters objects c1, c2, ... in the record */
+	u8 cqe_version;
+	/* the data path: the UAR pages' mappings, which the executor
+	 * unmaps after each doorbell so that the next one faults again
+	 * (under mm's mmap lock; the vma's close clears its slot) */
+	struct list_head node;	/* mock_dev.ctxs, under dp_lock */
+	struct mm_struct *mm;	/* mmgrab'bed at the first UAR mmap */
+	struct vm_area_struct *uar_vma[MOCK_UAR_PAGES];
+	unsigned long fresh;	/* pages mapped by a fault since the last pass */
+};
+
+/* User memory pinned for the model's data path (mlx5: ib_umem_get and
+ * mlx5_ib_db_map_user): the pages of [addr, addr + len). */
+struct mock_umem {
+	struct page **pages;
+	unsigned long npages;
+	u64 base;		/* the user address of pages[0] */
+	u64 addr, len;
 };
 
 struct mock_pd { struct ib_pd ibpd; u32 pdn; };
-struct mock_cq { struct ib_cq ibcq; u32 cqn; };
+
+/* A user CQ (mlx5: cq.c create_cq_user): its CQE buffer and doorbell
+ * record, and what the "hardware" keeps: the producer index and the arm
+ * state (see mock_cq_events). */
+struct mock_cq {
+	struct ib_cq ibcq;
+	u32 cqn;
+	bool dp;		/* a user CQ with pinned buffers */
+	struct mock_umem buf, db;
+	u32 ncqe, cqe_size;
+	u32 pi;			/* CQEs written */
+	u32 arm_last;		/* the arm word last seen in the record */
+	bool armed, ever_armed;
+	u32 arm_ci;
+	struct mock_ucontext *mu;
+};
+
 /* cnt_id: the id of the rdma_counter the QP is bound to (0: none), read
- * by the rx_handler under mock_dev.lock. */
-struct mock_qp { struct ib_qp ibqp; u32 cnt_id; };
+ * by the rx_handler under mock_dev.lock. The rest is the data path's, under
+ * mock_dev.dp_lock: the QP buffer (receive queue first, then the send
+ * queue, as mlx5 qp.c set_user_buf_size lays it out) and doorbell record
+ * pinned, the state and the remote QP modify_qp gave, and how far the
+ * "hardware" has consumed each queue. */
+struct mock_qp {
+	struct ib_qp ibqp;
+	u32 cnt_id;
+	bool dp;
+	struct mock_umem buf, db;
+	u32 sq_cnt;		/* send queue basic blocks (64 bytes) */
+	u32 sq_off;		/* the send queue's offset in buf */
+	u32 rq_cnt, rq_shift;
+	u32 sq_tail;		/* basic blocks consumed */
+	u32 rq_tail;		/* receive WQEs consumed */
+	u32 uidx;		/* the user index CQEs carry (cqe_version 1) */
+	enum ib_qp_state state;
+	u32 dest_qpn;
+	u32 qkey;
+};
+
+/* A registered memory region (mlx5: mr.c mlx5_ib_reg_user_mr): its
+ * pages, where it starts in the QP's address space (iova), its access. */
+struct mock_mr {
+	struct ib_mr ibmr;
+	struct mock_umem um;
+	u64 iova, length;
+	int access;
+	u32 index;
+};
 
 
 
@@ -392,7 +474,7 @@ static int mock_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
 
 /* ---- context: struct mlx5_ib_alloc_ucontext_req_v2 / _resp ---- */
 
-static int mock_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *udata)
+static int mock_alloc_uctx(struct ib_ucontext *uctx, struct ib_udata *udata)
 {
 	struct mock_dev *md = to_mdev(uctx->device);
 	struct mock_ucontext *mu = to_mu(uctx);
@@ -451,6 +533,7 @@ static int mock_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *udata)
 	resp.max_srq_recv_wr = 1 << 15;
 	resp.num_ports = 1;
 	resp.cqe_version = min_t(u8, req.max_cqe_version, 1);
+	mu->cqe_version = resp.cqe_version;
 	resp.cmds_supp_uhw = MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE;
 	resp.eth_min_inline = MLX5_USER_INLINE_MODE_NONE + 1;
 	resp.log_uar_size = PAGE_SHIFT;
@@ -459,20 +542,161 @@ static int mock_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *udata)
 	return ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 }
 
+static int mock_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *udata)
+{
+	struct mock_dev *md = to_mdev(uctx->device);
+	struct mock_ucontext *mu = to_mu(uctx);
+	int err = mock_alloc_uctx(uctx, udata);
+
+	if (err)
+		return err;
+	mutex_lock(&md->dp_lock);
+	list_add_tail(&mu->node, &md->ctxs);
+	mutex_unlock(&md->dp_lock);
+	return 0;
+}
+
 static void mock_dealloc_ucontext(struct ib_ucontext *uctx)
 {
 	struct mock_ucontext *mu = to_mu(uctx);
+	struct mock_dev *md = to_mdev(uctx->device);
 	int i;
+
+	mutex_lock(&md->dp_lock);
+	list_del(&mu->node);
+	mutex_unlock(&md->dp_lock);
+	if (mu->mm)
+		mmdrop(mu->mm);
 
 	for (i = 0; i < MOCK_UAR_PAGES; i++)
 		if (mu->uar[i])
 			__free_page(mu->uar[i]);
 }
 
-/* UAR pages are zeroed kernel pages: doorbells written there go nowhere. */
+/* ---- user memory (mlx5: ib_umem_get, mlx5_ib_db_map_user) ---- */
+
+/* The model pins at most this much per buffer or region. */
+#define MOCK_UMEM_MAX (256UL << 20)
+
+static int mock_umem_get(struct mock_umem *u, u64 addr, u64 len, bool write)
+{
+	u64 end, base = addr & PAGE_MASK;
+	long got;
+
+	memset(u, 0, sizeof(*u));
+	if (!len || check_add_overflow(addr, len, &end) || len > MOCK_UMEM_MAX)
+		return -EINVAL;
+	u->npages = (PAGE_ALIGN(end) - base) >> PAGE_SHIFT;
+	u->pages = kvcalloc(u->npages, sizeof(*u->pages), GFP_KERNEL);
+	if (!u->pages)
+		return -ENOMEM;
+	got = pin_user_pages_fast(base, u->npages,
+				  (write ? FOLL_WRITE : 0) | FOLL_LONGTERM,
+				  u->pages);
+	if (got != u->npages) {
+		if (got > 0)
+			unpin_user_pages(u->pages, got);
+		kvfree(u->pages);
+		u->pages = NULL;
+		return got < 0 ? got : -EFAULT;
+	}
+	u->base = base;
+	u->addr = addr;
+	u->len = len;
+	return 0;
+}
+
+static void mock_umem_put(struct mock_umem *u)
+{
+	if (!u->pages)
+		return;
+	unpin_user_pages_dirty_lock(u->pages, u->npages, true);
+	kvfree(u->pages);
+	u->pages = NULL;
+}
+
+/* mock_umem_rw copies n bytes between buf and u's memory at user address
+ * va, which the caller has checked lies in u: into the memory when write. */
+static void mock_umem_rw(struct mock_umem *u, u64 va, void *buf, size_t n,
+			 bool write)
+{
+	u64 off = va - u->base;
+
+	while (n) {
+		size_t po = off & ~PAGE_MASK;
+		size_t c = min_t(size_t, n, PAGE_SIZE - po);
+		u8 *p = kmap_local_page(u->pages[off >> PAGE_SHIFT]);
+
+		if (write)
+			memcpy(p + po, buf, c);
+		else
+			memcpy(buf, p + po, c);
+		kunmap_local(p);
+		buf += c;
+		off += c;
+		n -= c;
+	}
+}
+
+static u32 mock_be32_at(struct mock_umem *u, u64 va)
+{
+	__be32 v;
+
+	mock_umem_rw(u, va, &v, sizeof(v), false);
+	return be32_to_cpu(v);
+}
+
+/* mock_dp_kick wakes the executor (mock_dp_thread). */
+static void mock_dp_kick(struct mock_dev *md)
+{
+	atomic_set(&md->dp_kick, 1);
+	wake_up(&md->dp_wait);
+}
+
+/* ---- UAR pages: doorbells the model sees ----
+ *
+ * A UAR page is a zeroed kernel page mapped into the process, but not up
+ * front: the mapping is VM_PFNMAP and starts empty, so the first write to
+ * it (a doorbell: libmlx5's post_send_db, mlx5_arm_cq) faults; the fault
+ * maps the page, so the write lands there, and wakes the executor, which
+ * first unmaps the page again (zap_vma_ptes, so that the next doorbell
+ * faults too), then reads the doorbell records and executes what they say
+ * (mlx5 keeps the records authoritative: libmlx5 writes a record before
+ * it rings, udma_to_device_barrier between). A doorbell written while the
+ * page is mapped, before the executor unmaps it, is seen by that run. */
+static vm_fault_t mock_uar_fault(struct vm_fault *vmf)
+{
+	struct mock_ucontext *mu = vmf->vma->vm_private_data;
+	struct page *page = mu->uar[vmf->vma->vm_pgoff & 0xff];
+	vm_fault_t ret;
+
+	ret = vmf_insert_pfn(vmf->vma, vmf->address, page_to_pfn(page));
+	set_bit(vmf->vma->vm_pgoff & 0xff, &mu->fresh);
+	mock_dp_kick(mdev);
+	return ret;
+}
+
+/* The slots of uar_vma change under the mm's mmap lock, held for writing
+ * by mmap and munmap (and the executor reads them holding it for reading),
+ * so they need no lock of the model's. */
+static void mock_uar_close(struct vm_area_struct *vma)
+{
+	struct mock_ucontext *mu = vma->vm_private_data;
+	unsigned long idx = vma->vm_pgoff & 0xff;
+
+	if (idx < MOCK_UAR_PAGES && mu->uar_vma[idx] == vma)
+		mu->uar_vma[idx] = NULL;
+}
+
+static const struct vm_operations_struct mock_uar_vm_ops = {
+	.fault = mock_uar_fault,
+	.close = mock_uar_close,
+};
+
 static int mock_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 {
 	struct mock_ucontext *mu = to_mu(uctx);
+	struct mock_dev *md = to_mdev(uctx->device);
 	unsigned long cmd = (vma->vm_pgoff >> 8) & 0xff;
 	unsigned long idx = vma->vm_pgoff & 0xff;
 	int ret = -EINVAL;
@@ -490,11 +714,26 @@ static int mock_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 		ret = 0;
 	}
 	/* anything else (the core clock page, WC pages): EINVAL */
-	if (!ret)
-		ret = vm_insert_page(vma, vma->vm_start, mu->uar[idx]);
+	if (!ret) {
+		vma->vm_private_data = mu;
+		vma->vm_ops = &mock_uar_vm_ops;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+		vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND |
+			     VM_DONTDUMP | VM_DONTCOPY);
+#else
+		vma->vm_flags |= VM_PFNMAP | VM_IO | VM_DONTEXPAND |
+				 VM_DONTDUMP | VM_DONTCOPY;
+#endif
+	}
 	mutex_unlock(&mu->lock);
-	mock_rec(to_mdev(uctx->device), "mmap command=%lu index=%lu -> %d",
-		 cmd, idx, ret);
+	if (!ret) {
+		/* mmap runs under the mmap lock, which the executor takes
+		 * inside dp_lock: no dp_lock here */
+		if (!cmpxchg(&mu->mm, NULL, current->mm))
+			mmgrab(current->mm);
+		mu->uar_vma[idx] = vma;
+	}
+	mock_rec(md, "mmap command=%lu index=%lu -> %d", cmd, idx, ret);
 	return ret;
 }
 
@@ -569,6 +808,20 @@ static int mock_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr
 	} else if (mu->dyn) {
 		err = -EINVAL;	/* lib_uar_dyn needs a UAR page index */
 	}
+	if (!err) {
+		/* cq.c mlx5_ib_create_cq: entries = roundup_pow_of_two(cqe
+		 * + 1); create_cq_user pins entries * cqe_size bytes and
+		 * the doorbell record */
+		cq->ncqe = roundup_pow_of_two(attr->cqe + 1);
+		cq->cqe_size = ucmd.cqe_size;
+		err = mock_umem_get(&cq->buf, ucmd.buf_addr,
+				    (u64)cq->ncqe * cq->cqe_size, true);
+		if (!err) {
+			err = mock_umem_get(&cq->db, ucmd.db_addr, 8, true);
+			if (err)
+				mock_umem_put(&cq->buf);
+		}
+	}
 	mock_rec(md, "create_cq cqe=%u inlen=%zu cqe_size=%u flags=%#x uar=%s -> %d",
 		 attr->cqe, udata->inlen, ucmd.cqe_size, ucmd.flags,
 		 (ucmd.flags & MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX) ?
@@ -576,12 +829,38 @@ static int mock_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr
 	if (err)
 		return err;
 	resp.cqn = cq->cqn;
-	return ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	if (!err) {
+		ibcq->cqe = cq->ncqe - 1;	/* libmlx5's index mask */
+		cq->mu = mu;
+		cq->arm_last = 0;
+		cq->dp = true;
+		mutex_lock(&md->dp_lock);
+		err = xa_err(xa_store(&md->cqs, cq->cqn, cq, GFP_KERNEL));
+		mutex_unlock(&md->dp_lock);
+	}
+	if (err) {
+		cq->dp = false;
+		mock_umem_put(&cq->db);
+		mock_umem_put(&cq->buf);
+	}
+	return err;
 }
 
 static int mock_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
-	mock_rec(to_mdev(ibcq->device), "destroy_cq");
+	struct mock_dev *md = to_mdev(ibcq->device);
+	struct mock_cq *cq = container_of(ibcq, struct mock_cq, ibcq);
+
+	mock_rec(md, "destroy_cq");
+	if (cq->dp) {
+		mutex_lock(&md->dp_lock);
+		xa_erase(&md->cqs, cq->cqn);
+		cq->dp = false;
+		mutex_unlock(&md->dp_lock);
+		mock_umem_put(&cq->db);
+		mock_umem_put(&cq->buf);
+	}
 	return 0;
 }
 
@@ -606,9 +885,52 @@ static const char *qpt_name(enum ib_qp_type t)
 	}
 }
 
+/* mlx5: qp.c set_user_buf_size (the receive queue at offset 0, the send
+ * queue after it, in 64-byte basic blocks), _create_user_qp (ib_umem_get
+ * of the buffer, mlx5_ib_db_map_user of the record), get_qp_user_index. */
+static int mock_qp_pin(struct mock_qp *qp, struct mock_ucontext *mu,
+		       const struct mlx5_ib_create_qp *ucmd)
+{
+	u64 rq_size, sq_size;
+	int err;
+
+	if (ucmd->rq_wqe_shift > 16 || (ucmd->rq_wqe_count &&
+	    !is_power_of_2(ucmd->rq_wqe_count)) ||
+	    (ucmd->sq_wqe_count && !is_power_of_2(ucmd->sq_wqe_count)))
+		return -EINVAL;
+	rq_size = (u64)ucmd->rq_wqe_count << ucmd->rq_wqe_shift;
+	sq_size = (u64)ucmd->sq_wqe_count << 6;
+	qp->rq_cnt = ucmd->rq_wqe_count;
+	qp->rq_shift = ucmd->rq_wqe_shift;
+	qp->sq_cnt = ucmd->sq_wqe_count;
+	qp->sq_off = rq_size;
+	if (rq_size + sq_size) {
+		err = mock_umem_get(&qp->buf, ucmd->buf_addr, rq_size + sq_size, true);
+		if (err)
+			return err;
+	}
+	err = mock_umem_get(&qp->db, ucmd->db_addr, 8, true);
+	if (err) {
+		mock_umem_put(&qp->buf);
+		return err;
+	}
+	qp->uidx = mu->cqe_version ? ucmd->uidx & 0xffffff : 0xffffff;
+	qp->state = IB_QPS_RESET;
+	qp->dp = true;
+	return 0;
+}
+
+static void mock_qp_unpin(struct mock_qp *qp)
+{
+	qp->dp = false;
+	mock_umem_put(&qp->db);
+	mock_umem_put(&qp->buf);
+}
+
 static int mock_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			  struct ib_udata *udata)
 {
+	struct mock_qp *mqp = container_of(ibqp, struct mock_qp, ibqp);
 	struct mock_dev *md = to_mdev(ibqp->device);
 	struct mlx5_ib_create_qp ucmd = {};
 	struct mlx5_ib_create_qp_resp resp = {};
@@ -640,6 +962,8 @@ static int mock_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	} else if (mu->dyn) {
 		err = -EINVAL;	/* alloc_bfreg: lib_uar_dyn has no bfregs */
 	}
+	if (!err && init->qp_type != IB_QPT_RAW_PACKET)
+		err = mock_qp_pin(mqp, mu, &ucmd);
 	mock_rec(md, "create_qp type=%s send_wr=%u recv_wr=%u inlen=%zu flags=%#x sq_wqe_count=%u rq_wqe_count=%u uar=%s -> %d",
 		 qpt_name(init->qp_type), init->cap.max_send_wr,
 		 init->cap.max_recv_wr, udata->inlen, ucmd.flags,
@@ -648,12 +972,40 @@ static int mock_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		 err);
 	if (err)
 		return err;
-	return ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	if (!err && mqp->dp) {
+		mutex_lock(&md->dp_lock);
+		err = xa_err(xa_store(&md->qps, ibqp->qp_num, mqp, GFP_KERNEL));
+		mutex_unlock(&md->dp_lock);
+	}
+	if (err)
+		mock_qp_unpin(mqp);
+	return err;
 }
 
+/* mlx5: qp.c __mlx5_ib_modify_qp. The core has checked the transition
+ * and the mask (ib_modify_qp_is_ok); the model keeps what its executor
+ * needs. To RESET, the queues start over (as libmlx5's mlx5_modify_qp
+ * clears the doorbell record). */
 static int mock_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			  struct ib_udata *udata)
 {
+	struct mock_dev *md = to_mdev(ibqp->device);
+	struct mock_qp *qp = container_of(ibqp, struct mock_qp, ibqp);
+
+	mutex_lock(&md->dp_lock);
+	if (mask & IB_QP_DEST_QPN)
+		qp->dest_qpn = attr->dest_qp_num & 0xffffff;
+	if (mask & IB_QP_QKEY)
+		qp->qkey = attr->qkey;
+	if (mask & IB_QP_STATE) {
+		qp->state = attr->qp_state;
+		if (attr->qp_state == IB_QPS_RESET)
+			qp->sq_tail = qp->rq_tail = 0;
+	}
+	mutex_unlock(&md->dp_lock);
+	if (qp->dp && (mask & IB_QP_STATE))
+		mock_dp_kick(md);
 	return 0;
 }
 
@@ -668,7 +1020,16 @@ static int mock_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 static int mock_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
-	mock_rec(to_mdev(ibqp->device), "destroy_qp type=%s", qpt_name(ibqp->qp_type));
+	struct mock_dev *md = to_mdev(ibqp->device);
+	struct mock_qp *qp = container_of(ibqp, struct mock_qp, ibqp);
+
+	mock_rec(md, "destroy_qp type=%s", qpt_name(ibqp->qp_type));
+	if (qp->dp) {
+		mutex_lock(&md->dp_lock);
+		xa_erase(&md->qps, ibqp->qp_num);
+		mutex_unlock(&md->dp_lock);
+		mock_qp_unpin(qp);
+	}
 	return 0;
 }
 
@@ -691,16 +1052,729 @@ static struct ib_mr *mock_get_dma_mr(struct ib_pd *pd, int acc)
 	return ERR_PTR(-EOPNOTSUPP);
 }
 
+/* mlx5: mr.c mlx5_ib_reg_user_mr (ib_umem_get, writable when the access
+ * asks for any write), an mkey of index << 8 | key, lkey = rkey. */
 static struct ib_mr *mock_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 				      u64 virt, int acc, struct ib_udata *udata)
 {
-	return ERR_PTR(-EOPNOTSUPP);
+	struct mock_dev *md = to_mdev(pd->device);
+	struct mock_mr *mr;
+	int err;
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	err = mock_umem_get(&mr->um, start, length, ib_access_writable(acc));
+	if (!err) {
+		mutex_lock(&md->dp_lock);
+		err = xa_alloc(&md->mrs, &mr->index, mr, XA_LIMIT(1, 0xffffff),
+			       GFP_KERNEL);
+		/* the key byte is never 0, so that no lkey is 0x100, which
+		 * ends a receive WQE (MLX5_INVALID_LKEY) */
+		if (!err) {
+			if (!++md->mkey_seq)
+				md->mkey_seq = 1;
+			mr->ibmr.lkey = mr->ibmr.rkey =
+				mr->index << 8 | md->mkey_seq;
+		}
+		mutex_unlock(&md->dp_lock);
+		if (err)
+			mock_umem_put(&mr->um);
+	}
+	mock_rec(md, "reg_mr length=%llu access=%#x -> %d",
+		 (unsigned long long)length, acc, err);
+	if (err) {
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	mr->iova = virt;
+	mr->length = length;
+	mr->access = acc;
+	return &mr->ibmr;
 }
 
-static int mock_dereg_mr(struct ib_mr *mr, struct ib_udata *udata)
+static int mock_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
+	struct mock_dev *md = to_mdev(ibmr->device);
+	struct mock_mr *mr = container_of(ibmr, struct mock_mr, ibmr);
+
+	mutex_lock(&md->dp_lock);
+	xa_erase(&md->mrs, mr->index);
+	mutex_unlock(&md->dp_lock);
+	mock_umem_put(&mr->um);
+	mock_rec(md, "dereg_mr");
+	kfree(mr);
 	return 0;
 }
+
+/* ---- the data path: the executor ----
+ *
+ * What a ConnectX does with the queues userspace writes, for the verbs
+ * libmlx5 and this library post: RC and UC SEND, SEND_IMM, RDMA_WRITE,
+ * RDMA_WRITE_IMM and RDMA_READ, UD SEND and SEND_IMM, between QPs of this
+ * device. One run (mock_dp_run, on the executor thread, woken by a UAR
+ * doorbell's fault, a modify_qp, or its own retry timeout) unmaps the UAR
+ * pages, then, for each QP, executes the send WQEs its doorbell record
+ * announces (the send counter, in basic blocks), consuming the responder's
+ * receive WQEs (the receive counter), writing CQEs with the owner bit
+ * (mock_cqe_put), and last looks at each CQ's arm word to call its
+ * completion handler (mock_cq_events). Formats: the kernel's
+ * include/linux/mlx5/qp.h (struct mlx5_wqe_ctrl_seg, mlx5_wqe_data_seg,
+ * mlx5_wqe_raddr_seg, mlx5_wqe_inline_seg, mlx5_av) and device.h (struct
+ * mlx5_cqe64, mlx5_err_cqe), which rdma-core's providers/mlx5/mlx5dv.h
+ * repeats. A send that finds no receive WQE, or a CQ with no room, waits
+ * for the next run (a retry MOCK_RETRY_NS later): RNR retries are not
+ * counted. */
+
+#define MOCK_MSG_MAX (16U << 20)	/* the largest message the model moves */
+/* ends a short receive WQE: qp.h MLX5_INVALID_LKEY (6.1),
+ * MLX5_TERMINATE_SCATTER_LIST_LKEY (6.12); rdma-core mlx5dv.h */
+#define MOCK_INVALID_LKEY 0x100
+
+struct mock_wqe {
+	u32 bb;			/* its first basic block */
+	u32 nbb;
+	u32 ds;			/* 16-byte units, the control segment included */
+	u8 opcode;
+	u16 idx;		/* wqe_index, which the CQE's wqe_counter echoes */
+	u8 fm_ce_se;
+	__be32 imm;
+};
+
+/* mock_sq_unit reads 16-byte unit k of the send WQE at basic block bb,
+ * wrapping at the end of the send queue as libmlx5 writes it (a segment
+ * past the end continues at the start: qp.c mlx5_get_send_wqe). */
+static void mock_sq_unit(struct mock_qp *qp, u32 bb, u32 k, void *out)
+{
+	u64 size = (u64)qp->sq_cnt * MLX5_SEND_WQE_BB;
+	u64 off = ((u64)bb * MLX5_SEND_WQE_BB + (u64)k * 16) % size;
+
+	mock_umem_rw(&qp->buf, qp->buf.addr + qp->sq_off + off, out, 16, false);
+}
+
+static struct mock_mr *mock_mr_find(struct mock_dev *md, u32 key,
+				    struct ib_pd *pd, u64 addr, u64 len,
+				    int need)
+{
+	struct mock_mr *mr = xa_load(&md->mrs, key >> 8);
+
+	if (!mr || mr->ibmr.lkey != key || mr->ibmr.pd != pd)
+		return NULL;
+	if (addr < mr->iova || len > mr->length ||
+	    addr - mr->iova > mr->length - len)
+		return NULL;
+	if ((mr->access & need) != need)
+		return NULL;
+	return mr;
+}
+
+static void mock_mr_rw(struct mock_mr *mr, u64 addr, void *buf, u32 n,
+		       bool write)
+{
+	if (n)
+		mock_umem_rw(&mr->um, mr->um.addr + (addr - mr->iova), buf, n,
+			     write);
+}
+
+/* A CQE to write: the fields of struct mlx5_cqe64 the model fills. */
+struct mock_cqe {
+	u8 opcode;		/* MLX5_CQE_* */
+	u32 qpn, uidx;
+	u16 wqe_counter;
+	u32 byte_cnt;
+	__be32 imm;
+	u32 flags_rqpn;		/* UD: the source QP, and the GRH bits */
+	u8 sop_op;		/* a requester CQE: the WQE's opcode */
+	u8 syndrome, vendor;	/* an error CQE */
+};
+
+/* mock_cq_room reports whether cq has a free CQE: the consumer index is
+ * the record's word MLX5_CQ_SET_CI (libmlx5 cq.c update_cons_index). */
+static bool mock_cq_room(struct mock_cq *cq)
+{
+	u32 ci = mock_be32_at(&cq->db, cq->db.addr) & 0xffffff;
+
+	return ((cq->pi - ci) & 0xffffff) < cq->ncqe;
+}
+
+/* mock_cqe_put writes the next CQE: the 64-byte CQE is the second half of
+ * a 128-byte entry; the owner bit is bit log2(ncqe) of the producer index
+ * (libmlx5 cq.c get_sw_cqe takes a CQE whose owner bit equals
+ * !!(index & ncqe)); the byte holding it is written last. */
+static void mock_cqe_put(struct mock_cq *cq, const struct mock_cqe *e)
+{
+	union {
+		struct mlx5_cqe64 ok;
+		struct mlx5_err_cqe err;
+		u8 b[64];
+	} c = {};
+	u64 va = cq->buf.addr + (u64)(cq->pi & (cq->ncqe - 1)) * cq->cqe_size +
+		 (cq->cqe_size == 128 ? 64 : 0);
+	u8 owner = !!(cq->pi & cq->ncqe);
+
+	if (e->opcode == MLX5_CQE_REQ_ERR || e->opcode == MLX5_CQE_RESP_ERR) {
+		c.err.srqn = cpu_to_be32(e->uidx);
+		c.err.vendor_err_synd = e->vendor;
+		c.err.syndrome = e->syndrome;
+		c.err.s_wqe_opcode_qpn = cpu_to_be32((u32)e->sop_op << 24 |
+						     e->qpn);
+		c.err.wqe_counter = cpu_to_be16(e->wqe_counter);
+	} else {
+		c.ok.flags_rqpn = cpu_to_be32(e->flags_rqpn);
+		c.ok.srqn = cpu_to_be32(e->uidx);
+		c.ok.immediate = e->imm;
+		c.ok.byte_cnt = cpu_to_be32(e->byte_cnt);
+		c.ok.sop_drop_qpn = cpu_to_be32((u32)e->sop_op << 24 | e->qpn);
+		c.ok.wqe_counter = cpu_to_be16(e->wqe_counter);
+	}
+	mock_umem_rw(&cq->buf, va, c.b, 63, true);
+	smp_wmb();
+	c.b[63] = e->opcode << 4 | owner;
+	mock_umem_rw(&cq->buf, va + 63, &c.b[63], 1, true);
+	cq->pi++;
+}
+
+/* mock_cq_events arms and fires cq (mlx5: the EQ's completion event,
+ * mlx5_ib_cq_comp, calls the CQ's handler once per arm). The arm word is
+ * the doorbell record's MLX5_CQ_ARM_DB (sn << 28 | cmd | ci, libmlx5
+ * mlx5_arm_cq and the kernel's mlx5_cq_arm): a new value is a new arm.
+ * The first arm of a CQ may leave the word as it was (sn 0, ci 0: all
+ * zero), so until the CQ has been armed once, the arm doorbell itself (at
+ * MLX5_CQ_DOORBELL of a UAR page: the same word, then the CQ number) is
+ * read too. An armed CQ fires once it holds a CQE at or past the arm's
+ * consumer index; solicited-only arms are treated as plain ones. */
+static void mock_cq_events(struct mock_cq *cq)
+{
+	u32 arm = mock_be32_at(&cq->db, cq->db.addr + 4);
+	bool newarm = arm != cq->arm_last;
+	int i;
+
+	if (!newarm && !cq->ever_armed && cq->mu) {
+		for (i = 0; i < MOCK_UAR_PAGES && !newarm; i++) {
+			__be32 d[2];
+			u8 *p;
+
+			if (!cq->mu->uar[i])
+				continue;
+			p = kmap_local_page(cq->mu->uar[i]);
+			memcpy(d, p + MLX5_CQ_DOORBELL, sizeof(d));
+			kunmap_local(p);
+			newarm = be32_to_cpu(d[1]) == cq->cqn &&
+				 be32_to_cpu(d[0]) == arm;
+		}
+	}
+	if (newarm) {
+		cq->arm_last = arm;
+		cq->armed = true;
+		cq->ever_armed = true;
+		cq->arm_ci = arm & 0xffffff;
+	}
+	if (cq->armed && ((cq->pi - cq->arm_ci) & 0xffffff) != 0 &&
+	    ((cq->pi - cq->arm_ci) & 0xffffff) <= cq->ncqe) {
+		cq->armed = false;
+		if (cq->ibcq.comp_handler)
+			cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	}
+}
+
+/* A scatter or gather list read from a WQE: up to MOCK_SGL entries. */
+#define MOCK_SGL 32
+struct mock_sgl {
+	int n;
+	u64 len;
+	struct { struct mock_mr *mr; u64 addr; u32 len; } e[MOCK_SGL];
+};
+
+/* mock_recv_sgl reads receive WQE (tail) of qp: data segments up to the
+ * WQE's size, ended early by one with MLX5_INVALID_LKEY (libmlx5 qp.c
+ * mlx5_post_recv). Each must name a local-write MR of qp's PD. */
+static int mock_recv_sgl(struct mock_dev *md, struct mock_qp *qp, u32 tail,
+			 struct mock_sgl *sgl)
+{
+	u32 nseg = (1U << qp->rq_shift) / sizeof(struct mlx5_wqe_data_seg);
+	u64 base = qp->buf.addr +
+		   ((u64)(tail & (qp->rq_cnt - 1)) << qp->rq_shift);
+	u32 i;
+
+	sgl->n = 0;
+	sgl->len = 0;
+	for (i = 0; i < nseg && i < MOCK_SGL; i++) {
+		struct mlx5_wqe_data_seg d;
+		u32 len, key;
+		u64 addr;
+
+		mock_umem_rw(&qp->buf, base + i * sizeof(d), &d, sizeof(d), false);
+		key = be32_to_cpu(d.lkey);
+		if (key == MOCK_INVALID_LKEY)
+			break;
+		len = be32_to_cpu(d.byte_count);
+		addr = be64_to_cpu(d.addr);
+		sgl->e[i].mr = mock_mr_find(md, key, qp->ibqp.pd, addr, len,
+					    IB_ACCESS_LOCAL_WRITE);
+		if (!sgl->e[i].mr)
+			return -EACCES;
+		sgl->e[i].addr = addr;
+		sgl->e[i].len = len;
+		sgl->len += len;
+		sgl->n++;
+	}
+	return 0;
+}
+
+/* mock_sgl_skip drops the first n bytes of a scatter list. */
+static void mock_sgl_skip(struct mock_sgl *sgl, u64 n)
+{
+	int i = 0, j = 0;
+
+	for (; i < sgl->n; i++) {
+		u32 c = min_t(u64, n, sgl->e[i].len);
+
+		sgl->e[i].addr += c;
+		sgl->e[i].len -= c;
+		n -= c;
+		if (sgl->e[i].len)
+			sgl->e[j++] = sgl->e[i];
+	}
+	sgl->n = j;
+}
+
+/* mock_sgl_rw moves msg to (write) or from a scatter/gather list. */
+static void mock_sgl_rw(struct mock_sgl *sgl, u8 *msg, u64 n, bool write)
+{
+	int i;
+
+	for (i = 0; i < sgl->n && n; i++) {
+		u32 c = min_t(u64, n, sgl->e[i].len);
+
+		mock_mr_rw(sgl->e[i].mr, sgl->e[i].addr, msg, c, write);
+		msg += c;
+		n -= c;
+	}
+}
+
+/* Outcomes of one send WQE. */
+enum { MOCK_DONE, MOCK_WAIT, MOCK_ERR };
+
+struct mock_exec {
+	struct mock_wqe w;
+	u8 *msg;		/* the gathered message */
+	u32 len;
+	u64 raddr;
+	u32 rkey;
+	u32 dqpn, qkey;		/* UD: from the address vector */
+	struct mock_sgl local;	/* RDMA_READ: where the data goes */
+	u8 syndrome;		/* MOCK_ERR: the requester's */
+};
+
+static bool mock_is_rdma(u8 op)
+{
+	return op == MLX5_OPCODE_RDMA_WRITE || op == MLX5_OPCODE_RDMA_WRITE_IMM ||
+	       op == MLX5_OPCODE_RDMA_READ;
+}
+
+/* mock_gather parses a send WQE after its control segment: the remote
+ * address segment (RDMA), the address vector (UD), then data and inline
+ * segments, gathering the message into x->msg (RDMA_READ: the local list
+ * instead). A bad lkey or length: MOCK_ERR with the requester's syndrome. */
+static int mock_gather(struct mock_dev *md, struct mock_qp *qp,
+		       struct mock_exec *x)
+{
+	u32 k = 1;
+	u8 u[16];
+
+	if (mock_is_rdma(x->w.opcode)) {
+		struct mlx5_wqe_raddr_seg *r = (void *)u;
+
+		mock_sq_unit(qp, x->w.bb, k++, u);
+		x->raddr = be64_to_cpu(r->raddr);
+		x->rkey = be32_to_cpu(r->rkey);
+	}
+	if (qp->ibqp.qp_type == IB_QPT_UD) {
+		struct mlx5_av av;
+
+		mock_sq_unit(qp, x->w.bb, k, (u8 *)&av);
+		mock_sq_unit(qp, x->w.bb, k + 1, (u8 *)&av + 16);
+		mock_sq_unit(qp, x->w.bb, k + 2, (u8 *)&av + 32);
+		k += 3;
+		x->dqpn = be32_to_cpu(av.dqp_dct) & 0xffffff;
+		x->qkey = be32_to_cpu(av.key.qkey.qkey);
+	}
+	x->len = 0;
+	x->local.n = 0;
+	x->local.len = 0;
+	while (k < x->w.ds) {
+		struct mlx5_wqe_data_seg *d = (void *)u;
+		u32 bc;
+
+		mock_sq_unit(qp, x->w.bb, k, u);
+		bc = be32_to_cpu(d->byte_count);
+		if (bc & MLX5_INLINE_SEG) {
+			/* struct mlx5_wqe_inline_seg: the byte count, then
+			 * the data, to the next 16-byte boundary */
+			u32 n = bc & ~MLX5_INLINE_SEG, done = 0, off = 4;
+
+			if (x->len + n > MOCK_MSG_MAX || 4 + n > (x->w.ds - k) * 16) {
+				x->syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+				return MOCK_ERR;
+			}
+			while (done < n) {
+				u32 c = min(n - done, 16 - off);
+
+				memcpy(x->msg + x->len + done, u + off, c);
+				done += c;
+				off += c;
+				if (off == 16 && done < n) {
+					mock_sq_unit(qp, x->w.bb, ++k, u);
+					off = 0;
+				}
+			}
+			x->len += n;
+			k++;
+			continue;
+		}
+		{
+			u32 key = be32_to_cpu(d->lkey);
+			u64 addr = be64_to_cpu(d->addr);
+			int need = x->w.opcode == MLX5_OPCODE_RDMA_READ ?
+				   IB_ACCESS_LOCAL_WRITE : 0;
+			struct mock_mr *mr;
+
+			if (x->len + (u64)bc > MOCK_MSG_MAX) {
+				x->syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+				return MOCK_ERR;
+			}
+			mr = mock_mr_find(md, key, qp->ibqp.pd, addr, bc, need);
+			if (!mr) {
+				x->syndrome = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+				return MOCK_ERR;
+			}
+			if (x->w.opcode == MLX5_OPCODE_RDMA_READ) {
+				if (x->local.n == MOCK_SGL) {
+					x->syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+					return MOCK_ERR;
+				}
+				x->local.e[x->local.n].mr = mr;
+				x->local.e[x->local.n].addr = addr;
+				x->local.e[x->local.n].len = bc;
+				x->local.n++;
+				x->local.len += bc;
+			} else {
+				mock_mr_rw(mr, addr, x->msg + x->len, bc, false);
+			}
+			x->len += bc;
+		}
+		k++;
+	}
+	return MOCK_DONE;
+}
+
+/* mock_respond delivers x at the responder dqp: a receive WQE for the
+ * SENDs and the WRITE_IMM, the remote MR for the RDMA operations. */
+static int mock_respond(struct mock_dev *md, struct mock_qp *qp,
+			struct mock_qp *dqp, struct mock_exec *x)
+{
+	u8 op = x->w.opcode;
+	bool consume = op == MLX5_OPCODE_SEND || op == MLX5_OPCODE_SEND_IMM ||
+		       op == MLX5_OPCODE_RDMA_WRITE_IMM;
+	struct mock_cq *rcq = container_of(dqp->ibqp.recv_cq, struct mock_cq, ibcq);
+	u32 grh = qp->ibqp.qp_type == IB_QPT_UD ? 40 : 0;
+	struct mock_sgl sgl;
+	struct mock_cqe e = {};
+	u32 head;
+
+	if (mock_is_rdma(op)) {
+		int need = op == MLX5_OPCODE_RDMA_READ ? IB_ACCESS_REMOTE_READ :
+			   IB_ACCESS_REMOTE_WRITE;
+		struct mock_mr *mr = mock_mr_find(md, x->rkey, dqp->ibqp.pd,
+						  x->raddr, x->len, need);
+
+		if (!mr) {
+			x->syndrome = MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+			return MOCK_ERR;
+		}
+		if (consume && (dqp->rq_tail & 0xffff) ==
+		    (mock_be32_at(&dqp->db, dqp->db.addr) & 0xffff))
+			return MOCK_WAIT;
+		if (consume && (!rcq->dp || !mock_cq_room(rcq)))
+			return MOCK_WAIT;
+		if (op == MLX5_OPCODE_RDMA_READ) {
+			u8 *buf = x->msg;
+
+			mock_mr_rw(mr, x->raddr, buf, x->local.len, false);
+			mock_sgl_rw(&x->local, buf, x->local.len, true);
+			return MOCK_DONE;
+		}
+		mock_mr_rw(mr, x->raddr, x->msg, x->len, true);
+		if (!consume)
+			return MOCK_DONE;
+		x->len = 0;	/* WRITE_IMM: the receive takes no data */
+	}
+	head = mock_be32_at(&dqp->db, dqp->db.addr) & 0xffff;
+	if ((dqp->rq_tail & 0xffff) == head)
+		return MOCK_WAIT;	/* RNR: the responder has not posted */
+	if (!rcq->dp || !mock_cq_room(rcq))
+		return MOCK_WAIT;
+	if (mock_recv_sgl(md, dqp, dqp->rq_tail, &sgl)) {
+		e.syndrome = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+		x->syndrome = MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
+	} else if (sgl.len < (u64)x->len + grh) {
+		e.syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+		x->syndrome = MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
+	}
+	if (e.syndrome) {
+		if (qp->ibqp.qp_type == IB_QPT_UD)
+			x->syndrome = 0;	/* UD: the requester never knows */
+		e.opcode = MLX5_CQE_RESP_ERR;
+	} else {
+		if (grh) {
+			/* the GRH's 40 bytes first (a RoCE UD receive) */
+			u8 g[40] = {};
+
+			mock_sgl_rw(&sgl, g, 40, true);
+			mock_sgl_skip(&sgl, 40);
+		}
+		mock_sgl_rw(&sgl, x->msg, x->len, true);
+		e.opcode = op == MLX5_OPCODE_RDMA_WRITE_IMM ? MLX5_CQE_RESP_WR_IMM :
+			   op == MLX5_OPCODE_SEND_IMM ? MLX5_CQE_RESP_SEND_IMM :
+			   MLX5_CQE_RESP_SEND;
+		e.imm = x->w.imm;
+		e.byte_cnt = x->len + grh;
+		if (grh)
+			e.flags_rqpn = qp->ibqp.qp_num | 1U << 28; /* GRH present */
+	}
+	e.qpn = dqp->ibqp.qp_num;
+	e.uidx = dqp->uidx;
+	e.wqe_counter = dqp->rq_tail;
+	mock_cqe_put(rcq, &e);
+	dqp->rq_tail++;
+	if (e.syndrome)
+		dqp->state = IB_QPS_ERR;
+	return x->syndrome ? MOCK_ERR : MOCK_DONE;
+}
+/* mock_rq_flush completes every posted receive WQE of qp, in error,
+ * with WR_FLUSH_ERR (mlx5 flushes a QP's queues when it enters ERR). */
+static bool mock_rq_flush(struct mock_dev *md, struct mock_qp *qp)
+{
+	struct mock_cq *rcq = container_of(qp->ibqp.recv_cq, struct mock_cq, ibcq);
+	u32 head;
+
+	if (!qp->rq_cnt || !rcq->dp)
+		return false;
+	head = mock_be32_at(&qp->db, qp->db.addr) & 0xffff;
+	while ((qp->rq_tail & 0xffff) != head) {
+		struct mock_cqe e = {
+			.opcode = MLX5_CQE_RESP_ERR,
+			.syndrome = MLX5_CQE_SYNDROME_WR_FLUSH_ERR,
+			.qpn = qp->ibqp.qp_num, .uidx = qp->uidx,
+			.wqe_counter = qp->rq_tail,
+		};
+
+		if (!mock_cq_room(rcq))
+			return true;
+		mock_cqe_put(rcq, &e);
+		qp->rq_tail++;
+	}
+	return false;
+}
+
+/* mock_sq_run executes qp's new send WQEs; it reports whether some must
+ * wait for a later run. */
+static bool mock_sq_run(struct mock_dev *md, struct mock_qp *qp)
+{
+	struct mock_cq *scq = container_of(qp->ibqp.send_cq, struct mock_cq, ibcq);
+	struct mock_exec *x = md->x;
+	u32 head;
+
+	if (qp->state == IB_QPS_ERR && mock_rq_flush(md, qp))
+		return true;
+	if (!qp->sq_cnt || !scq->dp || (qp->state != IB_QPS_RTS &&
+	    qp->state != IB_QPS_SQD && qp->state != IB_QPS_ERR))
+		return false;
+	head = mock_be32_at(&qp->db, qp->db.addr + 4) & 0xffff;
+	while ((qp->sq_tail & 0xffff) != head) {
+		struct mlx5_wqe_ctrl_seg c;
+		struct mock_cqe e = {};
+		struct mock_qp *dqp;
+		u32 oi, qd;
+		int r = MOCK_DONE;
+
+		if (!mock_cq_room(scq))
+			return true;
+		memset(&x->w, 0, sizeof(x->w));
+		x->w.bb = qp->sq_tail & (qp->sq_cnt - 1);
+		mock_sq_unit(qp, x->w.bb, 0, &c);
+		oi = be32_to_cpu(c.opmod_idx_opcode);
+		qd = be32_to_cpu(c.qpn_ds);
+		x->w.opcode = oi & MLX5_WQE_CTRL_OPCODE_MASK;
+		x->w.idx = (oi & MLX5_WQE_CTRL_WQE_INDEX_MASK) >>
+			   MLX5_WQE_CTRL_WQE_INDEX_SHIFT;
+		x->w.ds = qd & MLX5_WQE_CTRL_DS_MASK;
+		x->w.fm_ce_se = c.fm_ce_se;
+		x->w.imm = c.imm;
+		x->w.nbb = DIV_ROUND_UP(x->w.ds * 16, MLX5_SEND_WQE_BB);
+		x->msg = md->msg;
+		x->syndrome = 0;
+		if (qp->state == IB_QPS_ERR) {
+			x->syndrome = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+			r = MOCK_ERR;
+		} else if (!x->w.ds || x->w.nbb > qp->sq_cnt ||
+			   (x->w.opcode != MLX5_OPCODE_SEND &&
+			    x->w.opcode != MLX5_OPCODE_SEND_IMM &&
+			    !(mock_is_rdma(x->w.opcode) &&
+			      qp->ibqp.qp_type != IB_QPT_UD &&
+			      (qp->ibqp.qp_type == IB_QPT_RC ||
+			       x->w.opcode != MLX5_OPCODE_RDMA_READ)))) {
+			x->syndrome = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+			x->w.nbb = max(1U, min(x->w.nbb, qp->sq_cnt));
+			r = MOCK_ERR;
+		} else {
+			r = mock_gather(md, qp, x);
+		}
+		if (r == MOCK_DONE) {
+			u32 dqpn = qp->ibqp.qp_type == IB_QPT_UD ? x->dqpn : qp->dest_qpn;
+
+			dqp = xa_load(&md->qps, dqpn);
+			if (!dqp || dqp->ibqp.qp_type != qp->ibqp.qp_type ||
+			    (dqp->state != IB_QPS_RTR && dqp->state != IB_QPS_RTS &&
+			     dqp->state != IB_QPS_SQD)) {
+				/* nobody answers: RC retries and gives up;
+				 * UC and UD messages are lost */
+				if (qp->ibqp.qp_type == IB_QPT_RC) {
+					x->syndrome = MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
+					r = MOCK_ERR;
+				}
+			} else if (qp->ibqp.qp_type == IB_QPT_UD &&
+				   x->qkey != dqp->qkey) {
+				/* a wrong Q_Key: the responder drops it */
+			} else {
+				r = mock_respond(md, qp, dqp, x);
+			}
+		}
+		if (r == MOCK_WAIT)
+			return true;
+		e.qpn = qp->ibqp.qp_num;
+		e.uidx = qp->uidx;
+		e.wqe_counter = x->w.idx;
+		e.sop_op = x->w.opcode;
+		if (r == MOCK_ERR) {
+			e.opcode = MLX5_CQE_REQ_ERR;
+			e.syndrome = x->syndrome;
+			mock_cqe_put(scq, &e);
+			qp->state = IB_QPS_ERR;
+		} else if (x->w.fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) {
+			e.opcode = MLX5_CQE_REQ;
+			if (x->w.opcode == MLX5_OPCODE_RDMA_READ)
+				e.byte_cnt = x->len;
+			mock_cqe_put(scq, &e);
+		}
+		qp->sq_tail += x->w.nbb;
+	}
+	return false;
+}
+
+/* mock_uar_unmap takes the UAR pages of mu out of its process's page
+ * tables, so that the next doorbell faults (see mock_uar_fault), except a
+ * page a fault mapped since the last pass: the write that faulted may not
+ * have landed yet (the executor, a real-time thread, can run between the
+ * fault and the write's retry, and unmapping then would fault the write
+ * again, for ever). Its record was written before it and is executed
+ * now; the page is unmapped on the next pass, which the caller schedules
+ * (true). */
+static bool mock_uar_unmap(struct mock_ucontext *mu)
+{
+	struct mm_struct *mm = READ_ONCE(mu->mm);
+	bool again = false;
+	int i;
+
+	if (!mm || !mmget_not_zero(mm))
+		return false;
+	mmap_read_lock(mm);
+	for (i = 0; i < MOCK_UAR_PAGES; i++) {
+		if (!mu->uar_vma[i])
+			continue;
+		if (test_and_clear_bit(i, &mu->fresh)) {
+			again = true;
+			continue;
+		}
+		zap_vma_ptes(mu->uar_vma[i], mu->uar_vma[i]->vm_start, PAGE_SIZE);
+	}
+	mmap_read_unlock(mm);
+	mmput_async(mm);
+	return again;
+}
+
+/* mock_dp_run is one pass of the executor; it reports whether some work
+ * must wait for a later pass. */
+static bool mock_dp_run(struct mock_dev *md)
+{
+	struct mock_ucontext *mu;
+	struct mock_qp *qp;
+	struct mock_cq *cq;
+	unsigned long i;
+	bool wait = false;
+
+	mutex_lock(&md->dp_lock);
+	list_for_each_entry(mu, &md->ctxs, node)
+		wait |= mock_uar_unmap(mu);
+	smp_rmb();	/* the records, after the doorbells that announced them */
+	xa_for_each(&md->qps, i, qp)
+		wait |= mock_sq_run(md, qp);
+	xa_for_each(&md->cqs, i, cq)
+		mock_cq_events(cq);
+	mutex_unlock(&md->dp_lock);
+	return wait;
+}
+
+/* The executor is a SCHED_FIFO kernel thread, woken by each doorbell
+ * (mock_dp_kick): programs that poll their CQs in a loop keep every CPU
+ * busy, and a device's work must not wait for the scheduler to give it a
+ * turn. Work that waits (a receiver that has not posted, a full CQ, a
+ * UAR page to unmap) is retried every MOCK_RETRY_NS. */
+#define MOCK_RETRY_NS (200 * NSEC_PER_USEC)
+static int mock_dp_thread(void *arg)
+{
+	struct mock_dev *md = arg;
+	bool wait = false;
+
+	while (!kthread_should_stop()) {
+		if (wait)
+			wait_event_interruptible_hrtimeout(md->dp_wait,
+				atomic_read(&md->dp_kick) || kthread_should_stop(),
+				ns_to_ktime(MOCK_RETRY_NS));
+		else
+			wait_event_interruptible(md->dp_wait,
+				atomic_read(&md->dp_kick) || kthread_should_stop());
+		atomic_set(&md->dp_kick, 0);
+		wait = mock_dp_run(md);
+	}
+	return 0;
+}
+
+/* dp: the data path's state, one line per QP and CQ (debugfs). */
+static int mock_dp_show(struct seq_file *sf, void *unused)
+{
+	struct mock_dev *md = sf->private;
+	struct mock_qp *qp;
+	struct mock_cq *cq;
+	unsigned long i;
+
+	mutex_lock(&md->dp_lock);
+	xa_for_each(&md->qps, i, qp)
+		seq_printf(sf, "qp %#x type %d state %d dest %#x sq %u/%u rq %u/%u\n",
+			   qp->ibqp.qp_num, qp->ibqp.qp_type, qp->state,
+			   qp->dest_qpn, qp->sq_tail & 0xffff,
+			   mock_be32_at(&qp->db, qp->db.addr + 4) & 0xffff,
+			   qp->rq_tail & 0xffff,
+			   mock_be32_at(&qp->db, qp->db.addr) & 0xffff);
+	xa_for_each(&md->cqs, i, cq)
+		seq_printf(sf, "cq %u ncqe %u pi %u ci %u arm %#x armed %d\n",
+			   cq->cqn, cq->ncqe, cq->pi,
+			   mock_be32_at(&cq->db, cq->db.addr) & 0xffffff,
+			   mock_be32_at(&cq->db, cq->db.addr + 4), cq->armed);
+	mutex_unlock(&md->dp_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(mock_dp);
 
 /* ---- counters: counters.c ---- */
 
@@ -1723,11 +2797,26 @@ static int __init mock_init(void)
 	mutex_init(&mdev->log_lock);
 	INIT_LIST_HEAD(&mdev->flows);
 	ida_init(&mdev->qcnt_ida);
+	mutex_init(&mdev->dp_lock);
+	xa_init(&mdev->qps);
+	xa_init(&mdev->cqs);
+	xa_init_flags(&mdev->mrs, XA_FLAGS_ALLOC1);
+	INIT_LIST_HEAD(&mdev->ctxs);
+	init_waitqueue_head(&mdev->dp_wait);
 	mdev->log = kvzalloc(MOCK_LOG_MAX, GFP_KERNEL);
-	if (!mdev->log) {
+	mdev->msg = kvmalloc(MOCK_MSG_MAX, GFP_KERNEL);
+	mdev->x = kzalloc(sizeof(*mdev->x), GFP_KERNEL);
+	if (!mdev->log || !mdev->msg || !mdev->x) {
 		ret = -ENOMEM;
 		goto dealloc;
 	}
+	mdev->dp_thread = kthread_run(mock_dp_thread, mdev, "mockrdma-dp");
+	if (IS_ERR(mdev->dp_thread)) {
+		ret = PTR_ERR(mdev->dp_thread);
+		mdev->dp_thread = NULL;
+		goto dealloc;
+	}
+	sched_set_fifo_low(mdev->dp_thread);
 	mdev->ndev = ndev;
 	mdev->ibdev.node_type = RDMA_NODE_IB_CA;
 	mdev->ibdev.phys_port_cnt = 1;
@@ -1759,12 +2848,17 @@ static int __init mock_init(void)
 	debugfs_create_file("requests", 0600, mdev->dbg, mdev, &mock_log_fops);
 	debugfs_create_file("flows", 0400, mdev->dbg, mdev, &mock_flows_fops);
 	debugfs_create_file("fence", 0400, mdev->dbg, mdev, &mock_fence_fops);
+	debugfs_create_file("dp", 0400, mdev->dbg, mdev, &mock_dp_fops);
 	pr_info("mockrdma: %s on %s (driver_id %d, dyn_uar %d, steal %d)\n",
 		dev_name(&mdev->ibdev.dev), ndev->name, driver_id, dyn_uar, steal);
 	return 0;
 unregister:
 	ib_unregister_device(&mdev->ibdev);
 dealloc:
+	if (mdev->dp_thread)
+		kthread_stop(mdev->dp_thread);
+	kfree(mdev->x);
+	kvfree(mdev->msg);
 	kvfree(mdev->log);
 	ib_dealloc_device(&mdev->ibdev);
 put:
@@ -1781,6 +2875,9 @@ static void __exit mock_exit(void)
 	netdev_rx_handler_unregister(ndev);
 	rtnl_unlock();
 	ib_unregister_device(&mdev->ibdev);
+	kthread_stop(mdev->dp_thread);
+	kfree(mdev->x);
+	kvfree(mdev->msg);
 	ida_destroy(&mdev->qcnt_ida);
 	kvfree(mdev->log);
 	ib_dealloc_device(&mdev->ibdev);
