@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/purerdma/rdma/internal/errs"
@@ -242,11 +243,13 @@ func (cq *CQ) seq() uint64        { return cq.seqV }
 
 // ReqNotify arms the CQ so the next completion (the next solicited one
 // with solicitedOnly) produces an event on its completion channel, like
-// ibv_req_notify_cq for providers that arm through the kernel
-// (REQ_NOTIFY_CQ through INVOKE_WRITE).
+// ibv_req_notify_cq: through the kernel (REQ_NOTIFY_CQ through
+// INVOKE_WRITE) for rxe, through the doorbell page for mlx5 (libmlx5's
+// mlx5_arm_cq, with the consumer index Poll keeps and the count of
+// events GetEvent has returned).
 //
-// Errors: ErrNotSupported for mlx5, which arms through its doorbell page
-// (the data path is outside this package); the errno otherwise.
+// Errors: os.ErrClosed after the CQ is destroyed; ErrNotSupported where
+// the provider has no way to arm; the errno otherwise.
 func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	if cq == nil {
 		return errs.New("req notify cq", "", errNil)
@@ -257,6 +260,22 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 		return err
 	}
 	// No defers: an event loop arms its CQ once per event.
+	if cq.m5 != nil {
+		// mlx5 arms in user space, through the doorbell page.
+		cq.mu.Lock()
+		var err error
+		if cq.destroyed {
+			err = os.ErrClosed
+		} else {
+			err = cq.m5.arm(solicitedOnly)
+		}
+		cq.mu.Unlock()
+		c.leave()
+		if err != nil {
+			return c.err(op, err)
+		}
+		return nil
+	}
 	if !c.prov.reqNotify() {
 		c.leave()
 		return c.err(op, fmt.Errorf("%s arms CQs through its doorbell page: %w", c.prov.name(), ErrNotSupported))
@@ -451,6 +470,9 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 		return nil, ch.c.err("get cq event", err)
 	}
 	if cq, ok := ch.c.lookupUH(uh).(*CQ); ok {
+		if cq.m5 != nil {
+			atomic.AddUint32(&cq.m5.armSN, 1) // mlx5_cq_event
+		}
 		return cq, nil
 	}
 	return nil, ch.c.err("get cq event", fmt.Errorf("event for unknown CQ user handle %#x", uh))

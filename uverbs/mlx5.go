@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
@@ -118,6 +119,24 @@ func (p *mlx5Provider) mapStaticUARs(c *Context) error {
 		p.staticUARs, p.staticRefs = append(p.staticUARs, m), append(p.staticRefs, r)
 	}
 	return nil
+}
+
+// cqUAR is the UAR page CQs are armed through: the context's UAR with
+// dynamic UARs (the one prepareCQ named), else static page 0 (libmlx5's
+// cq_uar_reg, mlx5.c mlx5_init_context).
+func (p *mlx5Provider) cqUAR() unsafe.Pointer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dynUAR {
+		if p.uar == nil || len(p.uar.mem) < mlx5CQDoorbell+8 {
+			return nil
+		}
+		return ptrOf(p.uar.mem)
+	}
+	if len(p.staticUARs) == 0 || len(p.staticUARs[0]) < mlx5CQDoorbell+8 {
+		return nil
+	}
+	return ptrOf(p.staticUARs[0])
 }
 
 func (p *mlx5Provider) unmapStaticUARs() {

@@ -84,6 +84,11 @@ const (
 	mlx5RcvDBR  = 0 // MLX5_RCV_DBR
 	mlx5SndDBR  = 1 // MLX5_SND_DBR
 	mlx5CQSetCI = 0 // MLX5_CQ_SET_CI
+	mlx5CQArmDB = 1 // MLX5_CQ_ARM_DB
+
+	mlx5CQDoorbell    = 0x20    // MLX5_CQ_DOORBELL: the arm doorbell in a UAR page
+	mlx5CQDBReqNot    = 0 << 24 // MLX5_CQ_DB_REQ_NOT: the next completion
+	mlx5CQDBReqNotSol = 1 << 24 // MLX5_CQ_DB_REQ_NOT_SOL: the next solicited one
 
 	mlx5BFOffset = 0x800 // MLX5_BF_OFFSET: the first bfreg in a UAR page
 
@@ -148,13 +153,16 @@ type mlx5QP struct {
 	maxRSGE int
 }
 
-// mlx5CQ is the poll side of an mlx5 CQ.
+// mlx5CQ is the poll side of an mlx5 CQ, and its arm.
 type mlx5CQ struct {
 	p       *mlx5Provider
 	buf     unsafe.Pointer
 	entries uint32 // a power of two
 	ci      uint32 // cons_index; ours, under the CQ's mu
 	dbrec   *uint32
+	cqn     uint32
+	armSN   uint32         // arm_sn: events read (GetEvent), atomic
+	uar     unsafe.Pointer // the UAR page the arm doorbell goes to
 }
 
 func (p *mlx5Provider) bfFor(resp *abi.Mlx5IbCreateQpResp) (*mlx5BF, error) {
@@ -285,8 +293,29 @@ func (cq *CQ) mlx5Init(p *mlx5Provider, d *driverRes, x *drvScratch) error {
 	if rec == nil || d.nanon != 1 || entries&(entries-1) != 0 || len(d.anon[0]) < int(entries)*mlx5CQESize {
 		return fmt.Errorf("mlx5 CQ of %d entries without its buffer or doorbell record: %w", entries, syscall.EPROTO)
 	}
-	cq.m5CQ = mlx5CQ{p: p, buf: ptrOf(d.anon[0]), entries: entries, dbrec: (*uint32)(ptrOf(rec))}
+	cq.m5CQ = mlx5CQ{p: p, buf: ptrOf(d.anon[0]), entries: entries, dbrec: (*uint32)(ptrOf(rec)),
+		cqn: x.m5CQResp.Cqn, uar: p.cqUAR()}
 	cq.m5 = &cq.m5CQ
+	return nil
+}
+
+// arm is mlx5_arm_cq (providers/mlx5/cq.c; the kernel's mlx5_cq_arm in
+// include/linux/mlx5/cq.h): the arm word, sn << 28 | cmd | ci, goes to the
+// doorbell record's MLX5_CQ_ARM_DB and then, followed by the CQ number, to
+// the UAR's MLX5_CQ_DOORBELL in one 64-bit big-endian store. Under the
+// CQ's mu (ci is the poller's). The device raises one completion event
+// per arm; GetEvent counts them (sn, mlx5_cq_event).
+func (m *mlx5CQ) arm(solicitedOnly bool) error {
+	if m.uar == nil {
+		return fmt.Errorf("no UAR page to arm the CQ through: %w", ErrNotSupported)
+	}
+	cmd := uint32(mlx5CQDBReqNot)
+	if solicitedOnly {
+		cmd = mlx5CQDBReqNotSol
+	}
+	w := (atomic.LoadUint32(&m.armSN)&3)<<28 | cmd | m.ci&0xffffff
+	release(&(*[2]uint32)(unsafe.Pointer(m.dbrec))[mlx5CQArmDB], be32(w)) // udma_to_device_barrier
+	atomic.StoreUint64((*uint64)(unsafe.Add(m.uar, mlx5CQDoorbell)), uint64(be32(w))|uint64(be32(m.cqn))<<32)
 	return nil
 }
 

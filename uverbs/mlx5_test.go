@@ -1,12 +1,14 @@
 package uverbs
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"reflect"
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
@@ -106,8 +108,25 @@ func TestMlx5Objects(t *testing.T) {
 	if s, _ := dev.Mlx5CreateQP(rawSQ.Handle()); s.SqBufAddr == 0 || s.SqWqeCount == 0 || rawSQ.res.nanon != 1 || s.SqBufAddr != addrOf(rawSQ.res.anon[0]) {
 		t.Errorf("RAW_PACKET with a send queue: %+v", s)
 	}
-	if err := cq.ReqNotify(false); !errors.Is(err, ErrNotSupported) {
-		t.Errorf("ReqNotify on mlx5: %v", err)
+	// mlx5_arm_cq: the arm word (sn 0, the next completion, ci 0) in the
+	// doorbell record's second word, then with the CQ number at the
+	// UAR's MLX5_CQ_DOORBELL, big-endian; solicited-only sets bit 24.
+	for _, sol := range []bool{false, true} {
+		if err := cq.ReqNotify(sol); err != nil {
+			t.Fatalf("ReqNotify(%v) on mlx5: %v", sol, err)
+		}
+		want := uint32(0)
+		if sol {
+			want = 1 << 24
+		}
+		rec := unsafe.Slice((*byte)(unsafe.Pointer(cq.m5.dbrec)), 8)
+		db := unsafe.Slice((*byte)(unsafe.Add(cq.m5.uar, 0x20)), 8)
+		if got := binary.BigEndian.Uint32(rec[4:]); got != want {
+			t.Errorf("ReqNotify(%v): arm word %#x in the doorbell record, want %#x", sol, got, want)
+		}
+		if w, n := binary.BigEndian.Uint32(db), binary.BigEndian.Uint32(db[4:]); w != want || n != cq.m5.cqn {
+			t.Errorf("ReqNotify(%v): arm doorbell %#x %#x, want %#x %#x", sol, w, n, want, cq.m5.cqn)
+		}
 	}
 	uar := p.uar.handle
 	before := len(b.devs["mlx5_0"].Log())

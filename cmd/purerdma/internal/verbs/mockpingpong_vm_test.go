@@ -80,7 +80,8 @@ func TestVMMockPingpongCC(t *testing.T) {
 }
 
 // TestVMMockPingpongGoC: purerdma rc_pingpong's mlx5 provider against
-// libmlx5 on mock0, each side as client and server, and Go against Go;
+// libmlx5 on mock0, each side as client and server (the Go server busy
+// polling and sleeping on events), and Go against Go, both on events;
 // the Go side checks every byte.
 func TestVMMockPingpongGoC(t *testing.T) {
 	vmtest.RequireMock(t)
@@ -111,26 +112,31 @@ func TestVMMockPingpongGoC(t *testing.T) {
 		check("Go client", out)
 		t.Logf("Go client, C server on %s (kernel %s): %s", vmtest.MockDev, vmtest.Kernel(), lastLine(out))
 	})
-	t.Run("CClientGoServer", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		defer cancel()
-		g := startGo(append(args(18911), "--verify")...)
-		waitListen(t, 18911, time.Minute)
-		var cli bytes.Buffer
-		c := cTool(ctx, append(args(18911), "127.0.0.1")...)
-		c.Stdout, c.Stderr = &cli, &cli
-		err := c.Run()
-		out := g.wait(t, "Go server")
-		if err != nil {
-			t.Fatalf("C client: %v\n%s", err, &cli)
-		}
-		check("Go server", out)
-		t.Logf("C client, Go server on %s (kernel %s): %s", vmtest.MockDev, vmtest.Kernel(), lastLine(cli.String()))
-	})
+	// Busy polling, and completion events (-e: mlx5 arms its CQs in user
+	// space, mlx5_arm_cq, and mock0 raises one event per arm).
+	for i, mode := range [][]string{nil, {"-e"}} {
+		t.Run("CClientGoServer"+strings.Join(mode, ""), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			port := 18911 + 2*i
+			g := startGo(append(append(args(port), mode...), "--verify")...)
+			waitListen(t, port, time.Minute)
+			var cli bytes.Buffer
+			c := cTool(ctx, append(append(args(port), mode...), "127.0.0.1")...)
+			c.Stdout, c.Stderr = &cli, &cli
+			err := c.Run()
+			out := g.wait(t, "Go server")
+			if err != nil {
+				t.Fatalf("C client: %v\n%s", err, &cli)
+			}
+			check("Go server", out)
+			t.Logf("C client, Go server %v on %s (kernel %s): %s", mode, vmtest.MockDev, vmtest.Kernel(), lastLine(cli.String()))
+		})
+	}
 	t.Run("GoGo", func(t *testing.T) {
-		srv := startGo(append(args(18912), "--verify")...)
+		srv := startGo(append(args(18912), "-e", "--verify")...)
 		waitListen(t, 18912, time.Minute)
-		cout := startGo(append(args(18912), "--verify", "127.0.0.1")...).wait(t, "Go client")
+		cout := startGo(append(args(18912), "-e", "--verify", "127.0.0.1")...).wait(t, "Go client")
 		sout := srv.wait(t, "Go server")
 		check("Go client", cout)
 		check("Go server", sout)
