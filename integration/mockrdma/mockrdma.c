@@ -1176,6 +1176,8 @@ static void mock_mr_rw(struct mock_mr *mr, u64 addr, void *buf, u32 n,
 			     write);
 }
 
+#define MOCK_VENDOR_SYND 0x80
+
 /* A CQE to write: the fields of struct mlx5_cqe64 the model fills. */
 struct mock_cqe {
 	u8 opcode;		/* MLX5_CQE_* */
@@ -1185,7 +1187,7 @@ struct mock_cqe {
 	__be32 imm;
 	u32 flags_rqpn;		/* UD: the source QP, and the GRH bits */
 	u8 sop_op;		/* a requester CQE: the WQE's opcode */
-	u8 syndrome, vendor;	/* an error CQE */
+	u8 syndrome;		/* an error CQE */
 };
 
 /* mock_cq_room reports whether cq has a free CQE: the consumer index is
@@ -1214,7 +1216,10 @@ static void mock_cqe_put(struct mock_cq *cq, const struct mock_cqe *e)
 
 	if (e->opcode == MLX5_CQE_REQ_ERR || e->opcode == MLX5_CQE_RESP_ERR) {
 		c.err.srqn = cpu_to_be32(e->uidx);
-		c.err.vendor_err_synd = e->vendor;
+		/* ConnectX firmware's vendor syndromes are its own and not
+		 * published; the model's is MOCK_VENDOR_SYND | syndrome, so
+		 * that a reader that takes the wrong byte shows it */
+		c.err.vendor_err_synd = MOCK_VENDOR_SYND | e->syndrome;
 		c.err.syndrome = e->syndrome;
 		c.err.s_wqe_opcode_qpn = cpu_to_be32((u32)e->sop_op << 24 |
 						     e->qpn);

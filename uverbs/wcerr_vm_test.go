@@ -1,0 +1,195 @@
+//go:build integration
+
+package uverbs
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/purerdma/rdma/integration/vmtest"
+)
+
+// TestVMMlx5ErrorCompletions: on mock0, the same mistakes made through
+// rdma-core's libmlx5 (integration/wcerr, the C peer) and through this
+// library's mlx5 provider give the same work completions, line for line:
+// the status libmlx5 derives from each error CQE's syndrome
+// (mlx5_handle_error_cqe) and the vendor syndrome it copies, for a bad
+// lkey, a bad rkey, an RDMA write to memory without remote write access,
+// a send longer than the receive (both ends), the flushes that follow, and
+// a good send for contrast. The cases are described in wcerr.c.
+func TestVMMlx5ErrorCompletions(t *testing.T) {
+	vmtest.RequireMock(t)
+	peer := filepath.Join(vmtest.Repo(), "integration", ".cache", "wcerr", "wcerr")
+	if _, err := os.Stat(peer); err != nil {
+		t.Fatalf("the C peer is not built (make -f mk/integration.mk integration-cpeers): %v", err)
+	}
+	out, err := exec.Command(peer, vmtest.MockDev).CombinedOutput()
+	if err != nil {
+		t.Fatalf("wcerr: %v\n%s", err, out)
+	}
+	want := string(out)
+	got := goWCErr(t, vmtest.MockDev)
+	if got != want {
+		t.Errorf("work completions on %s (kernel %s):\nlibmlx5:\n%s\nGo:\n%s", vmtest.MockDev, vmtest.Kernel(), want, got)
+	}
+	t.Logf("work completions on %s (kernel %s), libmlx5 and Go alike:\n%s", vmtest.MockDev, vmtest.Kernel(), got)
+}
+
+// goWCErr makes wcerr.c's calls through the library and prints its lines.
+func goWCErr(t *testing.T, dev string) string {
+	c, err := Open(dev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	gid, err := c.QueryGID(1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	var bufs [2][]byte
+	var mr [2]*MR
+	for i := range mr {
+		if mr[i], err = pd.AllocMR(8192, AccessLocalWrite|AccessRemoteWrite|AccessRemoteRead); err != nil {
+			t.Fatal(err)
+		}
+		defer mr[i].Close()
+		bufs[i] = mr[i].Buf()
+	}
+	ro, err := pd.RegMR(bufs[1][:4096], AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+
+	type side struct {
+		cq *CQ
+		qp *QP
+	}
+	mk := func() side {
+		cq, err := c.CreateCQ(CQAttr{CQE: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq,
+			Cap: QPCap{MaxSendWR: 8, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return side{cq, qp}
+	}
+	toRTS := func(qp *QP, remote uint32) {
+		a := QPAttr{State: QPStateInit, Port: 1, AccessFlags: AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead}
+		if err := qp.Modify(&a, QPAttrState|QPAttrPKeyIndex|QPAttrPort|QPAttrAccessFlags); err != nil {
+			t.Fatal(err)
+		}
+		a = QPAttr{State: QPStateRTR, PathMTU: MTU1024, DestQPNum: remote, RQPSN: 1, MaxDestRdAtomic: 1, MinRNRTimer: 12,
+			AH: AHAttr{IsGlobal: true, Port: 1, GRH: GlobalRoute{DGID: gid.GID, HopLimit: 1}}}
+		if err := qp.Modify(&a, QPAttrState|QPAttrAV|QPAttrPathMTU|QPAttrDestQPN|QPAttrRQPSN|
+			QPAttrMaxDestRdAtomic|QPAttrMinRNRTimer); err != nil {
+			t.Fatal(err)
+		}
+		a = QPAttr{State: QPStateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: 1, MaxRdAtomic: 1}
+		if err := qp.Modify(&a, QPAttrState|QPAttrTimeout|QPAttrRetryCnt|QPAttrRNRRetry|QPAttrSQPSN|QPAttrMaxQPRdAtomic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pair := func() (side, side) {
+		a, b := mk(), mk()
+		toRTS(a.qp, b.qp.Num())
+		toRTS(b.qp, a.qp.Num())
+		return a, b
+	}
+	unpair := func(a, b side) {
+		for _, s := range []side{a, b} {
+			if err := s.qp.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.cq.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send := func(s side, id uint64, op WROpcode, n uint32, lkey uint32, raddr uint64, rkey uint32) {
+		wr := []SendWR{{ID: id, Opcode: op, Flags: SendSignaled, SGL: []SGE{{Addr: addrOf(bufs[0]), Length: n, LKey: lkey}},
+			RemoteAddr: raddr, RKey: rkey}}
+		if _, err := s.qp.PostSend(wr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recv := func(s side, id uint64, n uint32) {
+		if _, err := s.qp.PostRecv([]RecvWR{{ID: id, SGL: []SGE{{Addr: addrOf(bufs[1]), Length: n, LKey: mr[1].LKey()}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b strings.Builder
+	report := func(cs, name string, s side, n int) {
+		deadline := time.Now().Add(10 * time.Second)
+		wc := make([]WC, 1)
+		for n > 0 {
+			got, err := s.cq.Poll(wc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == 0 {
+				if time.Now().After(deadline) {
+					fmt.Fprintf(&b, "%s %s timeout\n", cs, name)
+					return
+				}
+				continue
+			}
+			n--
+			w := wc[0]
+			if w.Status == WCSuccess {
+				fmt.Fprintf(&b, "%s %s wr=%d status=0 vendor_err=0x%x opcode=%d byte_len=%d\n", cs, name, w.ID, w.VendorErr, w.Opcode, w.ByteLen)
+			} else {
+				fmt.Fprintf(&b, "%s %s wr=%d status=%d vendor_err=0x%x\n", cs, name, w.ID, w.Status, w.VendorErr)
+			}
+		}
+	}
+	buf1 := addrOf(bufs[1])
+
+	a, bb := pair()
+	recv(bb, 2, 4096)
+	send(a, 1, WRSend, 64, mr[0].LKey()^0x80, 0, 0)
+	report("bad-lkey", "A", a, 1)
+	unpair(a, bb)
+
+	a, bb = pair()
+	send(a, 1, WRRDMAWrite, 64, mr[0].LKey(), buf1, mr[1].RKey()^0x80)
+	report("bad-rkey", "A", a, 1)
+	unpair(a, bb)
+
+	a, bb = pair()
+	send(a, 1, WRRDMAWrite, 64, mr[0].LKey(), buf1, ro.RKey())
+	report("no-remote-wr", "A", a, 1)
+	unpair(a, bb)
+
+	a, bb = pair()
+	recv(bb, 2, 64)
+	send(a, 1, WRSend, 4096, mr[0].LKey(), 0, 0)
+	report("short-recv", "A", a, 1)
+	report("short-recv", "B", bb, 1)
+	recv(bb, 4, 64)
+	send(a, 3, WRSend, 64, mr[0].LKey(), 0, 0)
+	report("flush", "A", a, 1)
+	report("flush", "B", bb, 1)
+	unpair(a, bb)
+
+	a, bb = pair()
+	recv(bb, 2, 4096)
+	send(a, 1, WRSend, 4096, mr[0].LKey(), 0, 0)
+	report("ok", "A", a, 1)
+	report("ok", "B", bb, 1)
+	unpair(a, bb)
+	return b.String()
+}
