@@ -8,7 +8,10 @@
  * ib_uverbs core validates and dispatches verbs counters and flow steering
  * requests to it, and rdma-core's libmlx5 opens it like a ConnectX.
  *
- * It is a model, not a driver: there is no data path. Each rule it applies
+ * It is a model, not a driver (no DEVX, nothing on PCIe), but it executes
+ * the queues userspace writes (RC, UC and UD between its own QPs: see "the
+ * data path" below, where UAR doorbells fault into an executor thread).
+ * Each rule it applies
  * is read from Linux's drivers/infiniband/hw/mlx5/ and names the function it
  * models ("mlx5: fs.c mlx5_ib_create_flow"). Rules the core applies before a
  * driver is called (handles, CAP_NET_RAW, usecnt, the flow spec sizes) are
@@ -21,8 +24,9 @@
  * destination MAC to the end of the payload, without FCS) on its counters
  * object; a DONT_TRAP flow then lets the frame go on to the next matching
  * flow (MLX5_FLOW_CONTEXT_ACTION_FWD_NEXT_PRIO in fs.c _create_flow_rule); any
- * other flow takes the frame: it is steered to the QP, which has no data
- * path here, so it is dropped (steal=0 passes it to the kernel instead).
+ * other flow takes the frame: it is steered to the QP, whose RAW_PACKET
+ * receive queue the model does not fill yet, so it is dropped (steal=0
+ * passes it to the kernel instead).
  *
  * The device's own record of what it received: debugfs
  * mockrdma/<dev>/requests, one line per driver call (counters, flows, and the
