@@ -7,9 +7,13 @@ package uverbs
 // include/linux/mlx5/qp.h and device.h.
 //
 // UNPROVEN ON HARDWARE: the project has no ConnectX. Everything here is
-// tested against the strict fake kernel only (internal/testmodel/fakekernel,
+// tested against the strict fake kernel (internal/testmodel/fakekernel,
 // mlx5_data.go there), with the layouts pinned to the headers in
-// mlx5_data_test.go. See the README.
+// mlx5_data_test.go, and in the VM against mock0, the project's mlx5 model,
+// which executes the queues in the kernel and against which rdma-core's
+// libmlx5 runs too: RC messages both ways between this provider and
+// libmlx5, busy polling and on completion events, and the same error
+// completions for the same mistakes (docs/mock0.md). See the README.
 //
 // The send queue is a ring of 64-byte basic blocks (MLX5_SEND_WQE_BB); a
 // WQE takes ceil(16 × ds / 64) of them and may wrap past the end (each
