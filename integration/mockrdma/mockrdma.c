@@ -152,6 +152,7 @@ struct mock_dev {
 	atomic_t dp_kick;
 	u8 mkey_seq;
 	u8 *msg;		/* the message being moved (MOCK_MSG_MAX) */
+	struct sk_buff_head rxq;	/* frames for RAW_PACKET receive queues */
 	struct mock_exec *x;
 };
 
@@ -211,8 +212,11 @@ struct mock_qp {
 	u32 cnt_id;
 	bool dp;
 	struct mock_umem buf, db;
+	struct mock_umem sqbuf;	/* RAW_PACKET: the send queue's own buffer */
+	struct mock_umem *sqm;	/* where the send queue is: buf or sqbuf */
+	u64 sq_base;		/* its user address */
+	atomic_t rx_pending;	/* RAW_PACKET: frames on their way to the RQ */
 	u32 sq_cnt;		/* send queue basic blocks (64 bytes) */
-	u32 sq_off;		/* the send queue's offset in buf */
 	u32 rq_cnt, rq_shift;
 	u32 sq_tail;		/* basic blocks consumed */
 	u32 rq_tail;		/* receive WQEs consumed */
@@ -893,10 +897,10 @@ static const char *qpt_name(enum ib_qp_type t)
  * queue after it, in 64-byte basic blocks), _create_user_qp (ib_umem_get
  * of the buffer, mlx5_ib_db_map_user of the record), get_qp_user_index. */
 static int mock_qp_pin(struct mock_qp *qp, struct mock_ucontext *mu,
-		       const struct mlx5_ib_create_qp *ucmd)
+		       const struct mlx5_ib_create_qp *ucmd, bool raw)
 {
 	u64 rq_size, sq_size;
-	int err;
+	int err = 0;
 
 	if (ucmd->rq_wqe_shift > 16 || (ucmd->rq_wqe_count &&
 	    !is_power_of_2(ucmd->rq_wqe_count)) ||
@@ -907,14 +911,28 @@ static int mock_qp_pin(struct mock_qp *qp, struct mock_ucontext *mu,
 	qp->rq_cnt = ucmd->rq_wqe_count;
 	qp->rq_shift = ucmd->rq_wqe_shift;
 	qp->sq_cnt = ucmd->sq_wqe_count;
-	qp->sq_off = rq_size;
-	if (rq_size + sq_size) {
-		err = mock_umem_get(&qp->buf, ucmd->buf_addr, rq_size + sq_size, true);
-		if (err)
-			return err;
+	atomic_set(&qp->rx_pending, 0);
+	if (raw) {
+		/* qp.c create_raw_packet_qp: the receive queue at buf_addr,
+		 * the send queue in a buffer of its own, sq_buf_addr */
+		if (rq_size)
+			err = mock_umem_get(&qp->buf, ucmd->buf_addr, rq_size, true);
+		if (!err && sq_size)
+			err = ucmd->sq_buf_addr ?
+			      mock_umem_get(&qp->sqbuf, ucmd->sq_buf_addr, sq_size, true) :
+			      -EINVAL;
+		qp->sqm = &qp->sqbuf;
+		qp->sq_base = ucmd->sq_buf_addr;
+	} else {
+		if (rq_size + sq_size)
+			err = mock_umem_get(&qp->buf, ucmd->buf_addr, rq_size + sq_size, true);
+		qp->sqm = &qp->buf;
+		qp->sq_base = ucmd->buf_addr + rq_size;
 	}
-	err = mock_umem_get(&qp->db, ucmd->db_addr, 8, true);
+	if (!err)
+		err = mock_umem_get(&qp->db, ucmd->db_addr, 8, true);
 	if (err) {
+		mock_umem_put(&qp->sqbuf);
 		mock_umem_put(&qp->buf);
 		return err;
 	}
@@ -928,6 +946,7 @@ static void mock_qp_unpin(struct mock_qp *qp)
 {
 	qp->dp = false;
 	mock_umem_put(&qp->db);
+	mock_umem_put(&qp->sqbuf);
 	mock_umem_put(&qp->buf);
 }
 
@@ -966,8 +985,8 @@ static int mock_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	} else if (mu->dyn) {
 		err = -EINVAL;	/* alloc_bfreg: lib_uar_dyn has no bfregs */
 	}
-	if (!err && init->qp_type != IB_QPT_RAW_PACKET)
-		err = mock_qp_pin(mqp, mu, &ucmd);
+	if (!err)
+		err = mock_qp_pin(mqp, mu, &ucmd, init->qp_type == IB_QPT_RAW_PACKET);
 	mock_rec(md, "create_qp type=%s send_wr=%u recv_wr=%u inlen=%zu flags=%#x sq_wqe_count=%u rq_wqe_count=%u uar=%s -> %d",
 		 qpt_name(init->qp_type), init->cap.max_send_wr,
 		 init->cap.max_recv_wr, udata->inlen, ucmd.flags,
@@ -1153,7 +1172,7 @@ static void mock_sq_unit(struct mock_qp *qp, u32 bb, u32 k, void *out)
 	u64 size = (u64)qp->sq_cnt * MLX5_SEND_WQE_BB;
 	u64 off = ((u64)bb * MLX5_SEND_WQE_BB + (u64)k * 16) % size;
 
-	mock_umem_rw(&qp->buf, qp->buf.addr + qp->sq_off + off, out, 16, false);
+	mock_umem_rw(qp->sqm, qp->sq_base + off, out, 16, false);
 }
 
 static struct mock_mr *mock_mr_find(struct mock_dev *md, u32 key,
@@ -1398,6 +1417,30 @@ static int mock_gather(struct mock_dev *md, struct mock_qp *qp,
 		x->raddr = be64_to_cpu(r->raddr);
 		x->rkey = be32_to_cpu(r->rkey);
 	}
+	if (qp->ibqp.qp_type == IB_QPT_RAW_PACKET) {
+		/* struct mlx5_wqe_eth_seg: the frame's first inline_hdr.sz
+		 * bytes, the first two in the segment, the rest in the units
+		 * after it (libmlx5 qp.c copy_eth_inline_headers) */
+		struct mlx5_wqe_eth_seg *eth = (void *)u;
+		u32 sz, done;
+
+		mock_sq_unit(qp, x->w.bb, k++, u);
+		sz = be16_to_cpu(eth->inline_hdr.sz);
+		if (sz > 256 || k + DIV_ROUND_UP(sz > 2 ? sz - 2 : 0, 16) > x->w.ds) {
+			x->syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+			return MOCK_ERR;
+		}
+		done = min(sz, 2U);
+		memcpy(x->msg, eth->inline_hdr.start, done);
+		while (done < sz) {
+			u32 c = min(sz - done, 16U);
+
+			mock_sq_unit(qp, x->w.bb, k++, u);
+			memcpy(x->msg + done, u, c);
+			done += c;
+		}
+		x->len = sz;
+	}
 	if (qp->ibqp.qp_type == IB_QPT_UD) {
 		struct mlx5_av av;
 
@@ -1408,7 +1451,8 @@ static int mock_gather(struct mock_dev *md, struct mock_qp *qp,
 		x->dqpn = be32_to_cpu(av.dqp_dct) & 0xffffff;
 		x->qkey = be32_to_cpu(av.key.qkey.qkey);
 	}
-	x->len = 0;
+	if (qp->ibqp.qp_type != IB_QPT_RAW_PACKET)
+		x->len = 0;
 	x->local.n = 0;
 	x->local.len = 0;
 	while (k < x->w.ds) {
@@ -1560,6 +1604,134 @@ static int mock_respond(struct mock_dev *md, struct mock_qp *qp,
 		dqp->state = IB_QPS_ERR;
 	return x->syndrome ? MOCK_ERR : MOCK_DONE;
 }
+/* mock_raw_xmit puts a frame a RAW_PACKET QP sent on the port's netdev
+ * (mlx5: the send queue's Ethernet segment and data, out of the NIC). */
+static void mock_raw_xmit(struct mock_dev *md, const u8 *frame, u32 len)
+{
+	struct sk_buff *skb;
+
+	if (len < ETH_HLEN || len > md->ndev->mtu + VLAN_ETH_HLEN)
+		return;
+	skb = netdev_alloc_skb(md->ndev, len);
+	if (!skb)
+		return;
+	skb_put_data(skb, frame, len);
+	skb_reset_mac_header(skb);
+	skb->protocol = ((const struct ethhdr *)frame)->h_proto;
+	skb->dev = md->ndev;
+	dev_queue_xmit(skb);
+}
+
+/* The frames the rx_handler steered to a RAW_PACKET QP with a receive WQE
+ * posted, on their way to the executor: the QP's number rides in the
+ * control buffer. */
+struct mock_rx_cb {
+	u32 qpn;
+};
+
+/* mock_rx_deliver writes a frame into the next receive WQE of its QP and
+ * completes it (mlx5: a RAW_PACKET receive, a RESP_SEND CQE whose byte
+ * count is the frame's length); it reports whether it must wait (the CQ is
+ * full). A VLAN tag the core took off the frame goes back in. */
+static bool mock_rx_deliver(struct mock_dev *md, struct sk_buff *skb)
+{
+	struct mock_rx_cb *cb = (void *)skb->cb;
+	struct mock_qp *qp = xa_load(&md->qps, cb->qpn);
+	struct mock_cq *rcq;
+	struct mock_sgl sgl;
+	struct mock_cqe e = {};
+	u32 len = skb->len + ETH_HLEN, head;
+	u8 *f = md->msg;
+
+	if (!qp || !qp->dp || qp->ibqp.qp_type != IB_QPT_RAW_PACKET)
+		return false;
+	rcq = container_of(qp->ibqp.recv_cq, struct mock_cq, ibcq);
+	if (!rcq->dp)
+		return false;
+	if (!mock_cq_room(rcq))
+		return true;
+	atomic_dec(&qp->rx_pending);
+	head = mock_be32_at(&qp->db, qp->db.addr) & 0xffff;
+	if ((qp->rq_tail & 0xffff) == head || (qp->state != IB_QPS_RTR &&
+	    qp->state != IB_QPS_RTS)) {
+		spin_lock_bh(&md->lock);
+		md->qcnt[qp->cnt_id]++;	/* out_of_buffer */
+		spin_unlock_bh(&md->lock);
+		return false;
+	}
+	if (skb_copy_bits(skb, -ETH_HLEN, f, 2 * ETH_ALEN))
+		return false;
+	if (skb_vlan_tag_present(skb)) {
+		__be16 tag[2] = { skb->vlan_proto, htons(skb_vlan_tag_get(skb)) };
+
+		memcpy(f + 2 * ETH_ALEN, tag, VLAN_HLEN);
+		f += VLAN_HLEN;
+		len += VLAN_HLEN;
+	}
+	if (skb_copy_bits(skb, -ETH_HLEN + 2 * ETH_ALEN, f + 2 * ETH_ALEN,
+			  skb->len + ETH_HLEN - 2 * ETH_ALEN))
+		return false;
+	if (mock_recv_sgl(md, qp, qp->rq_tail, &sgl)) {
+		e.opcode = MLX5_CQE_RESP_ERR;
+		e.syndrome = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+	} else if (sgl.len < len) {
+		e.opcode = MLX5_CQE_RESP_ERR;
+		e.syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+	} else {
+		mock_sgl_rw(&sgl, md->msg, len, true);
+		e.opcode = MLX5_CQE_RESP_SEND;
+		e.byte_cnt = len;
+	}
+	e.qpn = qp->ibqp.qp_num;
+	e.uidx = qp->uidx;
+	e.wqe_counter = qp->rq_tail;
+	mock_cqe_put(rcq, &e);
+	qp->rq_tail++;
+	if (e.syndrome)
+		qp->state = IB_QPS_ERR;
+	return false;
+}
+
+/* mock_rx_run delivers the frames the rx_handler queued. */
+static bool mock_rx_run(struct mock_dev *md)
+{
+	struct sk_buff *skb;
+
+	while ((skb = skb_dequeue(&md->rxq))) {
+		if (mock_rx_deliver(md, skb)) {
+			skb_queue_head(&md->rxq, skb);
+			return true;
+		}
+		kfree_skb(skb);
+	}
+	return false;
+}
+
+/* mock_rx_take is the rx_handler's half (under md->lock, in softirq): a
+ * frame a flow steers to a RAW_PACKET QP that has a receive WQE posted
+ * not yet claimed by an earlier frame goes to the executor; otherwise mlx5
+ * drops it and counts out_of_buffer on the QP's q counter. */
+static void mock_rx_take(struct mock_dev *md, struct mock_qp *qp,
+			 struct sk_buff *skb)
+{
+	struct sk_buff *c;
+	u32 free;
+
+	if (qp->dp && qp->rq_cnt && qp->ibqp.qp_type == IB_QPT_RAW_PACKET &&
+	    (READ_ONCE(qp->state) == IB_QPS_RTR || READ_ONCE(qp->state) == IB_QPS_RTS)) {
+		free = (mock_be32_at(&qp->db, qp->db.addr) - READ_ONCE(qp->rq_tail) -
+			atomic_read(&qp->rx_pending)) & 0xffff;
+		if (free && free <= qp->rq_cnt && (c = skb_clone(skb, GFP_ATOMIC))) {
+			((struct mock_rx_cb *)c->cb)->qpn = qp->ibqp.qp_num;
+			atomic_inc(&qp->rx_pending);
+			skb_queue_tail(&md->rxq, c);
+			mock_dp_kick(md);
+			return;
+		}
+	}
+	md->qcnt[qp->cnt_id]++;
+}
+
 /* mock_rq_flush completes every posted receive WQE of qp, in error,
  * with WR_FLUSH_ERR (mlx5 flushes a QP's queues when it enters ERR). */
 static bool mock_rq_flush(struct mock_dev *md, struct mock_qp *qp)
@@ -1639,7 +1811,9 @@ static bool mock_sq_run(struct mock_dev *md, struct mock_qp *qp)
 		} else {
 			r = mock_gather(md, qp, x);
 		}
-		if (r == MOCK_DONE) {
+		if (r == MOCK_DONE && qp->ibqp.qp_type == IB_QPT_RAW_PACKET) {
+			mock_raw_xmit(md, x->msg, x->len);
+		} else if (r == MOCK_DONE) {
 			u32 dqpn = qp->ibqp.qp_type == IB_QPT_UD ? x->dqpn : qp->dest_qpn;
 
 			dqp = xa_load(&md->qps, dqpn);
@@ -1726,6 +1900,7 @@ static bool mock_dp_run(struct mock_dev *md)
 	list_for_each_entry(mu, &md->ctxs, node)
 		wait |= mock_uar_unmap(mu);
 	smp_rmb();	/* the records, after the doorbells that announced them */
+	wait |= mock_rx_run(md);
 	xa_for_each(&md->qps, i, qp)
 		wait |= mock_sq_run(md, qp);
 	xa_for_each(&md->cqs, i, cq)
@@ -2502,11 +2677,11 @@ static rx_handler_result_t mock_rx(struct sk_buff **pskb)
 			f->counters->bytes += len;
 		}
 		/* Steered to the QP (a DONT_TRAP flow's frame too: mlx5 sends
-		 * it to the QP and on to the next priority), which has no
-		 * receive WQE here: mlx5 counts such a drop as out_of_buffer on
-		 * the QP's q counter. */
+		 * it to the QP and on to the next priority): into its receive
+		 * queue, or, with no receive WQE posted, counted as
+		 * out_of_buffer on the QP's q counter (mock_rx_take). */
 		if (!f->drop)
-			md->qcnt[f->qp->cnt_id]++;
+			mock_rx_take(md, f->qp, skb);
 		if (f->drop || !(f->flags & IB_FLOW_ATTR_FLAGS_DONT_TRAP)) {
 			take = true;
 			break;
@@ -2812,6 +2987,7 @@ static int __init mock_init(void)
 	xa_init_flags(&mdev->mrs, XA_FLAGS_ALLOC1);
 	INIT_LIST_HEAD(&mdev->ctxs);
 	init_waitqueue_head(&mdev->dp_wait);
+	skb_queue_head_init(&mdev->rxq);
 	mdev->log = kvzalloc(MOCK_LOG_MAX, GFP_KERNEL);
 	mdev->msg = kvmalloc(MOCK_MSG_MAX, GFP_KERNEL);
 	mdev->x = kzalloc(sizeof(*mdev->x), GFP_KERNEL);
@@ -2866,6 +3042,7 @@ unregister:
 dealloc:
 	if (mdev->dp_thread)
 		kthread_stop(mdev->dp_thread);
+	skb_queue_purge(&mdev->rxq);
 	kfree(mdev->x);
 	kvfree(mdev->msg);
 	kvfree(mdev->log);
@@ -2885,6 +3062,7 @@ static void __exit mock_exit(void)
 	rtnl_unlock();
 	ib_unregister_device(&mdev->ibdev);
 	kthread_stop(mdev->dp_thread);
+	skb_queue_purge(&mdev->rxq);
 	kfree(mdev->x);
 	kvfree(mdev->msg);
 	ida_destroy(&mdev->qcnt_ida);

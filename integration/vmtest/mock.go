@@ -118,6 +118,8 @@ type Frame struct {
 	SrcPort, DstPort uint16
 	// VXLAN puts Inner in a VXLAN packet (UDP to port 4789) with this VNI.
 	VXLAN *VXLAN
+	// Payload follows the headers (without IPv4/IPv6 only).
+	Payload []byte
 	// Len pads the frame with zeros to this many bytes, from the
 	// destination MAC to the end of the payload (no FCS).
 	Len int
@@ -205,6 +207,7 @@ func (f *Frame) Bytes() []byte {
 			et = 0x88b5
 		}
 		b = binary.BigEndian.AppendUint16(b, et)
+		b = append(b, f.Payload...)
 	}
 	if len(b) < f.Len {
 		b = append(b, make([]byte, f.Len-len(b))...)
