@@ -71,68 +71,22 @@ func goWCErr(t *testing.T, dev string) string {
 	}
 	defer ro.Close()
 
-	type side struct {
-		cq *CQ
-		qp *QP
-	}
-	mk := func() side {
-		cq, err := c.CreateCQ(CQAttr{CQE: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq,
-			Cap: QPCap{MaxSendWR: 8, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return side{cq, qp}
-	}
-	toRTS := func(qp *QP, remote uint32) {
-		a := QPAttr{State: QPStateInit, Port: 1, AccessFlags: AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead}
-		if err := qp.Modify(&a, QPAttrState|QPAttrPKeyIndex|QPAttrPort|QPAttrAccessFlags); err != nil {
-			t.Fatal(err)
-		}
-		a = QPAttr{State: QPStateRTR, PathMTU: MTU1024, DestQPNum: remote, RQPSN: 1, MaxDestRdAtomic: 1, MinRNRTimer: 12,
-			AH: AHAttr{IsGlobal: true, Port: 1, GRH: GlobalRoute{DGID: gid.GID, HopLimit: 1}}}
-		if err := qp.Modify(&a, QPAttrState|QPAttrAV|QPAttrPathMTU|QPAttrDestQPN|QPAttrRQPSN|
-			QPAttrMaxDestRdAtomic|QPAttrMinRNRTimer); err != nil {
-			t.Fatal(err)
-		}
-		a = QPAttr{State: QPStateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: 1, MaxRdAtomic: 1}
-		if err := qp.Modify(&a, QPAttrState|QPAttrTimeout|QPAttrRetryCnt|QPAttrRNRRetry|QPAttrSQPSN|QPAttrMaxQPRdAtomic); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pair := func() (side, side) {
-		a, b := mk(), mk()
-		toRTS(a.qp, b.qp.Num())
-		toRTS(b.qp, a.qp.Num())
-		return a, b
-	}
-	unpair := func(a, b side) {
-		for _, s := range []side{a, b} {
-			if err := s.qp.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.cq.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	send := func(s side, id uint64, op WROpcode, n uint32, lkey uint32, raddr uint64, rkey uint32) {
+	pair := func() (mockSide, mockSide) { return mockRCPair(t, c, pd, gid) }
+	unpair := func(a, b mockSide) { a.close(t); b.close(t) }
+	send := func(s mockSide, id uint64, op WROpcode, n uint32, lkey uint32, raddr uint64, rkey uint32) {
 		wr := []SendWR{{ID: id, Opcode: op, Flags: SendSignaled, SGL: []SGE{{Addr: addrOf(bufs[0]), Length: n, LKey: lkey}},
 			RemoteAddr: raddr, RKey: rkey}}
 		if _, err := s.qp.PostSend(wr); err != nil {
 			t.Fatal(err)
 		}
 	}
-	recv := func(s side, id uint64, n uint32) {
+	recv := func(s mockSide, id uint64, n uint32) {
 		if _, err := s.qp.PostRecv([]RecvWR{{ID: id, SGL: []SGE{{Addr: addrOf(bufs[1]), Length: n, LKey: mr[1].LKey()}}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var b strings.Builder
-	report := func(cs, name string, s side, n int) {
+	report := func(cs, name string, s mockSide, n int) {
 		deadline := time.Now().Add(10 * time.Second)
 		wc := make([]WC, 1)
 		for n > 0 {
@@ -192,4 +146,124 @@ func goWCErr(t *testing.T, dev string) string {
 	report("ok", "B", bb, 1)
 	unpair(a, bb)
 	return b.String()
+}
+
+// mockSide is an RC QP of mock0 with a CQ of its own.
+type mockSide struct {
+	cq *CQ
+	qp *QP
+}
+
+func (s mockSide) close(t *testing.T) {
+	t.Helper()
+	if err := s.qp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cq.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mockRCPair makes two RC QPs on c (port 1, GID gid) and connects them to
+// each other, as wcerr.c's pair does.
+func mockRCPair(t *testing.T, c *Context, pd *PD, gid GIDEntry) (mockSide, mockSide) {
+	t.Helper()
+	mk := func() mockSide {
+		cq, err := c.CreateCQ(CQAttr{CQE: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq,
+			Cap: QPCap{MaxSendWR: 8, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mockSide{cq, qp}
+	}
+	toRTS := func(qp *QP, remote uint32) {
+		a := QPAttr{State: QPStateInit, Port: 1, AccessFlags: AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead}
+		if err := qp.Modify(&a, QPAttrState|QPAttrPKeyIndex|QPAttrPort|QPAttrAccessFlags); err != nil {
+			t.Fatal(err)
+		}
+		a = QPAttr{State: QPStateRTR, PathMTU: MTU1024, DestQPNum: remote, RQPSN: 1, MaxDestRdAtomic: 1, MinRNRTimer: 12,
+			AH: AHAttr{IsGlobal: true, Port: 1, GRH: GlobalRoute{DGID: gid.GID, HopLimit: 1}}}
+		if err := qp.Modify(&a, QPAttrState|QPAttrAV|QPAttrPathMTU|QPAttrDestQPN|QPAttrRQPSN|
+			QPAttrMaxDestRdAtomic|QPAttrMinRNRTimer); err != nil {
+			t.Fatal(err)
+		}
+		a = QPAttr{State: QPStateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: 1, MaxRdAtomic: 1}
+		if err := qp.Modify(&a, QPAttrState|QPAttrTimeout|QPAttrRetryCnt|QPAttrRNRRetry|QPAttrSQPSN|QPAttrMaxQPRdAtomic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := mk(), mk()
+	toRTS(a.qp, b.qp.Num())
+	toRTS(b.qp, a.qp.Num())
+	return a, b
+}
+
+// TestVMMlx5DataPathAllocs: on mock0, a receive, a send and the two
+// polls that collect their completions allocate nothing (the mlx5
+// provider's PostRecv, PostSend with its doorbell, and Poll).
+func TestVMMlx5DataPathAllocs(t *testing.T) {
+	vmtest.RequireMock(t)
+	c, err := Open(vmtest.MockDev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	gid, err := c.QueryGID(1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	mr, err := pd.AllocMR(8192, AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	a, b := mockRCPair(t, c, pd, gid)
+	defer a.close(t)
+	defer b.close(t)
+	s, _ := mr.SGE(0, 256)
+	r, _ := mr.SGE(4096, 256)
+	send := []SendWR{{ID: 1, Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{s}}}
+	recv := []RecvWR{{ID: 2, SGL: []SGE{r}}}
+	var wc [1]WC
+	failed := false
+	wait := func(cq *CQ) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n, err := cq.Poll(wc[:])
+			if err != nil || n == 1 {
+				failed = failed || err != nil || wc[0].Status != WCSuccess
+				return
+			}
+			if time.Now().After(deadline) {
+				failed = true
+				return
+			}
+		}
+	}
+	allocs := testing.AllocsPerRun(300, func() {
+		if _, err := b.qp.PostRecv(recv); err != nil {
+			failed = true
+		}
+		if _, err := a.qp.PostSend(send); err != nil {
+			failed = true
+		}
+		wait(a.cq)
+		wait(b.cq)
+	})
+	if failed {
+		t.Fatal("a post or a completion failed")
+	}
+	if allocs != 0 {
+		t.Errorf("%v allocations per receive, send and two polls on %s, want 0", allocs, vmtest.MockDev)
+	}
+	t.Logf("%s (kernel %s): %v allocations per receive, send and two polls", vmtest.MockDev, vmtest.Kernel(), allocs)
 }
