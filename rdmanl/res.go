@@ -6,8 +6,6 @@ import (
 	"net/netip"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/abi"
 )
@@ -440,12 +438,12 @@ func sockaddrPort(b []byte) *netip.AddrPort {
 	}
 	var ap netip.AddrPort
 	switch binary.NativeEndian.Uint16(b) {
-	case unix.AF_INET:
+	case syscall.AF_INET:
 		if len(b) < 8 {
 			return nil
 		}
 		ap = netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), binary.BigEndian.Uint16(b[2:]))
-	case unix.AF_INET6:
+	case syscall.AF_INET6:
 		if len(b) < 24 {
 			return nil
 		}
