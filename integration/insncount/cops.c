@@ -22,6 +22,8 @@
  *  14 ibv_read_counters(2 values) of a counters object bound to a flow (mock0)
  *  15 umad_send of a vendor MAD, rxe0 to rxe1
  *  16 umad_recv of it (waited for outside the window)
+ *  17 ibv_post_send on mock0 (libmlx5): a signaled 64-byte RDMA WRITE
+ *  18 ibv_poll_cq on mock0 returning that completion
  * Samples that found nothing to poll or receive are recorded as 63 and
  * dropped by the report. */
 #define _GNU_SOURCE
@@ -264,6 +266,79 @@ static void verbs_ops(int n)
 	ibv_close_device(ctx);
 }
 
+/* mlx5_ops posts and polls on mock0, libmlx5's data path: a pair of RC
+ * QPs on mock0 connected to each other, 17 a signaled 64-byte RDMA WRITE
+ * (WQE, doorbell record, the UAR doorbell, which on mock0 faults: the
+ * model's doorbell), 18 the poll returning its completion. */
+static void mlx5_ops(int n)
+{
+	struct ibv_context *ctx = open_dev("mock0");
+	if (!ctx) {
+		fprintf(stderr, "cops: no mock0: no mlx5 data-path samples\n");
+		return;
+	}
+	union ibv_gid gid;
+	if (ibv_query_gid(ctx, 1, 0, &gid))
+		die("mock0 gid");
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
+	if (!cq)
+		die("mock0 pd/cq");
+	struct ibv_qp_init_attr qa;
+	memset(&qa, 0, sizeof qa);
+	qa.send_cq = qa.recv_cq = cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 16;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	struct ibv_qp *a = ibv_create_qp(pd, &qa), *b = ibv_create_qp(pd, &qa);
+	if (!a || !b)
+		die("mock0 qp pair");
+	to_rts(a, b->qp_num, &gid);
+	to_rts(b, a->qp_num, &gid);
+	static char buf[4096] __attribute__((aligned(4096))), dst[4096] __attribute__((aligned(4096)));
+	struct ibv_mr *lmr = ibv_reg_mr(pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *rmr = ibv_reg_mr(pd, dst, sizeof dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!lmr || !rmr)
+		die("mock0 mr");
+	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = 64, .lkey = lmr->lkey};
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc[1];
+	for (int i = 0; i < n; i++) {
+		memset(&wr, 0, sizeof wr);
+		wr.wr_id = i;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = (uintptr_t)dst;
+		wr.wr.rdma.rkey = rmr->rkey;
+		START();
+		int r = ibv_post_send(a, &wr, &bad);
+		STOP(17);
+		if (r) {
+			errno = r;
+			die("post_send");
+		}
+		usleep(20000);
+		START();
+		int got = ibv_poll_cq(cq, 1, wc);
+		MARK(0x0100 | (got == 1 ? 18 : 63));
+		while (got == 0)
+			got = ibv_poll_cq(cq, 1, wc);
+		if (got < 0 || wc[0].status != IBV_WC_SUCCESS) {
+			errno = EIO;
+			die("poll_cq");
+		}
+	}
+	ibv_dereg_mr(lmr);
+	ibv_dereg_mr(rmr);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+}
+
 /* The readers of cops rate: each reads the object reads times. */
 struct reader {
 	pthread_t th;
@@ -435,6 +510,7 @@ int main(int argc, char **argv)
 		die("sched_setaffinity");
 	verbs_ops(n);
 	counters_ops(n, 0);
+	mlx5_ops(n);
 	struct ibv_context *c1 = open_dev("rxe1");
 	union ibv_gid g1;
 	if (!c1 || ibv_query_gid(c1, 1, 0, &g1))

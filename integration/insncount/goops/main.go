@@ -15,6 +15,8 @@
 //	14 counters Object.Read(2 values) of an object bound to a flow (mock0)
 //	15 umad Port.Send of a vendor MAD, rxe0 to rxe1
 //	16 umad Port.Recv of it (waited for outside the window)
+//	17 PostSend on mock0 (the mlx5 provider): a signaled 64-byte RDMA WRITE
+//	18 Poll on mock0 returning that completion
 //
 // Usage: goops N [CODE] (N samples of each operation, or of CODE's only;
 // the calling thread pinned to CPU 1), or goops rate READERS N: READERS
@@ -241,6 +243,69 @@ func verbsOps(n int) {
 	must("close", qpd.Close())
 }
 
+// mlx5Ops is cops.c's mlx5_ops: a pair of RC QPs on mock0 connected to
+// each other, 17 a signaled 64-byte RDMA WRITE posted, 18 the poll that
+// returns its completion.
+func mlx5Ops(n int) {
+	if !want(17) && !want(18) {
+		return
+	}
+	c, err := uverbs.Open("mock0", nil)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "goops: no mock0 (%v): no mlx5 data-path samples\n", err)
+		return
+	}
+	defer c.Close()
+	gid, err := c.QueryGID(1, 0)
+	must("mock0 gid", err)
+	pd, err := c.AllocPD()
+	must("pd", err)
+	cq, err := c.CreateCQ(uverbs.CQAttr{CQE: 16})
+	must("cq", err)
+	qa := uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+		Cap: uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}}
+	a, err := pd.CreateQP(qa)
+	must("qp a", err)
+	b, err := pd.CreateQP(qa)
+	must("qp b", err)
+	must("a to RTS", toRTS(a, b.Num(), gid))
+	must("b to RTS", toRTS(b, a.Num(), gid))
+	big, err := pd.AllocMR(2*4096, uverbs.AccessLocalWrite|uverbs.AccessRemoteWrite)
+	must("alloc mr", err)
+	buf, dst := big.Buf()[:4096], big.Buf()[4096:]
+	sgl := []uverbs.SGE{{Addr: uint64(uintptr(unsafe.Pointer(&buf[0]))), Length: 64, LKey: big.LKey()}}
+	wr := []uverbs.SendWR{{}}
+	wc := make([]uverbs.WC, 1)
+	settle()
+	for i := 0; i < n; i++ {
+		wr[0] = uverbs.SendWR{ID: uint64(i), Opcode: uverbs.WRRDMAWrite, Flags: uverbs.SendSignaled, SGL: sgl,
+			RemoteAddr: uint64(uintptr(unsafe.Pointer(&dst[0]))), RKey: big.RKey()}
+		start()
+		_, err := a.PostSend(wr)
+		stop17()
+		must("post send", err)
+		time.Sleep(20 * time.Millisecond)
+		start()
+		got, err := cq.Poll(wc)
+		if got == 1 {
+			stop18()
+		} else {
+			stop63()
+		}
+		for err == nil && got == 0 {
+			got, err = cq.Poll(wc)
+		}
+		must("poll", err)
+		if wc[0].Status != uverbs.WCSuccess {
+			must("poll", fmt.Errorf("status %v", wc[0].Status))
+		}
+	}
+	must("close", big.Close())
+	must("close", a.Close())
+	must("close", b.Close())
+	must("close", cq.Close())
+}
+
 // countersOps reads a counters object bound to an L2 flow on mock0: n
 // samples on this thread, or, when readers > 0, that many goroutines
 // reading it n times each at once, with no windows (goops rate).
@@ -382,6 +447,7 @@ func main() {
 	must("sched_setaffinity", unix.SchedSetaffinity(0, &set))
 	verbsOps(n)
 	countersOps(n, 0)
+	mlx5Ops(n)
 	c1, err := uverbs.Open("rxe1", nil)
 	must("open rxe1", err)
 	g1, err := c1.QueryGID(1, 0)

@@ -22,4 +22,6 @@ func stop13() {}
 func stop14() {}
 func stop15() {}
 func stop16() {}
+func stop17() {}
+func stop18() {}
 func stop63() {}

@@ -129,6 +129,8 @@ var ops = []struct {
 	{14, "counters Read (mock0)"},
 	{15, "MAD send (umad)"},
 	{16, "MAD receive (umad)"},
+	{17, "mlx5 PostSend (RDMA WRITE 64 B, mock0)"},
+	{18, "mlx5 Poll (one completion, mock0)"},
 }
 
 var tools = []string{"ibv_devices | devices", "ibv_devinfo | devinfo", "ibv_devinfo -v | devinfo -v",
