@@ -97,6 +97,8 @@ const (
 	mlx5BFOffset = 0x800 // MLX5_BF_OFFSET: the first bfreg in a UAR page
 
 	// struct mlx5_cqe64 offsets.
+	mlx5CQEMLPath     = 17
+	mlx5CQESLID       = 22
 	mlx5CQEFlagsRQPN  = 24
 	mlx5CQESrqnUidx   = 32
 	mlx5CQEImm        = 36
@@ -416,6 +418,13 @@ func (x *mlx5QP) writeSend(wr *SendWR) (uint32, error) {
 		if wr.Opcode != WRSend {
 			return 0, errArg("%v on a RAW_PACKET QP: it sends packets only", wr.Opcode)
 		}
+	case QPTypeUD:
+		if wr.Opcode != WRSend && wr.Opcode != WRSendWithImm {
+			return 0, errArg("%v on a UD QP: it sends SEND and SEND_WITH_IMM only", wr.Opcode)
+		}
+		if wr.AH == nil || !wr.AH.m5 {
+			return 0, errArg("a UD send needs an AH made on this mlx5 context")
+		}
 	default:
 		return 0, fmt.Errorf("%v sends on mlx5 are not implemented: %w", x.typ, ErrNotSupported)
 	}
@@ -454,6 +463,9 @@ func (x *mlx5QP) writeSend(wr *SendWR) (uint32, error) {
 	}
 	if x.typ == QPTypeRawPacket {
 		ds += mlx5EthSegSize / 16
+	}
+	if x.typ == QPTypeUD {
+		ds += mlx5AVSize / 16 // struct mlx5_wqe_datagram_seg
 	}
 	if wr.Inline != nil {
 		if len(wr.Inline) > x.maxInl {
@@ -501,6 +513,15 @@ func (x *mlx5QP) writeSend(wr *SendWR) (uint32, error) {
 		put32(s, 8, wr.RKey)
 		put32(s, 12, 0)
 		k++
+	}
+	if x.typ == QPTypeUD {
+		// _set_datagram_seg (qp.c): the AH's vector, then the
+		// destination QP (with MLX5_EXTENDED_UD_AV) and its Q_Key.
+		av := wr.AH.m5av
+		binary.BigEndian.PutUint32(av[mlx5AVDQP:], wr.RemoteQPN&0xffffff|mlx5ExtendedUDAV)
+		binary.BigEndian.PutUint32(av[mlx5AVQKey:], wr.RemoteQKey)
+		x.copyIn(bb, k*16, av[:])
+		k += mlx5AVSize / 16
 	}
 	if x.typ == QPTypeRawPacket {
 		for j := uint32(0); j < mlx5EthSegSize/16; j++ {
@@ -732,7 +753,18 @@ func (m *mlx5CQ) decode(cqe unsafe.Pointer, op uint8, w *WC) error {
 			return nil
 		}
 		w.Opcode = WCRecv
-		w.SrcQP = get32(cqe, mlx5CQEFlagsRQPN) & 0xffffff
+		// handle_responder: the source QP and SL, the GRH bits, the
+		// SLID, the path bits and the P_Key index (the low half of
+		// imm_inval_pkey, whatever the opcode).
+		fr := get32(cqe, mlx5CQEFlagsRQPN)
+		w.SrcQP = fr & 0xffffff
+		w.SL = uint8(fr>>24) & 0xf
+		if (fr>>28)&3 != 0 {
+			w.Flags |= WCWithGRH
+		}
+		w.SLID = get16(cqe, mlx5CQESLID)
+		w.DLIDPathBits = *(*uint8)(unsafe.Add(cqe, mlx5CQEMLPath)) & 0x7f
+		w.PKeyIndex = uint16(get32(cqe, mlx5CQEImm))
 		switch op {
 		case mlx5CQERespWRImm:
 			w.Opcode = WCRecvRDMAWithImm

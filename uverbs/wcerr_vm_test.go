@@ -3,6 +3,7 @@
 package uverbs
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -266,4 +267,113 @@ func TestVMMlx5DataPathAllocs(t *testing.T) {
 		t.Errorf("%v allocations per receive, send and two polls on %s, want 0", allocs, vmtest.MockDev)
 	}
 	t.Logf("%s (kernel %s): %v allocations per receive, send and two polls", vmtest.MockDev, vmtest.Kernel(), allocs)
+}
+
+// TestVMMlx5UDOnMock: UD sends through the mlx5 provider on mock0 (an AH
+// the kernel resolved the MAC of, a datagram segment with the AH's vector,
+// the destination QP and the Q_Key): the receiver gets the 40 bytes of GRH
+// and then the message, from the right source QP; a wrong Q_Key is dropped,
+// as UD drops it, while the sender completes.
+func TestVMMlx5UDOnMock(t *testing.T) {
+	vmtest.RequireMock(t)
+	const qkey, size = 0x11111111, 1024
+	c, err := Open(vmtest.MockDev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	gid, err := c.QueryGID(1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	mr, err := pd.AllocMR(3*4096, AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	mk := func() mockSide {
+		cq, err := c.CreateCQ(CQAttr{CQE: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeUD, SendCQ: cq, RecvCQ: cq,
+			Cap: QPCap{MaxSendWR: 8, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []struct {
+			a    QPAttr
+			mask QPAttrMask
+		}{
+			{QPAttr{State: QPStateInit, Port: 1, QKey: qkey}, QPAttrState | QPAttrPKeyIndex | QPAttrPort | QPAttrQKey},
+			{QPAttr{State: QPStateRTR}, QPAttrState},
+			{QPAttr{State: QPStateRTS, SQPSN: 1}, QPAttrState | QPAttrSQPSN},
+		} {
+			if err := qp.Modify(&m.a, m.mask); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return mockSide{cq, qp}
+	}
+	a, b := mk(), mk()
+	defer a.close(t)
+	defer b.close(t)
+	ah, err := pd.CreateAH(AHAttr{IsGlobal: true, Port: 1, GRH: GlobalRoute{DGID: gid.GID, HopLimit: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ah.Close()
+	msg := mr.Buf()[:size]
+	for i := range msg {
+		msg[i] = byte(i*3 + 7)
+	}
+	in := mr.Buf()[4096:][:size+40]
+	r, _ := mr.SGE(4096, size+40)
+	s, _ := mr.SGE(0, size)
+	wc := make([]WC, 1)
+	poll := func(cq *CQ) (WC, bool) {
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if n, err := cq.Poll(wc); err != nil {
+				t.Fatal(err)
+			} else if n == 1 {
+				return wc[0], true
+			}
+		}
+		return WC{}, false
+	}
+	for i, k := range []uint32{qkey, qkey + 1} {
+		clear(in)
+		if _, err := b.qp.PostRecv([]RecvWR{{ID: 100 + uint64(i), SGL: []SGE{r}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.qp.PostSend([]SendWR{{ID: uint64(i), Opcode: WRSendWithImm, Imm: 0x1234, Flags: SendSignaled,
+			SGL: []SGE{s}, AH: ah, RemoteQPN: b.qp.Num(), RemoteQKey: k}}); err != nil {
+			t.Fatal(err)
+		}
+		if w, ok := poll(a.cq); !ok || w.Status != WCSuccess || w.ID != uint64(i) {
+			t.Fatalf("send %d (Q_Key %#x): %+v, %v", i, k, w, ok)
+		}
+		w, ok := poll(b.cq)
+		if k != qkey {
+			if ok {
+				t.Fatalf("a send with the wrong Q_Key arrived: %+v", w)
+			}
+			continue
+		}
+		if !ok || w.Status != WCSuccess || w.Opcode != WCRecv || w.ByteLen != size+40 || w.SrcQP != a.qp.Num() ||
+			w.Flags&WCWithGRH == 0 || w.Flags&WCWithImm == 0 || w.Imm != 0x1234 {
+			t.Fatalf("receive: %+v, %v", w, ok)
+		}
+		if !bytes.Equal(in[40:], msg) {
+			t.Fatalf("received\n% x\nsent\n% x", in[40:], msg)
+		}
+	}
+	// The receive the dropped send left posted is flushed by Close.
+	t.Logf("%s (kernel %s): UD send with immediate through the mlx5 provider arrived whole, GRH first; a wrong Q_Key was dropped", vmtest.MockDev, vmtest.Kernel())
 }

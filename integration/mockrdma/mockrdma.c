@@ -542,7 +542,10 @@ static int mock_alloc_uctx(struct ib_ucontext *uctx, struct ib_udata *udata)
 	resp.num_ports = 1;
 	resp.cqe_version = min_t(u8, req.max_cqe_version, 1);
 	mu->cqe_version = resp.cqe_version;
-	resp.cmds_supp_uhw = MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE;
+	/* main.c: on an Ethernet port mlx5 resolves a RoCE AH's MAC for
+	 * userspace (create_ah's driver output) */
+	resp.cmds_supp_uhw = MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE |
+			     MLX5_USER_CMDS_SUPP_UHW_CREATE_AH;
 	resp.eth_min_inline = MLX5_USER_INLINE_MODE_NONE + 1;
 	resp.log_uar_size = PAGE_SHIFT;
 	resp.num_uars_per_page = 1;
@@ -878,6 +881,32 @@ static int mock_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
 }
 
 static int mock_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags f)
+{
+	return 0;
+}
+
+/* An address handle: the core resolves a RoCE destination's MAC before it
+ * calls the driver (rdma_create_user_ah, ib_resolve_eth_dmac); mlx5 hands
+ * it to userspace (ah.c mlx5_ib_create_ah, struct mlx5_ib_create_ah_resp),
+ * which puts it in its UD sends' address vectors. The model's UD delivery
+ * needs only the destination QP and Q_Key of the send. */
+struct mock_ah { struct ib_ah ibah; };
+
+static int mock_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+			  struct ib_udata *udata)
+{
+	struct rdma_ah_attr *a = init->ah_attr;
+	struct mlx5_ib_create_ah_resp resp = {};
+
+	mock_rec(to_mdev(ibah->device), "create_ah global=%d", !!(rdma_ah_get_ah_flags(a) & IB_AH_GRH));
+	if (!udata || driver_id != RDMA_DRIVER_MLX5 || a->type != RDMA_AH_ATTR_TYPE_ROCE)
+		return 0;
+	resp.response_length = offsetofend(struct mlx5_ib_create_ah_resp, dmac);
+	memcpy(resp.dmac, a->roce.dmac, ETH_ALEN);
+	return ib_copy_to_udata(udata, &resp, min_t(size_t, udata->outlen, resp.response_length));
+}
+
+static int mock_destroy_ah(struct ib_ah *ah, u32 flags)
 {
 	return 0;
 }
@@ -2933,6 +2962,9 @@ static struct ib_device_ops mock_ops = {
 	.destroy_cq = mock_destroy_cq,
 	.poll_cq = mock_poll_cq,
 	.req_notify_cq = mock_req_notify_cq,
+	.create_ah = mock_create_ah,
+	.create_user_ah = mock_create_ah,
+	.destroy_ah = mock_destroy_ah,
 	.create_qp = mock_create_qp,
 	.modify_qp = mock_modify_qp,
 	.query_qp = mock_query_qp,
@@ -2959,6 +2991,7 @@ static struct ib_device_ops mock_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_pd, mock_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_cq, mock_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_qp, mock_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_ah, mock_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_counters, mock_counters, ibc),
 };
 
