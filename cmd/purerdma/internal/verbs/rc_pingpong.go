@@ -65,6 +65,8 @@ purerdma only:
 `
 
 type ppOpts struct {
+	ud      bool // ud_pingpong: a UD QP, an AH, the GRH before each message
+	chk     bool // ud_pingpong -c: validate_buf, as the C tool does it
 	port    int
 	dev     string
 	ibPort  int
@@ -149,6 +151,108 @@ func (env *Env) runRCPingpong(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := rcPingpong(ctx, &o, mtu, stdout); err != nil {
 		fmt.Fprintln(stderr, "rc_pingpong:", err)
+		return cli.ExitError{Code: 1}
+	}
+	return nil
+}
+
+// udUsage is ibv_ud_pingpong's usage() (rdma-core 44, which says the
+// default size is 2048 where it is 1024), with purerdma's own options.
+const udUsage = `Usage:
+  ibv_ud_pingpong            start a server and wait for connection
+  ibv_ud_pingpong <host>     connect to server at <host>
+
+Options:
+  -p, --port=<port>      listen on/connect to port <port> (default 18515)
+  -d, --ib-dev=<dev>     use IB device <dev> (default first device found)
+  -i, --ib-port=<port>   use port <port> of IB device (default 1)
+  -s, --size=<size>      size of message to exchange (default 2048)
+  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)
+  -n, --iters=<iters>    number of exchanges (default 1000)
+  -l, --sl=<SL>          send messages with service level <SL> (default 0)
+  -e, --events           sleep on CQ events (default poll)
+  -g, --gid-idx=<gid index> local port gid index
+  -c, --chk              validate received buffer
+
+purerdma only:
+  --verify               check every byte of every message received
+  --spin                 poll without ever yielding the CPU, as rdma-core's tool
+                         does (the default yields between empty polls on rxe and siw)
+  --timeout=<duration>   give up after this long (default: never)
+  -h, --help             print this help
+`
+
+// runUDPingpong is rdma-core's ibv_ud_pingpong
+// (libibverbs/examples/ud_pingpong.c): rc_pingpong's exchange and loop
+// over a UD QP (Q_Key 0x11111111), each side sending to the other's QP
+// through an AH, each receive starting with the 40 bytes of GRH.
+func (env *Env) runUDPingpong(args []string, stdout, stderr io.Writer) error {
+	o := ppOpts{ud: true, port: 18515, ibPort: 1, size: 1024, rxDepth: 500, iters: 1000, gidx: -1}
+	num := func(p *int) func(string) error {
+		return func(v string) error { *p = int(cli.CStrtol(v)); return nil }
+	}
+	opts := []cli.Option{
+		{Short: 'p', Long: "port", Arg: true, Set: func(v string) error {
+			if o.port = int(cli.CStrtol(v)); o.port < 0 || o.port > 65535 {
+				return cli.ErrUsage
+			}
+			return nil
+		}},
+		{Short: 'd', Long: "ib-dev", Arg: true, Set: func(v string) error { o.dev = v; return nil }},
+		{Short: 'i', Long: "ib-port", Arg: true, Set: func(v string) error {
+			if o.ibPort = int(cli.CStrtol(v)); o.ibPort < 1 {
+				return cli.ErrUsage
+			}
+			return nil
+		}},
+		{Short: 's', Long: "size", Arg: true, Set: num(&o.size)},
+		{Short: 'r', Long: "rx-depth", Arg: true, Set: num(&o.rxDepth)},
+		{Short: 'n', Long: "iters", Arg: true, Set: num(&o.iters)},
+		{Short: 'l', Long: "sl", Arg: true, Set: num(&o.sl)},
+		{Short: 'e', Long: "events", Set: func(string) error { o.events = true; return nil }},
+		{Short: 'g', Long: "gid-idx", Arg: true, Set: num(&o.gidx)},
+		{Short: 'c', Long: "chk", Set: func(string) error { o.chk = true; return nil }},
+		{Long: "verify", Set: func(string) error { o.verify = true; return nil }},
+		{Long: "spin", Set: func(string) error { o.spin = true; return nil }},
+		{Long: "timeout", Arg: true, Set: func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				fmt.Fprintf(stderr, "ibv_ud_pingpong: bad --timeout %q\n", v)
+				return cli.ErrUsage
+			}
+			o.timeout = d
+			return nil
+		}},
+		{Short: 'h', Long: "help", Set: func(string) error { return cli.ErrHelp }},
+	}
+	operands, err := cli.GetoptOperands("ibv_ud_pingpong", args, opts, stderr)
+	switch {
+	case errors.Is(err, cli.ErrHelp):
+		fmt.Fprint(stdout, udUsage)
+		return nil
+	case err != nil || len(operands) > 1:
+		fmt.Fprint(stdout, udUsage)
+		return cli.ExitError{Code: 1}
+	}
+	if len(operands) == 1 {
+		o.server = operands[0]
+	}
+	if o.size < 1 || o.rxDepth < 2 || o.iters < 1 {
+		fmt.Fprint(stdout, udUsage)
+		return cli.ExitError{Code: 1}
+	}
+	if o.verify && (o.size < 8 || o.chk) {
+		fmt.Fprintln(stderr, "--verify needs messages of 8 bytes or more, and not -c (which overwrites bytes)")
+		return cli.ExitError{Code: 1}
+	}
+	ctx := context.Background()
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	if err := rcPingpong(ctx, &o, 0, stdout); err != nil {
+		fmt.Fprintln(stderr, "ud_pingpong:", err)
 		return cli.ExitError{Code: 1}
 	}
 	return nil
@@ -307,13 +411,18 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 	if err != nil {
 		return fmt.Errorf("couldn't allocate PD: %w", err)
 	}
-	// Receives land in the first half, sends come from the second.
-	half := (o.size + 4095) &^ 4095
+	// Receives land in the first half, sends come from the second. A UD
+	// receive starts with the 40-byte GRH; the message follows.
+	grh := 0
+	if o.ud {
+		grh = 40
+	}
+	half := (grh + o.size + 4095) &^ 4095
 	mr, err := pd.AllocMR(2*half, uverbs.AccessLocalWrite)
 	if err != nil {
 		return fmt.Errorf("couldn't register MR: %w", err)
 	}
-	rbuf, sbuf := mr.Buf()[:o.size], mr.Buf()[half:half+o.size]
+	rbuf, sbuf := mr.Buf()[grh:grh+o.size], mr.Buf()[half:half+o.size]
 	for i := range rbuf {
 		rbuf[i], sbuf[i] = 0x7b, 0x7b // rc_pingpong's memset(ctx->buf, 0x7b, size)
 	}
@@ -339,16 +448,26 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 	if err != nil {
 		return fmt.Errorf("couldn't create CQ: %w", err)
 	}
-	qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+	typ := uverbs.QPTypeRC
+	if o.ud {
+		typ = uverbs.QPTypeUD
+	}
+	qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: typ, SendCQ: cq, RecvCQ: cq,
 		Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: uint32(o.rxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}})
 	if err != nil {
 		return fmt.Errorf("couldn't create QP: %w", err)
 	}
-	if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateInit, Port: o.ibPort},
-		uverbs.QPAttrState|uverbs.QPAttrPKeyIndex|uverbs.QPAttrPort|uverbs.QPAttrAccessFlags); err != nil {
+	if o.ud {
+		err = qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateInit, Port: o.ibPort, QKey: udQKey},
+			uverbs.QPAttrState|uverbs.QPAttrPKeyIndex|uverbs.QPAttrPort|uverbs.QPAttrQKey)
+	} else {
+		err = qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateInit, Port: o.ibPort},
+			uverbs.QPAttrState|uverbs.QPAttrPKeyIndex|uverbs.QPAttrPort|uverbs.QPAttrAccessFlags)
+	}
+	if err != nil {
 		return fmt.Errorf("failed to modify QP to INIT: %w", err)
 	}
-	rsge, _ := mr.SGE(0, o.size)
+	rsge, _ := mr.SGE(0, grh+o.size)
 	ssge, _ := mr.SGE(half, o.size)
 	recv := []uverbs.RecvWR{{ID: ppRecvWRID, SGL: []uverbs.SGE{rsge}}}
 	postRecv := func(n int) int {
@@ -373,6 +492,9 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 	if err != nil {
 		return fmt.Errorf("couldn't get port info: %w", err)
 	}
+	if mtu := 128 << pa.ActiveMTU; o.ud && o.size > mtu {
+		return fmt.Errorf("requested size larger than port MTU (%d)", mtu)
+	}
 	my := ppDest{lid: uint32(pa.LID), qpn: qp.Num(), psn: rand.Uint32() & 0xffffff}
 	if pa.LinkLayer != rdma.LinkLayerEthernet && pa.LID == 0 {
 		return errors.New("couldn't get local LID")
@@ -384,9 +506,18 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 		}
 		my.gid = g.GID
 	}
-	fmt.Fprintf(stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", my.lid, my.qpn, my.psn, my.gid)
+	if o.ud {
+		// ud_pingpong.c's line has a colon before the GID.
+		fmt.Fprintf(stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x: GID %s\n", my.lid, my.qpn, my.psn, my.gid)
+	} else {
+		fmt.Fprintf(stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", my.lid, my.qpn, my.psn, my.gid)
+	}
 
+	var ah *uverbs.AH
 	connect := func(rem ppDest) error {
+		if o.ud {
+			return udConnect(pd, qp, o, my, rem, &ah)
+		}
 		a := &uverbs.QPAttr{State: uverbs.QPStateRTR, PathMTU: mtu, DestQPNum: rem.qpn, RQPSN: rem.psn,
 			MaxDestRdAtomic: 1, MinRNRTimer: 12,
 			AH: uverbs.AHAttr{DLID: uint16(rem.lid), SL: uint8(o.sl), Port: o.ibPort}}
@@ -422,6 +553,9 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 	}
 
 	send := []uverbs.SendWR{{ID: ppSendWRID, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled, SGL: []uverbs.SGE{ssge}}}
+	if o.ud {
+		send[0].AH, send[0].RemoteQPN, send[0].RemoteQKey = ah, rem.qpn, udQKey
+	}
 	scnt, rcnt := 0, 0
 	var last uint32 // the number of the last message checked
 	verified := 0
@@ -429,12 +563,26 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 		if o.verify {
 			ppFill(sbuf, uint32(scnt))
 		}
+		if o.chk {
+			// validate_buf: the first byte of each page is 0
+			// (i / page_size % sizeof(char)).
+			for i := 0; i < o.size; i += sys.PageSize {
+				sbuf[i] = 0
+			}
+		}
 		if _, err := qp.PostSend(send); err != nil {
 			return fmt.Errorf("couldn't post send: %w", err)
 		}
 		return nil
 	}
 	check := func() error {
+		if o.chk {
+			for i := 0; i < o.size; i += sys.PageSize {
+				if rbuf[i] != 0 {
+					return errors.New("incorrect received buffer")
+				}
+			}
+		}
 		if !o.verify {
 			return nil
 		}
@@ -551,6 +699,11 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 	if err := qp.Close(); err != nil {
 		return fmt.Errorf("couldn't destroy QP: %w", err)
 	}
+	if ah != nil {
+		if err := ah.Close(); err != nil {
+			return fmt.Errorf("couldn't destroy AH: %w", err)
+		}
+	}
 	if err := cq.Close(); err != nil {
 		return fmt.Errorf("couldn't destroy CQ: %w", err)
 	}
@@ -558,6 +711,32 @@ func rcPingpong(ctx context.Context, o *ppOpts, mtu uverbs.MTU, stdout io.Writer
 		return fmt.Errorf("couldn't deregister MR: %w", err)
 	}
 	return pd.Close()
+}
+
+// udQKey is ud_pingpong.c's Q_Key.
+const udQKey = 0x11111111
+
+// udConnect is ud_pingpong.c's pp_connect_ctx: the QP to RTR and RTS
+// (with the local PSN), and an AH to the remote side, global when the
+// remote GID's interface id is set.
+func udConnect(pd *uverbs.PD, qp *uverbs.QP, o *ppOpts, my, rem ppDest, ah **uverbs.AH) error {
+	if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTR}, uverbs.QPAttrState); err != nil {
+		return fmt.Errorf("failed to modify QP to RTR: %w", err)
+	}
+	if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTS, SQPSN: my.psn}, uverbs.QPAttrState|uverbs.QPAttrSQPSN); err != nil {
+		return fmt.Errorf("failed to modify QP to RTS: %w", err)
+	}
+	a := uverbs.AHAttr{DLID: uint16(rem.lid), SL: uint8(o.sl), Port: o.ibPort}
+	if binary.BigEndian.Uint64(rem.gid[8:]) != 0 {
+		a.IsGlobal = true
+		a.GRH = uverbs.GlobalRoute{HopLimit: 1, DGID: rem.gid, SGIDIndex: uint8(max(o.gidx, 0))}
+	}
+	h, err := pd.CreateAH(a)
+	if err != nil {
+		return fmt.Errorf("failed to create AH: %w", err)
+	}
+	*ah = h
+	return nil
 }
 
 // eventWaitProcs gives the runtime a second P while the event loop runs,
