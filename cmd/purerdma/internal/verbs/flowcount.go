@@ -38,6 +38,10 @@ Options:
   -m, --dst-mac=MAC      the destination MAC address to count
   -i, --interval=D       time between reads (default 1s)
   -c, --count=N          stop after N reads (default 0: until interrupted)
+  -r, --receive=N        also post N receives on the QP and count the frames
+                         that arrive in it (RECEIVED, with their bytes),
+                         reposting each (a frame that finds none posted is
+                         dropped, and counted all the same)
   -h, --help             this help
 `
 
@@ -47,7 +51,11 @@ type flowcountArgs struct {
 	mac      flow.MAC
 	interval time.Duration
 	count    int
+	receive  int // receives posted on the QP (0: none, as the man page's example)
 }
+
+// flowcountFrame is the room each posted receive gives a frame.
+const flowcountFrame = 2048
 
 func (env *Env) runFlowcount(args []string, stdout, stderr io.Writer) error {
 	a := flowcountArgs{port: 1, interval: time.Second}
@@ -86,6 +94,14 @@ func (env *Env) runFlowcount(args []string, stdout, stderr io.Writer) error {
 				return bad("invalid count %q", v)
 			}
 			a.count = n
+			return nil
+		}},
+		{Short: 'r', Long: "receive", Arg: true, Set: func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > 4096 {
+				return bad("invalid receive count %q (0 to 4096)", v)
+			}
+			a.receive = n
 			return nil
 		}},
 		{Short: 'h', Long: "help", Set: func(string) error { return cli.ErrHelp }},
@@ -167,13 +183,13 @@ func (env *Env) flowcount(ctx context.Context, a flowcountArgs, stdout io.Writer
 		return err
 	}
 	defer pd.Close()
-	cq, err := c.CreateCQ(uverbs.CQAttr{CQE: 16})
+	cq, err := c.CreateCQ(uverbs.CQAttr{CQE: max(16, a.receive)})
 	if err != nil {
 		return err
 	}
 	defer cq.Close()
 	qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRawPacket, SendCQ: cq, RecvCQ: cq,
-		Cap: uverbs.QPCap{MaxRecvWR: 16, MaxRecvSGE: 1}})
+		Cap: uverbs.QPCap{MaxRecvWR: uint32(max(16, a.receive)), MaxRecvSGE: 1}})
 	if errors.Is(err, os.ErrPermission) {
 		return fmt.Errorf("%s: a RAW_PACKET QP needs CAP_NET_RAW: run as root or grant the capability", dev.Name)
 	}
@@ -194,6 +210,14 @@ func (env *Env) flowcount(ctx context.Context, a flowcountArgs, stdout io.Writer
 	}
 	defer f.Close()
 
+	rx, err := newFlowcountRx(pd, qp, a)
+	if err != nil {
+		return err
+	}
+	if rx != nil {
+		defer rx.mr.Close()
+	}
+
 	values := make([]uint64, 2)
 	tick := time.NewTicker(a.interval)
 	defer tick.Stop()
@@ -212,7 +236,74 @@ func (env *Env) flowcount(ctx context.Context, a flowcountArgs, stdout io.Writer
 		if err := cs.Read(values, counters.PreferCached); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "PACKETS = %d, BYTES = %d\n", values[0], values[1])
+		if rx == nil {
+			fmt.Fprintf(stdout, "PACKETS = %d, BYTES = %d\n", values[0], values[1])
+			continue
+		}
+		if err := rx.drain(cq, qp); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "PACKETS = %d, BYTES = %d, RECEIVED = %d, RECEIVED BYTES = %d\n", values[0], values[1], rx.frames, rx.bytes)
 	}
 	return nil
+}
+
+// flowcountRx is --receive: the frames the flow steers into the QP's
+// receive queue, counted as they complete.
+type flowcountRx struct {
+	mr            *uverbs.MR
+	wr            []uverbs.RecvWR
+	wc            []uverbs.WC
+	frames, bytes uint64
+}
+
+// newFlowcountRx moves the QP to RTR (a RAW_PACKET QP receives from then
+// on) and posts a.receive receives, or returns nil without --receive.
+func newFlowcountRx(pd *uverbs.PD, qp *uverbs.QP, a flowcountArgs) (*flowcountRx, error) {
+	if a.receive == 0 {
+		return nil, nil
+	}
+	if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateInit, Port: a.port}, uverbs.QPAttrState|uverbs.QPAttrPort); err != nil {
+		return nil, err
+	}
+	if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTR}, uverbs.QPAttrState); err != nil {
+		return nil, err
+	}
+	mr, err := pd.AllocMR(a.receive*flowcountFrame, uverbs.AccessLocalWrite)
+	if err != nil {
+		return nil, err
+	}
+	rx := &flowcountRx{mr: mr, wr: make([]uverbs.RecvWR, a.receive), wc: make([]uverbs.WC, 64)}
+	for i := range rx.wr {
+		sge, _ := mr.SGE(i*flowcountFrame, flowcountFrame)
+		rx.wr[i] = uverbs.RecvWR{ID: uint64(i), SGL: []uverbs.SGE{sge}}
+	}
+	if n, err := qp.PostRecv(rx.wr); err != nil {
+		mr.Close()
+		return nil, fmt.Errorf("post %d receives: %d posted: %w", a.receive, n, err)
+	}
+	return rx, nil
+}
+
+// drain counts the receives that completed and posts each again.
+func (rx *flowcountRx) drain(cq *uverbs.CQ, qp *uverbs.QP) error {
+	for {
+		n, err := cq.Poll(rx.wc)
+		if err != nil {
+			return err
+		}
+		for _, w := range rx.wc[:n] {
+			if w.Status != uverbs.WCSuccess || w.ID >= uint64(len(rx.wr)) {
+				return fmt.Errorf("receive completion: %v (wr %d)", w.Status, w.ID)
+			}
+			rx.frames++
+			rx.bytes += uint64(w.ByteLen)
+			if _, err := qp.PostRecv(rx.wr[w.ID : w.ID+1]); err != nil {
+				return err
+			}
+		}
+		if n < len(rx.wc) {
+			return nil
+		}
+	}
 }

@@ -150,3 +150,43 @@ func TestVMFlowcountOnMock(t *testing.T) {
 	}
 	t.Logf("%s on Linux %s:\n%s", vmtest.MockDev, vmtest.Kernel(), o.String())
 }
+
+// flowcount --receive on mock0: the frames the flow counts also arrive in
+// the RAW_PACKET QP's receive queue, and flowcount shows both: twenty
+// 100-byte frames are PACKETS 20, BYTES 2000, RECEIVED 20, RECEIVED BYTES
+// 2000.
+func TestVMFlowcountReceiveOnMock(t *testing.T) {
+	vmtest.RequireMock(t)
+	const dst = "02:00:00:00:f1:0d"
+	vmtest.WaitQuiet(t, 2*time.Second)
+	cmd := exec.Command("purerdma", "flowcount", "-d", vmtest.MockDev, "--dst-mac", dst, "--interval", "1s", "--count", "3", "--receive", "64")
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile("/sys/kernel/debug/mockrdma/mock0/flows")
+		if strings.Contains(string(b), "flow ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("flowcount created no flow in 30 s; stderr %q", e.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mac, _ := net.ParseMAC(dst)
+	f := &vmtest.Frame{Len: 100}
+	copy(f.Dst[:], mac)
+	vmtest.SendFrames(t, 20, f)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, e.String())
+	}
+	lines := strings.Split(strings.TrimSpace(o.String()), "\n")
+	if len(lines) != 3 || lines[2] != "PACKETS = 20, BYTES = 2000, RECEIVED = 20, RECEIVED BYTES = 2000" {
+		t.Fatalf("flowcount --receive printed %q (stderr %q)", o.String(), e.String())
+	}
+	t.Logf("%s on Linux %s:\n%s", vmtest.MockDev, vmtest.Kernel(), o.String())
+}
