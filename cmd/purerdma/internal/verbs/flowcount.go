@@ -199,6 +199,16 @@ func (env *Env) flowcount(ctx context.Context, a flowcountArgs, stdout io.Writer
 	defer qp.Close()
 	defer cs.Close() // after the flow, before the QP (the man page's order)
 
+	// With --receive, the receives are posted before the flow exists, so
+	// that every frame it steers finds one.
+	rx, err := newFlowcountRx(pd, qp, a)
+	if err != nil {
+		return err
+	}
+	if rx != nil {
+		defer rx.mr.Close()
+	}
+
 	// A simple L2 flow on the MAC, with the count action.
 	all := flow.MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	f, err := flow.Create(qp, &flow.Attr{Type: flow.AttrNormal, Port: a.port, Specs: []flow.Spec{
@@ -209,14 +219,6 @@ func (env *Env) flowcount(ctx context.Context, a flowcountArgs, stdout io.Writer
 		return err
 	}
 	defer f.Close()
-
-	rx, err := newFlowcountRx(pd, qp, a)
-	if err != nil {
-		return err
-	}
-	if rx != nil {
-		defer rx.mr.Close()
-	}
 
 	values := make([]uint64, 2)
 	tick := time.NewTicker(a.interval)
