@@ -43,6 +43,9 @@ var guestTools = []string{
 	"usr/bin/rdma", "bin/ip", "sbin/tc", "usr/bin/strace",
 	// librdmacm's examples, the C peers of package rdmacm's tests
 	"usr/bin/rping", "usr/bin/ucmatose", "usr/bin/udaddy", "usr/bin/mckey",
+	// perftest 4.5, the C peers of the perftest tools
+	"usr/bin/ib_send_bw", "usr/bin/ib_send_lat", "usr/bin/ib_write_bw", "usr/bin/ib_write_lat",
+	"usr/bin/ib_read_bw", "usr/bin/ib_read_lat", "usr/bin/ib_atomic_bw", "usr/bin/ib_atomic_lat",
 	// the rxe verbs provider, which libibverbs loads with dlopen
 	"usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so",
 	"etc/libibverbs.d/rxe.driver",

@@ -88,6 +88,9 @@ var (
 		{"strace", "6.1-0.1"},
 		{"libunwind8", "1.6.2-3"},
 		{"liblzma5", "5.4.1-1+deb12u2"},
+		{"perftest", "4.5+0.17-1"}, // ib_{send,write,read,atomic}_{bw,lat}: the perftest tools' C peers
+		{"libpci3", "1:3.9.0-4"},   // perftest's
+		{"libudev1", "252.39-1~deb12u2"},
 	}
 )
 
