@@ -16,13 +16,17 @@ package fakekernel
 // 0), all big-endian.
 //
 // What it executes: on RC and UC QPs SEND, SEND_IMM, RDMA_WRITE,
-// RDMA_WRITE_IMM and (RC) RDMA_READ between QPs of the device (loopback:
+// RDMA_WRITE_IMM and (RC) RDMA_READ, ATOMIC_CS and ATOMIC_FA between QPs
+// of the device (loopback:
 // the destination QP number set at RTR names the peer); on RAW_PACKET QPs
 // a SEND becomes a frame in the log Mlx5Frames returns, its first 18 bytes
 // from the Ethernet segment's inline header. A send with no receive WQE
 // posted waits (the receiver-not-ready retry of hardware); an lkey or rkey
 // that does not cover the bytes is an error CQE (local or remote access)
-// and moves the QP to the error state.
+// and moves the QP to the error state. Atomics work as a ConnectX's do on
+// the 8 bytes at the raddr segment's address, big-endian in memory (the
+// original value is written big-endian into the data segment); a remote
+// address not 8-byte aligned is a remote invalid request.
 
 import (
 	"encoding/binary"
@@ -61,6 +65,8 @@ const (
 	fkOpSend         = 0x0a
 	fkOpSendImm      = 0x0b
 	fkOpRDMARead     = 0x10
+	fkOpAtomicCS     = 0x11
+	fkOpAtomicFA     = 0x12
 
 	fkCQEReq         = 0
 	fkCQERespWRImm   = 1
@@ -243,6 +249,13 @@ func (v *Verbs) m5Exec(r m5Ref, bb, ds uint32) (bool, error) {
 		s := q.unit(bb, k)
 		raddr, rkey = be.Uint64(s[0:]), be.Uint32(s[8:])
 		k++
+	case fkOpAtomicCS, fkOpAtomicFA:
+		if q.raw || ds < 4 {
+			return true, v.m5Err(r, bb, op, fkSynLocalQPOp)
+		}
+		s := q.unit(bb, k)
+		raddr, rkey = be.Uint64(s[0:]), be.Uint32(s[8:])
+		k += 2 // the raddr and atomic segments
 	case fkOpSend, fkOpSendImm:
 	default:
 		return true, v.m5Err(r, bb, op, fkSynLocalQPOp)
@@ -278,7 +291,7 @@ func (v *Verbs) m5Exec(r m5Ref, bb, ds uint32) (bool, error) {
 		if !v.mrCovers(r.f, lkey, addr, uint64(bc), false, 0) {
 			return true, v.m5Err(r, bb, op, fkSynLocalProt)
 		}
-		if op == fkOpRDMARead {
+		if op == fkOpRDMARead || op == fkOpAtomicCS || op == fkOpAtomicFA {
 			local = append(local, [2]uint64{addr, uint64(bc)})
 		} else {
 			data = append(data, mem(addr, int(bc))...)
@@ -324,6 +337,28 @@ func (v *Verbs) m5Exec(r m5Ref, bb, ds uint32) (bool, error) {
 			src = src[l[1]:]
 		}
 		byteCnt = uint32(total)
+	case fkOpAtomicCS, fkOpAtomicFA:
+		if len(local) != 1 || local[0][1] != 8 {
+			return false, fmt.Errorf("fakekernel: QP %#x: an atomic with %d data segments (want one of 8 bytes)", qp.num, len(local))
+		}
+		if raddr&7 != 0 {
+			return true, v.m5Err(r, bb, op, fkSynRemoteInvReq)
+		}
+		if !v.mrCovers(peer.f, rkey, raddr, 8, true, abiRemoteAtomic) {
+			return true, v.m5Err(r, bb, op, fkSynRemoteAccess)
+		}
+		a := q.unit(bb, 2)
+		target := mem(raddr, 8)
+		old := be.Uint64(target)
+		if op == fkOpAtomicCS {
+			if old == be.Uint64(a[8:]) {
+				be.PutUint64(target, be.Uint64(a[0:]))
+			}
+		} else {
+			be.PutUint64(target, old+be.Uint64(a[0:]))
+		}
+		be.PutUint64(mem(local[0][0], 8), old)
+		byteCnt = 8
 	default:
 		if !v.m5HasRecv(peer) {
 			return false, nil
@@ -340,8 +375,9 @@ func (v *Verbs) m5Exec(r m5Ref, bb, ds uint32) (bool, error) {
 }
 
 const (
-	abiRemoteWrite = 1 << 1 // IB_ACCESS_REMOTE_WRITE
-	abiRemoteRead  = 1 << 2 // IB_ACCESS_REMOTE_READ
+	abiRemoteWrite  = 1 << 1 // IB_ACCESS_REMOTE_WRITE
+	abiRemoteRead   = 1 << 2 // IB_ACCESS_REMOTE_READ
+	abiRemoteAtomic = 1 << 3 // IB_ACCESS_REMOTE_ATOMIC
 )
 
 // mrCovers reports whether key names an MR of f (the fake's keys are
