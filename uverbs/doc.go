@@ -23,6 +23,8 @@
 //	ibv_create_ah, ibv_destroy_ah                                  PD.CreateAH, AH.Close
 //	ibv_post_send                                                  QP.PostSend
 //	ibv_post_recv                                                  QP.PostRecv
+//	ibv_create_srq, ibv_modify_srq, ibv_query_srq, ibv_destroy_srq PD.CreateSRQ, SRQ.Modify, SRQ.Query, SRQ.Close
+//	ibv_post_srq_recv                                              SRQ.PostRecv
 //	ibv_poll_cq                                                    CQ.Poll
 //
 // # Providers

@@ -338,7 +338,8 @@ func (x *rxeQP) doorbell() error {
 // no system call on rxe (the kernel reads the queue when a message
 // arrives).
 //
-// Errors (*Error): EINVAL for too many SGEs; ENOMEM when the receive
+// Errors (*Error): EINVAL for too many SGEs, or for a QP created with an
+// SRQ (its receives are posted with SRQ.PostRecv); ENOMEM when the receive
 // queue is full; ErrNotSupported for a QP without a receive queue of its
 // own or a driver without a data path here; os.ErrClosed after Close.
 func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
@@ -363,6 +364,11 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 		}
 		return n, nil
 	}
+	if qp.srq != nil {
+		// rxe_post_recv: a QP without a receive queue of its own is
+		// EINVAL.
+		return 0, qp.c.err(op, errArg("the QP receives through its SRQ: post to the SRQ"))
+	}
 	x := qp.rxe
 	if x == nil || !x.hasRQ {
 		return 0, qp.c.err(op, errNoDataPath(qp.c))
@@ -377,24 +383,7 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 }
 
 func (x *rxeQP) postRecv(wrs []RecvWR) (int, error) {
-	return x.rq.post(len(wrs), func(p unsafe.Pointer, k int) error {
-		wr := &wrs[k]
-		if len(wr.SGL) > x.maxRecvSGE {
-			return errArg("%d SGEs: the QP takes %d", len(wr.SGL), x.maxRecvSGE)
-		}
-		var length uint64
-		sges := unsafe.Slice((*abi.RxeSge)(unsafe.Add(p, rxeRecvWqeSize)), len(wr.SGL))
-		for j, s := range wr.SGL {
-			sges[j] = abi.RxeSge{Addr: s.Addr, Length: s.Length, Lkey: s.LKey}
-			length += uint64(s.Length)
-		}
-		if length > 1<<31 {
-			return errArg("%d bytes: at most %d per work request", length, 1<<31)
-		}
-		*(*abi.RxeRecvWqe)(p) = abi.RxeRecvWqe{WrId: wr.ID, Dma: abi.RxeDmaInfo{
-			Length: uint32(length), Resid: uint32(length), NumSge: uint32(len(wr.SGL))}}
-		return nil
-	})
+	return postRecvRing(&x.rq, x.maxRecvSGE, wrs)
 }
 
 // Poll copies up to len(wc) completions from the CQ into wc, oldest first,
