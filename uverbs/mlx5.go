@@ -335,7 +335,7 @@ func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr, d *driverRes, x *d
 	raw := attr.Type == QPTypeRawPacket
 	// Receive queue: one WQE holds max_recv_sge data segments.
 	var rqCnt, rqShift uint32
-	if attr.Cap.MaxRecvWR > 0 {
+	if attr.Cap.MaxRecvWR > 0 && attr.SRQ == nil { // mlx5_calc_rq_size: none with an SRQ
 		sz := roundPow2(max(attr.Cap.MaxRecvSGE, 1) * mlx5DataSegSize)
 		rqShift = uint32(bits.TrailingZeros32(sz))
 		rqCnt = roundPow2(attr.Cap.MaxRecvWR)

@@ -163,6 +163,7 @@ type mlx5QP struct {
 	rqTail  uint32 // released by the receive CQ's poller
 	rqWrid  []uint64
 	maxRSGE int
+	srq     *mlx5SRQ // the SRQ its receives come from, or nil
 }
 
 // mlx5CQ is the poll side of an mlx5 CQ, and its arm.
@@ -231,7 +232,11 @@ func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, drv *drvScratch, attr *QPI
 		x = new(mlx5QP)
 	}
 	sqWrid, sqEnd, rqWrid := x.sqWrid, x.sqEnd, x.rqWrid
-	*x = mlx5QP{qpn: qp.num, uidx: cmd.Uidx, typ: attr.Type, sigAll: attr.SQSigAll, atomics: p.atomicCap != AtomicNone,
+	var srq *mlx5SRQ
+	if attr.SRQ != nil {
+		srq = attr.SRQ.m5
+	}
+	*x = mlx5QP{qpn: qp.num, uidx: cmd.Uidx, typ: attr.Type, sigAll: attr.SQSigAll, atomics: p.atomicCap != AtomicNone, srq: srq,
 		dbrec: (*[2]uint32)(ptrOf(rec)), sqCnt: cmd.SqWqeCount, rqCnt: cmd.RqWqeCount, rqShift: cmd.RqWqeShift}
 	find := func(addr uint64, n int) unsafe.Pointer {
 		for _, m := range d.anonymous() {
@@ -786,11 +791,15 @@ func (m *mlx5CQ) decode(cqe unsafe.Pointer, op uint8, w *WC) error {
 			w.Status = WCGeneralErr
 		}
 	case mlx5CQERespWRImm, mlx5CQERespSend, mlx5CQERespSendIm, mlx5CQERespErr:
-		if x.rqCnt == 0 {
+		switch {
+		case x.srq != nil:
+			w.ID = x.srq.complete(ctr) // srq->wrid[wqe_ctr], mlx5_free_srq_wqe
+		case x.rqCnt == 0:
 			return fmt.Errorf("a receive CQE for QP %#x, which has no receive queue: %w", x.qpn, syscall.EPROTO)
+		default:
+			w.ID = x.rqWrid[ctr&(x.rqCnt-1)]
+			release(&x.rqTail, x.rqTail+1) // ours: only this CQ's poller writes it
 		}
-		w.ID = x.rqWrid[ctr&(x.rqCnt-1)]
-		release(&x.rqTail, x.rqTail+1) // ours: only this CQ's poller writes it
 		if op == mlx5CQERespErr {
 			m.errStatus(cqe, w)
 			return nil

@@ -352,6 +352,11 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 	if qp.destroyed {
 		return 0, qp.c.err(op, os.ErrClosed)
 	}
+	if qp.srq != nil {
+		// rxe_post_recv: a QP without a receive queue of its own is
+		// EINVAL.
+		return 0, qp.c.err(op, errArg("the QP receives through its SRQ: post to the SRQ"))
+	}
 	if m := qp.mlx5; m != nil {
 		if m.rqCnt == 0 {
 			return 0, qp.c.err(op, fmt.Errorf("the QP has no receive queue: %w", ErrNotSupported))
@@ -363,11 +368,6 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 			return n, qp.c.err(op, err)
 		}
 		return n, nil
-	}
-	if qp.srq != nil {
-		// rxe_post_recv: a QP without a receive queue of its own is
-		// EINVAL.
-		return 0, qp.c.err(op, errArg("the QP receives through its SRQ: post to the SRQ"))
 	}
 	x := qp.rxe
 	if x == nil || !x.hasRQ {

@@ -47,8 +47,10 @@ const (
 // number (WC.QPNum).
 //
 // On rxe the queue is shared with the kernel as a QP's receive queue is
-// (providers/rxe rxe_create_srq, rxe_post_srq_recv): PostRecv makes no
-// system call and allocates nothing. Other providers create no SRQs yet
+// (providers/rxe rxe_create_srq, rxe_post_srq_recv); on mlx5 it is a
+// buffer of linked WQEs and a doorbell record outside the Go heap
+// (mlx5_srq.go; unproven on hardware). Either way PostRecv makes no
+// system call and allocates nothing. The generic provider creates none
 // (ErrNotSupported).
 type SRQ struct {
 	c      *Context
@@ -60,6 +62,7 @@ type SRQ struct {
 	seqV   uint64
 	rxe    *rxeSRQ // &rxeSRQ on rxe; nil elsewhere
 	rxeSRQ rxeSRQ
+	m5     *mlx5SRQ // on mlx5 (mlx5_srq.go); nil elsewhere
 
 	lifecycle
 }
@@ -88,12 +91,16 @@ type rxeSRQ struct {
 //
 // On rxe the response carries the queue's mmap offset (struct
 // rxe_create_srq_resp), which is mapped from the device file
-// (providers/rxe rxe_create_srq).
+// (providers/rxe rxe_create_srq). On mlx5 the buffer and doorbell record
+// are allocated first and named in struct mlx5_ib_create_srq
+// (mlx5_create_srq): EINVAL before any call for a MaxWR above the
+// device's max_srq_recv_wr or a MaxSGE above what its receive descriptors
+// hold, as libmlx5 checks.
 //
 // Errors: an *Error wrapping the kernel's errno: EINVAL for sizes the
 // device refuses (rxe_srq.c rxe_srq_chk_attr: MaxWR 0 or above
 // DeviceAttr.MaxSRQWR, MaxSGE above MaxSRQSGE, Limit above MaxSRQWR);
-// ErrNotSupported on providers without SRQs here (mlx5, generic);
+// ErrNotSupported on the generic provider;
 // os.ErrClosed after Close or for a closed PD.
 func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) {
 	const op = "create srq"
@@ -108,10 +115,21 @@ func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) {
 	if err := pd.alive(c, op); err != nil {
 		return nil, err
 	}
-	if _, ok := c.prov.(*rxeProvider); !ok {
-		return nil, c.err(op, fmt.Errorf("shared receive queues on the %s provider are not implemented: %w", c.prov.name(), ErrNotSupported))
-	}
 	s := &SRQ{c: c, pd: pd}
+	switch p := c.prov.(type) {
+	case *rxeProvider:
+	case *mlx5Provider:
+		s.uh = c.newUserHandle()
+		if err := s.mlx5Create(c, p, attr); err != nil {
+			c.dropUserHandle(s.uh)
+			return nil, c.err(op, err)
+		}
+		s.seqV = c.core.NextSeq()
+		c.track(s, s.uh)
+		return s, nil
+	default:
+		return nil, c.err(op, errSRQProvider(c))
+	}
 	s.res.ms = c.maps
 	s.uh = c.newUserHandle()
 	resp := new(abi.IbUverbsCreateSrqResp)
@@ -160,9 +178,10 @@ func (s *SRQ) Handle() uint32 {
 	return s.handle
 }
 
-// Num returns the SRQ number the device gave: on rxe the srq_num of
-// struct rxe_create_srq_resp (the core response's srqn is set for XRC
-// SRQs only), the number RDMA netlink's resource dump shows.
+// Num returns the SRQ number the device gave: the srq_num of struct
+// rxe_create_srq_resp or the srqn of struct mlx5_ib_create_srq_resp (the
+// core response's srqn is set for XRC SRQs only), the number RDMA
+// netlink's resource dump shows.
 func (s *SRQ) Num() uint32 {
 	if s == nil {
 		return 0
@@ -219,8 +238,8 @@ func (s *SRQ) use(op string) (func(), error) {
 // Errors: an *Error wrapping EINVAL for a nil attr or mask bits other
 // than these two (before any call), or the kernel's errno: EINVAL for a
 // limit above the queue's size or a size below the armed limit or above
-// DeviceAttr.MaxSRQWR (rxe_srq_chk_attr), EOPNOTSUPP (ErrNotSupported)
-// where the device cannot resize; os.ErrClosed after Close.
+// DeviceAttr.MaxSRQWR (rxe_srq_chk_attr); a resize on mlx5, which cannot
+// (mlx5_ib_modify_srq: EINVAL); os.ErrClosed after Close.
 func (s *SRQ) Modify(attr *SRQAttr, mask SRQAttrMask) error {
 	const op = "modify srq"
 	done, err := s.use(op)
@@ -343,6 +362,15 @@ func (s *SRQ) PostRecv(wrs []RecvWR) (int, error) {
 	defer s.mu.RUnlock()
 	if s.destroyed {
 		return 0, s.c.err(op, os.ErrClosed)
+	}
+	if m := s.m5; m != nil {
+		m.mu.Lock()
+		n, err := m.postRecv(wrs)
+		m.mu.Unlock()
+		if err != nil {
+			return n, s.c.err(op, err)
+		}
+		return n, nil
 	}
 	x := s.rxe
 	if x == nil {

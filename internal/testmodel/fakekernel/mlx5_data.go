@@ -26,7 +26,9 @@ package fakekernel
 // and moves the QP to the error state. Atomics work as a ConnectX's do on
 // the 8 bytes at the raddr segment's address, big-endian in memory (the
 // original value is written big-endian into the data segment); a remote
-// address not 8-byte aligned is a remote invalid request.
+// address not 8-byte aligned is a remote invalid request. A QP created
+// with an SRQ takes its receive WQEs from the SRQ's list (verbs_srq.go
+// m5SRQ), and its CQEs name the WQE by its index.
 
 import (
 	"encoding/binary"
@@ -410,8 +412,19 @@ func (v *Verbs) qpByNum(num uint32) *m5Ref {
 }
 
 func (v *Verbs) m5HasRecv(r *m5Ref) bool {
+	if s := r.qp.m5SRQ(); s != nil {
+		return s.consumed != dbWord(s.db, 0)
+	}
 	q := r.qp.m5
 	return q.rqCnt > 0 && q.rqCons&0xffff != dbWord(q.db, 0)&0xffff
+}
+
+// m5SRQ returns the device's view of the QP's SRQ, nil when it has none.
+func (qp *qpVal) m5SRQ() *m5SRQ {
+	if qp.srq == nil {
+		return nil
+	}
+	return qp.srq.Value.(*srqVal).m5
 }
 
 // m5Recv consumes r's next receive WQE: scatters data into it and writes
@@ -419,7 +432,20 @@ func (v *Verbs) m5HasRecv(r *m5Ref) bool {
 func (v *Verbs) m5Recv(r *m5Ref, src uint32, cqeOp uint8, data []byte, byteCnt, imm uint32) error {
 	q := r.qp.m5
 	idx := q.rqCons & (q.rqCnt - 1)
-	wqe := mem(q.rq+uint64(idx)<<q.rqShift, 1<<q.rqShift)
+	var wqe []byte
+	counter := uint16(q.rqCons)
+	if sq := r.qp.m5SRQ(); sq != nil {
+		// The SRQ's next WQE: its data segments after struct
+		// mlx5_wqe_srq_next_seg; the CQE's wqe_counter names it.
+		w := mem(sq.buf+uint64(sq.head&(sq.max-1))<<sq.shift, 1<<sq.shift)
+		counter = uint16(sq.head & (sq.max - 1))
+		sq.head = uint32(be.Uint16(w[2:]))
+		sq.consumed++
+		wqe = w[16:]
+	} else {
+		wqe = mem(q.rq+uint64(idx)<<q.rqShift, 1<<q.rqShift)
+		q.rqCons++
+	}
 	rest := data
 	status := uint8(0)
 	for off := 0; off+16 <= len(wqe) && len(rest) > 0; off += 16 {
@@ -437,12 +463,11 @@ func (v *Verbs) m5Recv(r *m5Ref, src uint32, cqeOp uint8, data []byte, byteCnt, 
 	if status == 0 && len(rest) > 0 {
 		status = fkSynLocalLength
 	}
-	cqe := m5CQE{op: cqeOp, uidx: q.uidx, qpn: r.qp.num, rqpn: src, byteCnt: byteCnt, imm: imm, counter: uint16(q.rqCons)}
+	cqe := m5CQE{op: cqeOp, uidx: q.uidx, qpn: r.qp.num, rqpn: src, byteCnt: byteCnt, imm: imm, counter: counter}
 	if status != 0 {
 		cqe.op, cqe.syndrome = fkCQERespErr, status
 		r.qp.attr.QpState = qpsErr
 	}
-	q.rqCons++
 	return v.m5CQE(r.f, r.qp.recv, cqe)
 }
 

@@ -2,6 +2,7 @@ package fakekernel
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"syscall"
 
 	"github.com/purerdma/rdma/abi"
@@ -15,6 +16,19 @@ type srqVal struct {
 	maxWr      uint32 // the queue's usable slots (rxe: index_mask)
 	maxSge     uint32
 	limit      uint32
+	m5         *m5SRQ // mlx5: the buffer, its doorbell record, the device's place in the list
+}
+
+// m5SRQ is the device's view of an mlx5 SRQ: WQEs of 1 << shift bytes
+// (struct mlx5_wqe_srq_next_seg, then data segments) linked by
+// next_wqe_index; the device takes them from head on, as many as the
+// doorbell record's counter says were posted.
+type m5SRQ struct {
+	buf, db  uint64
+	max      uint32
+	shift    uint32
+	head     uint32 // the next WQE the device takes
+	consumed uint32
 }
 
 // SRQ limits of rxe (rxe_param.h RXE_MIN_SRQ_WR, RXE_MIN_SRQ_SGE).
@@ -56,8 +70,8 @@ func (v *Verbs) srqCheck(s *srqVal, maxWr, limit, maxSge uint32, mask uint32, cr
 // must exist (ENOENT); the sizes pass rxe_srq_chk_attr; the driver output
 // must hold struct rxe_create_srq_resp (EINVAL), which gets the queue's
 // mminfo (a queue of roundup_pow_of_two(max_wr + 1) slots) and srq_num;
-// the response the handle, the sizes granted and the SRQ number. Other
-// drivers: EOPNOTSUPP (the model has no mlx5 SRQ).
+// the response the handle, the sizes granted and the SRQ number. mlx5:
+// mlx5CheckSRQ. Other drivers: EOPNOTSUPP.
 func (v *Verbs) wCreateSRQ(c *Call, in []byte) error {
 	req, err := request(in, 32)
 	if err != nil {
@@ -68,30 +82,44 @@ func (v *Verbs) wCreateSRQ(c *Call, in []byte) error {
 	if err != nil {
 		return err
 	}
-	if v.DriverID != abi.RDMA_DRIVER_RXE {
+	s := &srqVal{pd: pd, userHandle: r.UserHandle, maxSge: r.MaxSge, limit: r.SrqLimit}
+	switch v.DriverID {
+	case abi.RDMA_DRIVER_RXE:
+		if err := v.srqCheck(nil, r.MaxWr, r.SrqLimit, r.MaxSge, 3, true); err != nil {
+			return err
+		}
+		if c.OutLen(abi.UVERBS_ATTR_UHW_OUT) < 24 {
+			return syscall.EINVAL
+		}
+	case abi.RDMA_DRIVER_MLX5:
+		if err := v.mlx5CheckSRQ(c, s, r.MaxWr); err != nil {
+			return err
+		}
+	default:
 		return syscall.EOPNOTSUPP
 	}
-	if err := v.srqCheck(nil, r.MaxWr, r.SrqLimit, r.MaxSge, 3, true); err != nil {
-		return err
-	}
-	if c.OutLen(abi.UVERBS_ATTR_UHW_OUT) < 24 {
-		return syscall.EINVAL
-	}
-	s := &srqVal{pd: pd, userHandle: r.UserHandle, maxSge: max(r.MaxSge, rxeMinSRQSge), limit: r.SrqLimit}
 	o, err := c.create(abi.UVERBS_OBJECT_SRQ, false)
 	if err != nil {
 		return err
 	}
-	q, slots := rxeQueue(max(r.MaxWr, rxeMinSRQWr), 48+16*int(s.maxSge))
-	s.maxWr = slots - 1
 	v.mu.Lock()
 	v.nextSRQN++
 	s.num = v.nextSRQN
 	v.mu.Unlock()
-	drv := binary.LittleEndian.AppendUint32(v.rxeMminfo(c, q, "rxe srq"), s.num)
+	var drv []byte
+	if s.m5 == nil {
+		s.maxSge = max(s.maxSge, rxeMinSRQSge)
+		q, slots := rxeQueue(max(r.MaxWr, rxeMinSRQWr), 48+16*int(s.maxSge))
+		s.maxWr = slots - 1
+		drv = binary.LittleEndian.AppendUint32(v.rxeMminfo(c, q, "rxe srq"), s.num)
+	} else {
+		drv = binary.LittleEndian.AppendUint32(nil, s.num) // struct mlx5_ib_create_srq_resp
+	}
 	drv = binary.LittleEndian.AppendUint32(drv, 0)
-	if err := c.Out(abi.UVERBS_ATTR_UHW_OUT, drv, false); err != nil {
-		return err
+	if n := c.OutLen(abi.UVERBS_ATTR_UHW_OUT); n > 0 {
+		if err := c.Out(abi.UVERBS_ATTR_UHW_OUT, drv[:min(n, len(drv))], false); err != nil {
+			return err
+		}
 	}
 	o.Value = s
 	pd.Users++
@@ -125,6 +153,17 @@ func (v *Verbs) wModifySRQ(c *Call, in []byte) error {
 	o, s, err := v.srqOf(c, r.SrqHandle)
 	if err != nil {
 		return err
+	}
+	if s.m5 != nil {
+		// mlx5_ib_modify_srq: no resize; a limit within the queue.
+		if r.AttrMask&1 != 0 || (r.AttrMask&2 != 0 && r.SrqLimit >= s.m5.max) {
+			return syscall.EINVAL
+		}
+		if r.AttrMask&2 != 0 {
+			s.limit = r.SrqLimit
+		}
+		v.logf("modify srq %d mask %d", o.Handle, r.AttrMask)
+		return nil
 	}
 	drv := c.UHWIn()
 	if len(drv) < 8 {
@@ -181,4 +220,45 @@ func (v *Verbs) wDestroySRQ(c *Call, in []byte) error {
 	c.File.remove(o)
 	v.logf("destroy srq %d", o.Handle)
 	return response(c, make([]byte, 4))
+}
+
+// mlx5CheckSRQ is mlx5_ib_create_srq and create_srq_user: max_wr below
+// the device's max_srq_wr (EINVAL); struct mlx5_ib_create_srq with flags
+// 0 or MLX5_SRQ_FLAG_SIGNATURE and zero reserved fields (EINVAL); the user
+// index as get_srq_user_index wants it (with CQE version 1 present and
+// not MLX5_IB_DEFAULT_UIDX, with version 0 absent or the default); a
+// buffer and doorbell record (EFAULT). The queue holds
+// roundup_pow_of_two(max_wr + 1) WQEs of roundup_pow_of_two(16 + 16 ×
+// max_sge) bytes, at least 32; it answers max_wr as that count - 1.
+func (v *Verbs) mlx5CheckSRQ(c *Call, s *srqVal, maxWr uint32) error {
+	if maxWr >= v.Attr.Base.MaxSrqWr || s.maxSge > v.Attr.Base.MaxSrqSge {
+		return syscall.EINVAL
+	}
+	in := c.UHWIn()
+	cmd := fromBytes[abi.Mlx5IbCreateSrq](in[:min(len(in), 32)])
+	if cmd.Flags&^abi.MLX5_SRQ_FLAG_SIGNATURE != 0 || cmd.Reserved0 != 0 || cmd.Reserved1 != 0 {
+		return syscall.EINVAL
+	}
+	hasUidx := len(in) >= 24
+	if v.state(c.File).mlx5.cqeVersion >= 1 {
+		if !hasUidx || cmd.Uidx == 0xffffff || cmd.Uidx&^0xffffff != 0 {
+			return syscall.EINVAL
+		}
+	} else if hasUidx && cmd.Uidx != 0xffffff {
+		return syscall.EINVAL
+	}
+	if cmd.BufAddr == 0 || cmd.DbAddr == 0 {
+		return syscall.EFAULT
+	}
+	desc := max(32, roundUpPow2(16+16*s.maxSge))
+	m := &m5SRQ{buf: cmd.BufAddr, db: cmd.DbAddr, max: roundUpPow2(maxWr + 1), shift: uint32(bits.TrailingZeros32(desc))}
+	s.m5, s.maxWr = m, m.max-1
+	return nil
+}
+
+func roundUpPow2(v uint32) uint32 {
+	if v <= 1 {
+		return 1
+	}
+	return 1 << bits.Len32(v-1)
 }
