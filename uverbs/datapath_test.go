@@ -11,6 +11,7 @@ import (
 
 	"github.com/purerdma/rdma/abi"
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/internal/testmodel/fakekernel"
 )
 
 func TestRegMR(t *testing.T) {
@@ -104,6 +105,7 @@ func TestRegMR(t *testing.T) {
 
 // dpBed is an RC QP with one CQ on the fake rxe, and an MR.
 type dpBed struct {
+	v  *fakekernel.Verbs
 	c  *Context
 	cq *CQ
 	qp *QP
@@ -130,7 +132,7 @@ func newDPBed(t testing.TB) *dpBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &dpBed{c: c, cq: cq, qp: qp, mr: mr}
+	return &dpBed{v: b.devs["rxe0"], c: c, cq: cq, qp: qp, mr: mr}
 }
 
 // consume plays the kernel: it takes everything posted to r.

@@ -23,6 +23,8 @@
 //	ibv_create_ah, ibv_destroy_ah                                  PD.CreateAH, AH.Close
 //	ibv_post_send                                                  QP.PostSend
 //	ibv_post_recv                                                  QP.PostRecv
+//	ibv_create_srq, ibv_modify_srq, ibv_query_srq, ibv_destroy_srq PD.CreateSRQ, SRQ.Modify, SRQ.Query, SRQ.Close
+//	ibv_post_srq_recv                                              SRQ.PostRecv
 //	ibv_poll_cq                                                    CQ.Poll
 //
 // # Providers
@@ -56,7 +58,10 @@
 // and 6.12 are reasoned in rxe_data.go. On mlx5 the same methods write
 // and read the formats of rdma-core's providers/mlx5 (mlx5_data.go),
 // tested against a fake device only: unproven on hardware; UD sends and
-// completion events there fail with ErrNotSupported. Completion events:
+// completion events there fail with ErrNotSupported. PostSend posts
+// sends, RDMA writes and reads, and the atomics (WRAtomicCmpAndSwp,
+// WRAtomicFetchAndAdd; DeviceAttr.AtomicCap says whether the device has
+// them). Completion events:
 // CQ.ReqNotify and CompChannel.GetEvent, which honours a context.Context
 // and is woken by Close.
 //

@@ -61,6 +61,7 @@ func (t EventType) isQP() bool {
 	}
 	return false
 }
+func (t EventType) isSRQ() bool { return t == EventSRQErr || t == EventSRQLimitReached }
 func (t EventType) isPort() bool {
 	switch t {
 	case EventPortActive, EventPortErr, EventLIDChange, EventPKeyChange, EventSMChange,
@@ -77,10 +78,12 @@ type AsyncEvent struct {
 	// Element is the raw element: the object's user handle for CQ, QP,
 	// SRQ and WQ events, the port number for port events.
 	Element uint64
-	// CQ, QP or Port is set according to Type (nil/0 when the object is
-	// no longer known, for example destroyed meanwhile).
+	// CQ, QP, SRQ or Port is set according to Type (nil/0 when the
+	// object is no longer known, for example destroyed meanwhile): SRQ
+	// for EventSRQErr and EventSRQLimitReached.
 	CQ   *CQ
 	QP   *QP
+	SRQ  *SRQ
 	Port int
 }
 
@@ -91,6 +94,8 @@ func (e AsyncEvent) String() string {
 		return fmt.Sprintf("%s on CQ %d", e.Type, e.CQ.handle)
 	case e.QP != nil:
 		return fmt.Sprintf("%s on QP %#x", e.Type, e.QP.num)
+	case e.SRQ != nil:
+		return fmt.Sprintf("%s on SRQ %d", e.Type, e.SRQ.num)
 	case e.Type.isPort():
 		return fmt.Sprintf("%s on port %d", e.Type, e.Port)
 	}
@@ -131,6 +136,8 @@ func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
 		e.CQ, _ = c.lookupUH(e.Element).(*CQ)
 	case e.Type.isQP():
 		e.QP, _ = c.lookupUH(e.Element).(*QP)
+	case e.Type.isSRQ():
+		e.SRQ, _ = c.lookupUH(e.Element).(*SRQ)
 	case e.Type.isPort():
 		e.Port = int(e.Element)
 	}

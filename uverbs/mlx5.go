@@ -39,6 +39,10 @@ type mlx5Provider struct {
 	db         dbPool
 	uidx       uidxPool
 	staticBF   map[int]*mlx5BF // under mu
+	// atomicCap is the device's, asked at open as mlx5_init_context
+	// does (mlx5_query_device_ctx): RC QPs post atomics only when it is
+	// not AtomicNone.
+	atomicCap AtomicCap
 
 	// qps finds a CQE's QP: by user index (CQE version 1) or QP number.
 	// The pollers of the context's CQs read it without a lock.
@@ -89,7 +93,14 @@ func (p *mlx5Provider) contextCreated(c *Context, _ []byte) error {
 	// static UARs and name none).
 	p.dynUAR = p.resp.TotBfregs == 0
 	if !p.dynUAR {
-		return p.mapStaticUARs(c)
+		if err := p.mapStaticUARs(c); err != nil {
+			return err
+		}
+	}
+	// mlx5_query_device_ctx: a failed query leaves the capability
+	// unknown (ATOMIC_NONE), as libmlx5's returns early.
+	if a, err := c.queryDevice(); err == nil {
+		p.atomicCap = a.AtomicCap
 	}
 	return nil
 }
@@ -324,7 +335,7 @@ func (p *mlx5Provider) prepareQP(c *Context, attr QPInitAttr, d *driverRes, x *d
 	raw := attr.Type == QPTypeRawPacket
 	// Receive queue: one WQE holds max_recv_sge data segments.
 	var rqCnt, rqShift uint32
-	if attr.Cap.MaxRecvWR > 0 {
+	if attr.Cap.MaxRecvWR > 0 && attr.SRQ == nil { // mlx5_calc_rq_size: none with an SRQ
 		sz := roundPow2(max(attr.Cap.MaxRecvSGE, 1) * mlx5DataSegSize)
 		rqShift = uint32(bits.TrailingZeros32(sz))
 		rqCnt = roundPow2(attr.Cap.MaxRecvWR)

@@ -77,6 +77,11 @@ const (
 	mlx5OpcodeSend         = 0x0a
 	mlx5OpcodeSendImm      = 0x0b
 	mlx5OpcodeRDMARead     = 0x10
+	mlx5OpcodeAtomicCS     = 0x11 // MLX5_OPCODE_ATOMIC_CS
+	mlx5OpcodeAtomicFA     = 0x12 // MLX5_OPCODE_ATOMIC_FA
+
+	mlx5AtomicSegSize = 16 // struct mlx5_wqe_atomic_seg: swap_add, compare (__be64)
+	mlx5AtomicSize    = 8  // MLX5_ATOMIC_SIZE: the byte_count of an atomic's data segments
 
 	mlx5CtrlCQUpdate  = 2 << 2 // MLX5_WQE_CTRL_CQ_UPDATE
 	mlx5CtrlSolicited = 1 << 1 // MLX5_WQE_CTRL_SOLICITED
@@ -137,6 +142,7 @@ type mlx5QP struct {
 	uidx    uint32
 	typ     QPType
 	sigAll  bool
+	atomics bool       // the device has an atomic capability (qp->atomics_enabled)
 	dbrec   *[2]uint32 // big-endian words
 	bf      *mlx5BF
 	maxSGE  int
@@ -157,6 +163,7 @@ type mlx5QP struct {
 	rqTail  uint32 // released by the receive CQ's poller
 	rqWrid  []uint64
 	maxRSGE int
+	srq     *mlx5SRQ // the SRQ its receives come from, or nil
 }
 
 // mlx5CQ is the poll side of an mlx5 CQ, and its arm.
@@ -225,7 +232,11 @@ func (qp *QP) mlx5Init(p *mlx5Provider, d *driverRes, drv *drvScratch, attr *QPI
 		x = new(mlx5QP)
 	}
 	sqWrid, sqEnd, rqWrid := x.sqWrid, x.sqEnd, x.rqWrid
-	*x = mlx5QP{qpn: qp.num, uidx: cmd.Uidx, typ: attr.Type, sigAll: attr.SQSigAll,
+	var srq *mlx5SRQ
+	if attr.SRQ != nil {
+		srq = attr.SRQ.m5
+	}
+	*x = mlx5QP{qpn: qp.num, uidx: cmd.Uidx, typ: attr.Type, sigAll: attr.SQSigAll, atomics: p.atomicCap != AtomicNone, srq: srq,
 		dbrec: (*[2]uint32)(ptrOf(rec)), sqCnt: cmd.SqWqeCount, rqCnt: cmd.RqWqeCount, rqShift: cmd.RqWqeShift}
 	find := func(addr uint64, n int) unsafe.Pointer {
 		for _, m := range d.anonymous() {
@@ -393,7 +404,7 @@ func (x *mlx5QP) postSend(wrs []SendWR) (int, error) {
 // size in 16-byte units (ds).
 func (x *mlx5QP) writeSend(wr *SendWR) (uint32, error) {
 	var op uint32
-	raddr := false
+	raddr, atomic := false, false
 	switch wr.Opcode {
 	case WRSend:
 		op = mlx5OpcodeSend
@@ -405,14 +416,25 @@ func (x *mlx5QP) writeSend(wr *SendWR) (uint32, error) {
 		op, raddr = mlx5OpcodeRDMAWriteImm, true
 	case WRRDMARead:
 		op, raddr = mlx5OpcodeRDMARead, true
+	case WRAtomicCmpAndSwp:
+		op, raddr, atomic = mlx5OpcodeAtomicCS, true, true
+	case WRAtomicFetchAndAdd:
+		op, raddr, atomic = mlx5OpcodeAtomicFA, true, true
 	default:
-		return 0, errArg("opcode %v: PostSend posts SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM and RDMA_READ", wr.Opcode)
+		return 0, errArg("opcode %v: PostSend posts SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ and the atomics", wr.Opcode)
 	}
 	switch x.typ {
 	case QPTypeRC:
+		// _mlx5_post_send: atomics only where the context's device
+		// reported an atomic capability (qp->atomics_enabled, set
+		// from mlx5_query_device_ctx's atomic_cap), EOPNOTSUPP
+		// otherwise.
+		if atomic && !x.atomics {
+			return 0, fmt.Errorf("%v: the device's atomic capability is ATOMIC_NONE: %w", wr.Opcode, ErrNotSupported)
+		}
 	case QPTypeUC:
-		if wr.Opcode == WRRDMARead {
-			return 0, errArg("RDMA_READ on a UC QP")
+		if wr.Opcode == WRRDMARead || atomic {
+			return 0, errArg("%v on a UC QP", wr.Opcode)
 		}
 	case QPTypeRawPacket:
 		if wr.Opcode != WRSend {
@@ -433,8 +455,8 @@ func (x *mlx5QP) writeSend(wr *SendWR) (uint32, error) {
 	}
 	var total uint64
 	if wr.Inline != nil {
-		if wr.Opcode == WRRDMARead {
-			return 0, errArg("inline data with RDMA_READ")
+		if wr.Opcode == WRRDMARead || atomic {
+			return 0, errArg("inline data with %v", wr.Opcode)
 		}
 		total = uint64(len(wr.Inline))
 	} else {
@@ -460,6 +482,9 @@ func (x *mlx5QP) writeSend(wr *SendWR) (uint32, error) {
 	ds := uint32(1)
 	if raddr {
 		ds++
+	}
+	if atomic {
+		ds += mlx5AtomicSegSize / 16
 	}
 	if x.typ == QPTypeRawPacket {
 		ds += mlx5EthSegSize / 16
@@ -514,6 +539,20 @@ func (x *mlx5QP) writeSend(wr *SendWR) (uint32, error) {
 		put32(s, 12, 0)
 		k++
 	}
+	if atomic {
+		// set_atomic_seg: compare and swap carry swap in swap_add and
+		// compare_add in compare; fetch and add its addend in
+		// swap_add (compare is not read: zeroed here).
+		s := x.seg(bb, k)
+		if wr.Opcode == WRAtomicCmpAndSwp {
+			put64(s, 0, wr.Swap)
+			put64(s, 8, wr.CompareAdd)
+		} else {
+			put64(s, 0, wr.CompareAdd)
+			put64(s, 8, 0)
+		}
+		k++
+	}
 	if x.typ == QPTypeUD {
 		// _set_datagram_seg (qp.c): the AH's vector, then the
 		// destination QP (with MLX5_EXTENDED_UD_AV) and its Q_Key.
@@ -551,6 +590,11 @@ func (x *mlx5QP) writeSend(wr *SendWR) (uint32, error) {
 				continue
 			}
 			addr, length, skip = addr+skip, length-skip, 0
+			if atomic {
+				// set_data_ptr_seg_atomic: every segment is
+				// MLX5_ATOMIC_SIZE bytes, whatever the SGE says.
+				length = mlx5AtomicSize
+			}
 			d := x.seg(bb, k)
 			put32(d, 0, uint32(length))
 			put32(d, 4, s.LKey)
@@ -739,15 +783,23 @@ func (m *mlx5CQ) decode(cqe unsafe.Pointer, op uint8, w *WC) error {
 		case mlx5OpcodeRDMARead:
 			w.Opcode = WCRDMARead
 			w.ByteLen = get32(cqe, mlx5CQEByteCnt)
+		case mlx5OpcodeAtomicCS:
+			w.Opcode, w.ByteLen = WCCompSwap, mlx5AtomicSize // handle_good_req
+		case mlx5OpcodeAtomicFA:
+			w.Opcode, w.ByteLen = WCFetchAdd, mlx5AtomicSize
 		default:
 			w.Status = WCGeneralErr
 		}
 	case mlx5CQERespWRImm, mlx5CQERespSend, mlx5CQERespSendIm, mlx5CQERespErr:
-		if x.rqCnt == 0 {
+		switch {
+		case x.srq != nil:
+			w.ID = x.srq.complete(ctr) // srq->wrid[wqe_ctr], mlx5_free_srq_wqe
+		case x.rqCnt == 0:
 			return fmt.Errorf("a receive CQE for QP %#x, which has no receive queue: %w", x.qpn, syscall.EPROTO)
+		default:
+			w.ID = x.rqWrid[ctr&(x.rqCnt-1)]
+			release(&x.rqTail, x.rqTail+1) // ours: only this CQ's poller writes it
 		}
-		w.ID = x.rqWrid[ctr&(x.rqCnt-1)]
-		release(&x.rqTail, x.rqTail+1) // ours: only this CQ's poller writes it
 		if op == mlx5CQERespErr {
 			m.errStatus(cqe, w)
 			return nil

@@ -65,6 +65,11 @@ type QPInitAttr struct {
 	// SQSigAll makes every send request generate a completion.
 	SQSigAll bool
 	Flags    QPCreateFlags
+	// SRQ, when not nil, is the shared receive queue the QP receives
+	// into (ibv_qp_init_attr's srq): the QP then has no receive queue of
+	// its own (Cap.MaxRecvWR and MaxRecvSGE are ignored), its receives
+	// complete on RecvCQ, and the SRQ cannot be closed before the QP.
+	SRQ *SRQ
 }
 
 // QP is a queue pair (struct ibv_qp).
@@ -73,6 +78,7 @@ type QP struct {
 	pd     *PD
 	sendCQ *CQ // the CQs it was created with (its destroy waits for their pollers)
 	recvCQ *CQ
+	srq    *SRQ // the SRQ it receives into, or nil
 	handle uint32
 	uh     uint64
 	num    uint32
@@ -171,11 +177,19 @@ func (pd *PD) createQPHeld(qp *QP, attr *QPInitAttr) error {
 			return err
 		}
 	}
+	if s := attr.SRQ; s != nil {
+		if s.c != c {
+			return c.err(op, errArg("the SRQ belongs to another context"))
+		}
+		if s.isDestroyed() {
+			return c.err(op, os.ErrClosed)
+		}
+	}
 	// The provider's state and the data path live in the QP (on rxe; on
 	// mlx5 the work request arrays are beside it), the request and the
 	// driver data in the scratch.
 	qp.c, qp.pd, qp.typ = c, pd, attr.Type
-	qp.sendCQ, qp.recvCQ = attr.SendCQ, attr.RecvCQ
+	qp.sendCQ, qp.recvCQ, qp.srq = attr.SendCQ, attr.RecvCQ, attr.SRQ
 	s := c.scr.get()
 	err := pd.createQPWith(qp, attr, s)
 	c.scr.put(s)
@@ -215,6 +229,9 @@ func (pd *PD) createQPWith(qp *QP, attr *QPInitAttr, s *scratch) error {
 	k.Handle(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle)
 	k.Handle(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr.SendCQ.handle)
 	k.Handle(abi.UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr.RecvCQ.handle)
+	if attr.SRQ != nil {
+		k.Handle(abi.UVERBS_ATTR_CREATE_QP_SRQ_HANDLE, attr.SRQ.handle)
+	}
 	k.Inline(abi.UVERBS_ATTR_CREATE_QP_TYPE, 8, uint64(attr.Type))
 	k.Inline(abi.UVERBS_ATTR_CREATE_QP_USER_HANDLE, 8, qp.uh)
 	k.InHeld(abi.UVERBS_ATTR_CREATE_QP_CAP, bytesOf(capIn))
@@ -395,6 +412,15 @@ func (qp *QP) SendCQ() *CQ {
 		return nil
 	}
 	return qp.sendCQ
+}
+
+// SRQ returns the shared receive queue the QP was created with
+// (QPInitAttr.SRQ), nil when it has a receive queue of its own.
+func (qp *QP) SRQ() *SRQ {
+	if qp == nil {
+		return nil
+	}
+	return qp.srq
 }
 
 // RecvCQ returns the CQ the QP's receive completions go to, nil for a nil

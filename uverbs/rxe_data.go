@@ -149,12 +149,21 @@ var errFull = fmt.Errorf("the work queue is full: %w", syscall.ENOMEM)
 // post would cost more than the call.
 //
 // Errors (*Error): EINVAL for a request the QP cannot take (an opcode
-// other than the five this package posts, too many SGEs, inline data
-// longer than MaxInlineData or with RDMA read, a UD send without an
-// address handle or an RDMA operation on UD); ENOMEM when the send queue is full; the
-// doorbell's errno (EINVAL before the QP is in RTS); ErrNotSupported on a
-// driver without a data path here (the generic provider; UD on mlx5);
-// os.ErrClosed after Close.
+// other than those this package posts, too many SGEs, inline data
+// longer than MaxInlineData or with RDMA read or an atomic, a UD send
+// without an address handle, an RDMA operation or atomic on UD, on rxe an
+// atomic with less than 8 bytes of SGL or a remote address not 8-byte
+// aligned, as rdma-core's rxe provider checks at post); ENOMEM when the
+// send queue is full; the doorbell's errno (EINVAL before the QP is in
+// RTS); ErrNotSupported on a driver without a data path here (the
+// generic provider), and on mlx5 for an atomic when the device's
+// AtomicCap is AtomicNone (libmlx5's EOPNOTSUPP); os.ErrClosed after
+// Close.
+//
+// An atomic whose remote memory lacks AccessRemoteAtomic, or whose
+// responder QP lacks it, is posted: it completes with WCRemAccessErr
+// (rxe: rxe_resp.c's access check NAKs it), or, on rxe, WCRemInvReqErr
+// when the responder QP does not allow remote atomics.
 //
 // On mlx5 (unproven on hardware: see mlx5_data.go) the requests become
 // send WQEs in the QP's buffer; the doorbell is the doorbell record and a
@@ -204,7 +213,7 @@ func (x *rxeQP) postSend(wrs []SendWR) (int, error) {
 
 // writeSend fills slot p with wr (init_send_wqe, convert_send_wr).
 func (x *rxeQP) writeSend(p unsafe.Pointer, wr *SendWR) error {
-	rdma := false
+	rdma, atomic := false, false
 	switch wr.Opcode {
 	case WRSend, WRSendWithImm:
 		if x.ud && (wr.AH == nil || wr.AH.num == 0) {
@@ -215,8 +224,16 @@ func (x *rxeQP) writeSend(p unsafe.Pointer, wr *SendWR) error {
 			return errArg("%v on a UD QP", wr.Opcode)
 		}
 		rdma = true
+	case WRAtomicCmpAndSwp, WRAtomicFetchAndAdd:
+		if x.ud {
+			return errArg("%v on a UD QP", wr.Opcode)
+		}
+		if wr.Inline != nil {
+			return errArg("inline data with %v: the original value is returned into the SGL", wr.Opcode)
+		}
+		atomic = true
 	default:
-		return errArg("opcode %v: PostSend posts SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM and RDMA_READ", wr.Opcode)
+		return errArg("opcode %v: PostSend posts SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ and the atomics", wr.Opcode)
 	}
 	if wr.Flags&^(SendFence|SendSignaled|SendSolicited) != 0 {
 		return errArg("send flags %#x", uint32(wr.Flags))
@@ -242,6 +259,27 @@ func (x *rxeQP) writeSend(p unsafe.Pointer, wr *SendWR) error {
 		u := unsafe.Pointer(&w.Wr.Wr)
 		*(*uint64)(u) = wr.RemoteAddr
 		*(*uint32)(unsafe.Add(u, 8)) = wr.RKey
+		w.Iova = wr.RemoteAddr
+	}
+	if atomic {
+		// validate_send_wr: an atomic needs 8 bytes to return the
+		// original value into and an 8-byte aligned remote address
+		// (rdma-core's rxe provider answers EINVAL at post, before the
+		// kernel sees the request).
+		var n uint64
+		for _, s := range wr.SGL {
+			n += uint64(s.Length)
+		}
+		if n < 8 || wr.RemoteAddr&7 != 0 {
+			return errArg("%v of %d bytes at remote address %#x: it needs at least 8 bytes and an 8-byte aligned address", wr.Opcode, n, wr.RemoteAddr)
+		}
+		// wr.atomic: remote_addr, compare_add, swap (u64), rkey (u32),
+		// over the union the abi type spells as wr.ud (convert_send_wr).
+		u := unsafe.Pointer(&w.Wr.Wr)
+		*(*uint64)(u) = wr.RemoteAddr
+		*(*uint64)(unsafe.Add(u, 8)) = wr.CompareAdd
+		*(*uint64)(unsafe.Add(u, 16)) = wr.Swap
+		*(*uint32)(unsafe.Add(u, 24)) = wr.RKey
 		w.Iova = wr.RemoteAddr
 	}
 	data := unsafe.Add(p, rxeSendWqeSize)
@@ -300,7 +338,8 @@ func (x *rxeQP) doorbell() error {
 // no system call on rxe (the kernel reads the queue when a message
 // arrives).
 //
-// Errors (*Error): EINVAL for too many SGEs; ENOMEM when the receive
+// Errors (*Error): EINVAL for too many SGEs, or for a QP created with an
+// SRQ (its receives are posted with SRQ.PostRecv); ENOMEM when the receive
 // queue is full; ErrNotSupported for a QP without a receive queue of its
 // own or a driver without a data path here; os.ErrClosed after Close.
 func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
@@ -312,6 +351,11 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 	defer qp.mu.RUnlock()
 	if qp.destroyed {
 		return 0, qp.c.err(op, os.ErrClosed)
+	}
+	if qp.srq != nil {
+		// rxe_post_recv: a QP without a receive queue of its own is
+		// EINVAL.
+		return 0, qp.c.err(op, errArg("the QP receives through its SRQ: post to the SRQ"))
 	}
 	if m := qp.mlx5; m != nil {
 		if m.rqCnt == 0 {
@@ -339,24 +383,7 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 }
 
 func (x *rxeQP) postRecv(wrs []RecvWR) (int, error) {
-	return x.rq.post(len(wrs), func(p unsafe.Pointer, k int) error {
-		wr := &wrs[k]
-		if len(wr.SGL) > x.maxRecvSGE {
-			return errArg("%d SGEs: the QP takes %d", len(wr.SGL), x.maxRecvSGE)
-		}
-		var length uint64
-		sges := unsafe.Slice((*abi.RxeSge)(unsafe.Add(p, rxeRecvWqeSize)), len(wr.SGL))
-		for j, s := range wr.SGL {
-			sges[j] = abi.RxeSge{Addr: s.Addr, Length: s.Length, Lkey: s.LKey}
-			length += uint64(s.Length)
-		}
-		if length > 1<<31 {
-			return errArg("%d bytes: at most %d per work request", length, 1<<31)
-		}
-		*(*abi.RxeRecvWqe)(p) = abi.RxeRecvWqe{WrId: wr.ID, Dma: abi.RxeDmaInfo{
-			Length: uint32(length), Resid: uint32(length), NumSge: uint32(len(wr.SGL))}}
-		return nil
-	})
+	return postRecvRing(&x.rq, x.maxRecvSGE, wrs)
 }
 
 // Poll copies up to len(wc) completions from the CQ into wc, oldest first,

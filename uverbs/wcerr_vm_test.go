@@ -4,6 +4,7 @@ package uverbs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,8 +22,11 @@ import (
 // the status libmlx5 derives from each error CQE's syndrome
 // (mlx5_handle_error_cqe) and the vendor syndrome it copies, for a bad
 // lkey, a bad rkey, an RDMA write to memory without remote write access,
-// a send longer than the receive (both ends), the flushes that follow, and
-// a good send for contrast. The cases are described in wcerr.c.
+// a send longer than the receive (both ends), the flushes that follow, a
+// good send for contrast; and the atomics: fetch-and-add and
+// compare-and-swap (the completions, the value returned and the memory,
+// big-endian as on a ConnectX), one to an MR without remote atomic access
+// and one misaligned. The cases are described in wcerr.c.
 func TestVMMlx5ErrorCompletions(t *testing.T) {
 	vmtest.RequireMock(t)
 	peer := filepath.Join(vmtest.Repo(), "integration", ".cache", "wcerr", "wcerr")
@@ -71,6 +75,11 @@ func goWCErr(t *testing.T, dev string) string {
 		t.Fatal(err)
 	}
 	defer ro.Close()
+	at, err := pd.RegMR(bufs[1][4096:], AccessLocalWrite|AccessRemoteAtomic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Close()
 
 	pair := func() (mockSide, mockSide) { return mockRCPair(t, c, pd, gid) }
 	unpair := func(a, b mockSide) { a.close(t); b.close(t) }
@@ -146,6 +155,33 @@ func goWCErr(t *testing.T, dev string) string {
 	report("ok", "A", a, 1)
 	report("ok", "B", bb, 1)
 	unpair(a, bb)
+
+	atomic := func(s mockSide, id uint64, op WROpcode, raddr uint64, rkey uint32, compareAdd, swap uint64) {
+		wr := []SendWR{{ID: id, Opcode: op, Flags: SendSignaled, SGL: []SGE{{Addr: addrOf(bufs[0]), Length: 8, LKey: mr[0].LKey()}},
+			RemoteAddr: raddr, RKey: rkey, CompareAdd: compareAdd, Swap: swap}}
+		if _, err := s.qp.PostSend(wr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	be := binary.BigEndian
+	a, bb = pair()
+	atomic(a, 1, WRAtomicFetchAndAdd, buf1+4096, at.RKey(), 5, 0)
+	report("atomic-fa", "A", a, 1)
+	fmt.Fprintf(&b, "atomic-fa A old=%d now=%d\n", be.Uint64(bufs[0]), be.Uint64(bufs[1][4096:]))
+	atomic(a, 2, WRAtomicCmpAndSwp, buf1+4096, at.RKey(), 5, 9)
+	report("atomic-cs", "A", a, 1)
+	fmt.Fprintf(&b, "atomic-cs A old=%d now=%d\n", be.Uint64(bufs[0]), be.Uint64(bufs[1][4096:]))
+	unpair(a, bb)
+
+	a, bb = pair()
+	atomic(a, 1, WRAtomicFetchAndAdd, buf1, mr[1].RKey(), 1, 0)
+	report("no-remote-atomic", "A", a, 1)
+	unpair(a, bb)
+
+	a, bb = pair()
+	atomic(a, 1, WRAtomicFetchAndAdd, buf1+4100, at.RKey(), 1, 0)
+	report("misaligned-atomic", "A", a, 1)
+	unpair(a, bb)
 	return b.String()
 }
 
@@ -182,7 +218,7 @@ func mockRCPair(t *testing.T, c *Context, pd *PD, gid GIDEntry) (mockSide, mockS
 		return mockSide{cq, qp}
 	}
 	toRTS := func(qp *QP, remote uint32) {
-		a := QPAttr{State: QPStateInit, Port: 1, AccessFlags: AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead}
+		a := QPAttr{State: QPStateInit, Port: 1, AccessFlags: AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic}
 		if err := qp.Modify(&a, QPAttrState|QPAttrPKeyIndex|QPAttrPort|QPAttrAccessFlags); err != nil {
 			t.Fatal(err)
 		}

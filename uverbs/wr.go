@@ -27,6 +27,18 @@ const (
 	WRSend             WROpcode = abi.IB_UVERBS_WR_SEND
 	WRSendWithImm      WROpcode = abi.IB_UVERBS_WR_SEND_WITH_IMM
 	WRRDMARead         WROpcode = abi.IB_UVERBS_WR_RDMA_READ
+	// WRAtomicCmpAndSwp (IBV_WR_ATOMIC_CMP_AND_SWP) compares the 8 bytes
+	// at RemoteAddr with CompareAdd and, when equal, writes Swap there;
+	// WRAtomicFetchAndAdd (IBV_WR_ATOMIC_FETCH_AND_ADD) adds CompareAdd
+	// to them. Both return the original value into the SGL's first 8
+	// bytes. The operands are host-order values; the 8 bytes in memory,
+	// remote and returned, are in the device's order: host order on rxe
+	// (rxe_resp.c atomic_reply works on a u64), big-endian on ConnectX
+	// (so the fake device models it; unproven on hardware).
+	// RC only; the remote MR needs AccessRemoteAtomic and the responder
+	// QP AccessRemoteAtomic in its access flags (QPAttr.AccessFlags).
+	WRAtomicCmpAndSwp   WROpcode = abi.IB_UVERBS_WR_ATOMIC_CMP_AND_SWP
+	WRAtomicFetchAndAdd WROpcode = abi.IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD
 )
 
 // String returns the name libibverbs uses, without its IBV_WR_ prefix.
@@ -42,6 +54,10 @@ func (o WROpcode) String() string {
 		return "SEND_WITH_IMM"
 	case WRRDMARead:
 		return "RDMA_READ"
+	case WRAtomicCmpAndSwp:
+		return "ATOMIC_CMP_AND_SWP"
+	case WRAtomicFetchAndAdd:
+		return "ATOMIC_FETCH_AND_ADD"
 	}
 	return "WROpcode(" + strconv.FormatUint(uint64(o), 10) + ")"
 }
@@ -65,7 +81,10 @@ type SendWR struct {
 	ID     uint64
 	Opcode WROpcode
 	Flags  SendFlags
-	// SGL lists the local memory to send, or to read into (RDMA read).
+	// SGL lists the local memory to send, or to read into (RDMA read),
+	// or, for an atomic, the 8 bytes the original remote value is
+	// returned into (at least 8 bytes in all on rxe, as rdma-core's
+	// validate_send_wr demands; mlx5 writes 8 bytes at the first SGE).
 	SGL []SGE
 	// Inline, when not nil, is the data itself, copied into the work
 	// queue at PostSend (ibv's IBV_SEND_INLINE): the memory need not be
@@ -76,9 +95,16 @@ type SendWR struct {
 	// order (ibv's imm_data is big-endian: PostSend converts, and WC.Imm
 	// converts back, so a C peer's ntohl(wc.imm_data) sees this value).
 	Imm uint32
-	// RemoteAddr and RKey name the peer's memory of RDMA reads and writes.
+	// RemoteAddr and RKey name the peer's memory of RDMA reads and
+	// writes (wr.rdma) and of atomics (wr.atomic: RemoteAddr must be
+	// 8-byte aligned).
 	RemoteAddr uint64
 	RKey       uint32
+	// CompareAdd and Swap are the operands of the atomics (wr.atomic's
+	// compare_add and swap, in host order): the value compared, or
+	// added, and the value swapped in by WRAtomicCmpAndSwp.
+	CompareAdd uint64
+	Swap       uint64
 	// AH, RemoteQPN and RemoteQKey address a UD send (wr.ud).
 	AH         *AH
 	RemoteQPN  uint32

@@ -411,6 +411,10 @@ static int mock_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->max_pd = 1 << 16;
 	a->max_qp_rd_atom = 16;
 	a->max_qp_init_rd_atom = 16;
+	/* mlx5_ib_query_device: IB_ATOMIC_HCA where the device does
+	 * 8-byte compare-and-swap and fetch-and-add; libmlx5 posts atomics
+	 * only then (mlx5_query_device_ctx, qp->atomics_enabled). */
+	a->atomic_cap = IB_ATOMIC_HCA;
 	a->max_res_rd_atom = 16 << 16;
 	a->max_srq = 1 << 16;
 	a->max_srq_wr = 1 << 15;
@@ -1419,14 +1423,21 @@ struct mock_exec {
 	u64 raddr;
 	u32 rkey;
 	u32 dqpn, qkey;		/* UD: from the address vector */
-	struct mock_sgl local;	/* RDMA_READ: where the data goes */
+	struct mock_sgl local;	/* RDMA_READ, atomics: where the data goes */
+	u64 swap_add, compare;	/* atomics: struct mlx5_wqe_atomic_seg */
 	u8 syndrome;		/* MOCK_ERR: the requester's */
 };
 
+static bool mock_is_atomic(u8 op)
+{
+	return op == MLX5_OPCODE_ATOMIC_CS || op == MLX5_OPCODE_ATOMIC_FA;
+}
+
+/* mock_is_rdma: the opcodes with a remote address segment */
 static bool mock_is_rdma(u8 op)
 {
 	return op == MLX5_OPCODE_RDMA_WRITE || op == MLX5_OPCODE_RDMA_WRITE_IMM ||
-	       op == MLX5_OPCODE_RDMA_READ;
+	       op == MLX5_OPCODE_RDMA_READ || mock_is_atomic(op);
 }
 
 /* mock_gather parses a send WQE after its control segment: the remote
@@ -1445,6 +1456,15 @@ static int mock_gather(struct mock_dev *md, struct mock_qp *qp,
 		mock_sq_unit(qp, x->w.bb, k++, u);
 		x->raddr = be64_to_cpu(r->raddr);
 		x->rkey = be32_to_cpu(r->rkey);
+	}
+	if (mock_is_atomic(x->w.opcode)) {
+		/* struct mlx5_wqe_atomic_seg: swap_add, compare (libmlx5
+		 * qp.c set_atomic_seg) */
+		struct mlx5_wqe_atomic_seg *a = (void *)u;
+
+		mock_sq_unit(qp, x->w.bb, k++, u);
+		x->swap_add = be64_to_cpu(a->swap_add);
+		x->compare = be64_to_cpu(a->compare);
 	}
 	if (qp->ibqp.qp_type == IB_QPT_RAW_PACKET) {
 		/* struct mlx5_wqe_eth_seg: the frame's first inline_hdr.sz
@@ -1517,8 +1537,9 @@ static int mock_gather(struct mock_dev *md, struct mock_qp *qp,
 		{
 			u32 key = be32_to_cpu(d->lkey);
 			u64 addr = be64_to_cpu(d->addr);
-			int need = x->w.opcode == MLX5_OPCODE_RDMA_READ ?
-				   IB_ACCESS_LOCAL_WRITE : 0;
+			bool into = x->w.opcode == MLX5_OPCODE_RDMA_READ ||
+				    mock_is_atomic(x->w.opcode);
+			int need = into ? IB_ACCESS_LOCAL_WRITE : 0;
 			struct mock_mr *mr;
 
 			if (x->len + (u64)bc > MOCK_MSG_MAX) {
@@ -1530,7 +1551,7 @@ static int mock_gather(struct mock_dev *md, struct mock_qp *qp,
 				x->syndrome = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
 				return MOCK_ERR;
 			}
-			if (x->w.opcode == MLX5_OPCODE_RDMA_READ) {
+			if (into) {
 				if (x->local.n == MOCK_SGL) {
 					x->syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
 					return MOCK_ERR;
@@ -1546,6 +1567,12 @@ static int mock_gather(struct mock_dev *md, struct mock_qp *qp,
 			x->len += bc;
 		}
 		k++;
+	}
+	/* an atomic returns 8 bytes: libmlx5 writes one data segment of
+	 * MLX5_ATOMIC_SIZE (set_data_ptr_seg_atomic) */
+	if (mock_is_atomic(x->w.opcode) && x->local.len != 8) {
+		x->syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+		return MOCK_ERR;
 	}
 	return MOCK_DONE;
 }
@@ -1564,6 +1591,36 @@ static int mock_respond(struct mock_dev *md, struct mock_qp *qp,
 	struct mock_cqe e = {};
 	u32 head;
 
+	if (mock_is_atomic(op)) {
+		/* 8 bytes at an 8-byte aligned address of a remote-atomic MR,
+		 * big-endian as a ConnectX keeps them; the original value
+		 * goes back into the local segment. The executor is one
+		 * thread: nothing else touches the memory meanwhile. */
+		struct mock_mr *mr;
+		__be64 v;
+		u64 old;
+
+		if (x->raddr & 7) {
+			x->syndrome = MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
+			return MOCK_ERR;
+		}
+		mr = mock_mr_find(md, x->rkey, dqp->ibqp.pd, x->raddr, 8,
+				  IB_ACCESS_REMOTE_ATOMIC);
+		if (!mr) {
+			x->syndrome = MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+			return MOCK_ERR;
+		}
+		mock_mr_rw(mr, x->raddr, (u8 *)&v, 8, false);
+		old = be64_to_cpu(v);
+		if (op == MLX5_OPCODE_ATOMIC_FA)
+			v = cpu_to_be64(old + x->swap_add);
+		else if (old == x->compare)
+			v = cpu_to_be64(x->swap_add);
+		mock_mr_rw(mr, x->raddr, (u8 *)&v, 8, true);
+		v = cpu_to_be64(old);
+		mock_sgl_rw(&x->local, (u8 *)&v, 8, true);
+		return MOCK_DONE;
+	}
 	if (mock_is_rdma(op)) {
 		int need = op == MLX5_OPCODE_RDMA_READ ? IB_ACCESS_REMOTE_READ :
 			   IB_ACCESS_REMOTE_WRITE;
@@ -1833,7 +1890,8 @@ static bool mock_sq_run(struct mock_dev *md, struct mock_qp *qp)
 			    !(mock_is_rdma(x->w.opcode) &&
 			      qp->ibqp.qp_type != IB_QPT_UD &&
 			      (qp->ibqp.qp_type == IB_QPT_RC ||
-			       x->w.opcode != MLX5_OPCODE_RDMA_READ)))) {
+			       (x->w.opcode != MLX5_OPCODE_RDMA_READ &&
+				!mock_is_atomic(x->w.opcode)))))) {
 			x->syndrome = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 			x->w.nbb = max(1U, min(x->w.nbb, qp->sq_cnt));
 			r = MOCK_ERR;
@@ -1875,7 +1933,8 @@ static bool mock_sq_run(struct mock_dev *md, struct mock_qp *qp)
 			qp->state = IB_QPS_ERR;
 		} else if (x->w.fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) {
 			e.opcode = MLX5_CQE_REQ;
-			if (x->w.opcode == MLX5_OPCODE_RDMA_READ)
+			if (x->w.opcode == MLX5_OPCODE_RDMA_READ ||
+			    mock_is_atomic(x->w.opcode))
 				e.byte_cnt = x->len;
 			mock_cqe_put(scq, &e);
 		}

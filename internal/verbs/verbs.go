@@ -38,7 +38,8 @@ type Seal struct{}
 
 // Stage orders what a Context's Close destroys: lower stages first. The
 // stages keep the kernel's dependency order (uverbs_destroy_ufile_hw
-// destroys in the same order: flows, counters, QPs, CQs, AHs, MRs, PDs).
+// destroys in the same order: flows, counters, QPs, SRQs, CQs, AHs, MRs,
+// PDs).
 type Stage int
 
 // The teardown stages, in the order Close runs them.
@@ -46,6 +47,7 @@ const (
 	StageFlow     Stage = 10
 	StageCounters Stage = 20
 	StageQP       Stage = 30
+	StageSRQ      Stage = 35
 	StageCQ       Stage = 40
 	StageAH       Stage = 44
 	StageMR       Stage = 45

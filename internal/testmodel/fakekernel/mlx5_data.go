@@ -16,13 +16,19 @@ package fakekernel
 // 0), all big-endian.
 //
 // What it executes: on RC and UC QPs SEND, SEND_IMM, RDMA_WRITE,
-// RDMA_WRITE_IMM and (RC) RDMA_READ between QPs of the device (loopback:
+// RDMA_WRITE_IMM and (RC) RDMA_READ, ATOMIC_CS and ATOMIC_FA between QPs
+// of the device (loopback:
 // the destination QP number set at RTR names the peer); on RAW_PACKET QPs
 // a SEND becomes a frame in the log Mlx5Frames returns, its first 18 bytes
 // from the Ethernet segment's inline header. A send with no receive WQE
 // posted waits (the receiver-not-ready retry of hardware); an lkey or rkey
 // that does not cover the bytes is an error CQE (local or remote access)
-// and moves the QP to the error state.
+// and moves the QP to the error state. Atomics work as a ConnectX's do on
+// the 8 bytes at the raddr segment's address, big-endian in memory (the
+// original value is written big-endian into the data segment); a remote
+// address not 8-byte aligned is a remote invalid request. A QP created
+// with an SRQ takes its receive WQEs from the SRQ's list (verbs_srq.go
+// m5SRQ), and its CQEs name the WQE by its index.
 
 import (
 	"encoding/binary"
@@ -61,6 +67,8 @@ const (
 	fkOpSend         = 0x0a
 	fkOpSendImm      = 0x0b
 	fkOpRDMARead     = 0x10
+	fkOpAtomicCS     = 0x11
+	fkOpAtomicFA     = 0x12
 
 	fkCQEReq         = 0
 	fkCQERespWRImm   = 1
@@ -243,6 +251,13 @@ func (v *Verbs) m5Exec(r m5Ref, bb, ds uint32) (bool, error) {
 		s := q.unit(bb, k)
 		raddr, rkey = be.Uint64(s[0:]), be.Uint32(s[8:])
 		k++
+	case fkOpAtomicCS, fkOpAtomicFA:
+		if q.raw || ds < 4 {
+			return true, v.m5Err(r, bb, op, fkSynLocalQPOp)
+		}
+		s := q.unit(bb, k)
+		raddr, rkey = be.Uint64(s[0:]), be.Uint32(s[8:])
+		k += 2 // the raddr and atomic segments
 	case fkOpSend, fkOpSendImm:
 	default:
 		return true, v.m5Err(r, bb, op, fkSynLocalQPOp)
@@ -278,7 +293,7 @@ func (v *Verbs) m5Exec(r m5Ref, bb, ds uint32) (bool, error) {
 		if !v.mrCovers(r.f, lkey, addr, uint64(bc), false, 0) {
 			return true, v.m5Err(r, bb, op, fkSynLocalProt)
 		}
-		if op == fkOpRDMARead {
+		if op == fkOpRDMARead || op == fkOpAtomicCS || op == fkOpAtomicFA {
 			local = append(local, [2]uint64{addr, uint64(bc)})
 		} else {
 			data = append(data, mem(addr, int(bc))...)
@@ -324,6 +339,28 @@ func (v *Verbs) m5Exec(r m5Ref, bb, ds uint32) (bool, error) {
 			src = src[l[1]:]
 		}
 		byteCnt = uint32(total)
+	case fkOpAtomicCS, fkOpAtomicFA:
+		if len(local) != 1 || local[0][1] != 8 {
+			return false, fmt.Errorf("fakekernel: QP %#x: an atomic with %d data segments (want one of 8 bytes)", qp.num, len(local))
+		}
+		if raddr&7 != 0 {
+			return true, v.m5Err(r, bb, op, fkSynRemoteInvReq)
+		}
+		if !v.mrCovers(peer.f, rkey, raddr, 8, true, abiRemoteAtomic) {
+			return true, v.m5Err(r, bb, op, fkSynRemoteAccess)
+		}
+		a := q.unit(bb, 2)
+		target := mem(raddr, 8)
+		old := be.Uint64(target)
+		if op == fkOpAtomicCS {
+			if old == be.Uint64(a[8:]) {
+				be.PutUint64(target, be.Uint64(a[0:]))
+			}
+		} else {
+			be.PutUint64(target, old+be.Uint64(a[0:]))
+		}
+		be.PutUint64(mem(local[0][0], 8), old)
+		byteCnt = 8
 	default:
 		if !v.m5HasRecv(peer) {
 			return false, nil
@@ -340,8 +377,9 @@ func (v *Verbs) m5Exec(r m5Ref, bb, ds uint32) (bool, error) {
 }
 
 const (
-	abiRemoteWrite = 1 << 1 // IB_ACCESS_REMOTE_WRITE
-	abiRemoteRead  = 1 << 2 // IB_ACCESS_REMOTE_READ
+	abiRemoteWrite  = 1 << 1 // IB_ACCESS_REMOTE_WRITE
+	abiRemoteRead   = 1 << 2 // IB_ACCESS_REMOTE_READ
+	abiRemoteAtomic = 1 << 3 // IB_ACCESS_REMOTE_ATOMIC
 )
 
 // mrCovers reports whether key names an MR of f (the fake's keys are
@@ -374,8 +412,19 @@ func (v *Verbs) qpByNum(num uint32) *m5Ref {
 }
 
 func (v *Verbs) m5HasRecv(r *m5Ref) bool {
+	if s := r.qp.m5SRQ(); s != nil {
+		return s.consumed != dbWord(s.db, 0)
+	}
 	q := r.qp.m5
 	return q.rqCnt > 0 && q.rqCons&0xffff != dbWord(q.db, 0)&0xffff
+}
+
+// m5SRQ returns the device's view of the QP's SRQ, nil when it has none.
+func (qp *qpVal) m5SRQ() *m5SRQ {
+	if qp.srq == nil {
+		return nil
+	}
+	return qp.srq.Value.(*srqVal).m5
 }
 
 // m5Recv consumes r's next receive WQE: scatters data into it and writes
@@ -383,7 +432,20 @@ func (v *Verbs) m5HasRecv(r *m5Ref) bool {
 func (v *Verbs) m5Recv(r *m5Ref, src uint32, cqeOp uint8, data []byte, byteCnt, imm uint32) error {
 	q := r.qp.m5
 	idx := q.rqCons & (q.rqCnt - 1)
-	wqe := mem(q.rq+uint64(idx)<<q.rqShift, 1<<q.rqShift)
+	var wqe []byte
+	counter := uint16(q.rqCons)
+	if sq := r.qp.m5SRQ(); sq != nil {
+		// The SRQ's next WQE: its data segments after struct
+		// mlx5_wqe_srq_next_seg; the CQE's wqe_counter names it.
+		w := mem(sq.buf+uint64(sq.head&(sq.max-1))<<sq.shift, 1<<sq.shift)
+		counter = uint16(sq.head & (sq.max - 1))
+		sq.head = uint32(be.Uint16(w[2:]))
+		sq.consumed++
+		wqe = w[16:]
+	} else {
+		wqe = mem(q.rq+uint64(idx)<<q.rqShift, 1<<q.rqShift)
+		q.rqCons++
+	}
 	rest := data
 	status := uint8(0)
 	for off := 0; off+16 <= len(wqe) && len(rest) > 0; off += 16 {
@@ -401,12 +463,11 @@ func (v *Verbs) m5Recv(r *m5Ref, src uint32, cqeOp uint8, data []byte, byteCnt, 
 	if status == 0 && len(rest) > 0 {
 		status = fkSynLocalLength
 	}
-	cqe := m5CQE{op: cqeOp, uidx: q.uidx, qpn: r.qp.num, rqpn: src, byteCnt: byteCnt, imm: imm, counter: uint16(q.rqCons)}
+	cqe := m5CQE{op: cqeOp, uidx: q.uidx, qpn: r.qp.num, rqpn: src, byteCnt: byteCnt, imm: imm, counter: counter}
 	if status != 0 {
 		cqe.op, cqe.syndrome = fkCQERespErr, status
 		r.qp.attr.QpState = qpsErr
 	}
-	q.rqCons++
 	return v.m5CQE(r.f, r.qp.recv, cqe)
 }
 

@@ -158,8 +158,15 @@ func (v *Verbs) rxeCreateQP(c *Call, qp *qpVal, create uint32) error {
 	}
 	// rxe_send_wqe is 176 bytes with an inline ib_sge array; rxe_recv_wqe 48.
 	sq, sqSlots := rxeQueue(max(qp.cap.MaxSendWr, 1), 176+16*int(qp.cap.MaxSendSge))
-	rq, rqSlots := rxeQueue(max(qp.cap.MaxRecvWr, 1), 48+16*int(qp.cap.MaxRecvSge))
-	qp.cap.MaxSendWr, qp.cap.MaxRecvWr = sqSlots-1, rqSlots-1
-	resp := append(v.rxeMminfo(c, rq, "rxe rq"), v.rxeMminfo(c, sq, "rxe sq")...)
+	qp.cap.MaxSendWr = sqSlots - 1
+	// With an SRQ the QP has no receive queue: its mminfo stays zero
+	// (rxe_qp.c rxe_qp_init_resp).
+	resp := make([]byte, 16)
+	if qp.srq == nil {
+		rq, rqSlots := rxeQueue(max(qp.cap.MaxRecvWr, 1), 48+16*int(qp.cap.MaxRecvSge))
+		qp.cap.MaxRecvWr = rqSlots - 1
+		resp = v.rxeMminfo(c, rq, "rxe rq")
+	}
+	resp = append(resp, v.rxeMminfo(c, sq, "rxe sq")...)
 	return c.Out(abi.UVERBS_ATTR_UHW_OUT, resp, false)
 }

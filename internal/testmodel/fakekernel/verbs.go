@@ -44,15 +44,16 @@ type Verbs struct {
 
 	k *Kernel
 
-	mu      sync.Mutex
-	log     []string
-	removed bool
-	nextQPN uint32
-	nextUAR uint32
-	nextOff int64
-	queues  []*eventQueue    // async event files, for Remove
-	frames  [][]byte         // what mlx5 RAW_PACKET QPs sent
-	pinned  map[*File]uint64 // bytes (whole pages) the live MRs of each file pin
+	mu       sync.Mutex
+	log      []string
+	removed  bool
+	nextQPN  uint32
+	nextSRQN uint32
+	nextUAR  uint32
+	nextOff  int64
+	queues   []*eventQueue    // async event files, for Remove
+	frames   [][]byte         // what mlx5 RAW_PACKET QPs sent
+	pinned   map[*File]uint64 // bytes (whole pages) the live MRs of each file pin
 }
 
 // Port is one port of a Verbs device.

@@ -14,6 +14,7 @@ type qpVal struct {
 	userHandle uint64
 	pd, send   *Object
 	recv       *Object
+	srq        *Object // the SRQ it receives into, or nil
 	sqSigAll   bool
 	cap        abi.IbUverbsQpCap
 	attr       abi.IbUverbsQueryQpResp // what QUERY_QP answers
@@ -179,6 +180,7 @@ func (v *Verbs) createQP(c *Call) error {
 	if c.Has(abi.UVERBS_ATTR_CREATE_QP_XRCD_HANDLE) {
 		return syscall.EINVAL
 	}
+	srq := c.Object(abi.UVERBS_ATTR_CREATE_QP_SRQ_HANDLE)
 	flags64, _ := c.Value(abi.UVERBS_ATTR_CREATE_QP_FLAGS)
 	flags := uint32(flags64)
 	create := flags &^ abi.IB_UVERBS_QP_CREATE_SQ_SIG_ALL
@@ -192,11 +194,15 @@ func (v *Verbs) createQP(c *Call) error {
 	qp := &qpVal{
 		typ:        uint8(typ),
 		userHandle: c.inU64(abi.UVERBS_ATTR_CREATE_QP_USER_HANDLE),
-		pd:         pd, send: send, recv: recv,
+		pd:         pd, send: send, recv: recv, srq: srq,
 		sqSigAll: flags&abi.IB_UVERBS_QP_CREATE_SQ_SIG_ALL != 0,
 		cap:      *fromBytes[abi.IbUverbsQpCap](capIn),
 	}
 	a := &v.Attr.Base
+	if srq != nil {
+		// ib_create_qp_user: a QP with an SRQ has no receive queue.
+		qp.cap.MaxRecvWr, qp.cap.MaxRecvSge = 0, 0
+	}
 	if qp.cap.MaxSendWr > a.MaxQpWr || qp.cap.MaxRecvWr > a.MaxQpWr || qp.cap.MaxSendSge > a.MaxSge || qp.cap.MaxRecvSge > a.MaxSge {
 		return syscall.EINVAL
 	}
@@ -236,6 +242,9 @@ func (v *Verbs) createQP(c *Call) error {
 	pd.Users++
 	send.Users++
 	recv.Users++
+	if srq != nil {
+		srq.Users++
+	}
 	v.logf("create qp %d", o.Handle)
 	return nil
 }
@@ -248,6 +257,9 @@ func (v *Verbs) destroyQP(c *Call) error {
 	qp.pd.Users--
 	qp.send.Users--
 	qp.recv.Users--
+	if qp.srq != nil {
+		qp.srq.Users--
+	}
 	v.logf("destroy qp %d", o.Handle)
 	return c.Out(abi.UVERBS_ATTR_DESTROY_QP_RESP, make([]byte, 4), true)
 }
