@@ -12,6 +12,7 @@ import (
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/cmd/purerdma/internal/diags"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/perf"
 	"github.com/purerdma/rdma/cmd/purerdma/internal/rdmatool"
 	"github.com/purerdma/rdma/cmd/purerdma/internal/verbs"
 )
@@ -46,7 +47,7 @@ func registry(e env) map[string]cli.Tool {
 			Summary: "serve Prometheus metrics (runs rdma_exporter, installed next to purerdma or on PATH): port counters (node_exporter's infiniband names), hw_counters, netlink statistics, counted flows: [--web.listen-address :9915] [--config.flows FILE]"},
 	}
 	tools := map[string]cli.Tool{}
-	for _, family := range [][]cli.Tool{own, diags.Tools(e.diags), verbs.Tools(e.verbs), rdmatool.Tools(e.rdma)} {
+	for _, family := range [][]cli.Tool{own, diags.Tools(e.diags), verbs.Tools(e.verbs), rdmatool.Tools(e.rdma), perf.Tools()} {
 		for _, t := range family {
 			if _, dup := tools[t.Name]; dup {
 				panic("purerdma: tool registered twice: " + t.Name)
