@@ -280,7 +280,7 @@ func (o *hookObject) stage() verbs.Stage       { return o.h.Stage() }
 func (o *hookObject) seq() uint64              { return o.h.Seq() }
 func (o *hookObject) destroyLocked(bool) error { return o.h.Run() }
 
-// uhTable maps the user handles of CQs and QPs (the values the kernel
+// uhTable maps the user handles of CQs, QPs and SRQs (the values the kernel
 // echoes in completion and async events) back to the objects: a handle
 // is a slot's index plus one in its low 32 bits and the slot's generation,
 // counted up at each use, above them, so that taking and giving back a
@@ -421,7 +421,7 @@ func (c *Context) dropUserHandle(uh uint64) {
 }
 
 // Close destroys every object the context still owns, in dependency order
-// (flows, counters, QPs, CQs, PDs, completion channels — rdma_core.c uverbs_destroy_ufile_hw, ib_destroy_usecnt),
+// (flows, counters, QPs, SRQs, CQs, PDs, completion channels — rdma_core.c uverbs_destroy_ufile_hw, ib_destroy_usecnt),
 // then the driver's context resources, the async event file and the
 // device file, like ibv_close_device after destroying what is left. It
 // waits for calls in flight. After a device was removed (destroys fail EIO:

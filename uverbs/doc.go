@@ -69,7 +69,7 @@
 //
 // A Context owns what is created through it. Closing a Context destroys
 // what is left in the kernel's dependency order (the flows and counters
-// objects of packages flow and counters, then QPs, CQs, AHs, MRs, PDs,
+// objects of packages flow and counters, then QPs, SRQs, CQs, AHs, MRs, PDs,
 // completion channels), then the driver's resources, the async event file
 // and the device file. Every method is safe for concurrent use; Close waits for
 // calls in flight, and calls after it fail with an error matching
