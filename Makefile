@@ -30,7 +30,7 @@ FUZZTIME  ?= 200000x
 # The commits after this one have subjects of at most 72 characters.
 SUBJECTS_SINCE := 36af321
 
-.PHONY: all build test unit bench bench-insn bench-tools generate generate-check lint api cross test-arm64 fuzz-smoke deps-apt test-bootstrap clean
+.PHONY: all build test unit bench bench-insn bench-tools perftest-matrix generate generate-check lint api cross test-arm64 fuzz-smoke deps-apt test-bootstrap clean
 
 all: build
 
@@ -118,6 +118,16 @@ bench: bench-tools vmrun integration-cpeers deps-apt
 ## gives rdma-core's figures to the instruction (docs/performance.md).
 bench-insn: vmrun integration-cpeers
 	GO=$(GO) mk/bench-insn.sh $(VMRUN) $(INTEGRATION_KERNELS)
+
+## perftest-matrix: the perftest tools' whole interop matrix on both
+## kernels: make test runs -a (every size) for two of the eight tools
+## only (TestVMPerftestInterop, docs/perftest.md); this runs it for all.
+perftest-matrix: vmrun integration-cpeers
+	@for k in $(INTEGRATION_KERNELS); do \
+		$(VMRUN) -prepare -kernel $$k && \
+		CGO_ENABLED=0 $(GO) test -tags integration -count=1 -timeout 60m -p 1 -run '^TestVMPerftestInterop$$' \
+			-exec "$(VMRUN) -kernel $$k -timeout 50m -env PURERDMA_PERFTEST_ALL=1 --" ./cmd/purerdma/internal/perf/ || exit; \
+	done
 
 ## bench-tools: ibstat (plain, -s, -p) and ibstatus against infiniband-diags'
 ## on synthetic sysfs trees of BENCH_CAS devices bound over /sys/class in a

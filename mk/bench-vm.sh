@@ -6,7 +6,8 @@
 # (bench-tools-live.sh); Go against C per uverbs operation (bare ioctl,
 # QueryPort, PD, CQ, QP create+destroy) and per MAD exchange, in
 # interleaved chunks; rc_pingpong's message rate, Go client against C
-# client; rping's ping rate, Go pair against C pair. POSIX sh, for the
+# client; rping's ping rate, Go pair against C pair; perftest's eight
+# tools, Go client against C client. POSIX sh, for the
 # guest's busybox. It reports; it never fails on a figure.
 set -u
 dir=$(cd "$1" && pwd)
@@ -38,4 +39,24 @@ echo
 echo "== rping: a Go pair against a C pair, alternating rounds"
 export PURERDMA_RPING_ROUNDS=7
 run cmd/purerdma/internal/verbs verbs.test TestVMRpingRate 'rping rate|pings/s|^(--- |FAIL|ok)'
+echo
+echo "== perftest: Go client against C client, the same C server, interleaved rounds; each line a result row"
+P=19500
+for r in 1 2 3; do
+	for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
+		for who in C Go; do
+			P=$((P + 1))
+			"$t" -d rxe0 -x 0 -p $P -n 1000 >/dev/null 2>&1 &
+			hp=$(printf '%04X' $P) w=0
+			while ! grep -q ":$hp 00000000:0000 0A" /proc/net/tcp && [ $w -lt 100 ]; do sleep 0.1; w=$((w + 1)); done
+			if [ $who = C ]; then
+				row=$("$t" -d rxe1 -x 0 -p $P -n 1000 10.77.0.1 2>&1 | sed -n '/#bytes/{n;p;}')
+			else
+				row=$("$dir/purerdma" "$t" -d rxe1 -x 0 -p $P -n 1000 --timeout 2m 10.77.0.1 2>&1 | sed -n '/#bytes/{n;p;}')
+			fi
+			wait
+			printf 'round %d %-13s %-2s %s\n' $r "$t" $who "$row"
+		done
+	done
+done
 exit 0

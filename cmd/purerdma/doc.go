@@ -22,6 +22,10 @@
 //     MAC's packets and bytes through a verbs counters object).
 //   - iproute2's rdma (internal/rdmatool): link, resource and statistic,
 //     through RDMA netlink.
+//   - perftest (internal/perf): ib_send_bw, ib_send_lat, ib_write_bw,
+//     ib_write_lat, ib_read_bw, ib_read_lat, ib_atomic_bw, ib_atomic_lat,
+//     which interoperate with perftest 4.5's, over its TCP exchange and
+//     with -R over the connection manager, and print its report.
 //   - purerdma's own (this package): version, and exporter, which runs
 //     rdma_exporter (cmd/rdma_exporter, the Prometheus exporter, a binary
 //     of its own) in this process's place.
@@ -66,7 +70,10 @@
 //     asyncwatch 1 for every failure and a bad option, and 0 on SIGINT or
 //     SIGTERM; rc_pingpong 1 for every failure and a bad option; rping,
 //     ucmatose and udaddy the low byte of what the C tool's main returns
-//     (a negative errno shows as 256 minus it), 1 where that byte is 0.
+//     (a negative errno shows as 256 minus it), 1 where that byte is 0;
+//     the perftest tools perftest's 1 for a bad option, -h and -V and most
+//     failures, 17 where its main returns it (a failed run of send_bw,
+//     send_lat, read_bw, read_lat, atomic_lat).
 //   - Every other tool (umad, counters, flowcount, version) exits 0 when it
 //     did its work, 1 on a runtime failure (a device or port that does not
 //     exist, an errno from the kernel, a MAD answered with a non-zero

@@ -26,7 +26,7 @@
 # global window, and copies the guest's /proc/kallsyms to DIR/kallsyms.txt
 # for the kernel profile.
 set -u
-N=${2:-40} REPS=${3:-5} PPREPS=${4:-3} N1=100 N2=2000 RD=4 R1=100 R2=1000
+N=${2:-40} REPS=${3:-5} PPREPS=${4:-3} N1=100 N2=2000 RD=4 R1=100 R2=1000 PT1=200 PT2=2000
 tmp=$(mktemp -d)
 cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/purerdma" "$tmp/"
 M=$tmp/marker G=$tmp/purerdma
@@ -77,6 +77,38 @@ while [ $j -lt "$PPREPS" ]; do
 	pp 101 "$N2" ibv_rc_pingpong
 	pp 102 "$N1" $G rc_pingpong
 	pp 103 "$N2" $G rc_pingpong
+done
+echo "== perftest _bw clients: C server on CPU 0, client (perftest's, then ours) on CPU 1"
+# 64-byte messages (atomics: 8), no peak search (-N: print_report_bw's
+# search is quadratic in the iterations), waiting on completion events (-e)
+# where perftest can: ib_write_bw cannot ("Events feature not available
+# on WRITE verb"), so its client busy-polls and its row counts the empty
+# polls too, which depend on timing.
+pt() { # code iterations tool client...
+	code=$1 n=$2 t=$3
+	shift 3
+	P=$((P + 1))
+	a="-N"
+	case $t in ib_atomic_bw) a="-N -e" ;; ib_write_bw) a="-N -s 64" ;; *) a="-N -e -s 64" ;; esac
+	$M pin 0 $t -d rxe0 -x 0 -n "$n" -p $P $a >/dev/null 2>&1 &
+	sp=$!
+	hp=$(printf '%04X' $P) w=0
+	while ! grep -q ":$hp 00000000:0000 0A" /proc/net/tcp && [ $w -lt 120 ]; do sleep 0.5; w=$((w + 1)); done
+	$M start; $M pin 1 "$@" $t -d rxe1 -x 0 -n "$n" -p $P $a 127.0.0.1 >"$tmp/pt" 2>&1; rc=$?; $M stop "$code"
+	wait $sp
+	echo "perftest sample $code: $t $n iterations, exit $rc: $(sed -n '/#bytes/{n;p;}' "$tmp/pt")"
+}
+j=0
+while [ $j -lt "$PPREPS" ]; do
+	j=$((j + 1))
+	k=0
+	for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw; do
+		pt $((120 + 2 * k)) "$PT1" $t env
+		pt $((121 + 2 * k)) "$PT2" $t env
+		pt $((130 + 2 * k)) "$PT1" $t $G
+		pt $((131 + 2 * k)) "$PT2" $t $G
+		k=$((k + 1))
+	done
 done
 echo "== counters Read: $RD readers of one object at once, C then Go, $R1 and $R2 reads each"
 j=0

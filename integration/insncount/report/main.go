@@ -247,6 +247,28 @@ func perMessage(w io.Writer, s *samples, n1, n2 int) {
 		ga.user, ga.kern, ga.total(), ratio(ga.total(), ca.total()))
 }
 
+// perPerftest prints one message of each perftest _bw client, on the
+// client's CPU (1): guest.sh's pt runs, codes 120+2k and 121+2k (perftest's
+// C client, pt1 and pt2 iterations) and 130+2k, 131+2k (ours), k = send,
+// write, read, atomic.
+func perPerftest(w io.Writer, s *samples, pt1, pt2 int) {
+	header := false
+	for k, name := range []string{"ib_send_bw -e, 64 B", "ib_write_bw (busy-polls), 64 B", "ib_read_bw -e, 64 B", "ib_atomic_bw -e, 8 B"} {
+		c, ok1 := unit(s, 120+2*k, 121+2*k, 1, pt2-pt1)
+		g, ok2 := unit(s, 130+2*k, 131+2*k, 1, pt2-pt1)
+		if !ok1 || !ok2 {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(w, "\nper message: perftest _bw clients (CPU 1; C server on CPU 0), one message = (least run of %d - least run of %d) / %d\n", pt2, pt1, pt2-pt1)
+			fmt.Fprintf(w, "%-32s %8s %8s %8s | %8s %8s %8s\n", "", "C user", "C kern", "C total", "Go user", "Go kern", "Go total")
+			header = true
+		}
+		fmt.Fprintf(w, "%-32s %8d %8d %8d | %8d %8d %8d | Go/C %s\n", name, c.user, c.kern, c.total(),
+			g.user, g.kern, g.total(), ratio(g.total(), c.total()))
+	}
+}
+
 // perRead prints one counters read of readers threads (C) or goroutines
 // (Go) reading one object at once, counted on every CPU: guest.sh's cops
 // rate and goops rate runs, r1 and r2 reads per reader (codes 110-113).
@@ -357,6 +379,8 @@ func main() {
 	readers := flag.Int("readers", 4, "counters readers at once (guest.sh's RD)")
 	r1 := flag.Int("r1", 100, "reads per reader of the short concurrent runs")
 	r2 := flag.Int("r2", 1000, "reads per reader of the long concurrent runs")
+	pt1 := flag.Int("pt1", 200, "perftest iterations of the short runs (guest.sh's PT1)")
+	pt2 := flag.Int("pt2", 2000, "perftest iterations of the long runs (guest.sh's PT2)")
 	prof := flag.String("prof", "", "a profile the plugin wrote (prof=, or kprof= with -kallsyms)")
 	bin := flag.String("bin", "", "the binary the user-space profile ran")
 	kallsyms := flag.String("kallsyms", "", "for a kernel profile: the guest's /proc/kallsyms, of the same boot")
@@ -398,4 +422,5 @@ func main() {
 	perTool(os.Stdout, s)
 	perMessage(os.Stdout, s, *n1, *n2)
 	perRead(os.Stdout, s, *readers, *r1, *r2)
+	perPerftest(os.Stdout, s, *pt1, *pt2)
 }

@@ -91,9 +91,11 @@ func parseDest(b []byte, withGID bool) (dest, error) {
 // comm is perftest's struct perftest_comm over TCP: one connection on
 // which every exchange is client first (ctx_xchg_data_ethernet).
 type comm struct {
-	conn    net.Conn
+	conn    net.Conn // the TCP exchange, or
+	cm      *cmLink  // the rdma_cm one (-R)
 	client  bool
 	withGID bool // the key messages carry a GID (gid_index != -1)
+	gidIdx  int
 }
 
 // dial is ethernet_client_connect; unlike the C tool it retries a refused
@@ -135,6 +137,18 @@ func accept(ctx context.Context, port int) (net.Conn, error) {
 // the server reads first. Each message goes out in one write, since the C
 // peer reads it with one read(2).
 func (c *comm) xchg(my, rem []byte) error {
+	if c.cm != nil {
+		if c.client {
+			if err := c.cm.write(my); err != nil {
+				return err
+			}
+			return c.cm.read(rem)
+		}
+		if err := c.cm.read(rem); err != nil {
+			return err
+		}
+		return c.cm.write(my)
+	}
 	if c.client {
 		if _, err := c.conn.Write(my); err != nil {
 			return err
@@ -151,6 +165,18 @@ func (c *comm) xchg(my, rem []byte) error {
 
 // handshake is ctx_hand_shake: one key message each way.
 func (c *comm) handshake(my *dest, rem *dest) error {
+	if c.cm != nil {
+		buf := make([]byte, keyMsgSizeCM)
+		if err := c.xchg(my.wireCM(c.gidIdx), buf); err != nil {
+			return fmt.Errorf("Failed to exchange data between server and clients: %w", err)
+		}
+		d, err := parseDestCM(buf)
+		if err != nil {
+			return err
+		}
+		*rem = d
+		return nil
+	}
 	n := keyMsgSize
 	if c.withGID {
 		n = keyMsgSizeGID
@@ -172,6 +198,9 @@ func (c *comm) handshake(my *dest, rem *dest) error {
 func (c *comm) closeConn(my, rem *dest) error {
 	if err := c.handshake(my, rem); err != nil {
 		return fmt.Errorf("Failed to close connection between server and client: %w", err)
+	}
+	if c.cm != nil {
+		return nil
 	}
 	_, err := c.conn.Write([]byte("done\x00"))
 	c.conn.Close()
@@ -272,4 +301,26 @@ func atof(s string) float64 {
 		}
 	}
 	return 0
+}
+
+// peerGone tells whether the peer has closed the TCP connection of the
+// exchange, without reading what it may have sent: a peek that finds the
+// end of the stream, or a reset. Over rdma_cm it cannot tell (false).
+func (c *comm) peerGone() bool {
+	tc, ok := c.conn.(*net.TCPConn)
+	if !ok {
+		return false
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	gone := false
+	var b [1]byte
+	rc.Read(func(fd uintptr) bool {
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		gone = n == 0 && err == nil || err == syscall.ECONNRESET
+		return true
+	})
+	return gone
 }

@@ -301,7 +301,8 @@ func parse(prog string, v verb, t testKind, args []string, stdout, stderr io.Wri
 			return cli.ErrHelp
 		}},
 		{Long: "report_gbits", Set: func(string) error { p.reportGbs = true; return nil }},
-		{Long: "use_srq", Set: func(string) error { p.useSRQ = true; return nil }},
+		{Long: "use-srq", Set: func(string) error { p.useSRQ = true; return nil }},
+		{Long: "use_srq", Set: func(string) error { p.useSRQ = true; return nil }}, // as some guides spell it
 		{Long: "output", Arg: true, Set: func(s string) error {
 			switch s {
 			case "bandwidth":
@@ -339,11 +340,15 @@ func parse(prog string, v verb, t testKind, args []string, stdout, stderr io.Wri
 		fmt.Fprint(stdout, " Using SRQ only avavilible in SEND tests.\n")
 		return nil, cli.ExitError{Code: 1}
 	}
-	if p.workRDMACM {
-		return nil, usageError(" purerdma: -R (rdma_cm) is not implemented yet\n")
+	if p.workRDMACM && p.conn == connUC {
+		fmt.Fprint(stdout, resultLine)
+		fmt.Fprint(stdout, " UC is not supported in librdmacm\n")
+		return nil, cli.ExitError{Code: 1}
 	}
-	if p.useSRQ {
-		return nil, usageError(" purerdma: --use_srq is not implemented yet\n")
+	if p.useSRQ && p.numQPs > p.rxDepth {
+		fmt.Fprint(stdout, resultLine)
+		fmt.Fprint(stdout, " Using SRQ depth should be greater than number of QPs.\n")
+		return nil, cli.ExitError{Code: 1}
 	}
 	if p.conn == connUD {
 		return nil, usageError(" purerdma: -c UD is not implemented yet\n")
@@ -448,6 +453,7 @@ func usage(p *params) string {
 		{"-x, --gid-index=<index> ", "Test uses GID with GID index"},
 		{"--output=<units>", "Set verbosity output level: bandwidth , message_rate, latency"},
 		{"--report_gbits ", "Report Max/Average BW of test in Gbit/sec (instead of MiB/sec)"},
+		{"--use-srq ", "Use a Shared Receive Queue. --rx-depth controls max-wr size of the SRQ "},
 		{"--timeout=<duration> ", "purerdma only: give up after this long (default: never)"},
 	} {
 		fmt.Fprintf(&b, "  %s\n\t\t\t\t%s\n", l[0], l[1])

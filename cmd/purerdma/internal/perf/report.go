@@ -85,8 +85,18 @@ func (p *params) printTestInfo(w io.Writer, devName string, pcir bool) {
 	} else {
 		fmt.Fprintf(&b, " Outstand reads  : %d\n", p.outReads)
 	}
-	fmt.Fprintf(&b, " rdma_cm QPs\t : %s\n", "OFF")
-	fmt.Fprintf(&b, " Data ex. method : %s", "Ethernet")
+	if p.workRDMACM {
+		fmt.Fprintf(&b, " rdma_cm QPs\t : %s\n", "ON")
+		fmt.Fprintf(&b, " Data ex. method : %s", "rdma_cm")
+		if p.server == "" {
+			b.WriteString("\n" + resultLine)
+			b.WriteString(" Waiting for client rdma_cm QP to connect\n")
+			b.WriteString(" Please run the same command with the IB/RoCE interface IP")
+		}
+	} else {
+		fmt.Fprintf(&b, " rdma_cm QPs\t : %s\n", "OFF")
+		fmt.Fprintf(&b, " Data ex. method : %s", "Ethernet")
+	}
 	b.WriteString("\n")
 	b.WriteString(resultLine)
 	io.WriteString(w, b.String())
@@ -103,10 +113,12 @@ func (p *params) printDest(w io.Writer, d *dest, remote bool) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, " %s address: LID %s QPN %s PSN %s", side, cHex(uint64(d.lid), 4), cHex(uint64(d.qpn), 6), cHex(uint64(d.psn), 6))
-	if p.verb == verbRead {
+	// In the rdma_cm modes the exchange's own parameters print these
+	// lines, with their verb, SEND.
+	if p.verb == verbRead && !p.workRDMACM {
 		fmt.Fprintf(&b, " OUT %s", cHex(uint64(d.outReads), 4))
 	}
-	if p.verb == verbRead || p.verb == verbWrite {
+	if (p.verb == verbRead || p.verb == verbWrite) && !p.workRDMACM {
 		fmt.Fprintf(&b, " RKey %s VAddr %s", cHex(uint64(d.rkey), 8), cHex(d.vaddr, 16))
 	}
 	b.WriteString("\n")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/sys"
+	"github.com/purerdma/rdma/rdmacm"
 	"github.com/purerdma/rdma/uverbs"
 )
 
@@ -32,6 +34,7 @@ type test struct {
 	ch     *uverbs.CompChannel
 	sendCQ *uverbs.CQ
 	recvCQ *uverbs.CQ
+	srq    *uverbs.SRQ // --use_srq: the receivers' shared receive queue
 	qps    []*uverbs.QP
 	buf    []byte
 	// buffSize and sendQPBuffSize are alloc_ctx's buff_size and
@@ -44,7 +47,39 @@ type test struct {
 	yield   bool // poll yields the CPU between empty polls (software devices)
 	t0      time.Time
 	waitCtx context.Context
+	ctx     context.Context
+	comm    *comm
+	cmLn    *rdmacm.ID // the -R server's listening ID
 }
+
+// spin is called at each empty poll of a busy-polling loop. Every 256 it
+// yields the CPU on a software device (rxe's and siw's "hardware" is
+// kernel code that needs a CPU to produce the completion the loop waits
+// for; perftest spins, which on few CPUs keeps that work waiting); every
+// 16 Ki it gives up when the context is done (--timeout) or the peer has
+// closed the exchange's connection: a peer gone mid-run ends the run with
+// an error instead of a wait for ever.
+func (t *test) spin(n *int) error {
+	*n++
+	if *n&0xff != 0 {
+		return nil
+	}
+	if t.yield {
+		sys.Yield()
+	}
+	if *n&0x3fff != 0 {
+		return nil
+	}
+	if err := t.ctx.Err(); err != nil {
+		return fmt.Errorf("the run did not end within --timeout: %w", err)
+	}
+	if t.comm != nil && t.comm.peerGone() {
+		return errPeerGone
+	}
+	return nil
+}
+
+var errPeerGone = errors.New("the peer closed the connection in the middle of the run: it is gone")
 
 // now is get_cycles: nanoseconds on the monotonic clock.
 func (t *test) now() int64 { return int64(time.Since(t.t0)) }
@@ -76,7 +111,7 @@ func (p *params) main(stdout, stderr io.Writer) error {
 }
 
 func (p *params) runTest(ctx context.Context, stdout, stderr io.Writer) error {
-	t := &test{p: p, t0: time.Now(), waitCtx: context.WithoutCancel(ctx)}
+	t := &test{p: p, t0: time.Now(), ctx: ctx, waitCtx: context.WithoutCancel(ctx)}
 	// ctx_find_dev
 	if p.dev == "" {
 		devs, err := uverbs.Devices(nil)
@@ -161,33 +196,50 @@ func (p *params) runTest(ctx context.Context, stdout, stderr io.Writer) error {
 	if p.output == outFull && p.server == "" {
 		io.WriteString(stdout, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
 	}
-	var conn interface {
-		Close() error
-	}
 	cm := &comm{client: p.server != ""}
-	if p.server != "" {
-		nc, err := dial(ctx, p.server, p.port)
+	t.comm = cm
+	if p.workRDMACM {
+		var l *cmLink
+		var err error
+		if p.server != "" {
+			l, err = dialCM(ctx, p.server, p.port)
+		} else {
+			l, err = acceptCM(ctx, p.port)
+		}
 		if err != nil {
-			fmt.Fprintf(stderr, "Couldn't connect to %s:%d\n", p.server, p.port)
-			fmt.Fprint(stderr, "Unable to open file descriptor for socket connection")
+			if p.server != "" {
+				fmt.Fprintf(stderr, "Unable to perform rdma_client function: %v\n", err)
+			} else {
+				fmt.Fprintf(stderr, "Unable to perform rdma_server function: %v\n", err)
+			}
 			fmt.Fprint(stderr, " Unable to init the socket connection\n")
 			return failed{1}
 		}
-		cm.conn = nc
+		cm.cm = l
+		defer l.close()
 	} else {
-		nc, err := accept(ctx, p.port)
+		var nc net.Conn
+		var err error
+		if p.server != "" {
+			nc, err = dial(ctx, p.server, p.port)
+		} else {
+			nc, err = accept(ctx, p.port)
+		}
 		if err != nil {
-			fmt.Fprintf(stderr, "Couldn't listen to port %d\n", p.port)
+			if p.server != "" {
+				fmt.Fprintf(stderr, "Couldn't connect to %s:%d\n", p.server, p.port)
+			} else {
+				fmt.Fprintf(stderr, "Couldn't listen to port %d\n", p.port)
+			}
 			fmt.Fprint(stderr, "Unable to open file descriptor for socket connection")
 			fmt.Fprint(stderr, " Unable to init the socket connection\n")
 			return failed{1}
 		}
 		cm.conn = nc
-	}
-	conn = cm.conn
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		cm.conn.SetDeadline(dl)
+		defer nc.Close()
+		if dl, ok := ctx.Deadline(); ok {
+			nc.SetDeadline(dl)
+		}
 	}
 	if p.verb == verbWrite && p.tst == testBW {
 		time.Sleep(time.Second) // write_bw.c's sleep(1) after connecting
@@ -216,17 +268,61 @@ func (p *params) runTest(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := cm.mtu(p, local); err != nil {
 		return err
 	}
-	if err := t.setup(stdout); err != nil {
-		return err
+	var ct *cmTest
+	defer func() {
+		ct.disconnect()
+		t.close()
+		ct.closeIDs()
+		if t.cmLn != nil {
+			t.cmLn.Close()
+		}
+	}()
+	if p.workRDMACM {
+		// create_rdma_cm_connection: a sync, the test's QPs connected by
+		// the connection manager (the resources made on the device it
+		// chose), a sync.
+		var zero, rem dest
+		cm.gidIdx = p.gidIndex
+		if p.server == "" {
+			if err := t.cmListen(ctx); err != nil {
+				fmt.Fprintf(stderr, "Failed to create RDMA CM connection with resources: %v\n", err)
+				return failed{1}
+			}
+		}
+		if err := cm.handshake(&zero, &rem); err != nil {
+			return err
+		}
+		var err error
+		if ct, err = t.cmConnect(ctx, t.setupRes); err != nil {
+			fmt.Fprintf(stderr, "Failed to create RDMA CM connection with resources: %v\n", err)
+			return failed{1}
+		}
+		if err := cm.handshake(&zero, &rem); err != nil {
+			return err
+		}
+	} else {
+		if err := t.setupRes(t.c); err != nil {
+			return err
+		}
+		if err := t.createQPs(stdout); err != nil {
+			return err
+		}
 	}
-	defer t.close()
-	// set_up_connection: the GID and the local keys.
+	// set_up_connection: the GID and the local keys, of the device the
+	// resources are on (with -R the one the connection manager chose,
+	// which need not be -d's).
+	rc := t.pd.Context()
+	if rc != c {
+		if pa, err = rc.QueryPort(p.ibPort); err != nil {
+			return fmt.Errorf("Couldn't query port %d: %w", p.ibPort, err)
+		}
+	}
 	var gid rdma.GID
 	if p.gidIndex != -1 {
 		if !p.gidUser {
-			p.gidIndex = t.bestGIDIndex(int(pa.GIDTableLen))
+			p.gidIndex = t.bestGIDIndex(rc, int(pa.GIDTableLen))
 		}
-		g, err := c.QueryGID(p.ibPort, p.gidIndex)
+		g, err := rc.QueryGID(p.ibPort, p.gidIndex)
 		if err != nil {
 			return fmt.Errorf("Couldn't query GID %d: %w", p.gidIndex, err)
 		}
@@ -255,13 +351,15 @@ func (p *params) runTest(ctx context.Context, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if isV4Mapped(t.my[0].gid) != isV4Mapped(t.rem[0].gid) {
-		fmt.Fprint(stderr, "\n Found Incompatibility issue with GID types.\n")
-		fmt.Fprint(stderr, " Please Try to use a different IP version.\n\n")
-		return failed{1}
-	}
-	if err := t.connect(); err != nil {
-		return err
+	if !p.workRDMACM {
+		if isV4Mapped(t.my[0].gid) != isV4Mapped(t.rem[0].gid) {
+			fmt.Fprint(stderr, "\n Found Incompatibility issue with GID types.\n")
+			fmt.Fprint(stderr, " Please Try to use a different IP version.\n\n")
+			return failed{1}
+		}
+		if err := t.connect(); err != nil {
+			return err
+		}
 	}
 	if p.verb == verbSend {
 		if err := hs(0); err != nil {
@@ -323,14 +421,14 @@ func isV4Mapped(g rdma.GID) bool {
 
 // bestGIDIndex is get_best_gid_index: an IPv4-mapped GID over another,
 // RoCE v2 over v1.
-func (t *test) bestGIDIndex(n int) int {
+func (t *test) bestGIDIndex(c *uverbs.Context, n int) int {
 	best := 0
 	for i := 1; i < n; i++ {
-		a, err := t.c.QueryGID(t.p.ibPort, best)
+		a, err := c.QueryGID(t.p.ibPort, best)
 		if err != nil {
 			return best
 		}
-		b, err := t.c.QueryGID(t.p.ibPort, i)
+		b, err := c.QueryGID(t.p.ibPort, i)
 		if err != nil {
 			continue
 		}
@@ -357,15 +455,15 @@ func inc(size, line int) int {
 	return line
 }
 
-// setup is alloc_ctx and ctx_init: the buffer and its MR, the CQs, the
-// QPs in INIT.
-func (t *test) setup(stdout io.Writer) error {
+// setupRes is alloc_ctx and ctx_init on c: the buffer and its MR, the
+// CQs.
+func (t *test) setupRes(c *uverbs.Context) error {
 	p := t.p
 	bs := buffSize(int(p.size), p.cycleBuffer)
 	t.bs = bs
 	t.buffSize = inc(bs, p.cacheLineSize) * 2 * p.numQPs
 	t.sendQPBuffSize = t.buffSize / p.numQPs / 2
-	pd, err := t.c.AllocPD()
+	pd, err := c.AllocPD()
 	if err != nil {
 		return fmt.Errorf("Couldn't allocate PD: %w", err)
 	}
@@ -391,27 +489,48 @@ func (t *test) setup(stdout io.Writer) error {
 		}
 	}
 	if p.events {
-		if t.ch, err = t.c.CreateCompChannel(); err != nil {
+		if t.ch, err = c.CreateCompChannel(); err != nil {
 			return fmt.Errorf("Couldn't create completion channel: %w", err)
 		}
 	}
-	if t.sendCQ, err = t.c.CreateCQ(uverbs.CQAttr{CQE: p.txDepth * p.numQPs, Channel: t.ch}); err != nil {
+	if t.sendCQ, err = c.CreateCQ(uverbs.CQAttr{CQE: p.txDepth * p.numQPs, Channel: t.ch}); err != nil {
 		return fmt.Errorf("Couldn't create CQ: %w", err)
 	}
 	t.recvCQ = t.sendCQ
 	if p.verb == verbSend {
-		if t.recvCQ, err = t.c.CreateCQ(uverbs.CQAttr{CQE: p.rxDepth * p.numQPs, Channel: t.ch}); err != nil {
+		if t.recvCQ, err = c.CreateCQ(uverbs.CQAttr{CQE: p.rxDepth * p.numQPs, Channel: t.ch}); err != nil {
 			return fmt.Errorf("Couldn't create a receiver CQ: %w", err)
 		}
 	}
+	if p.useSRQ && (p.tst == testLat || p.server == "") {
+		if t.srq, err = pd.CreateSRQ(uverbs.SRQAttr{MaxWR: uint32(p.rxDepth), MaxSGE: 1}); err != nil {
+			return fmt.Errorf("Couldn't create SRQ: %w", err)
+		}
+	}
+	return nil
+}
+
+// qpAttr is ctx_qp_create's attributes.
+func (t *test) qpAttr() uverbs.QPInitAttr {
+	p := t.p
 	typ := uverbs.QPTypeRC
 	if p.conn == connUC {
 		typ = uverbs.QPTypeUC
 	}
+	a := uverbs.QPInitAttr{Type: typ, SendCQ: t.sendCQ, RecvCQ: t.recvCQ,
+		Cap: uverbs.QPCap{MaxSendWR: uint32(p.txDepth), MaxRecvWR: uint32(p.rxDepth), MaxSendSGE: 1, MaxRecvSGE: 1,
+			MaxInlineData: uint32(p.inline)}}
+	if t.srq != nil {
+		a.SRQ, a.Cap.MaxRecvWR, a.Cap.MaxRecvSGE = t.srq, 0, 0
+	}
+	return a
+}
+
+// createQPs is ctx_init's QPs, in INIT (ctx_modify_qp_to_init).
+func (t *test) createQPs(stdout io.Writer) error {
+	p := t.p
 	for i := 0; i < p.numQPs; i++ {
-		qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: typ, SendCQ: t.sendCQ, RecvCQ: t.recvCQ,
-			Cap: uverbs.QPCap{MaxSendWR: uint32(p.txDepth), MaxRecvWR: uint32(p.rxDepth), MaxSendSGE: 1, MaxRecvSGE: 1,
-				MaxInlineData: uint32(p.inline)}})
+		qp, err := t.pd.CreateQP(t.qpAttr())
 		if err != nil {
 			fmt.Fprintf(stdout, "Couldn't create QP: %v\n", err)
 			return failed{1}
@@ -442,6 +561,9 @@ func (t *test) setup(stdout io.Writer) error {
 func (t *test) close() {
 	for _, qp := range t.qps {
 		qp.Close()
+	}
+	if t.srq != nil {
+		t.srq.Close()
 	}
 	if t.recvCQ != nil && t.recvCQ != t.sendCQ {
 		t.recvCQ.Close()
@@ -620,9 +742,9 @@ func (t *test) runBW(wrs [][]uverbs.SendWR, tposted, tcompleted []int64, stderr 
 				fmt.Fprintf(stderr, "poll CQ failed %v\n", err)
 				return failed{1}
 			}
-			if ne == 0 && t.yield {
-				if spins++; spins&0xff == 0 {
-					sys.Yield()
+			if ne == 0 {
+				if err := t.spin(&spins); err != nil {
+					return err
 				}
 			}
 			for k := 0; k < ne; k++ {
@@ -713,13 +835,36 @@ func (t *test) postRecvs() ([][]uverbs.RecvWR, error) {
 		off := (p.numQPs + i) * t.sendQPBuffSize
 		sge, _ := t.mr.SGE(off, int(p.size))
 		wrs[i] = []uverbs.RecvWR{{ID: uint64(i), SGL: []uverbs.SGE{sge}}}
-		for j := 0; j < p.rxDepth; j++ {
-			if _, err := t.qps[i].PostRecv(wrs[i]); err != nil {
+		for j := 0; j < t.rxPerQP(); j++ {
+			if t.srq != nil {
+				if _, err := t.srq.PostRecv(wrs[i]); err != nil {
+					return nil, fmt.Errorf("Couldn't post recv SRQ = %d: counter=%d", i, j)
+				}
+			} else if _, err := t.qps[i].PostRecv(wrs[i]); err != nil {
 				return nil, fmt.Errorf("Couldn't post recv Qp = %d: counter=%d", i, j)
 			}
 		}
 	}
 	return wrs, nil
+}
+
+// rxPerQP is ctx_set_recv_wqes' size_per_qp: the receives posted for each
+// QP, rx_depth of its own or its share of the SRQ's.
+func (t *test) rxPerQP() int {
+	if t.srq != nil {
+		return t.p.rxDepth / t.p.numQPs
+	}
+	return t.p.rxDepth
+}
+
+// repost posts QP i's receive again, to the SRQ when there is one.
+func (t *test) repost(i uint64, wrs [][]uverbs.RecvWR) error {
+	if t.srq != nil {
+		_, err := t.srq.PostRecv(wrs[i])
+		return err
+	}
+	_, err := t.qps[i].PostRecv(wrs[i])
+	return err
 }
 
 // sendBW is send_bw.c's main after the connection.
@@ -782,7 +927,7 @@ func (t *test) runBWServer(rwrs [][]uverbs.RecvWR, tposted, tcompleted []int64, 
 	tot := p.iters * uint64(p.numQPs)
 	posted := make([]uint64, p.numQPs)
 	for i := range posted {
-		posted[i] = uint64(p.rxDepth)
+		posted[i] = uint64(t.rxPerQP())
 	}
 	var rcnt uint64
 	first := true
@@ -801,10 +946,8 @@ func (t *test) runBWServer(rwrs [][]uverbs.RecvWR, tposted, tcompleted []int64, 
 				return failed{1}
 			}
 			if ne == 0 {
-				if t.yield {
-					if spins++; spins&0xff == 0 {
-						sys.Yield()
-					}
+				if err := t.spin(&spins); err != nil {
+					return err
 				}
 				break
 			}
@@ -823,7 +966,7 @@ func (t *test) runBWServer(rwrs [][]uverbs.RecvWR, tposted, tcompleted []int64, 
 				rcnt++
 				id := w.ID
 				if posted[id]+1 <= p.iters {
-					if _, err := t.qps[id].PostRecv(rwrs[id]); err != nil {
+					if err := t.repost(id, rwrs); err != nil {
 						fmt.Fprintf(stderr, "Couldn't post recv Qp=%d rcnt=%d\n", id, rcnt)
 						return failed{15}
 					}
@@ -859,10 +1002,8 @@ func (t *test) pollOne(cq *uverbs.CQ, wc []uverbs.WC) error {
 			}
 			continue
 		}
-		if t.yield {
-			if spins++; spins&0xff == 0 {
-				sys.Yield()
-			}
+		if err := t.spin(&spins); err != nil {
+			return err
 		}
 	}
 }
@@ -902,10 +1043,8 @@ func (t *test) writeLat(cm *comm, stdout, stderr io.Writer) error {
 			if rcnt < p.iters && !(scnt < 1 && p.server == "") {
 				rcnt++
 				for loadByte(t.buf, pollIdx) != byte(rcnt) {
-					if t.yield {
-						if spins++; spins&0xff == 0 {
-							sys.Yield()
-						}
+					if err := t.spin(&spins); err != nil {
+						return err
 					}
 				}
 			}
@@ -993,8 +1132,8 @@ func (t *test) sendLat(cm *comm, stdout, stderr io.Writer) error {
 					return failed{1}
 				}
 				rcnt++
-				if rcnt+uint64(p.rxDepth) <= p.iters {
-					if _, err := t.qps[wc[0].ID].PostRecv(rwrs[wc[0].ID]); err != nil {
+				if rcnt+uint64(t.rxPerQP()) <= p.iters {
+					if err := t.repost(wc[0].ID, rwrs); err != nil {
 						fmt.Fprintf(stderr, "Couldn't post recv: rcnt=%d\n", rcnt)
 						return failed{15}
 					}
