@@ -218,7 +218,10 @@ func TestVMPerftestInterop(t *testing.T) {
 			runs = append(runs[:len(runs):len(runs)], allSizes...)
 		}
 		if tc.v == verbSend {
-			runs = append(runs[:len(runs):len(runs)], []string{"-n", "200", "--use-srq"}, []string{"-n", "200", "-q", "2"})
+			runs = append(runs[:len(runs):len(runs)], []string{"-n", "200", "--use-srq"})
+		}
+		if tc.t == testBW {
+			runs = append(runs[:len(runs):len(runs)], []string{"-n", "200", "-q", "2"})
 		}
 		for _, args := range runs {
 			tc, args := tc, args
@@ -279,7 +282,7 @@ func TestVMPerftestPeerGone(t *testing.T) {
 		}
 		t.Run(c.name+" "+who, func(t *testing.T) {
 			port++
-			common := []string{"-x", "0", "-p", strconv.Itoa(port), "-n", "100000000"}
+			common := []string{"-x", "0", "-p", strconv.Itoa(port), "-n", "1000000"}
 			sargs := append([]string{"-d", vmtest.Dev0}, common...)
 			cargs := append(append([]string{"-d", vmtest.Dev1}, common...), vmtest.Addr0)
 			ctx, cancel := context.WithCancel(context.Background())
