@@ -146,7 +146,7 @@ func (l *cmLink) poll(cq *uverbs.CQ) error {
 		}
 		if n == 1 {
 			if wc[0].Status != uverbs.WCSuccess {
-				return fmt.Errorf("Completion with error on the rdma_cm exchange QP: %w", wc[0].Status)
+				return perr("Completion with error on the rdma_cm exchange QP: %w", wc[0].Status)
 			}
 			return nil
 		}
@@ -284,7 +284,7 @@ func (t *test) cmConnect(ctx context.Context, setup func(*uverbs.Context) error)
 					id.Close()
 				}
 				if try == 10 || ctx.Err() != nil {
-					return ct, fmt.Errorf("RDMA CM event error: %w", err)
+					return ct, perr("RDMA CM event error: %w", err)
 				}
 				time.Sleep(100 * time.Millisecond)
 			}

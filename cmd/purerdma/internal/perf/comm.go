@@ -66,13 +66,13 @@ func parseDest(b []byte, withGID bool) (dest, error) {
 		want = 23
 	}
 	if len(f) < want {
-		return d, fmt.Errorf("Couldn't parse line <%s>", s)
+		return d, perr("Couldn't parse line <%s>", s)
 	}
 	var v [23]uint64
 	for i := 0; i < want; i++ {
 		x, err := strconv.ParseUint(f[i], 16, 64)
 		if err != nil {
-			return d, fmt.Errorf("Couldn't parse line <%s>", s)
+			return d, perr("Couldn't parse line <%s>", s)
 		}
 		v[i] = x
 	}
@@ -168,7 +168,7 @@ func (c *comm) handshake(my *dest, rem *dest) error {
 	if c.cm != nil {
 		buf := make([]byte, keyMsgSizeCM)
 		if err := c.xchg(my.wireCM(c.gidIdx), buf); err != nil {
-			return fmt.Errorf("Failed to exchange data between server and clients: %w", err)
+			return perr("Failed to exchange data between server and clients: %w", err)
 		}
 		d, err := parseDestCM(buf)
 		if err != nil {
@@ -183,7 +183,7 @@ func (c *comm) handshake(my *dest, rem *dest) error {
 	}
 	buf := make([]byte, n)
 	if err := c.xchg(my.wire(c.withGID), buf); err != nil {
-		return fmt.Errorf("Failed to exchange data between server and clients: %w", err)
+		return perr("Failed to exchange data between server and clients: %w", err)
 	}
 	d, err := parseDest(buf, c.withGID)
 	if err != nil {
@@ -197,7 +197,7 @@ func (c *comm) handshake(my *dest, rem *dest) error {
 // its NUL, which nobody reads.
 func (c *comm) closeConn(my, rem *dest) error {
 	if err := c.handshake(my, rem); err != nil {
-		return fmt.Errorf("Failed to close connection between server and client: %w", err)
+		return perr("Failed to close connection between server and client: %w", err)
 	}
 	if c.cm != nil {
 		return nil
@@ -227,7 +227,7 @@ func (c *comm) xchgReports(my bwReport) (bwReport, error) {
 		var a, b [8]byte
 		binary.BigEndian.PutUint64(a[:], v)
 		if err := c.xchg(a[:], b[:]); err != nil {
-			return rem, fmt.Errorf("Failed to exchange data between server and clients: %w", err)
+			return rem, perr("Failed to exchange data between server and clients: %w", err)
 		}
 		out[i] = binary.BigEndian.Uint64(b[:])
 	}
@@ -244,7 +244,7 @@ func (c *comm) versions(p *params) error {
 	var my, rem [16]byte
 	copy(my[:], version)
 	if err := c.xchg(my[:], rem[:]); err != nil {
-		return fmt.Errorf("Failed to exchange data between server and clients: %w", err)
+		return perr("Failed to exchange data between server and clients: %w", err)
 	}
 	rv := string(rem[:])
 	if i := strings.IndexByte(rv, 0); i >= 0 {
@@ -258,7 +258,7 @@ func (c *comm) versions(p *params) error {
 		var a, b [4]byte
 		binary.BigEndian.PutUint32(a[:], uint32(*v))
 		if err := c.xchg(a[:], b[:]); err != nil {
-			return fmt.Errorf("Failed to exchange Page Size data between server and client: %w", err)
+			return perr("Failed to exchange Page Size data between server and client: %w", err)
 		}
 		if r := int(int32(binary.BigEndian.Uint32(b[:]))); r > *v {
 			*v = r
@@ -267,7 +267,7 @@ func (c *comm) versions(p *params) error {
 	return nil
 }
 
-var errVersion = errors.New("Current implementation is not compatible with versions older than 5.70")
+var errVersion = perr("Current implementation is not compatible with versions older than 5.70")
 
 // mtu is check_mtu's exchange: the enum ibv_mtu as one ASCII digit and a
 // NUL; each side runs with the smaller.
@@ -278,7 +278,7 @@ func (c *comm) mtu(p *params, local int) error {
 	}
 	rem := make([]byte, 2)
 	if err := c.xchg(my, rem); err != nil {
-		return fmt.Errorf("Failed to exchange data between server and clients: %w", err)
+		return perr("Failed to exchange data between server and clients: %w", err)
 	}
 	r := int(atof(strings.TrimRight(string(rem), "\x00")))
 	p.currMTU = local
@@ -323,4 +323,11 @@ func (c *comm) peerGone() bool {
 		return true
 	})
 	return gone
+}
+
+// perr makes an error of one of perftest's messages, worded and
+// capitalized as perftest prints it (a %w in format wraps, as with
+// fmt.Errorf).
+func perr(format string, a ...any) error {
+	return fmt.Errorf(format, a...)
 }

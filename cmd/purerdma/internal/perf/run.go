@@ -141,12 +141,12 @@ func (p *params) runTest(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	dev, err := c.QueryDevice()
 	if err != nil {
-		return fmt.Errorf("Couldn't query the device: %w", err)
+		return perr("Couldn't query the device: %w", err)
 	}
 	// check_link: the port must be active.
 	pa, err := c.QueryPort(p.ibPort)
 	if err != nil {
-		return fmt.Errorf("Couldn't query port %d: %w", p.ibPort, err)
+		return perr("Couldn't query port %d: %w", p.ibPort, err)
 	}
 	if pa.State != rdma.PortActive {
 		fmt.Fprintf(stderr, " Port number %d state is %s\n", p.ibPort, portStateName(pa.State))
@@ -314,7 +314,7 @@ func (p *params) runTest(ctx context.Context, stdout, stderr io.Writer) error {
 	rc := t.pd.Context()
 	if rc != c {
 		if pa, err = rc.QueryPort(p.ibPort); err != nil {
-			return fmt.Errorf("Couldn't query port %d: %w", p.ibPort, err)
+			return perr("Couldn't query port %d: %w", p.ibPort, err)
 		}
 	}
 	var gid rdma.GID
@@ -324,7 +324,7 @@ func (p *params) runTest(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		g, err := rc.QueryGID(p.ibPort, p.gidIndex)
 		if err != nil {
-			return fmt.Errorf("Couldn't query GID %d: %w", p.gidIndex, err)
+			return perr("Couldn't query GID %d: %w", p.gidIndex, err)
 		}
 		gid = g.GID
 	}
@@ -382,11 +382,11 @@ func (p *params) runTest(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	if p.events {
 		if err := t.sendCQ.ReqNotify(false); err != nil {
-			return fmt.Errorf("Couldn't request CQ notification: %w", err)
+			return perr("Couldn't request CQ notification: %w", err)
 		}
 		if t.recvCQ != t.sendCQ {
 			if err := t.recvCQ.ReqNotify(false); err != nil {
-				return fmt.Errorf("Couldn't request CQ notification: %w", err)
+				return perr("Couldn't request CQ notification: %w", err)
 			}
 		}
 	}
@@ -465,7 +465,7 @@ func (t *test) setupRes(c *uverbs.Context) error {
 	t.sendQPBuffSize = t.buffSize / p.numQPs / 2
 	pd, err := c.AllocPD()
 	if err != nil {
-		return fmt.Errorf("Couldn't allocate PD: %w", err)
+		return perr("Couldn't allocate PD: %w", err)
 	}
 	t.pd = pd
 	access := uverbs.AccessLocalWrite
@@ -479,7 +479,7 @@ func (t *test) setupRes(c *uverbs.Context) error {
 	}
 	mr, err := pd.AllocMR(t.buffSize, access)
 	if err != nil {
-		return fmt.Errorf("Couldn't allocate MR: %w", err)
+		return perr("Couldn't allocate MR: %w", err)
 	}
 	t.mr = mr
 	t.buf = mr.Buf()
@@ -490,21 +490,21 @@ func (t *test) setupRes(c *uverbs.Context) error {
 	}
 	if p.events {
 		if t.ch, err = c.CreateCompChannel(); err != nil {
-			return fmt.Errorf("Couldn't create completion channel: %w", err)
+			return perr("Couldn't create completion channel: %w", err)
 		}
 	}
 	if t.sendCQ, err = c.CreateCQ(uverbs.CQAttr{CQE: p.txDepth * p.numQPs, Channel: t.ch}); err != nil {
-		return fmt.Errorf("Couldn't create CQ: %w", err)
+		return perr("Couldn't create CQ: %w", err)
 	}
 	t.recvCQ = t.sendCQ
 	if p.verb == verbSend {
 		if t.recvCQ, err = c.CreateCQ(uverbs.CQAttr{CQE: p.rxDepth * p.numQPs, Channel: t.ch}); err != nil {
-			return fmt.Errorf("Couldn't create a receiver CQ: %w", err)
+			return perr("Couldn't create a receiver CQ: %w", err)
 		}
 	}
 	if p.useSRQ && (p.tst == testLat || p.server == "") {
 		if t.srq, err = pd.CreateSRQ(uverbs.SRQAttr{MaxWR: uint32(p.rxDepth), MaxSGE: 1}); err != nil {
-			return fmt.Errorf("Couldn't create SRQ: %w", err)
+			return perr("Couldn't create SRQ: %w", err)
 		}
 	}
 	return nil
@@ -552,7 +552,7 @@ func (t *test) createQPs(stdout io.Writer) error {
 			a.AccessFlags = uverbs.AccessRemoteWrite | uverbs.AccessLocalWrite
 		}
 		if err := qp.Modify(a, uverbs.QPAttrState|uverbs.QPAttrPKeyIndex|uverbs.QPAttrPort|uverbs.QPAttrAccessFlags); err != nil {
-			return fmt.Errorf("Failed to modify QP to INIT, ret=%w", err)
+			return perr("Failed to modify QP to INIT, ret=%w", err)
 		}
 	}
 	return nil
@@ -600,7 +600,7 @@ func (t *test) connect() error {
 			mask |= uverbs.QPAttrMinRNRTimer | uverbs.QPAttrMaxDestRdAtomic
 		}
 		if err := qp.Modify(a, mask); err != nil {
-			return fmt.Errorf("Failed to modify QP %d to RTR: %w", qp.Num(), err)
+			return perr("Failed to modify QP %d to RTR: %w", qp.Num(), err)
 		}
 		if p.tst == testLat || p.server != "" {
 			a.State, a.SQPSN = uverbs.QPStateRTS, t.my[i].psn
@@ -610,7 +610,7 @@ func (t *test) connect() error {
 				mask |= uverbs.QPAttrTimeout | uverbs.QPAttrRetryCnt | uverbs.QPAttrRNRRetry | uverbs.QPAttrMaxQPRdAtomic
 			}
 			if err := qp.Modify(a, mask); err != nil {
-				return fmt.Errorf("Failed to modify QP to RTS: %w", err)
+				return perr("Failed to modify QP to RTS: %w", err)
 			}
 		}
 	}
@@ -657,10 +657,10 @@ func (t *test) sendWRs() [][]uverbs.SendWR {
 func (t *test) wait() error {
 	cq, err := t.ch.GetEvent(t.waitCtx)
 	if err != nil {
-		return fmt.Errorf("Couldn't get CQ event: %w", err)
+		return perr("Couldn't get CQ event: %w", err)
 	}
 	if err := cq.ReqNotify(false); err != nil {
-		return fmt.Errorf("Couldn't request CQ notification: %w", err)
+		return perr("Couldn't request CQ notification: %w", err)
 	}
 	return nil
 }
@@ -847,10 +847,10 @@ func (t *test) postRecvs() ([][]uverbs.RecvWR, error) {
 		for j := 0; j < t.rxPerQP(); j++ {
 			if t.srq != nil {
 				if _, err := t.srq.PostRecv(wrs[i]); err != nil {
-					return nil, fmt.Errorf("Couldn't post recv SRQ = %d: counter=%d", i, j)
+					return nil, perr("Couldn't post recv SRQ = %d: counter=%d", i, j)
 				}
 			} else if _, err := t.qps[i].PostRecv(wrs[i]); err != nil {
-				return nil, fmt.Errorf("Couldn't post recv Qp = %d: counter=%d", i, j)
+				return nil, perr("Couldn't post recv Qp = %d: counter=%d", i, j)
 			}
 		}
 	}
