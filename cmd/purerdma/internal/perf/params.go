@@ -350,8 +350,8 @@ func parse(prog string, v verb, t testKind, args []string, stdout, stderr io.Wri
 		fmt.Fprint(stdout, " Using SRQ depth should be greater than number of QPs.\n")
 		return nil, cli.ExitError{Code: 1}
 	}
-	if p.conn == connUD {
-		return nil, usageError(" purerdma: -c UD is not implemented yet\n")
+	if p.conn == connUD && p.workRDMACM {
+		return nil, usageError(" purerdma: -c UD with -R is not implemented yet\n")
 	}
 	if err := p.forceDependencies(stdout); err != nil {
 		return nil, err

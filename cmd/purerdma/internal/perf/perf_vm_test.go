@@ -218,7 +218,8 @@ func TestVMPerftestInterop(t *testing.T) {
 			runs = append(runs[:len(runs):len(runs)], allSizes...)
 		}
 		if tc.v == verbSend {
-			runs = append(runs[:len(runs):len(runs)], []string{"-n", "200", "--use-srq"})
+			runs = append(runs[:len(runs):len(runs)], []string{"-n", "200", "--use-srq"},
+				[]string{"-n", "200", "-c", "UD"}, []string{"-a", "-n", "5", "-c", "UD"})
 		}
 		if tc.t == testBW {
 			runs = append(runs[:len(runs):len(runs)], []string{"-n", "200", "-q", "2"})

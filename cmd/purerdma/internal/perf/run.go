@@ -35,6 +35,7 @@ type test struct {
 	sendCQ *uverbs.CQ
 	recvCQ *uverbs.CQ
 	srq    *uverbs.SRQ // --use_srq: the receivers' shared receive queue
+	ahs    []*uverbs.AH // UD: each QP's to its peer
 	qps    []*uverbs.QP
 	buf    []byte
 	// buffSize and sendQPBuffSize are alloc_ctx's buff_size and
@@ -268,6 +269,16 @@ func (p *params) runTest(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := cm.mtu(p, local); err != nil {
 		return err
 	}
+	if mtu := uint64(128 << p.currMTU); p.conn == connUD && p.size > mtu {
+		if !p.runAll && p.reqSize {
+			fmt.Fprint(stderr, " Max message size in UD cannot be greater than MTU \n")
+			fmt.Fprint(stderr, " Couldn't get context for the device\n")
+			return failed{1}
+		}
+		fmt.Fprintf(stderr, " Max msg size in UD is MTU %d\n", mtu)
+		fmt.Fprint(stderr, " Changing to this MTU\n")
+		p.size = mtu
+	}
 	var ct *cmTest
 	defer func() {
 		ct.disconnect()
@@ -463,6 +474,9 @@ func (t *test) setupRes(c *uverbs.Context) error {
 	t.bs = bs
 	t.buffSize = inc(bs, p.cacheLineSize) * 2 * p.numQPs
 	t.sendQPBuffSize = t.buffSize / p.numQPs / 2
+	if p.conn == connUD {
+		t.buffSize += p.cacheLineSize
+	}
 	pd, err := c.AllocPD()
 	if err != nil {
 		return perr("Couldn't allocate PD: %w", err)
@@ -514,8 +528,11 @@ func (t *test) setupRes(c *uverbs.Context) error {
 func (t *test) qpAttr() uverbs.QPInitAttr {
 	p := t.p
 	typ := uverbs.QPTypeRC
-	if p.conn == connUC {
+	switch p.conn {
+	case connUC:
 		typ = uverbs.QPTypeUC
+	case connUD:
+		typ = uverbs.QPTypeUD
 	}
 	a := uverbs.QPInitAttr{Type: typ, SendCQ: t.sendCQ, RecvCQ: t.recvCQ,
 		Cap: uverbs.QPCap{MaxSendWR: uint32(p.txDepth), MaxRecvWR: uint32(p.rxDepth), MaxSendSGE: 1, MaxRecvSGE: 1,
@@ -551,7 +568,12 @@ func (t *test) createQPs(stdout io.Writer) error {
 		case verbSend:
 			a.AccessFlags = uverbs.AccessRemoteWrite | uverbs.AccessLocalWrite
 		}
-		if err := qp.Modify(a, uverbs.QPAttrState|uverbs.QPAttrPKeyIndex|uverbs.QPAttrPort|uverbs.QPAttrAccessFlags); err != nil {
+		mask := uverbs.QPAttrState | uverbs.QPAttrPKeyIndex | uverbs.QPAttrPort | uverbs.QPAttrAccessFlags
+		if p.conn == connUD {
+			a.AccessFlags, a.QKey = 0, defQKey
+			mask = uverbs.QPAttrState | uverbs.QPAttrPKeyIndex | uverbs.QPAttrPort | uverbs.QPAttrQKey
+		}
+		if err := qp.Modify(a, mask); err != nil {
 			return perr("Failed to modify QP to INIT, ret=%w", err)
 		}
 	}
@@ -561,6 +583,9 @@ func (t *test) createQPs(stdout io.Writer) error {
 func (t *test) close() {
 	for _, qp := range t.qps {
 		qp.Close()
+	}
+	for _, ah := range t.ahs {
+		ah.Close()
 	}
 	if t.srq != nil {
 		t.srq.Close()
@@ -595,6 +620,9 @@ func (t *test) connect() error {
 			a.AH.IsGlobal = true
 			a.AH.GRH = uverbs.GlobalRoute{DGID: rem.gid, SGIDIndex: uint8(p.gidIndex), HopLimit: 0xff}
 		}
+		if p.conn == connUD {
+			mask = uverbs.QPAttrState // the AV goes into an AH
+		}
 		if p.conn == connRC {
 			a.MaxDestRdAtomic, a.MinRNRTimer = uint8(t.my[i].outReads), minRNRTimer
 			mask |= uverbs.QPAttrMinRNRTimer | uverbs.QPAttrMaxDestRdAtomic
@@ -611,6 +639,13 @@ func (t *test) connect() error {
 			}
 			if err := qp.Modify(a, mask); err != nil {
 				return perr("Failed to modify QP to RTS: %w", err)
+			}
+			if p.conn == connUD {
+				ah, err := t.pd.CreateAH(a.AH)
+				if err != nil {
+					return perr("Failed to create AH: %w", err)
+				}
+				t.ahs = append(t.ahs, ah)
 			}
 		}
 	}
@@ -632,6 +667,9 @@ func (t *test) sendWRs() [][]uverbs.SendWR {
 		switch p.verb {
 		case verbSend:
 			w.Opcode, w.RemoteAddr, w.RKey = uverbs.WRSend, 0, 0
+			if p.conn == connUD && i < len(t.ahs) {
+				w.AH, w.RemoteQPN, w.RemoteQKey = t.ahs[i], t.rem[i].qpn, defQKey
+			}
 		case verbWrite:
 			w.Opcode = uverbs.WRRDMAWrite
 		case verbRead:
@@ -793,13 +831,7 @@ func (t *test) rdmaBW(cm *comm, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	sizes := []uint64{p.size}
-	if p.runAll {
-		sizes = sizes[:0]
-		for i := 1; i < 24; i++ {
-			sizes = append(sizes, 1<<i)
-		}
-	}
+	sizes := t.sizes()
 	n := int(p.iters) * p.numQPs
 	tposted, tcompleted := t.stamps(n)
 	var last bwReport
@@ -826,6 +858,23 @@ func (t *test) rdmaBW(cm *comm, stdout, stderr io.Writer) error {
 	return cm.closeConn(&t.my[0], &t.rem[0])
 }
 
+// sizes are the message sizes of the run: -s's, or with -a 2 to 8 MiB
+// (UD: to the MTU).
+func (t *test) sizes() []uint64 {
+	p := t.p
+	if !p.runAll {
+		return []uint64{p.size}
+	}
+	var sizes []uint64
+	for s := uint64(2); s <= maxSize; s <<= 1 {
+		if p.conn == connUD && s > uint64(128<<p.currMTU) {
+			break
+		}
+		sizes = append(sizes, s)
+	}
+	return sizes
+}
+
 // stamps are the post and completion times of n messages, or of the
 // first and the last without the peak search (alloc_ctx's tarr_size).
 func (t *test) stamps(n int) (tposted, tcompleted []int64) {
@@ -842,7 +891,13 @@ func (t *test) postRecvs() ([][]uverbs.RecvWR, error) {
 	wrs := make([][]uverbs.RecvWR, p.numQPs)
 	for i := range wrs {
 		off := (p.numQPs + i) * t.sendQPBuffSize
-		sge, _ := t.mr.SGE(off, int(p.size))
+		n := int(p.size)
+		if p.conn == connUD {
+			// The GRH lands in the 40 bytes before the cache line where
+			// the message starts.
+			off, n = off+p.cacheLineSize-udAddition, n+udAddition
+		}
+		sge, _ := t.mr.SGE(off, n)
 		wrs[i] = []uverbs.RecvWR{{ID: uint64(i), SGL: []uverbs.SGE{sge}}}
 		for j := 0; j < t.rxPerQP(); j++ {
 			if t.srq != nil {
@@ -880,13 +935,7 @@ func (t *test) repost(i uint64, wrs [][]uverbs.RecvWR) error {
 func (t *test) sendBW(cm *comm, stdout, stderr io.Writer) error {
 	p := t.p
 	p.printResultHeader(stdout)
-	sizes := []uint64{p.size}
-	if p.runAll {
-		sizes = sizes[:0]
-		for i := 1; i < 24; i++ {
-			sizes = append(sizes, 1<<i)
-		}
-	}
+	sizes := t.sizes()
 	n := int(p.iters) * p.numQPs
 	tposted, tcompleted := t.stamps(n)
 	for _, s := range sizes {
@@ -1032,13 +1081,7 @@ func (t *test) writeLat(cm *comm, stdout, stderr io.Writer) error {
 	p := t.p
 	wrs := t.sendWRs()
 	p.printResultHeader(stdout)
-	sizes := []uint64{p.size}
-	if p.runAll {
-		sizes = sizes[:0]
-		for i := 1; i < 24; i++ {
-			sizes = append(sizes, 1<<i)
-		}
-	}
+	sizes := t.sizes()
 	tposted := make([]int64, p.iters)
 	var wc [1]uverbs.WC
 	for _, s := range sizes {
@@ -1108,13 +1151,7 @@ func (t *test) sendLat(cm *comm, stdout, stderr io.Writer) error {
 	p := t.p
 	p.printResultHeader(stdout)
 	wrs := t.sendWRs()
-	sizes := []uint64{p.size}
-	if p.runAll {
-		sizes = sizes[:0]
-		for i := 1; i < 24; i++ {
-			sizes = append(sizes, 1<<i)
-		}
-	}
+	sizes := t.sizes()
 	tposted := make([]int64, p.iters)
 	var wc [1]uverbs.WC
 	for _, s := range sizes {
@@ -1202,13 +1239,7 @@ func (t *test) readLat(cm *comm, stdout, stderr io.Writer) error {
 	}
 	p.printResultHeader(stdout)
 	wrs := t.sendWRs()
-	sizes := []uint64{p.size}
-	if p.runAll {
-		sizes = sizes[:0]
-		for i := 1; i < 24; i++ {
-			sizes = append(sizes, 1<<i)
-		}
-	}
+	sizes := t.sizes()
 	tposted := make([]int64, p.iters)
 	var wc [1]uverbs.WC
 	for _, s := range sizes {
