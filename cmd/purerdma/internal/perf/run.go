@@ -34,7 +34,7 @@ type test struct {
 	ch     *uverbs.CompChannel
 	sendCQ *uverbs.CQ
 	recvCQ *uverbs.CQ
-	srq    *uverbs.SRQ // --use_srq: the receivers' shared receive queue
+	srq    *uverbs.SRQ  // --use_srq: the receivers' shared receive queue
 	ahs    []*uverbs.AH // UD: each QP's to its peer
 	qps    []*uverbs.QP
 	buf    []byte
