@@ -125,6 +125,8 @@ type params struct {
 	reportGbs  bool
 	output     int
 	useSRQ     bool
+	duration   int // -D: seconds; 0 for a run of -n iterations
+	margin     int // -f: seconds before and after the sample of a -D run
 	timeout    time.Duration
 
 	// From the device and the peer.
@@ -163,7 +165,7 @@ func run(prog string, v verb, t testKind, args []string, stdout, stderr io.Write
 func parse(prog string, v verb, t testKind, args []string, stdout, stderr io.Writer) (*params, error) {
 	p := &params{prog: prog, verb: v, tst: t, port: defPort, ibPort: 1, iters: defIters,
 		qpTimeout: defQPTimeout, gidIndex: -1, numQPs: 1, inline: defInline, cqMod: defCQMod,
-		atomicType: atomicFAA, outReads: 0, cacheLineSize: cacheLineSize(), cycleBuffer: os.Getpagesize()}
+		atomicType: atomicFAA, outReads: 0, margin: -1, cacheLineSize: cacheLineSize(), cycleBuffer: os.Getpagesize()}
 	p.size = defSizeBW
 	if t == testLat {
 		p.size = defSizeLat
@@ -233,6 +235,22 @@ func parse(prog string, v verb, t testKind, args []string, stdout, stderr io.Wri
 			return nil
 		}},
 		{Short: 'a', Long: "all", Set: func(string) error { p.runAll = true; return nil }},
+		{Short: 'D', Long: "duration", Arg: true, Set: func(s string) error {
+			n, err := strconv.ParseInt(s, 0, 64)
+			if err != nil || n <= 0 {
+				return usageError(" Duration period must be positive\n")
+			}
+			p.duration = int(n)
+			return nil
+		}},
+		{Short: 'f', Long: "margin", Arg: true, Set: func(s string) error {
+			n, err := strconv.ParseInt(s, 0, 64)
+			if err != nil || n < 0 {
+				return usageError(" Margin must be non-negative\n")
+			}
+			p.margin = int(n)
+			return nil
+		}},
 		{Short: 'F', Long: "CPU-freq", Set: func(string) error { p.cpuFreqF = true; return nil }},
 		{Short: 'c', Long: "connection", Arg: true, Set: func(s string) error {
 			switch s {
@@ -353,7 +371,7 @@ func parse(prog string, v verb, t testKind, args []string, stdout, stderr io.Wri
 	if p.conn == connUD && p.workRDMACM {
 		return nil, usageError(" purerdma: -c UD with -R is not implemented yet\n")
 	}
-	if err := p.forceDependencies(stdout); err != nil {
+	if err := p.forceDependencies(stdout, stderr); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -361,15 +379,17 @@ func parse(prog string, v verb, t testKind, args []string, stdout, stderr io.Wri
 
 // forceDependencies is perftest's force_dependecies, the part these
 // tools reach.
-func (p *params) forceDependencies(stdout io.Writer) error {
-	if uint64(p.txDepth) > p.iters {
-		p.txDepth = int(p.iters)
-	}
-	if p.verb == verbSend && uint64(p.rxDepth) > p.iters {
-		p.rxDepth = int(p.iters)
-	}
-	if (p.conn == connUD || p.conn == connUC) && p.rxDepth == defRxSend {
-		p.rxDepth = int(min(p.iters, ucMaxRx))
+func (p *params) forceDependencies(stdout, stderr io.Writer) error {
+	if p.duration == 0 {
+		if uint64(p.txDepth) > p.iters {
+			p.txDepth = int(p.iters)
+		}
+		if p.verb == verbSend && uint64(p.rxDepth) > p.iters {
+			p.rxDepth = int(p.iters)
+		}
+		if (p.conn == connUD || p.conn == connUC) && p.rxDepth == defRxSend {
+			p.rxDepth = int(min(p.iters, ucMaxRx))
+		}
 	}
 	if p.size > cqModSizeLimit && p.conn != connUD && !p.runAll && !p.events {
 		if !p.reqCQMod {
@@ -382,6 +402,20 @@ func (p *params) forceDependencies(stdout io.Writer) error {
 	}
 	if p.cqMod > p.txDepth {
 		p.cqMod = p.txDepth
+	}
+	if p.duration > 0 {
+		// iters counts what completes in the sample.
+		p.iters, p.noPeak = 0, true
+		if p.events {
+			fmt.Fprint(stdout, resultLine)
+			fmt.Fprint(stderr, "Duration mode doesn't work with events.\n")
+			return cli.ExitError{Code: 1}
+		}
+		if p.runAll {
+			fmt.Fprint(stdout, resultLine)
+			fmt.Fprint(stderr, "Duration mode currently doesn't support running on all sizes.\n")
+			return cli.ExitError{Code: 1}
+		}
 	}
 	if p.verb == verbRead || p.verb == verbAtomic {
 		p.inline = 0
@@ -400,8 +434,16 @@ func (p *params) forceDependencies(stdout io.Writer) error {
 	if p.iters > 20000 && !p.noPeak && p.tst == testBW {
 		p.noPeak = true
 	}
+	if p.duration > 0 && p.margin == -1 {
+		p.margin = p.duration / 4
+	}
 	if p.verb == verbSend && p.rxDepth%2 == 1 && !p.runAll {
 		p.rxDepth++
+	}
+	if p.duration > 0 && !(p.duration > 2*p.margin) {
+		fmt.Fprint(stdout, resultLine)
+		fmt.Fprint(stderr, "please check that DURATION > 2*MARGIN\n")
+		return cli.ExitError{Code: 1}
 	}
 	return nil
 }
@@ -432,7 +474,9 @@ func usage(p *params) string {
 		{"-A, --atomic_type=<type> ", "type of atomic operation from {CMP_AND_SWAP,FETCH_AND_ADD} (default FETCH_AND_ADD)"},
 		{"-c, --connection=<RC/UC/UD> ", "Connection type RC/UC/UD (default RC)"},
 		{"-d, --ib-dev=<dev> ", "Use IB device <dev> (default first device found)"},
+		{"-D, --duration ", "Run test for a customized period of seconds."},
 		{"-e, --events ", "Sleep on CQ events (default poll)"},
+		{"-f, --margin ", "measure results within margins. (default=2sec)"},
 		{"-F, --CPU-freq ", "Do not show a warning even if cpufreq_ondemand module is loaded, and cpu-freq is not on max."},
 		{"-h, --help ", "Show this help screen."},
 		{"-i, --ib-port=<port> ", "Use port <port> of IB device (default 1)"},

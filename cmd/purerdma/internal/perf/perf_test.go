@@ -128,6 +128,16 @@ func TestLatReport(t *testing.T) {
 	}
 }
 
+func TestLatDurationReport(t *testing.T) {
+	// print_report_lat_duration: 1,000 round trips in a 2 s sample.
+	p := &params{size: 2, iters: 1000, verb: verbWrite, tst: testLat, duration: 2}
+	var b bytes.Buffer
+	p.printLatReport(&b, []int64{0, 2e9})
+	if want := " 2             1000            1000.00        500.00 \n"; b.String() != want {
+		t.Errorf("row %q, want %q", b.String(), want)
+	}
+}
+
 func TestParse(t *testing.T) {
 	var out, errb bytes.Buffer
 	p, err := parse("ib_write_bw", verbWrite, testBW, []string{"-n", "200", "-x", "0", "host"}, &out, &errb)
@@ -144,6 +154,16 @@ func TestParse(t *testing.T) {
 	p, _ = parse("ib_send_bw", verbSend, testBW, []string{"-n", "5"}, &out, &errb)
 	if p.rxDepth != 6 || !p.noPeak {
 		t.Errorf("ib_send_bw -n 5 server: rx %d noPeak %v", p.rxDepth, p.noPeak)
+	}
+	p, _ = parse("ib_send_bw", verbSend, testBW, []string{"-D", "8", "h"}, &out, &errb)
+	if p.txDepth != 128 || p.rxDepth != 512 || p.iters != 0 || !p.noPeak || p.margin != 2 {
+		t.Errorf("ib_send_bw -D 8: tx %d rx %d iters %d noPeak %v margin %d", p.txDepth, p.rxDepth, p.iters, p.noPeak, p.margin)
+	}
+	out.Reset()
+	errb.Reset()
+	if err := run("ib_send_lat", verbSend, testLat, []string{"-D", "2", "-a"}, &out, &errb); !isExit(err, 1) ||
+		out.String() != resultLine || errb.String() != "Duration mode currently doesn't support running on all sizes.\n" {
+		t.Errorf("-D -a: %v, %q, %q", err, out.String(), errb.String())
 	}
 	out.Reset()
 	if err := run("ib_atomic_bw", verbAtomic, testBW, []string{"-a"}, &out, &errb); !isExit(err, 1) ||

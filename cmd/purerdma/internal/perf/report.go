@@ -13,10 +13,11 @@ import (
 
 // The report's fixed lines (perftest_parameters.h).
 const (
-	resultLine   = "---------------------------------------------------------------------------------------\n"
-	resultFmt    = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]"
-	resultFmtG   = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
-	resultFmtLat = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] "
+	resultLine      = "---------------------------------------------------------------------------------------\n"
+	resultFmt       = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]"
+	resultFmtG      = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
+	resultFmtLatDur = " #bytes        #iterations       t_avg[usec]    tps average"
+	resultFmtLat    = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] "
 )
 
 // cHex is C's printf "%#0Nx": "0x" and the digits, zero-padded to width
@@ -149,6 +150,10 @@ func (p *params) printResultHeader(w io.Writer) {
 		io.WriteString(w, resultLine+h+"\n")
 		return
 	}
+	if p.duration > 0 {
+		io.WriteString(w, resultLine+resultFmtLatDur+"\n")
+		return
+	}
 	io.WriteString(w, resultLine+resultFmtLat+"\n")
 }
 
@@ -161,6 +166,9 @@ const cyclesPerUsec = 1000
 // run and, unless noPeak, the best rate of any run of completions.
 func (p *params) bwReportOf(tposted, tcompleted []int64) bwReport {
 	n := int(p.iters) * p.numQPs
+	if p.duration > 0 {
+		n = int(p.iters) // what completed in the sample, on every QP
+	}
 	cycles := float64(cyclesPerUsec) * 1e6
 	fmtFactor := float64(0x100000)
 	if p.reportGbs {

@@ -51,6 +51,10 @@ type test struct {
 	ctx     context.Context
 	comm    *comm
 	cmLn    *rdmacm.ID // the -R server's listening ID
+	// A -D run's clock: durStart's time, the state, the stamps.
+	durT0        time.Time
+	durSt        int
+	durTP, durTC []int64
 }
 
 // spin is called at each empty poll of a busy-polling loop. Every 256 it
@@ -723,19 +727,25 @@ func (t *test) runBW(wrs [][]uverbs.SendWR, tposted, tcompleted []int64, stderr 
 	step := inc(int(p.size), p.cacheLineSize)
 	cycle := int(p.size) <= p.cycleBuffer/2
 	var wc [ctxPollBatch]uverbs.WC
-	if p.noPeak {
+	dur := p.duration > 0
+	if dur {
+		t.durStart(tposted, tcompleted)
+	} else if p.noPeak {
 		tposted[0] = t.now()
 	}
 	spins := 0
-	for totS < tot || totC < tot {
+	for totS < tot || totC < tot || dur && t.durState() != stEnd {
 		for i := 0; i < nq; i++ {
 			w := &wrs[i][0]
-			for scnt[i] < p.iters && scnt[i]-ccnt[i]+1 <= uint64(p.txDepth) {
-				if scnt[i]%uint64(p.cqMod) == 0 && p.cqMod > 1 && scnt[i] != p.iters-1 {
+			for (scnt[i] < p.iters || dur) && scnt[i]-ccnt[i]+1 <= uint64(p.txDepth) {
+				if scnt[i]%uint64(p.cqMod) == 0 && p.cqMod > 1 && !(!dur && scnt[i] == p.iters-1) {
 					w.Flags &^= uverbs.SendSignaled
 				}
 				if !p.noPeak {
 					tposted[totS] = t.now()
+				}
+				if dur && t.durState() == stEnd {
+					break
 				}
 				if _, err := t.qps[i].PostSend(wrs[i]); err != nil {
 					fmt.Fprintf(stderr, "Couldn't post send: qp %d scnt=%d \n", i, scnt[i])
@@ -764,12 +774,12 @@ func (t *test) runBW(wrs [][]uverbs.SendWR, tposted, tcompleted []int64, stderr 
 				}
 				scnt[i]++
 				totS++
-				if scnt[i]%uint64(p.cqMod) == uint64(p.cqMod-1) || scnt[i] == p.iters-1 {
+				if scnt[i]%uint64(p.cqMod) == uint64(p.cqMod-1) || !dur && scnt[i] == p.iters-1 {
 					w.Flags |= uverbs.SendSignaled
 				}
 			}
 		}
-		if totC < tot {
+		if totC < tot || dur && totC < totS {
 			if p.events {
 				if err := t.wait(); err != nil {
 					return err
@@ -799,13 +809,61 @@ func (t *test) runBW(wrs [][]uverbs.SendWR, tposted, tcompleted []int64, stderr 
 						tcompleted[totC-1] = t.now()
 					}
 				}
+				if dur && t.durState() == stSample {
+					p.iters += uint64(p.cqMod)
+				}
 			}
 		}
 	}
-	if p.noPeak {
+	if p.noPeak && !dur {
 		tcompleted[0] = t.now()
 	}
 	return nil
+}
+
+// The states of a -D run (perftest's DurationStates, moved on by
+// catch_alarm on SIGALRM): the margin before the sample, the sample, the
+// margin after it, the end.
+const (
+	stStart = iota
+	stSample
+	stStopSample
+	stEnd
+)
+
+// durStart starts a -D run's clock, as perftest arms its alarms: the
+// sample starts after the margin and its end and the run's follow, and
+// the first and last stamps are taken at the sample's start and end.
+// p.iters counts what completes within the sample.
+func (t *test) durStart(tposted, tcompleted []int64) {
+	t.durT0, t.durTP, t.durTC, t.durSt = time.Now(), tposted, tcompleted, stStart
+	t.p.iters = 0
+	t.durState()
+}
+
+// durState is the run's state now, moved on as perftest's alarms would
+// have moved it: START for the margin, SAMPLE until duration − margin,
+// STOP_SAMPLE for the margin, then END (with no margin, SAMPLE for the
+// whole duration and END right after it).
+func (t *test) durState() int {
+	p := t.p
+	if t.durSt == stEnd {
+		return stEnd
+	}
+	el := time.Since(t.durT0)
+	margin := time.Duration(p.margin) * time.Second
+	if t.durSt == stStart && el >= margin {
+		t.durSt = stSample
+		t.durTP[0] = t.now()
+	}
+	if t.durSt == stSample && el >= time.Duration(p.duration)*time.Second-margin {
+		t.durSt = stStopSample
+		t.durTC[0] = t.now()
+	}
+	if t.durSt == stStopSample && el >= time.Duration(p.duration)*time.Second {
+		t.durSt = stEnd
+	}
+	return t.durSt
 }
 
 // rdmaBW is the main of write_bw, read_bw and atomic_bw after the
@@ -998,13 +1056,23 @@ func (t *test) runBWServer(rwrs [][]uverbs.RecvWR, tposted, tcompleted []int64, 
 	first := true
 	var wc [ctxPollBatch]uverbs.WC
 	spins := 0
-	for rcnt < tot {
+	dur := p.duration > 0
+	if dur {
+		t.durSt = stStart
+		tot = 0
+	}
+	// The clock of a -D run starts at the first receive; until then the
+	// state is START, and the run cannot end.
+	for rcnt < tot || dur && (first || t.durState() != stEnd) {
 		if p.events {
 			if err := t.wait(); err != nil {
 				return err
 			}
 		}
 		for {
+			if dur && !first && t.durState() == stEnd {
+				break
+			}
 			ne, err := t.recvCQ.Poll(wc[:])
 			if err != nil {
 				fmt.Fprintf(stderr, "Poll Receive CQ failed %v\n", err)
@@ -1017,7 +1085,11 @@ func (t *test) runBWServer(rwrs [][]uverbs.RecvWR, tposted, tcompleted []int64, 
 				break
 			}
 			if first {
-				tposted[0] = t.now()
+				if dur {
+					t.durStart(tposted, tcompleted)
+				} else {
+					tposted[0] = t.now()
+				}
 				first = false
 			}
 			for k := 0; k < ne; k++ {
@@ -1029,8 +1101,11 @@ func (t *test) runBWServer(rwrs [][]uverbs.RecvWR, tposted, tcompleted []int64, 
 					return failed{1}
 				}
 				rcnt++
+				if dur && t.durState() == stSample {
+					p.iters++
+				}
 				id := w.ID
-				if posted[id]+1 <= p.iters {
+				if dur || posted[id]+1 <= p.iters {
 					if err := t.repost(id, rwrs); err != nil {
 						fmt.Fprintf(stderr, "Couldn't post recv Qp=%d rcnt=%d\n", id, rcnt)
 						return failed{15}
@@ -1040,7 +1115,9 @@ func (t *test) runBWServer(rwrs [][]uverbs.RecvWR, tposted, tcompleted []int64, 
 			}
 		}
 	}
-	tcompleted[0] = t.now()
+	if !dur {
+		tcompleted[0] = t.now()
+	}
 	return nil
 }
 
@@ -1082,7 +1159,7 @@ func (t *test) writeLat(cm *comm, stdout, stderr io.Writer) error {
 	wrs := t.sendWRs()
 	p.printResultHeader(stdout)
 	sizes := t.sizes()
-	tposted := make([]int64, p.iters)
+	tposted := t.latStamps()
 	var wc [1]uverbs.WC
 	for _, s := range sizes {
 		p.size = s
@@ -1098,17 +1175,23 @@ func (t *test) writeLat(cm *comm, stdout, stderr io.Writer) error {
 		pollIdx := p.numQPs*t.bs + int(s) - 1
 		var scnt, ccnt, rcnt uint64
 		spins := 0
-		for scnt < p.iters || ccnt < p.iters || rcnt < p.iters {
-			if rcnt < p.iters && !(scnt < 1 && p.server == "") {
+		dur := p.duration > 0
+		if dur {
+			t.durStart(tposted, tposted[1:])
+		}
+		for scnt < p.iters || ccnt < p.iters || rcnt < p.iters || dur && t.durState() != stEnd {
+			if (rcnt < p.iters || dur) && !(scnt < 1 && p.server == "") {
 				rcnt++
-				for loadByte(t.buf, pollIdx) != byte(rcnt) {
+				for loadByte(t.buf, pollIdx) != byte(rcnt) && !(dur && t.durState() == stEnd) {
 					if err := t.spin(&spins); err != nil {
 						return err
 					}
 				}
 			}
-			if scnt < p.iters {
-				tposted[scnt] = t.now()
+			if scnt < p.iters || dur {
+				if !dur {
+					tposted[scnt] = t.now()
+				}
 				scnt++
 				t.buf[postIdx] = byte(scnt)
 				if _, err := t.qps[0].PostSend(wrs[0]); err != nil {
@@ -1116,7 +1199,10 @@ func (t *test) writeLat(cm *comm, stdout, stderr io.Writer) error {
 					return failed{1}
 				}
 			}
-			if ccnt < p.iters {
+			if dur && t.durState() == stEnd {
+				break
+			}
+			if ccnt < p.iters || dur {
 				if err := t.pollOne(t.sendCQ, wc[:]); err != nil {
 					return err
 				}
@@ -1124,15 +1210,48 @@ func (t *test) writeLat(cm *comm, stdout, stderr io.Writer) error {
 					return t.failSend(stderr, &wc[0], scnt, ccnt)
 				}
 				ccnt++
+				if dur && t.durState() == stSample {
+					p.iters++
+				}
 			}
 		}
 		p.cpuMHzWarning(stderr)
-		p.printLat(stdout, tposted)
+		p.printLatReport(stdout, tposted)
 	}
 	if p.output == outFull {
 		io.WriteString(stdout, resultLine)
 	}
 	return nil
+}
+
+// latStamps are a latency run's post times; a -D run keeps its
+// sample's start and end (tposted[0] and tcompleted[0] in perftest).
+func (t *test) latStamps() []int64 {
+	if t.p.duration > 0 {
+		return make([]int64, 2)
+	}
+	return make([]int64, t.p.iters)
+}
+
+// printLatReport is print_report_lat, or print_report_lat_duration after
+// a -D run: the sample's time over what completed in it.
+func (p *params) printLatReport(w io.Writer, tposted []int64) {
+	if p.duration == 0 {
+		p.printLat(w, tposted)
+		return
+	}
+	rtt := 2.0
+	if p.verb == verbRead || p.verb == verbAtomic {
+		rtt = 1
+	}
+	sample := float64(tposted[1] - tposted[0])
+	lat := sample / cyclesPerUsec / rtt / float64(p.iters)
+	tps := float64(p.iters) / (sample / (cyclesPerUsec * 1e6))
+	if p.output == outLat {
+		fmt.Fprintf(w, "%f\n", lat)
+		return
+	}
+	fmt.Fprintf(w, " %-7d       %d            %-7.2f        %-7.2f\n", p.size, p.iters, lat, tps)
 }
 
 // loadByte reads b[i] with an atomic load of the aligned word that holds
@@ -1152,7 +1271,7 @@ func (t *test) sendLat(cm *comm, stdout, stderr io.Writer) error {
 	p.printResultHeader(stdout)
 	wrs := t.sendWRs()
 	sizes := t.sizes()
-	tposted := make([]int64, p.iters)
+	tposted := t.latStamps()
 	var wc [1]uverbs.WC
 	for _, s := range sizes {
 		p.size = s
@@ -1173,10 +1292,22 @@ func (t *test) sendLat(cm *comm, stdout, stderr io.Writer) error {
 			w.Inline = t.buf[:s]
 		}
 		var scnt, rcnt uint64
-		for scnt < p.iters || rcnt < p.iters {
-			if rcnt < p.iters && !(scnt < 1 && p.server != "") {
-				if err := t.pollOne(t.recvCQ, wc[:]); err != nil {
+		dur := p.duration > 0
+		first := true // a -D run's clock starts at the first receive
+		for scnt < p.iters || rcnt < p.iters || dur && (first || t.durState() != stEnd) {
+			if (rcnt < p.iters || dur) && !(scnt < 1 && p.server != "") {
+				got, err := t.pollUntilEnd(t.recvCQ, wc[:], dur && !first)
+				if err != nil {
 					return err
+				}
+				if !got {
+					break
+				}
+				if first {
+					if dur {
+						t.durStart(tposted, tposted[1:])
+					}
+					first = false
 				}
 				if wc[0].Status != uverbs.WCSuccess {
 					fmt.Fprint(stderr, " Completion with error at server\n")
@@ -1185,19 +1316,27 @@ func (t *test) sendLat(cm *comm, stdout, stderr io.Writer) error {
 					return failed{1}
 				}
 				rcnt++
-				if rcnt+uint64(t.rxPerQP()) <= p.iters {
+				if dur && t.durState() == stSample {
+					p.iters++
+				}
+				if dur || rcnt+uint64(t.rxPerQP()) <= p.iters {
 					if err := t.repost(wc[0].ID, rwrs); err != nil {
 						fmt.Fprintf(stderr, "Couldn't post recv: rcnt=%d\n", rcnt)
 						return failed{15}
 					}
 				}
 			}
-			if scnt < p.iters {
-				tposted[scnt] = t.now()
+			if scnt < p.iters || dur && (first || t.durState() != stEnd) {
+				if !dur {
+					tposted[scnt] = t.now()
+				}
 				scnt++
-				signal := scnt%uint64(p.cqMod) == 0 || scnt == p.iters
+				signal := scnt%uint64(p.cqMod) == 0 || !dur && scnt == p.iters
 				if signal {
 					w.Flags |= uverbs.SendSignaled
+				}
+				if dur && !first && t.durState() == stEnd {
+					break
 				}
 				if _, err := t.qps[0].PostSend(wrs[0]); err != nil {
 					fmt.Fprintf(stderr, "Couldn't post send: scnt=%d \n", scnt)
@@ -1215,12 +1354,41 @@ func (t *test) sendLat(cm *comm, stdout, stderr io.Writer) error {
 			}
 		}
 		p.cpuMHzWarning(stderr)
-		p.printLat(stdout, tposted)
+		p.printLatReport(stdout, tposted)
 	}
 	if p.output == outFull {
 		io.WriteString(stdout, resultLine)
 	}
 	return cm.closeConn(&t.my[0], &t.rem[0])
+}
+
+// pollUntilEnd is pollOne that, when untilEnd, gives up (false) once a
+// -D run has ended: run_iter_lat_send's receive poll.
+func (t *test) pollUntilEnd(cq *uverbs.CQ, wc []uverbs.WC, untilEnd bool) (bool, error) {
+	if !untilEnd {
+		return true, t.pollOne(cq, wc)
+	}
+	if t.p.events {
+		if err := t.wait(); err != nil {
+			return false, err
+		}
+	}
+	spins := 0
+	for {
+		ne, err := cq.Poll(wc[:1])
+		if err != nil {
+			return false, perr("poll CQ failed %w", err)
+		}
+		if ne > 0 {
+			return true, nil
+		}
+		if t.durState() == stEnd {
+			return false, nil
+		}
+		if err := t.spin(&spins); err != nil {
+			return false, err
+		}
+	}
 }
 
 // readLat is read_lat.c and atomic_lat.c after the connection, with
@@ -1240,7 +1408,7 @@ func (t *test) readLat(cm *comm, stdout, stderr io.Writer) error {
 	p.printResultHeader(stdout)
 	wrs := t.sendWRs()
 	sizes := t.sizes()
-	tposted := make([]int64, p.iters)
+	tposted := t.latStamps()
 	var wc [1]uverbs.WC
 	for _, s := range sizes {
 		p.size = s
@@ -1250,12 +1418,21 @@ func (t *test) readLat(cm *comm, stdout, stderr io.Writer) error {
 			w.SGL[0].Length = uint32(s)
 		}
 		w.Flags = uverbs.SendSignaled
-		for scnt := uint64(0); scnt < p.iters; {
-			tposted[scnt] = t.now()
+		dur := p.duration > 0
+		if dur {
+			t.durStart(tposted, tposted[1:])
+		}
+		for scnt := uint64(0); scnt < p.iters || dur && t.durState() != stEnd; {
+			if !dur {
+				tposted[scnt] = t.now()
+			}
 			scnt++
 			if _, err := t.qps[0].PostSend(wrs[0]); err != nil {
 				fmt.Fprintf(stderr, "Couldn't post send: scnt=%d\n", scnt)
 				return failed{17}
+			}
+			if dur && t.durState() == stEnd {
+				break
 			}
 			if err := t.pollOne(t.sendCQ, wc[:]); err != nil {
 				return err
@@ -1264,9 +1441,12 @@ func (t *test) readLat(cm *comm, stdout, stderr io.Writer) error {
 				t.failSend(stderr, &wc[0], scnt, scnt)
 				return failed{17}
 			}
+			if dur && t.durState() == stSample {
+				p.iters++
+			}
 		}
 		p.cpuMHzWarning(stderr)
-		p.printLat(stdout, tposted)
+		p.printLatReport(stdout, tposted)
 	}
 	if err := cm.closeConn(&t.my[0], &t.rem[0]); err != nil {
 		return err
