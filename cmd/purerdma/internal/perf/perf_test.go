@@ -128,6 +128,23 @@ func TestLatReport(t *testing.T) {
 	}
 }
 
+func TestLatReportOverflow(t *testing.T) {
+	// perftest squares each deviation into an int: past INT_MAX it turns
+	// INT_MIN, the sum goes negative, and t_stdev prints -nan.
+	p := &params{size: 4194304, iters: 8, verb: verbSend, tst: testLat}
+	var tp []int64
+	var at int64
+	for _, d := range []int64{0, 10, 200000, 200000, 200000, 200000, 200000, 200000} { // µs, two-way
+		at += d * 1000
+		tp = append(tp, at)
+	}
+	var b bytes.Buffer
+	p.printLat(&b, tp)
+	if !strings.Contains(b.String(), "\t-nan   \t\t") {
+		t.Errorf("row %q: want t_stdev -nan", b.String())
+	}
+}
+
 func TestLatDurationReport(t *testing.T) {
 	// print_report_lat_duration: 1,000 round trips in a 2 s sample.
 	p := &params{size: 2, iters: 1000, verb: verbWrite, tst: testLat, duration: 2}

@@ -131,7 +131,7 @@ func waitListen(t *testing.T, port int, cm bool, srv *peer) {
 
 var (
 	maskKeys  = regexp.MustCompile(`(QPN|PSN|RKey|VAddr|OUT) (0x[0-9a-f]+|0+)`)
-	maskFloat = regexp.MustCompile(`[0-9]+\.[0-9]+`)
+	maskFloat = regexp.MustCompile(`[0-9]+\.[0-9]+|-nan`)
 	maskSpace = regexp.MustCompile(` *F *`)
 	maskIters = regexp.MustCompile(`^( [0-9]+ +)[0-9]+ `)
 )

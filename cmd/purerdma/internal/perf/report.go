@@ -206,6 +206,15 @@ func (p *params) bwReportOf(tposted, tcompleted []int64) bwReport {
 	return r
 }
 
+// cInt is C's conversion of a double to int on x86-64: truncation, and
+// INT_MIN for what does not fit (cvttsd2si's "integer indefinite").
+func cInt(f float64) int32 {
+	if f != f || f >= 2147483648 || f <= -2147483649 {
+		return -2147483648
+	}
+	return int32(f)
+}
+
 func roundUp(v, a int) int {
 	if v%a == 0 {
 		return v
@@ -261,8 +270,12 @@ func (p *params) printLat(w io.Writer, tposted []int64) {
 	avg := avgSum / float64(mc)
 	var stdevSum float64
 	for i := 0; i < mc; i++ {
-		tv := int(avg - float64(delta[i])/q)
-		stdevSum += float64(tv * tv)
+		// int temp_var = average - delta/q; int pow_var = pow(temp_var, 2):
+		// the square past INT_MAX converts, on x86-64, to INT_MIN
+		// (cvttsd2si), and the sum can go negative: perftest then prints
+		// sqrt's -nan. Latencies over 46 ms do it (seen under TCG).
+		tv := cInt(avg - float64(delta[i])/q)
+		stdevSum += float64(cInt(float64(tv) * float64(tv)))
 	}
 	lat := float64(median) / q
 	stdev := math.Sqrt(stdevSum / float64(mc))
@@ -272,8 +285,12 @@ func (p *params) printLat(w io.Writer, tposted []int64) {
 		fmt.Fprintf(w, "%f\n", avg)
 		return
 	}
-	fmt.Fprintf(w, " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f",
-		p.size, p.iters, float64(delta[0])/q, float64(delta[mc])/q, lat, avg, stdev, float64(delta[i99])/q, float64(delta[i999])/q)
+	sd := fmt.Sprintf("%-7.2f", stdev)
+	if math.IsNaN(stdev) {
+		sd = fmt.Sprintf("%-7s", "-nan") // glibc's printf of sqrt's negative NaN
+	}
+	fmt.Fprintf(w, " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%s\t\t%-7.2f \t\t%-7.2f",
+		p.size, p.iters, float64(delta[0])/q, float64(delta[mc])/q, lat, avg, sd, float64(delta[i99])/q, float64(delta[i999])/q)
 	io.WriteString(w, "\n")
 }
 
