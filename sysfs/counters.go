@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/purerdma/rdma/internal/errs"
+	"github.com/purerdma/rdma/internal/sys"
 )
 
 // Names of the PMA data counters, whose values count 4-octet words.
@@ -196,17 +197,26 @@ func (f *FS) hwCountersLifespan(ca string, port int) (time.Duration, error) {
 
 // HwCounterSet keeps a hw_counters/ directory's files open so that reading
 // them again costs one pread per counter and no allocation: sysfs
-// recomputes an attribute file whenever it is read from offset 0. A set is
-// not safe for concurrent use; Close it when done (it holds one descriptor
-// per counter).
+// recomputes an attribute file whenever it is read from offset 0. A set
+// opened through an FS with a [FileLimit] holds only the files the limit
+// has room for, and opens, reads and closes the others on each read. A set
+// is not safe for concurrent use; Close it when done (it holds up to one
+// descriptor per counter).
 type HwCounterSet struct {
 	dev   string
 	op    string
 	names []string
 	paths []string
-	files []io.ReaderAt
+	files []io.ReaderAt // nil: not held, read by its path in unheld
 	close []io.Closer
-	buf   [32]byte
+	// unheld is the path each file that is not held is read by, and
+	// nofollow whether those paths are read without following a link
+	// (a confined root's, resolved at open).
+	unheld   []string
+	nofollow bool
+	limit    *FileLimit
+	closed   bool
+	buf      [32]byte
 }
 
 // OpenHwCounters opens the port's hw_counters/ files (lifespan excepted)
@@ -277,12 +287,39 @@ func (f *FS) openCounterFiles(dir, op, dev, absent string) (*HwCounterSet, error
 	if err != nil {
 		return nil, errs.New(op, dev, f.fixPathErr(err, dir))
 	}
+	var osDir string
+	limited := f.fileLimit() != nil
+	if limited {
+		osDir = f.unheldDir(physDir)
+		s.limit = f.limit
+	}
 	for _, name := range names {
 		if name == lifespanFile {
 			continue
 		}
 		rel := path.Join(dir, name)
+		if limited && !f.limit.take() {
+			p, nofollow, err := f.unheldPath(osDir, physDir, dir, name)
+			if err != nil {
+				s.Close()
+				return nil, errs.New(op, dev, err)
+			}
+			s.nofollow = nofollow
+			s.add(name, f.display(rel), nil, nil, p)
+			continue
+		}
 		file, err := f.openIn(physDir, rel, name)
+		if err != nil && limited {
+			// Under a limit the file is read by its path on each read,
+			// where it fails alone, not the set.
+			f.limit.give()
+			p, nofollow, perr := f.unheldPath(osDir, physDir, dir, name)
+			if perr == nil {
+				s.nofollow = nofollow
+				s.add(name, f.display(rel), nil, nil, p)
+				continue
+			}
+		}
 		if err != nil {
 			s.Close()
 			return nil, errs.New(op, dev, err)
@@ -290,15 +327,23 @@ func (f *FS) openCounterFiles(dir, op, dev, absent string) (*HwCounterSet, error
 		ra, ok := file.(io.ReaderAt)
 		if !ok {
 			file.Close()
+			if limited {
+				f.limit.give()
+			}
 			s.Close()
 			return nil, errs.New(op, dev, &fs.PathError{Op: "open", Path: f.display(rel), Err: errors.New("file does not implement io.ReaderAt")})
 		}
-		s.names = append(s.names, name)
-		s.paths = append(s.paths, f.display(rel))
-		s.files = append(s.files, ra)
-		s.close = append(s.close, file)
+		s.add(name, f.display(rel), ra, file, "")
 	}
 	return s, nil
+}
+
+func (s *HwCounterSet) add(name, display string, ra io.ReaderAt, c io.Closer, unheld string) {
+	s.names = append(s.names, name)
+	s.paths = append(s.paths, display)
+	s.files = append(s.files, ra)
+	s.close = append(s.close, c)
+	s.unheld = append(s.unheld, unheld)
 }
 
 // Names returns the counter names in the set, sorted. The slice belongs to
@@ -359,16 +404,62 @@ func (s *HwCounterSet) read(i int) (uint64, error) {
 	return v, nil
 }
 
-// readRaw reads counter i's file from offset 0 into the set's buffer.
+// readRaw reads counter i's file from offset 0 into the set's buffer:
+// one pread of a held file, or an open, read and close of one that is not.
 func (s *HwCounterSet) readRaw(i int) ([]byte, error) {
-	if s.files[i] == nil {
+	if s.closed {
 		return nil, errs.New(s.op, s.dev, &fs.PathError{Op: "read", Path: s.paths[i], Err: fs.ErrClosed})
 	}
-	n, err := s.files[i].ReadAt(s.buf[:], 0)
-	if err != nil && err != io.EOF {
+	if f := s.files[i]; f != nil {
+		n, err := f.ReadAt(s.buf[:], 0)
+		if err != nil && err != io.EOF {
+			return nil, errs.New(s.op, s.dev, pathErrAt(err, s.paths[i]))
+		}
+		return s.buf[:n], nil
+	}
+	read := sys.ReadFileIn
+	if s.nofollow {
+		read = sys.ReadFileInNoFollow
+	}
+	b, err := read("", s.unheld[i], s.buf[:])
+	if err != nil {
+		var tl *sys.TooLargeError
+		if errors.As(err, &tl) {
+			// As a held file's pread of a full buffer: the text is
+			// not a counter, which the caller's parse says.
+			return s.buf[:], nil
+		}
 		return nil, errs.New(s.op, s.dev, pathErrAt(err, s.paths[i]))
 	}
-	return s.buf[:n], nil
+	return b, nil
+}
+
+// ReadAll reads every counter into dst[i], in the order of
+// [HwCounterSet.Names], and sets ok[i] to whether it has a value: a
+// counter whose file cannot be read or parsed does not stop the others.
+// It returns how many failed and the first failure's error. dst and ok
+// must be at least as long as Names. It allocates nothing while every
+// counter reads well.
+func (s *HwCounterSet) ReadAll(dst []uint64, ok []bool) (failed int, err error) {
+	if s == nil {
+		return 0, errNil("read hw counters")
+	}
+	if len(dst) < len(s.names) || len(ok) < len(s.names) {
+		return 0, errs.New(s.op, s.dev, fmt.Errorf("destination holds %d values and %d flags, the set has %d counters", len(dst), len(ok), len(s.names)))
+	}
+	for i := range s.names {
+		v, rerr := s.read(i)
+		if rerr != nil {
+			ok[i] = false
+			if failed == 0 {
+				err = rerr
+			}
+			failed++
+			continue
+		}
+		dst[i], ok[i] = v, true
+	}
+	return failed, err
 }
 
 func pathErrAt(err error, p string) error {
@@ -379,8 +470,9 @@ func pathErrAt(err error, p string) error {
 	return &fs.PathError{Op: "read", Path: p, Err: err}
 }
 
-// Close closes the files. It is safe to call more than once; reading a
-// closed set fails with an error matching fs.ErrClosed.
+// Close closes the files (and gives their descriptors back to the
+// [FileLimit]). It is safe to call more than once; reading a closed set
+// fails with an error matching fs.ErrClosed.
 func (s *HwCounterSet) Close() error {
 	if s == nil {
 		return errNil("close hw counters")
@@ -393,9 +485,13 @@ func (s *HwCounterSet) Close() error {
 		if err := c.Close(); err != nil && first == nil {
 			first = err
 		}
+		if s.limit != nil {
+			s.limit.give()
+		}
 		s.close[i] = nil
 		s.files[i] = nil
 	}
+	s.closed = true
 	return first
 }
 
@@ -431,6 +527,19 @@ func (f *FS) OpenCounters(ca string, port int) (*CounterSet, error) {
 	return &CounterSet{s: s}, nil
 }
 
+// OpenCountersExt is [FS.OpenCounters] of the port's counters_ext/
+// directory: the 64-bit PMA counters (port_rcv_data_64, …) that kernels
+// before 4.5 exposed apart from counters/, which node_exporter still
+// reads. The error matches [ErrNotSupported] when the port has no
+// counters_ext/ (every kernel since 4.5).
+func (f *FS) OpenCountersExt(ca string, port int) (*CounterSet, error) {
+	s, err := f.openPortCounterFiles(ca, port, "counters_ext", "read PMA counters", "the kernel has 64-bit counters in counters/ (since Linux 4.5)")
+	if err != nil {
+		return nil, err
+	}
+	return &CounterSet{s: s}, nil
+}
+
 // Names returns the counter (file) names in the set, sorted. The slice
 // belongs to the set.
 func (c *CounterSet) Names() []string {
@@ -460,26 +569,63 @@ func (c *CounterSet) ReadValues(dst []uint64, ok []bool) error {
 		return errs.New(s.op, s.dev, fmt.Errorf("destination holds %d values and %d flags, the set has %d counters", len(dst), len(ok), len(s.names)))
 	}
 	for i := range s.names {
-		b, err := s.readRaw(i)
+		v, has, err := s.readPMA(i)
 		if err != nil {
-			if s.files[i] != nil && pmaUnavailable(err) {
-				ok[i] = false
-				continue
-			}
 			return err
 		}
-		b = trimNewline(b)
-		v, good := parseCounter(b)
-		if !good {
-			if string(b) == naPMA {
-				ok[i] = false
-				continue
-			}
-			return errs.New(s.op, s.dev, parseErr(s.paths[i], string(b), `a decimal counter ("%llu") or "N/A (no PMA)"`))
-		}
-		dst[i], ok[i] = v, true
+		dst[i], ok[i] = v, has
 	}
 	return nil
+}
+
+// readPMA reads counter i of a PMA counter set: has is false, with no
+// error, for a counter the driver cannot fetch (see ReadValues).
+func (s *HwCounterSet) readPMA(i int) (v uint64, has bool, err error) {
+	b, err := s.readRaw(i)
+	if err != nil {
+		if !s.closed && pmaUnavailable(err) {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	b = trimNewline(b)
+	v, good := parseCounter(b)
+	if !good {
+		if string(b) == naPMA {
+			return 0, false, nil
+		}
+		return 0, false, errs.New(s.op, s.dev, parseErr(s.paths[i], string(b), `a decimal counter ("%llu") or "N/A (no PMA)"`))
+	}
+	return v, true, nil
+}
+
+// ReadAll is [CounterSet.ReadValues] where a counter whose file cannot be
+// read or parsed does not stop the others: its ok[i] is false too, and it
+// is counted in failed (a counter the driver cannot fetch is not a
+// failure); err is the first failure's error. It allocates nothing while
+// every counter reads well.
+func (c *CounterSet) ReadAll(dst []uint64, ok []bool) (failed int, err error) {
+	if c == nil {
+		return 0, errNil("read PMA counters")
+	}
+	s := c.s
+	if s == nil {
+		return 0, errs.New("read PMA counters", "", errNotOpened)
+	}
+	if len(dst) < len(s.names) || len(ok) < len(s.names) {
+		return 0, errs.New(s.op, s.dev, fmt.Errorf("destination holds %d values and %d flags, the set has %d counters", len(dst), len(ok), len(s.names)))
+	}
+	for i := range s.names {
+		v, has, rerr := s.readPMA(i)
+		if rerr != nil {
+			if failed == 0 {
+				err = rerr
+			}
+			failed++
+		}
+		dst[i], ok[i] = v, has
+	}
+	return failed, err
 }
 
 // Keep narrows the set to the counters whose keep[i] is true (i in the
@@ -503,15 +649,18 @@ func (c *CounterSet) Keep(keep []bool) error {
 		if !keep[i] {
 			if s.close[i] != nil {
 				s.close[i].Close()
+				if s.limit != nil {
+					s.limit.give()
+				}
 			}
 			continue
 		}
-		s.names[n], s.paths[n], s.files[n], s.close[n] = s.names[i], s.paths[i], s.files[i], s.close[i]
+		s.names[n], s.paths[n], s.files[n], s.close[n], s.unheld[n] = s.names[i], s.paths[i], s.files[i], s.close[i], s.unheld[i]
 		n++
 	}
 	clear(s.files[n:])
 	clear(s.close[n:])
-	s.names, s.paths, s.files, s.close = s.names[:n], s.paths[:n], s.files[:n], s.close[:n]
+	s.names, s.paths, s.files, s.close, s.unheld = s.names[:n], s.paths[:n], s.files[:n], s.close[:n], s.unheld[:n]
 	return nil
 }
 

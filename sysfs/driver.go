@@ -1,9 +1,12 @@
 package sysfs
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path"
+	"strings"
+	"syscall"
 
 	"github.com/purerdma/rdma/internal/errs"
 )
@@ -67,4 +70,42 @@ func (f *FS) CAAttrs(name string) (*CA, error) {
 		return nil, errs.New("read CA", name, err)
 	}
 	return ca, nil
+}
+
+// CAAttr reads the attribute file attr of the device name
+// (class/infiniband/NAME/ATTR: "fw_ver", "board_id", "hca_type", …), its
+// trailing newline removed: one file, where [FS.CAAttrs] reads them all
+// and fails on any. The error matches os.ErrNotExist when the device or
+// the file does not exist.
+func (f *FS) CAAttr(name, attr string) (string, error) {
+	if !validName(name) {
+		return "", errs.New("read CA", name, f.noSuchDevice(classInfiniBand, name))
+	}
+	if !validName(attr) {
+		return "", errs.New("read CA", name, &fs.PathError{Op: "open", Path: f.display(classInfiniBand + "/" + name + "/" + attr), Err: syscall.ENOENT})
+	}
+	s, err := f.readString(classInfiniBand + "/" + name + "/" + attr)
+	if err != nil {
+		return "", errs.New("read CA", name, err)
+	}
+	return strings.TrimSuffix(s, "\n"), nil
+}
+
+// OpenCAHwCounters opens the device-wide hw_counters/ directory of the
+// device name, which only some drivers provide (hfi1; see [CA.HwCounters]),
+// for repeated reading with [HwCounterSet.ReadAll]. The error matches
+// [ErrNotSupported] when the directory does not exist and os.ErrNotExist
+// when there is no such device.
+func (f *FS) OpenCAHwCounters(name string) (*HwCounterSet, error) {
+	if !validName(name) {
+		return nil, errs.New("read hw counters", name, f.noSuchDevice(classInfiniBand, name))
+	}
+	dir := classInfiniBand + "/" + name
+	s, err := f.openHwCounters(dir, name)
+	if errors.Is(err, ErrNotSupported) {
+		if ok, serr := f.exists(dir); serr == nil && !ok {
+			return nil, errs.New("read hw counters", name, &fs.PathError{Op: "open", Path: f.display(dir), Err: syscall.ENOENT})
+		}
+	}
+	return s, err
 }

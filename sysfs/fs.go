@@ -32,6 +32,8 @@ type FS struct {
 	// confined: paths under osRoot are resolved inside it (resolveIn)
 	// before the seam reads them; every root but the running system's.
 	confined bool
+	// limit bounds the descriptors the counter sets hold (WithFileLimit).
+	limit *FileLimit
 }
 
 // New returns an FS reading the sysfs tree mounted at root ("" means

@@ -140,6 +140,21 @@ func ReadFileIn(dir, name string, buf []byte) ([]byte, error) {
 	return readFileAt(atFDCWD, pathz, underSysfsZ(pathz), false, buf)
 }
 
+// ReadFileInNoFollow is [ReadFileIn] that does not follow a symbolic link
+// at the path's last component (as [Dir.ReadFileNoFollow]): such a link is
+// a *fs.PathError wrapping a [*NotRegularError] of mode fs.ModeSymlink. It
+// always stats first. The sysfs package reads a confined root's counter
+// files with it by the paths it resolved inside the root once, so that a
+// file replaced by a link since is refused, not followed out of the root.
+func ReadFileInNoFollow(dir, name string, buf []byte) ([]byte, error) {
+	var stack [pathMax]byte
+	pathz, err := appendPathZ(stack[:0], dir, name)
+	if err != nil {
+		return nil, err
+	}
+	return readFileAt(atFDCWD, pathz, false, true, buf)
+}
+
 // readFileAt is the read of ReadFileIn and Dir.ReadFile: pathz relative to
 // the directory descriptor at (atFDCWD for a path), stat first unless
 // sysfs, then open, one read, close. With nofollow a symbolic link at
