@@ -30,7 +30,7 @@ FUZZTIME  ?= 200000x
 # The commits after this one have subjects of at most 72 characters.
 SUBJECTS_SINCE := 36af321
 
-.PHONY: all build test unit bench bench-insn bench-tools perftest-matrix generate generate-check lint api cross test-arm64 fuzz-smoke deps-apt test-bootstrap clean
+.PHONY: all build test unit bench bench-insn bench-tools bench-exporter perftest-matrix generate generate-check lint api cross test-arm64 fuzz-smoke deps-apt test-bootstrap clean
 
 all: build
 
@@ -80,10 +80,25 @@ cross:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build $(PKGS)
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(PKGS)
 
+# node_exporter, the release the exporter's names are kept in step with
+# (cmd/rdma_exporter/internal/exporter, TestNodeExporterParity), built
+# from the Go module proxy (go install does not stamp the version, as the
+# release's promu does: -X sets it, which the test checks).
+NODE_EXPORTER_VERSION := v1.12.1
+NODE_EXPORTER := $(BIN)/node_exporter-$(NODE_EXPORTER_VERSION)
+$(NODE_EXPORTER):
+	mkdir -p $(BIN)/ne-$(NODE_EXPORTER_VERSION)
+	CGO_ENABLED=0 GOBIN=$(BIN)/ne-$(NODE_EXPORTER_VERSION) $(GO) install \
+		-ldflags "-X github.com/prometheus/common/version.Version=$(NODE_EXPORTER_VERSION:v%=%)" \
+		github.com/prometheus/node_exporter@$(NODE_EXPORTER_VERSION)
+	mv $(BIN)/ne-$(NODE_EXPORTER_VERSION)/node_exporter $@
+
 ## unit: unit tests on this machine, with the race detector (the
-## fabric tests on ibsim among them: deps-apt installs the test bed).
-unit: deps-apt
-	$(GO) test -race -count=1 $(PKGS)
+## fabric tests on ibsim among them: deps-apt installs the test bed). The
+## exporter's parity test runs the current node_exporter release against
+## ours on the same sysfs trees (NODE_EXPORTER).
+unit: deps-apt $(NODE_EXPORTER)
+	NODE_EXPORTER=$(NODE_EXPORTER) $(GO) test -race -count=1 $(PKGS)
 
 ## bench: on this host, the data path's cost and allocations per PostSend,
 ## PostRecv and Poll and per PD, CQ and QP create+destroy on the fake,
@@ -99,7 +114,7 @@ unit: deps-apt
 ## chunks, rc_pingpong's message rate, Go client against C client, and
 ## rping's ping rate, a Go pair against a C pair; last bench-insn.
 ## Logged, never a failure (except an allocation count).
-bench: bench-tools vmrun integration-cpeers deps-apt
+bench: bench-tools bench-exporter vmrun integration-cpeers deps-apt
 	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll|Create(PD|CQ|QP)Fake' -benchmem ./uverbs/
 	$(GO) test -run '^$$' -bench Discovery -benchmem ./sysfs/
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFabricScan1k$$' -benchtime 5x ./cmd/purerdma/internal/diags/ | grep -E 'scan|Benchmark|differ|^(ok|FAIL)'
@@ -138,6 +153,15 @@ bench-tools: deps-apt
 	CGO_ENABLED=0 $(GO) build -o $(CACHE)/bench/purerdma ./cmd/purerdma
 	CGO_ENABLED=0 $(GO) build -o $(CACHE)/bench/synthtree ./internal/testmodel/sysfstest/synthtree
 	mk/bench-tools.sh $(CACHE)/bench/purerdma $(CACHE)/bench/synthtree $(BENCH_CAS)
+
+## bench-exporter: CPU per scrape and descriptors held, rdma_exporter
+## against node_exporter (NODE_EXPORTER_VERSION) on synthetic trees of 64
+## and 1,024 mlx5-like devices (mk/bench-exporter.sh). Logged, never a
+## failure.
+bench-exporter: $(NODE_EXPORTER)
+	CGO_ENABLED=0 $(GO) build -o $(CACHE)/bench/rdma_exporter ./cmd/rdma_exporter
+	CGO_ENABLED=0 $(GO) build -o $(CACHE)/bench/synthtree ./internal/testmodel/sysfstest/synthtree
+	mk/bench-exporter.sh $(CACHE)/bench/rdma_exporter $(NODE_EXPORTER) $(CACHE)/bench/synthtree
 
 # The simulated InfiniBand fabric of the fabric tests (docs/ibsim.md):
 # ibsim, libumad2sim to attach OpenSM and the C tools to it, OpenSM, and

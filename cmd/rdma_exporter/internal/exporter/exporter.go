@@ -64,6 +64,58 @@ var pmaMetrics = map[string]struct {
 	"VL15_dropped":                    {"vl15_dropped_total", "Number of incoming VL15 packets dropped due to resource limitations.", false},
 }
 
+// The counters_ext/ files of kernels before 4.5 that node_exporter reads,
+// with its names (legacy_*).
+var legacyMetrics = map[string]struct {
+	name, help string
+	octets     bool
+}{
+	"port_multicast_rcv_packets":  {"legacy_multicast_packets_received_total", "Number of multicast packets received", false},
+	"port_multicast_xmit_packets": {"legacy_multicast_packets_transmitted_total", "Number of multicast packets transmitted", false},
+	"port_rcv_data_64":            {"legacy_data_received_bytes_total", "Number of data octets received on all links", true},
+	"port_rcv_packets_64":         {"legacy_packets_received_total", "Number of data packets received on all links", false},
+	"port_unicast_rcv_packets":    {"legacy_unicast_packets_received_total", "Number of unicast packets received", false},
+	"port_unicast_xmit_packets":   {"legacy_unicast_packets_transmitted_total", "Number of unicast packets transmitted", false},
+	"port_xmit_data_64":           {"legacy_data_transmitted_bytes_total", "Number of data octets transmitted on all links", true},
+	"port_xmit_packets_64":        {"legacy_packets_transmitted_total", "Number of data packets received on all links", false},
+}
+
+// hwMetrics maps a hw_counters/ file to the name node_exporter (1.11 and
+// later) gives it, with its help text; lifespan is lifespan_seconds
+// (descLifespan). Every hw_counters/ file, these included, is also
+// rdma_hw_stat_total{counter=FILE}.
+var hwMetrics = map[string][2]string{
+	"duplicate_request":          {"duplicate_requests_packets_total", "The number of received packets. A duplicate request is a request that had been previously executed."},
+	"implied_nak_seq_err":        {"implied_nak_seq_errors_total", "The number of time the requested decided an ACK. with a PSN larger than the expected PSN for an RDMA read or response."},
+	"local_ack_timeout_err":      {"local_ack_timeout_errors_total", "The number of times QP's ack timer expired for RC, XRC, DCT QPs at the sender side. The QP retry limit was not exceed, therefore it is still recoverable error."},
+	"np_cnp_sent":                {"np_cnp_packets_sent_total", "The number of CNP packets sent by the Notification Point when it noticed congestion experienced in the RoCEv2 IP header (ECN bits). The counters was added in MLNX_OFED 4.1"},
+	"np_ecn_marked_roce_packets": {"np_ecn_marked_roce_packets_received_total", "The number of RoCEv2 packets received by the notification point which were marked for experiencing the congestion (ECN bits where '11' on the ingress RoCE traffic) . The counters was added in MLNX_OFED 4.1"},
+	"out_of_buffer":              {"out_of_buffer_drops_total", "The number of drops occurred due to lack of WQE for the associated QPs."},
+	"out_of_sequence":            {"out_of_sequence_packets_received_total", "The number of out of sequence packets received."},
+	"packet_seq_err":             {"packet_sequence_errors_total", "The number of received NAK sequence error packets. The QP retry limit was not exceeded."},
+	"req_cqe_error":              {"req_cqes_errors_total", "The number of times requester detected CQEs completed with errors. The counters was added in MLNX_OFED 4.1"},
+	"req_cqe_flush_error":        {"req_cqes_flush_errors_total", "The number of times requester detected CQEs completed with flushed errors. The counters was added in MLNX_OFED 4.1"},
+	"req_remote_access_errors":   {"req_remote_access_errors_total", "The number of times requester detected remote access errors. The counters was added in MLNX_OFED 4.1"},
+	"req_remote_invalid_request": {"req_remote_invalid_request_errors_total", "The number of times requester detected remote invalid request errors. The counters was added in MLNX_OFED 4.1"},
+	"resp_cqe_error":             {"resp_cqes_errors_total", "The number of times responder detected CQEs completed with errors. The counters was added in MLNX_OFED 4.1"},
+	"resp_cqe_flush_error":       {"resp_cqes_flush_errors_total", "The number of times responder detected CQEs completed with flushed errors. The counters was added in MLNX_OFED 4.1"},
+	"resp_local_length_error":    {"resp_local_length_errors_total", "The number of times responder detected local length errors. The counters was added in MLNX_OFED 4.1"},
+	"resp_remote_access_errors":  {"resp_remote_access_errors_total", "The number of times responder detected remote access errors. The counters was added in MLNX_OFED 4.1"},
+	"rnr_nak_retry_err":          {"rnr_nak_retry_packets_received_total", "The number of received RNR NAK packets. The QP retry limit was not exceeded."},
+	"roce_adp_retrans":           {"roce_adp_retransmits_total", "The number of adaptive retransmissions for RoCE traffic. The counter was added in MLNX_OFED rev 5.0-1.0.0.0 and kernel v5.6.0"},
+	"roce_adp_retrans_to":        {"roce_adp_retransmits_timeout_total", "The number of times RoCE traffic reached timeout due to adaptive retransmission. The counter was added in MLNX_OFED rev 5.0-1.0.0.0 and kernel v5.6.0"},
+	"roce_slow_restart":          {"roce_slow_restart_used_total", "The number of times RoCE slow restart was used. The counter was added in MLNX_OFED rev 5.0-1.0.0.0 and kernel v5.6.0"},
+	"roce_slow_restart_cnps":     {"roce_slow_restart_cnps_total", "The number of times RoCE slow restart generated CNP packets. The counter was added in MLNX_OFED rev 5.0-1.0.0.0 and kernel v5.6.0"},
+	"roce_slow_restart_trans":    {"roce_slow_restart_total", "The number of times RoCE slow restart changed state to slow restart. The counter was added in MLNX_OFED rev 5.0-1.0.0.0 and kernel v5.6.0"},
+	"rp_cnp_handled":             {"rp_cnp_packets_handled_total", "The number of CNP packets handled by the Reaction Point HCA to throttle the transmission rate. The counters was added in MLNX_OFED 4.1"},
+	"rp_cnp_ignored":             {"rp_cnp_ignored_packets_received_total", "The number of CNP packets received and ignored by the Reaction Point HCA. This counter should not raise if RoCE Congestion Control was enabled in the network. If this counter raise, verify that ECN was enabled on the adapter."},
+	"rx_atomic_requests":         {"rx_atomic_requests_total", "The number of received ATOMIC request for the associated QPs."},
+	"rx_dct_connect":             {"rx_dct_connect_requests_total", "The number of received connection requests for the associated DCTs."},
+	"rx_icrc_encapsulated":       {"rx_icrc_encapsulated_errors_total", "The number of RoCE packets with ICRC errors. This counter was added in MLNX_OFED 4.4 and kernel 4.19"},
+	"rx_read_requests":           {"rx_read_requests_total", "The number of received READ requests for the associated QPs."},
+	"rx_write_requests":          {"rx_write_requests_total", "The number of received WRITE requests for the associated QPs."},
+}
+
 const ns = "node_infiniband_"
 
 // The descriptors are built on first use, not at package init: the
@@ -98,10 +150,31 @@ var (
 	descUp = sync.OnceValue(func() *prometheus.Desc {
 		return prometheus.NewDesc("rdma_exporter_source_up", "1 when the source was read without error in this scrape, 0 when it failed (see the log).", []string{"source"}, nil)
 	})
+	descDevHw = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc("rdma_device_hw_stat_total", "A device-wide hw_counters/ value (/sys/class/infiniband/<device>/hw_counters/<counter>; hfi1).", []string{"device", "counter"}, nil)
+	})
+	descLifespan = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc(ns+"lifespan_seconds", "The maximum period in ms which defines the aging of the counter reads. Two consecutive reads within this period might return the same values.", portLabels, nil)
+	})
+	descReadErrors = sync.OnceValue(func() *prometheus.Desc {
+		return prometheus.NewDesc("rdma_exporter_read_errors", "Reads of the device that failed in this scrape, per source: files (each failed file loses only its own series) or netlink requests. 0 when everything was read.", []string{"source", "device"}, nil)
+	})
+	// pmaDescs holds the descriptors of counters/ and counters_ext/ files,
+	// keyed by file name (the two directories' names do not overlap).
 	pmaDescs = sync.OnceValue(func() map[string]*prometheus.Desc {
 		m := map[string]*prometheus.Desc{}
 		for file, p := range pmaMetrics {
 			m[file] = prometheus.NewDesc(ns+p.name, p.help, portLabels, nil)
+		}
+		for file, p := range legacyMetrics {
+			m[file] = prometheus.NewDesc(ns+p.name, p.help, portLabels, nil)
+		}
+		return m
+	})
+	hwDescs = sync.OnceValue(func() map[string]*prometheus.Desc {
+		m := map[string]*prometheus.Desc{}
+		for file, p := range hwMetrics {
+			m[file] = prometheus.NewDesc(ns+p[0], p[1], portLabels, nil)
 		}
 		return m
 	})
@@ -123,7 +196,17 @@ type Config struct {
 	// Fabric turns the fabric mode on (SourceFabric): every port of the
 	// fabric, read over the fabric from one port.
 	Fabric *FabricConfig
+	// MaxOpenFiles bounds the sysfs files held open between scrapes
+	// (sysfs.FileLimit): 0 means DefaultMaxOpenFiles, a negative number
+	// none (every file is opened, read and closed on each scrape).
+	MaxOpenFiles int
 }
+
+// DefaultMaxOpenFiles is how many sysfs counter files the exporter keeps
+// open between scrapes by default: a host's first devices are read with
+// one pread a file, the rest with open, read and close, and the exporter
+// holds a few dozen descriptors whatever the number of devices.
+const DefaultMaxOpenFiles = 32
 
 // StatsSource reads a port's RDMA netlink statistics.
 type StatsSource interface {
@@ -158,6 +241,11 @@ func New(cfg Config) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
+	limit := cfg.MaxOpenFiles
+	if limit == 0 {
+		limit = DefaultMaxOpenFiles
+	}
+	fs = fs.WithFileLimit(sysfs.NewFileLimit(limit))
 	e := &Exporter{cfg: cfg, fs: fs}
 	if len(cfg.Flows) > 0 && !cfg.Off[SourceFlows] {
 		if e.flows, err = newFlowSet(cfg.Flows, fs); err != nil {
@@ -192,47 +280,50 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer e.samples.reset()
+	ib, hw, nl := !e.cfg.Off[SourceInfiniBand], !e.cfg.Off[SourceHwCounters], !e.cfg.Off[SourceNetlink]
 	var caErr error
-	if !e.cfg.Off[SourceInfiniBand] || !e.cfg.Off[SourceHwCounters] || !e.cfg.Off[SourceNetlink] {
+	if ib || hw || nl {
 		caErr = e.devs.refresh(e.fs)
 	}
 	cas := e.devs.cas
-	for _, src := range Sources {
-		if e.cfg.Off[src] {
+	for _, ds := range cas {
+		ds.failed = [numDevSources]int{}
+	}
+	var errs [numDevSources]error
+	if ib || hw {
+		errs[srcIB], errs[srcHw] = e.collectSysfs(ch, cas, ib, hw)
+	}
+	if nl {
+		errs[srcNetlink] = e.collectNetlink(ch, cas)
+	}
+	for i, on := range [numDevSources]bool{ib, hw, nl} {
+		if !on {
 			continue
 		}
-		var err error
-		switch src {
-		case SourceInfiniBand:
-			err = errors.Join(caErr, e.collectInfiniBand(ch, cas))
-		case SourceHwCounters:
-			err = e.collectHw(ch, cas)
-		case SourceNetlink:
-			err = e.collectNetlink(ch, cas)
-		case SourceFlows:
-			if e.flows != nil {
-				err = e.flows.collect(ch)
-			}
+		for _, ds := range cas {
+			e.samples.send(ch, descReadErrors(), ds.errLabels[i], float64(ds.failed[i]), true)
 		}
-		up := 1.0
-		if err != nil {
-			up = 0
-			e.cfg.Logger.Warn("source failed", "source", src, "err", err)
-		}
-		ch <- prometheus.MustNewConstMetric(descUp(), prometheus.GaugeValue, up, src)
-		if err != nil && src != SourceFlows {
-			e.devs.stale = true // a device may have gone: discover again next time
-		}
+		e.sendUp(ch, devSourceNames[i], errors.Join(caErr, errs[i]))
+	}
+	if !e.cfg.Off[SourceFlows] && e.flows != nil {
+		e.sendUp(ch, SourceFlows, e.flows.collect(ch))
+	} else if !e.cfg.Off[SourceFlows] {
+		e.sendUp(ch, SourceFlows, nil)
 	}
 	if e.cfg.Fabric != nil && !e.cfg.Off[SourceFabric] {
-		err := e.collectFabric(ch)
-		up := 1.0
-		if err != nil {
-			up = 0
-			e.cfg.Logger.Warn("source failed", "source", SourceFabric, "err", err)
-		}
-		ch <- prometheus.MustNewConstMetric(descUp(), prometheus.GaugeValue, up, SourceFabric)
+		e.sendUp(ch, SourceFabric, e.collectFabric(ch))
 	}
+}
+
+// sendUp sends the source's rdma_exporter_source_up: 0, and a line in the
+// log, when err says some of its series are missing.
+func (e *Exporter) sendUp(ch chan<- prometheus.Metric, src string, err error) {
+	up := 1.0
+	if err != nil {
+		up = 0
+		e.cfg.Logger.Warn("source failed", "source", src, "err", err)
+	}
+	ch <- prometheus.MustNewConstMetric(descUp(), prometheus.GaugeValue, up, src)
 }
 
 func (e *Exporter) collectNetlink(ch chan<- prometheus.Metric, cas []*devState) error {
@@ -253,26 +344,32 @@ func (e *Exporter) collectNetlink(ch chan<- prometheus.Metric, cas []*devState) 
 	}
 	var errs []error
 	for _, ds := range cas {
-		ca := ds.ca
-		for _, p := range ca.Ports {
-			st, err := nl.PortStatsByName(ca.Name, p.Number)
+		name := ds.name
+		if ds.portsErr != nil {
+			ds.failed[srcNetlink]++
+			errs = append(errs, ds.portsErr)
+		}
+		for _, p := range ds.ports {
+			st, err := nl.PortStatsByName(name, p.num)
 			if err != nil {
 				if !errors.Is(err, sysfs.ErrNotSupported) && !isEINVAL(err) {
+					ds.failed[srcNetlink]++
 					errs = append(errs, err)
 				}
 				continue // a device without statistics (no hw counters)
 			}
 			for _, c := range st.Counters {
-				ch <- prometheus.MustNewConstMetric(descNetlink(), prometheus.CounterValue, float64(c.Value), ca.Name, strconv.Itoa(p.Number), c.Name)
+				ch <- prometheus.MustNewConstMetric(descNetlink(), prometheus.CounterValue, float64(c.Value), name, strconv.Itoa(p.num), c.Name)
 			}
 		}
 		qs, ok := nl.(QPCounterSource)
 		if !ok {
 			continue
 		}
-		cs, err := qs.QPCountersByName(ca.Name)
+		cs, err := qs.QPCountersByName(name)
 		if err != nil {
 			if !errors.Is(err, sysfs.ErrNotSupported) && !isEINVAL(err) && !errors.Is(err, syscall.EOPNOTSUPP) {
+				ds.failed[srcNetlink]++
 				errs = append(errs, err)
 			}
 			continue
@@ -280,21 +377,14 @@ func (e *Exporter) collectNetlink(ch chan<- prometheus.Metric, cas []*devState) 
 		for _, c := range cs {
 			port, id := strconv.FormatUint(uint64(c.Port), 10), strconv.FormatUint(uint64(c.ID), 10)
 			for _, hc := range c.Counters {
-				ch <- prometheus.MustNewConstMetric(descQPStat(), prometheus.CounterValue, float64(hc.Value), ca.Name, port, id, hc.Name)
+				ch <- prometheus.MustNewConstMetric(descQPStat(), prometheus.CounterValue, float64(hc.Value), name, port, id, hc.Name)
 			}
 			for _, qpn := range c.QPNs {
-				ch <- prometheus.MustNewConstMetric(descQPInfo(), prometheus.GaugeValue, 1, ca.Name, port, id, strconv.FormatUint(uint64(qpn), 10))
+				ch <- prometheus.MustNewConstMetric(descQPInfo(), prometheus.GaugeValue, 1, name, port, id, strconv.FormatUint(uint64(qpn), 10))
 			}
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // ConfigError is a configuration the exporter refuses at start.

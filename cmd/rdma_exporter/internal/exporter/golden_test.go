@@ -112,8 +112,11 @@ func TestScrapeSeesChanges(t *testing.T) {
 		}
 		return n
 	}
-	if n := count("mlx5_1"); n != 1+3+21+19 {
-		t.Fatalf("mlx5_1 has %d series, want 44", n)
+	// info; state, physical state, rate; 21 PMA counters; 19 hw counters
+	// as rdma_hw_stat_total and under node_exporter's names, and the
+	// lifespan; rdma_exporter_read_errors for the three sources.
+	if n, want := count("mlx5_1"), 1+3+21+19+19+1+3; n != want {
+		t.Fatalf("mlx5_1 has %d series, want %d", n, want)
 	}
 	port := filepath.Join(root, "class/infiniband/mlx5_0/ports/1")
 	os.WriteFile(filepath.Join(port, "state"), []byte("1: DOWN\n"), 0o644)
@@ -139,7 +142,7 @@ func TestScrapeSeesChanges(t *testing.T) {
 	if err := sysfstest.Synthetic(root, 2, 1); err != nil { // mlx5_1 again, without counters
 		t.Fatal(err)
 	}
-	if n := count("mlx5_1"); n != 1+3 {
-		t.Errorf("mlx5_1 back without counters: %d series, want 4", n)
+	if n := count("mlx5_1"); n != 1+3+3 {
+		t.Errorf("mlx5_1 back without counters: %d series, want 7", n)
 	}
 }
