@@ -612,6 +612,10 @@ func readFabricPMA(ctx context.Context, p *umad.Port, devs []*fabricDevice, wind
 func runPMA(ctx context.Context, p *umad.Port, agent umad.AgentID, qs []*pmaQuery, window int, timeout time.Duration, retries int) error {
 	flight := map[uint32]*pmaQuery{}
 	pkt := umad.NewPacket()
+	// The MAD is built in out, not in pkt's own buffer: SetMAD zeroes
+	// what lies past the packet's last length (a timed-out send comes
+	// back as a 24-byte header), which would be the MAD just built.
+	out := make([]byte, 0, umad.MADSize)
 	var tid uint32
 	failed := func(q *pmaQuery, err error) {
 		q.dev.failed = true
@@ -627,7 +631,8 @@ func runPMA(ctx context.Context, p *umad.Port, agent umad.AgentID, qs []*pmaQuer
 			if err := m.SetAttribute(q.attr); err != nil {
 				return err
 			}
-			if err := pkt.SetMAD(m.Append(pkt.MAD()[:0])); err != nil {
+			out = m.Append(out[:0])
+			if err := pkt.SetMAD(out); err != nil {
 				return err
 			}
 			if err := pkt.SetAddr(q.dev.lid, 1, 0, umad.QP1QKey); err != nil {

@@ -97,16 +97,17 @@ func movingSeries(name string) bool {
 }
 
 // seriesDiff compares the series of a reference scrape (ref) with ours
-// taken just before (a) and just after (b) it, over the keys both have:
-// masked series by presence, moving series a ≤ ref ≤ b, every other
-// series a = ref = b. It returns what differs and counts the kinds.
+// taken just before (a) and just after (b) it, over the keys all three
+// have: masked series by presence, moving series a ≤ ref ≤ b, every
+// other series a = ref = b. It returns what differs (by key) and counts
+// the kinds.
 type seriesDiff struct {
 	both, exact, bracketed, bracketEqual, masked int
-	bad                                          []string
+	bad                                          map[string]string
 }
 
 func compareSeries(a, ref, b series) seriesDiff {
-	var d seriesDiff
+	d := seriesDiff{bad: map[string]string{}}
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range ref {
 			if !yield(k) {
@@ -132,13 +133,13 @@ func compareSeries(a, ref, b series) seriesDiff {
 					d.bracketEqual++
 				}
 			} else {
-				d.bad = append(d.bad, fmt.Sprintf("%s: reference %v, ours %v before and %v after", k, vr, va, vb))
+				d.bad[k] = fmt.Sprintf("%s: reference %v, ours %v before and %v after", k, vr, va, vb)
 			}
 		default:
 			if va == vr && vr == vb {
 				d.exact++
 			} else {
-				d.bad = append(d.bad, fmt.Sprintf("%s: reference %v, ours %v before and %v after", k, vr, va, vb))
+				d.bad[k] = fmt.Sprintf("%s: reference %v, ours %v before and %v after", k, vr, va, vb)
 			}
 		}
 	}
@@ -374,8 +375,8 @@ func TestFabricMode(t *testing.T) {
 		t.Errorf("two scrapes differ in their series: %v, %v", ka, kb)
 	}
 	d := compareSeries(before, want, after)
-	for _, b := range d.bad {
-		t.Error(b)
+	for _, k := range slices.Sorted(mapKeys(d.bad)) {
+		t.Error(d.bad[k])
 	}
 	t.Logf("%d series: %d equal, %d moving counters between two scrapes, %d durations", d.both, d.exact, d.bracketed, d.masked)
 	// Small: Switch1 and Switch2 with ports 1, 2, 3, 5 linked, four HCAs
@@ -409,14 +410,16 @@ func TestFabricMode(t *testing.T) {
 // device is reported as infiniband_exporter reports a perfquery that
 // failed (infiniband_exporter_collect_errors{collector="hca"} 1, no
 // counters from PortCountersExtended), with its own collect_error 1, the
-// other devices read, and the source down.
+// other devices read, and the source down. Two MADs in flight: the
+// query sent after the failure came back must not suffer from it.
 func TestFabricModePMAFails(t *testing.T) {
 	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{Console: true})
-	if err := f.Console(`Error "Hca4"[1] 100 29`); err != nil {
+	if err := f.Console(`Error "Hca2"[1] 100 29`); err != nil {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
 	e := fabricExporter(t, f, "Hca1", &log)
+	e.cfg.Fabric.MaxOutstanding = 2
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(e)
 	mfs, err := reg.Gather()
@@ -424,30 +427,46 @@ func TestFabricModePMAFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := seriesOf(mfs, "")
-	hca4 := "0x000000000010000a"
+	hca2 := "0x0000000000100004"
 	for k, want := range map[string]float64{
-		seriesKey("rdma_exporter_source_up", map[string]string{"source": SourceFabric}):                                       0,
-		seriesKey("infiniband_exporter_collect_errors", map[string]string{"collector": collectorHCA}):                         1,
-		seriesKey("infiniband_exporter_collect_errors", map[string]string{"collector": collectorSwitch}):                      0,
-		seriesKey("infiniband_exporter_collect_errors", map[string]string{"collector": collectorDiscover}):                    0,
-		seriesKey("infiniband_hca_collect_error", map[string]string{"guid": hca4, "collector": collectorHCA}):                 1,
-		seriesKey("infiniband_hca_collect_error", map[string]string{"guid": "0x0000000000100004", "collector": collectorHCA}): 0,
+		seriesKey("rdma_exporter_source_up", map[string]string{"source": SourceFabric}):                    0,
+		seriesKey("infiniband_exporter_collect_errors", map[string]string{"collector": collectorHCA}):      1,
+		seriesKey("infiniband_exporter_collect_errors", map[string]string{"collector": collectorSwitch}):   0,
+		seriesKey("infiniband_exporter_collect_errors", map[string]string{"collector": collectorDiscover}): 0,
 	} {
 		if v, ok := s[k]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
 		}
 	}
-	for k := range s {
-		if strings.Contains(k, hca4) && movingSeries(seriesName(k)) {
+	devices := 0
+	for k, v := range s {
+		name := seriesName(k)
+		if name == "infiniband_hca_collect_error" || name == "infiniband_switch_collect_error" {
+			devices++
+			if want := b2f(strings.Contains(k, hca2)); v != want {
+				t.Errorf("%s = %v, want %v", k, v, want)
+			}
+		}
+		if strings.Contains(k, hca2) && movingSeries(name) {
 			t.Errorf("%s exported from a PortCountersExtended that failed", k)
 		}
 	}
-	if _, ok := s[seriesKey("infiniband_hca_port_transmit_data_bytes_total", map[string]string{"guid": "0x0000000000100004", "port": "1"})]; !ok {
-		t.Error("Hca2's counters missing: one device's failure took the others")
+	if devices != 6 {
+		t.Errorf("%d devices' collect_error, want 6", devices)
 	}
-	if !strings.Contains(log.String(), hca4) || !strings.Contains(log.String(), "PortCountersExtended") {
+	if _, ok := s[seriesKey("infiniband_hca_port_transmit_data_bytes_total", map[string]string{"guid": "0x0000000000100007", "port": "1"})]; !ok {
+		t.Error("Hca3's counters missing: one device's failure took the others")
+	}
+	if !strings.Contains(log.String(), hca2) || !strings.Contains(log.String(), "PortCountersExtended") {
 		t.Errorf("the log does not say which device and query failed: %s", log.String())
 	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // TestLinkRates checks the rates the fabric mode gives each width and
