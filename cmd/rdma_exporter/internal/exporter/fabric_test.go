@@ -350,7 +350,7 @@ func TestFabricMode(t *testing.T) {
 		`PerformanceSet "Hca2"[1] PortCounters.LinkDownedCounter=3`,
 		`PerformanceSet "Hca3"[1] PortCounters.ExcessiveBufferOverrunErrors=2`,
 		`PerformanceSet "Switch1"[3] PortCountersExtended.PortUnicastXmitPkts=5`,
-		`PerformanceSet "Switch1"[5] PortCountersExtended.PortMulticastRcvPkts=6`,
+		`PerformanceSet "Switch1"[5] PortCountersExtended.PortMulticastXmitPkts=6`,
 		`PerformanceSet "Switch1"[3] PortCountersExtended.PortXmitData=1000000`,
 	} {
 		if err := f.Console(c); err != nil {
@@ -386,9 +386,26 @@ func TestFabricMode(t *testing.T) {
 	if n := len(fam); n != 2*(22-1)+2*7+3 {
 		t.Errorf("%d families, want %d", n, 2*(22-1)+2*7+3)
 	}
-	sw2 := map[string]string{"guid": "0x0000000000200001", "port": "1"}
-	if v := before[seriesKey("infiniband_switch_port_symbol_error_total", sw2)]; v != 42 {
-		t.Errorf("Switch2 port 1 SymbolErrorCounter %v, want 42", v)
+	// The counters set from the console (the comparison checks the rest).
+	port := func(guid, port string) map[string]string { return map[string]string{"guid": guid, "port": port} }
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"infiniband_switch_port_symbol_error_total", port("0x0000000000200001", "1"), 42},
+		{"infiniband_switch_port_transmit_wait_total", port("0x0000000000200001", "2"), 9},
+		{"infiniband_hca_port_link_downed_total", port("0x0000000000100004", "1"), 3},
+		{"infiniband_hca_port_excessive_buffer_overrun_errors_total", port("0x0000000000100007", "1"), 2},
+		{"infiniband_switch_port_unicast_transmit_packets_total", port("0x0000000000200000", "3"), 5},
+		{"infiniband_switch_port_multicast_transmit_packets_total", port("0x0000000000200000", "5"), 6},
+	} {
+		if v := before[seriesKey(c.name, c.labels)]; v != c.want {
+			t.Errorf("%s%v = %v, want %v (set from the console)", c.name, c.labels, v, c.want)
+		}
+	}
+	if v := before[seriesKey("infiniband_switch_port_transmit_data_bytes_total", port("0x0000000000200000", "3"))]; v < 4e6 {
+		t.Errorf("Switch1 port 3 transmitted %v bytes, want 4,000,000 and more (PortXmitData set to 1,000,000 words)", v)
 	}
 	if v := before[seriesKey("infiniband_hca_info", map[string]string{"guid": "0x0000000000100004", "hca": "Hca2", "lid": "4"})]; v != 1 {
 		t.Errorf("no infiniband_hca_info for Hca2 at its port GUID: %v", before)
