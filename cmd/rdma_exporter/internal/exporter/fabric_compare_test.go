@@ -484,7 +484,7 @@ func (c madCounts) String() string {
 		}
 		who := "the exporter"
 		if tool != "" {
-			who = fmt.Sprintf("%d %s runs", c.execs[tool], tool)
+			who = fmt.Sprintf("%s ×%d", tool, c.execs[tool])
 		}
 		parts = append(parts, who+": "+strings.Join(cs, ", "))
 	}
