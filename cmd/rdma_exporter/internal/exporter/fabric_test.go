@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -476,6 +477,50 @@ func TestFabricModePMAFails(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), hca2) || !strings.Contains(log.String(), "PortCountersExtended") {
 		t.Errorf("the log does not say which device and query failed: %s", log.String())
+	}
+}
+
+// TestFabricModeDiscoveryFails: a discovery that runs past
+// DiscoverTimeout counts as infiniband_exporter counts an ibnetdiscover
+// past --ibnetdiscover.timeout (collect_timeouts 1), a port that does not
+// open as an ibnetdiscover that fails (collect_errors 1); either way
+// the scrape has the ibnetdiscover series and source_up 0 only, as
+// infiniband_exporter then registers no switch or hca collector.
+func TestFabricModeDiscoveryFails(t *testing.T) {
+	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{})
+	for _, c := range []struct {
+		name          string
+		open          func() (*umad.Port, error)
+		errs, timeout float64
+	}{
+		{"timeout", func() (*umad.Port, error) { return umad.OpenSimPort(f.Sock, "Hca1") }, 0, 1},
+		{"no port", func() (*umad.Port, error) { return umad.OpenSimPort(f.Sock, "NoSuchNode") }, 1, 0},
+	} {
+		var log bytes.Buffer
+		e := fabricExporter(t, f, "Hca1", &log)
+		e.cfg.Fabric.Open, e.cfg.Fabric.DiscoverTimeout = c.open, time.Nanosecond
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(e)
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := seriesOf(mfs, "")
+		want := series{
+			seriesKey("rdma_exporter_source_up", map[string]string{"source": SourceFabric}):                      0,
+			seriesKey("infiniband_exporter_collect_errors", map[string]string{"collector": collectorDiscover}):   c.errs,
+			seriesKey("infiniband_exporter_collect_timeouts", map[string]string{"collector": collectorDiscover}): c.timeout,
+		}
+		for k, v := range want {
+			if got, ok := s[k]; !ok || got != v {
+				t.Errorf("%s: %s = %v (present %v), want %v", c.name, k, got, ok, v)
+			}
+		}
+		for k := range s {
+			if _, ok := want[k]; !ok && seriesName(k) != "infiniband_exporter_collector_duration_seconds" {
+				t.Errorf("%s: %s after a failed discovery", c.name, k)
+			}
+		}
 	}
 }
 
