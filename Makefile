@@ -144,6 +144,19 @@ perftest-matrix: vmrun integration-cpeers
 			-exec "$(VMRUN) -kernel $$k -timeout 50m -env PURERDMA_PERFTEST_ALL=1 --" ./cmd/purerdma/internal/perf/ || exit; \
 	done
 
+## exporter-fabric-compare: the exporter's fabric mode side by side with
+## treydock/infiniband_exporter (INFINIBAND_EXPORTER, the path of its
+## binary: it is not served by the Go module proxy, so make test cannot
+## build it) on a 304-node simulated fabric: the same series, help, types
+## and values, the scrape times and the MADs each sends (strace)
+## (docs/exporter.md, "Fabric mode").
+.PHONY: exporter-fabric-compare
+exporter-fabric-compare: deps-apt
+	@test -n "$(INFINIBAND_EXPORTER)" || { echo "exporter-fabric-compare: set INFINIBAND_EXPORTER to the infiniband_exporter binary"; exit 2; }
+	INFINIBAND_EXPORTER="$(abspath $(INFINIBAND_EXPORTER))" $(GO) test -count=1 -v -timeout 30m \
+		-run '^TestFabricCompareInfinibandExporter$$' ./cmd/rdma_exporter/internal/exporter/ | \
+		grep -Ev '^=== (RUN|PAUSE|CONT)'
+
 ## bench-tools: ibstat (plain, -s, -p) and ibstatus against infiniband-diags'
 ## on synthetic sysfs trees of BENCH_CAS devices bound over /sys/class in a
 ## private mount namespace (root): same output, wall ms min/median of
