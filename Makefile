@@ -181,12 +181,19 @@ bench-exporter: $(NODE_EXPORTER)
 # infiniband-diags, the tools ours are compared with.
 IBSIM_PKGS := ibsim-utils libumad2sim0 opensm infiniband-diags
 
-# Debian packages the targets need; installed once.
+# Debian packages the targets need; installed once. promtool, which the
+# deploy checks run on deploy/prometheus/ (cmd/rdma_exporter/internal/
+# deploycheck), is in Debian 12 only in the Prometheus server's package,
+# prometheus (2.42): installed without its recommends (no node exporter),
+# but on a host with systemd its service is enabled and started (`systemctl
+# disable --now prometheus` if it is not wanted; the tests use promtool
+# alone).
 deps-apt:
 	@missing=""; \
 	command -v gcc >/dev/null || missing="$$missing gcc"; \
 	[ -x $(QEMU_ARM64) ] || missing="$$missing qemu-user-static"; \
 	command -v strace >/dev/null || missing="$$missing strace"; \
+	command -v promtool >/dev/null || missing="$$missing prometheus"; \
 	for p in $(IBSIM_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
