@@ -14,10 +14,10 @@ import (
 	"github.com/purerdma/rdma/internal/testmodel/sysfstest"
 )
 
-// series returns the sample lines of a text scrape, keyed by name and
+// splitSeries returns the sample lines of a text scrape, keyed by name and
 // labels, with their values; rdma_exporter_* lines go in a map of their
 // own.
-func series(text []byte) (data, health map[string]string) {
+func splitSeries(text []byte) (data, health map[string]string) {
 	data, health = map[string]string{}, map[string]string{}
 	for _, l := range strings.Split(string(text), "\n") {
 		if l == "" || l[0] == '#' {
@@ -120,8 +120,8 @@ func TestFaultIsolation(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("the scrape hangs on the bad file")
 			}
-			cd, _ := series(clean)
-			bd, bh := series(broken)
+			cd, _ := splitSeries(clean)
+			bd, bh := splitSeries(broken)
 			var lost []string
 			for k := range cd {
 				if _, ok := bd[k]; !ok {
