@@ -96,15 +96,23 @@ func (p *Packet) SetLen(n int) error {
 	return nil
 }
 
-// SetMAD copies b into the packet as its MAD (and sets the length).
+// SetMAD copies b into the packet as its MAD (and sets the length). b may
+// be the packet's own buffer, as a MAD encoded with m.Append(p.MAD()[:0])
+// is, whatever the packet's length before (a send that failed comes back
+// as a 24-byte header, shorter than the MAD built in its place).
 func (p *Packet) SetMAD(b []byte) error {
 	if p == nil {
 		return errNil("Packet.SetMAD")
 	}
-	if err := p.SetLen(len(b)); err != nil {
-		return err
+	n := len(b)
+	if n > pktMaxMAD {
+		return fmt.Errorf("umad: MAD length %d out of range 0–%d: %w", n, pktMaxMAD, syscall.EINVAL)
 	}
-	copy(p.buf[pktSlot:], b)
+	// No clearing first, as SetLen does when the length grows: every
+	// byte up to n is b's, and b may lie in that very range.
+	p.room(n)
+	copy(p.buf[pktSlot:pktSlot+n], b)
+	p.n = n
 	return nil
 }
 

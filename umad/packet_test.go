@@ -221,3 +221,29 @@ func FuzzPacketSetLen(f *testing.F) {
 		}
 	})
 }
+
+// A MAD encoded into the packet's own buffer (m.Append(p.MAD()[:0])) is
+// set whole, even when the packet's length was shorter: a send that timed
+// out comes back as a 24-byte header, and the next request built in its
+// place kept only its first 24 bytes (the fabric scan's PMA queries went
+// out with PortSelect 0).
+func TestSetMADOwnBuffer(t *testing.T) {
+	p := NewPacket()
+	if err := p.SetLen(24); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, MADSize)
+	for i := range want {
+		want[i] = byte(i + 1)
+	}
+	b := append(p.MAD()[:0], want...)
+	if err := p.SetMAD(b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(p.MAD(), want) {
+		t.Errorf("MAD after SetMAD of its own buffer:\n%x\nwant\n%x", p.MAD(), want)
+	}
+	if err := p.SetMAD(make([]byte, pktMaxMAD+1)); err == nil {
+		t.Error("SetMAD past the largest MAD succeeded")
+	}
+}
