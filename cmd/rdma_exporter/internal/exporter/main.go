@@ -3,25 +3,26 @@ package exporter
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
+	"sync"
 	"syscall"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
 
 	"github.com/purerdma/rdma/umad"
 )
 
 // Main runs the exporter with command-line args (without the program
-// name), in the Prometheus exporters' conventions:
+// name), in the Prometheus exporters' conventions (kingpin flags, as
+// node_exporter has them):
 //
 //	--web.listen-address=:9915      where to serve
 //	--web.telemetry-path=/metrics   the metrics path
@@ -30,90 +31,158 @@ import (
 //	--[no-]collector.SOURCE         each source of Sources, on by default
 //	--collector.fabric              the fabric mode (FabricConfig), off by
 //	                                default; --fabric.ca, --fabric.port
+//	--log.level=info, --log.format=logfmt
+//	--version, -h/--help            print to stdout and exit 0
 //
-// It serves until SIGINT or SIGTERM, then destroys its flows. It returns
-// the exit status: 0 after a clean stop, 2 for a bad flag or config, 1 when
-// it cannot start.
+// Besides the exporter's series the metrics path has
+// rdma_exporter_build_info. It serves until SIGINT or SIGTERM, then
+// destroys its flows. It writes the usage, the version and the address it
+// serves to stdout, and errors and the log to stderr. It returns the exit
+// status: 0 after a clean stop (and for --version and --help), 2 for a
+// bad flag or config (one line on stderr), 1 when it cannot start or
+// serve.
 func Main(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("rdma_exporter", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	listen := fs.String("web.listen-address", ":9915", "address to serve the metrics on")
-	path := fs.String("web.telemetry-path", "/metrics", "path of the metrics")
-	sysfsRoot := fs.String("path.sysfs", "/sys", "sysfs mount point")
-	flowsFile := fs.String("config.flows", "", "file listing the flows to count (JSON array of {name, device, port, dst_mac, src_mac, ethertype, vlan, src_ip, dst_ip, proto, src_port, dst_port})")
-	fabric := fs.Bool("collector.fabric", false, "fabric mode: discover the fabric from one port and read every port's PMA counters over it, with infiniband_exporter's metric names (needs an InfiniBand port with an SMI; PURERDMA_IBSIM=SOCKET:NODE for an ibsim fabric)")
-	fabricCA := fs.String("fabric.ca", "", "fabric mode: the local device (default: as libibumad chooses)")
-	fabricPort := fs.Int("fabric.port", 0, "fabric mode: the local port (default: as libibumad chooses)")
-	on, off := map[string]*bool{}, map[string]*bool{}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, args, stdout, stderr)
+}
+
+// run is Main until ctx is done.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, code, done := parseFlags(args, stdout, stderr)
+	if done {
+		return code
+	}
+	o.log.Writer = stderr
+	log := promslog.New(&o.log)
+	fail := func(code int, err error) int {
+		fmt.Fprintf(stderr, "rdma_exporter: %s\n", oneLine(err.Error()))
+		return code
+	}
+	if !strings.HasPrefix(o.path, "/") {
+		return fail(2, fmt.Errorf("--web.telemetry-path %q does not start with /", o.path))
+	}
+	cfg := Config{SysfsRoot: o.sysfsRoot, Off: map[string]bool{}, Logger: log}
 	for _, s := range Sources {
-		on[s] = fs.Bool("collector."+s, true, "collect "+s)
-		off[s] = fs.Bool("no-collector."+s, false, "do not collect "+s)
+		cfg.Off[s] = !*o.on[s]
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "rdma_exporter: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	cfg := Config{SysfsRoot: *sysfsRoot, Off: map[string]bool{}, Logger: log}
-	for _, s := range Sources {
-		cfg.Off[s] = !*on[s] || *off[s]
-	}
-	if *fabric {
-		ca, port := *fabricCA, *fabricPort
+	if o.fabric {
+		ca, port := o.fabricCA, o.fabricPort
 		cfg.Fabric = &FabricConfig{Open: func() (*umad.Port, error) { return openFabricPort(ca, port) }}
 	}
-	if *flowsFile != "" {
-		f, err := os.Open(*flowsFile)
+	if o.flowsFile != "" {
+		f, err := os.Open(o.flowsFile)
 		if err != nil {
-			fmt.Fprintf(stderr, "rdma_exporter: %v\n", err)
-			return 2
+			return fail(2, err)
 		}
 		cfg.Flows, err = ReadFlows(f)
 		f.Close()
 		if err != nil {
-			fmt.Fprintf(stderr, "rdma_exporter: %v\n", err)
-			return 2
+			return fail(2, err)
 		}
 	}
 	e, err := New(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "rdma_exporter: %v\n", err)
 		var ce *ConfigError
 		if errors.As(err, &ce) {
-			return 2
+			return fail(2, err)
 		}
-		return 1
+		return fail(1, err)
 	}
 	defer e.Close()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(e)
-	mux := http.NewServeMux()
-	mux.Handle(*path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}))
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		fmt.Fprintf(stderr, "rdma_exporter: %v\n", err)
-		return 1
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	log.Info("serving", "address", ln.Addr().String(), "path", *path, "flows", len(cfg.Flows))
-	fmt.Fprintf(stdout, "rdma_exporter: serving http://%s%s\n", ln.Addr(), *path)
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintf(stderr, "rdma_exporter: %v\n", err)
-		return 1
+	log.Info("starting rdma_exporter", "version", version.Info(), "build_context", version.BuildContext(),
+		"path", o.path, "flows", len(cfg.Flows))
+	if err := serveHTTP(ctx, e, o, log, stdout); err != nil {
+		return fail(1, err)
 	}
 	return 0
+}
+
+// options are Main's flags.
+type options struct {
+	listen     string
+	path       string
+	sysfsRoot  string
+	flowsFile  string
+	on         map[string]*bool
+	fabric     bool
+	fabricCA   string
+	fabricPort int
+	log        promslog.Config
+}
+
+// terminated is what parseFlags's kingpin application panics with where
+// kingpin would exit (--help, --version): the status to return.
+type terminated int
+
+// parseFlags parses args with a kingpin application of its own (no
+// global state, so that Main can run more than once in a process). done
+// says Main is to return code: after --help or --version, or a bad flag
+// (one line on stderr, status 2).
+func parseFlags(args []string, stdout, stderr io.Writer) (o *options, code int, done bool) {
+	setVersion()
+	o = &options{on: map[string]*bool{}}
+	app := kingpin.New("rdma_exporter", "Prometheus exporter for the RDMA devices of a host: port counters (node_exporter's infiniband names), hw_counters, RDMA netlink statistics, counted flows, and the fabric's ports in fabric mode.")
+	app.UsageWriter(stdout).ErrorWriter(stderr).Terminate(func(code int) { panic(terminated(code)) })
+	app.HelpFlag.Short('h')
+	app.Version(version.Print("rdma_exporter"))
+	app.Flag("web.listen-address", "Address on which to expose metrics.").Default(":9915").StringVar(&o.listen)
+	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&o.path)
+	app.Flag("path.sysfs", "sysfs mount point.").Default("/sys").StringVar(&o.sysfsRoot)
+	app.Flag("config.flows", "File listing the flows to count (JSON array of {name, device, port, dst_mac, src_mac, ethertype, vlan, src_ip, dst_ip, proto, src_port, dst_port}).").PlaceHolder("FILE").StringVar(&o.flowsFile)
+	for _, s := range Sources {
+		o.on[s] = app.Flag("collector."+s, "Collect "+s+" (--no-collector."+s+" turns it off).").Default("true").Bool()
+	}
+	app.Flag("collector.fabric", "Fabric mode: discover the fabric from one port and read every port's PMA counters over it, with infiniband_exporter's metric names (needs an InfiniBand port with an SMI; PURERDMA_IBSIM=SOCKET:NODE for an ibsim fabric).").BoolVar(&o.fabric)
+	app.Flag("fabric.ca", "Fabric mode: the local device (default: as libibumad chooses).").PlaceHolder("CA").StringVar(&o.fabricCA)
+	app.Flag("fabric.port", "Fabric mode: the local port (default: as libibumad chooses).").Default("0").IntVar(&o.fabricPort)
+	promslogflag.AddFlags(app, &o.log)
+
+	code, done, err := parse(app, args)
+	if done {
+		return nil, code, true
+	}
+	if err != nil {
+		app.Errorf("%s", oneLine(err.Error()))
+		return nil, 2, true
+	}
+	return o, 0, false
+}
+
+// parse runs app.Parse, turning a terminated panic back into a status.
+func parse(app *kingpin.Application, args []string) (code int, done bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t, ok := r.(terminated)
+			if !ok {
+				panic(r)
+			}
+			code, done = int(t), true
+		}
+	}()
+	_, err = app.Parse(args)
+	return 0, false, err
+}
+
+// setVersion gives version.Version, when the linker did not set it, the
+// module version the binary was built from ("(devel)" in a working
+// tree), as `purerdma version` says it.
+var setVersion = sync.OnceFunc(func() {
+	if version.Version != "" {
+		return
+	}
+	version.Version = "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		version.Version = bi.Main.Version
+	}
+})
+
+// oneLine joins a message's lines with "; ", so that an error is one
+// line.
+func oneLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return strings.Join(lines, "; ")
 }

@@ -1,0 +1,218 @@
+package exporter
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/common/version"
+)
+
+// syncBuffer is a bytes.Buffer for a writer and a reader in different
+// goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// lineWriter hands every line written to it to lines.
+type lineWriter struct {
+	mu    sync.Mutex
+	buf   []byte
+	lines chan string
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.lines <- string(w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// served is an exporter that run serves in this process.
+type served struct {
+	base, metrics string // http://ADDRESS and the metrics URL
+	stderr        *syncBuffer
+	stop          func() int // stops it, returns its exit status
+}
+
+// startRun runs run with args on an address of the loopback interface
+// the kernel picks, and stops it at the end of the test.
+func startRun(t *testing.T, args ...string) *served {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &lineWriter{lines: make(chan string, 16)}
+	s := &served{stderr: &syncBuffer{}}
+	code := make(chan int, 1)
+	go func() { code <- run(ctx, append([]string{"--web.listen-address=127.0.0.1:0"}, args...), out, s.stderr) }()
+	select {
+	case line := <-out.lines:
+		s.metrics = strings.TrimPrefix(line, "rdma_exporter: serving ")
+		if s.metrics == line {
+			cancel()
+			t.Fatalf("first line %q", line)
+		}
+	case c := <-code:
+		cancel()
+		t.Fatalf("exit status %d before serving: %s", c, s.stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("not serving after 30 s: %s", s.stderr)
+	}
+	u := s.metrics[len("http://"):]
+	s.base = "http://" + u[:strings.IndexByte(u, '/')]
+	s.stop = sync.OnceValue(func() int {
+		cancel()
+		select {
+		case c := <-code:
+			return c
+		case <-time.After(30 * time.Second):
+			t.Errorf("still serving 30 s after it was stopped")
+			return -1
+		}
+	})
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+func httpGet(t *testing.T, c *http.Client, url string) (*http.Response, string) {
+	t.Helper()
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp, string(b)
+}
+
+func parseText(t *testing.T, body string) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse the exposition: %v", err)
+	}
+	return mfs
+}
+
+// TestMainFlags: kingpin's flags, the Prometheus exporters' way.
+func TestMainFlags(t *testing.T) {
+	for _, args := range [][]string{{"--bogus"}, {"extra"}, {"--web.max-requests=many"}, {"--web.listen-address"},
+		{"--log.level=loud"}, {"--web.telemetry-path=metrics"}} {
+		var out, errb bytes.Buffer
+		code := Main(args, &out, &errb)
+		if code != 2 || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 || !strings.HasPrefix(errb.String(), "rdma_exporter: ") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and one line on stderr", args, code, out.String(), errb.String())
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"-h"}} {
+		var out, errb bytes.Buffer
+		if code := Main(args, &out, &errb); code != 0 || errb.Len() != 0 {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errb.String())
+		}
+		for _, f := range []string{"--web.listen-address=\":9915\"", "--web.telemetry-path=\"/metrics\"",
+			"--path.sysfs=\"/sys\"", "--config.flows", "--[no-]collector.fabric", "--fabric.ca", "--fabric.port", "--log.level", "--log.format", "--[no-]version"} {
+			if !strings.Contains(out.String(), f) {
+				t.Errorf("%q: the usage has no %s:\n%s", args, f, out.String())
+			}
+		}
+		for _, s := range Sources {
+			if !strings.Contains(out.String(), "--[no-]collector."+s) {
+				t.Errorf("%q: the usage has no --[no-]collector.%s", args, s)
+			}
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := Main([]string{"--version"}, &out, &errb); code != 0 || errb.Len() != 0 || !strings.HasPrefix(out.String(), "rdma_exporter, version "+version.Version+" ") {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	for _, off := range Sources {
+		o, _, done := parseFlags([]string{"--no-collector." + off}, io.Discard, io.Discard)
+		if done {
+			t.Fatalf("--no-collector.%s refused", off)
+		}
+		for _, s := range Sources {
+			if *o.on[s] != (s != off) {
+				t.Errorf("--no-collector.%s: %s on = %v", off, s, *o.on[s])
+			}
+		}
+	}
+	o, _, _ := parseFlags(nil, io.Discard, io.Discard)
+	if o.listen != ":9915" || o.path != "/metrics" || o.sysfsRoot != "/sys" {
+		t.Errorf("defaults: listen %q, path %q, sysfs %q", o.listen, o.path, o.sysfsRoot)
+	}
+}
+
+// TestMainServes: the metrics path with the exporter's series and
+// rdma_exporter_build_info, and a source turned off.
+func TestMainServes(t *testing.T) {
+	s := startRun(t, "--path.sysfs", fixture, "--web.telemetry-path=/m", "--no-collector.hw_counters")
+	if s.metrics != s.base+"/m" {
+		t.Errorf("serving %s", s.metrics)
+	}
+	resp, body := httpGet(t, nil, s.metrics)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %s", s.metrics, resp.Status)
+	}
+	mfs := parseText(t, body)
+	bi := mfs["rdma_exporter_build_info"]
+	if bi == nil || len(bi.Metric) != 1 || bi.Metric[0].GetGauge().GetValue() != 1 {
+		t.Fatalf("rdma_exporter_build_info: %v", bi)
+	}
+	labels := map[string]string{}
+	for _, l := range bi.Metric[0].Label {
+		labels[l.GetName()] = l.GetValue()
+	}
+	if labels["version"] != version.Version || labels["goversion"] != version.GoVersion {
+		t.Errorf("build info labels %v", labels)
+	}
+	for _, name := range []string{"node_infiniband_info", "rdma_exporter_source_up"} {
+		if mfs[name] == nil {
+			t.Errorf("no %s", name)
+		}
+	}
+	if mfs["rdma_hw_stat_total"] != nil {
+		t.Error("rdma_hw_stat_total with --no-collector.hw_counters")
+	}
+	for _, m := range mfs["rdma_exporter_source_up"].GetMetric() {
+		if m.Label[0].GetValue() == SourceHwCounters {
+			t.Error("source_up for hw_counters with --no-collector.hw_counters")
+		}
+	}
+	if code := s.stop(); code != 0 {
+		t.Errorf("exit status %d after a stop: %s", code, s.stderr)
+	}
+}
