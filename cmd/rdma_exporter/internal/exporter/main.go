@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/purerdma/rdma/umad"
 )
@@ -24,8 +26,10 @@ import (
 // name), in the Prometheus exporters' conventions (kingpin flags, as
 // node_exporter has them):
 //
-//	--web.listen-address=:9915      where to serve
-//	--web.telemetry-path=/metrics   the metrics path
+//	--web.listen-address=:9915      where to serve (repeatable; vsock://:PORT too)
+//	--web.systemd-socket            serve systemd's socket-activated listeners instead
+//	--web.config.file=FILE          TLS and basic auth (exporter-toolkit's web config)
+//	--web.telemetry-path=/metrics   the metrics path; / is a landing page linking it
 //	--path.sysfs=/sys               sysfs mount point
 //	--config.flows=FILE             flows to count (JSON, see FlowConfig)
 //	--[no-]collector.SOURCE         each source of Sources, on by default
@@ -36,11 +40,11 @@ import (
 //
 // Besides the exporter's series the metrics path has
 // rdma_exporter_build_info. It serves until SIGINT or SIGTERM, then
-// destroys its flows. It writes the usage, the version and the address it
-// serves to stdout, and errors and the log to stderr. It returns the exit
-// status: 0 after a clean stop (and for --version and --help), 2 for a
-// bad flag or config (one line on stderr), 1 when it cannot start or
-// serve.
+// destroys its flows. It writes the usage, the version and one line per
+// address served to stdout, and errors and the log to stderr. It returns
+// the exit status: 0 after a clean stop (and for --version and --help), 2
+// for a bad flag or config (one line on stderr), 1 when it cannot start
+// or serve.
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -61,6 +65,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if !strings.HasPrefix(o.path, "/") {
 		return fail(2, fmt.Errorf("--web.telemetry-path %q does not start with /", o.path))
+	}
+	if f := *o.web.WebConfigFile; f != "" {
+		if err := web.Validate(f); err != nil {
+			return fail(2, fmt.Errorf("--web.config.file %s: %w", f, err))
+		}
 	}
 	cfg := Config{SysfsRoot: o.sysfsRoot, Off: map[string]bool{}, Logger: log}
 	for _, s := range Sources {
@@ -100,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // options are Main's flags.
 type options struct {
-	listen     string
+	web        *web.FlagConfig
 	path       string
 	sysfsRoot  string
 	flowsFile  string
@@ -126,7 +135,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (o *options, code int, 
 	app.UsageWriter(stdout).ErrorWriter(stderr).Terminate(func(code int) { panic(terminated(code)) })
 	app.HelpFlag.Short('h')
 	app.Version(version.Print("rdma_exporter"))
-	app.Flag("web.listen-address", "Address on which to expose metrics.").Default(":9915").StringVar(&o.listen)
+	o.web = kingpinflag.AddFlags(app, ":9915")
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&o.path)
 	app.Flag("path.sysfs", "sysfs mount point.").Default("/sys").StringVar(&o.sysfsRoot)
 	app.Flag("config.flows", "File listing the flows to count (JSON array of {name, device, port, dst_mac, src_mac, ethertype, vlan, src_ip, dst_ip, proto, src_port, dst_port}).").PlaceHolder("FILE").StringVar(&o.flowsFile)

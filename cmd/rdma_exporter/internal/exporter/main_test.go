@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/common/version"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // syncBuffer is a bytes.Buffer for a writer and a reader in different
@@ -143,7 +146,7 @@ func TestMainFlags(t *testing.T) {
 		if code := Main(args, &out, &errb); code != 0 || errb.Len() != 0 {
 			t.Errorf("%q: exit %d, stderr %q", args, code, errb.String())
 		}
-		for _, f := range []string{"--web.listen-address=\":9915\"", "--web.telemetry-path=\"/metrics\"",
+		for _, f := range []string{"--web.listen-address=:9915", "--web.telemetry-path=\"/metrics\"", "--web.config.file", "--[no-]web.systemd-socket",
 			"--path.sysfs=\"/sys\"", "--config.flows", "--[no-]collector.fabric", "--fabric.ca", "--fabric.port", "--log.level", "--log.format", "--[no-]version"} {
 			if !strings.Contains(out.String(), f) {
 				t.Errorf("%q: the usage has no %s:\n%s", args, f, out.String())
@@ -171,19 +174,27 @@ func TestMainFlags(t *testing.T) {
 		}
 	}
 	o, _, _ := parseFlags(nil, io.Discard, io.Discard)
-	if o.listen != ":9915" || o.path != "/metrics" || o.sysfsRoot != "/sys" {
-		t.Errorf("defaults: listen %q, path %q, sysfs %q", o.listen, o.path, o.sysfsRoot)
+	if got := *o.web.WebListenAddresses; len(got) != 1 || got[0] != ":9915" || o.path != "/metrics" || o.sysfsRoot != "/sys" {
+		t.Errorf("defaults: listen %q, path %q, sysfs %q", got, o.path, o.sysfsRoot)
 	}
 }
 
-// TestMainServes: the metrics path with the exporter's series and
-// rdma_exporter_build_info, and a source turned off.
+// TestMainServes: the landing page at /, the metrics path with the
+// exporter's series and rdma_exporter_build_info, and a source turned
+// off.
 func TestMainServes(t *testing.T) {
 	s := startRun(t, "--path.sysfs", fixture, "--web.telemetry-path=/m", "--no-collector.hw_counters")
+	resp, body := httpGet(t, nil, s.base+"/")
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(body, `href="/m"`) {
+		t.Errorf("GET /: %s %q\n%s", resp.Status, resp.Header.Get("Content-Type"), body)
+	}
+	if resp, _ := httpGet(t, nil, s.base+"/metrics"); resp.StatusCode != 404 {
+		t.Errorf("GET /metrics with --web.telemetry-path=/m: %s", resp.Status)
+	}
 	if s.metrics != s.base+"/m" {
 		t.Errorf("serving %s", s.metrics)
 	}
-	resp, body := httpGet(t, nil, s.metrics)
+	resp, body = httpGet(t, nil, s.metrics)
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET %s: %s", s.metrics, resp.Status)
 	}
@@ -214,5 +225,47 @@ func TestMainServes(t *testing.T) {
 	}
 	if code := s.stop(); code != 0 {
 		t.Errorf("exit status %d after a stop: %s", code, s.stderr)
+	}
+}
+
+// TestMainBasicAuth: a web config file with basic_auth_users asks every
+// request for them.
+func TestMainBasicAuth(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "web.yml")
+	if err := os.WriteFile(cfg, []byte("basic_auth_users:\n  alice: "+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startRun(t, "--path.sysfs", fixture, "--web.config.file", cfg)
+	for _, tc := range []struct {
+		user, password string
+		want           int
+	}{{"", "", 401}, {"alice", "wrong", 401}, {"bob", "s3cret", 401}, {"alice", "s3cret", 200}} {
+		for _, u := range []string{s.metrics, s.base + "/"} {
+			req, _ := http.NewRequest("GET", u, nil)
+			if tc.user != "" {
+				req.SetBasicAuth(tc.user, tc.password)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("GET %s as %q/%q: %s, want %d", u, tc.user, tc.password, resp.Status, tc.want)
+			}
+		}
+	}
+
+	bad := filepath.Join(dir, "bad.yml")
+	os.WriteFile(bad, []byte("basic_auth_users:\n  alice: not-a-bcrypt-hash\n"), 0o600)
+	var out, errb bytes.Buffer
+	if code := Main([]string{"--web.config.file", bad}, &out, &errb); code != 2 || strings.Count(errb.String(), "\n") != 1 {
+		t.Errorf("a bad web config: exit %d, stderr %q; want 2 and one line", code, errb.String())
 	}
 }
