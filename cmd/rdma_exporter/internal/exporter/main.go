@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -31,7 +32,8 @@ import (
 //	--web.config.file=FILE          TLS and basic auth (exporter-toolkit's web config)
 //	--web.telemetry-path=/metrics   the metrics path; / is a landing page linking it
 //	--path.sysfs=/sys               sysfs mount point
-//	--config.flows=FILE             flows to count (JSON, see FlowConfig)
+//	--config.flows=FILE             flows to count (JSON, see FlowConfig); a regular
+//	                                file: a FIFO or a device is refused, not read
 //	--[no-]collector.SOURCE         each source of Sources, on by default
 //	--collector.fabric              the fabric mode (FabricConfig), off by
 //	                                default; --fabric.ca, --fabric.port
@@ -67,6 +69,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(2, fmt.Errorf("--web.telemetry-path %q does not start with /", o.path))
 	}
 	if f := *o.web.WebConfigFile; f != "" {
+		if err := regularFile(f); err != nil {
+			return fail(2, fmt.Errorf("--web.config.file %s: %w", f, err))
+		}
 		if err := web.Validate(f); err != nil {
 			return fail(2, fmt.Errorf("--web.config.file %s: %w", f, err))
 		}
@@ -80,13 +85,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Fabric = &FabricConfig{Open: func() (*umad.Port, error) { return openFabricPort(ca, port) }}
 	}
 	if o.flowsFile != "" {
-		f, err := os.Open(o.flowsFile)
-		if err != nil {
-			return fail(2, err)
-		}
-		cfg.Flows, err = ReadFlows(f)
-		f.Close()
-		if err != nil {
+		var err error
+		if cfg.Flows, err = readFlowsFile(o.flowsFile); err != nil {
 			return fail(2, err)
 		}
 	}
@@ -185,6 +185,54 @@ var setVersion = sync.OnceFunc(func() {
 		version.Version = bi.Main.Version
 	}
 })
+
+// readFlowsFile reads --config.flows. Only a regular file is read: it is
+// looked at before it is opened, and opened without blocking, so that a
+// FIFO or a device named by mistake is refused at start instead of
+// hanging it.
+func readFlowsFile(name string) ([]FlowConfig, error) {
+	if err := regularFile(name); err != nil {
+		return nil, &ConfigError{Msg: fmt.Sprintf("--config.flows %s: %v", name, err)}
+	}
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// The name may have been replaced between the two looks.
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, &ConfigError{Msg: fmt.Sprintf("--config.flows %s: changed while opened; not a regular file", name)}
+	}
+	return ReadFlows(f)
+}
+
+// regularFile says why name is not a regular file (following links), or
+// returns nil when it is.
+func regularFile(name string) error {
+	st, err := os.Stat(name)
+	if err != nil {
+		return err
+	}
+	m := st.Mode()
+	var what string
+	switch {
+	case m.IsRegular():
+		return nil
+	case m.IsDir():
+		what = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeCharDevice != 0:
+		what = "a character device"
+	case m&fs.ModeDevice != 0:
+		what = "a block device"
+	default:
+		what = "of mode " + m.Type().String()
+	}
+	return fmt.Errorf("%s, not a regular file", what)
+}
 
 // oneLine joins a message's lines with "; ", so that an error is one
 // line.

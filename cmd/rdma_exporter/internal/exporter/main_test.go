@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -267,5 +268,33 @@ func TestMainBasicAuth(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := Main([]string{"--web.config.file", bad}, &out, &errb); code != 2 || strings.Count(errb.String(), "\n") != 1 {
 		t.Errorf("a bad web config: exit %d, stderr %q; want 2 and one line", code, errb.String())
+	}
+}
+
+// TestMainRefusesNonRegularFlows: --config.flows naming a FIFO (or a
+// directory, or a device) is refused at once, not read (which would wait
+// for a writer for ever).
+func TestMainRefusesNonRegularFlows(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "flows.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	for _, tc := range []struct{ path, want string }{{fifo, "named pipe"}, {dir, "directory"}, {os.DevNull, "character device"}} {
+		var out, errb syncBuffer
+		code := make(chan int, 1)
+		go func() { code <- Main([]string{"--path.sysfs", fixture, "--config.flows", tc.path}, &out, &errb) }()
+		select {
+		case c := <-code:
+			if c != 2 || strings.Count(errb.String(), "\n") != 1 || !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("--config.flows %s: exit %d, stderr %q; want 2 and one line saying %q", tc.path, c, errb.String(), tc.want)
+			}
+		case <-time.After(30 * time.Second):
+			// Free the goroutine stuck opening the FIFO.
+			if f, err := os.OpenFile(tc.path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+			t.Fatalf("--config.flows %s: Main still runs after 30 s", tc.path)
+		}
 	}
 }
