@@ -31,6 +31,7 @@ import (
 //	--web.systemd-socket            serve systemd's socket-activated listeners instead
 //	--web.config.file=FILE          TLS and basic auth (exporter-toolkit's web config)
 //	--web.telemetry-path=/metrics   the metrics path; / is a landing page linking it
+//	--web.max-requests=40           scrapes answered at once; more are answered 503
 //	--path.sysfs=/sys               sysfs mount point
 //	--config.flows=FILE             flows to count (JSON, see FlowConfig); a regular
 //	                                file: a FIFO or a device is refused, not read
@@ -41,8 +42,9 @@ import (
 //	--version, -h/--help            print to stdout and exit 0
 //
 // Besides the exporter's series the metrics path has
-// rdma_exporter_build_info. It serves until SIGINT or SIGTERM, then
-// destroys its flows. It writes the usage, the version and one line per
+// rdma_exporter_build_info, the Go runtime's go_* and the process's
+// process_* series, and promhttp_metric_handler_*. It serves until SIGINT
+// or SIGTERM, then destroys its flows. It writes the usage, the version and one line per
 // address served to stdout, and errors and the log to stderr. It returns
 // the exit status: 0 after a clean stop (and for --version and --help), 2
 // for a bad flag or config (one line on stderr), 1 when it cannot start
@@ -64,6 +66,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fail := func(code int, err error) int {
 		fmt.Fprintf(stderr, "rdma_exporter: %s\n", oneLine(err.Error()))
 		return code
+	}
+	if o.maxRequests < 0 {
+		return fail(2, errors.New("--web.max-requests cannot be negative (0: no limit)"))
 	}
 	if !strings.HasPrefix(o.path, "/") {
 		return fail(2, fmt.Errorf("--web.telemetry-path %q does not start with /", o.path))
@@ -100,7 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer e.Close()
 	log.Info("starting rdma_exporter", "version", version.Info(), "build_context", version.BuildContext(),
-		"path", o.path, "flows", len(cfg.Flows))
+		"path", o.path, "flows", len(cfg.Flows), "max_requests", o.maxRequests)
 	if err := serveHTTP(ctx, e, o, log, stdout); err != nil {
 		return fail(1, err)
 	}
@@ -109,15 +114,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // options are Main's flags.
 type options struct {
-	web        *web.FlagConfig
-	path       string
-	sysfsRoot  string
-	flowsFile  string
-	on         map[string]*bool
-	fabric     bool
-	fabricCA   string
-	fabricPort int
-	log        promslog.Config
+	web         *web.FlagConfig
+	path        string
+	maxRequests int
+	sysfsRoot   string
+	flowsFile   string
+	on          map[string]*bool
+	fabric      bool
+	fabricCA    string
+	fabricPort  int
+	log         promslog.Config
 }
 
 // terminated is what parseFlags's kingpin application panics with where
@@ -137,6 +143,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (o *options, code int, 
 	app.Version(version.Print("rdma_exporter"))
 	o.web = kingpinflag.AddFlags(app, ":9915")
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&o.path)
+	app.Flag("web.max-requests", "Maximum number of scrapes answered at once; more are answered 503. 0: no limit.").Default("40").IntVar(&o.maxRequests)
 	app.Flag("path.sysfs", "sysfs mount point.").Default("/sys").StringVar(&o.sysfsRoot)
 	app.Flag("config.flows", "File listing the flows to count (JSON array of {name, device, port, dst_mac, src_mac, ethertype, vlan, src_ip, dst_ip, proto, src_port, dst_port}).").PlaceHolder("FILE").StringVar(&o.flowsFile)
 	for _, s := range Sources {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -135,7 +138,7 @@ func parseText(t *testing.T, body string) map[string]*dto.MetricFamily {
 // TestMainFlags: kingpin's flags, the Prometheus exporters' way.
 func TestMainFlags(t *testing.T) {
 	for _, args := range [][]string{{"--bogus"}, {"extra"}, {"--web.max-requests=many"}, {"--web.listen-address"},
-		{"--log.level=loud"}, {"--web.telemetry-path=metrics"}} {
+		{"--log.level=loud"}, {"--web.max-requests=-1"}, {"--web.telemetry-path=metrics"}} {
 		var out, errb bytes.Buffer
 		code := Main(args, &out, &errb)
 		if code != 2 || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 || !strings.HasPrefix(errb.String(), "rdma_exporter: ") {
@@ -148,7 +151,7 @@ func TestMainFlags(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q", args, code, errb.String())
 		}
 		for _, f := range []string{"--web.listen-address=:9915", "--web.telemetry-path=\"/metrics\"", "--web.config.file", "--[no-]web.systemd-socket",
-			"--path.sysfs=\"/sys\"", "--config.flows", "--[no-]collector.fabric", "--fabric.ca", "--fabric.port", "--log.level", "--log.format", "--[no-]version"} {
+			"--web.max-requests=40", "--path.sysfs=\"/sys\"", "--config.flows", "--[no-]collector.fabric", "--fabric.ca", "--fabric.port", "--log.level", "--log.format", "--[no-]version"} {
 			if !strings.Contains(out.String(), f) {
 				t.Errorf("%q: the usage has no %s:\n%s", args, f, out.String())
 			}
@@ -175,14 +178,14 @@ func TestMainFlags(t *testing.T) {
 		}
 	}
 	o, _, _ := parseFlags(nil, io.Discard, io.Discard)
-	if got := *o.web.WebListenAddresses; len(got) != 1 || got[0] != ":9915" || o.path != "/metrics" || o.sysfsRoot != "/sys" {
-		t.Errorf("defaults: listen %q, path %q, sysfs %q", got, o.path, o.sysfsRoot)
+	if got := *o.web.WebListenAddresses; len(got) != 1 || got[0] != ":9915" || o.path != "/metrics" || o.sysfsRoot != "/sys" || o.maxRequests != 40 {
+		t.Errorf("defaults: listen %q, path %q, sysfs %q, max requests %d", got, o.path, o.sysfsRoot, o.maxRequests)
 	}
 }
 
 // TestMainServes: the landing page at /, the metrics path with the
-// exporter's series and rdma_exporter_build_info, and a source turned
-// off.
+// exporter's series and the process's (build info, Go, process, promhttp),
+// and a source turned off.
 func TestMainServes(t *testing.T) {
 	s := startRun(t, "--path.sysfs", fixture, "--web.telemetry-path=/m", "--no-collector.hw_counters")
 	resp, body := httpGet(t, nil, s.base+"/")
@@ -211,7 +214,9 @@ func TestMainServes(t *testing.T) {
 	if labels["version"] != version.Version || labels["goversion"] != version.GoVersion {
 		t.Errorf("build info labels %v", labels)
 	}
-	for _, name := range []string{"node_infiniband_info", "rdma_exporter_source_up"} {
+	for _, name := range []string{"go_goroutines", "go_info", "go_memstats_alloc_bytes", "process_open_fds", "process_max_fds",
+		"process_cpu_seconds_total", "promhttp_metric_handler_requests_total", "promhttp_metric_handler_requests_in_flight",
+		"promhttp_metric_handler_errors_total", "node_infiniband_info", "rdma_exporter_source_up"} {
 		if mfs[name] == nil {
 			t.Errorf("no %s", name)
 		}
@@ -296,5 +301,70 @@ func TestMainRefusesNonRegularFlows(t *testing.T) {
 			}
 			t.Fatalf("--config.flows %s: Main still runs after 30 s", tc.path)
 		}
+	}
+}
+
+// blockingCollector's Collect says it has begun on entered, then blocks
+// until release is closed.
+type blockingCollector struct{ entered, release chan struct{} }
+
+func (blockingCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (b blockingCollector) Collect(ch chan<- prometheus.Metric) {
+	b.entered <- struct{}{}
+	<-b.release
+	ch <- prometheus.MustNewConstMetric(prometheus.NewDesc("blocking_up", "Help.", nil, nil), prometheus.GaugeValue, 1)
+}
+
+// TestMaxRequests: more scrapes at once than --web.max-requests are
+// answered 503, and counted by code.
+func TestMaxRequests(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	b := blockingCollector{entered: make(chan struct{}, 16), release: make(chan struct{})}
+	reg.MustRegister(b)
+	h, err := newHTTPHandler(reg, "/metrics", 2, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() {
+			resp, err := http.Get(srv.URL + "/metrics")
+			if err != nil {
+				t.Error(err)
+				codes <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	<-b.entered
+	<-b.entered
+	resp, body := httpGet(t, nil, srv.URL+"/metrics")
+	if resp.StatusCode != 503 || !strings.Contains(body, "Limit of concurrent requests reached (2)") {
+		t.Errorf("a third scrape: %s %q", resp.Status, body)
+	}
+	close(b.release)
+	for range 2 {
+		if c := <-codes; c != 200 {
+			t.Errorf("a scrape within the limit: %d", c)
+		}
+	}
+	go func() { <-b.entered }()
+	_, body = httpGet(t, nil, srv.URL+"/metrics")
+	mfs := parseText(t, body)
+	if mfs["blocking_up"] == nil {
+		t.Errorf("no blocking_up in\n%s", body)
+	}
+	byCode := map[string]float64{}
+	for _, m := range mfs["promhttp_metric_handler_requests_total"].GetMetric() {
+		byCode[m.Label[0].GetValue()] = m.GetCounter().GetValue()
+	}
+	if byCode["503"] != 1 || byCode["200"] != 2 {
+		t.Errorf("promhttp_metric_handler_requests_total %v, want 2 200s and a 503", byCode)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/mdlayher/vsock"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
@@ -23,20 +24,23 @@ import (
 	"go.yaml.in/yaml/v2"
 )
 
-// serveHTTP serves the exporter c, with rdma_exporter_build_info, on the
-// listeners o.web names (exporter-toolkit's flags: TLS and basic auth come
-// from its web config file) until ctx is done.
+// serveHTTP serves the exporter c, with the Go and process collectors,
+// rdma_exporter_build_info and promhttp's own series, on the listeners
+// o.web names (exporter-toolkit's flags: TLS and basic auth come from its
+// web config file) until ctx is done.
 func serveHTTP(ctx context.Context, c prometheus.Collector, o *options, log *slog.Logger, stdout io.Writer) error {
 	reg := prometheus.NewRegistry()
 	for _, c := range []prometheus.Collector{
 		c,
 		versioncollector.NewCollector("rdma_exporter"),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
 	}
-	h, err := newHTTPHandler(reg, o.path, log)
+	h, err := newHTTPHandler(reg, o.path, o.maxRequests, log)
 	if err != nil {
 		return err
 	}
@@ -85,11 +89,16 @@ func serveHTTP(ctx context.Context, c prometheus.Collector, o *options, log *slo
 }
 
 // newHTTPHandler returns the exporter's HTTP handler: reg's series at
-// path, and a landing page linking it at / (unless path is /).
-func newHTTPHandler(reg *prometheus.Registry, path string, log *slog.Logger) (*router, error) {
-	r := &router{path: path, metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
-	})}
+// path, at most maxRequests scrapes at once (more are answered 503),
+// counted by promhttp's promhttp_metric_handler_requests_total and
+// _requests_in_flight, and a landing page linking it at / (unless path
+// is /).
+func newHTTPHandler(reg *prometheus.Registry, path string, maxRequests int, log *slog.Logger) (*router, error) {
+	r := &router{path: path, metrics: promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(log.Handler(), slog.LevelError),
+		MaxRequestsInFlight: maxRequests,
+		Registry:            reg, // promhttp_metric_handler_errors_total
+	}))}
 	if path != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        "RDMA Exporter",
