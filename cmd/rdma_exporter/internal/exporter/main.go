@@ -31,7 +31,8 @@ import (
 //	--web.systemd-socket            serve systemd's socket-activated listeners instead
 //	--web.config.file=FILE          TLS and basic auth (exporter-toolkit's web config)
 //	--web.telemetry-path=/metrics   the metrics path; / is a landing page linking it
-//	--web.max-requests=40           scrapes answered at once; more are answered 503
+//	--web.max-requests=40           scrapes answered at once; one more waits up to
+//	                                5 s for a slot, then is answered 503
 //	--path.sysfs=/sys               sysfs mount point
 //	--config.flows=FILE             flows to count (JSON, see FlowConfig); a regular
 //	                                file: a FIFO or a device is refused, not read
@@ -43,8 +44,9 @@ import (
 //
 // Besides the exporter's series the metrics path has
 // rdma_exporter_build_info, the Go runtime's go_* and the process's
-// process_* series, and promhttp_metric_handler_*. It serves until SIGINT
-// or SIGTERM, then destroys its flows. It writes the usage, the version and one line per
+// process_* series, and promhttp_metric_handler_*; scrapes that come at
+// once share one gather (collapsingGatherer). It serves until SIGINT or
+// SIGTERM, then destroys its flows. It writes the usage, the version and one line per
 // address served to stdout, and errors and the log to stderr. It returns
 // the exit status: 0 after a clean stop (and for --version and --help), 2
 // for a bad flag or config (one line on stderr), 1 when it cannot start
@@ -143,7 +145,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (o *options, code int, 
 	app.Version(version.Print("rdma_exporter"))
 	o.web = kingpinflag.AddFlags(app, ":9915")
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&o.path)
-	app.Flag("web.max-requests", "Maximum number of scrapes answered at once; more are answered 503. 0: no limit.").Default("40").IntVar(&o.maxRequests)
+	app.Flag("web.max-requests", fmt.Sprintf("Maximum number of scrapes answered at once; one more waits up to %v for one to end, then is answered 503. 0: no limit.", maxRequestsWait)).Default("40").IntVar(&o.maxRequests)
 	app.Flag("path.sysfs", "sysfs mount point.").Default("/sys").StringVar(&o.sysfsRoot)
 	app.Flag("config.flows", "File listing the flows to count (JSON array of {name, device, port, dst_mac, src_mac, ethertype, vlan, src_ip, dst_ip, proto, src_port, dst_port}).").PlaceHolder("FILE").StringVar(&o.flowsFile)
 	for _, s := range Sources {

@@ -3,6 +3,8 @@ package exporter
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -304,57 +307,131 @@ func TestMainRefusesNonRegularFlows(t *testing.T) {
 	}
 }
 
-// blockingCollector's Collect says it has begun on entered, then blocks
-// until release is closed.
-type blockingCollector struct{ entered, release chan struct{} }
+// blockingGatherer's Gather blocks until release is closed, and names
+// its family after the call.
+type blockingGatherer struct {
+	calls   atomic.Int32
+	release chan struct{}
+}
+
+func (b *blockingGatherer) Gather() ([]*dto.MetricFamily, error) {
+	name := fmt.Sprintf("gather_%d", b.calls.Add(1))
+	<-b.release
+	return []*dto.MetricFamily{{Name: &name}}, nil
+}
+
+// TestCollapsingGatherer: callers that come while a gather runs share
+// its result; one whose context ends stops waiting; the next caller
+// after it starts another; after close none starts.
+func TestCollapsingGatherer(t *testing.T) {
+	b := &blockingGatherer{release: make(chan struct{})}
+	joined := make(chan struct{}, 16)
+	c := newCollapsingGatherer(b)
+	c.joined = joined
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelled := make(chan error, 1)
+	go func() {
+		_, err := c.gather(ctx)
+		cancelled <- err
+	}()
+	const n = 8
+	results := make(chan []*dto.MetricFamily, n)
+	for range n {
+		go func() {
+			mfs, err := c.gather(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			results <- mfs
+		}()
+	}
+	for range n + 1 {
+		<-joined
+	}
+	cancel()
+	if err := <-cancelled; !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled caller: %v", err)
+	}
+	close(b.release)
+	var first *dto.MetricFamily
+	for range n {
+		mfs := <-results
+		if len(mfs) != 1 || mfs[0].GetName() != "gather_1" || (first != nil && mfs[0] != first) {
+			t.Fatalf("a caller got %v", mfs)
+		}
+		first = mfs[0]
+	}
+	if got := b.calls.Load(); got != 1 {
+		t.Errorf("%d gathers for %d callers at once, want 1", got, n+1)
+	}
+	c.joined = nil
+	if mfs, err := c.Gather(); err != nil || mfs[0].GetName() != "gather_2" {
+		t.Errorf("a caller after the gather: %v %v", mfs, err)
+	}
+	c.close()
+	if mfs, err := c.Gather(); !errors.Is(err, errStopping) || b.calls.Load() != 2 {
+		t.Errorf("a caller after close: %v %v, %d gathers", mfs, err, b.calls.Load())
+	}
+}
+
+// blockingCollector's Collect blocks until release is closed.
+type blockingCollector struct{ release chan struct{} }
 
 func (blockingCollector) Describe(chan<- *prometheus.Desc) {}
 
 func (b blockingCollector) Collect(ch chan<- prometheus.Metric) {
-	b.entered <- struct{}{}
 	<-b.release
 	ch <- prometheus.MustNewConstMetric(prometheus.NewDesc("blocking_up", "Help.", nil, nil), prometheus.GaugeValue, 1)
 }
 
-// TestMaxRequests: more scrapes at once than --web.max-requests are
-// answered 503, and counted by code.
+// TestMaxRequests: more scrapes at once than --web.max-requests wait for
+// one to end, and are answered 503 if none does in time; all are counted
+// by code, and those at once share one gather.
 func TestMaxRequests(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	b := blockingCollector{entered: make(chan struct{}, 16), release: make(chan struct{})}
+	b := blockingCollector{release: make(chan struct{})}
 	reg.MustRegister(b)
 	h, err := newHTTPHandler(reg, "/metrics", 2, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
+	joined, waiting := make(chan struct{}, 16), make(chan struct{}, 16)
+	h.m.g.joined, h.m.waiting = joined, waiting
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	codes := make(chan int, 2)
-	for range 2 {
-		go func() {
-			resp, err := http.Get(srv.URL + "/metrics")
-			if err != nil {
-				t.Error(err)
-				codes <- 0
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			codes <- resp.StatusCode
-		}()
+	codes := make(chan int, 3)
+	get := func() {
+		resp, err := http.Get(srv.URL + "/metrics")
+		if err != nil {
+			t.Error(err)
+			codes <- 0
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes <- resp.StatusCode
 	}
-	<-b.entered
-	<-b.entered
+	go get()
+	go get()
+	<-joined
+	<-joined
+	// A third waits no time: 503.
+	h.m.wait = 0
 	resp, body := httpGet(t, nil, srv.URL+"/metrics")
 	if resp.StatusCode != 503 || !strings.Contains(body, "Limit of concurrent requests reached (2)") {
 		t.Errorf("a third scrape: %s %q", resp.Status, body)
 	}
+	// A third that waits long enough gets the slot of one that ends.
+	h.m.wait = time.Minute
+	go get()
+	<-waiting
 	close(b.release)
-	for range 2 {
+	for range 3 {
 		if c := <-codes; c != 200 {
-			t.Errorf("a scrape within the limit: %d", c)
+			t.Errorf("a scrape: %d, want 200", c)
 		}
 	}
-	go func() { <-b.entered }()
+	h.m.g.joined, h.m.waiting = nil, nil
 	_, body = httpGet(t, nil, srv.URL+"/metrics")
 	mfs := parseText(t, body)
 	if mfs["blocking_up"] == nil {
@@ -364,7 +441,7 @@ func TestMaxRequests(t *testing.T) {
 	for _, m := range mfs["promhttp_metric_handler_requests_total"].GetMetric() {
 		byCode[m.Label[0].GetValue()] = m.GetCounter().GetValue()
 	}
-	if byCode["503"] != 1 || byCode["200"] != 2 {
-		t.Errorf("promhttp_metric_handler_requests_total %v, want 2 200s and a 503", byCode)
+	if byCode["503"] != 1 || byCode["200"] != 3 {
+		t.Errorf("promhttp_metric_handler_requests_total %v, want 3 200s and a 503", byCode)
 	}
 }

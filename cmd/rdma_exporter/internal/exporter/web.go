@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/activation"
@@ -19,10 +20,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v2"
 )
+
+// maxRequestsWait is how long a scrape beyond --web.max-requests waits
+// for one to end before it is answered 503.
+const maxRequestsWait = 5 * time.Second
 
 // serveHTTP serves the exporter c, with the Go and process collectors,
 // rdma_exporter_build_info and promhttp's own series, on the listeners
@@ -82,6 +88,8 @@ func serveHTTP(ctx context.Context, c prometheus.Collector, o *options, log *slo
 			err = e
 		}
 	}
+	// Handlers may still run after a Close: have them start no gather.
+	h.m.g.close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -89,16 +97,27 @@ func serveHTTP(ctx context.Context, c prometheus.Collector, o *options, log *slo
 }
 
 // newHTTPHandler returns the exporter's HTTP handler: reg's series at
-// path, at most maxRequests scrapes at once (more are answered 503),
-// counted by promhttp's promhttp_metric_handler_requests_total and
-// _requests_in_flight, and a landing page linking it at / (unless path
-// is /).
+// path (see metricsHandler), counted by promhttp's
+// promhttp_metric_handler_requests_total and _requests_in_flight, and a
+// landing page linking it at / (unless path is /).
 func newHTTPHandler(reg *prometheus.Registry, path string, maxRequests int, log *slog.Logger) (*router, error) {
-	r := &router{path: path, metrics: promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog:            slog.NewLogLogger(log.Handler(), slog.LevelError),
-		MaxRequestsInFlight: maxRequests,
-		Registry:            reg, // promhttp_metric_handler_errors_total
-	}))}
+	mh := &metricsHandler{
+		g:    newCollapsingGatherer(reg),
+		max:  maxRequests,
+		wait: maxRequestsWait,
+		log:  log,
+		opts: promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
+			Registry: reg, // promhttp_metric_handler_errors_total
+		},
+	}
+	if maxRequests > 0 {
+		mh.inFlight = make(chan struct{}, maxRequests)
+	}
+	// Registers promhttp_metric_handler_errors_total now; the encoders'
+	// handlers find it registered and count into it.
+	promhttp.HandlerFor(reg, mh.opts)
+	r := &router{path: path, m: mh, metrics: promhttp.InstrumentMetricHandler(reg, mh)}
 	if path != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        "RDMA Exporter",
@@ -121,6 +140,7 @@ func newHTTPHandler(reg *prometheus.Registry, path string, maxRequests int, log 
 type router struct {
 	path             string
 	metrics, landing http.Handler
+	m                *metricsHandler // metrics, uninstrumented
 }
 
 // ServeHTTP implements http.Handler.
@@ -133,6 +153,178 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// metricsHandler serves a scrape: at most max at once (one more waits
+// for a slot up to maxRequestsWait, then is answered 503, as promhttp's
+// MaxRequestsInFlight answers at once), each gathered through a
+// collapsingGatherer and encoded by promhttp (content negotiation,
+// compression, errors).
+type metricsHandler struct {
+	g        *collapsingGatherer
+	max      int
+	inFlight chan struct{} // nil: no limit
+	wait     time.Duration // maxRequestsWait
+	// waiting, when not nil, is sent to when a scrape waits for a slot:
+	// the tests' way to know.
+	waiting  chan<- struct{}
+	opts     promhttp.HandlerOpts
+	encoders sync.Pool // of *encoder
+	log      *slog.Logger
+}
+
+// encoder is a promhttp handler for one scrape at a time: promhttp asks
+// its Gatherer, without the request, for the families, so each scrape's
+// are set in g for the scrape's time. Its options set no in-flight limit
+// (the metricsHandler's is the one); the encoders count into the one
+// promhttp_metric_handler_errors_total registered in opts.Registry.
+type encoder struct {
+	g gathered
+	h http.Handler
+}
+
+// ServeHTTP implements http.Handler.
+func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.inFlight != nil {
+		if !h.acquire(r.Context()) {
+			if r.Context().Err() == nil {
+				http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", h.max), http.StatusServiceUnavailable)
+			}
+			return
+		}
+		defer func() { <-h.inFlight }()
+	}
+	mfs, err := h.g.gather(r.Context())
+	if r.Context().Err() != nil {
+		h.log.Debug("scrape abandoned: the client has gone", "remote", r.RemoteAddr)
+		return
+	}
+	enc, ok := h.encoders.Get().(*encoder)
+	if !ok {
+		enc = &encoder{}
+		enc.h = promhttp.HandlerFor(&enc.g, h.opts)
+	}
+	enc.g = gathered{mfs, err}
+	enc.h.ServeHTTP(w, r)
+	enc.g = gathered{}
+	h.encoders.Put(enc)
+}
+
+// acquire takes an in-flight slot, waiting for one up to h.wait while
+// ctx lasts: the scrapes that hold them may be waiting for a gather that
+// is nearly done, or for the end of a client that has gone.
+func (h *metricsHandler) acquire(ctx context.Context) bool {
+	select {
+	case h.inFlight <- struct{}{}:
+		return true
+	default:
+	}
+	if h.waiting != nil {
+		h.waiting <- struct{}{}
+	}
+	t := time.NewTimer(h.wait)
+	defer t.Stop()
+	select {
+	case h.inFlight <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// gathered is a Gather's result as a prometheus.Gatherer.
+type gathered struct {
+	mfs []*dto.MetricFamily
+	err error
+}
+
+// Gather implements prometheus.Gatherer.
+func (g gathered) Gather() ([]*dto.MetricFamily, error) { return g.mfs, g.err }
+
+// collapsingGatherer runs one Gather of g at a time: a caller that comes
+// while one runs waits for that one's result instead of starting another,
+// so that a storm of scrapes costs one gather where it would cost one
+// each (the Exporter reads its sources one scrape at a time anyway). The
+// families are shared between the callers; promhttp only reads them. A
+// caller whose context is done stops waiting; the gather goes on for the
+// others (a Gather cannot be stopped) and no other starts before it ends.
+type collapsingGatherer struct {
+	g      prometheus.Gatherer
+	mu     sync.Mutex
+	cur    *gathering // the gather under way, nil when none
+	closed bool       // by close: no gather is to start
+	// joined, when not nil, is sent to when a caller has joined or
+	// started a gather and waits for it: the tests' way to know.
+	joined chan<- struct{}
+}
+
+// gathering is one Gather: its result once done is closed.
+type gathering struct {
+	done chan struct{}
+	mfs  []*dto.MetricFamily
+	err  error
+}
+
+func newCollapsingGatherer(g prometheus.Gatherer) *collapsingGatherer {
+	return &collapsingGatherer{g: g}
+}
+
+// Gather implements prometheus.Gatherer: gather without a context.
+func (c *collapsingGatherer) Gather() ([]*dto.MetricFamily, error) {
+	return c.gather(context.Background())
+}
+
+// gather returns the result of the gather under way, or of a new one when
+// none is; or ctx's error when ctx is done first.
+func (c *collapsingGatherer) gather(ctx context.Context) ([]*dto.MetricFamily, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // its client has gone: start no gather for it
+	}
+	c.mu.Lock()
+	g := c.cur
+	if c.closed && g == nil {
+		c.mu.Unlock()
+		return nil, errStopping
+	}
+	if g == nil {
+		g = &gathering{done: make(chan struct{})}
+		c.cur = g
+		go c.run(g)
+	}
+	c.mu.Unlock()
+	if c.joined != nil {
+		c.joined <- struct{}{}
+	}
+	select {
+	case <-g.done:
+		return g.mfs, g.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// errStopping is the gather of a scrape that comes as the exporter stops.
+var errStopping = errors.New("the exporter is stopping")
+
+// close has the gathers to come fail, and waits for the one under way:
+// then the gatherer no longer reads the sources.
+func (c *collapsingGatherer) close() {
+	c.mu.Lock()
+	c.closed = true
+	g := c.cur
+	c.mu.Unlock()
+	if g != nil {
+		<-g.done
+	}
+}
+
+func (c *collapsingGatherer) run(g *gathering) {
+	g.mfs, g.err = c.g.Gather()
+	c.mu.Lock()
+	c.cur = nil
+	c.mu.Unlock()
+	close(g.done)
 }
 
 // listen opens the listeners exporter-toolkit's flags name: systemd's
