@@ -45,12 +45,13 @@ import (
 // Besides the exporter's series the metrics path has
 // rdma_exporter_build_info, the Go runtime's go_* and the process's
 // process_* series, and promhttp_metric_handler_*; scrapes that come at
-// once share one gather (collapsingGatherer). It serves until SIGINT or
-// SIGTERM, then destroys its flows. It writes the usage, the version and one line per
-// address served to stdout, and errors and the log to stderr. It returns
-// the exit status: 0 after a clean stop (and for --version and --help), 2
-// for a bad flag or config (one line on stderr), 1 when it cannot start
-// or serve.
+// once share one gather (collapsingGatherer). The server's timeouts are
+// serveHTTP's (docs/exporter.md, "HTTP"). It serves until SIGINT or
+// SIGTERM, then destroys its flows. It writes the usage, the version and
+// one line per address served to stdout, and errors and the log to
+// stderr. It returns the exit status: 0 after a clean stop (and for
+// --version and --help), 2 for a bad flag or config (one line on
+// stderr), 1 when it cannot start or serve.
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -26,9 +26,22 @@ import (
 	"go.yaml.in/yaml/v2"
 )
 
-// maxRequestsWait is how long a scrape beyond --web.max-requests waits
-// for one to end before it is answered 503.
-const maxRequestsWait = 5 * time.Second
+// The HTTP server's time limits. There is no server-wide WriteTimeout: it
+// runs from the end of the request's headers, so it would cut a slow
+// scrape (a fabric's, say) short, which is why node_exporter sets none.
+// A response's writing is bounded instead from when it is ready
+// (responseWriteTimeout), so that a client that stops reading cannot hold
+// its connection for ever.
+const (
+	readHeaderTimeout    = 10 * time.Second // a request's headers, from the connection's first byte
+	readTimeout          = 30 * time.Second // a request, body included; the metrics path lifts it once the request is read
+	idleTimeout          = 2 * time.Minute  // a keep-alive connection between requests
+	responseWriteTimeout = time.Minute      // writing a response, from when it is ready
+	shutdownTimeout      = 5 * time.Second  // waiting for scrapes under way at SIGTERM
+	// maxRequestsWait is how long a scrape beyond --web.max-requests
+	// waits for one to end before it is answered 503.
+	maxRequestsWait = 5 * time.Second
+)
 
 // serveHTTP serves the exporter c, with the Go and process collectors,
 // rdma_exporter_build_info and promhttp's own series, on the listeners
@@ -62,7 +75,13 @@ func serveHTTP(ctx context.Context, c prometheus.Collector, o *options, log *slo
 	servers := make([]*http.Server, len(lns))
 	errc := make(chan error, len(lns))
 	for i, ln := range lns {
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+		srv := &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: readHeaderTimeout,
+			ReadTimeout:       readTimeout,
+			IdleTimeout:       idleTimeout,
+			ErrorLog:          errLog,
+		}
 		servers[i] = srv
 		fmt.Fprintf(stdout, "rdma_exporter: serving %s://%s%s\n", scheme, ln.Addr(), o.path)
 		// A server of its own for each listener: web.Serve wraps its
@@ -76,7 +95,7 @@ func serveHTTP(ctx context.Context, c prometheus.Collector, o *options, log *slo
 		// A server stopped by itself: stop the others too.
 		running--
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	for _, srv := range servers {
 		if srv.Shutdown(sctx) != nil {
@@ -135,8 +154,9 @@ func newHTTPHandler(reg *prometheus.Registry, path string, maxRequests int, log 
 }
 
 // router serves path with metrics and every other path with landing
-// (which answers 404 but for /). The paths are compared as they are, not
-// as http.ServeMux patterns.
+// (which answers 404 but for /); it bounds the writing of every response
+// (responseWriteTimeout). The paths are compared as they are, not as
+// http.ServeMux patterns.
 type router struct {
 	path             string
 	metrics, landing http.Handler
@@ -145,6 +165,9 @@ type router struct {
 
 // ServeHTTP implements http.Handler.
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// An error only means the connection has no deadlines (a test's
+	// recorder).
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(responseWriteTimeout))
 	switch {
 	case r.URL.Path == rt.path:
 		rt.metrics.ServeHTTP(w, r)
@@ -194,11 +217,19 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer func() { <-h.inFlight }()
 	}
+	rc := http.NewResponseController(w)
+	if r.Body == nil || r.Body == http.NoBody {
+		// The request has been read: the read timeout is not to end the
+		// scrape (net/http cancels the request's context when the
+		// connection's read deadline passes).
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	mfs, err := h.g.gather(r.Context())
 	if r.Context().Err() != nil {
 		h.log.Debug("scrape abandoned: the client has gone", "remote", r.RemoteAddr)
 		return
 	}
+	_ = rc.SetWriteDeadline(time.Now().Add(responseWriteTimeout))
 	enc, ok := h.encoders.Get().(*encoder)
 	if !ok {
 		enc = &encoder{}
