@@ -33,6 +33,7 @@ import (
 //	--web.telemetry-path=/metrics   the metrics path; / is a landing page linking it
 //	--web.max-requests=40           scrapes answered at once; one more waits up to
 //	                                5 s for a slot, then is answered 503
+//	--web.max-connections=64        connections open at once (see connLimiter)
 //	--path.sysfs=/sys               sysfs mount point
 //	--config.flows=FILE             flows to count (JSON, see FlowConfig); a regular
 //	                                file: a FIFO or a device is refused, not read
@@ -45,13 +46,13 @@ import (
 // Besides the exporter's series the metrics path has
 // rdma_exporter_build_info, the Go runtime's go_* and the process's
 // process_* series, and promhttp_metric_handler_*; scrapes that come at
-// once share one gather (collapsingGatherer). The server's timeouts are
-// serveHTTP's (docs/exporter.md, "HTTP"). It serves until SIGINT or
-// SIGTERM, then destroys its flows. It writes the usage, the version and
-// one line per address served to stdout, and errors and the log to
-// stderr. It returns the exit status: 0 after a clean stop (and for
-// --version and --help), 2 for a bad flag or config (one line on
-// stderr), 1 when it cannot start or serve.
+// once share one gather (collapsingGatherer). The server's timeouts and
+// bounds are serveHTTP's (docs/exporter.md, "HTTP"). It serves until SIGINT
+// or SIGTERM, then destroys its flows. It writes the usage, the version and
+// one line per address served to stdout, and errors and the log to stderr.
+// It returns the exit status: 0 after a clean stop (and for --version and
+// --help), 2 for a bad flag or config (one line on stderr), 1 when it
+// cannot start or serve.
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -70,8 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdma_exporter: %s\n", oneLine(err.Error()))
 		return code
 	}
-	if o.maxRequests < 0 {
-		return fail(2, errors.New("--web.max-requests cannot be negative (0: no limit)"))
+	if o.maxRequests < 0 || o.maxConns < 0 {
+		return fail(2, errors.New("--web.max-requests and --web.max-connections cannot be negative (0: no limit)"))
 	}
 	if !strings.HasPrefix(o.path, "/") {
 		return fail(2, fmt.Errorf("--web.telemetry-path %q does not start with /", o.path))
@@ -108,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer e.Close()
 	log.Info("starting rdma_exporter", "version", version.Info(), "build_context", version.BuildContext(),
-		"path", o.path, "flows", len(cfg.Flows), "max_requests", o.maxRequests)
+		"path", o.path, "flows", len(cfg.Flows), "max_requests", o.maxRequests, "max_connections", o.maxConns)
 	if err := serveHTTP(ctx, e, o, log, stdout); err != nil {
 		return fail(1, err)
 	}
@@ -120,6 +121,7 @@ type options struct {
 	web         *web.FlagConfig
 	path        string
 	maxRequests int
+	maxConns    int
 	sysfsRoot   string
 	flowsFile   string
 	on          map[string]*bool
@@ -147,6 +149,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (o *options, code int, 
 	o.web = kingpinflag.AddFlags(app, ":9915")
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&o.path)
 	app.Flag("web.max-requests", fmt.Sprintf("Maximum number of scrapes answered at once; one more waits up to %v for one to end, then is answered 503. 0: no limit.", maxRequestsWait)).Default("40").IntVar(&o.maxRequests)
+	app.Flag("web.max-connections", "Maximum number of connections open at once; at the limit the one idle the longest is closed, else new ones wait. 0: no limit.").Default("64").IntVar(&o.maxConns)
 	app.Flag("path.sysfs", "sysfs mount point.").Default("/sys").StringVar(&o.sysfsRoot)
 	app.Flag("config.flows", "File listing the flows to count (JSON array of {name, device, port, dst_mac, src_mac, ethertype, vlan, src_ip, dst_ip, proto, src_port, dst_port}).").PlaceHolder("FILE").StringVar(&o.flowsFile)
 	for _, s := range Sources {

@@ -1,12 +1,14 @@
 package exporter
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -141,7 +143,7 @@ func parseText(t *testing.T, body string) map[string]*dto.MetricFamily {
 // TestMainFlags: kingpin's flags, the Prometheus exporters' way.
 func TestMainFlags(t *testing.T) {
 	for _, args := range [][]string{{"--bogus"}, {"extra"}, {"--web.max-requests=many"}, {"--web.listen-address"},
-		{"--log.level=loud"}, {"--web.max-requests=-1"}, {"--web.telemetry-path=metrics"}} {
+		{"--log.level=loud"}, {"--web.max-requests=-1"}, {"--web.max-connections=-1"}, {"--web.telemetry-path=metrics"}} {
 		var out, errb bytes.Buffer
 		code := Main(args, &out, &errb)
 		if code != 2 || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 || !strings.HasPrefix(errb.String(), "rdma_exporter: ") {
@@ -154,7 +156,7 @@ func TestMainFlags(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q", args, code, errb.String())
 		}
 		for _, f := range []string{"--web.listen-address=:9915", "--web.telemetry-path=\"/metrics\"", "--web.config.file", "--[no-]web.systemd-socket",
-			"--web.max-requests=40", "--path.sysfs=\"/sys\"", "--config.flows", "--[no-]collector.fabric", "--fabric.ca", "--fabric.port", "--log.level", "--log.format", "--[no-]version"} {
+			"--web.max-requests=40", "--web.max-connections=64", "--path.sysfs=\"/sys\"", "--config.flows", "--[no-]collector.fabric", "--fabric.ca", "--fabric.port", "--log.level", "--log.format", "--[no-]version"} {
 			if !strings.Contains(out.String(), f) {
 				t.Errorf("%q: the usage has no %s:\n%s", args, f, out.String())
 			}
@@ -181,8 +183,8 @@ func TestMainFlags(t *testing.T) {
 		}
 	}
 	o, _, _ := parseFlags(nil, io.Discard, io.Discard)
-	if got := *o.web.WebListenAddresses; len(got) != 1 || got[0] != ":9915" || o.path != "/metrics" || o.sysfsRoot != "/sys" || o.maxRequests != 40 {
-		t.Errorf("defaults: listen %q, path %q, sysfs %q, max requests %d", got, o.path, o.sysfsRoot, o.maxRequests)
+	if got := *o.web.WebListenAddresses; len(got) != 1 || got[0] != ":9915" || o.path != "/metrics" || o.sysfsRoot != "/sys" || o.maxRequests != 40 || o.maxConns != 64 {
+		t.Errorf("defaults: listen %q, path %q, sysfs %q, max requests %d, max connections %d", got, o.path, o.sysfsRoot, o.maxRequests, o.maxConns)
 	}
 }
 
@@ -443,5 +445,171 @@ func TestMaxRequests(t *testing.T) {
 	}
 	if byCode["503"] != 1 || byCode["200"] != 3 {
 		t.Errorf("promhttp_metric_handler_requests_total %v, want 3 200s and a 503", byCode)
+	}
+}
+
+// keptConn is a client's keep-alive connection.
+type keptConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func dialKept(t *testing.T, addr string) *keptConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &keptConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+// get sends a GET of path and reads the answer, leaving the connection
+// open.
+func (c *keptConn) get(path string) (int, error) {
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: exporter\r\n\r\n", path); err != nil {
+		return 0, err
+	}
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		return 0, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, err
+}
+
+// closedByPeer says whether the server has closed c (waiting up to 10 s).
+func (c *keptConn) closedByPeer() bool {
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := c.r.ReadByte()
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// TestConnLimiter: at the bound, the connection idle the longest is
+// closed to make room, then one that has sent nothing for the grace;
+// busy ones are never closed, and a new connection waits for one of them.
+func TestConnLimiter(t *testing.T) {
+	cl := newConnLimiter(2)
+	cl.grace = 100 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	events := make(chan struct{}, 1024)
+	srv := &http.Server{
+		ConnState: func(c net.Conn, s http.ConnState) {
+			cl.connState(c, s)
+			events <- struct{}{}
+		},
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/busy" {
+				entered <- struct{}{}
+				<-release
+			}
+			io.WriteString(w, "ok\n")
+		}),
+	}
+	go srv.Serve(cl.listener(ln))
+	defer srv.Close()
+	addr := ln.Addr().String()
+	// settle waits for the limiter to hold so many connections in each
+	// state (the server marks one idle after it has answered).
+	settle := func(idle, silent int) {
+		t.Helper()
+		for {
+			n := map[http.ConnState]int{}
+			cl.mu.Lock()
+			for c := range cl.conns {
+				n[c.state]++
+			}
+			cl.mu.Unlock()
+			if n[http.StateIdle] == idle && n[http.StateNew] == silent && len(n) <= 2 {
+				return
+			}
+			select {
+			case <-events:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("connections %v, want %d idle and %d silent", n, idle, silent)
+			}
+		}
+	}
+
+	// Idle ones, oldest first.
+	var kept []*keptConn
+	for i := range 2 {
+		c := dialKept(t, addr)
+		if code, err := c.get("/"); code != 200 {
+			t.Fatalf("GET: %d %v", code, err)
+		}
+		settle(i+1, 0)
+		kept = append(kept, c)
+	}
+	c1, c2 := kept[0], kept[1]
+	c3 := dialKept(t, addr)
+	if code, err := c3.get("/"); code != 200 {
+		t.Fatalf("a third connection at the bound: %d %v", code, err)
+	}
+	if !c1.closedByPeer() {
+		t.Error("the connection idle the longest is still open")
+	}
+	settle(2, 0)
+	c4 := dialKept(t, addr)
+	if code, err := c4.get("/"); code != 200 {
+		t.Fatalf("a fourth connection at the bound: %d %v", code, err)
+	}
+	if !c2.closedByPeer() {
+		t.Error("the connection idle the longest (the second) is still open")
+	}
+
+	// Silent ones, after the grace.
+	c3.Close()
+	c4.Close()
+	settle(0, 0)
+	s1, s2 := dialKept(t, addr), dialKept(t, addr)
+	settle(0, 2)
+	c5 := dialKept(t, addr)
+	if code, err := c5.get("/"); code != 200 {
+		t.Fatalf("a connection after two silent ones: %d %v", code, err)
+	}
+	if !s1.closedByPeer() {
+		t.Error("the connection silent the longest is still open")
+	}
+	c5.Close()
+	s2.Close()
+	settle(0, 0)
+
+	// Busy ones are kept: a new connection waits.
+	b1, b2 := dialKept(t, addr), dialKept(t, addr)
+	busy := make(chan int, 2)
+	for _, c := range []*keptConn{b1, b2} {
+		go func() {
+			code, _ := c.get("/busy")
+			busy <- code
+		}()
+	}
+	<-entered
+	<-entered
+	c6 := dialKept(t, addr)
+	got := make(chan int, 1)
+	go func() {
+		code, _ := c6.get("/")
+		got <- code
+	}()
+	select {
+	case code := <-got:
+		t.Errorf("answered %d with two busy connections at a bound of 2", code)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	for range 2 {
+		if code := <-busy; code != 200 {
+			t.Errorf("a busy connection: %d", code)
+		}
+	}
+	if code := <-got; code != 200 {
+		t.Errorf("the waiting connection: %d", code)
 	}
 }

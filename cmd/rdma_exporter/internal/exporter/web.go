@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,9 @@ const (
 	// maxRequestsWait is how long a scrape beyond --web.max-requests
 	// waits for one to end before it is answered 503.
 	maxRequestsWait = 5 * time.Second
+	// newConnGrace is how long a connection that has sent nothing is
+	// spared when a connLimiter looks for one to close.
+	newConnGrace = time.Second
 )
 
 // serveHTTP serves the exporter c, with the Go and process collectors,
@@ -71,6 +75,10 @@ func serveHTTP(ctx context.Context, c prometheus.Collector, o *options, log *slo
 	if tlsConfigured(*o.web.WebConfigFile) {
 		scheme = "https"
 	}
+	var lim *connLimiter
+	if o.maxConns > 0 {
+		lim = newConnLimiter(o.maxConns)
+	}
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelError)
 	servers := make([]*http.Server, len(lns))
 	errc := make(chan error, len(lns))
@@ -81,6 +89,10 @@ func serveHTTP(ctx context.Context, c prometheus.Collector, o *options, log *slo
 			ReadTimeout:       readTimeout,
 			IdleTimeout:       idleTimeout,
 			ErrorLog:          errLog,
+		}
+		if lim != nil {
+			ln = lim.listener(ln)
+			srv.ConnState = lim.connState
 		}
 		servers[i] = srv
 		fmt.Fprintf(stdout, "rdma_exporter: serving %s://%s%s\n", scheme, ln.Addr(), o.path)
@@ -361,8 +373,8 @@ func (c *collapsingGatherer) run(g *gathering) {
 // listen opens the listeners exporter-toolkit's flags name: systemd's
 // socket-activated ones with --web.systemd-socket, else one for each
 // --web.listen-address (TCP, or vsock for vsock://:PORT), as
-// web.ListenAndServe would; Main opens them itself to say where it
-// serves (the port the kernel picked, for :0).
+// web.ListenAndServe would; Main opens them itself to wrap them
+// (connLimiter) and to say where it serves.
 func listen(f *web.FlagConfig) ([]net.Listener, error) {
 	if f.WebSystemdSocket != nil && *f.WebSystemdSocket {
 		all, err := activation.Listeners()
@@ -429,4 +441,186 @@ func tlsConfigured(file string) bool {
 		return false
 	}
 	return c.TLSConfig.TLSCertPath != "" || c.TLSConfig.TLSCert != ""
+}
+
+// connLimiter keeps at most max connections served over the listeners it
+// wraps, so that connections cannot use up the process's file
+// descriptors (which its sysfs files, netlink sockets and flows need
+// too). When a connection comes at the bound it closes the one idle the
+// longest between two requests (or one that has sent nothing for
+// newConnGrace) to make room, as an HTTP server may close an idle
+// keep-alive connection at any time; with none to close, the new one
+// waits for one to end, and accepts stop meanwhile: further connections
+// wait in the kernel's listen backlog, which costs no descriptor here.
+// So at most max+1 are open for each listener. The http.Server needs
+// connState as its ConnState, for the connections' states.
+type connLimiter struct {
+	grace time.Duration // newConnGrace
+	slots chan struct{} // one per open connection
+	idle  chan struct{} // a connection has gone idle (a wake-up, not a count)
+	mu    sync.Mutex
+	conns map[*limitedConn]struct{}
+}
+
+func newConnLimiter(max int) *connLimiter {
+	return &connLimiter{
+		grace: newConnGrace,
+		slots: make(chan struct{}, max),
+		idle:  make(chan struct{}, 1),
+		conns: map[*limitedConn]struct{}{},
+	}
+}
+
+// listener wraps l in the limiter.
+func (cl *connLimiter) listener(l net.Listener) net.Listener {
+	return &limitListener{Listener: l, cl: cl, done: make(chan struct{})}
+}
+
+// connState is the http.Server's ConnState hook: it records c's state.
+func (cl *connLimiter) connState(c net.Conn, s http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	cl.mu.Lock()
+	if _, open := cl.conns[lc]; open {
+		lc.state, lc.since = s, time.Now()
+	}
+	cl.mu.Unlock()
+	if s == http.StateIdle {
+		select {
+		case cl.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// errAgain is acquire's note to itself to look again.
+var errAgain = errors.New("look again")
+
+// acquire takes a slot for a new connection that has been accepted,
+// making room when there is none (see connLimiter), or fails when done is
+// closed.
+func (cl *connLimiter) acquire(done <-chan struct{}) error {
+	for {
+		select {
+		case cl.slots <- struct{}{}:
+			return nil
+		case <-done:
+			return net.ErrClosed
+		default:
+		}
+		var timeout <-chan time.Time
+		var t *time.Timer
+		if wait := cl.evict(time.Now()); wait > 0 {
+			t = time.NewTimer(wait)
+			timeout = t.C
+		}
+		err := errAgain
+		select {
+		case cl.slots <- struct{}{}:
+			err = nil
+		case <-cl.idle: // look again
+		case <-timeout:
+		case <-done:
+			err = net.ErrClosed
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if err != errAgain {
+			return err
+		}
+	}
+}
+
+// evict closes the connection idle the longest, or else the one that has
+// sent nothing for the longest if that is the grace or more. When it
+// closes none it returns how long until a silent one may be closed (0:
+// none is open).
+func (cl *connLimiter) evict(now time.Time) time.Duration {
+	var idle, silent *limitedConn
+	var idleSince, silentSince time.Time
+	cl.mu.Lock()
+	for c := range cl.conns {
+		switch c.state {
+		case http.StateIdle:
+			if idle == nil || c.since.Before(idleSince) {
+				idle, idleSince = c, c.since
+			}
+		case http.StateNew:
+			if silent == nil || c.since.Before(silentSince) {
+				silent, silentSince = c, c.since
+			}
+		}
+	}
+	cl.mu.Unlock()
+	switch {
+	case idle != nil:
+		idle.Close()
+	case silent == nil:
+	case now.Sub(silentSince) >= cl.grace:
+		silent.Close()
+	default:
+		return silentSince.Add(cl.grace).Sub(now)
+	}
+	return 0
+}
+
+// limitListener is a listener of a connLimiter.
+type limitListener struct {
+	net.Listener
+	cl        *connLimiter
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// Accept accepts a connection, then waits for a slot for it (so that
+// room is made only for a connection that is there): the bound's
+// connections and that one are open, the others wait in the backlog.
+func (l *limitListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if err := l.cl.acquire(l.done); err != nil {
+		c.Close()
+		return nil, err
+	}
+	lc := &limitedConn{Conn: c, cl: l.cl, state: http.StateNew, since: time.Now()}
+	l.cl.mu.Lock()
+	l.cl.conns[lc] = struct{}{}
+	l.cl.mu.Unlock()
+	return lc, nil
+}
+
+// Close closes the listener and ends an Accept that waits for a slot.
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// limitedConn is a connection of a connLimiter; closing it frees its
+// slot.
+type limitedConn struct {
+	net.Conn
+	cl    *connLimiter
+	state http.ConnState // guarded by cl.mu
+	since time.Time      // when it came to state; guarded by cl.mu
+	once  sync.Once
+}
+
+// Close closes the connection and frees its slot.
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.cl.mu.Lock()
+		delete(c.cl.conns, c)
+		c.cl.mu.Unlock()
+		<-c.cl.slots
+	})
+	return err
 }
