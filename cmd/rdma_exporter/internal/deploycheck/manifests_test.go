@@ -265,13 +265,13 @@ func checkCommon(t *testing.T, rel string, ds object) {
 }
 
 // checkFlags: the exporter's own flag parsing accepts args. Main parses
-// the flags first and then refuses a stray argument (exit status 2, "unexpected
-// argument"), so nothing is started.
+// the flags first and then refuses a stray argument (exit status 2,
+// kingpin's "error: unexpected ARG"), so nothing is started.
 func checkFlags(t *testing.T, rel string, args []string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := exporter.Main(append(slices.Clone(args), "deploycheck-stray-argument"), &stdout, &stderr)
-	if code != 2 || !strings.Contains(stderr.String(), `unexpected argument "deploycheck-stray-argument"`) {
+	if code != 2 || !strings.Contains(stderr.String(), "error: unexpected deploycheck-stray-argument") {
 		first, _, _ := strings.Cut(stderr.String(), "\n")
 		t.Errorf("%s: the exporter does not accept args %q: exit status %d, %s", rel, args, code, first)
 	}

@@ -169,8 +169,8 @@ func TestMainExitCodes(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--bogus"}, "flag provided but not defined"},
-		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"--bogus"}, "unknown long flag"},
+		{[]string{"extra"}, "unexpected extra"},
 		{[]string{"--config.flows", filepath.Join(dir, "missing.json")}, "no such file"},
 		{[]string{"--config.flows", dup}, "two flows are called"},
 		{[]string{"--path.sysfs", fixture, "--config.flows", cfg}, "no RDMA device nosuch"},

@@ -124,9 +124,9 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startExporter starts argv (the exporter, or strace running it) with
+// startProc starts argv (the exporter, or strace running it) with
 // env in dir, serving on addr, and waits until it answers.
-func startExporter(t *testing.T, name, addr string, argv, env []string, dir string) *exporterProc {
+func startProc(t *testing.T, name, addr string, argv, env []string, dir string) *exporterProc {
 	t.Helper()
 	p := &exporterProc{name: name, url: "http://" + addr + "/metrics", done: make(chan struct{}), log: newLockedBuffer()}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
@@ -283,8 +283,8 @@ func TestFabricCompareInfinibandExporter(t *testing.T) {
 	}
 	theirEnv := f.Env(compareNode)
 	ourAddr, theirAddr := freeAddr(t), freeAddr(t)
-	ours := startExporter(t, "rdma_exporter", ourAddr, ourArgs(ourAddr), ourEnv, t.TempDir())
-	theirs := startExporter(t, "infiniband_exporter", theirAddr, theirArgs(theirAddr), theirEnv, f.Dir)
+	ours := startProc(t, "rdma_exporter", ourAddr, ourArgs(ourAddr), ourEnv, t.TempDir())
+	theirs := startProc(t, "infiniband_exporter", theirAddr, theirArgs(theirAddr), theirEnv, f.Dir)
 
 	var ourTimes, theirTimes []time.Duration
 	round := func(name string, intended map[string]string) (series, series) {
@@ -359,7 +359,7 @@ func TestFabricCompareInfinibandExporter(t *testing.T) {
 		dir := t.TempDir()
 		addr := freeAddr(t)
 		argv := append([]string{strace, "-f", "-ff", "-qq", "-yy", "-xx", "-s", "40", "-e", "trace=write,execve", "-o", filepath.Join(dir, "trace")}, x.argv(addr)...)
-		p := startExporter(t, x.name+" under strace", addr, argv, x.env, x.dir)
+		p := startProc(t, x.name+" under strace", addr, argv, x.env, x.dir)
 		p.scrape(t)
 		p.stop()
 		c, err := countMADs(dir)
