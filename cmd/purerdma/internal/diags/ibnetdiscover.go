@@ -42,7 +42,14 @@ func (env *Env) discoverFabric(o *fabricOpts, outstanding int) (*netdisc.Fabric,
 		return nil, err
 	}
 	defer p.Close()
-	return netdisc.Discover(context.Background(), p, netdisc.Options{MaxOutstanding: outstanding, Timeout: o.timeout, Retries: o.retries})
+	opts := netdisc.Options{MaxOutstanding: outstanding, Timeout: o.timeout, Retries: o.retries}
+	if isSim(p) {
+		// libibnetdisc waits for every answer (umad_recv with no
+		// timeout), and over libumad2sim no timeout ever comes: a
+		// stopped ibsim delays the scan, it does not end it.
+		opts.Idle = -1
+	}
+	return netdisc.Discover(context.Background(), p, opts)
 }
 
 // parseDiscoverOpts reads the discovery tools' options: the fabric
