@@ -70,8 +70,7 @@ func (env *Env) runIbstat(args []string, stdout, stderr io.Writer) error {
 		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
 	}, stderr)
 	if errors.Is(err, errHelp) {
-		fmt.Fprint(stdout, ibstatUsage)
-		return nil
+		return fabricHelp(stderr, ibstatUsage)
 	}
 	if err != nil {
 		fmt.Fprint(stderr, ibstatUsage)
