@@ -69,8 +69,20 @@ const (
 
 // simLinks numbers the links of this process: ibsim names a client's
 // sockets by the id its sim_client_info carries (libumad2sim uses the
-// pid), so the links of one process need ids of their own.
+// pid), so the links of one process need ids of their own. An id is the
+// pid (below 2²², Linux's largest pid_max) with the link's number in the
+// 9 bits above: ibsim prints the id as a C int ("%s:in%d",
+// sim_ctl_new_client), so bit 31 must stay clear, or the name it
+// connects to is not the one we bound and it exits.
 var simLinks atomic.Uint32
+
+// simIDs is how many ids a process has: a link takes the next one whose
+// names are free.
+const simIDs = 1 << 9
+
+func simID(seq uint32) uint32 {
+	return uint32(os.Getpid())&(1<<22-1) | (seq%simIDs)<<22
+}
 
 // simEpoch is the origin of the links' monotonic clock (simNow).
 var simEpoch = time.Now()
@@ -205,9 +217,18 @@ func dialSim(base, node, name string) (*simLink, error) {
 	if err := syscall.SetsockoptTimeval(ctl, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
 		return nil, err
 	}
-	id := uint32(os.Getpid())&(1<<22-1) | (simLinks.Add(1)&0x3ff)<<22
-	if err := syscall.Bind(ctl, simName(base, fmt.Sprintf("ctl%d", id))); err != nil {
-		return nil, detail(ErrOpenFailed, "binding the control socket", err)
+	// The next id whose control socket name is free (one of a link
+	// still open is taken).
+	var id uint32
+	for try := 0; ; try++ {
+		id = simID(simLinks.Add(1))
+		err := syscall.Bind(ctl, simName(base, fmt.Sprintf("ctl%d", int32(id))))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || try == simIDs {
+			return nil, detail(ErrOpenFailed, "binding the control socket", err)
+		}
 	}
 	if err := syscall.Connect(ctl, simName(base, "ctl")); err != nil {
 		return nil, detail(ErrNoDevice, fmt.Sprintf("ibsim does not listen on @%s:ctl (is ibsim running with IBSIM_SOCKNAME=%s?)", base, base), err)
@@ -224,7 +245,7 @@ func dialSim(base, node, name string) (*simLink, error) {
 			syscall.Close(dfd)
 		}
 	}()
-	if err := syscall.Bind(dfd, simName(base, fmt.Sprintf("in%d", id))); err != nil {
+	if err := syscall.Bind(dfd, simName(base, fmt.Sprintf("in%d", int32(id)))); err != nil {
 		return nil, detail(ErrOpenFailed, "binding the data socket", err)
 	}
 	info := make([]byte, simInfoSize)

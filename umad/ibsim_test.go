@@ -159,9 +159,11 @@ func TestSimPort(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 
-	// ibsim has 10 client slots (OpenSM holds one): 12 ports opened and
-	// closed in turn need Close to give them back.
-	for i := 0; i < 12; i++ {
+	// ibsim has 10 client slots (OpenSM holds one): ports opened and
+	// closed in turn need Close to give them back. More than simIDs of
+	// them: the ids wrap, and stay ones ibsim names as we do (positive
+	// C ints), or it would exit on the first that is not.
+	for i := 0; i < simIDs+20; i++ {
 		q, err := OpenSimPort(f.Sock, "Hca3")
 		if err != nil {
 			t.Fatalf("open %d: %v", i, err)
@@ -190,6 +192,24 @@ func TestSimPort(t *testing.T) {
 	}
 	if _, err := OpenSimPort(f.Sock, "NoSuchNode"); !errors.Is(err, ErrOpenFailed) {
 		t.Errorf("no such node: %v", err)
+	}
+}
+
+// TestSimID: a link's id is positive as a C int, carries the pid, and
+// simIDs consecutive links have distinct ids.
+func TestSimID(t *testing.T) {
+	seen := map[uint32]bool{}
+	for seq := uint32(0); seq < 3*simIDs; seq++ {
+		id := simID(seq)
+		if int32(id) < 0 || id&(1<<22-1) != uint32(os.Getpid())&(1<<22-1) {
+			t.Fatalf("seq %d: id %#x", seq, id)
+		}
+		if seq < simIDs {
+			if seen[id] {
+				t.Fatalf("seq %d: id %#x again", seq, id)
+			}
+			seen[id] = true
+		}
 	}
 }
 
