@@ -128,14 +128,6 @@ func fabricUsage(stderr io.Writer, tool, usage string, err error) error {
 	return cli.ExitError{Code: 2}
 }
 
-// fabricFail reports an error as the C tools' IBEXIT (ibexit in
-// infiniband-diags/ibdiag_common.c) does: on standard output, exit
-// status 255.
-func fabricFail(stdout io.Writer, tool string, err error) error {
-	fmt.Fprintf(stdout, "%s: iberror: failed: %v\n", tool, err)
-	return cli.ExitError{Code: 255}
-}
-
 // openFailed reports a port that does not open as the C tool does: the
 // warning of libibmad's mad_rpc_open_port (ca "(null)" when not given),
 // then the tool's own words (IBEXIT's "Failed to open 'CA' port 'N'";
