@@ -17,6 +17,7 @@ import (
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
 	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/umad"
 )
 
 // lossQueries is how many runs of each tool TestFabricLoss makes, each
@@ -352,5 +353,48 @@ func TestFabricConnectStall(t *testing.T) {
 	}
 	if out := f.Output(); strings.Contains(out, "ibpanic") || strings.Contains(out, "can't connect to in socket") {
 		t.Errorf("ibsim complained:\n%s", out)
+	}
+}
+
+// TestFabricQueryStall: a libibmad-style query to a stopped ibsim gets
+// neither an answer nor a timeout (the ibsim wire holds timeouts while
+// ibsim is silent): after its timeout and a second it fails as
+// libibmad's umad_recv timing out does ("recv failed: Connection timed
+// out", what infiniband-diags' smpquery prints over libumad2sim), saying
+// that ibsim is silent; once ibsim runs again the next query is answered.
+func TestFabricQueryStall(t *testing.T) {
+	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{})
+	p, err := umad.OpenSimPort(f.Sock, "Hca1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var warn bytes.Buffer
+	c, err := newSMPClient(p, 100*time.Millisecond, madDefTries, &madLog{w: &warn, errs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = c.get(smpDest{dr: true, path: []uint8{1}}, umad.SMAttrNodeInfo, 0)
+	el := time.Since(start)
+	if err := f.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	var na *errNoAnswer
+	if !errors.As(err, &na) || !na.silent || na.tries != 1 || !strings.Contains(err.Error(), "ibsim is stopped or busy") {
+		t.Fatalf("query to a stopped ibsim: %v", err)
+	}
+	if el < 100*time.Millisecond+madRecvGrace || el > 100*time.Millisecond+madRecvGrace+3*time.Second {
+		t.Errorf("gave up after %v, want the timeout and %v", el, madRecvGrace)
+	}
+	w := fabricPidRE.ReplaceAllString(warn.String(), "[pid]")
+	if want := "ibwarn: [pid] _do_madrpc: recv failed: Connection timed out\nibwarn: [pid] mad_rpc: _do_madrpc failed; dport (DR path slid 65535; dlid 65535; 0,1)\n"; w != want {
+		t.Errorf("warnings %q, want %q", w, want)
+	}
+	if b, err := c.get(smpDest{dr: true, path: []uint8{1}}, umad.SMAttrNodeInfo, 0); err != nil || b[2] != 2 {
+		t.Fatalf("after the stall: %v, node type %v", err, b)
 	}
 }

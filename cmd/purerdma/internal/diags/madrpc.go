@@ -86,6 +86,7 @@ func newMadRPC(p *umad.Port, timeout time.Duration, tries int, log *madLog) *mad
 type errNoAnswer struct {
 	dest    string // "Lid 4", "the PMA of Lid 4"
 	tries   int    // tries made
+	of      int    // tries allowed
 	lost    int    // of which ibsim reported lost at once
 	timeout time.Duration
 	silent  bool // the last try got neither an answer nor a timeout
@@ -97,7 +98,7 @@ func (e *errNoAnswer) Error() string {
 	switch {
 	case e.silent && e.sim:
 		return fmt.Sprintf("no response from %s to try %d of %d, and no timeout either within %v: ibsim is stopped or busy (or gone)",
-			e.dest, e.tries, e.tries, e.timeout+madRecvGrace)
+			e.dest, e.tries, e.of, e.timeout+madRecvGrace)
 	case e.silent:
 		return fmt.Sprintf("no response from %s to try %d, and the kernel did not report its timeout within %v",
 			e.dest, e.tries, e.timeout+madRecvGrace)
@@ -131,7 +132,7 @@ func (e *errMADStatus) Error() string {
 func (r *madRPC) do(agent umad.AgentID, req []byte, addr func(*umad.Packet) error, dest string) ([]byte, error) {
 	tid := uint32(binary.BigEndian.Uint64(req[8:16]))
 	ms := r.timeout.Milliseconds()
-	e := &errNoAnswer{dest: dest, timeout: r.timeout, sim: r.sim}
+	e := &errNoAnswer{dest: dest, of: r.tries, timeout: r.timeout, sim: r.sim}
 	failed := func(err error) ([]byte, error) {
 		r.log.warn("mad_rpc", "_do_madrpc failed; dport (%s)", dest)
 		return nil, err
