@@ -159,9 +159,11 @@ func TestSimPort(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 
-	// ibsim has 10 client slots (OpenSM holds one): 12 ports opened and
-	// closed in turn need Close to give them back.
-	for i := 0; i < 12; i++ {
+	// ibsim has 10 client slots (OpenSM holds one): ports opened and
+	// closed in turn need Close to give them back. More than simIDs of
+	// them: the ids wrap, and stay ones ibsim names as we do (positive
+	// C ints), or it would exit on the first that is not.
+	for i := 0; i < simIDs+20; i++ {
 		q, err := OpenSimPort(f.Sock, "Hca3")
 		if err != nil {
 			t.Fatalf("open %d: %v", i, err)
@@ -190,6 +192,24 @@ func TestSimPort(t *testing.T) {
 	}
 	if _, err := OpenSimPort(f.Sock, "NoSuchNode"); !errors.Is(err, ErrOpenFailed) {
 		t.Errorf("no such node: %v", err)
+	}
+}
+
+// TestSimID: a link's id is positive as a C int, carries the pid, and
+// simIDs consecutive links have distinct ids.
+func TestSimID(t *testing.T) {
+	seen := map[uint32]bool{}
+	for seq := uint32(0); seq < 3*simIDs; seq++ {
+		id := simID(seq)
+		if int32(id) < 0 || id&(1<<22-1) != uint32(os.Getpid())&(1<<22-1) {
+			t.Fatalf("seq %d: id %#x", seq, id)
+		}
+		if seq < simIDs {
+			if seen[id] {
+				t.Fatalf("seq %d: id %#x again", seq, id)
+			}
+			seen[id] = true
+		}
 	}
 }
 
@@ -229,4 +249,121 @@ func FuzzSimRequest(f *testing.F) {
 			t.Fatal("MAD bytes changed")
 		}
 	})
+}
+
+// TestSimPortLossAndStall: a request ibsim drops (a port's error rate,
+// set from its console) is tried again at once, as often as the send's
+// retries allow; while ibsim is stopped, timeouts wait and nothing is
+// resent, and the answer that comes once it runs again completes the
+// request. A CONNECT or DISCONNECT waits for ibsim's answer while ibsim is
+// stopped, and fails, saying so, once ibsim is gone.
+func TestSimPortLossAndStall(t *testing.T) {
+	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{Console: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lids, err := f.LIDs(ctx, "Hca1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := OpenSimPort(f.Sock, "Hca1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	smi, err := p.Register(ClassSubnMgmt, 1, MethodMask{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hca2 := uint16(lids["Hca2"])
+	send := func(tid uint64, timeout time.Duration, retries int) *Packet {
+		t.Helper()
+		pkt := NewPacket()
+		m := simGet(ClassSubnMgmt, SMAttrNodeInfo, 0)
+		binary.BigEndian.PutUint64(m[8:], tid)
+		_ = pkt.SetMAD(m)
+		_ = pkt.SetAddr(hca2, 0, 0, 0)
+		if err := p.Send(smi, pkt, timeout, retries); err != nil {
+			t.Fatal(err)
+		}
+		return pkt
+	}
+
+	// Every request to Hca2's port dropped: 1 + 2 tries, at once.
+	if err := f.Console(`Error "Hca2"[1] 100`); err != nil {
+		t.Fatal(err)
+	}
+	before := p.sim.port.Sent()
+	start := time.Now()
+	pkt := send(1, 2*time.Second, 2)
+	if _, err := p.Recv(pkt, 5*time.Second); err != nil || !pkt.TimedOut() {
+		t.Fatalf("dropped request: err %v status %v", err, pkt.Status())
+	}
+	if el, n := time.Since(start), p.sim.port.Sent()-before; n != 3 || el > time.Second {
+		t.Errorf("dropped request: %d tries in %v, want 3 at once", n, el)
+	}
+	if err := f.Console(`Error "Hca2"[1] 0`); err != nil {
+		t.Fatal(err)
+	}
+
+	// ibsim stopped: the 50 ms timeout waits, nothing is resent.
+	if err := f.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	before = p.sim.port.Sent()
+	pkt = send(2, 50*time.Millisecond, 1)
+	time.Sleep(600 * time.Millisecond)
+	if _, err := p.Recv(pkt, 0); !errors.Is(err, ErrWouldBlock) {
+		t.Errorf("while ibsim is stopped: %v, status %v; want nothing yet", err, pkt.Status())
+	}
+	if n := p.sim.port.Sent() - before; n != 1 {
+		t.Errorf("while ibsim is stopped: sent %d times, want once", n)
+	}
+	if err := f.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Recv(pkt, 5*time.Second); err != nil || pkt.TimedOut() || pkt.MAD()[3] != 0x81 {
+		t.Fatalf("after the stall: err %v status %v", err, pkt.Status())
+	}
+
+	// CONNECT and DISCONNECT wait for a stopped ibsim.
+	waits := func(what string, f func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			t.Fatalf("%s returned while ibsim was stopped: %v", what, err)
+		case <-time.After(600 * time.Millisecond):
+		}
+		return <-done
+	}
+	if err := f.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(time.Second, func() { _ = f.Resume() })
+	var q *Port
+	if err := waits("OpenSimPort", func() (err error) { q, err = OpenSimPort(f.Sock, "Hca3"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(time.Second, func() { _ = f.Resume() })
+	if err := waits("Close", q.Close); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Running(ctx, "Hca4"); err != nil {
+		t.Fatalf("the fabric after the stalls: %v", err)
+	}
+
+	// ibsim gone while a CONNECT waits: the open fails, saying so.
+	if err := f.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(time.Second, func() { _ = f.Kill() })
+	start = time.Now()
+	err = waits("OpenSimPort", func() error { _, err := OpenSimPort(f.Sock, "Hca3"); return err })
+	if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "went away") || time.Since(start) > 5*time.Second {
+		t.Errorf("ibsim killed during CONNECT: %v after %v", err, time.Since(start))
+	}
 }

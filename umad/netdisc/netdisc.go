@@ -102,6 +102,14 @@ type Options struct {
 	// MaxHops stops the walk at routes this long (default and at most
 	// 63).
 	MaxHops int
+	// Idle bounds how long the scan waits with SMPs in flight and
+	// neither an answer nor a timeout coming back. 0 means
+	// (Retries+1)·Timeout plus a second, by when a kernel port has
+	// reported every timeout; a negative Idle waits as long as ctx
+	// allows, for an ibsim port (umad.OpenSimPort), whose timeouts wait
+	// while ibsim is stopped or busy, as libibnetdisc over libumad2sim
+	// waits for every answer.
+	Idle time.Duration
 }
 
 type reqKind uint8
@@ -202,13 +210,19 @@ func (s *scan) run() error {
 		if len(s.flight) == 0 {
 			continue
 		}
-		wait := time.Duration(s.o.Retries+1)*s.o.Timeout + time.Second
-		ctx, cancel := context.WithTimeout(s.ctx, wait)
+		ctx, cancel := s.ctx, context.CancelFunc(func() {})
+		wait := s.o.Idle
+		if wait == 0 {
+			wait = time.Duration(s.o.Retries+1)*s.o.Timeout + time.Second
+		}
+		if wait > 0 {
+			ctx, cancel = context.WithTimeout(s.ctx, wait)
+		}
 		_, err := s.p.RecvContext(ctx, s.pkt)
 		cancel()
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && s.ctx.Err() == nil {
-				return fmt.Errorf("%d SMPs in flight and no answer nor timeout for %v", len(s.flight), wait)
+				return fmt.Errorf("%d SMPs in flight and no answer nor timeout for %v (Options.Idle)", len(s.flight), wait)
 			}
 			return err
 		}

@@ -3,6 +3,7 @@ package netdisc
 import (
 	"context"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -78,5 +79,42 @@ func TestDiscoverNil(t *testing.T) {
 	p := new(umad.Port) // never opened: the context is checked first
 	if _, err := Discover(ctx, p, Options{}); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("nil context: %v", err)
+	}
+}
+
+// TestDiscoverStall: ibsim stopped for longer than the SMPs' timeouts
+// and retries. With a negative Options.Idle the scan waits and finds
+// every node once ibsim runs again (an ibsim port holds timeouts off
+// while ibsim is silent); with a bound it gives up, saying why.
+func TestDiscoverStall(t *testing.T) {
+	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{})
+	p, err := umad.OpenSimPort(f.Sock, "Hca1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	o := Options{Timeout: 50 * time.Millisecond, Retries: 1, Idle: -1}
+	if err := f.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(time.Second, func() { _ = f.Resume() })
+	start := time.Now()
+	fab, err := Discover(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fab.Nodes) != 6 || time.Since(start) < time.Second {
+		t.Fatalf("%d nodes after %v, want 6 after the second ibsim was stopped", len(fab.Nodes), time.Since(start))
+	}
+	o.Idle = 300 * time.Millisecond
+	if err := f.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Discover(context.Background(), p, o)
+	if err := f.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "no answer nor timeout for 300ms") {
+		t.Fatalf("bounded wait on a stopped ibsim: %v", err)
 	}
 }

@@ -6,6 +6,7 @@
 package umadenv
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -24,17 +25,33 @@ const (
 	UmadDebug = "PURERDMA_UMAD_DEBUG"
 )
 
+// SimCA is the one device libumad2sim shows a client of ibsim
+// (umad2sim/umad2sim.c, umad2sim_init): a tool on an ibsim fabric takes
+// it, or no name, for its CA.
+const SimCA = "ibsim0"
+
 // Open opens a tool's port: h.OpenPort(ca, port) (umad.OpenPort when h is
 // nil), or, with ibsim set (IBSim's value), umad.OpenSimPort on the fabric
-// it names, ca and port ignored. It first applies debug (UmadDebug's
-// value) when that is set.
+// it names. There, as under libumad2sim, ca is SimCA or "" and port is 0
+// or the number of the port ibsim attached the client at (any number on a
+// switch, whose SMA is port 0): anything else names a port that is not
+// there, and fails matching umad.ErrNoDevice.
+// It first applies debug (UmadDebug's value) when that is set.
 func Open(h *umad.Host, ibsim, debug, ca string, port int) (*umad.Port, error) {
 	if debug != "" {
 		umad.SetDebug(DebugLevel(debug))
 	}
 	if ibsim != "" {
 		sock, node, _ := strings.Cut(ibsim, ":")
-		return umad.OpenSimPort(sock, node)
+		p, err := umad.OpenSimPort(sock, node)
+		if err != nil {
+			return nil, err
+		}
+		if (ca != "" && ca != SimCA) || (port != 0 && !simPortOK(p, port)) {
+			p.Close()
+			return nil, &NoSimPortError{CA: ca, Port: port, SimPort: p.PortNum(), IBSim: ibsim}
+		}
+		return p, nil
 	}
 	if h == nil {
 		return umad.OpenPort(ca, port)
@@ -50,3 +67,39 @@ func DebugLevel(v string) int {
 	}
 	return max(n, 0)
 }
+
+// simPortOK is libibumad's resolve_ca_port (libibumad/umad.c) on the
+// device libumad2sim shows: a switch takes any port (its SMA is port 0);
+// a CA its one port, unless that port is Disabled.
+func simPortOK(p *umad.Port, port int) bool {
+	n, err := p.SimNode()
+	if err != nil {
+		return false
+	}
+	if n.NodeInfo[2] == 2 {
+		return true
+	}
+	return port == p.PortNum() && n.PortInfo[33]>>4 != 3
+}
+
+// NoSimPortError is a CA or port that a tool on an ibsim fabric asked
+// for and libumad2sim would not have: the fabric shows one device,
+// SimCA, with one port, SimPort.
+type NoSimPortError struct {
+	CA      string
+	Port    int
+	SimPort int
+	IBSim   string // PURERDMA_IBSIM's value
+}
+
+func (e *NoSimPortError) Error() string {
+	what := fmt.Sprintf("port %d", e.Port)
+	if e.CA != "" && e.CA != SimCA {
+		what = fmt.Sprintf("CA %q", e.CA)
+	}
+	return fmt.Sprintf("no %s on the ibsim fabric (%s=%s): it has one device, %s, with one port, %d; leave -C and -P out, or name those",
+		what, IBSim, e.IBSim, SimCA, e.SimPort)
+}
+
+// Unwrap makes the error match umad.ErrNoDevice.
+func (e *NoSimPortError) Unwrap() error { return umad.ErrNoDevice }

@@ -91,6 +91,7 @@ type Fabric struct {
 	Net string
 
 	ibsim, sm *exec.Cmd
+	ibsimDone chan struct{} // closed once ibsim exited (and was waited for)
 	console   io.WriteCloser
 	mu        sync.Mutex
 	out       bytes.Buffer // ibsim's stdout and stderr
@@ -195,13 +196,15 @@ func start(dir, net string, o Options) (*Fabric, error) {
 	if err := f.ibsim.Start(); err != nil {
 		return nil, fmt.Errorf("ibsim: %w", err)
 	}
+	f.ibsimDone = make(chan struct{})
+	go func() { _ = f.ibsim.Wait(); close(f.ibsimDone) }()
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
 	deadline := time.Now().Add(timeout)
 	for !f.listening() {
-		if time.Now().After(deadline) || f.ibsim.ProcessState != nil {
+		if time.Now().After(deadline) || f.exited() {
 			return f, fmt.Errorf("ibsim did not listen on @%s:ctl: %s", f.Sock, f.Output())
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -342,22 +345,76 @@ func (f *Fabric) Console(line string) error {
 	return nil
 }
 
+// Pause stops ibsim (SIGSTOP) until Resume: the fabric stalls as a
+// simulator busy elsewhere does, nothing answered, nothing lost.
+func (f *Fabric) Pause() error { return f.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused ibsim run again (SIGCONT).
+func (f *Fabric) Resume() error { return f.signal(syscall.SIGCONT) }
+
+// Kill kills ibsim (SIGKILL) and waits for it: the fabric is gone.
+func (f *Fabric) Kill() error {
+	if err := f.signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-f.ibsimDone
+	return nil
+}
+
+func (f *Fabric) signal(sig syscall.Signal) error {
+	if f.ibsim == nil || f.ibsim.Process == nil || f.exited() {
+		return errors.New("ibsimtest: ibsim is not running")
+	}
+	return f.ibsim.Process.Signal(sig)
+}
+
+// exited reports whether ibsim has exited.
+func (f *Fabric) exited() bool {
+	select {
+	case <-f.ibsimDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Running reports whether ibsim is still there and OpenSM still
+// answers: sminfo (infiniband-diags', through libumad2sim, attached at
+// node) finds the SM MASTER within the time ctx leaves.
+func (f *Fabric) Running(ctx context.Context, node string) error {
+	if f.exited() {
+		return fmt.Errorf("ibsim exited (%v):\n%s", f.ibsim.ProcessState, f.Output())
+	}
+	out, err := f.Run(ctx, node, "sminfo")
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, f.Output())
+	}
+	if !bytes.Contains(out, []byte("SMINFO_MASTER")) {
+		return fmt.Errorf("sminfo: %s", out)
+	}
+	return nil
+}
+
 // Stop stops OpenSM, then ibsim (which frees every client slot), and
-// waits for both. It is safe to call more than once.
+// waits for both. It is safe to call more than once, and after Pause.
 func (f *Fabric) Stop() {
-	for _, c := range []*exec.Cmd{f.sm, f.ibsim} {
-		if c == nil || c.Process == nil || c.ProcessState != nil {
-			continue
-		}
+	_ = f.Resume()
+	stop := func(c *exec.Cmd, done <-chan struct{}) {
 		_ = c.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = c.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(3 * time.Second):
 			_ = c.Process.Kill()
 			<-done
 		}
+	}
+	if c := f.sm; c != nil && c.Process != nil && c.ProcessState == nil {
+		done := make(chan struct{})
+		go func() { _ = c.Wait(); close(done) }()
+		stop(c, done)
+	}
+	if f.ibsimDone != nil && !f.exited() {
+		stop(f.ibsim, f.ibsimDone)
 	}
 	if f.console != nil {
 		_ = f.console.Close()

@@ -16,9 +16,9 @@
 //     MADs go between its own ports, in place of the kernel;
 //   - umad's ibsim transport (umad.OpenSimPort, PURERDMA_IBSIM), a
 //     production path: there a Fabric's Wire leads to the ibsim
-//     simulator's sockets (Wire, Fabric.Deliver, Fabric.Fail), so a port
-//     of a simulated InfiniBand fabric runs the same agent model as the
-//     unit tests check.
+//     simulator's sockets (Wire, StallWire, Fabric.Deliver, Fabric.Fail),
+//     so a port of a simulated InfiniBand fabric runs the same agent model
+//     as the unit tests check.
 //
 // It therefore belongs to neither: internal/testmodel/fakekernel, the strict fake
 // uverbs kernel for unit tests, is not linked into production code.

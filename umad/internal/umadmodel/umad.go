@@ -124,7 +124,9 @@ type PortConfig struct {
 // timeout_ms > 0 the request is resent `retries` times, each after
 // timeout_ms, and then comes back on read as a header-only record (the
 // header as written, status ETIMEDOUT, the first 24 bytes of the MAD);
-// timeout_ms ≥ 2³¹ waits for ever.
+// timeout_ms ≥ 2³¹ waits for ever. With a Wire, a try the network reports
+// undelivered (Fail) counts as one whose timeout passed, and a StallWire
+// that has been silent since a try went out holds that try's timeout off.
 //
 // read: count < header: EINVAL; device gone: EIO; nothing queued and
 // non-blocking: EAGAIN; a buffer too small for the first (or only) 256

@@ -34,6 +34,7 @@ type umadSend struct {
 	response bool
 	timeout  time.Duration
 	retries  uint32
+	sentAt   time.Time // when the last try went on the wire
 	active   bool
 	armed    bool // timer is set and has not fired
 	timer    *time.Timer
@@ -148,6 +149,7 @@ func (f *File) Write(p []byte) (int, error) {
 			s.timeout = time.Duration(h.TimeoutMs) * time.Millisecond
 			s.arm()
 		}
+		s.sentAt = time.Now()
 		fab.transmit(f.port, a, &s.hdr, s.mad)
 		return len(p), nil
 	}
@@ -198,6 +200,8 @@ func (s *umadSend) arm() {
 
 // expire is timeout_sends: resend while retries are left, then hand the
 // send back to the file as a header-only record with status ETIMEDOUT.
+// A wire that answers every request it handles (StallWire) can hold the
+// timeout off while it is silent.
 func (s *umadSend) expire() {
 	fab := s.fab
 	fab.mu.Lock()
@@ -207,9 +211,22 @@ func (s *umadSend) expire() {
 		return
 	}
 	s.armed = false
+	if w, ok := fab.wire.(StallWire); ok && w.Stalled(s.file.port, s.sentAt) {
+		s.arm() // the network has not run since this try went out
+		return
+	}
+	s.timedOut()
+}
+
+// timedOut is one try of s that came to nothing: the next try while
+// retries are left, else the send's end. Caller holds fab.mu; s is
+// active and its timer is not armed.
+func (s *umadSend) timedOut() {
+	fab := s.fab
 	if s.retries > 0 {
 		s.retries--
 		s.arm()
+		s.sentAt = time.Now()
 		fab.transmit(s.file.port, s.agent, &s.hdr, s.mad)
 		return
 	}
@@ -291,6 +308,19 @@ type Wire interface {
 	Transmit(src *Port, srcQPN uint32, h *abi.MadHdr, mad []byte)
 }
 
+// StallWire is a Wire to a network that answers every request it
+// handles, if only to say it dropped it (Fail): ibsim, which a stopped or
+// busy process can hold up for seconds. Silence from it is a stall, not a
+// lost MAD, so a request's timeout waits while it lasts.
+type StallWire interface {
+	Wire
+	// Stalled reports whether the network has stayed silent since
+	// since (when a try of a request from src went out) while still
+	// being there: the try's timeout then starts again, without a
+	// resend. Called with the fabric's lock held: it must not block.
+	Stalled(src *Port, since time.Time) bool
+}
+
 // SetWire makes w carry every MAD the fabric's ports send, from now on.
 func (fab *Fabric) SetWire(w Wire) {
 	fab.mu.Lock()
@@ -316,9 +346,12 @@ func (fab *Fabric) Deliver(dst *Port, srcLID uint16, srcQPN, dqpn uint32, mad []
 }
 
 // Fail is the network's word that the request mad (as sent by port src)
-// cannot be delivered (ibsim answers an unroutable one with status
-// ETIMEDOUT at once): the request is handed back to its agent as one
-// whose last retry timed out, without waiting for the retries.
+// was not delivered (ibsim answers an unroutable one, and one a port's
+// error rate drops, with status ETIMEDOUT at once): that try came to
+// nothing, as if its timeout had passed, so the next try goes at once
+// while retries are left, and then the request comes back to its agent
+// timed out. A request without a timeout (it waits for ever) is resent
+// while retries are left, and otherwise waits on.
 func (fab *Fabric) Fail(src *Port, mad []byte) {
 	if len(mad) < umadMADHdr || umadIsResponse(mad) {
 		return
@@ -331,16 +364,22 @@ func (fab *Fabric) Fail(src *Port, mad []byte) {
 		return
 	}
 	for _, s := range a.file.sends {
-		if s.agent == a && s.tid == tid && s.class == mad[1] && !s.response {
-			s.retries = 0
-			if s.armed && s.timer.Stop() {
-				s.armed = false
-				fab.mu.Unlock()
-				s.expire()
-				fab.mu.Lock()
-			}
-			return
+		if s.agent != a || s.tid != tid || s.class != mad[1] || s.response {
+			continue
 		}
+		switch {
+		case s.armed:
+			if !s.timer.Stop() {
+				return // its timeout is being handled: that is the next try
+			}
+			s.armed = false
+			s.timedOut()
+		case s.retries > 0:
+			s.retries--
+			s.sentAt = time.Now()
+			fab.transmit(src, a, &s.hdr, s.mad)
+		}
+		return
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -1061,5 +1062,129 @@ func TestUmadSteadyStateAllocs(t *testing.T) {
 	round()
 	if a := testing.AllocsPerRun(100, round); a != 0 {
 		t.Fatalf("%v allocations per round trip", a)
+	}
+}
+
+// The wire to a network outside the fabric (ibsim's, for umad's
+// simulator transport).
+
+// umadTestWire records what a fabric puts on its wire and answers
+// Stalled with stalled.
+type umadTestWire struct {
+	mu      sync.Mutex
+	sent    [][]byte
+	stalled bool
+	asked   int
+}
+
+func (w *umadTestWire) Transmit(_ *Port, _ uint32, _ *abi.MadHdr, mad []byte) {
+	w.mu.Lock()
+	w.sent = append(w.sent, append([]byte(nil), mad...))
+	w.mu.Unlock()
+}
+
+func (w *umadTestWire) Stalled(_ *Port, _ time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.asked++
+	return w.stalled
+}
+
+func (w *umadTestWire) count() (sent, asked int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.sent), w.asked
+}
+
+func (w *umadTestWire) last() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sent[len(w.sent)-1]
+}
+
+// TestUmadWireFailRetries: a try the network reports undelivered (Fail)
+// is a try that came to nothing: the next goes at once while retries are
+// left, then the request comes back timed out, long before its timeouts
+// would have passed. One without a timeout is resent while retries are
+// left, then waits on.
+func TestUmadWireFailRetries(t *testing.T) {
+	n := newUmadNet(t)
+	w := &umadTestWire{}
+	n.fab.SetWire(w)
+	f, fd := umadOpenPKey(t, n.ib1)
+	a := umadMustReg(t, fd, abi.RegReq2{QPN: 1})
+	h := umadTo(n.ib2, a)
+	h.TimeoutMs, h.Retries = 10_000, 2
+	start := time.Now()
+	if err := umadWrite(fd, 64, h, umadMAD(0x04, 1, 0x01, 7)); err != nil {
+		t.Fatal(err)
+	}
+	for try := 1; try <= 3; try++ {
+		if sent, _ := w.count(); sent != try {
+			t.Fatalf("before report %d: %d sent, want %d", try, sent, try)
+		}
+		n.fab.Fail(n.ib1, w.last())
+	}
+	th, tm := umadRecv(t, fd, 64)
+	if th.Status != uint32(syscall.ETIMEDOUT) || binary.BigEndian.Uint32(tm[12:16]) != 7 {
+		t.Fatalf("record %+v % x, want the request timed out", th, tm[:16])
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("the reports took %v to end the request", el)
+	}
+	if sent, _ := w.count(); sent != 3 || f.Outstanding() != 0 {
+		t.Fatalf("%d sent, %d outstanding; want 1 + 2 retries, none", sent, f.Outstanding())
+	}
+	// A report for a request no longer there changes nothing.
+	n.fab.Fail(n.ib1, w.last())
+	umadNoRecord(t, fd)
+
+	// Without a timeout: resent once (retries 1), then it waits.
+	h.TimeoutMs, h.Retries = 0xffffffff, 1
+	if err := umadWrite(fd, 64, h, umadMAD(0x04, 1, 0x01, 8)); err != nil {
+		t.Fatal(err)
+	}
+	n.fab.Fail(n.ib1, w.last())
+	n.fab.Fail(n.ib1, w.last())
+	if sent, _ := w.count(); sent != 5 || f.Outstanding() != 1 {
+		t.Fatalf("%d sent, %d outstanding; want 5 and the request waiting", sent, f.Outstanding())
+	}
+	umadNoRecord(t, fd)
+}
+
+// TestUmadWireStall: a StallWire that says it is stalled holds timeouts
+// off (no resend, no retry used); once it says it is not, the tries go
+// on as usual.
+func TestUmadWireStall(t *testing.T) {
+	n := newUmadNet(t)
+	w := &umadTestWire{stalled: true}
+	n.fab.SetWire(w)
+	_, fd := umadOpenPKey(t, n.ib1)
+	a := umadMustReg(t, fd, abi.RegReq2{QPN: 1})
+	h := umadTo(n.ib2, a)
+	h.TimeoutMs, h.Retries = 10, 1
+	if err := umadWrite(fd, 64, h, umadMAD(0x04, 1, 0x01, 9)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, asked := w.count(); asked >= 5 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if sent, asked := w.count(); sent != 1 || asked < 5 {
+		t.Fatalf("stalled: %d sent, asked %d times; want 1 and the timeout held off", sent, asked)
+	}
+	umadNoRecord(t, fd)
+	w.mu.Lock()
+	w.stalled = false
+	w.mu.Unlock()
+	th, _ := umadRecv(t, fd, 64)
+	if th.Status != uint32(syscall.ETIMEDOUT) {
+		t.Fatalf("record %+v, want timed out", th)
+	}
+	if sent, _ := w.count(); sent != 2 {
+		t.Fatalf("%d sent, want 1 + 1 retry", sent)
 	}
 }

@@ -28,6 +28,11 @@ type Env struct {
 	// UmadDebug is PURERDMA_UMAD_DEBUG's value: umad's debug level
 	// (umad.SetDebug) as a number; any other non-empty value means 1.
 	UmadDebug string
+
+	// sysfsShown is the root ibstatus names in its messages where it
+	// differs from SysfsRoot: "/sys" for the tree of an ibsim fabric
+	// (simView).
+	sysfsShown string
 }
 
 // DefaultEnv is the running system's /sys and /dev/infiniband, and the

@@ -8,14 +8,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 )
 
-// errHelp is -h or --help: the tool prints its usage on standard output.
+// errHelp is -h or --help: the tool prints its usage on standard error
+// and exits with status 2, as ibdiag_show_usage does (a tool of ours
+// without a C counterpart prints it on standard output and exits 0).
 var errHelp = errors.New("help")
+
+// fabricHelp is -h of a fabric tool: ibdiag_show_usage's standard error
+// and exit status 2.
+func fabricHelp(stderr io.Writer, usage string) error {
+	fmt.Fprint(stderr, usage)
+	return cli.ExitError{Code: 2}
+}
 
 // strtoulArg reads a number the way the C tools do (strtoul base 0),
 // refusing garbage and negative values.
@@ -35,17 +45,51 @@ type fabricOpts struct {
 	timeout time.Duration
 	// timeoutSet is -t given (ibnetdiscover's default differs).
 	timeoutSet bool
+	// retries are the tries after the first: libibmad's tools make
+	// MAD_DEF_RETRIES (3) tries in all, so 2; the discovery tools pass
+	// the kernel 3 (libibnetdisc's DEFAULT_RETRIES). retriesSet is
+	// --retries given.
 	retries    int
-	pos        []string
+	retriesSet bool
+	// errs and debug are -e and -d: libibmad's warnings.
+	errs, debug bool
+	pos         []string
+}
+
+// madLog returns the log of libibmad's warnings the options ask for, on
+// w.
+func (o *fabricOpts) madLog(w io.Writer) *madLog {
+	return &madLog{w: w, errs: o.errs || o.debug, debug: o.debug}
+}
+
+// tries is how many times a request goes out.
+func (o *fabricOpts) tries() int { return o.retries + 1 }
+
+// rpcOptions are the options of the tools whose MADs go through
+// libibmad's RPC (smpquery, sminfo): -e, -d and --retries.
+func (o *fabricOpts) rpcOptions() []cli.Option {
+	return []cli.Option{
+		{Short: 'e', Long: "errors", Set: func(string) error { o.errs = true; return nil }},
+		{Short: 'd', Long: "debug", Set: func(string) error { o.debug = true; return nil }},
+		{Long: "retries", Arg: true, Set: func(v string) (err error) {
+			o.retries, err = strtoulArg(v, "retries")
+			o.retriesSet = true
+			return err
+		}},
+	}
 }
 
 // parseFabricOpts reads the common options with cli.GetoptOperands
-// (getopt_long's rules, as ibdiag_process_opts reads them), then extra,
-// the tool's own; the operands land in pos. A command line getopt refuses
+// (getopt_long's rules, as ibdiag_process_opts reads them), with rpc the
+// options of libibmad's RPC (rpcOptions), then extra, the tool's own; the
+// operands land in pos. A command line getopt refuses
 // is reported on stderr already (a cli.GetoptError); fabricUsage reports
 // the others.
-func parseFabricOpts(tool string, args []string, stderr io.Writer, extra ...cli.Option) (*fabricOpts, error) {
-	o := &fabricOpts{timeout: time.Second, retries: 3}
+func parseFabricOpts(tool string, rpc bool, args []string, stderr io.Writer, extra ...cli.Option) (*fabricOpts, error) {
+	o := &fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}
+	if rpc {
+		extra = append(o.rpcOptions(), extra...)
+	}
 	opts := append([]cli.Option{
 		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
 		{Short: 'D', Long: "Direct", Set: func(string) error { o.dr = true; return nil }},
@@ -84,10 +128,29 @@ func fabricUsage(stderr io.Writer, tool, usage string, err error) error {
 	return cli.ExitError{Code: 2}
 }
 
-// fabricFail reports an error as the C tools' IBEXIT (ibexit in
-// infiniband-diags/ibdiag_common.c) does: on standard output, exit
-// status 255.
-func fabricFail(stdout io.Writer, tool string, err error) error {
-	fmt.Fprintf(stdout, "%s: iberror: failed: %v\n", tool, err)
-	return cli.ExitError{Code: 255}
+// openFailed reports a port that does not open as the C tool does: the
+// warning of libibmad's mad_rpc_open_port (ca "(null)" when not given),
+// then the tool's own words (IBEXIT's "Failed to open 'CA' port 'N'";
+// libibnetdisc's error and "discover failed" for ibnetdiscover;
+// iblinkinfo's line and exit status 1), and our explanation on standard
+// error.
+func openFailed(stdout, stderr io.Writer, tool string, o *fabricOpts, err error) error {
+	ca := o.ca
+	if ca == "" {
+		ca = "(null)"
+	}
+	fmt.Fprintf(stderr, "ibwarn: [%d] mad_rpc_open_port: can't open UMAD port (%s:%d)\n", os.Getpid(), ca, o.port)
+	switch tool {
+	case "ibnetdiscover":
+		// libibnetdisc/ibnetdisc.c, ibnd_discover_fabric: IBND_ERROR
+		// names its source file and line.
+		fmt.Fprintf(stderr, "./libibnetdisc/ibnetdisc.c:802; can't open MAD port (%s:%d)\n", ca, o.port)
+		fmt.Fprintf(stderr, "%s: %v\n", tool, err)
+		return ibexit(stdout, tool, o.debug, "main", "discover failed\n")
+	case "iblinkinfo":
+		fmt.Fprintf(stderr, "Failed to open %s port %d\n%s: %v\n", ca, o.port, tool, err)
+		return cli.ExitError{Code: 1}
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", tool, err)
+	return ibexit(stdout, tool, o.debug, "main", "Failed to open '%s' port '%d'", ca, o.port)
 }

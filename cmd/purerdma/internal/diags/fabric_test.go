@@ -16,6 +16,7 @@ import (
 	"github.com/purerdma/rdma/cmd/internal/umadenv"
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
+	"github.com/purerdma/rdma/umad"
 )
 
 // fabricRun is one tool run's output and exit status.
@@ -331,5 +332,96 @@ func TestFabricFaults(t *testing.T) {
 	sameRun(t, "perfquery", c, g, nil)
 	if !strings.Contains(g.stdout, "SymbolErrorCounter:..............65535\n") {
 		t.Errorf("the saturated counter does not show:\n%s", g.stdout)
+	}
+}
+
+// TestFabricIbstat: on an ibsim fabric ibstat and ibstatus show the one
+// device libumad2sim shows its client, ibsim0, attached at an HCA and at
+// a switch. The tree ours reads is libumad2sim's, file for file (each
+// read by cat through libumad2sim); ibstat's output is infiniband-diags' under libumad2sim; ibstatus's
+// is the ibstatus script's run on that tree (the script itself does not
+// see libumad2sim's tree: its shell tests /sys directly).
+func TestFabricIbstat(t *testing.T) {
+	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{})
+	script, err := exec.LookPath("ibstatus")
+	if err != nil {
+		script = "/usr/sbin/ibstatus"
+	}
+	text, err := os.ReadFile(script)
+	if err != nil {
+		t.Skipf("infiniband-diags' ibstatus script: %v", err)
+	}
+	for _, node := range []string{"Hca2", "Switch1"} {
+		for _, args := range [][]string{{}, {"-l"}, {"-p"}, {"-s"}, {"ibsim0"}, {"ibsim0", "1"}, {"ibsim0", "2"}, {"mlx5_0"}} {
+			name := "ibstat " + strings.Join(args, " ") + " at " + node
+			sameRun(t, name, runC(t, f, node, "ibstat", args...), runGo(t, f, node, "ibstat", args...), nil)
+		}
+
+		// The tree, against libumad2sim's.
+		p, err := umad.OpenSimPort(f.Sock, node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := p.SimNode()
+		p.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		root := t.TempDir()
+		if err := writeSimSysfs(root, &n); err != nil {
+			t.Fatal(err)
+		}
+		files := 0
+		err = filepath.WalkDir(filepath.Join(root, "class"), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			b, _ := os.ReadFile(path)
+			if c := runC(t, f, node, "cat", "/sys/"+rel); c.code != 0 || c.stdout != string(b) {
+				t.Errorf("at %s: /sys/%s is %q, libumad2sim's %q (%s)", node, rel, b, c.stdout, c.stderr)
+			}
+			files++
+			return nil
+		})
+		// dev_sysfs_create: 6 device files, 8 port files, gid 0, 32
+		// P_Keys, abi_version and umad0 and issm0 (2 each).
+		if err != nil || files != 6+8+1+32+1+4 {
+			t.Fatalf("at %s: %d files: %v", node, files, err)
+		}
+		// Files neither tree has (cat through libumad2sim fails).
+		port := "class/infiniband/ibsim0/ports/" + strconv.Itoa(int(n.PortInfo[28]))
+		for _, rel := range []string{"class/infiniband/ibsim0/node_desc", "class/infiniband/ibsim0/board_id",
+			port + "/link_layer", port + "/gids/1", port + "/pkeys/32"} {
+			if _, err := os.Stat(filepath.Join(root, rel)); err == nil {
+				t.Errorf("at %s: ours has %s", node, rel)
+			}
+			if c := runC(t, f, node, "cat", "/sys/"+rel); c.code == 0 {
+				t.Errorf("at %s: libumad2sim has /sys/%s", node, rel)
+			}
+		}
+
+		// ibstatus: the script on that tree.
+		tree := filepath.Join(root, "class", "infiniband")
+		mine := filepath.Join(t.TempDir(), "ibstatus")
+		s := strings.Replace(string(text), `infiniband_base="/sys/class/infiniband"`, `infiniband_base="`+tree+`"`, 1)
+		if err := os.WriteFile(mine, []byte(s), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{}, {"ibsim0"}, {"ibsim0:" + strconv.Itoa(int(n.PortInfo[28]))}, {"mlx5_0"}} {
+			cmd := exec.Command("sh", append([]string{mine}, args...)...)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			code := 0
+			if err := cmd.Run(); err != nil {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) {
+					t.Fatal(err)
+				}
+				code = ee.ExitCode()
+			}
+			c := fabricRun{stdout: strings.ReplaceAll(out.String(), tree, "/sys/class/infiniband"), stderr: errb.String(), code: code}
+			sameRun(t, "ibstatus "+strings.Join(args, " ")+" at "+node, c, runGo(t, f, node, "ibstatus", args...), nil)
+		}
 	}
 }

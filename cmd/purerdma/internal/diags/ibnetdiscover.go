@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+	"github.com/purerdma/rdma/umad"
 	"github.com/purerdma/rdma/umad/netdisc"
 )
 
@@ -35,21 +36,24 @@ With PURERDMA_IBSIM=SOCKET:NODE the tool runs on an ibsim fabric
 (docs/ibsim.md).
 `
 
-// discoverFabric opens the port the options name and walks the fabric.
-func (env *Env) discoverFabric(o *fabricOpts, outstanding int) (*netdisc.Fabric, error) {
-	p, err := env.openPort(env.host(), o.ca, o.port)
-	if err != nil {
-		return nil, err
+// discoverFabric walks the fabric from the open port p.
+func discoverFabric(p *umad.Port, o *fabricOpts, outstanding int) (*netdisc.Fabric, error) {
+	opts := netdisc.Options{MaxOutstanding: outstanding, Timeout: o.timeout, Retries: o.retries}
+	if isSim(p) {
+		// libibnetdisc waits for every answer (umad_recv with no
+		// timeout), and over libumad2sim no timeout ever comes: a
+		// stopped ibsim delays the scan, it does not end it.
+		opts.Idle = -1
 	}
-	defer p.Close()
-	return netdisc.Discover(context.Background(), p, netdisc.Options{MaxOutstanding: outstanding, Timeout: o.timeout, Retries: o.retries})
+	return netdisc.Discover(context.Background(), p, opts)
 }
 
 // parseDiscoverOpts reads the discovery tools' options: the fabric
-// tools' and --outstanding; -t defaults to 200 ms.
+// tools' and --outstanding; -t defaults to 200 ms and the kernel retries
+// a try 3 times (libibnetdisc's DEFAULT_RETRIES).
 func parseDiscoverOpts(tool string, args []string, stderr io.Writer) (*fabricOpts, int, error) {
 	outstanding := 64
-	o, err := parseFabricOpts(tool, args, stderr, cli.Option{Long: "outstanding", Arg: true, Set: func(v string) (err error) {
+	o, err := parseFabricOpts(tool, false, args, stderr, cli.Option{Long: "outstanding", Arg: true, Set: func(v string) (err error) {
 		outstanding, err = strtoulArg(v, "outstanding")
 		if err == nil && outstanding == 0 {
 			err = errors.New("--outstanding must be at least 1")
@@ -62,6 +66,7 @@ func parseDiscoverOpts(tool string, args []string, stderr io.Writer) (*fabricOpt
 	if !o.timeoutSet {
 		o.timeout = 200 * time.Millisecond
 	}
+	o.retries = 3
 	if len(o.pos) > 0 {
 		return nil, 0, fmt.Errorf("unexpected argument %s", o.pos[0])
 	}
@@ -69,20 +74,33 @@ func parseDiscoverOpts(tool string, args []string, stderr io.Writer) (*fabricOpt
 }
 
 // discoverTool is the start of a discovery tool: its options (usage on
-// -h, or after a bad option with exit status 2), then the fabric. A nil
-// fabric means the tool is done and returns err.
+// -h, or after a bad option, with exit status 2), then the fabric. A nil
+// fabric means the tool is done and returns err. A port that does not
+// open or a scan that fails ends the tool as the C tool ends: ibnetdiscover
+// with IBEXIT("discover failed\n"), iblinkinfo with "discover failed" on
+// standard error and exit status 1; our explanation follows on standard
+// error.
 func (env *Env) discoverTool(tool, usage string, args []string, stdout, stderr io.Writer) (*netdisc.Fabric, error) {
 	o, outstanding, err := parseDiscoverOpts(tool, args, stderr)
 	if errors.Is(err, errHelp) {
-		fmt.Fprint(stdout, usage)
-		return nil, nil
+		return nil, fabricHelp(stderr, usage)
 	}
 	if err != nil {
 		return nil, fabricUsage(stderr, tool, usage, err)
 	}
-	f, err := env.discoverFabric(o, outstanding)
+	p, err := env.openPort(env.host(), o.ca, o.port)
 	if err != nil {
-		return nil, fabricFail(stdout, tool, fmt.Errorf("discover failed: %w", err))
+		return nil, openFailed(stdout, stderr, tool, o, err)
+	}
+	defer p.Close()
+	f, err := discoverFabric(p, o, outstanding)
+	if err != nil {
+		if tool == "iblinkinfo" {
+			fmt.Fprintf(stderr, "discover failed\n%s: %v\n", tool, err)
+			return nil, cli.ExitError{Code: 1}
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", tool, err)
+		return nil, ibexit(stdout, tool, false, "main", "discover failed\n")
 	}
 	return f, nil
 }

@@ -70,8 +70,7 @@ func (env *Env) runIbstat(args []string, stdout, stderr io.Writer) error {
 		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
 	}, stderr)
 	if errors.Is(err, errHelp) {
-		fmt.Fprint(stdout, ibstatUsage)
-		return nil
+		return fabricHelp(stderr, ibstatUsage)
 	}
 	if err != nil {
 		fmt.Fprint(stderr, ibstatUsage)
@@ -87,6 +86,14 @@ func (env *Env) runIbstat(args []string, stdout, stderr io.Writer) error {
 		// ca_stat then refuses; a negative number shows every port.
 		devPort = int(int32(cli.CStrtol(pos[1])))
 	}
+	// On an ibsim fabric, the device libumad2sim shows instead of the
+	// host's.
+	env, done, err := env.simView()
+	if err != nil {
+		fmt.Fprintf(stderr, "ibstat: %v\n", err)
+		return cli.ExitError{Code: 255}
+	}
+	defer done()
 	// rdma-core's umad_init checks nothing, so neither does ibstat: it
 	// only reads sysfs, and works without ib_umad.
 	h := env.host()

@@ -62,6 +62,14 @@ func (env *Env) runIbstatus(args []string, stdout, stderr io.Writer) error {
 	if len(devs) > 0 && devs[0] == "-h" {
 		return ibstatusUsage(stdout)
 	}
+	// On an ibsim fabric, the device libumad2sim shows instead of the
+	// host's.
+	env, done, err := env.simView()
+	if err != nil {
+		fmt.Fprintf(stderr, "ibstatus: %v\n", err)
+		return cli.ExitError{Code: 255}
+	}
+	defer done()
 	// Every read goes through package sysfs, which keeps a tree given as
 	// the root inside it (a rate that is a link to /etc/passwd is the
 	// tree's etc/passwd).
@@ -69,7 +77,11 @@ func (env *Env) runIbstatus(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return ibstatusFatal(stdout, "No devices")
 	}
-	base := filepath.Join(env.SysfsRoot, "class", "infiniband")
+	shown := env.SysfsRoot
+	if env.sysfsShown != "" {
+		shown = env.sysfsShown
+	}
+	base := filepath.Join(shown, "class", "infiniband")
 	type req struct{ dev, port string } // port "+" means all
 	var reqs []req
 	if len(devs) == 0 {

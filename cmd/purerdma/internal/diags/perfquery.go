@@ -44,7 +44,10 @@ Options:
   -C, --Ca <ca>        local device (default: as libibumad chooses)
   -P, --Port <port>    local port (default: as libibumad chooses)
   -t, --timeout <ms>   response timeout per try (default 1000)
-      --retries <n>    resends after a timeout (default 3)
+      --retries <n>    tries after the first (default 2: three in all,
+                       libibmad's)
+  -e, --errors         show send and receive errors (libibmad's retries)
+  -d, --debug          also libibmad's debug lines (one level)
       --dgid <gid>     address the destination by GID (RoCE needs one)
       --json           print JSON instead of text
   -h, --help           this help
@@ -65,10 +68,12 @@ type perfqueryOpts struct {
 	resetOnly bool // -R
 	mask      uint64
 	maskSet   bool
+	errs      bool // -e
+	debug     bool // -d
 }
 
 func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
-	o := &perfqueryOpts{timeout: time.Second, retries: 3, lid: -1}
+	o := &perfqueryOpts{timeout: madDefTimeout, retries: madDefTries - 1, lid: -1}
 	flag := func(p *bool) func(string) error { return func(string) error { *p = true; return nil } }
 	pos, err := cli.GetoptOperands("perfquery", args, []cli.Option{
 		{Short: 'x', Long: "extended", Set: flag(&o.extended)},
@@ -76,6 +81,8 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 		{Short: 'r', Long: "reset_after_read", Set: flag(&o.reset)},
 		{Short: 'R', Long: "Reset_only", Set: flag(&o.resetOnly)},
 		{Long: "json", Set: flag(&o.json)},
+		{Short: 'e', Long: "errors", Set: flag(&o.errs)},
+		{Short: 'd', Long: "debug", Set: flag(&o.debug)},
 		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
 		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { o.ca = v; return nil }},
 		{Short: 'P', Long: "Port", Arg: true, Set: func(v string) (err error) {
@@ -130,11 +137,12 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 	return o, nil
 }
 
-// perfqueryFail prints an error the way the tool reports them and exits
-// with IBEXIT's status.
-func perfqueryFail(stderr io.Writer, err error) error {
+// perfqueryFail prints an error the way the tool reports them: IBEXIT's
+// line on standard output (what failed, fn the C function with -d), our
+// explanation on standard error, exit status 255.
+func perfqueryFail(stdout, stderr io.Writer, o *perfqueryOpts, fn, what string, err error) error {
 	fmt.Fprintf(stderr, "perfquery: %v\n", err)
-	return cli.ExitError{Code: 255}
+	return ibexit(stdout, "perfquery", o.debug, fn, "%s", what)
 }
 
 // perfqueryTarget is where the queries go.
@@ -159,49 +167,47 @@ const (
 func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	o, err := perfqueryParse(args, stderr)
 	if errors.Is(err, errHelp) {
-		fmt.Fprint(stdout, perfqueryUsage)
-		return nil
+		return fabricHelp(stderr, perfqueryUsage)
 	}
 	if err != nil {
 		return fabricUsage(stderr, "perfquery", perfqueryUsage, err)
 	}
+	log := &madLog{w: stderr, errs: o.errs || o.debug, debug: o.debug}
 	h := env.host()
 	port, err := env.openPort(h, o.ca, o.port)
 	if err != nil {
-		return perfqueryFail(stderr, err)
+		return openFailed(stdout, stderr, "perfquery", &fabricOpts{ca: o.ca, port: o.port, debug: o.debug}, err)
 	}
 	defer port.Close()
-	local, err := localPort(h, port, o.timeout, o.retries)
+	// What failed, as infiniband-diags' IBEXIT says it on standard
+	// output (fn: the C function, shown with -d); our explanation goes
+	// to standard error after libibmad's warnings.
+	ibexit := func(fn, what string, err error) error { return perfqueryFail(stdout, stderr, o, fn, what, err) }
+	local, err := localPort(h, port, o.timeout, o.retries+1)
 	if err != nil {
-		return perfqueryFail(stderr, err)
+		return ibexit("main", "can't resolve self port (null)", err)
 	}
 	tgt, err := perfqueryResolve(o, local)
 	if err != nil {
-		return perfqueryFail(stderr, err)
+		return ibexit("main", "can't resolve destination port", err)
 	}
 	agent, err := port.Register(umad.ClassPerfMgmt, umad.PerfClassVersion, umad.MethodMask{})
 	if err != nil {
-		return perfqueryFail(stderr, err)
+		return ibexit("main", "Failed to open '(null)' port '0'", err)
 	}
-	q := &perfqueryQuerier{port: port, agent: agent, pkt: umad.NewPacket(), tgt: tgt, timeout: o.timeout, retries: o.retries, warn: stderr}
-	// What failed, as infiniband-diags' IBEXIT says it on standard
-	// output; our explanation goes to standard error after libibmad's
-	// warning.
-	ibexit := func(what string, err error) error {
-		fmt.Fprintf(stdout, "perfquery: iberror: failed: %s\n", what)
-		fmt.Fprintf(stderr, "perfquery: %v\n", err)
-		return cli.ExitError{Code: 255}
-	}
+	q := &perfqueryQuerier{rpc: newMadRPC(port, o.timeout, o.retries+1, log), agent: agent, tgt: tgt}
 
 	// ClassPortInfo is mandatory; its capability masks say which counters
 	// are valid.
-	data, err := q.query(umad.AttrClassPortInfo, umad.MethodGet, nil)
+	cpiReq := rawAttr{umad.AttrClassPortInfo, make([]byte, umad.PerfDataSize)}
+	cpiReq.b[1] = byte(tgt.port) // pma_query_via sets PortSelect, whatever the attribute
+	data, err := q.get(umad.AttrClassPortInfo, tgt.port, cpiReq)
 	if err != nil {
-		return ibexit("classportinfo query", fmt.Errorf("classportinfo query: %w", err))
+		return ibexit("main", "classportinfo query", fmt.Errorf("classportinfo query: %w", err))
 	}
 	var cpi umad.ClassPortInfo
 	if err := cpi.Decode(data); err != nil {
-		return ibexit("classportinfo query", fmt.Errorf("classportinfo query: %w", err))
+		return ibexit("main", "classportinfo query", fmt.Errorf("classportinfo query: %w", err))
 	}
 	capMask, capMask2 := cpi.CapabilityMask, cpi.CapabilityMask2
 
@@ -210,26 +216,25 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	aggregate := false
 	if tgt.port == perfqueryAllPorts && capMask&pmCapAllPortSelect == 0 {
 		if !o.all {
-			return ibexit("AllPortSelect not supported", errors.New("the PMA has no AllPortSelect"))
+			return ibexit("main", "AllPortSelect not supported", errors.New("the PMA has no AllPortSelect"))
 		}
-		c, err := newSMPClient(port, o.timeout, o.retries)
+		c, err := newSMPClient(port, o.timeout, o.retries+1, log)
 		if err != nil {
-			return perfqueryFail(stderr, err)
+			return ibexit("main", "smp query nodeinfo failed", err)
 		}
-		c.warn = stderr
 		d := smpDest{lid: tgt.lid}
 		ni, err := c.get(d, umad.SMAttrNodeInfo, 0)
 		if err != nil {
-			return ibexit("smp query nodeinfo failed", err)
+			return ibexit("main", "smp query nodeinfo failed", err)
 		}
 		n, start := int(ni[3]), 1
 		if n == 0 {
-			return ibexit("smp query nodeinfo: num ports invalid", errors.New("no ports"))
+			return ibexit("main", "smp query nodeinfo: num ports invalid", errors.New("no ports"))
 		}
 		if ni[2] == 2 {
 			si, err := c.get(d, umad.SMAttrSwitchInfo, 0)
 			if err != nil {
-				return ibexit("smp query nodeinfo failed", err)
+				return ibexit("main", "smp query nodeinfo failed", err)
 			}
 			if bits(si, 132, 1) != 0 {
 				start = 0
@@ -252,7 +257,7 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 				if o.extended {
 					what = "perfextquery"
 				}
-				return ibexit(what, err)
+				return ibexit("dump_perfcounters", what, err)
 			}
 			if aggregate {
 				sum.add(fields)
@@ -323,7 +328,7 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 			if o.extended {
 				what = "perf ext reset"
 			}
-			return ibexit(what, err)
+			return ibexit("reset_counters", what, err)
 		}
 	}
 	return nil
@@ -338,7 +343,7 @@ func perfqueryRead(q *perfqueryQuerier, extended bool, port int, capMask uint16,
 			fmt.Fprintf(stderr, "ibwarn: [%d] dump_perfcounters: PerfMgt ClassPortInfo CapMask 0x%02X; No extended counter support indicated\n\n",
 				os.Getpid(), capMask)
 		}
-		data, err := q.query(umad.PMAttrPortCountersExtended, umad.MethodGet, &umad.PortCountersExtended{PortSelect: uint8(port)})
+		data, err := q.get(umad.PMAttrPortCountersExtended, port, &umad.PortCountersExtended{PortSelect: uint8(port)})
 		if err != nil {
 			return nil, "", fmt.Errorf("perfextquery: %w", err)
 		}
@@ -349,7 +354,7 @@ func perfqueryRead(q *perfqueryQuerier, extended bool, port int, capMask uint16,
 		return perfqueryExtFields(&pc, capMask, capMask2), fmt.Sprintf("# Port extended counters: %s port %d (CapMask: 0x%02X CapMask2: 0x%07X)\n",
 			tgt.display, port, capMask, capMask2), nil
 	}
-	data, err := q.query(umad.PMAttrPortCounters, umad.MethodGet, &umad.PortCounters{PortSelect: uint8(port)})
+	data, err := q.get(umad.PMAttrPortCounters, port, &umad.PortCounters{PortSelect: uint8(port)})
 	if err != nil {
 		return nil, "", fmt.Errorf("perfquery: %w", err)
 	}
@@ -368,11 +373,11 @@ func perfqueryRead(q *perfqueryQuerier, extended bool, port int, capMask uint16,
 func perfqueryReset(q *perfqueryQuerier, extended bool, port int, mask uint64) error {
 	if extended {
 		a := umad.PortCountersExtended{PortSelect: uint8(port), CounterSelect: uint16(mask), CounterSelect2: uint32(mask>>16) & 0xffffff}
-		_, err := q.query(umad.PMAttrPortCountersExtended, umad.MethodSet, &a)
+		_, err := q.reset(umad.PMAttrPortCountersExtended, port, mask, &a)
 		return err
 	}
 	a := umad.PortCounters{PortSelect: uint8(port), CounterSelect: uint16(mask), CounterSelect2: uint8(mask >> 16)}
-	_, err := q.query(umad.PMAttrPortCounters, umad.MethodSet, &a)
+	_, err := q.reset(umad.PMAttrPortCounters, port, mask, &a)
 	return err
 }
 
@@ -473,80 +478,88 @@ func perfqueryResolve(o *perfqueryOpts, local *umad.CAPort) (*perfqueryTarget, e
 	return t, nil
 }
 
-// perfqueryQuerier sends PerfMgmt Gets and waits for their GetResps.
+// perfqueryQuerier sends PerfMgmt Gets and Sets through libibmad's RPC
+// and waits for their GetResps.
 type perfqueryQuerier struct {
-	port    *umad.Port
-	agent   umad.AgentID
-	pkt     *umad.Packet
-	tgt     *perfqueryTarget
-	timeout time.Duration
-	retries int
-	tid     uint32
-	warn    io.Writer // libibmad's warning on a timeout (nil: none)
+	rpc   *madRPC
+	agent umad.AgentID
+	tgt   *perfqueryTarget
+	tid   uint32
 }
 
-// query sends Get(attr) with attribute a (nil: an empty data area) and
-// returns the response's data area. A response with a non-zero status, a
-// timeout (after the retries) and a kernel that never reports back all
-// fail, the last after the total time the retries could take plus a
-// second: no hang.
+// rawAttr is an attribute given as its bytes: ClassPortInfo with
+// pma_query_via's PortSelect byte set.
+type rawAttr struct {
+	id umad.AttrID
+	b  []byte
+}
+
+func (a rawAttr) AttributeID() umad.AttrID       { return a.id }
+func (a rawAttr) Append(b []byte) []byte         { return append(b, a.b...) }
+func (a rawAttr) Decode(b []byte) error          { copy(a.b, b); return nil }
+func (a rawAttr) Validate() error                { return nil }
+func (a rawAttr) MarshalBinary() ([]byte, error) { return a.Append(nil), nil }
+func (a rawAttr) UnmarshalBinary(b []byte) error { return a.Decode(b) }
+
+// get is libibmad's pma_query_via: a Get of attr for port (PortSelect)
+// with the attribute a; it returns the response's data area.
+func (q *perfqueryQuerier) get(attr umad.AttrID, port int, a umad.Attribute) ([]byte, error) {
+	q.rpc.log.dbg("pma_query_via", "lid %d port %d", q.tgt.lid, port)
+	return q.query(attr, umad.MethodGet, a)
+}
+
+// reset is libibmad's performance_reset_via: a Set of attr for port with
+// the counter select mask (in a).
+func (q *perfqueryQuerier) reset(attr umad.AttrID, port int, mask uint64, a umad.Attribute) ([]byte, error) {
+	q.rpc.log.dbg("performance_reset_via", "lid %d port %d mask 0x%x", q.tgt.lid, port, uint32(mask))
+	return q.query(attr, umad.MethodSet, a)
+}
+
+// query sends method (Get or Set) of attr with the attribute a and
+// returns the response's data area. A response with a non-zero status
+// and no response after the tries (or no timeout either: a stopped
+// ibsim) fail.
 func (q *perfqueryQuerier) query(attr umad.AttrID, method umad.Method, a umad.Attribute) ([]byte, error) {
 	q.tid++
 	m := umad.PerfMAD{Header: umad.NewMADHeader(umad.ClassPerfMgmt, method, attr, 0, uint64(q.tid))}
-	if a != nil {
-		if err := m.SetAttribute(a); err != nil {
-			return nil, err
-		}
-	}
-	if err := q.pkt.SetMAD(m.Append(q.pkt.MAD()[:0])); err != nil {
+	if err := m.SetAttribute(a); err != nil {
 		return nil, err
 	}
-	if err := q.pkt.SetAddr(q.tgt.lid, 1, 0, umad.QP1QKey); err != nil {
+	req := m.Append(make([]byte, 0, umad.MADSize))
+	tgt := q.tgt
+	addr := func(p *umad.Packet) error {
+		if err := p.SetAddr(tgt.lid, 1, 0, umad.QP1QKey); err != nil {
+			return err
+		}
+		if tgt.grh {
+			p.SetGRH(umad.GRH{GID: tgt.gid, HopLimit: 64})
+		} else {
+			p.ClearGRH()
+		}
+		return nil
+	}
+	r, err := q.rpc.do(q.agent, req, addr, tgt.display)
+	var na *errNoAnswer
+	var st *errMADStatus
+	switch {
+	case errors.As(err, &na):
+		na.dest = "the PMA of " + tgt.display
+		na.hint = " (the port has no PMA answering, or nothing is at that address)"
+		return nil, err
+	case errors.As(err, &st):
+		hint := ""
+		if st.status.Code() == umad.StatusMethodAttrUnsupported {
+			hint = "; no PMA took the query, so the kernel's MAD layer answered it: the device has no PMA (rxe and other software devices have none)"
+		}
+		return nil, fmt.Errorf("the PMA of %s answered with MAD status %v%s", tgt.display, st.status, hint)
+	case err != nil:
 		return nil, err
 	}
-	if q.tgt.grh {
-		q.pkt.SetGRH(umad.GRH{GID: q.tgt.gid, HopLimit: 64})
-	} else {
-		q.pkt.ClearGRH()
+	var resp umad.PerfMAD
+	if err := resp.Decode(r[:min(len(r), umad.MADSize)]); err != nil {
+		return nil, fmt.Errorf("the PMA of %s: %w", tgt.display, err)
 	}
-	if err := q.port.Send(q.agent, q.pkt, q.timeout, q.retries); err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(time.Duration(q.retries+1)*q.timeout + time.Second)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, fmt.Errorf("no response from the PMA of %s within %v, and the kernel did not report a timeout", q.tgt.display, time.Duration(q.retries+1)*q.timeout)
-		}
-		if _, err := q.port.Recv(q.pkt, left); err != nil {
-			if errors.Is(err, umad.ErrTimeout) {
-				continue
-			}
-			return nil, err
-		}
-		var resp umad.PerfMAD
-		if err := resp.Decode(q.pkt.MAD()[:min(q.pkt.Len(), umad.MADSize)]); err != nil && !q.pkt.TimedOut() {
-			continue // not a PerfMgmt MAD for us
-		}
-		if uint32(binary.BigEndian.Uint64(q.pkt.MAD()[8:16])) != q.tid {
-			continue // a late answer to an earlier query
-		}
-		if q.pkt.TimedOut() {
-			if q.warn != nil {
-				fmt.Fprintf(q.warn, "ibwarn: [%d] mad_rpc: _do_madrpc failed; dport (%s)\n", os.Getpid(), q.tgt.display)
-			}
-			return nil, fmt.Errorf("no response from the PMA of %s after %d tries %v apart: %w (the port has no PMA answering, or nothing is at that address)",
-				q.tgt.display, q.retries+1, q.timeout, umad.ErrTimeout)
-		}
-		if s := resp.Header.Status; s != 0 {
-			hint := ""
-			if s.Code() == umad.StatusMethodAttrUnsupported {
-				hint = "; no PMA took the query, so the kernel's MAD layer answered it: the device has no PMA (rxe and other software devices have none)"
-			}
-			return nil, fmt.Errorf("the PMA of %s answered with MAD status %v%s", q.tgt.display, s, hint)
-		}
-		return resp.Data[:], nil
-	}
+	return resp.Data[:], nil
 }
 
 // perfqueryField is one line of libibmad's dump: "Name:....value".

@@ -73,8 +73,18 @@ func TestPerfqueryArgs(t *testing.T) {
 	if err := DefaultEnv().run([]string{"purerdma", "perfquery", "--bogus"}, &out, &errb); !errors.As(err, &ee) || ee.Code != 2 {
 		t.Fatal(err)
 	}
-	if err := DefaultEnv().run([]string{"purerdma", "perfquery", "-h"}, &out, &errb); err != nil || !strings.Contains(out.String(), "PortCountersExtended") {
-		t.Fatal(err)
+	// -h: ibdiag_show_usage's standard error and exit status 2.
+	out.Reset()
+	errb.Reset()
+	if err := DefaultEnv().run([]string{"purerdma", "perfquery", "-h"}, &out, &errb); !errors.As(err, &ee) || ee.Code != 2 ||
+		out.Len() != 0 || !strings.Contains(errb.String(), "PortCountersExtended") {
+		t.Fatalf("-h: %v\nstdout %s", err, out.String())
+	}
+	if o, err := perfqueryParse([]string{"-e", "-d", "--retries", "5"}, io.Discard); err != nil || !o.errs || !o.debug || o.retries != 5 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if o, _ := perfqueryParse(nil, io.Discard); o.retries+1 != madDefTries || o.timeout != madDefTimeout {
+		t.Fatalf("defaults: %d tries of %v, want libibmad's %d of %v", o.retries+1, o.timeout, madDefTries, madDefTimeout)
 	}
 	local := &umad.CAPort{Port: sysfs.Port{CA: "rxe0", Number: 1, LinkLayer: rdma.LinkLayerEthernet}, GIDPrefix: 0xfe80 << 48, PortGUID: 0x0201}
 	tgt, err := perfqueryResolve(&perfqueryOpts{lid: -1}, local)

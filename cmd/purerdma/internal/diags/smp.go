@@ -7,10 +7,7 @@ package diags
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -68,25 +65,23 @@ func parseSMPDest(s string, dr bool) (smpDest, error) {
 	return d, nil
 }
 
-// smpClient sends SMP Gets from a port's SMI agents.
+// smpClient sends SMP Gets from a port's SMI agents, through libibmad's
+// RPC (madRPC).
 type smpClient struct {
 	port    *umad.Port
 	lid, dr umad.AgentID
-	pkt     *umad.Packet
-	timeout time.Duration
-	retries int
+	rpc     *madRPC
 	tid     uint32
-	warn    io.Writer // libibmad's warnings (nil: none)
 }
 
 // openSMP opens the local port (ca, port as the C tools' -C and -P) and
 // registers a LID-routed and a directed-route SMP client.
-func (env *Env) openSMP(ca string, port int, timeout time.Duration, retries int) (*smpClient, error) {
+func (env *Env) openSMP(ca string, port int, timeout time.Duration, tries int, log *madLog) (*smpClient, error) {
 	p, err := env.openPort(env.host(), ca, port)
 	if err != nil {
 		return nil, err
 	}
-	c, err := newSMPClient(p, timeout, retries)
+	c, err := newSMPClient(p, timeout, tries, log)
 	if err != nil {
 		p.Close()
 		return nil, err
@@ -94,9 +89,10 @@ func (env *Env) openSMP(ca string, port int, timeout time.Duration, retries int)
 	return c, nil
 }
 
-// newSMPClient registers the SMP clients on an open port.
-func newSMPClient(p *umad.Port, timeout time.Duration, retries int) (*smpClient, error) {
-	c := &smpClient{port: p, pkt: umad.NewPacket(), timeout: timeout, retries: retries}
+// newSMPClient registers the SMP clients on an open port; log (nil:
+// none) gets libibmad's warnings.
+func newSMPClient(p *umad.Port, timeout time.Duration, tries int, log *madLog) (*smpClient, error) {
+	c := &smpClient{port: p, rpc: newMadRPC(p, timeout, tries, log)}
 	var err error
 	if c.lid, err = p.Register(umad.ClassSubnMgmt, 1, umad.MethodMask{}); err == nil {
 		c.dr, err = p.Register(umad.ClassSubnMgmtDirectedRoute, 1, umad.MethodMask{})
@@ -109,13 +105,15 @@ func isSim(p *umad.Port) bool { return strings.HasPrefix(p.Device(), "ibsim:") }
 
 // localPort describes the port p, as sysfs does for a kernel port; an
 // ibsim port has no sysfs, so its own PortInfo (a directed-route SMP of
-// no hops, answered by the simulated SMA) gives its number and LIDs.
-func localPort(h *umad.Host, p *umad.Port, timeout time.Duration, retries int) (*umad.CAPort, error) {
+// no hops, answered by the simulated SMA) gives its number and LIDs
+// (libumad2sim's sysfs comes from the same PortInfo). It prints none of
+// libibmad's warnings: the C tools read sysfs there.
+func localPort(h *umad.Host, p *umad.Port, timeout time.Duration, tries int) (*umad.CAPort, error) {
 	if !isSim(p) {
 		info := p.Info() // as OpenPort read it: sysfs is not read twice
 		return &info, nil
 	}
-	c, err := newSMPClient(p, timeout, retries)
+	c, err := newSMPClient(p, timeout, tries, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -131,11 +129,8 @@ func localPort(h *umad.Host, p *umad.Port, timeout time.Duration, retries int) (
 
 func (c *smpClient) Close() error { return c.port.Close() }
 
-// errSMPTimeout is a query nothing answered.
-var errSMPTimeout = errors.New("timed out")
-
-// get sends a Get of attr with modifier mod to d and returns the 64-byte
-// data area of the answer.
+// get is libibmad's smp_query_status_via: a Get of attr with modifier
+// mod to d; it returns the 64-byte data area of the answer.
 func (c *smpClient) get(d smpDest, attr umad.AttrID, mod uint32) ([]byte, error) {
 	c.tid++
 	m := make([]byte, umad.MADSize)
@@ -152,45 +147,15 @@ func (c *smpClient) get(d smpDest, attr umad.AttrID, mod uint32) ([]byte, error)
 		copy(m[129:], d.path)
 		agent, lid = c.dr, 0xffff
 	}
-	if err := c.pkt.SetMAD(m); err != nil {
+	c.rpc.log.dbg("smp_query_status_via", "attr 0x%x mod 0x%x route %s", uint16(attr), mod, d)
+	r, err := c.rpc.do(agent, m, func(p *umad.Packet) error { return p.SetAddr(lid, 0, 0, 0) }, d.String())
+	if err != nil {
 		return nil, err
 	}
-	if err := c.pkt.SetAddr(lid, 0, 0, 0); err != nil {
-		return nil, err
+	if len(r) < 128 {
+		return nil, fmt.Errorf("%s: a short answer (%d bytes)", d, len(r))
 	}
-	if err := c.port.Send(agent, c.pkt, c.timeout, c.retries); err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(time.Duration(c.retries+1)*c.timeout + time.Second)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, errSMPTimeout
-		}
-		if _, err := c.port.Recv(c.pkt, left); err != nil {
-			if errors.Is(err, umad.ErrTimeout) {
-				continue
-			}
-			return nil, err
-		}
-		r := c.pkt.MAD()
-		if len(r) < 24 || uint32(binary.BigEndian.Uint64(r[8:16])) != c.tid {
-			continue // a late answer to an earlier query
-		}
-		if c.pkt.TimedOut() {
-			if c.warn != nil {
-				fmt.Fprintf(c.warn, "ibwarn: [%d] mad_rpc: _do_madrpc failed; dport (%s)\n", os.Getpid(), d)
-			}
-			return nil, errSMPTimeout
-		}
-		if len(r) < 128 {
-			continue
-		}
-		if st := binary.BigEndian.Uint16(r[4:6]) & 0x7fff; st != 0 {
-			return nil, fmt.Errorf("MAD status 0x%x", st)
-		}
-		return append([]byte(nil), r[64:128]...), nil
-	}
+	return append([]byte(nil), r[64:128]...), nil
 }
 
 // bits returns the w-bit field at big-endian bit offset off of b

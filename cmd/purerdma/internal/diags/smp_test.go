@@ -18,9 +18,15 @@ func TestFabricToolArgs(t *testing.T) {
 		help string
 	}{
 		{[]string{"smpquery"}, 2, ""}, {[]string{"smpquery", "nodeinfo"}, 2, ""}, {[]string{"smpquery", "-y", "ni", "1"}, 2, ""},
-		{[]string{"smpquery", "-h"}, 0, "GUIDInfo"}, {[]string{"sminfo", "1", "2", "3"}, 2, ""}, {[]string{"sminfo", "--help"}, 0, "SMInfo"},
+		// -h and --help: the usage on standard error, exit status 2, as
+		// ibdiag_show_usage.
+		{[]string{"smpquery", "-h"}, 2, "GUIDInfo"}, {[]string{"sminfo", "1", "2", "3"}, 2, ""}, {[]string{"sminfo", "--help"}, 2, "SMInfo"},
 		{[]string{"ibnetdiscover", "x"}, 2, ""}, {[]string{"ibnetdiscover", "--outstanding", "0"}, 2, ""},
-		{[]string{"ibnetdiscover", "-h"}, 0, "--outstanding"}, {[]string{"iblinkinfo", "-t", "0"}, 2, ""}, {[]string{"iblinkinfo", "-h"}, 0, "iblinkinfo"},
+		{[]string{"ibnetdiscover", "-h"}, 2, "--outstanding"}, {[]string{"iblinkinfo", "-t", "0"}, 2, ""}, {[]string{"iblinkinfo", "-h"}, 2, "iblinkinfo"},
+		{[]string{"ibstat", "-h"}, 2, "list_of_cas"}, {[]string{"ibstat", "--help"}, 2, "list_of_cas"},
+		// -e and -d are smpquery's and sminfo's (libibmad's warnings),
+		// not the discovery tools'.
+		{[]string{"ibnetdiscover", "-d"}, 2, ""}, {[]string{"smpquery", "-e", "-d", "--retries", "x", "ni", "1"}, 2, ""},
 	} {
 		var out, errb bytes.Buffer
 		err := DefaultEnv().run(append([]string{"purerdma"}, c.args...), &out, &errb)
@@ -31,7 +37,7 @@ func TestFabricToolArgs(t *testing.T) {
 		} else if err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}
-		if code != c.code || !strings.Contains(out.String(), c.help) {
+		if code != c.code || !strings.Contains(errb.String(), c.help) || out.Len() != 0 {
 			t.Errorf("%v: exit %d (want %d)\nstdout %s\nstderr %s", c.args, code, c.code, out.String(), errb.String())
 		}
 	}

@@ -32,6 +32,9 @@ Options:
   -C, --Ca <ca>        local device (default: as libibumad chooses)
   -P, --Port <port>    local port (default: as libibumad chooses)
   -t, --timeout <ms>   response timeout per try (default 1000)
+      --retries <n>    tries after the first (default 2: three in all)
+  -e, --errors         show send and receive errors (libibmad's retries)
+  -d, --debug          also libibmad's debug lines (one level)
   -h, --help           this help
 
 With PURERDMA_IBSIM=SOCKET:NODE the tool runs on an ibsim fabric
@@ -52,10 +55,9 @@ var smpOps = map[string]smpOp{
 }
 
 func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
-	o, err := parseFabricOpts("smpquery", args, stderr)
+	o, err := parseFabricOpts("smpquery", true, args, stderr)
 	if errors.Is(err, errHelp) {
-		fmt.Fprint(stdout, smpqueryUsage)
-		return nil
+		return fabricHelp(stderr, smpqueryUsage)
 	}
 	if err == nil && len(o.pos) < 2 {
 		err = errors.New("an op and a destination are needed")
@@ -63,29 +65,35 @@ func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fabricUsage(stderr, "smpquery", smpqueryUsage, err)
 	}
+	exit := func(fn, format string, args ...any) error {
+		return ibexit(stdout, "smpquery", o.debug, fn, format, args...)
+	}
 	op := smpOps[strings.ToLower(o.pos[0])]
 	if op == nil {
-		return fabricFail(stdout, "smpquery", fmt.Errorf("operation '%s' not supported", o.pos[0]))
+		return exit("main", "operation '%s' not supported", o.pos[0])
+	}
+	log := o.madLog(stderr)
+	c, err := env.openSMP(o.ca, o.port, o.timeout, o.tries(), log)
+	if err != nil {
+		return openFailed(stdout, stderr, "smpquery", o, err)
+	}
+	defer c.Close()
+	if o.dr {
+		log.dbg("str2drpath", "DR str: %s", o.pos[1])
 	}
 	d, err := parseSMPDest(o.pos[1], o.dr)
 	if err != nil {
-		return fabricFail(stderr, "smpquery", err)
+		return exit("main", "%v", err)
 	}
-	c, err := env.openSMP(o.ca, o.port, o.timeout, o.retries)
-	if err != nil {
-		return fabricFail(stdout, "smpquery", err)
-	}
-	defer c.Close()
-	c.warn = stderr
 	var out strings.Builder
 	err = op(c, d, o.pos[2:], &out)
 	io.WriteString(stdout, out.String())
 	if err != nil {
 		var f opFailed
 		if errors.As(err, &f) {
-			err = fmt.Errorf("operation %s: %s", o.pos[0], f.what)
+			return exit("main", "operation %s: %s", o.pos[0], f.what)
 		}
-		return fabricFail(stdout, "smpquery", err)
+		return exit("main", "operation %s: %v", o.pos[0], err)
 	}
 	return nil
 }
@@ -342,16 +350,18 @@ Options:
   -C, --Ca <ca>        local device
   -P, --Port <port>    local port
   -t, --timeout <ms>   response timeout per try (default 1000)
+      --retries <n>    tries after the first (default 2: three in all)
+  -e, --errors         show send and receive errors (libibmad's retries)
+  -d, --debug          also libibmad's debug lines (one level)
   -h, --help           this help
 `
 
 var sminfoStates = []string{"SMINFO_NOTACTIVE", "SMINFO_DISCOVER", "SMINFO_STANDBY", "SMINFO_MASTER"}
 
 func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
-	o, err := parseFabricOpts("sminfo", args, stderr)
+	o, err := parseFabricOpts("sminfo", true, args, stderr)
 	if errors.Is(err, errHelp) {
-		fmt.Fprint(stdout, sminfoUsage)
-		return nil
+		return fabricHelp(stderr, sminfoUsage)
 	}
 	if err == nil && len(o.pos) > 2 {
 		err = errors.New("too many arguments")
@@ -359,27 +369,39 @@ func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fabricUsage(stderr, "sminfo", sminfoUsage, err)
 	}
-	c, err := env.openSMP(o.ca, o.port, o.timeout, o.retries)
+	exit := func(format string, args ...any) error {
+		return ibexit(stdout, "sminfo", o.debug, "main", format, args...)
+	}
+	log := o.madLog(stderr)
+	c, err := env.openSMP(o.ca, o.port, o.timeout, o.tries(), log)
 	if err != nil {
-		return fabricFail(stdout, "sminfo", err)
+		return openFailed(stdout, stderr, "sminfo", o, err)
 	}
 	defer c.Close()
-	c.warn = stderr
 	var d smpDest
 	if len(o.pos) > 0 {
+		if o.dr {
+			log.dbg("str2drpath", "DR str: %s", o.pos[0])
+		}
 		if d, err = parseSMPDest(o.pos[0], o.dr); err != nil {
-			return fabricFail(stdout, "sminfo", err)
+			return exit("%v", err)
 		}
 	} else {
-		pi, err := c.get(smpDest{dr: true}, umad.SMAttrPortInfo, 0)
+		// resolve_sm_portid: the local port's PortInfo (from sysfs in
+		// C, where libibmad prints nothing) names the SM.
+		quiet := *c.rpc
+		quiet.log = nil
+		qc := *c
+		qc.rpc = &quiet
+		pi, err := qc.get(smpDest{dr: true}, umad.SMAttrPortInfo, 0)
 		if err != nil {
-			return fabricFail(stdout, "sminfo", fmt.Errorf("can't resolve sm port: %w", err))
+			return exit("can't resolve sm port %s", "(null)")
 		}
 		d = smpDest{lid: binary.BigEndian.Uint16(pi[18:20])}
 	}
 	b, err := c.get(d, umad.SMAttrSMInfo, 0)
 	if err != nil {
-		return fabricFail(stdout, "sminfo", errors.New("query"))
+		return exit("query")
 	}
 	state := int(b[20] & 0xf)
 	name := "???"

@@ -342,6 +342,12 @@ func umadSend(port *umad.Port, local *umad.CAPort, o *umadToolOpts, stdout io.Wr
 		}
 		rtt := time.Since(start)
 		if pkt.TimedOut() {
+			if all := time.Duration(o.retries+1) * o.timeout; rtt < all {
+				// Before the tries' timeouts could pass: the fabric
+				// reported them lost (ibsim does, at once).
+				return fmt.Errorf("request %d (tid %#x): no response after %d tries in %v, reported lost before their timeouts (ibsim: an address it cannot route, or a port's error rate): %w",
+					i, i, o.retries+1, rtt.Round(time.Millisecond), umad.ErrTimeout)
+			}
 			return fmt.Errorf("request %d (tid %#x): no response after %d tries %v apart: %w", i, i, o.retries+1, o.timeout, umad.ErrTimeout)
 		}
 		var r umad.VendorMAD

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -411,16 +412,34 @@ func TestFabricMode(t *testing.T) {
 	if v := before[seriesKey("infiniband_hca_info", map[string]string{"guid": "0x0000000000100004", "hca": "Hca2", "lid": "4"})]; v != 1 {
 		t.Errorf("no infiniband_hca_info for Hca2 at its port GUID: %v", before)
 	}
-	// --collector.fabric's port: PURERDMA_IBSIM names the ibsim node.
+	// --collector.fabric's port: PURERDMA_IBSIM names the ibsim node;
+	// --fabric.ca and --fabric.port then name what libumad2sim shows
+	// (ibsim0 and the node's port), or nothing.
 	t.Setenv(umadenv.IBSim, f.Sock+":Hca2")
-	p, err := openFabricPort("nosuch", 9)
-	if err != nil {
-		t.Fatalf("openFabricPort with %s: %v", umadenv.IBSim, err)
+	for _, ok := range []struct {
+		ca   string
+		port int
+	}{{"", 0}, {umadenv.SimCA, 1}} {
+		p, err := openFabricPort(ok.ca, ok.port)
+		if err != nil {
+			t.Fatalf("openFabricPort(%q, %d) with %s: %v", ok.ca, ok.port, umadenv.IBSim, err)
+		}
+		if p.CA() != "Hca2" {
+			t.Errorf("openFabricPort with %s=%s:Hca2: CA %q", umadenv.IBSim, f.Sock, p.CA())
+		}
+		p.Close()
 	}
-	if p.CA() != "Hca2" {
-		t.Errorf("openFabricPort with %s=%s:Hca2: CA %q", umadenv.IBSim, f.Sock, p.CA())
+	for _, bad := range []struct {
+		ca   string
+		port int
+	}{{"nosuch", 0}, {"", 9}} {
+		if p, err := openFabricPort(bad.ca, bad.port); !errors.Is(err, umad.ErrNoDevice) || !strings.Contains(err.Error(), umadenv.SimCA) {
+			if p != nil {
+				p.Close()
+			}
+			t.Errorf("openFabricPort(%q, %d) with %s: %v, want no such port on the ibsim fabric", bad.ca, bad.port, umadenv.IBSim, err)
+		}
 	}
-	p.Close()
 }
 
 // TestFabricModePMAFails has one HCA port's PMA refuse

@@ -1,0 +1,400 @@
+package diags
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
+	"github.com/purerdma/rdma/sysfs"
+	"github.com/purerdma/rdma/umad"
+)
+
+// lossQueries is how many runs of each tool TestFabricLoss makes, each
+// of ours and each of infiniband-diags'; PURERDMA_LOSS_QUERIES raises
+// it (a heavier run: 400 takes about ten times as long).
+func lossQueries(t *testing.T) int {
+	if v := os.Getenv("PURERDMA_LOSS_QUERIES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("PURERDMA_LOSS_QUERIES=%q: a number of runs", v)
+		}
+		return n
+	}
+	return 40
+}
+
+var (
+	lossRetryRE   = regexp.MustCompile(`^ibwarn: \[[0-9]+\] _do_madrpc: retry ([0-9]+) \(timeout 1000 ms\)$`)
+	lossTimeoutRE = regexp.MustCompile(`^ibwarn: \[[0-9]+\] _do_madrpc: timeout after 3 retries, 3000 ms$`)
+	lossFailedRE  = regexp.MustCompile(`^ibwarn: \[[0-9]+\] mad_rpc: _do_madrpc failed; dport \(Lid [0-9]+\)$`)
+)
+
+// lossRetries reads the retries libibmad's -e warnings log in one run's
+// standard error and returns how many there are, and whether the last
+// query failed after its 3 tries. It fails t on warnings out of order (a
+// retry not numbered 1, 2, …; a failure not after retry 2).
+func lossRetries(t *testing.T, who, stderr string) (retries int, failed bool) {
+	t.Helper()
+	cur := 1
+	for _, l := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+		switch {
+		case l == "" || strings.HasPrefix(l, "perfquery: "): // ours: the explanation
+		case lossRetryRE.MatchString(l):
+			n, _ := strconv.Atoi(lossRetryRE.FindStringSubmatch(l)[1])
+			switch {
+			case n == cur && !failed:
+				cur++
+			case n == 1 && !failed: // the query before took cur tries
+				cur = 2
+			default:
+				t.Errorf("%s: retry %d after %d tries:\n%s", who, n, cur, stderr)
+			}
+			retries++
+		case lossTimeoutRE.MatchString(l):
+			if cur != 3 || failed {
+				t.Errorf("%s: gave up after %d tries:\n%s", who, cur, stderr)
+			}
+			failed = true
+		case lossFailedRE.MatchString(l):
+		default:
+			t.Errorf("%s: unexpected line %q", who, l)
+		}
+	}
+	return retries, failed
+}
+
+// TestFabricLoss: Hca2's port drops half of what reaches it (ibsim's
+// console: Error "Hca2"[1] 50, sim_cmd.c do_seterror; ibsim answers a
+// dropped request with status 110 at once, sim_mad.c process_packet).
+// smpquery and perfquery, ours and infiniband-diags', run lossQueries
+// times each with -e against Hca2: the success counts agree within
+// noise (a two-proportion z test), every query's tries are logged as
+// libibmad logs them (retry 1, retry 2, then "timeout after 3 retries"
+// for one that failed), the mean tries per query agree within noise, and
+// the warnings of a failed query are the C tool's.
+func TestFabricLoss(t *testing.T) {
+	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{Console: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lids, err := f.LIDs(ctx, "Hca1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hca2 := strconv.Itoa(lids["Hca2"])
+	if err := f.Console(`Error "Hca2"[1] 50`); err != nil {
+		t.Fatal(err)
+	}
+	n := lossQueries(t)
+	for _, args := range [][]string{{"smpquery", "-e", "nodeinfo", hca2}, {"perfquery", "-e", hca2, "1"}} {
+		tool := args[0]
+		// queries is how many queries a run made: smpquery's one;
+		// perfquery's ClassPortInfo, then PortCounters unless the
+		// first failed.
+		queries := func(r fabricRun) int {
+			if tool == "smpquery" || strings.Contains(r.stdout, "failed: classportinfo query") {
+				return 1
+			}
+			return 2
+		}
+		type side struct {
+			ok, queries, tries int
+			fails              map[string]string // stdout → stderr of a failed run, pids masked
+		}
+		var c, g side
+		c.fails, g.fails = map[string]string{}, map[string]string{}
+		tally := func(s *side, who string, r fabricRun) {
+			retries, failed := lossRetries(t, who, r.stderr)
+			if failed != (r.code != 0) {
+				t.Errorf("%s: a query failed %v, exit status %d:\n%s", who, failed, r.code, r.stderr)
+			}
+			s.queries += queries(r)
+			s.tries += queries(r) + retries
+			if r.code == 0 {
+				s.ok++
+				return
+			}
+			// The failed query's warnings: from its first retry on
+			// (ours then adds an explanation).
+			stderr := fabricPidRE.ReplaceAllString(r.stderr, "[pid]")
+			if i := strings.LastIndex(stderr, "ibwarn: [pid] _do_madrpc: retry 1 "); i >= 0 {
+				stderr = stderr[i:]
+			}
+			if i := strings.Index(stderr, "\n"+tool+": "); i >= 0 && who == "purerdma" {
+				stderr = stderr[:i+1]
+			}
+			s.fails[r.stdout] = stderr
+		}
+		for i := 0; i < n; i++ {
+			tally(&c, "infiniband-diags", runC(t, f, "Hca1", tool, args[1:]...))
+			tally(&g, "purerdma", runGo(t, f, "Hca1", tool, args[1:]...))
+		}
+		t.Logf("%s at 50 %% loss, %d runs each: succeeded infiniband-diags %d, purerdma %d; tries logged %d and %d for %d and %d queries (%.2f and %.2f a query)",
+			tool, n, c.ok, g.ok, c.tries, g.tries, c.queries, g.queries,
+			float64(c.tries)/float64(c.queries), float64(g.tries)/float64(g.queries))
+		// The two success rates, pooled: within 3.5 standard errors.
+		p := float64(c.ok+g.ok) / float64(2*n)
+		if se := math.Sqrt(p * (1 - p) * 2 / float64(n)); se > 0 && math.Abs(float64(c.ok-g.ok))/float64(n) > 3.5*se {
+			t.Errorf("%s: %d of %d succeeded, infiniband-diags %d: more than noise apart", tool, g.ok, n, c.ok)
+		}
+		// Tries a query: each query's count is 1, 2 or 3; the means
+		// within 3.5 standard errors (the variance at most 1).
+		mc, mg := float64(c.tries)/float64(c.queries), float64(g.tries)/float64(g.queries)
+		if math.Abs(mc-mg) > 3.5*math.Sqrt(1/float64(c.queries)+1/float64(g.queries)) {
+			t.Errorf("%s: %.2f tries a query, infiniband-diags %.2f", tool, mg, mc)
+		}
+		for out, stderr := range g.fails {
+			if want, ok := c.fails[out]; ok && want != stderr {
+				t.Errorf("%s failing with %q: stderr\n%s\ninfiniband-diags:\n%s", tool, out, stderr, want)
+			}
+		}
+	}
+	if err := f.Console(`Error "Hca2"[1] 0`); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f.Running(ctx, "Hca3"); err != nil {
+		t.Fatalf("after the runs: %v", err)
+	}
+}
+
+// startedRun is the result of a run startGo or startC started, and when
+// it ended.
+type startedRun struct {
+	fabricRun
+	end time.Time
+}
+
+// startGo runs our tool attached at node of f in a goroutine, as runGo
+// does but without touching the environment (the test goes on meanwhile),
+// and returns its result on the channel.
+func startGo(f *ibsimtest.Fabric, node, tool string, args ...string) <-chan startedRun {
+	ch := make(chan startedRun, 1)
+	env := &Env{SysfsRoot: sysfs.DefaultRoot, IBSim: f.Sock + ":" + node}
+	go func() {
+		var out, errb bytes.Buffer
+		err := env.run(append([]string{"purerdma", tool}, args...), &out, &errb)
+		r := fabricRun{stdout: out.String(), stderr: errb.String()}
+		var ee cli.ExitError
+		if errors.As(err, &ee) {
+			r.code = ee.Code
+		} else if err != nil {
+			r.code, r.stderr = -1, r.stderr+err.Error()
+		}
+		ch <- startedRun{r, time.Now()}
+	}()
+	return ch
+}
+
+// startC starts infiniband-diags' tool attached at node of f and
+// returns its result on the channel.
+func startC(t *testing.T, ctx context.Context, f *ibsimtest.Fabric, node, tool string, args ...string) <-chan startedRun {
+	t.Helper()
+	cmd := f.Command(ctx, node, tool, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan startedRun, 1)
+	go func() {
+		err := cmd.Wait()
+		r := fabricRun{stdout: out.String(), stderr: errb.String()}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			r.code = ee.ExitCode()
+		} else if err != nil {
+			r.code, r.stderr = -1, r.stderr+err.Error()
+		}
+		ch <- startedRun{r, time.Now()}
+	}()
+	return ch
+}
+
+// TestFabricStall stops ibsim (SIGSTOP) for 3 s, then for 6 s, while
+// ibnetdiscover, ours and infiniband-diags', scan the 1,052-node fat
+// tree from the same HCA: both complete, exit 0, with the output of a
+// scan without a stall (infiniband-diags' waits for every answer; ours
+// holds its timeouts while ibsim is silent). The stall starts two thirds
+// through an unstalled C scan, ours started so that it is halfway:
+// in the discovery proper (infiniband-diags' first query, libibnetdisc
+// resolving its own port, goes through libibmad, which gives up after its
+// timeout on a silent ibsim), and each scan must still be running then.
+func TestFabricStall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the 1,052-node fabric takes seconds to come up, and the stalls 9 s")
+	}
+	f := ibsimtest.Start(t, ibsimtest.Big, ibsimtest.Options{Timeout: 120 * time.Second})
+	const node = "hca0_0"
+	start := time.Now()
+	ref := runC(t, f, node, "ibnetdiscover")
+	cTime := time.Since(start)
+	if ref.code != 0 || !strings.Contains(ref.stdout, "Switch\t") {
+		t.Fatalf("infiniband-diags' ibnetdiscover: %+v", ref)
+	}
+	start = time.Now()
+	if g := runGo(t, f, node, "ibnetdiscover"); g.code != 0 || maskTopoTime(g.stdout) != maskTopoTime(ref.stdout) {
+		t.Fatalf("unstalled: exit %d, output the same %v\n%s", g.code, maskTopoTime(g.stdout) == maskTopoTime(ref.stdout), g.stderr)
+	}
+	goTime := time.Since(start)
+	pause := cTime * 2 / 3
+	goStart := max(0, pause-goTime/2)
+	for _, stall := range []time.Duration{3 * time.Second, 6 * time.Second} {
+		for attempt := 1; ; attempt++ {
+			ctx, cancel := context.WithCancel(context.Background())
+			begin := time.Now()
+			cDone := startC(t, ctx, f, node, "ibnetdiscover")
+			time.Sleep(goStart)
+			gDone := startGo(f, node, "ibnetdiscover")
+			time.Sleep(pause - time.Since(begin))
+			if err := f.Pause(); err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			paused := time.Since(begin)
+			time.Sleep(stall)
+			resumed := time.Now()
+			if err := f.Resume(); err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			// An unstalled scan takes cTime: one that has not ended
+			// well after that (infiniband-diags' can hang at exit
+			// after a failure) is stopped.
+			var c startedRun
+			select {
+			case c = <-cDone:
+			case <-time.After(10*cTime + 10*time.Second):
+				cancel()
+				c = <-cDone
+			}
+			g := <-gDone
+			el := time.Since(begin)
+			cancel()
+			ended := !c.end.After(resumed) || !g.end.After(resumed)
+			// The pause fell outside a scan: before C's discovery
+			// proper, or after a scan ended. Again, the pause moved.
+			if attempt < 4 && strings.Contains(c.stderr, "Failed to resolve self") {
+				t.Logf("%v stall %v in: infiniband-diags was still resolving its port: again, later", stall, paused)
+				pause, goStart = pause+cTime/6, goStart+cTime/6
+				continue
+			}
+			if attempt < 4 && ended {
+				t.Logf("%v stall %v in: the scans had ended: again, sooner", stall, paused)
+				pause, goStart = pause*3/4, goStart*3/4
+				continue
+			}
+			t.Logf("%v stall %v into the scans: both done after %v", stall, paused, el)
+			for _, r := range []struct {
+				who string
+				r   fabricRun
+			}{{"infiniband-diags", c.fabricRun}, {"purerdma", g.fabricRun}} {
+				if r.r.code != 0 || maskTopoTime(r.r.stdout) != maskTopoTime(ref.stdout) {
+					t.Errorf("%v stall: %s exit %d, %d bytes of output (want %d, as unstalled)\nstderr: %s",
+						stall, r.who, r.r.code, len(r.r.stdout), len(ref.stdout), r.r.stderr)
+				}
+			}
+			if ended {
+				t.Errorf("%v stall: a scan ended before ibsim ran again (%v in): the stall did not fall within it", stall, paused)
+			}
+			break
+		}
+	}
+}
+
+// TestFabricConnectStall: ibsim stopped (SIGSTOP) when our perfquery, with
+// a short timeout, starts: its CONNECT waits for ibsim's answer rather
+// than giving up and leaving ibsim a half-made client (ibsim 0.10 exits
+// when it later connects to a socket that is gone); once ibsim runs again
+// the query completes, and ibsim and OpenSM still serve queries, ours and
+// infiniband-diags'.
+func TestFabricConnectStall(t *testing.T) {
+	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lids, err := f.LIDs(ctx, "Hca1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hca2 := strconv.Itoa(lids["Hca2"])
+	if err := f.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	done := startGo(f, "Hca1", "perfquery", "-t", "100", hca2, "1")
+	select {
+	case r := <-done:
+		_ = f.Resume()
+		t.Fatalf("perfquery returned while ibsim was stopped: %+v", r.fabricRun)
+	case <-time.After(1500 * time.Millisecond): // fifteen times its timeout
+	}
+	if err := f.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("# Port counters: Lid %s port 1", hca2)) {
+		t.Fatalf("perfquery after the stall: %+v", r.fabricRun)
+	}
+	if err := f.Running(ctx, "Hca3"); err != nil {
+		t.Fatalf("after an open across a stall: %v", err)
+	}
+	if g := runGo(t, f, "Hca4", "smpquery", "nodedesc", hca2); g.code != 0 || !strings.Contains(g.stdout, "Hca2") {
+		t.Fatalf("smpquery after the stall: %+v", g)
+	}
+	if out := f.Output(); strings.Contains(out, "ibpanic") || strings.Contains(out, "can't connect to in socket") {
+		t.Errorf("ibsim complained:\n%s", out)
+	}
+}
+
+// TestFabricQueryStall: a libibmad-style query to a stopped ibsim gets
+// neither an answer nor a timeout (the ibsim wire holds timeouts while
+// ibsim is silent): after its timeout and a second it fails as
+// libibmad's umad_recv timing out does ("recv failed: Connection timed
+// out", what infiniband-diags' smpquery prints over libumad2sim), saying
+// that ibsim is silent; once ibsim runs again the next query is answered.
+func TestFabricQueryStall(t *testing.T) {
+	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{})
+	p, err := umad.OpenSimPort(f.Sock, "Hca1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var warn bytes.Buffer
+	c, err := newSMPClient(p, 100*time.Millisecond, madDefTries, &madLog{w: &warn, errs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = c.get(smpDest{dr: true, path: []uint8{1}}, umad.SMAttrNodeInfo, 0)
+	el := time.Since(start)
+	if err := f.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	var na *errNoAnswer
+	if !errors.As(err, &na) || !na.silent || na.tries != 1 || !strings.Contains(err.Error(), "ibsim is stopped or busy") {
+		t.Fatalf("query to a stopped ibsim: %v", err)
+	}
+	if el < 100*time.Millisecond+madRecvGrace || el > 100*time.Millisecond+madRecvGrace+3*time.Second {
+		t.Errorf("gave up after %v, want the timeout and %v", el, madRecvGrace)
+	}
+	w := fabricPidRE.ReplaceAllString(warn.String(), "[pid]")
+	if want := "ibwarn: [pid] _do_madrpc: recv failed: Connection timed out\nibwarn: [pid] mad_rpc: _do_madrpc failed; dport (DR path slid 65535; dlid 65535; 0,1)\n"; w != want {
+		t.Errorf("warnings %q, want %q", w, want)
+	}
+	if b, err := c.get(smpDest{dr: true, path: []uint8{1}}, umad.SMAttrNodeInfo, 0); err != nil || b[2] != 2 {
+		t.Fatalf("after the stall: %v, node type %v", err, b)
+	}
+}
