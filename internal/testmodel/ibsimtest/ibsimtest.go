@@ -38,6 +38,27 @@ import (
 //go:embed testdata/net.small
 var Small string
 
+// Ring is the net file of the ring fabric: six switches (Ring1–Ring6) in
+// a ring with a chord (Ring1–Ring4), an HCA on each (h1–h6), and a
+// dual-homed HCA (Dual) on Ring2 and Ring5.
+//
+//go:embed testdata/net.ring
+var Ring string
+
+// Line is the net file of the line fabric: sixteen switches
+// (Line1–Line16) in a row with HCAs at both ends (Head, Tail) and in the
+// middle (Mid); OpenSM attaches at Head, 17 hops from Tail.
+//
+//go:embed testdata/net.line
+var Line string
+
+// Wide is the net file of the wide fabric: a 36-port switch (Wide36) with
+// 24 HCAs (w1–w24) at mixed widths and speeds, uncabled ports, and a
+// second switch (Edge, HCAs e1 and e2) on two links.
+//
+//go:embed testdata/net.wide
+var Wide string
+
 // Big is the net file of the 1,052-node fat tree, FatTree(BigSpines,
 // BigLeaves, BigHCAs, BigPorts), as committed in testdata.
 //

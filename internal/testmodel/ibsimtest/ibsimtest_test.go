@@ -50,3 +50,31 @@ func TestSmallFabric(t *testing.T) {
 		t.Fatal("ibsim still listening after Stop")
 	}
 }
+
+// TestOwnFabrics starts the ring, line and wide fabrics and finds every
+// node of each, with a LID, through infiniband-diags' ibnetdiscover.
+func TestOwnFabrics(t *testing.T) {
+	for _, c := range []struct {
+		name, net, at string
+		nodes         []string
+	}{
+		{"ring", Ring, "h1", []string{"Ring1", "Ring2", "Ring3", "Ring4", "Ring5", "Ring6", "h1", "h2", "h3", "h4", "h5", "h6", "Dual"}},
+		{"line", Line, "Head", []string{"Line1", "Line8", "Line16", "Head", "Mid", "Tail"}},
+		{"wide", Wide, "w1", []string{"Wide36", "Edge", "w1", "w12", "w24", "e1", "e2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := Start(t, c.net, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			lids, err := f.LIDs(ctx, c.at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range c.nodes {
+				if lids[n] == 0 {
+					t.Errorf("%s has no LID: %v", n, lids)
+				}
+			}
+		})
+	}
+}
