@@ -582,8 +582,9 @@ func (d *MADDecoder) Decode(b []byte) (Message, error) {
 }
 
 // DecodeAttribute decodes the data area of a MAD of class class carrying
-// attribute id into a new value: *NodeDescription, *NodeInfo or *PortInfo
-// for the SMP classes; *ClassPortInfo, *PortCounters or
+// attribute id into a new value: *NodeDescription, *NodeInfo, *PortInfo,
+// *SwitchInfo, *LinearForwardingTable or *MulticastForwardingTable for
+// the SMP classes; *ClassPortInfo, *PortCounters or
 // *PortCountersExtended for PerfMgmt; *ClassPortInfo for AttrClassPortInfo
 // of any other class, whose data area the caller locates. It returns an
 // error wrapping ErrUnknownAttribute for any other pair, and the attribute
@@ -599,6 +600,12 @@ func DecodeAttribute(class MgmtClass, id AttrID, data []byte) (Attribute, error)
 			a = new(NodeInfo)
 		case SMAttrPortInfo:
 			a = new(PortInfo)
+		case SMAttrSwitchInfo:
+			a = new(SwitchInfo)
+		case SMAttrLinearForwardingTable:
+			a = new(LinearForwardingTable)
+		case SMAttrMulticastForwardingTable:
+			a = new(MulticastForwardingTable)
 		}
 	case class == ClassPerfMgmt:
 		switch id {

@@ -337,3 +337,31 @@ func FuzzDecodeAttribute(f *testing.F) {
 		}
 	})
 }
+
+// FuzzForwardingTables is the one target of the switch family:
+// SwitchInfo, LinearForwardingTable and MulticastForwardingTable, which
+// the first byte picks.
+func FuzzForwardingTables(f *testing.F) {
+	si := []byte{0, 0x30, 0, 0, 0, 0, 0x04, 0, 0, 0x0e, 0, 0, 0, 0, 0xa0, 0, 1, 0, 0, 0, 0, 0x80, 0, 0, 0xc0, 0x1f}
+	f.Add(si)
+	f.Add(append([]byte{1}, madOnes(64)...))
+	f.Add(append([]byte{2}, bytes.Repeat([]byte{0x80, 0x21}, 32)...))
+	f.Add([]byte{0, 1, 2})
+	f.Add(append([]byte{0}, madOnes(SwitchInfoSize)...))
+	siMask := madOnes(SwitchInfoSize)
+	siMask[16], siMask[17] = 0xf8, 0
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		kind, b := b[0]%3, b[1:]
+		switch kind {
+		case 0:
+			madFuzzRoundTrip[SwitchInfo](t, b, madAttrErr(b, SwitchInfoSize), SwitchInfoSize, siMask)
+		case 1:
+			madFuzzRoundTrip[LinearForwardingTable](t, b, madAttrErr(b, LinearForwardingTableSize), LinearForwardingTableSize, madOnes(LinearForwardingTableSize))
+		case 2:
+			madFuzzRoundTrip[MulticastForwardingTable](t, b, madAttrErr(b, MulticastForwardingTableSize), MulticastForwardingTableSize, madOnes(MulticastForwardingTableSize))
+		}
+	})
+}

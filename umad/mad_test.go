@@ -487,7 +487,8 @@ func TestMADErrors(t *testing.T) {
 		{"VendorMAD range 1", vm.Decode(with(vendor, 1, 0x09)), ErrWrongClass},
 		{"VendorMAD class 0x50", vm.Decode(with(vendor, 1, 0x50)), ErrWrongClass},
 		{"DecodeAttribute unknown", madDecodeAttrErr(ClassPerfMgmt, PMAttrPortSamplesControl, make([]byte, PerfDataSize)), ErrUnknownAttribute},
-		{"DecodeAttribute SwitchInfo", madDecodeAttrErr(ClassSubnMgmt, SMAttrSwitchInfo, make([]byte, SMPDataSize)), ErrUnknownAttribute},
+		{"DecodeAttribute SMInfo", madDecodeAttrErr(ClassSubnMgmt, SMAttrSMInfo, make([]byte, SMPDataSize)), ErrUnknownAttribute},
+		{"DecodeAttribute SwitchInfo short", madDecodeAttrErr(ClassSubnMgmt, SMAttrSwitchInfo, make([]byte, SwitchInfoSize-1)), ErrShortMAD},
 
 		// Validate, through MarshalBinary.
 		{"SMP validate version", mustFail((&SMP{Header: MADHeader{MgmtClass: ClassSubnMgmt}}).MarshalBinary()), ErrBaseVersion},
