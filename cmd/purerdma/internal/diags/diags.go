@@ -1,6 +1,6 @@
 // Package diags holds purerdma's tools of the infiniband-diags family:
-// ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo
-// and umad, through sysfs and umad, with infiniband-diags' texts and exit
+// ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo,
+// ibroute and umad, through sysfs and umad, with infiniband-diags' texts and exit
 // statuses.
 package diags
 
@@ -48,6 +48,8 @@ func Tools(env *Env) []cli.Tool {
 			Summary: "every port of the fabric and its link, like infiniband-diags' iblinkinfo"},
 		{Name: "ibnetdiscover", Run: env.runIBNetDiscover,
 			Summary: "the fabric's topology from directed-route SMPs, like infiniband-diags' ibnetdiscover"},
+		{Name: "ibroute", Run: env.runIBRoute,
+			Summary: "a switch's unicast or multicast forwarding table, like infiniband-diags' ibroute"},
 		{Name: "ibstat", Batch: true, Run: env.runIbstat,
 			Summary: "RDMA devices and their ports, like infiniband-diags' ibstat (--json too)"},
 		{Name: "ibstatus", Batch: true, Run: env.runIbstatus,
