@@ -1,6 +1,6 @@
 // Package diags holds purerdma's tools of the infiniband-diags family:
-// ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo,
-// ibroute and umad, through sysfs and umad, with infiniband-diags' texts and exit
+// ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo
+// and umad, through sysfs and umad, with infiniband-diags' texts and exit
 // statuses.
 package diags
 
@@ -48,12 +48,16 @@ func Tools(env *Env) []cli.Tool {
 			Summary: "every port of the fabric and its link, like infiniband-diags' iblinkinfo"},
 		{Name: "ibnetdiscover", Run: env.runIBNetDiscover,
 			Summary: "the fabric's topology from directed-route SMPs, like infiniband-diags' ibnetdiscover"},
+		{Name: "ibportstate", Run: env.runIBPortState,
+			Summary: "a port's state, speed and width, queried or set, like infiniband-diags' ibportstate"},
 		{Name: "ibroute", Run: env.runIBRoute,
 			Summary: "a switch's unicast or multicast forwarding table, like infiniband-diags' ibroute"},
 		{Name: "ibstat", Batch: true, Run: env.runIbstat,
 			Summary: "RDMA devices and their ports, like infiniband-diags' ibstat (--json too)"},
 		{Name: "ibstatus", Batch: true, Run: env.runIbstatus,
 			Summary: "port status from sysfs, like infiniband-diags' ibstatus (--json too)"},
+		{Name: "ibtracert", Run: env.runIBTracert,
+			Summary: "the route between two ports, unicast or multicast, like infiniband-diags' ibtracert"},
 		{Name: "perfquery", Batch: true, Run: env.runPerfquery,
 			Summary: "a port's PortCounters (-x: PortCountersExtended) from its PMA, like infiniband-diags' perfquery"},
 		{Name: "smpquery", Run: env.runSMPQuery,

@@ -1,10 +1,16 @@
 package diags
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,12 +43,48 @@ func fabricLIDs(t *testing.T, f *ibsimtest.Fabric, node string) map[string]strin
 }
 
 // sideBySide runs tool with each argument list at node, ours and C's.
+// The C runs, separate processes that only read the fabric, go four at
+// a time ahead of ours (in-process, one at a time: PURERDMA_IBSIM is
+// process-wide).
 func sideBySide(t *testing.T, f *ibsimtest.Fabric, node, tool string, argss [][]string) {
 	t.Helper()
-	for _, args := range argss {
-		name := tool + " " + strings.Join(args, " ") + " at " + node
-		sameRun(t, name, runC(t, f, node, tool, args...), runGo(t, f, node, tool, args...), maskPids)
+	cs := make([]fabricRun, len(argss))
+	errs := make([]error, len(argss))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for i, args := range argss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cs[i], errs[i] = runCProc(f, node, tool, args...)
+		}()
 	}
+	wg.Wait()
+	for i, args := range argss {
+		name := tool + " " + strings.Join(args, " ") + " at " + node
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", name, errs[i])
+		}
+		sameRun(t, name, cs[i], runGo(t, f, node, tool, args...), maskPids)
+	}
+}
+
+// runCProc is runC for any goroutine: a failure to run is returned.
+func runCProc(f *ibsimtest.Fabric, node, tool string, args ...string) (fabricRun, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := f.Command(ctx, node, tool, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := fabricRun{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code, err = ee.ExitCode(), nil
+	}
+	return r, err
 }
 
 // ibrouteArgs are ibroute's command lines for a switch at lid sw (dr a
@@ -63,28 +105,70 @@ func ibrouteArgs(sw, dr, guid, hca string) [][]string {
 // routeNet is a fabric of the tests and where the tools run on it.
 type routeNet struct {
 	name, net string
-	at        string // the node the tools attach at
-	sw        string // a switch (name) ibroute dumps
-	hca       string // an HCA (name)
+	at        string   // the node the tools attach at
+	sw        string   // a switch ibroute dumps and ibportstate queries
+	swPort    string   // a port of sw, cabled to a switch
+	hca       string   // an HCA away from at
+	dr        string   // a directed route from at to a switch
+	trace     []string // nodes ibtracert traces to from at and from hca
 }
 
 var routeNets = []routeNet{
-	{"Ring", ibsimtest.Ring, "h1", "Ring4", "h3"},
-	{"Line", ibsimtest.Line, "Mid", "Line16", "Tail"},
-	{"Wide", ibsimtest.Wide, "w1", "Wide36", "w2"},
-	{"Small", ibsimtest.Small, "Hca1", "Switch2", "Hca2"},
+	{"Ring", ibsimtest.Ring, "h1", "Ring4", "3", "h3", "0,1,3", []string{"h4", "h5", "Ring5", "Dual", "Ring1", "h1"}},
+	{"Line", ibsimtest.Line, "Mid", "Line16", "1", "Tail", "0,1,2,2,2", []string{"Head", "Tail", "Line1", "Line9"}},
+	{"Wide", ibsimtest.Wide, "w1", "Wide36", "33", "e2", "0,1,33", []string{"w24", "e1", "Edge", "w1"}},
+	{"Small", ibsimtest.Small, "Hca1", "Switch2", "5", "Hca2", "0,1,5", []string{"Hca3", "Switch1", "Hca4"}},
 }
 
-// TestFabricRoute runs ibroute, ours and infiniband-diags', on the ring,
-// line, wide and small fabrics: every option, and the failures.
+// TestFabricRoute runs ibroute, ibtracert and ibportstate (its queries),
+// ours and infiniband-diags', on the ring, line, wide and small fabrics:
+// every option, and the failures.
 func TestFabricRoute(t *testing.T) {
 	for _, n := range routeNets {
 		t.Run(n.name, func(t *testing.T) {
 			f := ibsimtest.Start(t, n.net, ibsimtest.Options{})
 			lids := fabricLIDs(t, f, n.at)
-			sw := lids[n.sw]
+			sw, hca := lids[n.sw], lids[n.hca]
 			guid := nodeGUID(t, f, n.at, sw)
-			sideBySide(t, f, n.at, "ibroute", ibrouteArgs(sw, "0,1", guid, lids[n.hca]))
+			sideBySide(t, f, n.at, "ibroute", ibrouteArgs(sw, "0,1", guid, hca))
+
+			var tr [][]string
+			for _, to := range n.trace {
+				tr = append(tr, []string{lids[n.at], lids[to]}, []string{hca, lids[to]}, []string{"-n", lids[to], hca})
+			}
+			ports := filepath.Join(t.TempDir(), "pairs")
+			pairs := "# pairs\n\n   \n" + lids[n.at] + " " + hca + "\n" + sw + "\t" + lids[n.trace[0]] + "\n"
+			if err := os.WriteFile(ports, []byte(pairs), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			bad := filepath.Join(t.TempDir(), "bad")
+			if err := os.WriteFile(bad, []byte(hca+" "+sw+"\n"+sw+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tr = append(tr,
+				[]string{"-v", lids[n.at], hca}, []string{"-d", hca, sw}, []string{"-G", guid, nodeGUID(t, f, n.at, hca)},
+				[]string{"-s", "1", "-G", "-n", guid, guid}, []string{"-L", "-e", sw, hca}, []string{"-f", sw, hca},
+				[]string{"--ports-file", ports}, []string{"-n", "--ports-file", ports, "ignored"}, []string{"--ports-file", bad},
+				[]string{"--node-name-map", "/nonexistent", sw, hca},
+				// Failures: LIDs nobody has (with and without -f), a GUID
+				// nobody has, no multicast group, usage errors.
+				[]string{lids[n.at], "999"}, []string{"999", hca}, []string{"-f", sw, "999"}, []string{"-G", guid, "0x999"},
+				[]string{"-m", "0xc000", lids[n.at], hca}, []string{"0", hca}, []string{hca}, []string{"--ports-file", "/nonexistent"},
+				[]string{"-D", sw, hca}, []string{"-K", sw, hca}, []string{"-h"}, []string{"-V"},
+			)
+			sideBySide(t, f, n.at, "ibtracert", tr)
+
+			sideBySide(t, f, n.at, "ibportstate", [][]string{
+				{hca, "1"}, {hca, "1", "query"}, {"-K", hca, "1"}, {sw, "0"}, {"-K", sw, "0"}, {"-D", n.dr, "0"},
+				{"-D", n.dr, n.swPort}, {"-D", "0", "1"}, {"-D", "0,1", "1"}, {"-G", guid, "0"}, {"-d", "-e", hca, "1"},
+				{lids[n.at], "1"},
+				// Failures: a LID nobody has, bad ops and values, usage.
+				{"999", "1"}, {hca, "1", "bogus"}, {hca, "1", "speed"}, {hca, "1", "speed", "16"}, {hca, "1", "espeed", "32"},
+				{hca, "1", "fdr10", "2"}, {hca, "1", "width", "32"}, {hca, "1", "vls", "0"}, {hca, "1", "mtu", "6"},
+				{hca, "1", "lid", "0xc000"}, {hca, "1", "smlid", "0"}, {hca, "1", "lmc", "8"}, {hca, "1", "mkeylease", "0x10000"},
+				{hca, "1", "mkeyprot", "4"}, {hca, "1", "query", "enable"}, {"-D", n.dr, "1", "mkey", "1"},
+				{hca}, {"-h"}, {"-x", hca, "1"},
+			})
 		})
 	}
 }
