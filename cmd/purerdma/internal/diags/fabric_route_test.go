@@ -186,3 +186,68 @@ func nodeGUID(t *testing.T, f *ibsimtest.Fabric, node, lid string) string {
 	}
 	return m[1]
 }
+
+// TestFabricPortStateSet runs ibportstate's set ops on the wide fabric:
+// each op goes from C's tool to one port and from ours to a twin port
+// (the same cabling, widths and speeds, or both uncabled), in the same
+// order, so the two see the same state and make the same change; the
+// outputs are compared with the port numbers and LIDs of the twins
+// masked. The query after a change reads back what the set did (ibsim
+// keeps the enabled widths and speeds it is given, and moves the
+// physical state).
+func TestFabricPortStateSet(t *testing.T) {
+	f := ibsimtest.Start(t, ibsimtest.Wide, ibsimtest.Options{})
+	lids := fabricLIDs(t, f, "w1")
+	type twin struct{ port, lid string }
+	mask := func(s string, w twin) string {
+		s = regexp.MustCompile(`\b`+w.port+`\b`).ReplaceAllString(s, "PORT")
+		if w.lid != "" {
+			s = regexp.MustCompile(`\b`+w.lid+`\b`).ReplaceAllString(s, "LID")
+		}
+		return maskPids(s)
+	}
+	run := func(c, g twin, args func(w twin) []string) {
+		t.Helper()
+		ca, ga := args(c), args(g)
+		cr, gr := runC(t, f, "w1", "ibportstate", ca...), runGo(t, f, "w1", "ibportstate", ga...)
+		cr.stdout, cr.stderr = mask(cr.stdout, c), mask(cr.stderr, c)
+		gr.stdout, gr.stderr = mask(gr.stdout, g), mask(gr.stderr, g)
+		sameRun(t, "ibportstate "+strings.Join(ca, " ")+" (ours: "+strings.Join(ga, " ")+")", cr, gr, nil)
+	}
+	// Uncabled switch ports: every state op, and the link settings.
+	for _, op := range [][]string{
+		{"disable"}, {}, {"enable"}, {"off"}, {"on"}, {"on"}, {"reset"}, {"down"}, {"arm"}, {"active"},
+		{"speed", "1"}, {"width", "1"}, {"espeed", "1"}, {"width", "255"}, {"speed", "15"}, {"espeed", "31"},
+		{"vls", "2"}, {"mtu", "4"}, {"lmc", "0"}, {"query"},
+	} {
+		run(twin{port: "26"}, twin{port: "27"}, func(w twin) []string { return append([]string{"-D", "0,1", w.port}, op...) })
+	}
+	// Cabled switch ports and their HCAs, w9 and w13: the link's
+	// settings from both ends; the switch port's query shows the peer
+	// and C's warnings where the link runs below what both ends enable.
+	w9, w13 := twin{"9", lids["w9"]}, twin{"13", lids["w13"]}
+	for _, op := range [][]string{
+		{"speed", "2"}, {}, {"width", "2"}, {}, {"espeed", "2"}, {}, {"speed", "15", "width", "255", "espeed", "31"}, {},
+		{"vls", "1"}, {"mtu", "5"},
+	} {
+		run(w9, w13, func(w twin) []string { return append([]string{"-D", "0,1", w.port}, op...) })
+	}
+	for _, op := range []struct{ opts, op []string }{
+		{nil, []string{"speed", "1"}}, {nil, []string{"width", "1"}}, {[]string{"-K"}, []string{"mkey", "0x1234"}},
+		{[]string{"-K", "-y", "0x1234"}, []string{"mkey", "0"}}, {nil, []string{"mkeylease", "100"}},
+		{nil, []string{"mkeyprot", "1"}}, {nil, []string{"mkeyprot", "0"}}, {nil, []string{"smlid", "1"}},
+		{nil, []string{"lid", "LID"}}, {nil, []string{"lmc", "0"}}, {nil, []string{"down"}}, {nil, []string{"arm"}},
+		{nil, []string{"active"}}, {[]string{"-K"}, nil},
+	} {
+		run(w9, w13, func(w twin) []string {
+			a := append(append([]string(nil), op.opts...), "-D", "0,1,"+w.port, "1")
+			for _, x := range op.op {
+				if x == "LID" {
+					x = w.lid
+				}
+				a = append(a, x)
+			}
+			return a
+		})
+	}
+}
