@@ -3,6 +3,7 @@ package diags
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
+	"github.com/purerdma/rdma/umad"
 )
 
 // The side-by-side tests of ibroute, ibtracert and ibportstate: each
@@ -248,6 +250,142 @@ func TestFabricPortStateSet(t *testing.T) {
 				a = append(a, x)
 			}
 			return a
+		})
+	}
+}
+
+// mcastQuery sends m from p's agent to lid (qpn 1 for the SA) and
+// returns the answer's MAD.
+func mcastQuery(t *testing.T, p *umad.Port, agent umad.AgentID, lid uint16, qpn uint32, m []byte) []byte {
+	t.Helper()
+	pkt := umad.NewPacket()
+	if err := pkt.SetMAD(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := pkt.SetAddr(lid, qpn, 0, 0x80010000); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Send(agent, pkt, 500*time.Millisecond, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Recv(pkt, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if pkt.Status() != 0 {
+		t.Fatalf("no answer from LID %d: %v", lid, pkt.Status())
+	}
+	return append([]byte(nil), pkt.MAD()...)
+}
+
+// mcastJoin joins node's port to the multicast group mgid as a full
+// member: an SA MCMemberRecord Set to OpenSM (at smLID), which creates
+// the group on the first join and routes it through the switches'
+// multicast tables. It returns the group's MLID.
+func mcastJoin(t *testing.T, f *ibsimtest.Fabric, node string, smLID uint16, mgid [16]byte) int {
+	t.Helper()
+	p, err := umad.OpenSimPort(f.Sock, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	dr, err := p.Register(umad.ClassSubnMgmtDirectedRoute, 1, umad.MethodMask{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := p.Register(umad.ClassSubnAdm, 2, umad.MethodMask{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The port's GUID: its own NodeInfo, a directed route of no hops.
+	m := make([]byte, umad.MADSize)
+	m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnMgmtDirectedRoute), 1, byte(umad.MethodGet)
+	m[15] = 1
+	binary.BigEndian.PutUint16(m[16:], uint16(umad.SMAttrNodeInfo))
+	binary.BigEndian.PutUint32(m[32:], 0xffffffff)
+	ni := mcastQuery(t, p, dr, 0xffff, 0, m)
+	guid := binary.BigEndian.Uint64(ni[64+20:])
+
+	m = make([]byte, umad.MADSize)
+	m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnAdm), 2, byte(umad.MethodSet)
+	m[15] = 2
+	binary.BigEndian.PutUint16(m[16:], 0x38) // MCMemberRecord
+	// MGID, PortGID, Q_Key, TClass, P_Key, SL, FlowLabel, JoinState.
+	binary.BigEndian.PutUint64(m[48:], 1<<0|1<<1|1<<2|1<<6|1<<7|1<<12|1<<13|1<<16)
+	r := m[56:]
+	copy(r[0:16], mgid[:])
+	binary.BigEndian.PutUint64(r[16:], 0xfe80000000000000)
+	binary.BigEndian.PutUint64(r[24:], guid)
+	binary.BigEndian.PutUint32(r[32:], 0x0b1b)
+	binary.BigEndian.PutUint16(r[40:], 0xffff)
+	r[48] = 1 // full member
+	a := mcastQuery(t, p, sa, smLID, 1, m)
+	if st := binary.BigEndian.Uint16(a[4:6]); st != 0 {
+		t.Fatalf("join of %s: MAD status %#x", node, st)
+	}
+	return int(binary.BigEndian.Uint16(a[56+36:]))
+}
+
+// maskPtrs masks the node addresses ibtracert -m -v prints (%p).
+var ptrRE = regexp.MustCompile(`node (0x[0-9a-f]+|\(nil\))`)
+
+func maskPtrs(s string) string { return ptrRE.ReplaceAllString(maskPids(s), "node PTR") }
+
+// TestFabricMulticast joins HCAs to a multicast group through OpenSM on
+// the ring and wide fabrics and compares ibroute -M and ibtracert -m,
+// ours and infiniband-diags', over the multicast tables OpenSM wrote.
+func TestFabricMulticast(t *testing.T) {
+	mgid := [16]byte{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 15: 1}
+	for _, n := range []struct {
+		name, net, at string
+		members       []string
+		switches      []string // where ibroute -M looks, the members' first
+		others        []string // nodes that are not members
+	}{
+		{"Ring", ibsimtest.Ring, "h1", []string{"h1", "h4", "Dual", "h6"}, []string{"Ring1", "Ring4", "Ring2", "Ring6", "Ring3"}, []string{"h3", "Ring5"}},
+		{"Wide", ibsimtest.Wide, "w1", []string{"w1", "w24", "e2"}, []string{"Wide36", "Edge"}, []string{"w2", "e1"}},
+	} {
+		t.Run(n.name, func(t *testing.T) {
+			f := ibsimtest.Start(t, n.net, ibsimtest.Options{})
+			lids := fabricLIDs(t, f, n.at)
+			mlid := 0
+			for _, m := range n.members {
+				mlid = mcastJoin(t, f, m, 1, mgid)
+			}
+			smlid := "0x" + strconv.FormatInt(int64(mlid), 16)
+			// OpenSM routes the group after answering the joins: wait
+			// for the members' switches to carry it.
+			deadline := time.Now().Add(10 * time.Second)
+			for _, sw := range n.switches[:len(n.members)-1] {
+				for !strings.Contains(runC(t, f, n.at, "ibroute", "-M", lids[sw]).stdout, "1 valid mlids") {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: no route of MLID %s after 10 s", sw, smlid)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+			var route [][]string
+			for _, sw := range n.switches {
+				route = append(route, []string{"-M", lids[sw]}, []string{"-M", "-n", lids[sw]}, []string{"-M", "-a", "-n", lids[sw], smlid, "0xc002"})
+			}
+			sideBySide(t, f, n.at, "ibroute", route)
+			var tr [][]string
+			for _, from := range n.members {
+				for _, to := range append(append([]string(nil), n.members...), n.others...) {
+					if to != from {
+						tr = append(tr, []string{"-m", smlid, lids[from], lids[to]})
+					}
+				}
+			}
+			first, last := lids[n.members[0]], lids[n.members[len(n.members)-1]]
+			sw := lids[n.switches[0]]
+			tr = append(tr, []string{"-n", "-m", smlid, first, last}, []string{"-d", "-m", smlid, first, last},
+				[]string{"-m", smlid, sw, last}, []string{"-m", smlid, sw, first}, []string{"-m", "0xc0ff", first, last},
+				[]string{"-m", smlid, first, "999"})
+			sideBySide(t, f, n.at, "ibtracert", tr)
+			// -v prints C's node addresses: masked.
+			for _, args := range [][]string{{"-v", "-m", smlid, first, last}, {"-v", "-n", "-m", smlid, last, first}} {
+				sameRun(t, "ibtracert "+strings.Join(args, " "), runC(t, f, n.at, "ibtracert", args...), runGo(t, f, n.at, "ibtracert", args...), maskPtrs)
+			}
 		})
 	}
 }
