@@ -389,3 +389,66 @@ func TestFabricMulticast(t *testing.T) {
 		})
 	}
 }
+
+// setLFT sets the out port of lid in the linear forwarding table of the
+// switch at the directed route path from node (a SubnSet of the block,
+// as an SM writes it) and returns the port it had.
+func setLFT(t *testing.T, f *ibsimtest.Fabric, node string, path []byte, lid, port int) int {
+	t.Helper()
+	p, err := umad.OpenSimPort(f.Sock, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	dr, err := p.Register(umad.ClassSubnMgmtDirectedRoute, 1, umad.MethodMask{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, i := umad.LFTBlock(uint16(lid))
+	smp := func(method umad.Method, data []byte) []byte {
+		m := make([]byte, umad.MADSize)
+		m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnMgmtDirectedRoute), 1, byte(method)
+		m[7] = byte(len(path))
+		m[15] = byte(method)
+		binary.BigEndian.PutUint16(m[16:], uint16(umad.SMAttrLinearForwardingTable))
+		binary.BigEndian.PutUint32(m[20:], block)
+		binary.BigEndian.PutUint32(m[32:], 0xffffffff)
+		copy(m[64:], data)
+		copy(m[129:], path)
+		a := mcastQuery(t, p, dr, 0xffff, 0, m)
+		if st := binary.BigEndian.Uint16(a[4:6]) & 0x7fff; st != 0 {
+			t.Fatalf("LFT %v of %v: MAD status %#x", method, path, st)
+		}
+		return a[64:128]
+	}
+	var lft umad.LinearForwardingTable
+	if err := lft.Decode(smp(umad.MethodGet, nil)); err != nil {
+		t.Fatal(err)
+	}
+	old := int(lft[i])
+	lft[i] = uint8(port)
+	smp(umad.MethodSet, lft.Append(nil))
+	return old
+}
+
+// TestFabricTraceFaults breaks the ring's forwarding tables (an entry
+// to an uncabled port, one beyond the switch's ports, one to port 0) and
+// compares how ibtracert reports each, ours and infiniband-diags'.
+func TestFabricTraceFaults(t *testing.T) {
+	f := ibsimtest.Start(t, ibsimtest.Ring, ibsimtest.Options{})
+	lids := fabricLIDs(t, f, "h1")
+	h3, h1, h2 := lids["h3"], lids["h1"], lids["h2"]
+	lid, _ := strconv.Atoi(h3)
+	// Ring2 is 0,1,2 from h1: h2 to h3 goes through it.
+	ring2 := []byte{1, 2}
+	for _, port := range []int{7, 200, 0, 12} {
+		old := setLFT(t, f, "h1", ring2, lid, port)
+		sideBySide(t, f, "h1", "ibtracert", [][]string{{h2, h3}, {"-n", h1, h3}, {"-f", h2, h3}, {"-v", h2, h3}})
+		sideBySide(t, f, "h1", "ibroute", [][]string{{"-D", "0,1,2"}, {"-a", "-D", "0,1,2", h3, h3}})
+		setLFT(t, f, "h1", ring2, lid, old)
+	}
+	// The source's own switch: the first lookup fails.
+	old := setLFT(t, f, "h1", []byte{1}, lid, 255)
+	sideBySide(t, f, "h1", "ibtracert", [][]string{{h1, h3}, {lids["Ring1"], h3}})
+	setLFT(t, f, "h1", []byte{1}, lid, old)
+}
