@@ -97,10 +97,12 @@ func parseDiagOpts(tool, exclude, usageArgs string, examples []string, args []st
 		}},
 		{"show_keys", 'K', false, "", "display security keys in output", func(string) error { o.showKeys = true; return nil }},
 		{"m_key", 'y', true, "<key>", "M_Key to use in request", func(v string) error {
-			k, err := strconv.ParseUint(v, 0, 64)
-			if err != nil {
-				// C asks for the key on the terminal (getpass); we
-				// take it from the command line only.
+			k, n := cStrtoull(v)
+			if n != len(v) {
+				// C asks for the key on the terminal (getpass), and
+				// without one (as under the tests) fails after the
+				// prompt; we take the key from the command line only.
+				fmt.Fprint(stderr, "M_Key: ")
 				return exit("Bad M_Key")
 			}
 			o.mkey = k

@@ -169,8 +169,35 @@ func TestFabricRoute(t *testing.T) {
 				{hca, "1", "fdr10", "2"}, {hca, "1", "width", "32"}, {hca, "1", "vls", "0"}, {hca, "1", "mtu", "6"},
 				{hca, "1", "lid", "0xc000"}, {hca, "1", "smlid", "0"}, {hca, "1", "lmc", "8"}, {hca, "1", "mkeylease", "0x10000"},
 				{hca, "1", "mkeyprot", "4"}, {hca, "1", "query", "enable"}, {"-D", n.dr, "1", "mkey", "1"},
-				{hca}, {"-h"}, {"-x", hca, "1"},
+				{hca}, {"-h"}, {"-x", hca, "1"}, {"-y", "bad", hca, "1"}, {hca, "1", "mkey", "12x"},
 			})
+			if n.name != "Ring" {
+				return
+			}
+			// The common options once: a configuration file, -C and -P,
+			// -t; a switch port by LID, whose peer C asks for along a
+			// LID-routed directed route that ibsim never answers (at the
+			// default timeout: with a short -t our ibsim transport
+			// reports the try timed out and retries, where libumad2sim's
+			// receive gives up with "recv failed").
+			cfg := filepath.Join(t.TempDir(), "ibdiag.conf")
+			if err := os.WriteFile(cfg, []byte("# test\nCA=ibsim0\nPort=1\ntimeout=300\nm_key=0\nnd_format=x\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sideBySide(t, f, n.at, "ibroute", [][]string{{"-z", cfg, sw}, {"--config=" + cfg, "-M", sw}, {"-z", "/nonexistent", sw, "1", "2"},
+				{"-C", "ibsim0", "-P", "1", sw, "1", "3"}, {"--Ca=ibsim0", "--Port", "1", sw, "4"}, {"-t", "0x20", sw, "1", "2"}, {"-t", "abc", sw}})
+			sideBySide(t, f, n.at, "ibtracert", [][]string{{"-z", cfg, sw, hca}, {"-C", "ibsim0", lids[n.at], hca}})
+			sideBySide(t, f, n.at, "ibportstate", [][]string{{"-z", cfg, hca, "1"}, {sw, n.swPort}, {"-y", "", hca, "1"}})
+			// A port that does not open: our stderr adds why after C's.
+			for _, tool := range []string{"ibroute", "ibtracert", "ibportstate"} {
+				for _, args := range [][]string{{"-C", "mlx5_9", sw, hca}, {"-P", "2", sw, hca}} {
+					c, g := runC(t, f, n.at, tool, args...), runGo(t, f, n.at, tool, args...)
+					if strings.HasPrefix(maskPids(g.stderr), maskPids(c.stderr)) {
+						g.stderr = c.stderr
+					}
+					sameRun(t, tool+" "+strings.Join(args, " "), c, g, maskPids)
+				}
+			}
 		})
 	}
 }

@@ -185,8 +185,10 @@ func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
 					bad = fmt.Sprintf("invalid lmc value %d", val)
 				}
 			case psMKey:
-				if n == 0 || n != len(o.pos[i]) {
-					// C asks for the key on the terminal (getpass).
+				if n != len(o.pos[i]) {
+					// C asks for the key on the terminal (getpass),
+					// and without one fails after the prompt.
+					fmt.Fprint(stderr, "New M_Key: ")
 					bad = "Bad new M_Key\n"
 				}
 			case psMKeyLease:
