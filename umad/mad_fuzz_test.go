@@ -316,6 +316,8 @@ func FuzzDecodeAttribute(f *testing.F) {
 	f.Add(uint8(ClassPerfMgmt), uint16(PMAttrPortCountersExtended), madHex(f, madPortCountersExtHex))
 	f.Add(uint8(ClassSubnAdm), uint16(AttrClassPortInfo), madHex(f, madClassPortInfoHex))
 	f.Add(uint8(ClassSubnMgmt), uint16(SMAttrSwitchInfo), madOnes(SMPDataSize))
+	f.Add(uint8(ClassSubnAdm), uint16(SAAttrPathRecord), madOnes(PathRecordSize))
+	f.Add(uint8(ClassSubnAdm), uint16(SAAttrMCMemberRecord), madOnes(MCMemberRecordSize))
 	f.Fuzz(func(t *testing.T, class uint8, id uint16, data []byte) {
 		a, err := DecodeAttribute(MgmtClass(class), AttrID(id), data)
 		if err != nil {
@@ -362,6 +364,32 @@ func FuzzForwardingTables(f *testing.F) {
 			madFuzzRoundTrip[LinearForwardingTable](t, b, madAttrErr(b, LinearForwardingTableSize), LinearForwardingTableSize, madOnes(LinearForwardingTableSize))
 		case 2:
 			madFuzzRoundTrip[MulticastForwardingTable](t, b, madAttrErr(b, MulticastForwardingTableSize), MulticastForwardingTableSize, madOnes(MulticastForwardingTableSize))
+		}
+	})
+}
+
+// FuzzSARecords is the one target of the SA record family: PathRecord
+// and MCMemberRecord, which the first byte picks.
+func FuzzSARecords(f *testing.F) {
+	f.Add(append([]byte{0}, madOnes(PathRecordSize)...))
+	f.Add(append([]byte{1}, madOnes(MCMemberRecordSize)...))
+	f.Add([]byte{0, 1, 2})
+	f.Add([]byte{1})
+	pr := madOnes(PathRecordSize)
+	pr[44] = 0x8f // RawTraffic, 3 reserved bits, FlowLabel
+	clear(pr[58:])
+	mcm := madOnes(MCMemberRecordSize)
+	mcm[49] = 0x80
+	clear(mcm[50:])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		kind, b := b[0]%2, b[1:]
+		if kind == 0 {
+			madFuzzRoundTrip[PathRecord](t, b, madAttrErr(b, PathRecordSize), PathRecordSize, pr)
+		} else {
+			madFuzzRoundTrip[MCMemberRecord](t, b, madAttrErr(b, MCMemberRecordSize), MCMemberRecordSize, mcm)
 		}
 	})
 }

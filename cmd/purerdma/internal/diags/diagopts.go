@@ -634,21 +634,27 @@ func (c *diagClient) resolveGUID(guid uint64) (portID, bool) {
 	}
 	c.tid++
 	m := make([]byte, umad.MADSize)
-	m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnAdm), 2, byte(umad.MethodGet)
+	m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnAdm), umad.SAClassVersion, byte(umad.MethodGet)
 	binary.BigEndian.PutUint64(m[8:], uint64(c.tid))
-	binary.BigEndian.PutUint16(m[16:], 0x35) // PathRecord
-	binary.BigEndian.PutUint64(m[48:], 0x0c) // IB_PR_DEF_MASK: DGID and SGID
-	rec := m[56:]
-	binary.BigEndian.PutUint64(rec[8:], prefix)
-	binary.BigEndian.PutUint64(rec[16:], guid)
-	binary.BigEndian.PutUint64(rec[24:], prefix)
-	binary.BigEndian.PutUint64(rec[32:], selfGUID)
-	r, err := c.rpc.do(c.sa, m, func(p *umad.Packet) error { return p.SetAddr(uint16(smLID), 1, smSL, 0x80010000) }, sm.String())
-	if err != nil || len(r) < 56+44 {
+	binary.BigEndian.PutUint16(m[16:], uint16(umad.SAAttrPathRecord))
+	binary.BigEndian.PutUint64(m[umad.SACompMaskOffset:], umad.PRDefaultMask)
+	var pr umad.PathRecord
+	binary.BigEndian.PutUint64(pr.DGID[0:], prefix)
+	binary.BigEndian.PutUint64(pr.DGID[8:], guid)
+	binary.BigEndian.PutUint64(pr.SGID[0:], prefix)
+	binary.BigEndian.PutUint64(pr.SGID[8:], selfGUID)
+	pr.Append(m[umad.SADataOffset:umad.SADataOffset])
+	r, err := c.rpc.do(c.sa, m, func(p *umad.Packet) error {
+		return p.SetAddr(uint16(smLID), 1, smSL, umad.SADefaultQKey)
+	}, sm.String())
+	if err == nil && len(r) >= umad.SADataOffset {
+		err = pr.Decode(r[umad.SADataOffset:])
+	}
+	if err != nil {
 		c.log.warn("ib_path_query_via", "sa call path_query failed")
 		return portID{}, false
 	}
-	return portID{lid: int(binary.BigEndian.Uint16(r[56+40:]))}, true
+	return portID{lid: int(pr.DLID)}, true
 }
 
 // ibdebug is the tools' DEBUG (IBDEBUG, with -d): "ibdebug: [pid] fn:

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
 	"github.com/purerdma/rdma/umad"
 )
@@ -308,7 +309,7 @@ func mcastQuery(t *testing.T, p *umad.Port, agent umad.AgentID, lid uint16, qpn 
 // member: an SA MCMemberRecord Set to OpenSM (at smLID), which creates
 // the group on the first join and routes it through the switches'
 // multicast tables. It returns the group's MLID.
-func mcastJoin(t *testing.T, f *ibsimtest.Fabric, node string, smLID uint16, mgid [16]byte) int {
+func mcastJoin(t *testing.T, f *ibsimtest.Fabric, node string, smLID uint16, mgid rdma.GID) int {
 	t.Helper()
 	p, err := umad.OpenSimPort(f.Sock, node)
 	if err != nil {
@@ -333,23 +334,22 @@ func mcastJoin(t *testing.T, f *ibsimtest.Fabric, node string, smLID uint16, mgi
 	guid := binary.BigEndian.Uint64(ni[64+20:])
 
 	m = make([]byte, umad.MADSize)
-	m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnAdm), 2, byte(umad.MethodSet)
+	m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnAdm), umad.SAClassVersion, byte(umad.MethodSet)
 	m[15] = 2
-	binary.BigEndian.PutUint16(m[16:], 0x38) // MCMemberRecord
-	// MGID, PortGID, Q_Key, TClass, P_Key, SL, FlowLabel, JoinState.
-	binary.BigEndian.PutUint64(m[48:], 1<<0|1<<1|1<<2|1<<6|1<<7|1<<12|1<<13|1<<16)
-	r := m[56:]
-	copy(r[0:16], mgid[:])
-	binary.BigEndian.PutUint64(r[16:], 0xfe80000000000000)
-	binary.BigEndian.PutUint64(r[24:], guid)
-	binary.BigEndian.PutUint32(r[32:], 0x0b1b)
-	binary.BigEndian.PutUint16(r[40:], 0xffff)
-	r[48] = 1 // full member
+	binary.BigEndian.PutUint16(m[16:], uint16(umad.SAAttrMCMemberRecord))
+	binary.BigEndian.PutUint64(m[umad.SACompMaskOffset:], umad.MCMCreateMask)
+	rec := umad.MCMemberRecord{MGID: mgid, QKey: 0x0b1b, PKey: 0xffff, JoinState: 1}
+	binary.BigEndian.PutUint64(rec.PortGID[0:], 0xfe80000000000000)
+	binary.BigEndian.PutUint64(rec.PortGID[8:], guid)
+	rec.Append(m[umad.SADataOffset:umad.SADataOffset])
 	a := mcastQuery(t, p, sa, smLID, 1, m)
 	if st := binary.BigEndian.Uint16(a[4:6]); st != 0 {
 		t.Fatalf("join of %s: MAD status %#x", node, st)
 	}
-	return int(binary.BigEndian.Uint16(a[56+36:]))
+	if err := rec.Decode(a[umad.SADataOffset:]); err != nil {
+		t.Fatal(err)
+	}
+	return int(rec.MLID)
 }
 
 // maskPtrs masks the node addresses ibtracert -m -v prints (%p).
@@ -361,7 +361,7 @@ func maskPtrs(s string) string { return ptrRE.ReplaceAllString(maskPids(s), "nod
 // the ring and wide fabrics and compares ibroute -M and ibtracert -m,
 // ours and infiniband-diags', over the multicast tables OpenSM wrote.
 func TestFabricMulticast(t *testing.T) {
-	mgid := [16]byte{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 15: 1}
+	mgid := rdma.GID{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 15: 1}
 	for _, n := range []struct {
 		name, net, at string
 		members       []string
