@@ -46,15 +46,20 @@ func fabricLIDs(t *testing.T, f *ibsimtest.Fabric, node string) map[string]strin
 }
 
 // sideBySide runs tool with each argument list at node, ours and C's.
-// The C runs, separate processes that only read the fabric, go four at
-// a time ahead of ours (in-process, one at a time: PURERDMA_IBSIM is
-// process-wide).
+// The C runs, separate processes that only read the fabric, go two at a
+// time ahead of ours (in-process, one at a time: PURERDMA_IBSIM is
+// process-wide); ibroute's go one at a time, as its destinations are
+// asked with a 100 ms timeout that a busy ibsim can miss.
 func sideBySide(t *testing.T, f *ibsimtest.Fabric, node, tool string, argss [][]string) {
 	t.Helper()
 	cs := make([]fabricRun, len(argss))
 	errs := make([]error, len(argss))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
+	n := 2
+	if tool == "ibroute" {
+		n = 1
+	}
+	sem := make(chan struct{}, n)
 	for i, args := range argss {
 		wg.Add(1)
 		go func() {
@@ -99,10 +104,15 @@ func ibrouteArgs(sw, dr, guid, hca string) [][]string {
 		{"-M", sw}, {"-M", "-n", sw}, {"-M", "-a", "-n", sw, "0xc000", "0xc040"}, {"-M", sw, "0xc3f0", "0xc400"},
 		{"-M", sw, "5", "0xc001"}, {"-M", "-v", sw}, {"-v", sw, "1", "2"}, {"-d", sw, "1", "3"}, {"-e", "-d", "-M", sw, "0xc000", "0xc001"},
 		{"--node-name-map", "/nonexistent", sw, "1", "2"},
-		// Failures: an HCA, a LID nobody has, a GUID nobody has, an
-		// invalid LID, usage errors, -h and -V.
-		{hca}, {"-M", hca}, {"999"}, {"-G", "0x999"}, {"0"}, {"-s", "0", sw}, {"-t", "0", sw}, {}, {"-h"}, {"-x", sw}, {"-K", sw}, {"-V"},
+		// Failures: an HCA, a LID nobody has, a GUID nobody has.
+		{hca}, {"-M", hca}, {"999"}, {"-G", "0x999"},
 	}
+}
+
+// ibrouteUsage are ibroute's command lines that fail before any MAD
+// goes: an invalid LID, bad options, usage errors, -h and -V.
+func ibrouteUsage(sw string) [][]string {
+	return [][]string{{"0"}, {"-s", "0", sw}, {"-t", "0", sw}, {}, {"-h"}, {"-x", sw}, {"-K", sw}, {"-V"}}
 }
 
 // routeNet is a fabric of the tests and where the tools run on it.
@@ -123,9 +133,12 @@ var routeNets = []routeNet{
 	{"Small", ibsimtest.Small, "Hca1", "Switch2", "5", "Hca2", "0,1,5", []string{"Hca3", "Switch1", "Hca4"}},
 }
 
-// TestFabricRoute runs ibroute, ibtracert and ibportstate (its queries),
-// ours and infiniband-diags', on the ring, line, wide and small fabrics:
-// every option, and the failures.
+// TestFabricRoute runs ibroute, ibtracert and ibportstate, ours and
+// infiniband-diags', on the ring, line, wide and small fabrics: every
+// option, and the failures (those of parsing alone on the ring only). On
+// the ring it then adds the common options' odd cases, a multicast group
+// and broken forwarding tables; on the wide fabric a multicast group and
+// ibportstate's set ops. One fabric of each kind serves all its checks.
 func TestFabricRoute(t *testing.T) {
 	for _, n := range routeNets {
 		t.Run(n.name, func(t *testing.T) {
@@ -133,7 +146,12 @@ func TestFabricRoute(t *testing.T) {
 			lids := fabricLIDs(t, f, n.at)
 			sw, hca := lids[n.sw], lids[n.hca]
 			guid := nodeGUID(t, f, n.at, sw)
-			sideBySide(t, f, n.at, "ibroute", ibrouteArgs(sw, "0,1", guid, hca))
+			first := n.name == "Ring" // the checks of parsing alone run once
+			route := ibrouteArgs(sw, "0,1", guid, hca)
+			if first {
+				route = append(route, ibrouteUsage(sw)...)
+			}
+			sideBySide(t, f, n.at, "ibroute", route)
 
 			var tr [][]string
 			for _, to := range n.trace {
@@ -154,52 +172,71 @@ func TestFabricRoute(t *testing.T) {
 				[]string{"--ports-file", ports}, []string{"-n", "--ports-file", ports, "ignored"}, []string{"--ports-file", bad},
 				[]string{"--node-name-map", "/nonexistent", sw, hca},
 				// Failures: LIDs nobody has (with and without -f), a GUID
-				// nobody has, no multicast group, usage errors.
+				// nobody has, no multicast group.
 				[]string{lids[n.at], "999"}, []string{"999", hca}, []string{"-f", sw, "999"}, []string{"-G", guid, "0x999"},
-				[]string{"-m", "0xc000", lids[n.at], hca}, []string{"0", hca}, []string{hca}, []string{"--ports-file", "/nonexistent"},
-				[]string{"-D", sw, hca}, []string{"-K", sw, hca}, []string{"-h"}, []string{"-V"},
+				[]string{"-m", "0xc000", lids[n.at], hca},
 			)
+			if first {
+				tr = append(tr, []string{"0", hca}, []string{hca}, []string{"--ports-file", "/nonexistent"},
+					[]string{"-D", sw, hca}, []string{"-K", sw, hca}, []string{"-h"}, []string{"-V"})
+			}
 			sideBySide(t, f, n.at, "ibtracert", tr)
 
-			sideBySide(t, f, n.at, "ibportstate", [][]string{
+			ps := [][]string{
 				{hca, "1"}, {hca, "1", "query"}, {"-K", hca, "1"}, {sw, "0"}, {"-K", sw, "0"}, {"-D", n.dr, "0"},
 				{"-D", n.dr, n.swPort}, {"-D", "0", "1"}, {"-D", "0,1", "1"}, {"-G", guid, "0"}, {"-d", "-e", hca, "1"},
-				{lids[n.at], "1"},
-				// Failures: a LID nobody has, bad ops and values, usage.
-				{"999", "1"}, {hca, "1", "bogus"}, {hca, "1", "speed"}, {hca, "1", "speed", "16"}, {hca, "1", "espeed", "32"},
-				{hca, "1", "fdr10", "2"}, {hca, "1", "width", "32"}, {hca, "1", "vls", "0"}, {hca, "1", "mtu", "6"},
-				{hca, "1", "lid", "0xc000"}, {hca, "1", "smlid", "0"}, {hca, "1", "lmc", "8"}, {hca, "1", "mkeylease", "0x10000"},
-				{hca, "1", "mkeyprot", "4"}, {hca, "1", "query", "enable"}, {"-D", n.dr, "1", "mkey", "1"},
-				{hca}, {"-h"}, {"-x", hca, "1"}, {"-y", "bad", hca, "1"}, {hca, "1", "mkey", "12x"},
-			})
-			if n.name != "Ring" {
-				return
+				{lids[n.at], "1"}, {"999", "1"}, {"-D", n.dr, "1", "mkey", "1"},
 			}
-			// The common options once: a configuration file, -C and -P,
-			// -t; a switch port by LID, whose peer C asks for along a
-			// LID-routed directed route that ibsim never answers (at the
-			// default timeout: with a short -t our ibsim transport
-			// reports the try timed out and retries, where libumad2sim's
-			// receive gives up with "recv failed").
-			cfg := filepath.Join(t.TempDir(), "ibdiag.conf")
-			if err := os.WriteFile(cfg, []byte("# test\nCA=ibsim0\nPort=1\ntimeout=300\nm_key=0\nnd_format=x\n"), 0o644); err != nil {
-				t.Fatal(err)
+			if first {
+				// Bad ops and values, usage.
+				ps = append(ps, [][]string{
+					{hca, "1", "bogus"}, {hca, "1", "speed"}, {hca, "1", "speed", "16"}, {hca, "1", "espeed", "32"},
+					{hca, "1", "fdr10", "2"}, {hca, "1", "width", "32"}, {hca, "1", "vls", "0"}, {hca, "1", "mtu", "6"},
+					{hca, "1", "lid", "0xc000"}, {hca, "1", "smlid", "0"}, {hca, "1", "lmc", "8"}, {hca, "1", "mkeylease", "0x10000"},
+					{hca, "1", "mkeyprot", "4"}, {hca, "1", "query", "enable"},
+					{hca}, {"-h"}, {"-x", hca, "1"}, {"-y", "bad", hca, "1"}, {hca, "1", "mkey", "12x"},
+				}...)
 			}
-			sideBySide(t, f, n.at, "ibroute", [][]string{{"-z", cfg, sw}, {"--config=" + cfg, "-M", sw}, {"-z", "/nonexistent", sw, "1", "2"},
-				{"-C", "ibsim0", "-P", "1", sw, "1", "3"}, {"--Ca=ibsim0", "--Port", "1", sw, "4"}, {"-t", "0x20", sw, "1", "2"}, {"-t", "abc", sw}})
-			sideBySide(t, f, n.at, "ibtracert", [][]string{{"-z", cfg, sw, hca}, {"-C", "ibsim0", lids[n.at], hca}})
-			sideBySide(t, f, n.at, "ibportstate", [][]string{{"-z", cfg, hca, "1"}, {sw, n.swPort}, {"-y", "", hca, "1"}})
-			// A port that does not open: our stderr adds why after C's.
-			for _, tool := range []string{"ibroute", "ibtracert", "ibportstate"} {
-				for _, args := range [][]string{{"-C", "mlx5_9", sw, hca}, {"-P", "2", sw, hca}} {
-					c, g := runC(t, f, n.at, tool, args...), runGo(t, f, n.at, tool, args...)
-					if strings.HasPrefix(maskPids(g.stderr), maskPids(c.stderr)) {
-						g.stderr = c.stderr
-					}
-					sameRun(t, tool+" "+strings.Join(args, " "), c, g, maskPids)
-				}
+			sideBySide(t, f, n.at, "ibportstate", ps)
+			switch n.name {
+			case "Ring":
+				ringExtras(t, f, n, lids)
+				multicast(t, f, n.at, ringGroup)
+				traceFaults(t, f, lids)
+			case "Wide":
+				multicast(t, f, n.at, wideGroup)
+				portStateSet(t, f, lids)
 			}
 		})
+	}
+}
+
+// ringExtras runs the common options once on the ring: a configuration
+// file, -C and -P, -t, and a port that does not open.
+func ringExtras(t *testing.T, f *ibsimtest.Fabric, n routeNet, lids map[string]string) {
+	sw, hca := lids[n.sw], lids[n.hca]
+	// A switch port by LID, whose peer C asks for along a
+	// LID-routed directed route that ibsim never answers (at the
+	// default timeout: with a short -t our ibsim transport
+	// reports the try timed out and retries, where libumad2sim's
+	// receive gives up with "recv failed").
+	cfg := filepath.Join(t.TempDir(), "ibdiag.conf")
+	if err := os.WriteFile(cfg, []byte("# test\nCA=ibsim0\nPort=1\ntimeout=300\nm_key=0\nnd_format=x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sideBySide(t, f, n.at, "ibroute", [][]string{{"-z", cfg, sw}, {"--config=" + cfg, "-M", sw}, {"-z", "/nonexistent", sw, "1", "2"},
+		{"-C", "ibsim0", "-P", "1", sw, "1", "3"}, {"--Ca=ibsim0", "--Port", "1", sw, "4"}, {"-t", "0x20", sw, "1", "2"}, {"-t", "abc", sw}})
+	sideBySide(t, f, n.at, "ibtracert", [][]string{{"-z", cfg, sw, hca}, {"-C", "ibsim0", lids[n.at], hca}})
+	sideBySide(t, f, n.at, "ibportstate", [][]string{{"-z", cfg, hca, "1"}, {sw, n.swPort}, {"-y", "", hca, "1"}})
+	// A port that does not open: our stderr adds why after C's.
+	for _, tool := range []string{"ibroute", "ibtracert", "ibportstate"} {
+		for _, args := range [][]string{{"-C", "mlx5_9", sw, hca}, {"-P", "2", sw, hca}} {
+			c, g := runC(t, f, n.at, tool, args...), runGo(t, f, n.at, tool, args...)
+			if strings.HasPrefix(maskPids(g.stderr), maskPids(c.stderr)) {
+				g.stderr = c.stderr
+			}
+			sameRun(t, tool+" "+strings.Join(args, " "), c, g, maskPids)
+		}
 	}
 }
 
@@ -217,7 +254,8 @@ func nodeGUID(t *testing.T, f *ibsimtest.Fabric, node, lid string) string {
 	return m[1]
 }
 
-// TestFabricPortStateSet runs ibportstate's set ops on the wide fabric:
+// portStateSet runs ibportstate's set ops on the wide fabric (last: they
+// change it), attached at w1:
 // each op goes from C's tool to one port and from ours to a twin port
 // (the same cabling, widths and speeds, or both uncabled), in the same
 // order, so the two see the same state and make the same change; the
@@ -225,9 +263,7 @@ func nodeGUID(t *testing.T, f *ibsimtest.Fabric, node, lid string) string {
 // masked. The query after a change reads back what the set did (ibsim
 // keeps the enabled widths and speeds it is given, and moves the
 // physical state).
-func TestFabricPortStateSet(t *testing.T) {
-	f := ibsimtest.Start(t, ibsimtest.Wide, ibsimtest.Options{})
-	lids := fabricLIDs(t, f, "w1")
+func portStateSet(t *testing.T, f *ibsimtest.Fabric, lids map[string]string) {
 	type twin struct{ port, lid string }
 	mask := func(s string, w twin) string {
 		s = regexp.MustCompile(`\b`+w.port+`\b`).ReplaceAllString(s, "PORT")
@@ -244,6 +280,14 @@ func TestFabricPortStateSet(t *testing.T) {
 		gr.stdout, gr.stderr = mask(gr.stdout, g), mask(gr.stderr, g)
 		sameRun(t, "ibportstate "+strings.Join(ca, " ")+" (ours: "+strings.Join(ga, " ")+")", cr, gr, nil)
 	}
+	// The switch's ports of mixed widths and speeds (and the 1x link to
+	// Edge): each query shows the peer, and C's warnings where the link
+	// runs below what both ends enable.
+	var q [][]string
+	for _, p := range []string{"2", "3", "4", "6", "7", "14", "16", "19", "24", "33", "34", "25"} {
+		q = append(q, []string{"-D", "0,1", p})
+	}
+	sideBySide(t, f, "w1", "ibportstate", q)
 	// Uncabled switch ports: every state op, and the link settings.
 	for _, op := range [][]string{
 		{"disable"}, {}, {"enable"}, {"off"}, {"on"}, {"on"}, {"reset"}, {"down"}, {"arm"}, {"active"},
@@ -256,18 +300,17 @@ func TestFabricPortStateSet(t *testing.T) {
 	// settings from both ends; the switch port's query shows the peer
 	// and C's warnings where the link runs below what both ends enable.
 	w9, w13 := twin{"9", lids["w9"]}, twin{"13", lids["w13"]}
-	for _, op := range [][]string{
-		{"speed", "2"}, {}, {"width", "2"}, {}, {"espeed", "2"}, {}, {"speed", "15", "width", "255", "espeed", "31"}, {},
-		{"vls", "1"}, {"mtu", "5"},
-	} {
+	// A change of a cabled link's width, speed or state retrains it:
+	// ibsim traps to OpenSM, which sweeps while the twin's run goes, so
+	// those ops run on the uncabled twins above only.
+	for _, op := range [][]string{{}, {"vls", "1"}, {"mtu", "5"}, {}} {
 		run(w9, w13, func(w twin) []string { return append([]string{"-D", "0,1", w.port}, op...) })
 	}
 	for _, op := range []struct{ opts, op []string }{
-		{nil, []string{"speed", "1"}}, {nil, []string{"width", "1"}}, {[]string{"-K"}, []string{"mkey", "0x1234"}},
+		{[]string{"-K"}, []string{"mkey", "0x1234"}},
 		{[]string{"-K", "-y", "0x1234"}, []string{"mkey", "0"}}, {nil, []string{"mkeylease", "100"}},
 		{nil, []string{"mkeyprot", "1"}}, {nil, []string{"mkeyprot", "0"}}, {nil, []string{"smlid", "1"}},
-		{nil, []string{"lid", "LID"}}, {nil, []string{"lmc", "0"}}, {nil, []string{"down"}}, {nil, []string{"arm"}},
-		{nil, []string{"active"}}, {[]string{"-K"}, nil},
+		{nil, []string{"lid", "LID"}}, {nil, []string{"lmc", "0"}}, {[]string{"-K"}, nil},
 	} {
 		run(w9, w13, func(w twin) []string {
 			a := append(append([]string(nil), op.opts...), "-D", "0,1,"+w.port, "1")
@@ -357,63 +400,63 @@ var ptrRE = regexp.MustCompile(`node (0x[0-9a-f]+|\(nil\))`)
 
 func maskPtrs(s string) string { return ptrRE.ReplaceAllString(maskPids(s), "node PTR") }
 
-// TestFabricMulticast joins HCAs to a multicast group through OpenSM on
-// the ring and wide fabrics and compares ibroute -M and ibtracert -m,
-// ours and infiniband-diags', over the multicast tables OpenSM wrote.
-func TestFabricMulticast(t *testing.T) {
+// mcastGroup is a multicast group of a fabric's HCAs and where the tests
+// look at it.
+type mcastGroup struct {
+	members  []string
+	switches []string // where ibroute -M looks, the members' first
+	others   []string // nodes that are not members
+}
+
+var (
+	ringGroup = mcastGroup{[]string{"h1", "h4", "Dual", "h6"}, []string{"Ring1", "Ring4", "Ring2", "Ring6", "Ring3"}, []string{"h3", "Ring5"}}
+	wideGroup = mcastGroup{[]string{"w1", "w24", "e2"}, []string{"Wide36", "Edge"}, []string{"w2", "e1"}}
+)
+
+// multicast joins a group's HCAs through OpenSM and compares ibroute -M
+// and ibtracert -m, ours and infiniband-diags', over the multicast tables
+// OpenSM wrote, attached at node at.
+func multicast(t *testing.T, f *ibsimtest.Fabric, at string, n mcastGroup) {
 	mgid := rdma.GID{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 15: 1}
-	for _, n := range []struct {
-		name, net, at string
-		members       []string
-		switches      []string // where ibroute -M looks, the members' first
-		others        []string // nodes that are not members
-	}{
-		{"Ring", ibsimtest.Ring, "h1", []string{"h1", "h4", "Dual", "h6"}, []string{"Ring1", "Ring4", "Ring2", "Ring6", "Ring3"}, []string{"h3", "Ring5"}},
-		{"Wide", ibsimtest.Wide, "w1", []string{"w1", "w24", "e2"}, []string{"Wide36", "Edge"}, []string{"w2", "e1"}},
-	} {
-		t.Run(n.name, func(t *testing.T) {
-			f := ibsimtest.Start(t, n.net, ibsimtest.Options{})
-			lids := fabricLIDs(t, f, n.at)
-			mlid := 0
-			for _, m := range n.members {
-				mlid = mcastJoin(t, f, m, 1, mgid)
+	lids := fabricLIDs(t, f, at)
+	mlid := 0
+	for _, m := range n.members {
+		mlid = mcastJoin(t, f, m, 1, mgid)
+	}
+	smlid := "0x" + strconv.FormatInt(int64(mlid), 16)
+	// OpenSM routes the group after answering the joins: wait for the
+	// members' switches to carry it.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, sw := range n.switches[:len(n.members)-1] {
+		for !strings.Contains(runC(t, f, at, "ibroute", "-M", lids[sw]).stdout, "1 valid mlids") {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no route of MLID %s after 10 s", sw, smlid)
 			}
-			smlid := "0x" + strconv.FormatInt(int64(mlid), 16)
-			// OpenSM routes the group after answering the joins: wait
-			// for the members' switches to carry it.
-			deadline := time.Now().Add(10 * time.Second)
-			for _, sw := range n.switches[:len(n.members)-1] {
-				for !strings.Contains(runC(t, f, n.at, "ibroute", "-M", lids[sw]).stdout, "1 valid mlids") {
-					if time.Now().After(deadline) {
-						t.Fatalf("%s: no route of MLID %s after 10 s", sw, smlid)
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	var route [][]string
+	for _, sw := range n.switches {
+		route = append(route, []string{"-M", lids[sw]}, []string{"-M", "-n", lids[sw]}, []string{"-M", "-a", "-n", lids[sw], smlid, "0xc002"})
+	}
+	sideBySide(t, f, at, "ibroute", route)
+	var tr [][]string
+	for _, from := range n.members {
+		for _, to := range append(append([]string(nil), n.members...), n.others...) {
+			if to != from {
+				tr = append(tr, []string{"-m", smlid, lids[from], lids[to]})
 			}
-			var route [][]string
-			for _, sw := range n.switches {
-				route = append(route, []string{"-M", lids[sw]}, []string{"-M", "-n", lids[sw]}, []string{"-M", "-a", "-n", lids[sw], smlid, "0xc002"})
-			}
-			sideBySide(t, f, n.at, "ibroute", route)
-			var tr [][]string
-			for _, from := range n.members {
-				for _, to := range append(append([]string(nil), n.members...), n.others...) {
-					if to != from {
-						tr = append(tr, []string{"-m", smlid, lids[from], lids[to]})
-					}
-				}
-			}
-			first, last := lids[n.members[0]], lids[n.members[len(n.members)-1]]
-			sw := lids[n.switches[0]]
-			tr = append(tr, []string{"-n", "-m", smlid, first, last}, []string{"-d", "-m", smlid, first, last},
-				[]string{"-m", smlid, sw, last}, []string{"-m", smlid, sw, first}, []string{"-m", "0xc0ff", first, last},
-				[]string{"-m", smlid, first, "999"})
-			sideBySide(t, f, n.at, "ibtracert", tr)
-			// -v prints C's node addresses: masked.
-			for _, args := range [][]string{{"-v", "-m", smlid, first, last}, {"-v", "-n", "-m", smlid, last, first}} {
-				sameRun(t, "ibtracert "+strings.Join(args, " "), runC(t, f, n.at, "ibtracert", args...), runGo(t, f, n.at, "ibtracert", args...), maskPtrs)
-			}
-		})
+		}
+	}
+	first, last := lids[n.members[0]], lids[n.members[len(n.members)-1]]
+	sw := lids[n.switches[0]]
+	tr = append(tr, []string{"-n", "-m", smlid, first, last}, []string{"-d", "-m", smlid, first, last},
+		[]string{"-m", smlid, sw, last}, []string{"-m", smlid, sw, first}, []string{"-m", "0xc0ff", first, last},
+		[]string{"-m", smlid, first, "999"})
+	sideBySide(t, f, at, "ibtracert", tr)
+	// -v prints C's node addresses: masked.
+	for _, args := range [][]string{{"-v", "-m", smlid, first, last}, {"-v", "-n", "-m", smlid, last, first}} {
+		sameRun(t, "ibtracert "+strings.Join(args, " "), runC(t, f, at, "ibtracert", args...), runGo(t, f, at, "ibtracert", args...), maskPtrs)
 	}
 }
 
@@ -458,12 +501,11 @@ func setLFT(t *testing.T, f *ibsimtest.Fabric, node string, path []byte, lid, po
 	return old
 }
 
-// TestFabricTraceFaults breaks the ring's forwarding tables (an entry
-// to an uncabled port, one beyond the switch's ports, one to port 0) and
-// compares how ibtracert reports each, ours and infiniband-diags'.
-func TestFabricTraceFaults(t *testing.T) {
-	f := ibsimtest.Start(t, ibsimtest.Ring, ibsimtest.Options{})
-	lids := fabricLIDs(t, f, "h1")
+// traceFaults breaks the ring's forwarding tables (an entry to an
+// uncabled port, one beyond the switch's ports, one to port 0), attached
+// at h1, and compares how ibtracert reports each, ours and
+// infiniband-diags'; each entry is restored after.
+func traceFaults(t *testing.T, f *ibsimtest.Fabric, lids map[string]string) {
 	h3, h1, h2 := lids["h3"], lids["h1"], lids["h2"]
 	lid, _ := strconv.Atoi(h3)
 	// Ring2 is 0,1,2 from h1: h2 to h3 goes through it.
