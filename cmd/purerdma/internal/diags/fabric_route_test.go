@@ -109,10 +109,14 @@ func ibrouteArgs(sw, dr, guid, hca string) [][]string {
 	}
 }
 
-// ibrouteUsage are ibroute's command lines that fail before any MAD
-// goes: an invalid LID, bad options, usage errors, -h and -V.
+// ibrouteUsage are ibroute's odd command lines: those that fail before
+// any MAD goes (an invalid LID, bad options, usage errors, -h and -V),
+// and LIDs as C's strtoul and int read them (negative, trailing junk; a
+// block before the first fails with a MAD status).
 func ibrouteUsage(sw string) [][]string {
-	return [][]string{{"0"}, {"-s", "0", sw}, {"-t", "0", sw}, {}, {"-h"}, {"-x", sw}, {"-K", sw}, {"-V"}}
+	return [][]string{{"0"}, {"-s", "0", sw}, {"-t", "0", sw}, {}, {"-h"}, {"-x", sw}, {"-K", sw}, {"-V"},
+		{"-a", "--", sw, "-70", "3"}, {"--", sw, "-1"}, {"--", sw, "5", "-1"}, {"-M", "--", sw, "-3", "0xc001"},
+		{sw, "4abc", "6x"}, {"-a", sw, "0xbff0", "0xc010"}, {"-M", sw, "0xc000", "0x1ffff"}}
 }
 
 // routeNet is a fabric of the tests and where the tools run on it.

@@ -87,7 +87,8 @@ func (env *Env) runIBRoute(args []string, stdout, stderr io.Writer) error {
 	if mcast {
 		msg = r.multicast(&d, start, end)
 	} else {
-		msg = r.unicast(&d, start, end)
+		// dump_unicast_tables takes the LIDs as ints.
+		msg = r.unicast(&d, int(int32(start)), int(int32(end)))
 	}
 	io.WriteString(stdout, r.out.String())
 	if msg != "" {
@@ -169,7 +170,7 @@ func (r *ibroute) unicast(d *portID, start, end int) string {
 		end = 0xbfff
 	}
 	w := r.out
-	fmt.Fprintf(w, "Unicast lids [0x%x-0x%x] of switch %s guid 0x%016x (%s):\n", start, end, d, guid, r.names.remap(guid, string(nd)))
+	fmt.Fprintf(w, "Unicast lids [0x%x-0x%x] of switch %s guid 0x%016x (%s):\n", uint32(start), uint32(end), d, guid, r.names.remap(guid, string(nd)))
 	r.o.ibdebug(r.out, "dump_unicast_tables", "Switch top is 0x%x\n", top)
 	fmt.Fprintf(w, "  Lid  Out   Destination\n")
 	fmt.Fprintf(w, "       Port     Info \n")
@@ -178,7 +179,7 @@ func (r *ibroute) unicast(d *portID, start, end int) string {
 		r.o.ibdebug(r.out, "dump_unicast_tables", "reading block %d", block)
 		b, err := r.c.get(d, umad.SMAttrLinearForwardingTable, uint32(block), 0)
 		if err != nil {
-			fmt.Fprintf(r.stderr, "SubnGet() failed; MAD status 0x%x AM 0x%x\n", madStatusOf(err), block)
+			fmt.Fprintf(r.stderr, "SubnGet() failed; MAD status 0x%x AM 0x%x\n", madStatusOf(err), uint32(block))
 			return ""
 		}
 		var lft umad.LinearForwardingTable
