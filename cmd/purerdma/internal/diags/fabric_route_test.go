@@ -26,8 +26,13 @@ import (
 // status must be equal (process ids masked: libibmad's warnings and the
 // tools' -d lines carry them).
 
-// maskPids masks the process ids of the -d and -v lines on stdout.
-func maskPids(s string) string { return fabricPidRE.ReplaceAllString(s, "[pid]") }
+// maskPids masks the process ids of the -d and -v lines on stdout and
+// of IBEXIT's line with -d ("[pid N] main: failed").
+func maskPids(s string) string {
+	return fabricPidRE.ReplaceAllString(ibexitPidRE.ReplaceAllString(s, "[pid]"), "[pid]")
+}
+
+var ibexitPidRE = regexp.MustCompile(`\[pid [0-9]+\]`)
 
 // fabricLIDs returns the LIDs of f's nodes as strings, by name.
 func fabricLIDs(t *testing.T, f *ibsimtest.Fabric, node string) map[string]string {
@@ -456,7 +461,7 @@ func multicast(t *testing.T, f *ibsimtest.Fabric, at string, n mcastGroup) {
 	sw := lids[n.switches[0]]
 	tr = append(tr, []string{"-n", "-m", smlid, first, last}, []string{"-d", "-m", smlid, first, last},
 		[]string{"-m", smlid, sw, last}, []string{"-m", smlid, sw, first}, []string{"-m", "0xc0ff", first, last},
-		[]string{"-m", smlid, first, "999"})
+		[]string{"-m", smlid, first, "999"}, []string{"-m", "0x10", first, last}, []string{"-d", "-m", "0x10", sw, last})
 	sideBySide(t, f, at, "ibtracert", tr)
 	// -v prints C's node addresses: masked.
 	for _, args := range [][]string{{"-v", "-m", smlid, first, last}, {"-v", "-n", "-m", smlid, last, first}} {

@@ -532,15 +532,18 @@ func (tr *tracer) switchMCLookup(node *trNode, d *portID, mlid int, m *[256]bool
 	block := mlid / 32
 	maxsets := (node.numports + 15) / 16
 	idx := mlid % 32
-	if idx < 0 {
-		// C reads before its table here; there is nothing to read.
-		return -1
-	}
 	k := 0
 	for set := 0; set < maxsets; set++ {
 		b, err := tr.c.get(d, umad.SMAttrMulticastForwardingTable, uint32(int32(block))|uint32(set)<<28, t)
 		if err != nil {
 			return -1
+		}
+		if idx < 0 {
+			// An MLID below 0xC000 whose block a switch answers: C
+			// reads before its table here (what lies there on its
+			// stack); we take it as no port.
+			k += 16
+			continue
 		}
 		var mft umad.MulticastForwardingTable
 		_ = mft.Decode(b)
