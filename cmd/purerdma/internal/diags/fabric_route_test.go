@@ -237,6 +237,23 @@ func ringExtras(t *testing.T, f *ibsimtest.Fabric, n routeNet, lids map[string]s
 		{"-C", "ibsim0", "-P", "1", sw, "1", "3"}, {"--Ca=ibsim0", "--Port", "1", sw, "4"}, {"-t", "0x20", sw, "1", "2"}, {"-t", "abc", sw}})
 	sideBySide(t, f, n.at, "ibtracert", [][]string{{"-z", cfg, sw, hca}, {"-C", "ibsim0", lids[n.at], hca}})
 	sideBySide(t, f, n.at, "ibportstate", [][]string{{"-z", cfg, hca, "1"}, {sw, n.swPort}, {"-y", "", hca, "1"}})
+	// Node name maps: names for a switch and an HCA (quoted, bare with a
+	// comment, a repeated GUID whose first name wins), and a map C
+	// refuses (a line that is no GUID) and one it cannot open.
+	swGUID, hcaGUID := nodeGUID(t, f, n.at, sw), nodeGUID(t, f, n.at, hca)
+	names := filepath.Join(t.TempDir(), "names")
+	text := "# names\n\n" + swGUID + "  \"Renamed switch\"\n" + hcaGUID + "\tbare-name # note\n" + swGUID + " second\n"
+	badNames := filepath.Join(t.TempDir(), "bad-names")
+	if err := os.WriteFile(names, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(badNames, []byte(swGUID+" ok\nnot-a-guid name\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{names, badNames} {
+		sideBySide(t, f, n.at, "ibroute", [][]string{{"--node-name-map", m, sw}, {"--node-name-map", m, "-M", sw}})
+		sideBySide(t, f, n.at, "ibtracert", [][]string{{"--node-name-map", m, lids[n.at], hca}, {"--node-name-map", m, "-n", hca, sw}})
+	}
 	// A port that does not open: our stderr adds why after C's.
 	for _, tool := range []string{"ibroute", "ibtracert", "ibportstate"} {
 		for _, args := range [][]string{{"-C", "mlx5_9", sw, hca}, {"-P", "2", sw, hca}} {
