@@ -479,6 +479,14 @@ func multicast(t *testing.T, f *ibsimtest.Fabric, at string, n mcastGroup) {
 	tr = append(tr, []string{"-n", "-m", smlid, first, last}, []string{"-d", "-m", smlid, first, last},
 		[]string{"-m", smlid, sw, last}, []string{"-m", smlid, sw, first}, []string{"-m", "0xc0ff", first, last},
 		[]string{"-m", smlid, first, "999"}, []string{"-m", "0x10", first, last}, []string{"-d", "-m", "0x10", sw, last})
+	// A ports file: C's search keeps the nodes it saw from one pair to
+	// the next.
+	pairs := filepath.Join(t.TempDir(), "pairs")
+	text := first + " " + last + "\n" + last + " " + first + "\n" + lids[n.members[1]] + " " + last + "\n"
+	if err := os.WriteFile(pairs, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr = append(tr, []string{"-m", smlid, "--ports-file", pairs}, []string{"-n", "-m", smlid, "--ports-file", pairs})
 	sideBySide(t, f, at, "ibtracert", tr)
 	// -v prints C's node addresses: masked.
 	for _, args := range [][]string{{"-v", "-m", smlid, first, last}, {"-v", "-n", "-m", smlid, last, first}} {
