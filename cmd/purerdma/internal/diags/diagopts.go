@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -80,8 +79,9 @@ func parseDiagOpts(tool, exclude, usageArgs string, examples []string, args []st
 		{"Lid", 'L', false, "", "use LID address argument", func(string) error { o.destType = 'L'; o.dr = false; return nil }},
 		{"Guid", 'G', false, "", "use GUID address argument", func(string) error { o.destType = 'G'; o.dr = false; return nil }},
 		{"timeout", 't', true, "<ms>", "timeout in ms", func(v string) error {
-			n, err := strconv.ParseInt(v, 0, 64)
-			if err != nil || n <= 0 || n > 1<<31-1 {
+			u, end := cStrtoull(v) // strtol's digits, to the end
+			n := int64(u)
+			if end != len(v) || n <= 0 || n > 1<<31-1 {
 				return exit("Invalid timeout \"%s\".  Timeout requires a positive integer value < %d.", v, 1<<31-1)
 			}
 			o.timeout, o.timeoutSet = time.Duration(n)*time.Millisecond, true
@@ -343,7 +343,7 @@ func cStrtoull(s string) (uint64, int) {
 	}
 	base := uint64(10)
 	switch {
-	case i+2 < len(s)+0 && s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X') && i+2 < len(s) && hexVal(s[i+2]) >= 0:
+	case i+2 < len(s) && s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X') && hexVal(s[i+2]) >= 0:
 		base, i = 16, i+2
 	case i < len(s) && s[i] == '0':
 		base = 8

@@ -121,7 +121,8 @@ func ibrouteArgs(sw, dr, guid, hca string) [][]string {
 func ibrouteUsage(sw string) [][]string {
 	return [][]string{{"0"}, {"-s", "0", sw}, {"-t", "0", sw}, {}, {"-h"}, {"-x", sw}, {"-K", sw}, {"-V"},
 		{"-a", "--", sw, "-70", "3"}, {"--", sw, "-1"}, {"--", sw, "5", "-1"}, {"-M", "--", sw, "-3", "0xc001"},
-		{sw, "4abc", "6x"}, {"-a", sw, "0xbff0", "0xc010"}, {"-M", sw, "0xc000", "0x1ffff"}}
+		{sw, "4abc", "6x"}, {"-a", sw, "0xbff0", "0xc010"}, {"-M", sw, "0xc000", "0x1ffff"},
+		{"-t", "0b101", sw}, {"-t", "+500", sw, "1", "2"}, {"-t", "0x", sw}}
 }
 
 // routeNet is a fabric of the tests and where the tools run on it.
