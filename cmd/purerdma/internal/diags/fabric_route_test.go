@@ -255,6 +255,22 @@ func ringExtras(t *testing.T, f *ibsimtest.Fabric, n routeNet, lids map[string]s
 		sideBySide(t, f, n.at, "ibroute", [][]string{{"--node-name-map", m, sw}, {"--node-name-map", m, "-M", sw}})
 		sideBySide(t, f, n.at, "ibtracert", [][]string{{"--node-name-map", m, lids[n.at], hca}, {"--node-name-map", m, "-n", hca, sw}})
 	}
+	// An HCA with LMC 1 (set through C's ibportstate, then undone): its
+	// LID range shows in ibtracert, and ibroute numbers the paths of the
+	// LIDs after its base ("path #2 out of 2", however the LIDs were
+	// given out), -n and -a too.
+	if r := runC(t, f, n.at, "ibportstate", hca, "1", "lmc", "1"); r.code != 0 {
+		t.Fatalf("ibportstate lmc 1: %+v", r)
+	}
+	var lmcRoute [][]string
+	for _, s := range []string{n.sw, "Ring1", "Ring3"} {
+		lmcRoute = append(lmcRoute, []string{lids[s]}, []string{"-a", lids[s]}, []string{"-n", lids[s]})
+	}
+	sideBySide(t, f, n.at, "ibroute", lmcRoute)
+	sideBySide(t, f, n.at, "ibtracert", [][]string{{lids[n.at], hca}, {hca, lids[n.at]}, {"-n", hca, sw}})
+	if r := runC(t, f, n.at, "ibportstate", hca, "1", "lmc", "0"); r.code != 0 {
+		t.Fatalf("ibportstate lmc 0: %+v", r)
+	}
 	// A port that does not open: our stderr adds why after C's.
 	for _, tool := range []string{"ibroute", "ibtracert", "ibportstate"} {
 		for _, args := range [][]string{{"-C", "mlx5_9", sw, hca}, {"-P", "2", sw, hca}} {
