@@ -104,3 +104,32 @@ func ExampleDecodeMAD() {
 	// SubnMgmt GetResp: rxe0 HCA-1
 	// CM Send: raw attribute 0x0010
 }
+
+// A switch's linear forwarding table is read in blocks of 64 LIDs, as
+// ibroute and ibtracert read it: the Get's attribute modifier is the
+// block, the LID's out port its entry.
+func ExampleLFTBlock() {
+	block, i := umad.LFTBlock(200)
+	smp := umad.SMP{Header: umad.NewMADHeader(umad.ClassSubnMgmt, umad.MethodGet, umad.SMAttrLinearForwardingTable, block, 1)}
+	// … smp sent, the answer decoded into smp …
+	smp.Data[i] = 7
+	var lft umad.LinearForwardingTable
+	if err := lft.Decode(smp.Data[:]); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(block, i, lft[i])
+	// Output: 3 8 7
+}
+
+// A multicast forwarding table block holds 32 MLIDs' masks of 16 ports;
+// a switch of more than 15 ports has further positions.
+func ExampleMFTModifier() {
+	mod, i, ok := umad.MFTModifier(0xc021, 2) // ports 32 to 47
+	fmt.Printf("%#x %d %v\n", mod, i, ok)
+	_, _, ok = umad.MFTModifier(0x10, 0)
+	fmt.Println(ok)
+	// Output:
+	// 0x20000001 1 true
+	// false
+}
