@@ -21,6 +21,7 @@ package umad
 // busy ibsim delays answers, it does not lose them (umadmodel.StallWire).
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -63,8 +64,13 @@ const (
 // ibsim's socket (which holds net.unix.max_dgram_qlen, 10 by default)
 // before the wire drops more, as a full wire would.
 const (
-	simTick  = 250 * time.Millisecond
-	simQueue = 4096
+	simTick = 250 * time.Millisecond
+	// simCloseWait bounds Close's wait for ibsim's answer to DISCONNECT:
+	// ibsim frees the slot when it reads the message and only warns when
+	// the answer finds no socket (ibsim/ibsim.c, sim_ctl), so a stopped
+	// ibsim does not hold Close longer.
+	simCloseWait = time.Second
+	simQueue     = 4096
 )
 
 // simLinks numbers the links of this process: ibsim names a client's
@@ -151,17 +157,28 @@ func simName(base, x string) *syscall.SockaddrUnix {
 // other clients) timeouts wait: ibsim answers every request it handles.
 //
 // Like libumad2sim (umad2sim/sim_client.c), OpenSimPort waits for
-// ibsim's answer to its CONNECT as long as ibsim is there: an answer to
-// a client that stopped waiting would make ibsim 0.10 connect to a socket
-// that is gone, which it does not survive (ibsim/ibsim.c,
-// sim_ctl_new_client). Close waits for the answer to its DISCONNECT the
-// same way, so that the slot it frees is its own. ibsim has at most 10
-// clients; Close gives the slot back.
+// ibsim's answer to its CONNECT as long as ibsim is there;
+// OpenSimPortContext stops waiting when its context is done. ibsim 0.10
+// connects to the client's data socket while it handles a CONNECT and
+// exits when that socket is gone (ibsim/ibsim.c, sim_ctl_new_client), so
+// a CONNECT given up is not left behind: a goroutine keeps both sockets
+// until ibsim answers, then disconnects. Close sends DISCONNECT and waits
+// for the answer for at most a second: ibsim frees the slot when it reads
+// the message, whenever that is. ibsim has at most 10 clients; Close
+// gives the slot back.
 //
 // Errors match ErrNoDevice when ibsim does not listen on sock or goes
 // away before it answers, and ErrOpenFailed when it refuses the client
 // (no such node, no free slot).
 func OpenSimPort(sock, node string) (*Port, error) {
+	return OpenSimPortContext(context.Background(), sock, node)
+}
+
+// OpenSimPortContext is OpenSimPort that gives up waiting for ibsim's
+// answer to its CONNECT when ctx is done, with an error that matches
+// ctx.Err(). The answer is still awaited, in the background, and the
+// slot ibsim gives is handed back at once.
+func OpenSimPortContext(ctx context.Context, sock, node string) (*Port, error) {
 	if sock == "" {
 		sock = "sim"
 	}
@@ -176,7 +193,13 @@ func OpenSimPort(sock, node string) (*Port, error) {
 	if strings.ContainsAny(sock, "\x00/") {
 		return fail(invalid(fmt.Sprintf("socket base %q", sock)))
 	}
-	l, err := dialSim(sock, node, name)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(detail(ErrOpenFailed, "not connecting to ibsim", err))
+	}
+	l, err := dialSim(ctx, sock, node, name)
 	if err != nil {
 		return fail(err)
 	}
@@ -199,7 +222,7 @@ func OpenSimPort(sock, node string) (*Port, error) {
 	return p, nil
 }
 
-func dialSim(base, node, name string) (*simLink, error) {
+func dialSim(ctx context.Context, base, node, name string) (*simLink, error) {
 	l := &simLink{name: name, base: base, ctl: -1, done: make(chan struct{}), wdone: make(chan struct{}),
 		stop: make(chan struct{}), out: make(chan *[simReqSize]byte, simQueue)}
 	ok := false
@@ -251,8 +274,13 @@ func dialSim(base, node, name string) (*simLink, error) {
 	info := make([]byte, simInfoSize)
 	binary.NativeEndian.PutUint32(info[0:], id)
 	copy(info[12:12+simNodeIDLen-1], node)
-	r, err := l.call(simCtlConnect, info)
+	r, err := l.connect(ctx, info)
 	switch {
+	case errors.Is(err, errSimGaveUp):
+		// A goroutine owns both sockets now (abandon).
+		go l.abandon(dfd)
+		ok, dfd = true, -1
+		return nil, detail(ErrOpenFailed, "gave up waiting for ibsim's answer to the CONNECT (is ibsim stopped or busy?)", ctx.Err())
 	case errors.Is(err, errSimRefused):
 		why := fmt.Sprintf("no node %q in its fabric (a node id or description), or all %d client slots taken", node, simMaxClients)
 		if node == "" {
@@ -295,6 +323,36 @@ func dialSim(base, node, name string) (*simLink, error) {
 	l.fab.SetWire(l)
 	ok = true
 	return l, nil
+}
+
+// connect sends CONNECT and waits for ibsim's answer until ctx is done
+// (errSimGaveUp; the answer is then still to come).
+func (l *simLink) connect(ctx context.Context, info []byte) ([]byte, error) {
+	l.ctlMu.Lock()
+	defer l.ctlMu.Unlock()
+	if err := l.send(simCtlConnect, info); err != nil {
+		return nil, err
+	}
+	if ctx.Done() == nil {
+		return l.await(simCtlConnect, nil)
+	}
+	return l.await(simCtlConnect, func() bool { return ctx.Err() != nil })
+}
+
+// abandon finishes a CONNECT that OpenSimPortContext gave up on: it waits
+// for ibsim's answer with the data socket dfd still bound (ibsim connects
+// to it while it handles the CONNECT), gives back the slot ibsim gave,
+// and closes both sockets. It ends when ibsim answers or goes away.
+func (l *simLink) abandon(dfd int) {
+	defer syscall.Close(dfd)
+	l.ctlMu.Lock()
+	r, err := l.await(simCtlConnect, nil)
+	l.ctlMu.Unlock()
+	if err == nil {
+		l.connected = true
+		l.id = binary.NativeEndian.Uint32(r[0:])
+	}
+	l.close()
 }
 
 // readNode asks ibsim what libumad2sim asks about the client's node.
@@ -620,16 +678,20 @@ func decodeSimRequest(b []byte) (simRequest, bool) {
 }
 
 // close gives ibsim's slot back (DISCONNECT, whose answer it waits for
-// while ibsim is there, so that a slot freed otherwise and given to
-// another client is not freed twice), closes both sockets and waits for
-// the receiver and the writer; packets still queued for ibsim are
-// dropped. Safe to call more than once.
+// at most simCloseWait: ibsim frees the slot when it reads the message),
+// closes both sockets and waits for the receiver and the writer; packets
+// still queued for ibsim are dropped. Safe to call more than once.
 func (l *simLink) close() error {
 	l.once.Do(func() {
 		l.closing.Store(true)
 		close(l.stop)
 		if l.connected {
-			_, _ = l.call(simCtlDisconn, nil)
+			deadline := time.Now().Add(simCloseWait)
+			l.ctlMu.Lock()
+			if l.send(simCtlDisconn, nil) == nil {
+				_, _ = l.await(simCtlDisconn, func() bool { return time.Now().After(deadline) })
+			}
+			l.ctlMu.Unlock()
 		}
 		if l.data != nil {
 			l.cerr = l.data.Close()

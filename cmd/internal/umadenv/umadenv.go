@@ -6,6 +6,7 @@
 package umadenv
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -38,12 +39,18 @@ const SimCA = "ibsim0"
 // there, and fails matching umad.ErrNoDevice.
 // It first applies debug (UmadDebug's value) when that is set.
 func Open(h *umad.Host, ibsim, debug, ca string, port int) (*umad.Port, error) {
+	return OpenContext(context.Background(), h, ibsim, debug, ca, port)
+}
+
+// OpenContext is Open that gives up waiting for ibsim's answer when ctx
+// is done (umad.OpenSimPortContext); a kernel port's open does not wait.
+func OpenContext(ctx context.Context, h *umad.Host, ibsim, debug, ca string, port int) (*umad.Port, error) {
 	if debug != "" {
 		umad.SetDebug(DebugLevel(debug))
 	}
 	if ibsim != "" {
 		sock, node, _ := strings.Cut(ibsim, ":")
-		p, err := umad.OpenSimPort(sock, node)
+		p, err := umad.OpenSimPortContext(ctx, sock, node)
 		if err != nil {
 			return nil, err
 		}
