@@ -614,10 +614,7 @@ func readFabricPMA(ctx context.Context, p *umad.Port, devs []*fabricDevice, wind
 func runPMA(ctx context.Context, p *umad.Port, agent umad.AgentID, qs []*pmaQuery, window int, timeout time.Duration, retries int) error {
 	flight := map[uint32]*pmaQuery{}
 	pkt := umad.NewPacket()
-	// The MAD is built in out, not in pkt's own buffer: SetMAD zeroes
-	// what lies past the packet's last length (a timed-out send comes
-	// back as a 24-byte header), which would be the MAD just built.
-	out := make([]byte, 0, umad.MADSize)
+	out := make([]byte, 0, umad.MADSize) // each MAD, built, then set in pkt
 	var tid uint32
 	failed := func(q *pmaQuery, err error) {
 		q.dev.failed = true
