@@ -12,8 +12,8 @@
 // The tools come in families, one package each under internal/:
 //
 //   - infiniband-diags (internal/diags): ibstat, ibstatus, perfquery,
-//     smpquery, sminfo, ibnetdiscover, iblinkinfo, and umad (send or serve
-//     vendor-class MADs). They find the fabric through umad, or through
+//     smpquery, sminfo, ibnetdiscover, iblinkinfo, ibhosts, ibswitches,
+//     ibnodes, and umad (send or serve vendor-class MADs). They find the fabric through umad, or through
 //     ibsim where PURERDMA_IBSIM names a simulator's socket and node.
 //   - libibverbs and librdmacm (internal/verbs): devices (ibv_devices),
 //     devinfo (ibv_devinfo), rc_pingpong (ibv_rc_pingpong), asyncwatch
@@ -49,7 +49,9 @@
 // of what they imitate: ibstatus is a shell script's positional words,
 // ibv_devices ignores its arguments (but --json and -h), link, resource and
 // statistic take iproute2 rdma's keywords after -j, version takes none and
-// exporter hands its own to rdma_exporter.
+// exporter hands its own to rdma_exporter; ibhosts, ibswitches and ibnodes
+// read their words as rdma-core's scripts do (usage on standard output,
+// status 255).
 //
 // # Exit status
 //

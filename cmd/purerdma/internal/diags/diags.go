@@ -1,6 +1,6 @@
 // Package diags holds purerdma's tools of the infiniband-diags family:
-// ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo
-// and umad, through sysfs and umad, with infiniband-diags' texts and exit
+// ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo,
+// ibhosts, ibswitches, ibnodes and umad, through sysfs and umad, with infiniband-diags' texts and exit
 // statuses.
 package diags
 
@@ -44,14 +44,20 @@ func DefaultEnv() *Env {
 // Tools are the family's tools, bound to env.
 func Tools(env *Env) []cli.Tool {
 	return []cli.Tool{
+		{Name: "ibhosts", Run: env.runIBHosts,
+			Summary: "the fabric's channel adapters, like infiniband-diags' ibhosts"},
 		{Name: "iblinkinfo", Run: env.runIBLinkInfo,
 			Summary: "every port of the fabric and its link, like infiniband-diags' iblinkinfo"},
 		{Name: "ibnetdiscover", Run: env.runIBNetDiscover,
 			Summary: "the fabric's topology from directed-route SMPs, like infiniband-diags' ibnetdiscover"},
+		{Name: "ibnodes", Run: env.runIBNodes,
+			Summary: "the fabric's nodes (ibhosts, then ibswitches), like infiniband-diags' ibnodes"},
 		{Name: "ibstat", Batch: true, Run: env.runIbstat,
 			Summary: "RDMA devices and their ports, like infiniband-diags' ibstat (--json too)"},
 		{Name: "ibstatus", Batch: true, Run: env.runIbstatus,
 			Summary: "port status from sysfs, like infiniband-diags' ibstatus (--json too)"},
+		{Name: "ibswitches", Run: env.runIBSwitches,
+			Summary: "the fabric's switches, like infiniband-diags' ibswitches"},
 		{Name: "perfquery", Batch: true, Run: env.runPerfquery,
 			Summary: "a port's PortCounters (-x: PortCountersExtended) from its PMA, like infiniband-diags' perfquery"},
 		{Name: "smpquery", Run: env.runSMPQuery,
