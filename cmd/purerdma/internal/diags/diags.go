@@ -1,6 +1,6 @@
 // Package diags holds purerdma's tools of the infiniband-diags family:
 // ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo,
-// ibhosts, ibswitches, ibnodes and umad, through sysfs and umad, with infiniband-diags' texts and exit
+// ibhosts, ibswitches, ibnodes, ibaddr and umad, through sysfs and umad, with infiniband-diags' texts and exit
 // statuses.
 package diags
 
@@ -44,6 +44,8 @@ func DefaultEnv() *Env {
 // Tools are the family's tools, bound to env.
 func Tools(env *Env) []cli.Tool {
 	return []cli.Tool{
+		{Name: "ibaddr", Run: env.runIBAddr,
+			Summary: "a port's GID and LID range, like infiniband-diags' ibaddr"},
 		{Name: "ibhosts", Run: env.runIBHosts,
 			Summary: "the fabric's channel adapters, like infiniband-diags' ibhosts"},
 		{Name: "iblinkinfo", Run: env.runIBLinkInfo,

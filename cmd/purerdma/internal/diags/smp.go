@@ -70,6 +70,7 @@ func parseSMPDest(s string, dr bool) (smpDest, error) {
 type smpClient struct {
 	port    *umad.Port
 	lid, dr umad.AgentID
+	sa      umad.AgentID // registered on first use (ibaddr -G)
 	rpc     *madRPC
 	tid     uint32
 }
@@ -128,6 +129,15 @@ func localPort(h *umad.Host, p *umad.Port, timeout time.Duration, tries int) (*u
 }
 
 func (c *smpClient) Close() error { return c.port.Close() }
+
+// getQuiet is get without libibmad's warnings (the C tools read sysfs
+// where ours query an ibsim port's SMA).
+func (c *smpClient) getQuiet(d smpDest, attr umad.AttrID, mod uint32) ([]byte, error) {
+	log := c.rpc.log
+	c.rpc.log = nil
+	defer func() { c.rpc.log = log }()
+	return c.get(d, attr, mod)
+}
 
 // get is libibmad's smp_query_status_via: a Get of attr with modifier
 // mod to d; it returns the 64-byte data area of the answer.
