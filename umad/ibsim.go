@@ -161,7 +161,21 @@ func simName(base, x string) *syscall.SockaddrUnix {
 // Errors match ErrNoDevice when ibsim does not listen on sock or goes
 // away before it answers, and ErrOpenFailed when it refuses the client
 // (no such node, no free slot).
-func OpenSimPort(sock, node string) (*Port, error) {
+func OpenSimPort(sock, node string) (*Port, error) { return openSimPort(sock, node, false) }
+
+// OpenSimPortSM is OpenSimPort for a client that answers requests: it
+// attaches as its node's SM client (struct sim_client_info's issm, which
+// OpenSM's libumad2sim client has), so ibsim hands it the requests to
+// QP0 and QP1 of its port that no simulated agent of ibsim answers —
+// vendor-class requests such as ibping's, which ibsim gives no other
+// client — as the kernel gives them to a port's registered agents
+// (libibumad's umad_register_oui for a server). The port's CapabilityMask
+// is left as it is (IsSM stays clear: it is not libumad2sim's
+// SIM_CTL_SET_ISSM). ibsim refuses it, ErrOpenFailed, on a node that
+// has an SM client already (OpenSM's node).
+func OpenSimPortSM(sock, node string) (*Port, error) { return openSimPort(sock, node, true) }
+
+func openSimPort(sock, node string, sm bool) (*Port, error) {
 	if sock == "" {
 		sock = "sim"
 	}
@@ -176,7 +190,7 @@ func OpenSimPort(sock, node string) (*Port, error) {
 	if strings.ContainsAny(sock, "\x00/") {
 		return fail(invalid(fmt.Sprintf("socket base %q", sock)))
 	}
-	l, err := dialSim(sock, node, name)
+	l, err := dialSim(sock, node, name, sm)
 	if err != nil {
 		return fail(err)
 	}
@@ -199,7 +213,7 @@ func OpenSimPort(sock, node string) (*Port, error) {
 	return p, nil
 }
 
-func dialSim(base, node, name string) (*simLink, error) {
+func dialSim(base, node, name string, sm bool) (*simLink, error) {
 	l := &simLink{name: name, base: base, ctl: -1, done: make(chan struct{}), wdone: make(chan struct{}),
 		stop: make(chan struct{}), out: make(chan *[simReqSize]byte, simQueue)}
 	ok := false
@@ -250,6 +264,9 @@ func dialSim(base, node, name string) (*simLink, error) {
 	}
 	info := make([]byte, simInfoSize)
 	binary.NativeEndian.PutUint32(info[0:], id)
+	if sm {
+		binary.NativeEndian.PutUint32(info[8:], 1) // issm
+	}
 	copy(info[12:12+simNodeIDLen-1], node)
 	r, err := l.call(simCtlConnect, info)
 	switch {
@@ -257,6 +274,9 @@ func dialSim(base, node, name string) (*simLink, error) {
 		why := fmt.Sprintf("no node %q in its fabric (a node id or description), or all %d client slots taken", node, simMaxClients)
 		if node == "" {
 			why = fmt.Sprintf("all %d client slots taken", simMaxClients)
+		}
+		if sm {
+			why += ", or the node has an SM client already"
 		}
 		return nil, detail(ErrOpenFailed, "ibsim refused the client: "+why+
 			" (its console lists the clients with Attached; X <n> frees slot n)", nil)

@@ -13,7 +13,7 @@
 //
 //   - infiniband-diags (internal/diags): ibstat, ibstatus, perfquery,
 //     smpquery, sminfo, ibnetdiscover, iblinkinfo, ibhosts, ibswitches,
-//     ibnodes, ibaddr, and umad (send or serve vendor-class MADs). They find the fabric through umad, or through
+//     ibnodes, ibaddr, ibping, and umad (send or serve vendor-class MADs). They find the fabric through umad, or through
 //     ibsim where PURERDMA_IBSIM names a simulator's socket and node.
 //   - libibverbs and librdmacm (internal/verbs): devices (ibv_devices),
 //     devinfo (ibv_devinfo), rc_pingpong (ibv_rc_pingpong), asyncwatch
@@ -45,7 +45,7 @@
 // anywhere ("--" ends the options), and glibc's messages for what it
 // refuses. That is devinfo, counters, flowcount, asyncwatch,
 // rc_pingpong, rping, ucmatose, udaddy, ibstat, perfquery, smpquery,
-// sminfo, ibnetdiscover, iblinkinfo, ibaddr and umad. The others keep the grammar
+// sminfo, ibnetdiscover, iblinkinfo, ibaddr, ibping and umad. The others keep the grammar
 // of what they imitate: ibstatus is a shell script's positional words,
 // ibv_devices ignores its arguments (but --json and -h), link, resource and
 // statistic take iproute2 rdma's keywords after -j, version takes none and
@@ -63,9 +63,11 @@
 //     tool's codes, and prints its messages: devices 0, or 1 when the
 //     device list cannot be read; devinfo 255 for a bad option, no device
 //     or an unknown -d, 1 for -i ≤ 0, and the per-device failures or'ed;
-//     ibstat, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo and
-//     ibaddr 255 on a failure (libibmad's IBPANIC and IBEXIT, exit(-1))
-//     and 2 on a bad option (ibdiag_show_usage); ibstatus 255 for -h and
+//     ibstat, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo,
+//     ibaddr and ibping 255 on a failure (libibmad's IBPANIC and IBEXIT,
+//     exit(-1)) and 2 on a bad option (ibdiag_show_usage); ibping 0 after
+//     its count or a SIGINT or SIGTERM, its server 128 plus the signal's
+//     number (C's dies of it); ibstatus 255 for -h and
 //     a failure (the script's exit -1); ibhosts, ibswitches and ibnodes
 //     ibnetdiscover's status, cat's 1 for a topology file that does not
 //     read, and 255 for -h and a bad word (the scripts' usage); link, resource and statistic rdma's 1 on a

@@ -38,12 +38,27 @@ const SimCA = "ibsim0"
 // there, and fails matching umad.ErrNoDevice.
 // It first applies debug (UmadDebug's value) when that is set.
 func Open(h *umad.Host, ibsim, debug, ca string, port int) (*umad.Port, error) {
+	return open(h, ibsim, debug, ca, port, false)
+}
+
+// OpenServer is Open for a tool that answers requests (ibping -S): on
+// ibsim the port attaches as its node's SM client (umad.OpenSimPortSM),
+// the one client ibsim hands unsolicited vendor-class requests to.
+func OpenServer(h *umad.Host, ibsim, debug, ca string, port int) (*umad.Port, error) {
+	return open(h, ibsim, debug, ca, port, true)
+}
+
+func open(h *umad.Host, ibsim, debug, ca string, port int, server bool) (*umad.Port, error) {
 	if debug != "" {
 		umad.SetDebug(DebugLevel(debug))
 	}
 	if ibsim != "" {
 		sock, node, _ := strings.Cut(ibsim, ":")
-		p, err := umad.OpenSimPort(sock, node)
+		openSim := umad.OpenSimPort
+		if server {
+			openSim = umad.OpenSimPortSM
+		}
+		p, err := openSim(sock, node)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,6 @@
 // Package diags holds purerdma's tools of the infiniband-diags family:
 // ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo,
-// ibhosts, ibswitches, ibnodes, ibaddr and umad, through sysfs and umad, with infiniband-diags' texts and exit
+// ibhosts, ibswitches, ibnodes, ibaddr, ibping and umad, through sysfs and umad, with infiniband-diags' texts and exit
 // statuses.
 package diags
 
@@ -33,6 +33,10 @@ type Env struct {
 	// differs from SysfsRoot: "/sys" for the tree of an ibsim fabric
 	// (simView).
 	sysfsShown string
+
+	// serverStop, closed, ends a serving tool (ibping -S) as a signal
+	// would: the tests' in-process servers.
+	serverStop chan struct{}
 }
 
 // DefaultEnv is the running system's /sys and /dev/infiniband, and the
@@ -54,6 +58,8 @@ func Tools(env *Env) []cli.Tool {
 			Summary: "the fabric's topology from directed-route SMPs, like infiniband-diags' ibnetdiscover"},
 		{Name: "ibnodes", Run: env.runIBNodes,
 			Summary: "the fabric's nodes (ibhosts, then ibswitches), like infiniband-diags' ibnodes"},
+		{Name: "ibping", Run: env.runIBPing,
+			Summary: "ping a port over the vendor class 0x32, or answer pings (-S), like infiniband-diags' ibping"},
 		{Name: "ibstat", Batch: true, Run: env.runIbstat,
 			Summary: "RDMA devices and their ports, like infiniband-diags' ibstat (--json too)"},
 		{Name: "ibstatus", Batch: true, Run: env.runIbstatus,

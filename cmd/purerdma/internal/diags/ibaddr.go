@@ -246,7 +246,9 @@ func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, d *destOpts, guid uin
 	copy(m[80:96], selfGID[:])
 	dest := fmt.Sprintf("Lid %d", smLID)
 	log.dbg("sa_rpc_call", "attr 0x35 mod 0x0 route %s", dest)
+	c.rpc.fn = "mad_rpc_rmpp"
 	r, err := c.rpc.do(c.sa, m, func(p *umad.Packet) error { return p.SetAddr(uint16(smLID), 1, 0, 0x80010000) }, dest)
+	c.rpc.fn = ""
 	if err == nil && len(r) < 98 {
 		err = errors.New("a short SA answer")
 	}
