@@ -13,7 +13,7 @@
 //
 //   - infiniband-diags (internal/diags): ibstat, ibstatus, perfquery,
 //     smpquery, sminfo, ibnetdiscover, iblinkinfo, ibhosts, ibswitches,
-//     ibnodes, ibaddr, ibping, and umad (send or serve vendor-class MADs). They find the fabric through umad, or through
+//     ibnodes, ibaddr, ibping, ibqueryerrors, and umad (send or serve vendor-class MADs). They find the fabric through umad, or through
 //     ibsim where PURERDMA_IBSIM names a simulator's socket and node.
 //   - libibverbs and librdmacm (internal/verbs): devices (ibv_devices),
 //     devinfo (ibv_devinfo), rc_pingpong (ibv_rc_pingpong), asyncwatch
@@ -45,13 +45,13 @@
 // anywhere ("--" ends the options), and glibc's messages for what it
 // refuses. That is devinfo, counters, flowcount, asyncwatch,
 // rc_pingpong, rping, ucmatose, udaddy, ibstat, perfquery, smpquery,
-// sminfo, ibnetdiscover, iblinkinfo, ibaddr, ibping and umad. The others keep the grammar
-// of what they imitate: ibstatus is a shell script's positional words,
-// ibv_devices ignores its arguments (but --json and -h), link, resource and
-// statistic take iproute2 rdma's keywords after -j, version takes none and
-// exporter hands its own to rdma_exporter; ibhosts, ibswitches and ibnodes
-// read their words as rdma-core's scripts do (usage on standard output,
-// status 255).
+// sminfo, ibnetdiscover, iblinkinfo, ibaddr, ibping, ibqueryerrors and
+// umad. The others keep the grammar of what they imitate: ibstatus is a
+// shell script's positional words, ibv_devices ignores its arguments (but
+// --json and -h), link, resource and statistic take iproute2 rdma's
+// keywords after -j, version takes none and exporter hands its own to
+// rdma_exporter; ibhosts, ibswitches and ibnodes read their words as
+// rdma-core's scripts do (usage on standard output, status 255).
 //
 // # Exit status
 //
@@ -65,7 +65,9 @@
 //     or an unknown -d, 1 for -i ≤ 0, and the per-device failures or'ed;
 //     ibstat, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo,
 //     ibaddr and ibping 255 on a failure (libibmad's IBPANIC and IBEXIT,
-//     exit(-1)) and 2 on a bad option (ibdiag_show_usage); ibping 0 after
+//     exit(-1)) and 2 on a bad option (ibdiag_show_usage); ibqueryerrors
+//     1 when a port has errors beyond its threshold, 255 when the
+//     discovery fails or the port does not open; ibping 0 after
 //     its count or a SIGINT or SIGTERM, its server 128 plus the signal's
 //     number (C's dies of it); ibstatus 255 for -h and
 //     a failure (the script's exit -1); ibhosts, ibswitches and ibnodes

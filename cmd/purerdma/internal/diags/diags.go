@@ -1,6 +1,6 @@
 // Package diags holds purerdma's tools of the infiniband-diags family:
 // ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo,
-// ibhosts, ibswitches, ibnodes, ibaddr, ibping and umad, through sysfs and umad, with infiniband-diags' texts and exit
+// ibhosts, ibswitches, ibnodes, ibaddr, ibping, ibqueryerrors and umad, through sysfs and umad, with infiniband-diags' texts and exit
 // statuses.
 package diags
 
@@ -60,6 +60,8 @@ func Tools(env *Env) []cli.Tool {
 			Summary: "the fabric's nodes (ibhosts, then ibswitches), like infiniband-diags' ibnodes"},
 		{Name: "ibping", Run: env.runIBPing,
 			Summary: "ping a port over the vendor class 0x32, or answer pings (-S), like infiniband-diags' ibping"},
+		{Name: "ibqueryerrors", Run: env.runIBQueryErrors,
+			Summary: "the fabric's ports with error counters beyond their thresholds, like infiniband-diags' ibqueryerrors"},
 		{Name: "ibstat", Batch: true, Run: env.runIbstat,
 			Summary: "RDMA devices and their ports, like infiniband-diags' ibstat (--json too)"},
 		{Name: "ibstatus", Batch: true, Run: env.runIbstatus,

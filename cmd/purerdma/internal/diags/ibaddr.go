@@ -179,7 +179,11 @@ func (env *Env) resolveDest(c *smpClient, o *fabricOpts, d *destOpts, s string) 
 		}
 		return smpDest{lid: lid}, nil
 	case o.dr:
-		return parseSMPDest(s, true)
+		d, ok := str2drpath(s)
+		if !ok {
+			return smpDest{}, fmt.Errorf("can't resolve destination port %s", s)
+		}
+		return d, nil
 	}
 	lid := cli.CStrtol(s)
 	if lid < 1 || lid > 0xbfff {
@@ -257,4 +261,44 @@ func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, d *destOpts, guid uin
 		return 0, err
 	}
 	return binary.BigEndian.Uint16(r[96:98]), nil
+}
+
+// str2drpath is libibmad's str2drpath as resolve_portid_str uses it:
+// the comma-separated numbers (atoi's, cut to a byte) after the first,
+// which is not looked at; only an empty string fails. A route longer
+// than an SMP carries (63 hops) fails too (C overruns its array).
+func str2drpath(s string) (smpDest, bool) {
+	if s == "" {
+		return smpDest{}, false
+	}
+	d := smpDest{dr: true}
+	parts := strings.Split(s, ",")
+	if parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1] // "0,1,": strchr leaves nothing after the last comma
+	}
+	for _, p := range parts[1:] {
+		d.path = append(d.path, uint8(cAtoi(p)))
+	}
+	if len(d.path) > 63 {
+		return smpDest{}, false
+	}
+	return d, true
+}
+
+// cAtoi is atoi: an optional sign and decimal digits after blanks, 0
+// where none.
+func cAtoi(s string) int64 {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	var v int64
+	for i := 0; i < len(s) && s[i] >= '0' && s[i] <= '9' && v < 1<<40; i++ {
+		v = v*10 + int64(s[i]-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v
 }
