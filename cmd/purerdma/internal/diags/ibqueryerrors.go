@@ -20,6 +20,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
@@ -546,6 +547,7 @@ type iqe struct {
 	agent   umad.AgentID
 	tid     uint32
 	out     strings.Builder
+	lid2sl  map[uint16]uint8 // path_record_query's SLs
 	summary struct{ nodes, badNodes, ports, badPorts, pmaFailures int }
 }
 
@@ -565,7 +567,8 @@ func (q *iqe) pma(lid uint16, method umad.Method, attr uint16, data []byte) ([]b
 		q.log.dbg("pma_query_via", "lid %d port %d", lid, data[1])
 	}
 	dest := fmt.Sprintf("Lid %d", lid)
-	r, err := q.rpc.do(q.agent, m, func(p *umad.Packet) error { return p.SetAddr(lid, 1, 0, umad.QP1QKey) }, dest)
+	sl := q.lid2sl[lid]
+	r, err := q.rpc.do(q.agent, m, func(p *umad.Packet) error { return p.SetAddr(lid, 1, sl, umad.QP1QKey) }, dest)
 	if err != nil {
 		return nil, err
 	}
@@ -1018,7 +1021,20 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return exit("can't resolve self port (null)")
 	}
-	_ = self
+	// resolve_self's GID: umad's prefix and port GUID; an ibsim port's
+	// from its own PortInfo and NodeInfo.
+	var selfGID [16]byte
+	if isSim(port) {
+		if pi, err := c.getQuiet(smpDest{dr: true}, umad.SMAttrPortInfo, 0); err == nil {
+			copy(selfGID[:8], pi[8:16])
+		}
+		if ni, err := c.getQuiet(smpDest{dr: true}, umad.SMAttrNodeInfo, 0); err == nil {
+			copy(selfGID[8:], ni[20:28])
+		}
+	} else {
+		binary.BigEndian.PutUint64(selfGID[:8], self.GIDPrefix)
+		binary.BigEndian.PutUint64(selfGID[8:], uint64(self.PortGUID))
+	}
 	q := &iqe{o: o, stdout: stdout, stderr: stderr, log: log, nnMap: openNodeNameMap(o.nodeNameMap, stderr)}
 	// The node -D or -G names (a failure to resolve it is a warning: C
 	// then scans the whole fabric, as we always do).
@@ -1106,13 +1122,18 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		if n := findPort(binary.BigEndian.Uint64(ni[20:28])); n != nil {
-			q.sl()
+			if !o.skipSL && !q.pathRecordQuery(port, self, selfGID, binary.BigEndian.Uint64(ni[20:28])) {
+				_, err := io.WriteString(stdout, q.out.String())
+				return err
+			}
 			q.printNode(n)
 		} else {
 			fmt.Fprintf(stderr, "Failed to find node: %s\n", o.drPath)
 		}
 	default:
-		q.sl()
+		if !o.skipSL && !q.pathRecordQuery(port, self, selfGID, 0) {
+			return nil
+		}
 		for i := len(f.Nodes) - 1; i >= 0; i-- {
 			q.printNode(f.Nodes[i])
 		}
@@ -1121,13 +1142,94 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 	return finish()
 }
 
-// sl is path_record_query's effect on the queries that follow: their
-// timeout becomes DEFAULT_HALF_WORLD_PR_TIMEOUT (3 s). The SL of every
-// destination it asks the SA for is not needed: the PMA queries go out
-// on SL 0 as the SA answers on a fabric of one SL (the SA query itself
-// is not sent).
-func (q *iqe) sl() {
-	if !q.o.skipSL {
-		q.rpc.timeout = 3 * time.Second
+// pathRecordQuery is ibqueryerrors.c's path_record_query: a PathRecord
+// GetTable to the SA from the local GID (to dguid's port where non-zero;
+// one reversible path each), as ibdiag_sa.c's sa_query sends it (one
+// try of DEFAULT_HALF_WORLD_PR_TIMEOUT, the kernel doing RMPP); the SL of
+// each record's DLID is kept for the PMA queries, whose timeout becomes
+// that 3 s too. It reports whether the tool goes on (C ends without its
+// summary otherwise).
+func (q *iqe) pathRecordQuery(port *umad.Port, self *umad.CAPort, selfGID [16]byte, dguid uint64) bool {
+	const timeout = 3 * time.Second
+	q.rpc.timeout = timeout
+	fail := func(why string) bool {
+		fmt.Fprintf(q.stderr, "Query SA failed: %s; sa call path_query failed\n", why)
+		return false
 	}
+	agent, err := port.RegisterAgent(umad.Registration{Class: umad.ClassSubnAdm, Version: 2, RMPPVersion: 1})
+	if err != nil {
+		return fail(cli.Strerror(cli.ErrnoOf(err)))
+	}
+	defer port.Unregister(agent)
+	smLID := uint16(0)
+	if self.SMLID != nil {
+		smLID = uint16(*self.SMLID)
+	}
+	q.tid++
+	m := make([]byte, umad.MADSize)
+	m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnAdm), 2, 0x12 // GetTable
+	binary.BigEndian.PutUint64(m[8:], uint64(q.tid))
+	binary.BigEndian.PutUint16(m[16:], 0x35) // PathRecord
+	mask := uint64(1<<3 | 1<<11 | 1<<12)     // SGID, REVERSIBLE, NUMBPATH
+	copy(m[56+24:], selfGID[:])
+	if dguid != 0 {
+		mask |= 1 << 2 // DGID
+		copy(m[56+8:], selfGID[:8])
+		binary.BigEndian.PutUint64(m[56+16:], dguid)
+	}
+	binary.BigEndian.PutUint64(m[48:], mask)
+	m[56+49] = 0x81 // NumbPath 1, Reversible
+	pkt := umad.NewPacket()
+	if err := pkt.SetMAD(m); err != nil {
+		return fail(err.Error())
+	}
+	if err := pkt.SetAddr(smLID, 1, 0, umad.QP1QKey); err != nil {
+		return fail(err.Error())
+	}
+	if err := port.Send(agent, pkt, timeout, 0); err != nil {
+		q.warn("sa_query", "umad_send failed: attr 0x35: %s\n", cli.Strerror(cli.ErrnoOf(err)))
+		return fail(cli.Strerror(cli.ErrnoOf(err)))
+	}
+	for {
+		if _, err := port.Recv(pkt, timeout+madRecvGrace); err != nil {
+			q.warn("sa_query", "umad_recv failed: attr 0x35: %s\n", cli.Strerror(cli.ErrnoOf(err)))
+			return fail(cli.Strerror(cli.ErrnoOf(err)))
+		}
+		r := pkt.MAD()
+		if len(r) >= 24 && r[1] == byte(umad.ClassSubnAdm) && uint32(binary.BigEndian.Uint64(r[8:16])) == q.tid {
+			break
+		}
+	}
+	if st := pkt.Status(); st != 0 {
+		return fail(cli.Strerror(syscall.Errno(st)))
+	}
+	r := pkt.MAD()
+	if len(r) < 56 {
+		return fail("a short answer")
+	}
+	if st := binary.BigEndian.Uint16(r[4:6]); st != 0 {
+		fmt.Fprintf(q.stderr, "ERROR: Query result returned 0x%04X, %s\n", st, saStatusText(st))
+		return false
+	}
+	size := int(binary.BigEndian.Uint16(r[44:46])) * 8
+	if size == 0 {
+		return true
+	}
+	if q.lid2sl == nil {
+		q.lid2sl = map[uint16]uint8{}
+	}
+	for off := 56; off+size <= len(r) && off+64 <= len(r); off += size {
+		q.lid2sl[binary.BigEndian.Uint16(r[off+40:off+42])] = r[off+52+1] & 0xf
+	}
+	return true
+}
+
+// saStatusText is ibdiag_sa.c's sa_report_err's text of an SA status.
+func saStatusText(st uint16) string {
+	texts := []string{"Success", "No Resources", "Request Invalid", "No Records",
+		"Too Many Records", "Invalid GID", "Insufficient Components", "Invalid Request"}
+	if i := int(st >> 8); i < len(texts) {
+		return texts[i]
+	}
+	return "Unknown"
 }
