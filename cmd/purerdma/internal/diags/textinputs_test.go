@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -51,7 +52,11 @@ func FuzzFabricTextInputs(f *testing.F) {
 				break
 			}
 		}
-		cStrtoull(text)
-		humanCount(uint64(len(text))<<40, len(text)%2 == 0)
+		if n := uint64(len(text)) << 40; cStrtoull(" "+strconv.FormatUint(n, 10)+text) != n && (text == "" || text[0] < '0' || text[0] > '9') {
+			t.Fatalf("cStrtoull of %d then %q", n, text)
+		}
+		if v, _ := humanCount(uint64(len(text))<<40, len(text)%2 == 0); v < 0 {
+			t.Fatalf("humanCount: %v", v)
+		}
 	})
 }
