@@ -173,11 +173,11 @@ func (env *Env) resolveDest(c *smpClient, o *fabricOpts, d *destOpts, s string) 
 		if guid == 0 {
 			return smpDest{}, errors.New("no GUID")
 		}
-		lid, err := env.pathQueryGUID(c, o, d, guid)
+		lid, sl, err := env.pathQueryGUID(c, o, d, guid)
 		if err != nil {
 			return smpDest{}, err
 		}
-		return smpDest{lid: lid}, nil
+		return smpDest{lid: lid, sl: sl}, nil
 	case o.dr:
 		d, ok := str2drpath(s)
 		if !ok {
@@ -195,11 +195,11 @@ func (env *Env) resolveDest(c *smpClient, o *fabricOpts, d *destOpts, s string) 
 // pathQueryGUID is ibdiag_common's resolve_guid: a PathRecord Get to the
 // SA (-s, or the local port's SM) from the local port's GID to the GID of
 // guid under the local prefix (libibmad's ib_path_query_via); it returns
-// the record's DLID.
-func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, d *destOpts, guid uint64) (uint16, error) {
+// the record's DLID and SL.
+func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, d *destOpts, guid uint64) (uint16, uint8, error) {
 	self, err := localPort(env.host(), c.port, o.timeout, o.tries())
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	smLID := d.smLID
 	if smLID == 0 && self.SMLID != nil {
@@ -211,11 +211,11 @@ func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, d *destOpts, guid uin
 	if isSim(c.port) {
 		pi, err := c.getQuiet(smpDest{dr: true}, umad.SMAttrPortInfo, 0)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		ni, err := c.getQuiet(smpDest{dr: true}, umad.SMAttrNodeInfo, 0)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		copy(selfGID[:8], pi[8:16])
 		copy(selfGID[8:], ni[20:28])
@@ -232,11 +232,11 @@ func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, d *destOpts, guid uin
 	if smLID < 1 || smLID > 0xbfff {
 		log.warn("sa_rpc_call", "only lid routes are supported")
 		log.warn("ib_path_query_via", "sa call path_query failed")
-		return 0, errors.New("no SM LID")
+		return 0, 0, errors.New("no SM LID")
 	}
 	if c.sa == 0 {
 		if c.sa, err = c.port.Register(umad.ClassSubnAdm, 2, umad.MethodMask{}); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	c.tid++
@@ -253,14 +253,14 @@ func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, d *destOpts, guid uin
 	c.rpc.fn = "mad_rpc_rmpp"
 	r, err := c.rpc.do(c.sa, m, func(p *umad.Packet) error { return p.SetAddr(uint16(smLID), 1, 0, 0x80010000) }, dest)
 	c.rpc.fn = ""
-	if err == nil && len(r) < 98 {
+	if err == nil && len(r) < 110 {
 		err = errors.New("a short SA answer")
 	}
 	if err != nil {
 		log.warn("ib_path_query_via", "sa call path_query failed")
-		return 0, err
+		return 0, 0, err
 	}
-	return binary.BigEndian.Uint16(r[96:98]), nil
+	return binary.BigEndian.Uint16(r[96:98]), r[56+53] & 0xf, nil
 }
 
 // str2drpath is libibmad's str2drpath as resolve_portid_str uses it:

@@ -225,7 +225,7 @@ func ibpingClient(c *smpClient, agent umad.AgentID, dest smpDest, p *ibpingOpts,
 		m[0], m[1], m[2], m[3] = 1, byte(ibpingClass), 1, byte(umad.MethodGet)
 		binary.BigEndian.PutUint64(m[8:], uint64(c.tid))
 		m[37], m[38], m[39] = byte(p.oui>>16), byte(p.oui>>8), byte(p.oui)
-		r, err := rpc.do(agent, m, func(pk *umad.Packet) error { return pk.SetAddr(dest.lid, 1, 0, 0x80010000) }, dest.String())
+		r, err := rpc.do(agent, m, func(pk *umad.Packet) error { return pk.SetAddr(dest.lid, 1, dest.sl, 0x80010000) }, dest.String())
 		if err != nil || len(r) < umad.MADSize {
 			log.dbg("main", "ibping to %s failed", dest)
 			lost++

@@ -1051,8 +1051,12 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 		}
 	} else if o.guidStr != "" {
 		d.guid = true
-		if _, err := env.resolveDest(c, o.fabricOpts, d, o.guidStr); err != nil {
+		dest, err := env.resolveDest(c, o.fabricOpts, d, o.guidStr)
+		if err != nil {
 			log.warn("main", "Failed to resolve %s; attempting full scan", o.guidStr)
+		}
+		if !o.skipSL {
+			q.lid2sl = map[uint16]uint8{dest.lid: dest.sl} // the SL resolve_guid read
 		}
 	}
 	if o.loadCache != "" {

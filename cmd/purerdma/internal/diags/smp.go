@@ -23,6 +23,7 @@ type smpDest struct {
 	lid  uint16
 	dr   bool
 	path []uint8
+	sl   uint8 // the SL of a LID (the SA's PathRecord for a GUID; else 0)
 }
 
 // String is libibmad's portid2str.
@@ -158,7 +159,7 @@ func (c *smpClient) get(d smpDest, attr umad.AttrID, mod uint32) ([]byte, error)
 		agent, lid = c.dr, 0xffff
 	}
 	c.rpc.log.dbg("smp_query_status_via", "attr 0x%x mod 0x%x route %s", uint16(attr), mod, d)
-	r, err := c.rpc.do(agent, m, func(p *umad.Packet) error { return p.SetAddr(lid, 0, 0, 0) }, d.String())
+	r, err := c.rpc.do(agent, m, func(p *umad.Packet) error { return p.SetAddr(lid, 0, d.sl, 0) }, d.String())
 	if err != nil {
 		return nil, err
 	}
