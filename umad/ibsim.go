@@ -171,7 +171,7 @@ func simName(base, x string) *syscall.SockaddrUnix {
 // away before it answers, and ErrOpenFailed when it refuses the client
 // (no such node, no free slot).
 func OpenSimPort(sock, node string) (*Port, error) {
-	return OpenSimPortContext(context.Background(), sock, node)
+	return openSimPort(context.Background(), sock, node, false)
 }
 
 // OpenSimPortContext is OpenSimPort that gives up waiting for ibsim's
@@ -179,6 +179,24 @@ func OpenSimPort(sock, node string) (*Port, error) {
 // ctx.Err(). The answer is still awaited, in the background, and the
 // slot ibsim gives is handed back at once.
 func OpenSimPortContext(ctx context.Context, sock, node string) (*Port, error) {
+	return openSimPort(ctx, sock, node, false)
+}
+
+// OpenSimPortSM is OpenSimPort for a client that answers requests: it
+// attaches as its node's SM client (struct sim_client_info's issm, which
+// OpenSM's libumad2sim client has), so ibsim hands it the requests to
+// QP0 and QP1 of its port that no simulated agent of ibsim answers —
+// vendor-class requests such as ibping's, which ibsim gives no other
+// client — as the kernel gives them to a port's registered agents
+// (libibumad's umad_register_oui for a server). The port's CapabilityMask
+// is left as it is (IsSM stays clear: it is not libumad2sim's
+// SIM_CTL_SET_ISSM). ibsim refuses it, ErrOpenFailed, on a node that
+// has an SM client already (OpenSM's node).
+func OpenSimPortSM(sock, node string) (*Port, error) {
+	return openSimPort(context.Background(), sock, node, true)
+}
+
+func openSimPort(ctx context.Context, sock, node string, sm bool) (*Port, error) {
 	if sock == "" {
 		sock = "sim"
 	}
@@ -199,7 +217,7 @@ func OpenSimPortContext(ctx context.Context, sock, node string) (*Port, error) {
 	if err := ctx.Err(); err != nil {
 		return fail(detail(ErrOpenFailed, "not connecting to ibsim", err))
 	}
-	l, err := dialSim(ctx, sock, node, name)
+	l, err := dialSim(ctx, sock, node, name, sm)
 	if err != nil {
 		return fail(err)
 	}
@@ -222,7 +240,7 @@ func OpenSimPortContext(ctx context.Context, sock, node string) (*Port, error) {
 	return p, nil
 }
 
-func dialSim(ctx context.Context, base, node, name string) (*simLink, error) {
+func dialSim(ctx context.Context, base, node, name string, sm bool) (*simLink, error) {
 	l := &simLink{name: name, base: base, ctl: -1, done: make(chan struct{}), wdone: make(chan struct{}),
 		stop: make(chan struct{}), out: make(chan *[simReqSize]byte, simQueue)}
 	ok := false
@@ -273,6 +291,9 @@ func dialSim(ctx context.Context, base, node, name string) (*simLink, error) {
 	}
 	info := make([]byte, simInfoSize)
 	binary.NativeEndian.PutUint32(info[0:], id)
+	if sm {
+		binary.NativeEndian.PutUint32(info[8:], 1) // issm
+	}
 	copy(info[12:12+simNodeIDLen-1], node)
 	r, err := l.connect(ctx, info)
 	switch {
@@ -285,6 +306,9 @@ func dialSim(ctx context.Context, base, node, name string) (*simLink, error) {
 		why := fmt.Sprintf("no node %q in its fabric (a node id or description), or all %d client slots taken", node, simMaxClients)
 		if node == "" {
 			why = fmt.Sprintf("all %d client slots taken", simMaxClients)
+		}
+		if sm {
+			why += ", or the node has an SM client already"
 		}
 		return nil, detail(ErrOpenFailed, "ibsim refused the client: "+why+
 			" (its console lists the clients with Attached; X <n> frees slot n)", nil)

@@ -193,6 +193,19 @@ func TestSimPort(t *testing.T) {
 	if _, err := OpenSimPort(f.Sock, "NoSuchNode"); !errors.Is(err, ErrOpenFailed) {
 		t.Errorf("no such node: %v", err)
 	}
+	// An SM client: one a node. OpenSM is Switch1's (the net's first
+	// node); Hca4 takes one, and a second there is refused.
+	if _, err := OpenSimPortSM(f.Sock, "Switch1"); !errors.Is(err, ErrOpenFailed) || !strings.Contains(err.Error(), "SM client") {
+		t.Errorf("an SM client at OpenSM's node: %v", err)
+	}
+	sm, err := OpenSimPortSM(f.Sock, "Hca4")
+	if err != nil {
+		t.Fatalf("OpenSimPortSM at Hca4: %v", err)
+	}
+	if _, err := OpenSimPortSM(f.Sock, "Hca4"); !errors.Is(err, ErrOpenFailed) {
+		t.Errorf("a second SM client at Hca4: %v", err)
+	}
+	sm.Close()
 }
 
 // TestSimID: a link's id is positive as a C int, carries the pid, and
