@@ -1,6 +1,6 @@
 // Package diags holds purerdma's tools of the infiniband-diags family:
-// ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo
-// and umad, through sysfs and umad, with infiniband-diags' texts and exit
+// ibstat, ibstatus, perfquery, smpquery, sminfo, saquery, ibnetdiscover,
+// iblinkinfo and umad, through sysfs and umad, with infiniband-diags' texts and exit
 // statuses.
 package diags
 
@@ -54,6 +54,8 @@ func Tools(env *Env) []cli.Tool {
 			Summary: "port status from sysfs, like infiniband-diags' ibstatus (--json too)"},
 		{Name: "perfquery", Batch: true, Run: env.runPerfquery,
 			Summary: "a port's PortCounters (-x: PortCountersExtended) from its PMA, like infiniband-diags' perfquery"},
+		{Name: "saquery", Run: env.runSAQuery,
+			Summary: "Subnet Administration queries (node, path, port info, link, SM info, multicast records…), like infiniband-diags' saquery"},
 		{Name: "smpquery", Run: env.runSMPQuery,
 			Summary: "SMP queries of a node (nodeinfo, portinfo, nodedesc, switchinfo, pkeys, sl2vl, vlarb, guids), like infiniband-diags' smpquery"},
 		{Name: "sminfo", Run: env.runSMInfo,

@@ -1,0 +1,1412 @@
+package diags
+
+// saquery: Subnet Administration queries, like infiniband-diags' saquery
+// (rdma-core 44, infiniband-diags/saquery.c and ibdiag_sa.c), through
+// umad.SAClient. The output, the messages and the exit statuses are the
+// C tool's, byte for byte (the tests compare them on simulated fabrics).
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+	"github.com/purerdma/rdma/umad"
+)
+
+const saqueryUsage = `Usage: saquery [options] [query-name] [<name> | <lid> | <guid>]
+
+Like infiniband-diags' saquery: Subnet Administration queries to the SA
+(OpenSM), dumped as saquery dumps them. Queries node records by default.
+
+Query names (and aliases):
+  ClassPortInfo (CPI), NodeRecord (NR) [lid],
+  PortInfoRecord (PIR) [[lid]/[port]/[options]],
+  SL2VLTableRecord (SL2VL) [[lid]/[in_port]/[out_port]],
+  PKeyTableRecord (PKTR) [[lid]/[port]/[block]],
+  VLArbitrationTableRecord (VLAR) [[lid]/[port]/[block]],
+  InformInfoRecord (IIR) [subscriber_gid],
+  LinkRecord (LR) [[from_lid]/[from_port]] [[to_lid]/[to_port]],
+  ServiceRecord (SR), PathRecord (PR), MCMemberRecord (MCMR),
+  LFTRecord (LFTR) [[lid]/[block]], MFTRecord (MFTR) [[mlid]/[position]/[block]],
+  GUIDInfoRecord (GIR) [[lid]/[block]], SwitchInfoRecord (SWIR) [lid],
+  SMInfoRecord (SMIR) [lid]
+
+Options:
+  -p        PathRecords            -N        NodeRecords
+  -L        the LIDs of the name   -l        the unique LID of the name
+  -G        the GUIDs of the name  -O        the name of the LID
+  -U        the name of the GUID   -s        ports with IsSM or IsSMdisabled
+  -g        multicast groups       -m        multicast members [mlid]
+  -x        LinkRecords            -c        the SA's ClassPortInfo
+  -S        ServiceRecords         -I        InformInfoRecords
+  --list, -D                       the node descriptions of the CAs
+  --src-to-dst <src:dst>           a PathRecord between names or LIDs
+  --sgid-to-dgid <sgid-dgid>       a PathRecord between GIDs
+  --node-name-map <file>           node name map
+  --smkey <val>                    SM_Key of the queries (default 0)
+  --slid, --dlid, --sgid, --dgid, --service_id, --reversible (-r),
+  --numb_path (-n), --qos_class (-Q), --sl, --mtu (-M), --rate (-R),
+  --pkt_lifetime, --tclass (-T), --flow_label (-F), --hop_limit (-H),
+  --pkey                           PathRecord fields
+  --mlid, --mgid, --gid, --qkey (-q), --scope, --join_state (-J),
+  --proxy_join (-X) (and --mtu, --rate, --pkt_lifetime, --tclass, --pkey,
+  --sl, --flow_label, --hop_limit)  MCMemberRecord fields
+  -C, --Ca <ca>  -P, --Port <port>  -t, --timeout <ms> (default 1000)
+  -K, --show_keys  -e, --errors  -v, --verbose  -d, --debug  -h, --help
+
+With PURERDMA_IBSIM=SOCKET:NODE the tool runs on an ibsim fabric
+(docs/ibsim.md).
+`
+
+// saParams is saquery's struct query_params.
+type saParams struct {
+	serviceID             uint64
+	sgid, dgid, gid, mgid [16]byte
+	slid, dlid, mlid      uint16
+	flowLabel             uint32
+	hopLimit              int32
+	tclass                uint8
+	reversible, numbPath  int32
+	pkey                  uint16
+	qosClass, sl          int32
+	mtu, rate, pktLife    uint8
+	qkey                  uint32
+	scope, joinState      uint8
+	proxyJoin             int32
+	cpi                   []byte // the SA's ClassPortInfo (query_sa_cpi)
+
+	showKeys bool // -K
+	smKey    uint64
+	ca       string
+	port     int
+	timeout  time.Duration
+	debug    int
+
+	nameMap          *nodeNameMap
+	nodeNameMapFile  string
+	nodeNameMapSet   bool
+	printDesc        int // node_print_desc
+	requestedName    string
+	requestedNameSet bool
+	requestedLID     uint16
+	requestedLIDSet  bool
+	requestedGUID    uint64
+	requestedGUIDSet bool
+	srcSet           bool // --src-to-dst
+	src, dst         string
+	versionAsked     bool
+}
+
+// The node_print_desc modes.
+const (
+	descAll = iota
+	descLIDOnly
+	descUniqueLIDOnly
+	descGUIDOnly
+	descAllDesc
+	descNameOfLID
+	descNameOfGUID
+)
+
+// The saquery commands.
+const (
+	saCmdQuery = iota
+	saCmdNodeRecord
+	saCmdClassPortInfo
+	saCmdIsSM
+	saCmdMCGroups
+	saCmdMCMembers
+)
+
+// saRun is one run of saquery.
+type saRun struct {
+	p   *saParams
+	out *bufio.Writer
+	err io.Writer
+	c   *umad.SAClient
+}
+
+// saExit is an exit of saquery with status code, after what it printed.
+type saExit struct{ code int }
+
+func (e saExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// saQueryCmd is an entry of saquery's query_cmds.
+type saQueryCmd struct {
+	name, alias string
+	attr        umad.AttrID
+	handler     func(r *saRun, args []string) error
+}
+
+var saQueryCmds []saQueryCmd
+
+func init() {
+	saQueryCmds = []saQueryCmd{
+		{"ClassPortInfo", "CPI", umad.SAAttrClassPortInfo, func(r *saRun, _ []string) error { r.dumpCPI(); return nil }},
+		{"NodeRecord", "NR", umad.SAAttrNodeRecord, (*saRun).queryNodeRecords},
+		{"PortInfoRecord", "PIR", umad.SAAttrPortInfoRecord, (*saRun).queryPortInfoRecords},
+		{"SL2VLTableRecord", "SL2VL", umad.SAAttrSL2VLTableRecord, (*saRun).querySL2VLRecords},
+		{"PKeyTableRecord", "PKTR", umad.SAAttrPKeyTableRecord, (*saRun).queryPKeyRecords},
+		{"VLArbitrationTableRecord", "VLAR", umad.SAAttrVLArbTableRecord, (*saRun).queryVLArbRecords},
+		{"InformInfoRecord", "IIR", umad.SAAttrInformInfoRecord, (*saRun).queryInformInfoRecords},
+		{"LinkRecord", "LR", umad.SAAttrLinkRecord, (*saRun).queryLinkRecords},
+		{"ServiceRecord", "SR", umad.SAAttrServiceRecord, func(r *saRun, _ []string) error {
+			return r.getAndDump(umad.SAAttrServiceRecord, 0, nil, (*saRun).dumpServiceRecord)
+		}},
+		{"PathRecord", "PR", umad.SAAttrPathRecord, (*saRun).queryPathRecords},
+		{"MCMemberRecord", "MCMR", umad.SAAttrMCMemberRecord, (*saRun).queryMCMemberRecords},
+		{"LFTRecord", "LFTR", umad.SAAttrLFTRecord, (*saRun).queryLFTRecords},
+		{"MFTRecord", "MFTR", umad.SAAttrMFTRecord, (*saRun).queryMFTRecords},
+		{"GUIDInfoRecord", "GIR", umad.SAAttrGUIDInfoRecord, (*saRun).queryGUIDInfoRecords},
+		{"SwitchInfoRecord", "SWIR", umad.SAAttrSwitchInfoRecord, (*saRun).querySwitchInfoRecords},
+		{"SMInfoRecord", "SMIR", umad.SAAttrSMInfoRecord, (*saRun).querySMInfoRecords},
+	}
+}
+
+func findSAQuery(name string) *saQueryCmd {
+	for i := range saQueryCmds {
+		q := &saQueryCmds[i]
+		if strings.EqualFold(name, q.name) || strings.EqualFold(name, q.alias) {
+			return q
+		}
+	}
+	return nil
+}
+
+func findSAQueryByType(attr umad.AttrID) *saQueryCmd {
+	for i := range saQueryCmds {
+		if saQueryCmds[i].attr == attr {
+			return &saQueryCmds[i]
+		}
+	}
+	return nil
+}
+
+func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
+	p := &saParams{hopLimit: -1, reversible: -1, numbPath: -1, qosClass: -1, sl: -1, proxyJoin: -1,
+		timeout: time.Second}
+	var usageErr error
+	usage := func(msg string) error {
+		if usageErr == nil {
+			usageErr = errors.New(msg)
+		}
+		return nil
+	}
+	var queryType umad.AttrID
+	command := saCmdQuery
+	gid := func(dst *[16]byte) func(string) error {
+		return func(v string) error {
+			g, ok := inetPton6(v)
+			if !ok {
+				return usage(fmt.Sprintf("invalid GID %q", v))
+			}
+			*dst = g
+			return nil
+		}
+	}
+	u := func(f func(v uint64)) func(string) error {
+		return func(v string) error { f(cStrtoul(v)); return nil }
+	}
+	flag := func(f func()) func(string) error { return func(string) error { f(); return nil } }
+	desc := func(mode int) func(string) error {
+		return flag(func() { p.printDesc = mode; command = saCmdNodeRecord })
+	}
+	keyed := func(what string, set func(uint64)) func(string) error {
+		return func(v string) error {
+			if v == "" || !isXDigit(v[0]) {
+				// getpass: no terminal to prompt on here.
+				fmt.Fprintf(stderr, "cannot get %s\n", what)
+				return usage("cannot get " + what)
+			}
+			set(cStrtoul(v))
+			return nil
+		}
+	}
+	opts := []cli.Option{
+		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
+		{Short: 'z', Long: "config", Arg: true, Set: func(string) error { return nil }},
+		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { p.ca = v; return nil }},
+		{Short: 'P', Long: "Port", Arg: true, Set: func(v string) error { p.port = int(int32(cStrtoul(v))); return nil }},
+		{Short: 't', Long: "timeout", Arg: true, Set: func(v string) error {
+			ms := cStrtoul(v)
+			if ms == 0 || ms > 1<<31 {
+				return usage("invalid timeout")
+			}
+			p.timeout = time.Duration(ms) * time.Millisecond
+			return nil
+		}},
+		{Short: 'K', Long: "show_keys", Set: flag(func() { p.showKeys = true })},
+		{Short: 'e', Long: "errors", Set: flag(func() {})},
+		{Short: 'v', Long: "verbose", Set: flag(func() {})},
+		{Short: 'd', Long: "debug", Set: flag(func() { p.debug++ })},
+		{Short: 'V', Long: "version", Set: flag(func() { p.versionAsked = true })},
+		{Short: 'p', Set: flag(func() { queryType = umad.SAAttrPathRecord })},
+		{Short: 'N', Set: flag(func() { command = saCmdNodeRecord })},
+		{Short: 'L', Set: desc(descLIDOnly)},
+		{Short: 'l', Set: desc(descUniqueLIDOnly)},
+		{Short: 'G', Set: desc(descGUIDOnly)},
+		{Short: 'O', Set: desc(descNameOfLID)},
+		{Short: 'U', Set: desc(descNameOfGUID)},
+		{Short: 's', Set: flag(func() { command = saCmdIsSM })},
+		{Short: 'g', Set: flag(func() { command = saCmdMCGroups })},
+		{Short: 'm', Set: flag(func() { command = saCmdMCMembers })},
+		{Short: 'x', Set: flag(func() { queryType = umad.SAAttrLinkRecord })},
+		{Short: 'c', Set: flag(func() { command = saCmdClassPortInfo })},
+		{Short: 'S', Set: flag(func() { queryType = umad.SAAttrServiceRecord })},
+		{Short: 'I', Set: flag(func() { queryType = umad.SAAttrInformInfoRecord })},
+		{Short: 'D', Long: "list", Set: desc(descAllDesc)},
+		{Long: "src-to-dst", Arg: true, Set: func(v string) error {
+			i := strings.IndexByte(v, ':')
+			if i < 0 {
+				return usage("--src-to-dst needs <src:dst>")
+			}
+			p.src, p.dst, p.srcSet = v[:i], v[i+1:], true
+			p.numbPath = 0x7f
+			queryType = umad.SAAttrPathRecord
+			return nil
+		}},
+		{Long: "sgid-to-dgid", Arg: true, Set: func(v string) error {
+			i := strings.IndexByte(v, '-')
+			if i < 0 {
+				return usage("--sgid-to-dgid needs <sgid-dgid>")
+			}
+			s, ok1 := inetPton6(v[:i])
+			d, ok2 := inetPton6(v[i+1:])
+			if !ok1 || !ok2 {
+				return usage("invalid GID in " + v)
+			}
+			p.sgid, p.dgid = s, d
+			p.numbPath = 0x7f
+			queryType = umad.SAAttrPathRecord
+			return nil
+		}},
+		{Long: "node-name-map", Arg: true, Set: func(v string) error { p.nodeNameMapFile, p.nodeNameMapSet = v, true; return nil }},
+		{Long: "smkey", Arg: true, Set: keyed("SM_Key", func(v uint64) { p.smKey = v })},
+		{Long: "slid", Arg: true, Set: u(func(v uint64) { p.slid = uint16(v) })},
+		{Long: "dlid", Arg: true, Set: u(func(v uint64) { p.dlid = uint16(v) })},
+		{Long: "mlid", Arg: true, Set: u(func(v uint64) { p.mlid = uint16(v) })},
+		{Long: "sgid", Arg: true, Set: gid(&p.sgid)},
+		{Long: "dgid", Arg: true, Set: gid(&p.dgid)},
+		{Long: "gid", Arg: true, Set: gid(&p.gid)},
+		{Long: "mgid", Arg: true, Set: gid(&p.mgid)},
+		{Short: 'r', Long: "reversible", Arg: true, Set: u(func(v uint64) { p.reversible = int32(v) })},
+		{Short: 'n', Long: "numb_path", Arg: true, Set: u(func(v uint64) { p.numbPath = int32(v) })},
+		{Long: "pkey", Arg: true, Set: keyed("P_Key", func(v uint64) { p.pkey = uint16(v) })},
+		{Short: 'Q', Long: "qos_class", Arg: true, Set: u(func(v uint64) { p.qosClass = int32(v) })},
+		{Long: "sl", Arg: true, Set: u(func(v uint64) { p.sl = int32(v) })},
+		{Short: 'M', Long: "mtu", Arg: true, Set: u(func(v uint64) { p.mtu = uint8(v) })},
+		{Short: 'R', Long: "rate", Arg: true, Set: u(func(v uint64) { p.rate = uint8(v) })},
+		{Long: "pkt_lifetime", Arg: true, Set: u(func(v uint64) { p.pktLife = uint8(v) })},
+		{Short: 'q', Long: "qkey", Arg: true, Set: keyed("Q_Key", func(v uint64) { p.qkey = uint32(v) })},
+		{Short: 'T', Long: "tclass", Arg: true, Set: u(func(v uint64) { p.tclass = uint8(v) })},
+		{Short: 'F', Long: "flow_label", Arg: true, Set: u(func(v uint64) { p.flowLabel = uint32(v) })},
+		{Short: 'H', Long: "hop_limit", Arg: true, Set: u(func(v uint64) { p.hopLimit = int32(v) })},
+		{Long: "scope", Arg: true, Set: u(func(v uint64) { p.scope = uint8(v) })},
+		{Short: 'J', Long: "join_state", Arg: true, Set: u(func(v uint64) { p.joinState = uint8(v) })},
+		{Short: 'X', Long: "proxy_join", Arg: true, Set: u(func(v uint64) { p.proxyJoin = int32(v) })},
+		{Long: "service_id", Arg: true, Set: u(func(v uint64) { p.serviceID = v })},
+	}
+	pos, err := cli.GetoptOperands("saquery", args, opts, stderr)
+	if errors.Is(err, errHelp) {
+		return fabricHelp(stderr, saqueryUsage)
+	}
+	if err == nil && usageErr != nil {
+		err = usageErr
+	}
+	if err != nil {
+		return fabricUsage(stderr, "saquery", saqueryUsage, err)
+	}
+	if p.versionAsked {
+		fmt.Fprintln(stderr, "saquery (purerdma)")
+		return nil
+	}
+
+	var q *saQueryCmd
+	if queryType == 0 && command == saCmdQuery {
+		if len(pos) > 0 {
+			q = findSAQuery(pos[0])
+		}
+		if q == nil {
+			queryType = umad.SAAttrNodeRecord
+		} else {
+			queryType = q.attr
+			pos = pos[1:]
+		}
+	}
+	if len(pos) > 0 {
+		switch p.printDesc {
+		case descNameOfLID:
+			p.requestedLID, p.requestedLIDSet = uint16(cStrtoul(pos[0])), true
+		case descNameOfGUID:
+			p.requestedGUID, p.requestedGUIDSet = cStrtoul(pos[0]), true
+		default:
+			p.requestedName, p.requestedNameSet = pos[0], true
+		}
+	}
+	badUsage := func(msg string) error {
+		fmt.Fprintf(stderr, "ERROR: %s\n", msg)
+		fmt.Fprint(stderr, saqueryUsage)
+		return cli.ExitError{Code: 2}
+	}
+	switch {
+	case (p.printDesc == descLIDOnly || p.printDesc == descUniqueLIDOnly || p.printDesc == descGUIDOnly) && !p.requestedNameSet:
+		return badUsage("name not specified")
+	case p.printDesc == descNameOfLID && !p.requestedLIDSet:
+		return badUsage("lid not specified")
+	case p.printDesc == descNameOfGUID && !p.requestedGUIDSet:
+		return badUsage("guid not specified")
+	case p.printDesc == descNameOfLID && p.requestedLID == 0:
+		return badUsage("lid invalid")
+	}
+
+	// sa_get_handle: the SM's LID from the port (sysfs's sm_lid), the
+	// port opened and an SA agent registered.
+	pt, err := env.openPort(env.host(), p.ca, p.port)
+	if err != nil {
+		return saBindFailed(stderr, p, err, true)
+	}
+	defer pt.Close()
+	info, err := localPort(env.host(), pt, p.timeout, madDefTries)
+	if err != nil || info.SMLID == nil || *info.SMLID == 0 {
+		if err == nil {
+			err = errors.New("the port knows no SM (its SM LID is 0)")
+		}
+		return saBindFailed(stderr, p, err, false)
+	}
+	var sl uint8
+	if info.SMSL != nil {
+		sl = *info.SMSL
+	}
+	c, err := umad.NewSAClient(pt, uint16(*info.SMLID), sl)
+	if err != nil {
+		ca := "(null)"
+		if p.ca != "" {
+			ca = ""
+		}
+		fmt.Fprintf(stderr, "ibwarn: [%d] sa_get_handle: umad_register for SA class failed on port %s:%d\n", os.Getpid(), ca, p.port)
+		fmt.Fprintf(stderr, "saquery: %v\n", err)
+		fmt.Fprintf(stderr, "ibpanic: [%d] main: Failed to bind to the SA: %s\n", os.Getpid(), cli.Strerror(cli.ErrnoOf(err)))
+		return cli.ExitError{Code: 255}
+	}
+	defer c.Close()
+	c.Timeout = p.timeout
+
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	r := &saRun{p: p, out: out, err: stderr, c: c}
+	p.nameMap = openNodeNameMap(p.nodeNameMapFile, p.nodeNameMapSet, stderr)
+
+	status := r.run(command, queryType, q, pos)
+	var ex saExit
+	if errors.As(status, &ex) {
+		if ex.code == 0 {
+			return nil
+		}
+		return cli.ExitError{Code: ex.code & 0xff}
+	}
+	return status
+}
+
+// saBindFailed is sa_get_handle failing: its warning, our explanation,
+// and IBPANIC's "Failed to bind to the SA" with its errno's text, exit
+// status 255. noPort is a port that did not open: umad_get_port failed
+// reading sysfs, and IBPANIC's %m says ENOENT; otherwise the port has no
+// SM LID, and errno is still 0.
+func saBindFailed(stderr io.Writer, p *saParams, err error, noPort bool) error {
+	ca := "(null)"
+	if p.ca != "" {
+		ca = "" // sa_get_handle prints "" for a CA given (its test is inverted)
+	}
+	fmt.Fprintf(stderr, "ibwarn: [%d] sa_get_handle: No SM/SA found on port %s:%d\n", os.Getpid(), ca, p.port)
+	fmt.Fprintf(stderr, "saquery: %v\n", err)
+	errno := syscall.Errno(0)
+	if noPort {
+		errno = syscall.ENOENT
+	}
+	fmt.Fprintf(stderr, "ibpanic: [%d] main: Failed to bind to the SA: %s\n", os.Getpid(), cli.Strerror(errno))
+	return cli.ExitError{Code: 255}
+}
+
+// run is saquery's main from the SA handle on; it returns saExit.
+func (r *saRun) run(command int, queryType umad.AttrID, q *saQueryCmd, args []string) error {
+	p := r.p
+	exitWith := func(err error) error {
+		var ex saExit
+		if errors.As(err, &ex) {
+			return ex
+		}
+		return err
+	}
+	if p.srcSet && p.src != "" {
+		lid, err := r.getLID(p.src)
+		if err != nil {
+			return exitWith(err)
+		}
+		p.slid = lid
+	}
+	if p.srcSet && p.dst != "" {
+		lid, err := r.getLID(p.dst)
+		if err != nil {
+			return exitWith(err)
+		}
+		p.dlid = lid
+	}
+	if command == saCmdClassPortInfo || queryType == umad.SAAttrClassPortInfo || queryType == umad.SAAttrSwitchInfoRecord {
+		if st := r.queryCPI(); st != 0 {
+			fmt.Fprintf(r.err, "Failed to query SA:ClassPortInfo\n")
+			return saExit{st}
+		}
+	}
+	var err error
+	switch command {
+	case saCmdNodeRecord:
+		err = r.printNodeRecords()
+	case saCmdClassPortInfo:
+		r.dumpCPI()
+	case saCmdIsSM:
+		err = r.printIsSMRecords()
+	case saCmdMCGroups:
+		err = r.getAndDump(umad.SAAttrMCMemberRecord, 0, nil, (*saRun).dumpMCGroupRecord)
+	case saCmdMCMembers:
+		err = r.printMCMemberRecords()
+	default:
+		if q == nil {
+			q = findSAQueryByType(queryType)
+		}
+		if q == nil {
+			fmt.Fprintf(r.err, "Unknown query type %d\n", queryType)
+			return saExit{int(syscall.EINVAL)}
+		}
+		err = q.handler(r, args)
+	}
+	if err != nil {
+		return exitWith(err)
+	}
+	return saExit{0}
+}
+
+// query is ibdiag_sa.c's sa_query and saquery's get_any_records: the
+// records of a successful answer, or saExit with the status saquery
+// returns after its message.
+func (r *saRun) query(method umad.Method, attr umad.AttrID, mod uint32, mask uint64, data []byte) ([][]byte, error) {
+	resp, err := r.c.Query(umad.SAQuery{Method: method, Attr: attr, Modifier: mod, CompMask: mask, SMKey: r.p.smKey, Data: data})
+	if err != nil {
+		errno := cli.ErrnoOf(err)
+		if errno == 0 {
+			errno = syscall.EIO
+		}
+		var st syscall.Errno
+		if errors.As(err, &st) && st == syscall.ETIMEDOUT || errors.Is(err, umad.ErrTimeout) {
+			errno = syscall.ETIMEDOUT
+		}
+		fmt.Fprintf(r.err, "Query SA failed: %s\n", cli.Strerror(errno))
+		return nil, saExit{int(errno)}
+	}
+	if resp.Header.Status != 0 {
+		saReportErr(r.err, uint16(resp.Header.Status))
+		return nil, saExit{int(syscall.EIO)}
+	}
+	return resp.Records(), nil
+}
+
+func (r *saRun) getTable(attr umad.AttrID, mod uint32, mask uint64, data []byte) ([][]byte, error) {
+	return r.query(umad.MethodGetTable, attr, mod, mask, data)
+}
+
+func (r *saRun) getAndDump(attr umad.AttrID, mask uint64, data []byte, dump func(*saRun, []byte)) error {
+	recs, err := r.getTable(attr, 0, mask, data)
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		dump(r, rec)
+	}
+	return nil
+}
+
+var saMADInvFieldText = []string{"MAD No invalid fields", "MAD Bad version", "MAD Method specified is not supported",
+	"MAD Method/Attribute combination is not supported", "MAD Reserved", "MAD Reserved", "MAD Reserved",
+	"MAD Invalid value in Attribute field(s) or Attribute Modifier", "MAD UNKNOWN ERROR"}
+
+// saReportErr is ibdiag_sa.c's sa_report_err.
+func saReportErr(w io.Writer, status uint16) {
+	st := int(status & 0xff)
+	madErr, saErr := "", ""
+	if st != 0 {
+		busy, redir := "", ""
+		if st&1 != 0 {
+			busy = "BUSY"
+		}
+		if st&2 != 0 {
+			redir = "Redirection Required"
+		}
+		f := st >> 2
+		if f >= len(saMADInvFieldText) {
+			f = len(saMADInvFieldText) - 1
+		}
+		madErr = fmt.Sprintf(" (%s; %s; %s)", busy, redir, saMADInvFieldText[f])
+	}
+	if st := status >> 8; st != 0 {
+		saErr = fmt.Sprintf(" SA(%s)", umad.SAStatusText(umad.MADStatus(status)))
+	}
+	fmt.Fprintf(w, "ERROR: Query result returned 0x%04x, %s%s\n", status, madErr, saErr)
+}
+
+// queryCPI is saquery's query_sa_cpi: a Get of the SA's ClassPortInfo;
+// it returns the status saquery goes on with.
+func (r *saRun) queryCPI() int {
+	recs, err := r.query(umad.MethodGet, umad.SAAttrClassPortInfo, 0, 0, nil)
+	var ex saExit
+	if errors.As(err, &ex) {
+		return ex.code
+	}
+	if err != nil {
+		return int(syscall.EIO)
+	}
+	if len(recs) > 0 {
+		r.p.cpi = recs[0]
+	}
+	return 0
+}
+
+// getLID is saquery's get_lid: a LID, or the LID of the node whose
+// description is name; it fails with saquery's exit.
+func (r *saRun) getLID(name string) (uint16, error) {
+	if name != "" && isAlpha(name[0]) {
+		recs, err := r.getTable(umad.SAAttrNodeRecord, 0, 0, nil)
+		if err != nil {
+			var ex saExit
+			if errors.As(err, &ex) {
+				fmt.Fprintf(r.err, "Failed to find lid for \"%s\": %s\n", name, cli.Strerror(syscall.Errno(ex.code)))
+			}
+			return 0, err
+		}
+		for _, rec := range recs {
+			if len(rec) >= 108 && strncmp64(name, rec[44:108]) {
+				return binary.BigEndian.Uint16(rec[0:2]), nil
+			}
+		}
+		fmt.Fprintf(r.err, "Failed to find lid for \"%s\": %s\n", name, cli.Strerror(syscall.ENONET))
+		return 0, saExit{int(syscall.ENONET)}
+	}
+	v, ok := cStrtol(name)
+	if !ok || v <= 0 || v > 0xffff {
+		fmt.Fprintf(r.err, "Invalid lid specified: \"%s\"\n", name)
+		return 0, saExit{int(syscall.EINVAL)}
+	}
+	return uint16(v), nil
+}
+
+// parseLIDAndPorts is saquery's parse_lid_and_ports: "lid/port1/port2",
+// each part optional (a port that is not a number is -1).
+func (r *saRun) parseLIDAndPorts(s string, port1, port2 *int64) (uint16, error) {
+	if port1 != nil {
+		*port1 = -1
+	}
+	if port2 != nil {
+		*port2 = -1
+	}
+	parts := strings.SplitN(s, "/", 3)
+	lid, err := r.getLID(parts[0])
+	if err != nil {
+		return 0, err
+	}
+	if len(parts) > 1 && port1 != nil {
+		*port1 = cStrtoulPort(parts[1])
+	}
+	if len(parts) > 2 && port2 != nil {
+		// the rest of the string, slashes and all
+		*port2 = cStrtoulPort(parts[2])
+	}
+	return lid, nil
+}
+
+// cStrtoulPort is `strtoul(str, &e, 0)` with -1 when no digits were read,
+// as an int.
+func cStrtoulPort(s string) int64 {
+	v, n := cStrtoulN(s)
+	if n == 0 {
+		return -1
+	}
+	return int64(int32(uint32(v)))
+}
+
+// setIf is saquery's CHECK_AND_SET_VAL: when val, cut to size bits as a
+// signed number, differs from cmp (cut the same way), put it big-endian
+// at b[off:] and add bit to mask.
+func setIf(b []byte, off int, val int64, size int, cmp int64, mask *uint64, bit uint64) bool {
+	cut := func(v int64) int64 {
+		switch size {
+		case 8:
+			return int64(int8(v))
+		case 16:
+			return int64(int16(v))
+		case 32:
+			return int64(int32(v))
+		}
+		return v
+	}
+	if cut(val) == cut(cmp) {
+		return false
+	}
+	switch size {
+	case 8:
+		b[off] = uint8(val)
+	case 16:
+		binary.BigEndian.PutUint16(b[off:], uint16(val))
+	case 32:
+		binary.BigEndian.PutUint32(b[off:], uint32(val))
+	case 64:
+		binary.BigEndian.PutUint64(b[off:], uint64(val))
+	}
+	*mask |= bit
+	return true
+}
+
+// setGID is CHECK_AND_SET_GID: a GID other than 0 goes in.
+func setGID(b []byte, off int, g [16]byte, mask *uint64, bit uint64) {
+	if g != ([16]byte{}) {
+		copy(b[off:], g[:])
+		*mask |= bit
+	}
+}
+
+// setSel is CHECK_AND_SET_VAL_AND_SEL: a value other than 0 goes in with
+// the field's and its selector's bits.
+func setSel(b []byte, off int, v uint8, mask *uint64, bits uint64) {
+	if v != 0 {
+		b[off] = v
+		*mask |= bits
+	}
+}
+
+func (r *saRun) queryNodeRecords(args []string) error {
+	rec := make([]byte, 108)
+	var mask uint64
+	var lid uint16
+	if len(args) > 0 {
+		var err error
+		if lid, err = r.parseLIDAndPorts(args[0], nil, nil); err != nil {
+			return err
+		}
+	}
+	setIf(rec, 0, int64(lid), 16, 0, &mask, umad.NRCompLID)
+	return r.getAndDump(umad.SAAttrNodeRecord, mask, rec, (*saRun).dumpNodeRecord)
+}
+
+func (r *saRun) queryPortInfoRecords(args []string) error {
+	rec := make([]byte, 72)
+	var mask uint64
+	var lid uint16
+	port, options := int64(-1), int64(-1)
+	if len(args) > 0 {
+		var err error
+		if lid, err = r.parseLIDAndPorts(args[0], &port, &options); err != nil {
+			return err
+		}
+	}
+	setIf(rec, 0, int64(lid), 16, 0, &mask, umad.PIRCompLID)
+	setIf(rec, 2, port, 8, -1, &mask, umad.PIRCompPortNum)
+	setIf(rec, 3, options, 8, -1, &mask, umad.PIRCompOptions)
+	return r.getAndDump(umad.SAAttrPortInfoRecord, mask, rec, (*saRun).dumpOnePortInfoRecord)
+}
+
+func (r *saRun) queryLidPortsRecord(attr umad.AttrID, size int, args []string, set func(rec []byte, lid uint16, p1, p2 int64, mask *uint64), dump func(*saRun, []byte)) error {
+	rec := make([]byte, size)
+	var mask uint64
+	var lid uint16
+	p1, p2 := int64(-1), int64(-1)
+	if len(args) > 0 {
+		var err error
+		if lid, err = r.parseLIDAndPorts(args[0], &p1, &p2); err != nil {
+			return err
+		}
+	}
+	set(rec, lid, p1, p2, &mask)
+	return r.getAndDump(attr, mask, rec, dump)
+}
+
+func (r *saRun) querySL2VLRecords(args []string) error {
+	return r.queryLidPortsRecord(umad.SAAttrSL2VLTableRecord, 16, args, func(rec []byte, lid uint16, in, out int64, mask *uint64) {
+		setIf(rec, 0, int64(lid), 16, 0, mask, 1<<0)
+		setIf(rec, 2, in, 8, -1, mask, 1<<1)
+		setIf(rec, 3, out, 8, -1, mask, 1<<2)
+	}, (*saRun).dumpSL2VLRecord)
+}
+
+func (r *saRun) queryVLArbRecords(args []string) error {
+	return r.queryLidPortsRecord(umad.SAAttrVLArbTableRecord, 72, args, func(rec []byte, lid uint16, port, block int64, mask *uint64) {
+		setIf(rec, 0, int64(lid), 16, 0, mask, 1<<0)
+		setIf(rec, 2, port, 8, -1, mask, 1<<1)
+		setIf(rec, 3, block, 8, -1, mask, 1<<2)
+	}, (*saRun).dumpVLArbRecord)
+}
+
+func (r *saRun) queryPKeyRecords(args []string) error {
+	return r.queryLidPortsRecord(umad.SAAttrPKeyTableRecord, 72, args, func(rec []byte, lid uint16, port, block int64, mask *uint64) {
+		setIf(rec, 0, int64(lid), 16, 0, mask, 1<<0)
+		setIf(rec, 4, port, 8, -1, mask, 1<<2)
+		setIf(rec, 2, block, 16, -1, mask, 1<<1)
+	}, (*saRun).dumpPKeyRecord)
+}
+
+func (r *saRun) queryLFTRecords(args []string) error {
+	return r.queryLidPortsRecord(umad.SAAttrLFTRecord, 72, args, func(rec []byte, lid uint16, block, _ int64, mask *uint64) {
+		setIf(rec, 0, int64(lid), 16, 0, mask, 1<<0)
+		setIf(rec, 2, block, 16, -1, mask, 1<<1)
+	}, (*saRun).dumpLFTRecord)
+}
+
+func (r *saRun) queryGUIDInfoRecords(args []string) error {
+	return r.queryLidPortsRecord(umad.SAAttrGUIDInfoRecord, 72, args, func(rec []byte, lid uint16, block, _ int64, mask *uint64) {
+		setIf(rec, 0, int64(lid), 16, 0, mask, 1<<0)
+		setIf(rec, 2, block, 8, -1, mask, 1<<1)
+	}, (*saRun).dumpGUIDInfoRecord)
+}
+
+func (r *saRun) queryMFTRecords(args []string) error {
+	return r.queryLidPortsRecord(umad.SAAttrMFTRecord, 72, args, func(rec []byte, lid uint16, position, block int64, mask *uint64) {
+		setIf(rec, 0, int64(lid), 16, 0, mask, 1<<0)
+		setIf(rec, 2, block, 16, -1, mask, 1<<3)
+		pb := binary.BigEndian.Uint16(rec[2:4]) & 0x01ff
+		var pos [1]byte
+		setIf(pos[:], 0, position, 8, -1, mask, 1<<1)
+		binary.BigEndian.PutUint16(rec[2:4], pb|uint16(pos[0])<<12)
+	}, (*saRun).dumpMFTRecord)
+}
+
+func (r *saRun) querySMInfoRecords(args []string) error {
+	return r.queryLidPortsRecord(umad.SAAttrSMInfoRecord, 36, args[:min(len(args), 1)], func(rec []byte, lid uint16, _, _ int64, mask *uint64) {
+		setIf(rec, 0, int64(lid), 16, 0, mask, umad.SMIRCompLID)
+	}, (*saRun).dumpSMInfoRecord)
+}
+
+func (r *saRun) querySwitchInfoRecords(args []string) error {
+	return r.queryLidPortsRecord(umad.SAAttrSwitchInfoRecord, 24, args, func(rec []byte, lid uint16, _, _ int64, mask *uint64) {
+		setIf(rec, 0, int64(lid), 16, 0, mask, 1<<0)
+	}, (*saRun).dumpSwitchInfoRecord)
+}
+
+func (r *saRun) queryInformInfoRecords(args []string) error {
+	rec := make([]byte, 60)
+	var mask uint64
+	if len(args) > 0 {
+		g, ok := inetPton6(args[0])
+		if !ok {
+			fmt.Fprintf(r.err, "Invalid SubscriberGID specified: \"%s\"\n", args[0])
+			return saExit{int(syscall.EINVAL)}
+		}
+		copy(rec[0:16], g[:])
+		mask = 1 << 0
+	}
+	return r.getAndDump(umad.SAAttrInformInfoRecord, mask, rec, (*saRun).dumpInformInfoRecord)
+}
+
+func (r *saRun) queryLinkRecords(args []string) error {
+	rec := make([]byte, 8)
+	var mask uint64
+	var from, to uint16
+	fromPort, toPort := int64(-1), int64(-1)
+	var err error
+	if len(args) > 0 {
+		if from, err = r.parseLIDAndPorts(args[0], &fromPort, nil); err != nil {
+			return err
+		}
+	}
+	if len(args) > 1 {
+		if to, err = r.parseLIDAndPorts(args[1], &toPort, nil); err != nil {
+			return err
+		}
+	}
+	setIf(rec, 0, int64(from), 16, 0, &mask, umad.LRCompFromLID)
+	setIf(rec, 2, fromPort, 8, -1, &mask, umad.LRCompFromPort)
+	setIf(rec, 4, int64(to), 16, 0, &mask, umad.LRCompToLID)
+	setIf(rec, 3, toPort, 8, -1, &mask, umad.LRCompToPort)
+	return r.getAndDump(umad.SAAttrLinkRecord, mask, rec, (*saRun).dumpLinkRecord)
+}
+
+func (r *saRun) queryPathRecords(_ []string) error {
+	p := r.p
+	rec := make([]byte, 64)
+	var mask uint64
+	setIf(rec, 0, int64(p.serviceID), 64, 0, &mask, umad.PRCompServiceID)
+	setGID(rec, 24, p.sgid, &mask, umad.PRCompSGID)
+	setGID(rec, 8, p.dgid, &mask, umad.PRCompDGID)
+	setIf(rec, 42, int64(p.slid), 16, 0, &mask, umad.PRCompSLID)
+	setIf(rec, 40, int64(p.dlid), 16, 0, &mask, umad.PRCompDLID)
+	setIf(rec, 44, int64(p.hopLimit), 32, -1, &mask, umad.PRCompHopLimit)
+	var flow [1]byte
+	setIf(flow[:], 0, int64(p.flowLabel), 8, 0, &mask, umad.PRCompFlowLabel)
+	hfr := binary.BigEndian.Uint32(rec[44:48]) | uint32(flow[0])<<8
+	binary.BigEndian.PutUint32(rec[44:48], hfr)
+	setIf(rec, 48, int64(p.tclass), 8, 0, &mask, umad.PRCompTClass)
+	var rev [1]byte
+	setIf(rev[:], 0, int64(p.reversible), 8, -1, &mask, umad.PRCompReversible)
+	setIf(rec, 49, int64(p.numbPath), 8, -1, &mask, umad.PRCompNumbPath)
+	rec[49] |= rev[0] << 7
+	setIf(rec, 50, int64(p.pkey), 16, 0, &mask, umad.PRCompPKey)
+	setIf(rec, 52, int64(p.sl), 16, -1, &mask, umad.PRCompSL)
+	var qos int32
+	if p.qosClass != -1 {
+		qos = p.qosClass
+		mask |= umad.PRCompQoSClass
+	}
+	qs := binary.BigEndian.Uint16(rec[52:54])&0xf | uint16(qos)<<4
+	binary.BigEndian.PutUint16(rec[52:54], qs)
+	setSel(rec, 54, p.mtu, &mask, umad.PRCompMTUSelect|umad.PRCompMTU)
+	setSel(rec, 55, p.rate, &mask, umad.PRCompRateSelect|umad.PRCompRate)
+	setSel(rec, 56, p.pktLife, &mask, umad.PRCompLifeSelect|umad.PRCompLife)
+	return r.getAndDump(umad.SAAttrPathRecord, mask, rec, (*saRun).dumpPathRecord)
+}
+
+func (r *saRun) queryMCMemberRecords(_ []string) error {
+	p := r.p
+	rec := make([]byte, 56)
+	var mask uint64
+	setGID(rec, 0, p.mgid, &mask, umad.MCRCompMGID)
+	setGID(rec, 16, p.gid, &mask, umad.MCRCompPortGID)
+	setIf(rec, 36, int64(p.mlid), 16, 0, &mask, umad.MCRCompMLID)
+	setIf(rec, 32, int64(p.qkey), 32, 0, &mask, umad.MCRCompQKey)
+	setSel(rec, 38, p.mtu, &mask, umad.MCRCompMTUSelect|umad.MCRCompMTU)
+	setSel(rec, 42, p.rate, &mask, umad.MCRCompRateSelect|umad.MCRCompRate)
+	setSel(rec, 43, p.pktLife, &mask, umad.MCRCompLifeSelect|umad.MCRCompLife)
+	setIf(rec, 39, int64(p.tclass), 8, 0, &mask, umad.MCRCompTClass)
+	setIf(rec, 40, int64(p.pkey), 16, 0, &mask, umad.MCRCompPKey)
+	var sl, flow, hop, scope [1]byte
+	setIf(sl[:], 0, int64(p.sl), 8, -1, &mask, umad.MCRCompSL)
+	setIf(flow[:], 0, int64(p.flowLabel), 8, 0, &mask, umad.MCRCompFlowLabel)
+	setIf(hop[:], 0, int64(p.hopLimit), 8, -1, &mask, umad.MCRCompHopLimit)
+	// ib_member_set_sl_flow_hop
+	binary.BigEndian.PutUint32(rec[44:48], uint32(sl[0])<<28|uint32(flow[0])<<8|uint32(hop[0]))
+	setIf(scope[:], 0, int64(p.scope), 8, 0, &mask, umad.MCRCompScope)
+	setIf(rec, 48, int64(p.joinState), 8, 0, &mask, umad.MCRCompJoinState)
+	rec[48] |= scope[0] << 4
+	// proxy_join is a one-bit C bit-field: bit 0 of its byte on
+	// little-endian hosts.
+	var pj [1]byte
+	if setIf(pj[:], 0, int64(p.proxyJoin), 8, -1, &mask, umad.MCRCompProxyJoin) {
+		rec[49] = rec[49]&^1 | pj[0]&1
+	}
+	return r.getAndDump(umad.SAAttrMCMemberRecord, mask, rec, (*saRun).dumpMCMemberRecord)
+}
+
+// printNodeRecords is saquery's print_node_records.
+func (r *saRun) printNodeRecords() error {
+	p := r.p
+	recs, err := r.getTable(umad.SAAttrNodeRecord, 0, 0, nil)
+	if err != nil {
+		return err
+	}
+	if p.printDesc == descAllDesc {
+		fmt.Fprintf(r.out, "   LID \"name\"\n")
+		fmt.Fprintf(r.out, "================\n")
+	}
+	for _, rec := range recs {
+		if len(rec) < 108 {
+			continue
+		}
+		lid := binary.BigEndian.Uint16(rec[0:2])
+		switch p.printDesc {
+		case descAllDesc:
+			if rec[6] == 1 { // a CA
+				fmt.Fprintf(r.out, "%6d  \"%s\"\n", lid, r.nodeName(rec))
+			}
+		case descNameOfLID:
+			if p.requestedLID == lid {
+				r.printNodeRecord(rec)
+			}
+		case descNameOfGUID:
+			if p.requestedGUID == binary.BigEndian.Uint64(rec[24:32]) {
+				r.printNodeRecord(rec)
+			}
+		default:
+			name := r.nodeName(rec)
+			if !p.requestedNameSet || strncmp64(p.requestedName, rec[44:108]) || strncmp64(p.requestedName, []byte(name)) {
+				r.printNodeRecord(rec)
+				if p.printDesc == descUniqueLIDOnly {
+					return saExit{0}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// printNodeRecord is saquery's print_node_record.
+func (r *saRun) printNodeRecord(rec []byte) {
+	switch r.p.printDesc {
+	case descLIDOnly, descUniqueLIDOnly:
+		fmt.Fprintf(r.out, "%d\n", binary.BigEndian.Uint16(rec[0:2]))
+	case descGUIDOnly:
+		fmt.Fprintf(r.out, "0x%016x\n", binary.BigEndian.Uint64(rec[24:32]))
+	case descNameOfLID, descNameOfGUID:
+		fmt.Fprintf(r.out, "%s\n", r.nodeName(rec))
+	default:
+		r.dumpNodeRecord(rec)
+	}
+}
+
+// nodeName is remap_node_name for a NodeRecord: the map's name for the
+// node GUID, or the cleaned description.
+func (r *saRun) nodeName(rec []byte) string {
+	return r.p.nameMap.remap(binary.BigEndian.Uint64(rec[16:24]), rec[44:108])
+}
+
+// printIsSMRecords is saquery's print_issm_records.
+func (r *saRun) printIsSMRecords() error {
+	for i, capMask := range []uint32{1 << 1, 1 << 10} { // IsSM, IsSMdisabled
+		rec := make([]byte, 72)
+		binary.BigEndian.PutUint32(rec[4+20:], capMask)
+		recs, err := r.getTable(umad.SAAttrPortInfoRecord, 1<<31, umad.PIRCompCapMask, rec)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			fmt.Fprintf(r.out, "IsSM ports\n")
+		} else {
+			fmt.Fprintf(r.out, "\nIsSMdisabled ports\n")
+		}
+		for _, rec := range recs {
+			r.dumpPortInfoRecord(rec)
+		}
+	}
+	return nil
+}
+
+// printMCMemberRecords is saquery's print_multicast_member_records.
+func (r *saRun) printMCMemberRecords() error {
+	mcs, err := r.getTable(umad.SAAttrMCMemberRecord, 0, 0, nil)
+	if err != nil {
+		return err
+	}
+	nrs, err := r.getTable(umad.SAAttrNodeRecord, 0, 0, nil)
+	if err != nil {
+		return err
+	}
+	for _, rec := range mcs {
+		r.dumpMCMember(rec, nrs)
+	}
+	return nil
+}
+
+// rec returns b grown with zeros to n bytes: a record shorter than its
+// attribute (a truncated answer) dumps as zeros, never out of range.
+func rec(b []byte, n int) []byte {
+	if len(b) >= n {
+		return b
+	}
+	c := make([]byte, n)
+	copy(c, b)
+	return c
+}
+
+var (
+	be16 = func(b []byte, o int) uint16 { return binary.BigEndian.Uint16(b[o:]) }
+	be32 = func(b []byte, o int) uint32 { return binary.BigEndian.Uint32(b[o:]) }
+	be64 = func(b []byte, o int) uint64 { return binary.BigEndian.Uint64(b[o:]) }
+)
+
+func saNodeTypeStr(t uint8) string {
+	switch t {
+	case 1:
+		return "Channel Adapter"
+	case 2:
+		return "Switch"
+	case 3:
+		return "Router"
+	}
+	return "UNKNOWN"
+}
+
+func (r *saRun) dumpNodeRecord(b []byte) {
+	b = rec(b, 108)
+	ni := b[4:44]
+	fmt.Fprintf(r.out, "NodeRecord dump:\n"+
+		"\t\tlid.....................%d\n"+
+		"\t\treserved................0x%X\n"+
+		"\t\tbase_version............0x%X\n"+
+		"\t\tclass_version...........0x%X\n"+
+		"\t\tnode_type...............%s\n"+
+		"\t\tnum_ports...............%d\n"+
+		"\t\tsys_guid................0x%016x\n"+
+		"\t\tnode_guid...............0x%016x\n"+
+		"\t\tport_guid...............0x%016x\n"+
+		"\t\tpartition_cap...........0x%X\n"+
+		"\t\tdevice_id...............0x%X\n"+
+		"\t\trevision................0x%X\n"+
+		"\t\tport_num................%d\n"+
+		"\t\tvendor_id...............0x%X\n"+
+		"\t\tNodeDescription.........%s\n",
+		be16(b, 0), be16(b, 2), ni[0], ni[1], saNodeTypeStr(ni[2]), ni[3],
+		be64(ni, 4), be64(ni, 12), be64(ni, 20), be16(ni, 28), be16(ni, 30), be32(ni, 32),
+		ni[36], uint32(ni[37])<<16|uint32(ni[38])<<8|uint32(ni[39]), r.nodeName(b))
+}
+
+func (r *saRun) dumpPathRecord(b []byte) {
+	b = rec(b, 64)
+	fmt.Fprintf(r.out, "PathRecord dump:\n"+
+		"\t\tservice_id..............0x%016x\n"+
+		"\t\tdgid....................%s\n"+
+		"\t\tsgid....................%s\n"+
+		"\t\tdlid....................%d\n"+
+		"\t\tslid....................%d\n"+
+		"\t\thop_flow_raw............0x%X\n"+
+		"\t\ttclass..................0x%X\n"+
+		"\t\tnum_path_revers.........0x%X\n"+
+		"\t\tpkey....................0x%X\n"+
+		"\t\tqos_class...............0x%X\n"+
+		"\t\tsl......................0x%X\n"+
+		"\t\tmtu.....................0x%X\n"+
+		"\t\trate....................0x%X\n"+
+		"\t\tpkt_life................0x%X\n"+
+		"\t\tpreference..............0x%X\n"+
+		"\t\tresv2...................0x%02X%02X%02X%02X%02X%02X\n",
+		be64(b, 0), inetNtop6(b[8:24]), inetNtop6(b[24:40]), be16(b, 40), be16(b, 42), be32(b, 44),
+		b[48], b[49], be16(b, 50), be16(b, 52)>>4, be16(b, 52)&0xf, b[54], b[55], b[56], b[57],
+		b[58], b[59], b[60], b[61], b[62], b[63])
+}
+
+func (r *saRun) dumpCPI() {
+	c := rec(r.p.cpi, 72)
+	fmt.Fprintf(r.out, "SA ClassPortInfo:\n"+
+		"\t\tBase version.............%d\n"+
+		"\t\tClass version............%d\n"+
+		"\t\tCapability mask..........0x%04X\n"+
+		"\t\tCapability mask 2........0x%08X\n"+
+		"\t\tResponse time value......0x%02X\n"+
+		"\t\tRedirect GID.............%s\n"+
+		"\t\tRedirect TC/SL/FL........0x%08X\n"+
+		"\t\tRedirect LID.............%d\n"+
+		"\t\tRedirect PKey............0x%04X\n"+
+		"\t\tRedirect QP..............0x%08X\n"+
+		"\t\tRedirect QKey............0x%08X\n"+
+		"\t\tTrap GID.................%s\n"+
+		"\t\tTrap TC/SL/FL............0x%08X\n"+
+		"\t\tTrap LID.................%d\n"+
+		"\t\tTrap PKey................0x%04X\n"+
+		"\t\tTrap HL/QP...............0x%08X\n"+
+		"\t\tTrap QKey................0x%08X\n",
+		c[0], c[1], be16(c, 2), be32(c, 4)>>5, be32(c, 4)&0x1f, inetNtop6(c[8:24]),
+		be32(c, 24), be16(c, 28), be16(c, 30), be32(c, 32), be32(c, 36), inetNtop6(c[40:56]),
+		be32(c, 56), be16(c, 60), be16(c, 62), be32(c, 64), be32(c, 68))
+}
+
+func (r *saRun) dumpPortInfoRecord(b []byte) {
+	b = rec(b, 68)
+	pi := b[4:68]
+	fmt.Fprintf(r.out, "PortInfoRecord dump:\n"+
+		"\t\tEndPortLid..............%d\n"+
+		"\t\tPortNum.................%d\n"+
+		"\t\tbase_lid................%d\n"+
+		"\t\tmaster_sm_base_lid......%d\n"+
+		"\t\tcapability_mask.........0x%X\n",
+		be16(b, 0), b[2], be16(pi, 16), be16(pi, 18), be32(pi, 20))
+}
+
+func (r *saRun) dumpOnePortInfoRecord(b []byte) {
+	b = rec(b, 68)
+	fmt.Fprintf(r.out, "PortInfoRecord dump:\n"+
+		"\tRID\n"+
+		"\t\tEndPortLid..............%d\n"+
+		"\t\tPortNum.................%d\n"+
+		"\t\tOptions.................0x%x\n"+
+		"\tPortInfo dump:\n",
+		be16(b, 0), b[2], b[3])
+	// dump_portinfo with two tabs before each field.
+	f := append([]ibField(nil), portInfoFields...)
+	f[0].dump = func(uint64, int) string { return "<not displayed>" }
+	if r.p.showKeys {
+		f[0].dump = dumpHex
+	}
+	for _, fl := range f {
+		r.out.WriteString("\t\t" + dumpFields(b[4:68], []ibField{fl}))
+	}
+}
+
+func (r *saRun) dumpMCMemberRecord(b []byte) {
+	b = rec(b, 52)
+	sfh := be32(b, 44)
+	fmt.Fprintf(r.out, "MCMember Record dump:\n"+
+		"\t\tMGID....................%s\n"+
+		"\t\tPortGid.................%s\n"+
+		"\t\tqkey....................0x%x\n"+
+		"\t\tmlid....................0x%x\n"+
+		"\t\tmtu.....................0x%x\n"+
+		"\t\tTClass..................0x%x\n"+
+		"\t\tpkey....................0x%x\n"+
+		"\t\trate....................0x%x\n"+
+		"\t\tpkt_life................0x%x\n"+
+		"\t\tSL......................0x%x\n"+
+		"\t\tFlowLabel...............0x%x\n"+
+		"\t\tHopLimit................0x%x\n"+
+		"\t\tScope...................0x%x\n"+
+		"\t\tJoinState...............0x%x\n"+
+		"\t\tProxyJoin...............0x%x\n",
+		inetNtop6(b[0:16]), inetNtop6(b[16:32]), be32(b, 32), be16(b, 36), b[38], b[39], be16(b, 40),
+		b[42], b[43], sfh>>28, sfh>>8&0xfffff, sfh&0xff, b[48]>>4, b[48]&0xf, b[49]&1)
+}
+
+func (r *saRun) dumpMCGroupRecord(b []byte) {
+	b = rec(b, 52)
+	fmt.Fprintf(r.out, "MCMemberRecord group dump:\n"+
+		"\t\tMGID....................%s\n"+
+		"\t\tMlid....................0x%X\n"+
+		"\t\tMtu.....................0x%X\n"+
+		"\t\tpkey....................0x%X\n"+
+		"\t\tRate....................0x%X\n"+
+		"\t\tSL......................0x%X\n",
+		inetNtop6(b[0:16]), be16(b, 36), b[38], be16(b, 40), b[42], be32(b, 44)>>28)
+}
+
+// dumpMCMember is saquery's dump_multicast_member_record.
+func (r *saRun) dumpMCMember(b []byte, nrs [][]byte) {
+	b = rec(b, 52)
+	mlid := be16(b, 36)
+	name := "<unknown>"
+	for _, nr := range nrs {
+		if len(nr) >= 108 && string(nr[24:32]) == string(b[24:32]) {
+			name = r.nodeName(nr)
+			break
+		}
+	}
+	if r.p.requestedNameSet {
+		if v, _ := cStrtolAny(r.p.requestedName); v == int64(mlid) {
+			fmt.Fprintf(r.out, "\t\tPortGid.................%s (%s)\n", inetNtop6(b[16:32]), name)
+		}
+		return
+	}
+	fmt.Fprintf(r.out, "MCMemberRecord member dump:\n"+
+		"\t\tMGID....................%s\n"+
+		"\t\tMlid....................0x%X\n"+
+		"\t\tPortGid.................%s\n"+
+		"\t\tScopeState..............0x%X\n"+
+		"\t\tProxyJoin...............0x%X\n"+
+		"\t\tNodeDescription.........%s\n",
+		inetNtop6(b[0:16]), mlid, inetNtop6(b[16:32]), b[48], b[49]&1, name)
+}
+
+func (r *saRun) dumpServiceRecord(b []byte) {
+	b = rec(b, 176)
+	key := "<not displayed>"
+	if r.p.showKeys {
+		key = fmt.Sprintf("0x%x", b[40:56])
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "ServiceRecord dump:\n"+
+		"\t\tServiceID...............0x%016x\n"+
+		"\t\tServiceGID..............%s\n"+
+		"\t\tServiceP_Key............0x%X\n"+
+		"\t\tServiceLease............0x%X\n"+
+		"\t\tServiceKey..............%s\n"+
+		"\t\tServiceName.............%s\n",
+		be64(b, 0), inetNtop6(b[8:24]), be16(b, 24), be32(b, 28), key, cString(b[56:120]))
+	for i := 0; i < 16; i++ {
+		s.WriteString(dottedLine(fmt.Sprintf("ServiceData8.%d", i+1), fmt.Sprintf("0x%X", b[120+i])))
+	}
+	for i := 0; i < 8; i++ {
+		s.WriteString(dottedLine(fmt.Sprintf("ServiceData16.%d", i+1), fmt.Sprintf("0x%X", be16(b, 136+2*i))))
+	}
+	for i := 0; i < 4; i++ {
+		s.WriteString(dottedLine(fmt.Sprintf("ServiceData32.%d", i+1), fmt.Sprintf("0x%X", be32(b, 152+4*i))))
+	}
+	for i := 0; i < 2; i++ {
+		s.WriteString(dottedLine(fmt.Sprintf("ServiceData64.%d", i+1), fmt.Sprintf("0x%016x", be64(b, 168+8*i))))
+	}
+	r.out.WriteString(s.String())
+}
+
+// dottedLine is one of dump_service_record's lines: two tabs, the name
+// padded with dots to 24 columns, the value.
+func dottedLine(name, val string) string {
+	return "\t\t" + name + strings.Repeat(".", max(24-len(name), 0)) + val + "\n"
+}
+
+func (r *saRun) dumpSMInfoRecord(b []byte) {
+	b = rec(b, 28)
+	fmt.Fprintf(r.out, "SMInfoRecord dump:\n"+
+		"\t\tRID\n"+
+		"\t\tLID...................%d\n"+
+		"\t\tSMInfo dump:\n"+
+		"\t\tGUID..................0x%016x\n"+
+		"\t\tSM_Key................0x%016x\n"+
+		"\t\tActCount..............%d\n"+
+		"\t\tPriority..............%d\n"+
+		"\t\tSMState...............%d\n",
+		be16(b, 0), be64(b, 4), be64(b, 12), be32(b, 20), b[24]>>4, b[24]&0xf)
+}
+
+func (r *saRun) dumpSwitchInfoRecord(b []byte) {
+	b = rec(b, 24)
+	si := b[4:24]
+	fmt.Fprintf(r.out, "SwitchInfoRecord dump:\n"+
+		"\t\tRID\n"+
+		"\t\tLID.....................................%d\n"+
+		"\t\tSwitchInfo dump:\n"+
+		"\t\tLinearFDBCap............................0x%X\n"+
+		"\t\tRandomFDBCap............................0x%X\n"+
+		"\t\tMulticastFDBCap.........................0x%X\n"+
+		"\t\tLinearFDBTop............................0x%X\n"+
+		"\t\tDefaultPort.............................%d\n"+
+		"\t\tDefaultMulticastPrimaryPort.............%d\n"+
+		"\t\tDefaultMulticastNotPrimaryPort..........%d\n"+
+		"\t\tLifeTimeValue/PortStateChange/OpSL2VL...0x%X\n"+
+		"\t\tLIDsPerPort.............................0x%X\n"+
+		"\t\tPartitionEnforcementCap.................0x%X\n"+
+		"\t\tflags...................................0x%X\n",
+		be16(b, 0), be16(si, 0), be16(si, 2), be16(si, 4), be16(si, 6), si[8], si[9], si[10], si[11],
+		be16(si, 12), be16(si, 14), si[16])
+	cpi := rec(r.p.cpi, 8)
+	if (be32(cpi, 4)>>5)&(1<<3) != 0 {
+		fmt.Fprintf(r.out, "\t\tMulticastFDBTop.........................0x%X\n", be16(si, 18))
+	}
+}
+
+func (r *saRun) dumpInformInfoRecord(b []byte) {
+	b = rec(b, 60)
+	ii := b[24:60]
+	qrt := be32(ii, 28)
+	qpn, respTime := qrt>>8, qrt&0x1f
+	prod := uint32(ii[33])<<16 | uint32(be16(ii, 34))
+	generic := ii[22] != 0
+	fmt.Fprintf(r.out, "InformInfoRecord dump:\n"+
+		"\t\tRID\n"+
+		"\t\tSubscriberGID...........%s\n"+
+		"\t\tSubscriberEnum..........0x%X\n"+
+		"\t\tInformInfo dump:\n"+
+		"\t\tgid.....................%s\n"+
+		"\t\tlid_range_begin.........%d\n"+
+		"\t\tlid_range_end...........%d\n"+
+		"\t\tis_generic..............0x%X\n"+
+		"\t\tsubscribe...............0x%X\n"+
+		"\t\ttrap_type...............0x%X\n",
+		inetNtop6(b[0:16]), be16(b, 16), inetNtop6(ii[0:16]), be16(ii, 16), be16(ii, 18), ii[22], ii[23], be16(ii, 24))
+	if generic {
+		fmt.Fprintf(r.out, "\t\ttrap_num................%d\n", be16(ii, 26))
+	} else {
+		fmt.Fprintf(r.out, "\t\tdev_id..................0x%X\n", be16(ii, 26))
+	}
+	if r.p.showKeys {
+		fmt.Fprintf(r.out, "\t\tqpn.....................0x%06X\n", qpn)
+	} else {
+		fmt.Fprintf(r.out, "\t\tqpn.....................<not displayed>\n")
+	}
+	if generic {
+		fmt.Fprintf(r.out, "\t\tresp_time_val...........0x%X\n\t\tnode_type...............0x%06X\n", respTime, prod)
+	} else {
+		fmt.Fprintf(r.out, "\t\tresp_time_val...........0x%X\n\t\tvendor_id...............0x%06X\n", respTime, prod)
+	}
+}
+
+func (r *saRun) dumpLinkRecord(b []byte) {
+	b = rec(b, 6)
+	fmt.Fprintf(r.out, "LinkRecord dump:\n"+
+		"\t\tFromLID....................%d\n"+
+		"\t\tFromPort...................%d\n"+
+		"\t\tToPort.....................%d\n"+
+		"\t\tToLID......................%d\n",
+		be16(b, 0), b[2], b[3], be16(b, 4))
+}
+
+func (r *saRun) dumpSL2VLRecord(b []byte) {
+	b = rec(b, 16)
+	fmt.Fprintf(r.out, "SL2VLTableRecord dump:\n"+
+		"\t\tLID........................%d\n"+
+		"\t\tInPort.....................%d\n"+
+		"\t\tOutPort....................%d\n"+
+		"\t\tSL: 0| 1| 2| 3| 4| 5| 6| 7| 8| 9|10|11|12|13|14|15|\n"+
+		"\t\tVL:", be16(b, 0), b[2], b[3])
+	for i := 0; i < 16; i++ {
+		v := b[8+i/2]
+		if i%2 == 0 {
+			v >>= 4
+		}
+		fmt.Fprintf(r.out, "%2d|", v&0xf)
+	}
+	r.out.WriteString("\n")
+}
+
+func (r *saRun) dumpVLArbRecord(b []byte) {
+	b = rec(b, 72)
+	fmt.Fprintf(r.out, "VLArbTableRecord dump:\n"+
+		"\t\tLID........................%d\n"+
+		"\t\tPort.......................%d\n"+
+		"\t\tBlock......................%d\n", be16(b, 0), b[2], b[3])
+	e := b[8:72]
+	for i := 0; i < 32; i += 16 {
+		r.out.WriteString("\t\tVL    :")
+		for j := 0; j < 16; j++ {
+			fmt.Fprintf(r.out, "%2d|", e[2*(i+j)])
+		}
+		r.out.WriteString("\n\t\tWeight:")
+		for j := 0; j < 16; j++ {
+			fmt.Fprintf(r.out, "%2d|", e[2*(i+j)+1])
+		}
+		r.out.WriteString("\n")
+	}
+}
+
+func (r *saRun) dumpPKeyRecord(b []byte) {
+	b = rec(b, 72)
+	fmt.Fprintf(r.out, "PKeyTableRecord dump:\n"+
+		"\t\tLID........................%d\n"+
+		"\t\tPort.......................%d\n"+
+		"\t\tBlock......................%d\n"+
+		"\t\tPKey Table:\n", be16(b, 0), b[4], be16(b, 2))
+	for i := 0; i < 32; i += 8 {
+		r.out.WriteString("\t\t")
+		for j := 0; j < 8; j++ {
+			if j > 0 {
+				r.out.WriteString(" ")
+			}
+			fmt.Fprintf(r.out, "0x%04x", be16(b, 8+2*(i+j)))
+		}
+		r.out.WriteString("\n")
+	}
+	r.out.WriteString("\n")
+}
+
+func (r *saRun) dumpLFTRecord(b []byte) {
+	b = rec(b, 72)
+	block := uint32(be16(b, 2))
+	fmt.Fprintf(r.out, "LFT Record dump:\n"+
+		"\t\tLID........................%d\n"+
+		"\t\tBlock......................%d\n"+
+		"\t\tLFT:\n\t\tLID\tPort Number\n", be16(b, 0), block)
+	for i := uint32(0); i < 64; i++ {
+		fmt.Fprintf(r.out, "\t\t%d\t%d\n", block*64+i, b[8+i])
+	}
+	r.out.WriteString("\n")
+}
+
+func (r *saRun) dumpGUIDInfoRecord(b []byte) {
+	b = rec(b, 72)
+	fmt.Fprintf(r.out, "GUIDInfo Record dump:\n"+
+		"\t\tLID........................%d\n"+
+		"\t\tBlock......................%d\n", be16(b, 0), b[2])
+	for i := 0; i < 8; i++ {
+		fmt.Fprintf(r.out, "\t\tGUID %d.....................0x%016x\n", i, be64(b, 8+8*i))
+	}
+}
+
+func (r *saRun) dumpMFTRecord(b []byte) {
+	b = rec(b, 72)
+	pb := be16(b, 2)
+	position, block := uint32(pb>>12), uint32(pb&0x01ff)
+	fmt.Fprintf(r.out, "MFT Record dump:\n"+
+		"\t\tLID........................%d\n"+
+		"\t\tPosition...................%d\n"+
+		"\t\tBlock......................%d\n"+
+		"\t\tMFT:\n\t\tMLID\tPort Mask\n", be16(b, 0), position, block)
+	off := 0xc000 + block*32
+	for i := uint32(0); i < 32; i++ {
+		fmt.Fprintf(r.out, "\t\t0x%04x\t0x%04x\n", off+i, be16(b, 8+2*int(i)))
+	}
+	r.out.WriteString("\n")
+}
