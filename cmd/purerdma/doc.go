@@ -12,8 +12,8 @@
 // The tools come in families, one package each under internal/:
 //
 //   - infiniband-diags (internal/diags): ibstat, ibstatus, perfquery,
-//     smpquery, sminfo, ibnetdiscover, iblinkinfo, and umad (send or serve
-//     vendor-class MADs). They find the fabric through umad, or through
+//     smpquery, sminfo, saquery, ibnetdiscover, iblinkinfo, and umad (send
+//     or serve vendor-class MADs). They find the fabric through umad, or through
 //     ibsim where PURERDMA_IBSIM names a simulator's socket and node.
 //   - libibverbs and librdmacm (internal/verbs): devices (ibv_devices),
 //     devinfo (ibv_devinfo), rc_pingpong (ibv_rc_pingpong), asyncwatch
@@ -45,7 +45,7 @@
 // anywhere ("--" ends the options), and glibc's messages for what it
 // refuses. That is devinfo, counters, flowcount, asyncwatch,
 // rc_pingpong, rping, ucmatose, udaddy, ibstat, perfquery, smpquery,
-// sminfo, ibnetdiscover, iblinkinfo and umad. The others keep the grammar
+// sminfo, saquery, ibnetdiscover, iblinkinfo and umad. The others keep the grammar
 // of what they imitate: ibstatus is a shell script's positional words,
 // ibv_devices ignores its arguments (but --json and -h), link, resource and
 // statistic take iproute2 rdma's keywords after -j, version takes none and
@@ -63,10 +63,14 @@
 //     or an unknown -d, 1 for -i ≤ 0, and the per-device failures or'ed;
 //     ibstat, perfquery, smpquery, sminfo, ibnetdiscover and iblinkinfo 255
 //     on a failure (libibmad's IBPANIC and IBEXIT, exit(-1)) and 2 on a
-//     bad option (ibdiag_show_usage); ibstatus 255 for -h and a failure
-//     (the script's exit -1); link, resource and statistic rdma's 1 on a
-//     failure ("Wrong device name", "error: " and strerror for a kernel
-//     errno) and 0 after an "Unknown ..." line and after link add's usage;
+//     bad option (ibdiag_show_usage); saquery what its main returns: a
+//     failed query's errno (5, EIO, for an SA status), 64 (ENONET) for a
+//     node name it does not find, 22 for an invalid LID or GID, 255 when
+//     it cannot bind to the SA, 2 on a bad option; ibstatus 255 for -h
+//     and a failure (the script's exit -1); link, resource and statistic
+//     rdma's 1 on a failure ("Wrong device name", "error: " and strerror
+//     for a kernel errno) and 0 after an "Unknown ..." line and after
+//     link add's usage;
 //     asyncwatch 1 for every failure and a bad option, and 0 on SIGINT or
 //     SIGTERM; rc_pingpong 1 for every failure and a bad option; rping,
 //     ucmatose and udaddy the low byte of what the C tool's main returns
