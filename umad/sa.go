@@ -220,8 +220,12 @@ func (c *SAClient) Close() error {
 // sa_query does: one send with the client's timeout and no retries, then
 // the answer read within the timeout. An answer with a MAD status other
 // than 0 is returned with a nil error (look at Header.Status; Records is
-// empty). Errors: the send's or the receive's, and ErrTimeout (Status
-// ETIMEDOUT) when no answer came.
+// empty). Errors are *Error values: the send's (Op "send", libibumad's
+// umad_send failing), the receive's (Op "receive", umad_recv failing;
+// ErrTimeout when nothing came within the timeout), and, when the request
+// came back unanswered with a status (the kernel's send timeout, ibsim's
+// drop), Op "SA query" with ErrTimeout and that status's errno (sa_query's
+// umad_status).
 func (c *SAClient) Query(q SAQuery) (*SAResponse, error) {
 	if c == nil || c.port == nil {
 		return nil, errNil("SAClient.Query")
@@ -247,7 +251,7 @@ func (c *SAClient) Query(q SAQuery) (*SAResponse, error) {
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, errs.New("SA query", c.port.name, ErrTimeout)
+			return nil, errs.New("receive", c.port.name, ErrTimeout)
 		}
 		if _, err := c.port.Recv(c.pkt, left); err != nil {
 			return nil, err
@@ -257,7 +261,7 @@ func (c *SAClient) Query(q SAQuery) (*SAResponse, error) {
 			continue // an answer to an earlier query
 		}
 		if st := c.pkt.Status(); st != 0 {
-			return nil, errs.New("SA query", c.port.name, detail(ErrTimeout, "no answer from the SA", st))
+			return nil, errs.New("SA query", c.port.name, detail(ErrTimeout, "the request came back unanswered", st))
 		}
 		out := make([]byte, len(m))
 		copy(out, m)

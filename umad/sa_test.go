@@ -263,3 +263,26 @@ func TestSAClientKernelRMPP(t *testing.T) {
 		t.Fatalf("last record %+v: %v", lr, err)
 	}
 }
+
+// TestSAClientNoAnswer: a query nobody answers comes back from the
+// kernel's send timeout, as sa_query's umad_status sees it.
+func TestSAClientNoAnswer(t *testing.T) {
+	e := newEnv(t, ibPair()...)
+	c, err := NewSAClient(e.open(t, "mlx5_0", 1), 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Timeout = 50 * time.Millisecond
+	_, err = c.GetTable(SAAttrNodeRecord, 0, nil)
+	var ue *Error
+	if !errors.Is(err, ErrTimeout) || !errors.As(err, &ue) || ue.Op != "SA query" {
+		t.Fatalf("%v, want a timed-out SA query", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Query(SAQuery{}); err == nil {
+		t.Fatal("a query after Close")
+	}
+}

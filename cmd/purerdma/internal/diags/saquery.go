@@ -20,50 +20,99 @@ import (
 	"github.com/purerdma/rdma/umad"
 )
 
-const saqueryUsage = `Usage: saquery [options] [query-name] [<name> | <lid> | <guid>]
+// saOpt is one of ibdiag_common's struct ibdiag_opt: the long name, the
+// letter (below ' ': none), whether it takes an argument, its
+// placeholder and its description, as ibdiag_show_usage prints them.
+type saOpt struct {
+	name   string
+	letter byte
+	arg    bool
+	tmpl   string
+	desc   string
+	set    func(string) error
+}
 
-Like infiniband-diags' saquery: Subnet Administration queries to the SA
-(OpenSM), dumped as saquery dumps them. Queries node records by default.
+// Ways a command line fails: ibdiag_show_usage, and IBEXIT's invalid
+// timeout.
+var (
+	errSAUsage      = errors.New("usage")
+	errSABadTimeout = errors.New("invalid timeout")
+)
 
-Query names (and aliases):
-  ClassPortInfo (CPI), NodeRecord (NR) [lid],
-  PortInfoRecord (PIR) [[lid]/[port]/[options]],
-  SL2VLTableRecord (SL2VL) [[lid]/[in_port]/[out_port]],
-  PKeyTableRecord (PKTR) [[lid]/[port]/[block]],
-  VLArbitrationTableRecord (VLAR) [[lid]/[port]/[block]],
-  InformInfoRecord (IIR) [subscriber_gid],
-  LinkRecord (LR) [[from_lid]/[from_port]] [[to_lid]/[to_port]],
-  ServiceRecord (SR), PathRecord (PR), MCMemberRecord (MCMR),
-  LFTRecord (LFTR) [[lid]/[block]], MFTRecord (MFTR) [[mlid]/[position]/[block]],
-  GUIDInfoRecord (GIR) [[lid]/[block]], SwitchInfoRecord (SWIR) [lid],
-  SMInfoRecord (SMIR) [lid]
+// saVersion is what -V prints after the name (infiniband-diags prints its
+// build's version; ours is purerdma's).
+const saVersion = "(purerdma)"
 
-Options:
-  -p        PathRecords            -N        NodeRecords
-  -L        the LIDs of the name   -l        the unique LID of the name
-  -G        the GUIDs of the name  -O        the name of the LID
-  -U        the name of the GUID   -s        ports with IsSM or IsSMdisabled
-  -g        multicast groups       -m        multicast members [mlid]
-  -x        LinkRecords            -c        the SA's ClassPortInfo
-  -S        ServiceRecords         -I        InformInfoRecords
-  --list, -D                       the node descriptions of the CAs
-  --src-to-dst <src:dst>           a PathRecord between names or LIDs
-  --sgid-to-dgid <sgid-dgid>       a PathRecord between GIDs
-  --node-name-map <file>           node name map
-  --smkey <val>                    SM_Key of the queries (default 0)
-  --slid, --dlid, --sgid, --dgid, --service_id, --reversible (-r),
-  --numb_path (-n), --qos_class (-Q), --sl, --mtu (-M), --rate (-R),
-  --pkt_lifetime, --tclass (-T), --flow_label (-F), --hop_limit (-H),
-  --pkey                           PathRecord fields
-  --mlid, --mgid, --gid, --qkey (-q), --scope, --join_state (-J),
-  --proxy_join (-X) (and --mtu, --rate, --pkt_lifetime, --tclass, --pkey,
-  --sl, --flow_label, --hop_limit)  MCMemberRecord fields
-  -C, --Ca <ca>  -P, --Port <port>  -t, --timeout <ms> (default 1000)
-  -K, --show_keys  -e, --errors  -v, --verbose  -d, --debug  -h, --help
+// saUsage is ibdiag_show_usage's text for saquery: its arguments and
+// query names, then the options with their descriptions wrapped as
+// pretty_print wraps them.
+func saUsage(opts []saOpt) string {
+	var b strings.Builder
+	b.WriteString("\nUsage: saquery [options] [query-name] [<name> | <lid> | <guid>]\n\nSupported query names (and aliases):\n")
+	for _, q := range saQueryCmds {
+		fmt.Fprintf(&b, "  %s (%s) %s\n", q.name, q.alias, q.usage)
+	}
+	b.WriteString("\n  Queries node records by default.\n\nOptions:\n")
+	for _, o := range opts {
+		line := "  --" + o.name
+		if o.letter >= 0x20 && o.letter <= 0x7e {
+			line += ", -" + string(o.letter)
+		}
+		if o.arg {
+			t := o.tmpl
+			if t == "" {
+				t = "<val>"
+			}
+			line += " " + t
+		}
+		if o.desc != "" {
+			line += strings.Repeat(" ", max(24-len(line), 0)) + "  "
+			line += prettyPrint(len(line), 74, o.desc)
+		}
+		b.WriteString(line + "\n")
+	}
+	b.WriteString("\n")
+	return b.String()
+}
 
-With PURERDMA_IBSIM=SOCKET:NODE the tool runs on an ibsim fabric
-(docs/ibsim.md).
-`
+// prettyPrint is ibdiag_common.c's pretty_print: str in lines of at most
+// width-start bytes, broken after a space (a word longer than that on a
+// line of its own), each next line indented by start spaces.
+func prettyPrint(start, width int, str string) string {
+	n := width - start
+	var b strings.Builder
+	for {
+		str = strings.TrimLeft(str, " \t\n\v\f\r")
+		// e: one past the last space before n (at least one byte);
+		// p: the first space at n or later, -1 for none.
+		e, p := 0, 0
+		for {
+			e = p + 1
+			if e > len(str) {
+				p = -1
+				break
+			}
+			i := strings.IndexByte(str[e:], ' ')
+			if i < 0 {
+				p = -1
+				break
+			}
+			p = e + i
+			if p >= n {
+				break
+			}
+		}
+		if p < 0 {
+			b.WriteString(str)
+			return b.String()
+		}
+		if e == 1 {
+			e = p
+		}
+		b.WriteString(str[:e] + "\n" + strings.Repeat(" ", start))
+		str = str[e:]
+	}
+}
 
 // saParams is saquery's struct query_params.
 type saParams struct {
@@ -140,33 +189,33 @@ func (e saExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 // saQueryCmd is an entry of saquery's query_cmds.
 type saQueryCmd struct {
-	name, alias string
-	attr        umad.AttrID
-	handler     func(r *saRun, args []string) error
+	name, alias, usage string
+	attr               umad.AttrID
+	handler            func(r *saRun, args []string) error
 }
 
 var saQueryCmds []saQueryCmd
 
 func init() {
 	saQueryCmds = []saQueryCmd{
-		{"ClassPortInfo", "CPI", umad.SAAttrClassPortInfo, func(r *saRun, _ []string) error { r.dumpCPI(); return nil }},
-		{"NodeRecord", "NR", umad.SAAttrNodeRecord, (*saRun).queryNodeRecords},
-		{"PortInfoRecord", "PIR", umad.SAAttrPortInfoRecord, (*saRun).queryPortInfoRecords},
-		{"SL2VLTableRecord", "SL2VL", umad.SAAttrSL2VLTableRecord, (*saRun).querySL2VLRecords},
-		{"PKeyTableRecord", "PKTR", umad.SAAttrPKeyTableRecord, (*saRun).queryPKeyRecords},
-		{"VLArbitrationTableRecord", "VLAR", umad.SAAttrVLArbTableRecord, (*saRun).queryVLArbRecords},
-		{"InformInfoRecord", "IIR", umad.SAAttrInformInfoRecord, (*saRun).queryInformInfoRecords},
-		{"LinkRecord", "LR", umad.SAAttrLinkRecord, (*saRun).queryLinkRecords},
-		{"ServiceRecord", "SR", umad.SAAttrServiceRecord, func(r *saRun, _ []string) error {
+		{"ClassPortInfo", "CPI", "", umad.SAAttrClassPortInfo, func(r *saRun, _ []string) error { r.dumpCPI(); return nil }},
+		{"NodeRecord", "NR", "[lid]", umad.SAAttrNodeRecord, (*saRun).queryNodeRecords},
+		{"PortInfoRecord", "PIR", "[[lid]/[port]/[options]]", umad.SAAttrPortInfoRecord, (*saRun).queryPortInfoRecords},
+		{"SL2VLTableRecord", "SL2VL", "[[lid]/[in_port]/[out_port]]", umad.SAAttrSL2VLTableRecord, (*saRun).querySL2VLRecords},
+		{"PKeyTableRecord", "PKTR", "[[lid]/[port]/[block]]", umad.SAAttrPKeyTableRecord, (*saRun).queryPKeyRecords},
+		{"VLArbitrationTableRecord", "VLAR", "[[lid]/[port]/[block]]", umad.SAAttrVLArbTableRecord, (*saRun).queryVLArbRecords},
+		{"InformInfoRecord", "IIR", "[subscriber_gid]", umad.SAAttrInformInfoRecord, (*saRun).queryInformInfoRecords},
+		{"LinkRecord", "LR", "[[from_lid]/[from_port]] [[to_lid]/[to_port]]", umad.SAAttrLinkRecord, (*saRun).queryLinkRecords},
+		{"ServiceRecord", "SR", "", umad.SAAttrServiceRecord, func(r *saRun, _ []string) error {
 			return r.getAndDump(umad.SAAttrServiceRecord, 0, nil, (*saRun).dumpServiceRecord)
 		}},
-		{"PathRecord", "PR", umad.SAAttrPathRecord, (*saRun).queryPathRecords},
-		{"MCMemberRecord", "MCMR", umad.SAAttrMCMemberRecord, (*saRun).queryMCMemberRecords},
-		{"LFTRecord", "LFTR", umad.SAAttrLFTRecord, (*saRun).queryLFTRecords},
-		{"MFTRecord", "MFTR", umad.SAAttrMFTRecord, (*saRun).queryMFTRecords},
-		{"GUIDInfoRecord", "GIR", umad.SAAttrGUIDInfoRecord, (*saRun).queryGUIDInfoRecords},
-		{"SwitchInfoRecord", "SWIR", umad.SAAttrSwitchInfoRecord, (*saRun).querySwitchInfoRecords},
-		{"SMInfoRecord", "SMIR", umad.SAAttrSMInfoRecord, (*saRun).querySMInfoRecords},
+		{"PathRecord", "PR", "", umad.SAAttrPathRecord, (*saRun).queryPathRecords},
+		{"MCMemberRecord", "MCMR", "", umad.SAAttrMCMemberRecord, (*saRun).queryMCMemberRecords},
+		{"LFTRecord", "LFTR", "[[lid]/[block]]", umad.SAAttrLFTRecord, (*saRun).queryLFTRecords},
+		{"MFTRecord", "MFTR", "[[mlid]/[position]/[block]]", umad.SAAttrMFTRecord, (*saRun).queryMFTRecords},
+		{"GUIDInfoRecord", "GIR", "[[lid]/[block]]", umad.SAAttrGUIDInfoRecord, (*saRun).queryGUIDInfoRecords},
+		{"SwitchInfoRecord", "SWIR", "[lid]", umad.SAAttrSwitchInfoRecord, (*saRun).querySwitchInfoRecords},
+		{"SMInfoRecord", "SMIR", "[lid]", umad.SAAttrSMInfoRecord, (*saRun).querySMInfoRecords},
 	}
 }
 
@@ -192,20 +241,14 @@ func findSAQueryByType(attr umad.AttrID) *saQueryCmd {
 func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 	p := &saParams{hopLimit: -1, reversible: -1, numbPath: -1, qosClass: -1, sl: -1, proxyJoin: -1,
 		timeout: time.Second}
-	var usageErr error
-	usage := func(msg string) error {
-		if usageErr == nil {
-			usageErr = errors.New(msg)
-		}
-		return nil
-	}
+	var badTimeout string
 	var queryType umad.AttrID
 	command := saCmdQuery
 	gid := func(dst *[16]byte) func(string) error {
 		return func(v string) error {
 			g, ok := inetPton6(v)
 			if !ok {
-				return usage(fmt.Sprintf("invalid GID %q", v))
+				return errSAUsage
 			}
 			*dst = g
 			return nil
@@ -221,110 +264,134 @@ func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 	keyed := func(what string, set func(uint64)) func(string) error {
 		return func(v string) error {
 			if v == "" || !isXDigit(v[0]) {
-				// getpass: no terminal to prompt on here.
-				fmt.Fprintf(stderr, "cannot get %s\n", what)
-				return usage("cannot get " + what)
+				v = getpass(what+": ", stderr)
 			}
 			set(cStrtoul(v))
 			return nil
 		}
 	}
-	opts := []cli.Option{
-		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
-		{Short: 'z', Long: "config", Arg: true, Set: func(string) error { return nil }},
-		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { p.ca = v; return nil }},
-		{Short: 'P', Long: "Port", Arg: true, Set: func(v string) error { p.port = int(int32(cStrtoul(v))); return nil }},
-		{Short: 't', Long: "timeout", Arg: true, Set: func(v string) error {
-			ms := cStrtoul(v)
-			if ms == 0 || ms > 1<<31 {
-				return usage("invalid timeout")
-			}
-			p.timeout = time.Duration(ms) * time.Millisecond
-			return nil
-		}},
-		{Short: 'K', Long: "show_keys", Set: flag(func() { p.showKeys = true })},
-		{Short: 'e', Long: "errors", Set: flag(func() {})},
-		{Short: 'v', Long: "verbose", Set: flag(func() {})},
-		{Short: 'd', Long: "debug", Set: flag(func() { p.debug++ })},
-		{Short: 'V', Long: "version", Set: flag(func() { p.versionAsked = true })},
-		{Short: 'p', Set: flag(func() { queryType = umad.SAAttrPathRecord })},
-		{Short: 'N', Set: flag(func() { command = saCmdNodeRecord })},
-		{Short: 'L', Set: desc(descLIDOnly)},
-		{Short: 'l', Set: desc(descUniqueLIDOnly)},
-		{Short: 'G', Set: desc(descGUIDOnly)},
-		{Short: 'O', Set: desc(descNameOfLID)},
-		{Short: 'U', Set: desc(descNameOfGUID)},
-		{Short: 's', Set: flag(func() { command = saCmdIsSM })},
-		{Short: 'g', Set: flag(func() { command = saCmdMCGroups })},
-		{Short: 'm', Set: flag(func() { command = saCmdMCMembers })},
-		{Short: 'x', Set: flag(func() { queryType = umad.SAAttrLinkRecord })},
-		{Short: 'c', Set: flag(func() { command = saCmdClassPortInfo })},
-		{Short: 'S', Set: flag(func() { queryType = umad.SAAttrServiceRecord })},
-		{Short: 'I', Set: flag(func() { queryType = umad.SAAttrInformInfoRecord })},
-		{Short: 'D', Long: "list", Set: desc(descAllDesc)},
-		{Long: "src-to-dst", Arg: true, Set: func(v string) error {
+	// saquery's options, then ibdiag_common's common ones but -D, -G,
+	// -L, -s and -y, as make_long_opts lists them for the usage.
+	table := []saOpt{
+		{"p", 'p', false, "", "get PathRecord info", flag(func() { queryType = umad.SAAttrPathRecord })},
+		{"N", 'N', false, "", "get NodeRecord info", flag(func() { command = saCmdNodeRecord })},
+		{"L", 'L', false, "", "return the Lids of the name specified", desc(descLIDOnly)},
+		{"l", 'l', false, "", "return the unique Lid of the name specified", desc(descUniqueLIDOnly)},
+		{"G", 'G', false, "", "return the Guids of the name specified", desc(descGUIDOnly)},
+		{"O", 'O', false, "", "return name for the Lid specified", desc(descNameOfLID)},
+		{"U", 'U', false, "", "return name for the Guid specified", desc(descNameOfGUID)},
+		{"s", 's', false, "", "return the PortInfoRecords with isSM or isSMdisabled capability mask bit on",
+			flag(func() { command = saCmdIsSM })},
+		{"g", 'g', false, "", "get multicast group info", flag(func() { command = saCmdMCGroups })},
+		{"m", 'm', false, "", "get multicast member info (if multicast group specified, list member GIDs only for group specified, for example 'saquery -m 0xC000')",
+			flag(func() { command = saCmdMCMembers })},
+		{"x", 'x', false, "", "get LinkRecord info", flag(func() { queryType = umad.SAAttrLinkRecord })},
+		{"c", 'c', false, "", "get the SA's class port info", flag(func() { command = saCmdClassPortInfo })},
+		{"S", 'S', false, "", "get ServiceRecord info", flag(func() { queryType = umad.SAAttrServiceRecord })},
+		{"I", 'I', false, "", "get InformInfoRecord (subscription) info", flag(func() { queryType = umad.SAAttrInformInfoRecord })},
+		{"list", 'D', false, "", "the node desc of the CA's", desc(descAllDesc)},
+		{"src-to-dst", 1, true, "<src:dst>", "get a PathRecord for <src:dst> where src and dst are either node names or LIDs", func(v string) error {
 			i := strings.IndexByte(v, ':')
 			if i < 0 {
-				return usage("--src-to-dst needs <src:dst>")
+				return errSAUsage
 			}
 			p.src, p.dst, p.srcSet = v[:i], v[i+1:], true
 			p.numbPath = 0x7f
 			queryType = umad.SAAttrPathRecord
 			return nil
 		}},
-		{Long: "sgid-to-dgid", Arg: true, Set: func(v string) error {
+		{"sgid-to-dgid", 2, true, "<sgid-dgid>", "get a PathRecord for <sgid-dgid> where sgid and dgid are addresses in IPv6 format", func(v string) error {
 			i := strings.IndexByte(v, '-')
 			if i < 0 {
-				return usage("--sgid-to-dgid needs <sgid-dgid>")
+				return errSAUsage
 			}
 			s, ok1 := inetPton6(v[:i])
 			d, ok2 := inetPton6(v[i+1:])
 			if !ok1 || !ok2 {
-				return usage("invalid GID in " + v)
+				return errSAUsage
 			}
 			p.sgid, p.dgid = s, d
 			p.numbPath = 0x7f
 			queryType = umad.SAAttrPathRecord
 			return nil
 		}},
-		{Long: "node-name-map", Arg: true, Set: func(v string) error { p.nodeNameMapFile, p.nodeNameMapSet = v, true; return nil }},
-		{Long: "smkey", Arg: true, Set: keyed("SM_Key", func(v uint64) { p.smKey = v })},
-		{Long: "slid", Arg: true, Set: u(func(v uint64) { p.slid = uint16(v) })},
-		{Long: "dlid", Arg: true, Set: u(func(v uint64) { p.dlid = uint16(v) })},
-		{Long: "mlid", Arg: true, Set: u(func(v uint64) { p.mlid = uint16(v) })},
-		{Long: "sgid", Arg: true, Set: gid(&p.sgid)},
-		{Long: "dgid", Arg: true, Set: gid(&p.dgid)},
-		{Long: "gid", Arg: true, Set: gid(&p.gid)},
-		{Long: "mgid", Arg: true, Set: gid(&p.mgid)},
-		{Short: 'r', Long: "reversible", Arg: true, Set: u(func(v uint64) { p.reversible = int32(v) })},
-		{Short: 'n', Long: "numb_path", Arg: true, Set: u(func(v uint64) { p.numbPath = int32(v) })},
-		{Long: "pkey", Arg: true, Set: keyed("P_Key", func(v uint64) { p.pkey = uint16(v) })},
-		{Short: 'Q', Long: "qos_class", Arg: true, Set: u(func(v uint64) { p.qosClass = int32(v) })},
-		{Long: "sl", Arg: true, Set: u(func(v uint64) { p.sl = int32(v) })},
-		{Short: 'M', Long: "mtu", Arg: true, Set: u(func(v uint64) { p.mtu = uint8(v) })},
-		{Short: 'R', Long: "rate", Arg: true, Set: u(func(v uint64) { p.rate = uint8(v) })},
-		{Long: "pkt_lifetime", Arg: true, Set: u(func(v uint64) { p.pktLife = uint8(v) })},
-		{Short: 'q', Long: "qkey", Arg: true, Set: keyed("Q_Key", func(v uint64) { p.qkey = uint32(v) })},
-		{Short: 'T', Long: "tclass", Arg: true, Set: u(func(v uint64) { p.tclass = uint8(v) })},
-		{Short: 'F', Long: "flow_label", Arg: true, Set: u(func(v uint64) { p.flowLabel = uint32(v) })},
-		{Short: 'H', Long: "hop_limit", Arg: true, Set: u(func(v uint64) { p.hopLimit = int32(v) })},
-		{Long: "scope", Arg: true, Set: u(func(v uint64) { p.scope = uint8(v) })},
-		{Short: 'J', Long: "join_state", Arg: true, Set: u(func(v uint64) { p.joinState = uint8(v) })},
-		{Short: 'X', Long: "proxy_join", Arg: true, Set: u(func(v uint64) { p.proxyJoin = int32(v) })},
-		{Long: "service_id", Arg: true, Set: u(func(v uint64) { p.serviceID = v })},
+		{"node-name-map", 3, true, "<file>", "specify a node name map file", func(v string) error {
+			p.nodeNameMapFile, p.nodeNameMapSet = v, true
+			return nil
+		}},
+		{"smkey", 4, true, "<val>", "SA SM_Key value for the query. If non-numeric value (like 'x') is specified then saquery will prompt for a value.  Default (when not specified here or in ibdiag.conf) is to  use SM_Key == 0 (or \"untrusted\")",
+			keyed("SM_Key", func(v uint64) { p.smKey = v })},
+		{"slid", 5, true, "<lid>", "Source LID (PathRecord)", u(func(v uint64) { p.slid = uint16(v) })},
+		{"dlid", 6, true, "<lid>", "Destination LID (PathRecord)", u(func(v uint64) { p.dlid = uint16(v) })},
+		{"mlid", 7, true, "<lid>", "Multicast LID (MCMemberRecord)", u(func(v uint64) { p.mlid = uint16(v) })},
+		{"sgid", 14, true, "<gid>", "Source GID (IPv6 format) (PathRecord)", gid(&p.sgid)},
+		{"dgid", 15, true, "<gid>", "Destination GID (IPv6 format) (PathRecord)", gid(&p.dgid)},
+		{"gid", 16, true, "<gid>", "Port GID (MCMemberRecord)", gid(&p.gid)},
+		{"mgid", 17, true, "<gid>", "Multicast GID (MCMemberRecord)", gid(&p.mgid)},
+		{"reversible", 'r', true, "", "Reversible path (PathRecord)", u(func(v uint64) { p.reversible = int32(v) })},
+		{"numb_path", 'n', true, "", "Number of paths (PathRecord)", u(func(v uint64) { p.numbPath = int32(v) })},
+		{"pkey", 18, true, "", "P_Key (PathRecord, MCMemberRecord). If non-numeric value (like 'x') is specified then saquery will prompt for a value",
+			keyed("P_Key", func(v uint64) { p.pkey = uint16(v) })},
+		{"qos_class", 'Q', true, "", "QoS Class (PathRecord)", u(func(v uint64) { p.qosClass = int32(v) })},
+		{"sl", 19, true, "", "Service level (PathRecord, MCMemberRecord)", u(func(v uint64) { p.sl = int32(v) })},
+		{"mtu", 'M', true, "", "MTU and selector (PathRecord, MCMemberRecord)", u(func(v uint64) { p.mtu = uint8(v) })},
+		{"rate", 'R', true, "", "Rate and selector (PathRecord, MCMemberRecord)", u(func(v uint64) { p.rate = uint8(v) })},
+		{"pkt_lifetime", 20, true, "", "Packet lifetime and selector (PathRecord, MCMemberRecord)", u(func(v uint64) { p.pktLife = uint8(v) })},
+		{"qkey", 'q', true, "", "Q_Key (MCMemberRecord). If non-numeric value (like 'x') is specified then saquery will prompt for a value",
+			keyed("Q_Key", func(v uint64) { p.qkey = uint32(v) })},
+		{"tclass", 'T', true, "", "Traffic Class (PathRecord, MCMemberRecord)", u(func(v uint64) { p.tclass = uint8(v) })},
+		{"flow_label", 'F', true, "", "Flow Label (PathRecord, MCMemberRecord)", u(func(v uint64) { p.flowLabel = uint32(v) })},
+		{"hop_limit", 'H', true, "", "Hop limit (PathRecord, MCMemberRecord)", u(func(v uint64) { p.hopLimit = int32(v) })},
+		{"scope", 21, true, "", "Scope (MCMemberRecord)", u(func(v uint64) { p.scope = uint8(v) })},
+		{"join_state", 'J', true, "", "Join state (MCMemberRecord)", u(func(v uint64) { p.joinState = uint8(v) })},
+		{"proxy_join", 'X', true, "", "Proxy join (MCMemberRecord)", u(func(v uint64) { p.proxyJoin = int32(v) })},
+		{"service_id", 22, true, "", "ServiceID (PathRecord)", u(func(v uint64) { p.serviceID = v })},
+		// ibdiag_common's.
+		{"config", 'z', true, "<config>", "use config file, default: " + ibdiagConfigPath, func(v string) error {
+			readIBDiagConfig(v, p)
+			return nil
+		}},
+		{"Ca", 'C', true, "<ca>", "Ca name to use", func(v string) error { p.ca = v; return nil }},
+		{"Port", 'P', true, "<port>", "Ca port number to use", func(v string) error { p.port = int(int32(cStrtoul(v))); return nil }},
+		{"timeout", 't', true, "<ms>", "timeout in ms", func(v string) error {
+			ms, n := cStrtoulN(v)
+			sv, ok := cStrtol(v)
+			if !ok || n == 0 && v != "" || n < len(v) || sv <= 0 || sv > 1<<31-1 {
+				badTimeout = v
+				return errSABadTimeout
+			}
+			p.timeout = time.Duration(ms) * time.Millisecond
+			return nil
+		}},
+		{"show_keys", 'K', false, "", "display security keys in output", flag(func() { p.showKeys = true })},
+		{"errors", 'e', false, "", "show send and receive errors", flag(func() {})},
+		{"verbose", 'v', false, "", "increase verbosity level", flag(func() {})},
+		{"debug", 'd', false, "", "raise debug level", flag(func() { p.debug++ })},
+		{"help", 'h', false, "", "help message", func(string) error { return errHelp }},
+		{"version", 'V', false, "", "show version", flag(func() { p.versionAsked = true })},
 	}
+	var opts []cli.Option
+	for _, o := range table {
+		short := o.letter
+		if short < 0x20 || short > 0x7e {
+			short = 0 // not an option letter one can type
+		}
+		opts = append(opts, cli.Option{Short: short, Long: o.name, Arg: o.arg, Set: o.set})
+	}
+	usageText := saUsage(table)
+	readIBDiagConfig(ibdiagConfigPath, p)
 	pos, err := cli.GetoptOperands("saquery", args, opts, stderr)
-	if errors.Is(err, errHelp) {
-		return fabricHelp(stderr, saqueryUsage)
-	}
-	if err == nil && usageErr != nil {
-		err = usageErr
-	}
-	if err != nil {
-		return fabricUsage(stderr, "saquery", saqueryUsage, err)
+	switch {
+	case errors.Is(err, errSABadTimeout):
+		return ibexit(stdout, "saquery", false, "process_opt", "Invalid timeout \"%s\".  Timeout requires a positive integer value < %d.", badTimeout, 1<<31-1)
+	case err != nil:
+		// getopt's complaint is on stderr already; -h, and what
+		// saquery's process_opt refuses, get the usage alone.
+		fmt.Fprint(stderr, usageText)
+		return cli.ExitError{Code: 2}
 	}
 	if p.versionAsked {
-		fmt.Fprintln(stderr, "saquery (purerdma)")
+		fmt.Fprintf(stderr, "saquery %s\n", saVersion)
 		return nil
 	}
 
@@ -352,7 +419,7 @@ func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 	}
 	badUsage := func(msg string) error {
 		fmt.Fprintf(stderr, "ERROR: %s\n", msg)
-		fmt.Fprint(stderr, saqueryUsage)
+		fmt.Fprint(stderr, usageText)
 		return cli.ExitError{Code: 2}
 	}
 	switch {
@@ -412,6 +479,31 @@ func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 		return cli.ExitError{Code: ex.code & 0xff}
 	}
 	return status
+}
+
+// getpass is glibc's getpass as saquery calls it for a key that is not
+// a number: the prompt and a line read on the terminal (/dev/tty; unlike
+// glibc's, the line echoes), or, without one, the prompt on stderr and a
+// line from standard input ("" at its end).
+func getpass(prompt string, stderr io.Writer) string {
+	in := io.Reader(os.Stdin)
+	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
+		defer tty.Close()
+		in = tty
+		io.WriteString(tty, prompt)
+	} else {
+		io.WriteString(stderr, prompt)
+	}
+	var line []byte
+	var c [1]byte
+	for {
+		n, err := in.Read(c[:])
+		if n == 0 || err != nil || c[0] == '\n' {
+			break
+		}
+		line = append(line, c[0])
+	}
+	return string(line)
 }
 
 // saBindFailed is sa_get_handle failing: its warning, our explanation,
@@ -498,13 +590,17 @@ func (r *saRun) run(command int, queryType umad.AttrID, q *saQueryCmd, args []st
 func (r *saRun) query(method umad.Method, attr umad.AttrID, mod uint32, mask uint64, data []byte) ([][]byte, error) {
 	resp, err := r.c.Query(umad.SAQuery{Method: method, Attr: attr, Modifier: mod, CompMask: mask, SMKey: r.p.smKey, Data: data})
 	if err != nil {
+		// sa_query: a failed umad_send or umad_recv (a receive that
+		// timed out among them) warns; a request back with a status
+		// (umad_status) does not.
 		errno := cli.ErrnoOf(err)
-		if errno == 0 {
-			errno = syscall.EIO
-		}
-		var st syscall.Errno
-		if errors.As(err, &st) && st == syscall.ETIMEDOUT || errors.Is(err, umad.ErrTimeout) {
+		if errors.Is(err, umad.ErrTimeout) {
 			errno = syscall.ETIMEDOUT
+		}
+		var ue *umad.Error
+		if errors.As(err, &ue) && (ue.Op == "send" || ue.Op == "receive") {
+			fn := map[string]string{"send": "umad_send", "receive": "umad_recv"}[ue.Op]
+			fmt.Fprintf(r.err, "ibwarn: [%d] sa_query: %s failed: attr 0x%x: %s\n\n", os.Getpid(), fn, uint16(attr), cli.Strerror(errno))
 		}
 		fmt.Fprintf(r.err, "Query SA failed: %s\n", cli.Strerror(errno))
 		return nil, saExit{int(errno)}
