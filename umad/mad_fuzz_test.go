@@ -361,7 +361,17 @@ func FuzzSA(f *testing.F) {
 				var lr LinkRecord
 				var sm SMInfoRecord
 				var mc MCMemberRecord
-				for _, d := range []interface{ Decode([]byte) error }{&nr, &pir, &pr, &lr, &sm, &mc} {
+				var sl SL2VLTableRecord
+				var va VLArbTableRecord
+				var pk PKeyTableRecord
+				var lft LFTRecord
+				var mft MFTRecord
+				var gi GUIDInfoRecord
+				var si SwitchInfoRecord
+				var sr ServiceRecord
+				var ii InformInfoRecord
+				for _, d := range []interface{ Decode([]byte) error }{&nr, &pir, &pr, &lr, &sm, &mc,
+					&sl, &va, &pk, &lft, &mft, &gi, &si, &sr, &ii} {
 					_ = d.Decode(rec)
 				}
 			}

@@ -273,3 +273,288 @@ func (m *MCMemberRecord) Decode(b []byte) error {
 	m.ProxyJoinByte = b[49]
 	return nil
 }
+
+// Sizes of the other records saquery shows (IBA 15.2.5).
+const (
+	SL2VLTableRecordSize  = 16
+	VLArbTableRecordSize  = 72
+	PKeyTableRecordSize   = 72
+	LFTRecordSize         = 72
+	MFTRecordSize         = 72
+	GUIDInfoRecordSize    = 72
+	SwitchInfoRecordSize  = 24
+	ServiceRecordSize     = 176
+	InformInfoRecordSize  = 60
+	lftRecordEntries      = 64
+	mftRecordEntries      = 32
+	pkeyRecordEntries     = 32
+	vlarbRecordEntries    = 32
+	guidInfoRecordEntries = 8
+)
+
+var (
+	errSL2VLRShort = madError("an SL2VLTableRecord needs 16 bytes", ErrShortMAD)
+	errVLARShort   = madError("a VLArbitrationTableRecord needs 72 bytes", ErrShortMAD)
+	errPKTRShort   = madError("a P_KeyTableRecord needs 72 bytes", ErrShortMAD)
+	errLFTRShort   = madError("an LFTRecord needs 72 bytes", ErrShortMAD)
+	errMFTRShort   = madError("an MFTRecord needs 72 bytes", ErrShortMAD)
+	errGIRShort    = madError("a GUIDInfoRecord needs 72 bytes", ErrShortMAD)
+	errSWIRShort   = madError("a SwitchInfoRecord needs 24 bytes", ErrShortMAD)
+	errSRShort     = madError("a ServiceRecord needs 176 bytes", ErrShortMAD)
+	errIIRShort    = madError("an InformInfoRecord needs 60 bytes", ErrShortMAD)
+)
+
+// SL2VLTableRecord is the SA's SL2VLMappingTableRecord (IBA 15.2.5.4;
+// ib_slvl_table_record_t): a port's SL to VL table.
+type SL2VLTableRecord struct {
+	LID             uint16
+	InPort, OutPort uint8
+	// VL is the VL of each SL (4 bits each).
+	VL [16]uint8
+}
+
+// Decode sets r from the record b.
+func (r *SL2VLTableRecord) Decode(b []byte) error {
+	if r == nil {
+		return errNil("SL2VLTableRecord.Decode")
+	}
+	if len(b) < SL2VLTableRecordSize {
+		return errSL2VLRShort
+	}
+	r.LID = binary.BigEndian.Uint16(b[0:2])
+	r.InPort, r.OutPort = b[2], b[3]
+	for i := range r.VL {
+		v := b[8+i/2]
+		if i%2 == 0 {
+			v >>= 4
+		}
+		r.VL[i] = v & 0xf
+	}
+	return nil
+}
+
+// VLArbEntry is one VL arbitration table entry: a VL (4 bits) and its
+// weight.
+type VLArbEntry struct{ VL, Weight uint8 }
+
+// VLArbTableRecord is the SA's VLArbitrationTableRecord (IBA 15.2.5.9;
+// ib_vl_arb_table_record_t): one block of a port's VL arbitration table.
+type VLArbTableRecord struct {
+	LID     uint16
+	Port    uint8
+	Block   uint8
+	Entries [vlarbRecordEntries]VLArbEntry
+}
+
+// Decode sets r from the record b.
+func (r *VLArbTableRecord) Decode(b []byte) error {
+	if r == nil {
+		return errNil("VLArbTableRecord.Decode")
+	}
+	if len(b) < VLArbTableRecordSize {
+		return errVLARShort
+	}
+	r.LID = binary.BigEndian.Uint16(b[0:2])
+	r.Port, r.Block = b[2], b[3]
+	for i := range r.Entries {
+		r.Entries[i] = VLArbEntry{VL: b[8+2*i], Weight: b[9+2*i]}
+	}
+	return nil
+}
+
+// PKeyTableRecord is the SA's P_KeyTableRecord (IBA 15.2.5.11;
+// ib_pkey_table_record_t): one block of 32 P_Keys of a port.
+type PKeyTableRecord struct {
+	LID   uint16
+	Block uint16
+	Port  uint8
+	PKeys [pkeyRecordEntries]uint16
+}
+
+// Decode sets r from the record b.
+func (r *PKeyTableRecord) Decode(b []byte) error {
+	if r == nil {
+		return errNil("PKeyTableRecord.Decode")
+	}
+	if len(b) < PKeyTableRecordSize {
+		return errPKTRShort
+	}
+	r.LID, r.Block, r.Port = binary.BigEndian.Uint16(b[0:2]), binary.BigEndian.Uint16(b[2:4]), b[4]
+	for i := range r.PKeys {
+		r.PKeys[i] = binary.BigEndian.Uint16(b[8+2*i:])
+	}
+	return nil
+}
+
+// LFTRecord is the SA's LinearForwardingTableRecord (IBA 15.2.5.6;
+// ib_lft_record_t): the output ports of 64 LIDs of a switch, from
+// Block×64.
+type LFTRecord struct {
+	LID   uint16
+	Block uint16
+	Ports [lftRecordEntries]uint8
+}
+
+// Decode sets r from the record b.
+func (r *LFTRecord) Decode(b []byte) error {
+	if r == nil {
+		return errNil("LFTRecord.Decode")
+	}
+	if len(b) < LFTRecordSize {
+		return errLFTRShort
+	}
+	r.LID, r.Block = binary.BigEndian.Uint16(b[0:2]), binary.BigEndian.Uint16(b[2:4])
+	copy(r.Ports[:], b[8:72])
+	return nil
+}
+
+// MFTRecord is the SA's MulticastForwardingTableRecord (IBA 15.2.5.8;
+// ib_mft_record_t): the port masks of 32 multicast LIDs of a switch, from
+// 0xC000 + Block×32, for the 16 ports Position×16 on.
+type MFTRecord struct {
+	LID      uint16
+	Position uint8  // 4 bits
+	Block    uint16 // 9 bits
+	Masks    [mftRecordEntries]uint16
+}
+
+// Decode sets r from the record b.
+func (r *MFTRecord) Decode(b []byte) error {
+	if r == nil {
+		return errNil("MFTRecord.Decode")
+	}
+	if len(b) < MFTRecordSize {
+		return errMFTRShort
+	}
+	pb := binary.BigEndian.Uint16(b[2:4])
+	r.LID, r.Position, r.Block = binary.BigEndian.Uint16(b[0:2]), uint8(pb>>12), pb&0x1ff
+	for i := range r.Masks {
+		r.Masks[i] = binary.BigEndian.Uint16(b[8+2*i:])
+	}
+	return nil
+}
+
+// GUIDInfoRecord is the SA's GUIDInfoRecord (IBA 15.2.5.18;
+// ib_guidinfo_record_t): one block of 8 GUIDs of a port.
+type GUIDInfoRecord struct {
+	LID   uint16
+	Block uint8
+	GUIDs [guidInfoRecordEntries]uint64
+}
+
+// Decode sets r from the record b.
+func (r *GUIDInfoRecord) Decode(b []byte) error {
+	if r == nil {
+		return errNil("GUIDInfoRecord.Decode")
+	}
+	if len(b) < GUIDInfoRecordSize {
+		return errGIRShort
+	}
+	r.LID, r.Block = binary.BigEndian.Uint16(b[0:2]), b[2]
+	for i := range r.GUIDs {
+		r.GUIDs[i] = binary.BigEndian.Uint64(b[8+8*i:])
+	}
+	return nil
+}
+
+// SwitchInfoRecord is the SA's SwitchInfoRecord (IBA 15.2.5.5;
+// ib_switch_info_record_t): a switch's SwitchInfo by its LID, raw
+// (SwitchInfo's 20 bytes as the SMP attribute).
+type SwitchInfoRecord struct {
+	LID        uint16
+	SwitchInfo [20]byte
+}
+
+// Decode sets r from the record b.
+func (r *SwitchInfoRecord) Decode(b []byte) error {
+	if r == nil {
+		return errNil("SwitchInfoRecord.Decode")
+	}
+	if len(b) < SwitchInfoRecordSize {
+		return errSWIRShort
+	}
+	r.LID = binary.BigEndian.Uint16(b[0:2])
+	copy(r.SwitchInfo[:], b[4:24])
+	return nil
+}
+
+// ServiceRecord is the SA's ServiceRecord (IBA 15.2.5.14;
+// ib_service_record_t).
+type ServiceRecord struct {
+	ID     uint64
+	GID    rdma.GID
+	PKey   uint16
+	Lease  uint32
+	Key    [16]byte
+	Name   [64]byte
+	Data8  [16]uint8
+	Data16 [8]uint16
+	Data32 [4]uint32
+	Data64 [2]uint64
+}
+
+// Decode sets r from the record b.
+func (r *ServiceRecord) Decode(b []byte) error {
+	if r == nil {
+		return errNil("ServiceRecord.Decode")
+	}
+	if len(b) < ServiceRecordSize {
+		return errSRShort
+	}
+	be := binary.BigEndian
+	r.ID = be.Uint64(b[0:8])
+	copy(r.GID[:], b[8:24])
+	r.PKey, r.Lease = be.Uint16(b[24:26]), be.Uint32(b[28:32])
+	copy(r.Key[:], b[32:48])
+	copy(r.Name[:], b[48:112])
+	copy(r.Data8[:], b[112:128])
+	for i := range r.Data16 {
+		r.Data16[i] = be.Uint16(b[128+2*i:])
+	}
+	for i := range r.Data32 {
+		r.Data32[i] = be.Uint32(b[144+4*i:])
+	}
+	for i := range r.Data64 {
+		r.Data64[i] = be.Uint64(b[160+8*i:])
+	}
+	return nil
+}
+
+// InformInfoRecord is the SA's InformInfoRecord (IBA 15.2.5.12;
+// ib_inform_info_record_t): a subscription to traps and notices.
+type InformInfoRecord struct {
+	SubscriberGID  rdma.GID
+	SubscriberEnum uint16
+	// The InformInfo (IBA 13.4.8.3).
+	GID                    rdma.GID
+	LIDRangeBegin          uint16
+	LIDRangeEnd            uint16
+	IsGeneric, Subscribe   uint8
+	Type                   uint16
+	TrapNumberOrDeviceID   uint16
+	QPN                    uint32 // 24 bits
+	RespTimeValue          uint8  // 5 bits
+	ProducerTypeOrVendorID uint32 // 24 bits
+}
+
+// Decode sets r from the record b.
+func (r *InformInfoRecord) Decode(b []byte) error {
+	if r == nil {
+		return errNil("InformInfoRecord.Decode")
+	}
+	if len(b) < InformInfoRecordSize {
+		return errIIRShort
+	}
+	be := binary.BigEndian
+	copy(r.SubscriberGID[:], b[0:16])
+	r.SubscriberEnum = be.Uint16(b[16:18])
+	ii := b[24:60]
+	copy(r.GID[:], ii[0:16])
+	r.LIDRangeBegin, r.LIDRangeEnd = be.Uint16(ii[16:18]), be.Uint16(ii[18:20])
+	r.IsGeneric, r.Subscribe = ii[22], ii[23]
+	r.Type, r.TrapNumberOrDeviceID = be.Uint16(ii[24:26]), be.Uint16(ii[26:28])
+	qrt := be.Uint32(ii[28:32])
+	r.QPN, r.RespTimeValue = qrt>>8, uint8(qrt&0x1f)
+	r.ProducerTypeOrVendorID = get24(ii[33:36])
+	return nil
+}

@@ -184,7 +184,7 @@ func TestRMPPReassembly(t *testing.T) {
 }
 
 func TestSARecordDecoders(t *testing.T) {
-	b := make([]byte, 112)
+	b := make([]byte, 176)
 	for i := range b {
 		b[i] = byte(i)
 	}
@@ -212,7 +212,45 @@ func TestSARecordDecoders(t *testing.T) {
 	if err := pir.Decode(b); err != nil || pir.PortNum != 2 || pir.PortInfo[0] != 4 {
 		t.Fatalf("PortInfoRecord %+v: %v", pir, err)
 	}
-	for _, d := range []interface{ Decode([]byte) error }{&nr, &pr, &lr, &sm, &mc, &pir} {
+	var sl SL2VLTableRecord
+	if err := sl.Decode(b); err != nil || sl.InPort != 2 || sl.VL[0] != 0 || sl.VL[1] != 8 || sl.VL[3] != 9 {
+		t.Fatalf("SL2VLTableRecord %+v: %v", sl, err)
+	}
+	var va VLArbTableRecord
+	if err := va.Decode(b); err != nil || va.Port != 2 || va.Block != 3 || va.Entries[0] != (VLArbEntry{8, 9}) {
+		t.Fatalf("VLArbTableRecord %+v: %v", va, err)
+	}
+	var pk PKeyTableRecord
+	if err := pk.Decode(b); err != nil || pk.Block != 0x0203 || pk.Port != 4 || pk.PKeys[0] != 0x0809 {
+		t.Fatalf("PKeyTableRecord %+v: %v", pk, err)
+	}
+	var lft LFTRecord
+	if err := lft.Decode(b); err != nil || lft.Block != 0x0203 || lft.Ports[0] != 8 || lft.Ports[63] != 71 {
+		t.Fatalf("LFTRecord %+v: %v", lft, err)
+	}
+	var mft MFTRecord
+	if err := mft.Decode(b); err != nil || mft.Position != 0 || mft.Block != 3 || mft.Masks[31] != 0x4647 {
+		t.Fatalf("MFTRecord %+v: %v", mft, err)
+	}
+	var gi GUIDInfoRecord
+	if err := gi.Decode(b); err != nil || gi.Block != 2 || gi.GUIDs[0] != 0x08090a0b0c0d0e0f {
+		t.Fatalf("GUIDInfoRecord %+v: %v", gi, err)
+	}
+	var si SwitchInfoRecord
+	if err := si.Decode(b); err != nil || si.LID != 1 || si.SwitchInfo[0] != 4 || si.SwitchInfo[19] != 23 {
+		t.Fatalf("SwitchInfoRecord %+v: %v", si, err)
+	}
+	var sr ServiceRecord
+	if err := sr.Decode(b); err != nil || sr.ID != 0x0001020304050607 || sr.PKey != 0x1819 || sr.Lease != 0x1c1d1e1f ||
+		sr.Name[0] != 48 || sr.Data16[0] != 0x8081 || sr.Data64[1] != 0xa8a9aaabacadaeaf {
+		t.Fatalf("ServiceRecord %+v: %v", sr, err)
+	}
+	var ii InformInfoRecord
+	if err := ii.Decode(b); err != nil || ii.SubscriberEnum != 0x1011 || ii.LIDRangeBegin != 0x2829 || ii.IsGeneric != 46 ||
+		ii.Type != 0x3031 || ii.QPN != 0x343536 || ii.RespTimeValue != 0x17 || ii.ProducerTypeOrVendorID != 0x393a3b {
+		t.Fatalf("InformInfoRecord %+v: %v", ii, err)
+	}
+	for _, d := range []interface{ Decode([]byte) error }{&nr, &pr, &lr, &sm, &mc, &pir, &sl, &va, &pk, &lft, &mft, &gi, &si, &sr, &ii} {
 		if err := d.Decode(b[:5]); !errors.Is(err, ErrShortMAD) {
 			t.Fatalf("%T of 5 bytes: %v", d, err)
 		}

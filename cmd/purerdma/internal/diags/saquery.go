@@ -1122,8 +1122,9 @@ func saNodeTypeStr(t uint8) string {
 }
 
 func (r *saRun) dumpNodeRecord(b []byte) {
-	b = rec(b, 108)
-	ni := b[4:44]
+	var nr umad.NodeRecord
+	_ = nr.Decode(rec(b, umad.NodeRecordSize))
+	ni := &nr.NodeInfo
 	fmt.Fprintf(r.out, "NodeRecord dump:\n"+
 		"\t\tlid.....................%d\n"+
 		"\t\treserved................0x%X\n"+
@@ -1140,13 +1141,14 @@ func (r *saRun) dumpNodeRecord(b []byte) {
 		"\t\tport_num................%d\n"+
 		"\t\tvendor_id...............0x%X\n"+
 		"\t\tNodeDescription.........%s\n",
-		be16(b, 0), be16(b, 2), ni[0], ni[1], saNodeTypeStr(ni[2]), ni[3],
-		be64(ni, 4), be64(ni, 12), be64(ni, 20), be16(ni, 28), be16(ni, 30), be32(ni, 32),
-		ni[36], uint32(ni[37])<<16|uint32(ni[38])<<8|uint32(ni[39]), r.nodeName(b))
+		nr.LID, nr.Reserved, ni.BaseVersion, ni.ClassVersion, saNodeTypeStr(ni.NodeType), ni.NumPorts,
+		ni.SystemImageGUID, ni.NodeGUID, ni.PortGUID, ni.PartitionCap, ni.DeviceID, ni.Revision,
+		ni.LocalPortNum, ni.VendorID, r.p.nameMap.remap(ni.NodeGUID, nr.NodeDesc[:]))
 }
 
 func (r *saRun) dumpPathRecord(b []byte) {
-	b = rec(b, 64)
+	var pr umad.PathRecord
+	_ = pr.Decode(rec(b, umad.PathRecordSize))
 	fmt.Fprintf(r.out, "PathRecord dump:\n"+
 		"\t\tservice_id..............0x%016x\n"+
 		"\t\tdgid....................%s\n"+
@@ -1163,10 +1165,10 @@ func (r *saRun) dumpPathRecord(b []byte) {
 		"\t\trate....................0x%X\n"+
 		"\t\tpkt_life................0x%X\n"+
 		"\t\tpreference..............0x%X\n"+
-		"\t\tresv2...................0x%02X%02X%02X%02X%02X%02X\n",
-		be64(b, 0), inetNtop6(b[8:24]), inetNtop6(b[24:40]), be16(b, 40), be16(b, 42), be32(b, 44),
-		b[48], b[49], be16(b, 50), be16(b, 52)>>4, be16(b, 52)&0xf, b[54], b[55], b[56], b[57],
-		b[58], b[59], b[60], b[61], b[62], b[63])
+		"\t\tresv2...................0x%02X\n",
+		pr.ServiceID, inetNtop6(pr.DGID[:]), inetNtop6(pr.SGID[:]), pr.DLID, pr.SLID, pr.HopFlowRaw,
+		pr.TClass, pr.NumPath, pr.PKey, pr.QoSClass, pr.SL, pr.MTU, pr.Rate, pr.PktLife, pr.Preference,
+		pr.Reserved[:])
 }
 
 func (r *saRun) dumpCPI() {
@@ -1227,8 +1229,8 @@ func (r *saRun) dumpOnePortInfoRecord(b []byte) {
 }
 
 func (r *saRun) dumpMCMemberRecord(b []byte) {
-	b = rec(b, 52)
-	sfh := be32(b, 44)
+	var mc umad.MCMemberRecord
+	_ = mc.Decode(rec(b, umad.MCMemberRecordSize))
 	fmt.Fprintf(r.out, "MCMember Record dump:\n"+
 		"\t\tMGID....................%s\n"+
 		"\t\tPortGid.................%s\n"+
@@ -1245,12 +1247,13 @@ func (r *saRun) dumpMCMemberRecord(b []byte) {
 		"\t\tScope...................0x%x\n"+
 		"\t\tJoinState...............0x%x\n"+
 		"\t\tProxyJoin...............0x%x\n",
-		inetNtop6(b[0:16]), inetNtop6(b[16:32]), be32(b, 32), be16(b, 36), b[38], b[39], be16(b, 40),
-		b[42], b[43], sfh>>28, sfh>>8&0xfffff, sfh&0xff, b[48]>>4, b[48]&0xf, b[49]&1)
+		inetNtop6(mc.MGID[:]), inetNtop6(mc.PortGID[:]), mc.QKey, mc.MLID, mc.MTU, mc.TClass, mc.PKey,
+		mc.Rate, mc.PktLife, mc.SL, mc.FlowLabel, mc.HopLimit, mc.Scope, mc.JoinState, mc.ProxyJoinByte&1)
 }
 
 func (r *saRun) dumpMCGroupRecord(b []byte) {
-	b = rec(b, 52)
+	var mc umad.MCMemberRecord
+	_ = mc.Decode(rec(b, umad.MCMemberRecordSize))
 	fmt.Fprintf(r.out, "MCMemberRecord group dump:\n"+
 		"\t\tMGID....................%s\n"+
 		"\t\tMlid....................0x%X\n"+
@@ -1258,23 +1261,25 @@ func (r *saRun) dumpMCGroupRecord(b []byte) {
 		"\t\tpkey....................0x%X\n"+
 		"\t\tRate....................0x%X\n"+
 		"\t\tSL......................0x%X\n",
-		inetNtop6(b[0:16]), be16(b, 36), b[38], be16(b, 40), b[42], be32(b, 44)>>28)
+		inetNtop6(mc.MGID[:]), mc.MLID, mc.MTU, mc.PKey, mc.Rate, mc.SL)
 }
 
 // dumpMCMember is saquery's dump_multicast_member_record.
 func (r *saRun) dumpMCMember(b []byte, nrs [][]byte) {
-	b = rec(b, 52)
-	mlid := be16(b, 36)
+	var mc umad.MCMemberRecord
+	_ = mc.Decode(rec(b, umad.MCMemberRecordSize))
+	// The node whose port GUID is the port GID's interface ID names it.
 	name := "<unknown>"
-	for _, nr := range nrs {
-		if len(nr) >= 108 && string(nr[24:32]) == string(b[24:32]) {
-			name = r.nodeName(nr)
+	for _, b := range nrs {
+		var nr umad.NodeRecord
+		if nr.Decode(b) == nil && nr.NodeInfo.PortGUID == binary.BigEndian.Uint64(mc.PortGID[8:16]) {
+			name = r.p.nameMap.remap(nr.NodeInfo.NodeGUID, nr.NodeDesc[:])
 			break
 		}
 	}
 	if r.p.requestedNameSet {
-		if v, _ := cStrtolAny(r.p.requestedName); v == int64(mlid) {
-			fmt.Fprintf(r.out, "\t\tPortGid.................%s (%s)\n", inetNtop6(b[16:32]), name)
+		if v, _ := cStrtol(r.p.requestedName); v == int64(mc.MLID) {
+			fmt.Fprintf(r.out, "\t\tPortGid.................%s (%s)\n", inetNtop6(mc.PortGID[:]), name)
 		}
 		return
 	}
@@ -1285,14 +1290,15 @@ func (r *saRun) dumpMCMember(b []byte, nrs [][]byte) {
 		"\t\tScopeState..............0x%X\n"+
 		"\t\tProxyJoin...............0x%X\n"+
 		"\t\tNodeDescription.........%s\n",
-		inetNtop6(b[0:16]), mlid, inetNtop6(b[16:32]), b[48], b[49]&1, name)
+		inetNtop6(mc.MGID[:]), mc.MLID, inetNtop6(mc.PortGID[:]), mc.Scope<<4|mc.JoinState, mc.ProxyJoinByte&1, name)
 }
 
 func (r *saRun) dumpServiceRecord(b []byte) {
-	b = rec(b, 176)
+	var sr umad.ServiceRecord
+	_ = sr.Decode(rec(b, umad.ServiceRecordSize))
 	key := "<not displayed>"
 	if r.p.showKeys {
-		key = fmt.Sprintf("0x%x", b[40:56])
+		key = fmt.Sprintf("0x%x", sr.Key[:])
 	}
 	var s strings.Builder
 	fmt.Fprintf(&s, "ServiceRecord dump:\n"+
@@ -1302,18 +1308,18 @@ func (r *saRun) dumpServiceRecord(b []byte) {
 		"\t\tServiceLease............0x%X\n"+
 		"\t\tServiceKey..............%s\n"+
 		"\t\tServiceName.............%s\n",
-		be64(b, 0), inetNtop6(b[8:24]), be16(b, 24), be32(b, 28), key, cString(b[56:120]))
-	for i := 0; i < 16; i++ {
-		s.WriteString(dottedLine(fmt.Sprintf("ServiceData8.%d", i+1), fmt.Sprintf("0x%X", b[120+i])))
+		sr.ID, inetNtop6(sr.GID[:]), sr.PKey, sr.Lease, key, cString(sr.Name[:]))
+	for i, v := range sr.Data8 {
+		s.WriteString(dottedLine(fmt.Sprintf("ServiceData8.%d", i+1), fmt.Sprintf("0x%X", v)))
 	}
-	for i := 0; i < 8; i++ {
-		s.WriteString(dottedLine(fmt.Sprintf("ServiceData16.%d", i+1), fmt.Sprintf("0x%X", be16(b, 136+2*i))))
+	for i, v := range sr.Data16 {
+		s.WriteString(dottedLine(fmt.Sprintf("ServiceData16.%d", i+1), fmt.Sprintf("0x%X", v)))
 	}
-	for i := 0; i < 4; i++ {
-		s.WriteString(dottedLine(fmt.Sprintf("ServiceData32.%d", i+1), fmt.Sprintf("0x%X", be32(b, 152+4*i))))
+	for i, v := range sr.Data32 {
+		s.WriteString(dottedLine(fmt.Sprintf("ServiceData32.%d", i+1), fmt.Sprintf("0x%X", v)))
 	}
-	for i := 0; i < 2; i++ {
-		s.WriteString(dottedLine(fmt.Sprintf("ServiceData64.%d", i+1), fmt.Sprintf("0x%016x", be64(b, 168+8*i))))
+	for i, v := range sr.Data64 {
+		s.WriteString(dottedLine(fmt.Sprintf("ServiceData64.%d", i+1), fmt.Sprintf("0x%016x", v)))
 	}
 	r.out.WriteString(s.String())
 }
@@ -1325,7 +1331,8 @@ func dottedLine(name, val string) string {
 }
 
 func (r *saRun) dumpSMInfoRecord(b []byte) {
-	b = rec(b, 28)
+	var sm umad.SMInfoRecord
+	_ = sm.Decode(rec(b, umad.SMInfoRecordSize))
 	fmt.Fprintf(r.out, "SMInfoRecord dump:\n"+
 		"\t\tRID\n"+
 		"\t\tLID...................%d\n"+
@@ -1335,7 +1342,7 @@ func (r *saRun) dumpSMInfoRecord(b []byte) {
 		"\t\tActCount..............%d\n"+
 		"\t\tPriority..............%d\n"+
 		"\t\tSMState...............%d\n",
-		be16(b, 0), be64(b, 4), be64(b, 12), be32(b, 20), b[24]>>4, b[24]&0xf)
+		sm.LID, sm.GUID, sm.SMKey, sm.ActCount, sm.Priority, sm.State)
 }
 
 func (r *saRun) dumpSwitchInfoRecord(b []byte) {
@@ -1365,12 +1372,8 @@ func (r *saRun) dumpSwitchInfoRecord(b []byte) {
 }
 
 func (r *saRun) dumpInformInfoRecord(b []byte) {
-	b = rec(b, 60)
-	ii := b[24:60]
-	qrt := be32(ii, 28)
-	qpn, respTime := qrt>>8, qrt&0x1f
-	prod := uint32(ii[33])<<16 | uint32(be16(ii, 34))
-	generic := ii[22] != 0
+	var ir umad.InformInfoRecord
+	_ = ir.Decode(rec(b, umad.InformInfoRecordSize))
 	fmt.Fprintf(r.out, "InformInfoRecord dump:\n"+
 		"\t\tRID\n"+
 		"\t\tSubscriberGID...........%s\n"+
@@ -1382,127 +1385,121 @@ func (r *saRun) dumpInformInfoRecord(b []byte) {
 		"\t\tis_generic..............0x%X\n"+
 		"\t\tsubscribe...............0x%X\n"+
 		"\t\ttrap_type...............0x%X\n",
-		inetNtop6(b[0:16]), be16(b, 16), inetNtop6(ii[0:16]), be16(ii, 16), be16(ii, 18), ii[22], ii[23], be16(ii, 24))
-	if generic {
-		fmt.Fprintf(r.out, "\t\ttrap_num................%d\n", be16(ii, 26))
+		inetNtop6(ir.SubscriberGID[:]), ir.SubscriberEnum, inetNtop6(ir.GID[:]), ir.LIDRangeBegin,
+		ir.LIDRangeEnd, ir.IsGeneric, ir.Subscribe, ir.Type)
+	if ir.IsGeneric != 0 {
+		fmt.Fprintf(r.out, "\t\ttrap_num................%d\n", ir.TrapNumberOrDeviceID)
 	} else {
-		fmt.Fprintf(r.out, "\t\tdev_id..................0x%X\n", be16(ii, 26))
+		fmt.Fprintf(r.out, "\t\tdev_id..................0x%X\n", ir.TrapNumberOrDeviceID)
 	}
 	if r.p.showKeys {
-		fmt.Fprintf(r.out, "\t\tqpn.....................0x%06X\n", qpn)
+		fmt.Fprintf(r.out, "\t\tqpn.....................0x%06X\n", ir.QPN)
 	} else {
 		fmt.Fprintf(r.out, "\t\tqpn.....................<not displayed>\n")
 	}
-	if generic {
-		fmt.Fprintf(r.out, "\t\tresp_time_val...........0x%X\n\t\tnode_type...............0x%06X\n", respTime, prod)
-	} else {
-		fmt.Fprintf(r.out, "\t\tresp_time_val...........0x%X\n\t\tvendor_id...............0x%06X\n", respTime, prod)
+	what := "vendor_id..............."
+	if ir.IsGeneric != 0 {
+		what = "node_type..............."
 	}
+	fmt.Fprintf(r.out, "\t\tresp_time_val...........0x%X\n\t\t%s0x%06X\n", ir.RespTimeValue, what, ir.ProducerTypeOrVendorID)
 }
 
 func (r *saRun) dumpLinkRecord(b []byte) {
-	b = rec(b, 6)
+	var lr umad.LinkRecord
+	_ = lr.Decode(rec(b, umad.LinkRecordSize))
 	fmt.Fprintf(r.out, "LinkRecord dump:\n"+
 		"\t\tFromLID....................%d\n"+
 		"\t\tFromPort...................%d\n"+
 		"\t\tToPort.....................%d\n"+
 		"\t\tToLID......................%d\n",
-		be16(b, 0), b[2], b[3], be16(b, 4))
+		lr.FromLID, lr.FromPort, lr.ToPort, lr.ToLID)
 }
 
 func (r *saRun) dumpSL2VLRecord(b []byte) {
-	b = rec(b, 16)
+	var t umad.SL2VLTableRecord
+	_ = t.Decode(rec(b, umad.SL2VLTableRecordSize))
 	fmt.Fprintf(r.out, "SL2VLTableRecord dump:\n"+
 		"\t\tLID........................%d\n"+
 		"\t\tInPort.....................%d\n"+
 		"\t\tOutPort....................%d\n"+
 		"\t\tSL: 0| 1| 2| 3| 4| 5| 6| 7| 8| 9|10|11|12|13|14|15|\n"+
-		"\t\tVL:", be16(b, 0), b[2], b[3])
-	for i := 0; i < 16; i++ {
-		v := b[8+i/2]
-		if i%2 == 0 {
-			v >>= 4
-		}
-		fmt.Fprintf(r.out, "%2d|", v&0xf)
+		"\t\tVL:", t.LID, t.InPort, t.OutPort)
+	for _, vl := range t.VL {
+		fmt.Fprintf(r.out, "%2d|", vl)
 	}
 	r.out.WriteString("\n")
 }
 
 func (r *saRun) dumpVLArbRecord(b []byte) {
-	b = rec(b, 72)
+	var t umad.VLArbTableRecord
+	_ = t.Decode(rec(b, umad.VLArbTableRecordSize))
 	fmt.Fprintf(r.out, "VLArbTableRecord dump:\n"+
 		"\t\tLID........................%d\n"+
 		"\t\tPort.......................%d\n"+
-		"\t\tBlock......................%d\n", be16(b, 0), b[2], b[3])
-	e := b[8:72]
-	for i := 0; i < 32; i += 16 {
+		"\t\tBlock......................%d\n", t.LID, t.Port, t.Block)
+	for i := 0; i < len(t.Entries); i += 16 {
 		r.out.WriteString("\t\tVL    :")
-		for j := 0; j < 16; j++ {
-			fmt.Fprintf(r.out, "%2d|", e[2*(i+j)])
+		for _, e := range t.Entries[i : i+16] {
+			fmt.Fprintf(r.out, "%2d|", e.VL)
 		}
 		r.out.WriteString("\n\t\tWeight:")
-		for j := 0; j < 16; j++ {
-			fmt.Fprintf(r.out, "%2d|", e[2*(i+j)+1])
+		for _, e := range t.Entries[i : i+16] {
+			fmt.Fprintf(r.out, "%2d|", e.Weight)
 		}
 		r.out.WriteString("\n")
 	}
 }
 
 func (r *saRun) dumpPKeyRecord(b []byte) {
-	b = rec(b, 72)
+	var t umad.PKeyTableRecord
+	_ = t.Decode(rec(b, umad.PKeyTableRecordSize))
 	fmt.Fprintf(r.out, "PKeyTableRecord dump:\n"+
 		"\t\tLID........................%d\n"+
 		"\t\tPort.......................%d\n"+
 		"\t\tBlock......................%d\n"+
-		"\t\tPKey Table:\n", be16(b, 0), b[4], be16(b, 2))
-	for i := 0; i < 32; i += 8 {
-		r.out.WriteString("\t\t")
-		for j := 0; j < 8; j++ {
-			if j > 0 {
-				r.out.WriteString(" ")
-			}
-			fmt.Fprintf(r.out, "0x%04x", be16(b, 8+2*(i+j)))
-		}
-		r.out.WriteString("\n")
+		"\t\tPKey Table:\n", t.LID, t.Port, t.Block)
+	for i := 0; i < len(t.PKeys); i += 8 {
+		k := t.PKeys[i : i+8]
+		fmt.Fprintf(r.out, "\t\t0x%04x 0x%04x 0x%04x 0x%04x 0x%04x 0x%04x 0x%04x 0x%04x\n",
+			k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7])
 	}
 	r.out.WriteString("\n")
 }
 
 func (r *saRun) dumpLFTRecord(b []byte) {
-	b = rec(b, 72)
-	block := uint32(be16(b, 2))
+	var t umad.LFTRecord
+	_ = t.Decode(rec(b, umad.LFTRecordSize))
 	fmt.Fprintf(r.out, "LFT Record dump:\n"+
 		"\t\tLID........................%d\n"+
 		"\t\tBlock......................%d\n"+
-		"\t\tLFT:\n\t\tLID\tPort Number\n", be16(b, 0), block)
-	for i := uint32(0); i < 64; i++ {
-		fmt.Fprintf(r.out, "\t\t%d\t%d\n", block*64+i, b[8+i])
+		"\t\tLFT:\n\t\tLID\tPort Number\n", t.LID, t.Block)
+	for i, port := range t.Ports {
+		fmt.Fprintf(r.out, "\t\t%d\t%d\n", uint32(t.Block)*64+uint32(i), port)
 	}
 	r.out.WriteString("\n")
 }
 
 func (r *saRun) dumpGUIDInfoRecord(b []byte) {
-	b = rec(b, 72)
+	var t umad.GUIDInfoRecord
+	_ = t.Decode(rec(b, umad.GUIDInfoRecordSize))
 	fmt.Fprintf(r.out, "GUIDInfo Record dump:\n"+
 		"\t\tLID........................%d\n"+
-		"\t\tBlock......................%d\n", be16(b, 0), b[2])
-	for i := 0; i < 8; i++ {
-		fmt.Fprintf(r.out, "\t\tGUID %d.....................0x%016x\n", i, be64(b, 8+8*i))
+		"\t\tBlock......................%d\n", t.LID, t.Block)
+	for i, g := range t.GUIDs {
+		fmt.Fprintf(r.out, "\t\tGUID %d.....................0x%016x\n", i, g)
 	}
 }
 
 func (r *saRun) dumpMFTRecord(b []byte) {
-	b = rec(b, 72)
-	pb := be16(b, 2)
-	position, block := uint32(pb>>12), uint32(pb&0x01ff)
+	var t umad.MFTRecord
+	_ = t.Decode(rec(b, umad.MFTRecordSize))
 	fmt.Fprintf(r.out, "MFT Record dump:\n"+
 		"\t\tLID........................%d\n"+
 		"\t\tPosition...................%d\n"+
 		"\t\tBlock......................%d\n"+
-		"\t\tMFT:\n\t\tMLID\tPort Mask\n", be16(b, 0), position, block)
-	off := 0xc000 + block*32
-	for i := uint32(0); i < 32; i++ {
-		fmt.Fprintf(r.out, "\t\t0x%04x\t0x%04x\n", off+i, be16(b, 8+2*int(i)))
+		"\t\tMFT:\n\t\tMLID\tPort Mask\n", t.LID, t.Position, t.Block)
+	for i, m := range t.Masks {
+		fmt.Fprintf(r.out, "\t\t0x%04x\t0x%04x\n", 0xc000+uint32(t.Block)*32+uint32(i), m)
 	}
 	r.out.WriteString("\n")
 }
