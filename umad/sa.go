@@ -27,7 +27,7 @@ import (
 	"github.com/purerdma/rdma/internal/errs"
 )
 
-// SA attribute IDs (IBA 15.2.5, table 187; libibmad's IB_SA_ATTR_*).
+// SA attribute IDs (IBA 15.2.5; libibmad's IB_SA_ATTR_*).
 const (
 	SAAttrClassPortInfo    AttrID = 0x0001
 	SAAttrNodeRecord       AttrID = 0x0011

@@ -221,9 +221,6 @@ func overflowed(digits string) bool {
 	return false
 }
 
-// cStrtolAny is strtol(s, NULL, 0), errno ignored.
-func cStrtolAny(s string) (int64, bool) { return cStrtol(s) }
-
 // strncmp64 is strncmp(name, desc, 64) == 0 for a name without NUL
 // bytes and a description of up to 64 bytes.
 func strncmp64(name string, desc []byte) bool {

@@ -1106,7 +1106,6 @@ func rec(b []byte, n int) []byte {
 var (
 	be16 = func(b []byte, o int) uint16 { return binary.BigEndian.Uint16(b[o:]) }
 	be32 = func(b []byte, o int) uint32 { return binary.BigEndian.Uint32(b[o:]) }
-	be64 = func(b []byte, o int) uint64 { return binary.BigEndian.Uint64(b[o:]) }
 )
 
 func saNodeTypeStr(t uint8) string {
