@@ -3,7 +3,9 @@ package diags
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/internal/testmodel/ibsimtest"
+	"github.com/purerdma/rdma/umad"
 )
 
 // saRunGo is runGo for saquery without the environment variable, so that
@@ -123,6 +126,62 @@ func saCases(lids map[string]int, named, ca, sw string) [][]string {
 // Under ibsim an SA answer is its first MAD (libumad2sim passes OpenSM's
 // RMPP message cut to 256 bytes, see umad's sa.go), so both tools show
 // the records that fit in it.
+// saJoin makes node's port, through umad.SAClient, a full member of the
+// IPoIB broadcast group of the default partition (an SA Set of an
+// MCMemberRecord: MGID, PortGID, JoinState) and a subscriber to trap 64
+// (a Set of InformInfo); it returns the port's GID.
+func saJoin(t *testing.T, f *ibsimtest.Fabric, node string) string {
+	t.Helper()
+	p, err := umad.OpenSimPort(f.Sock, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	n, err := p.SimNode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := umad.NewSAClient(p, binary.BigEndian.Uint16(n.PortInfo[18:20]), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The port's GUID, as the SA knows it: its NodeRecord by its LID.
+	q := make([]byte, umad.NodeRecordSize)
+	copy(q[0:2], n.PortInfo[16:18])
+	recs, err := c.GetTable(umad.SAAttrNodeRecord, umad.NRCompLID, q)
+	var nr umad.NodeRecord
+	if err != nil || len(recs) != 1 || nr.Decode(recs[0]) != nil {
+		t.Fatalf("%s: its NodeRecord: %v (%d records)", node, err, len(recs))
+	}
+	mc := make([]byte, 56)
+	mgid := netip.MustParseAddr("ff12:401b:ffff::ffff:ffff").As16()
+	copy(mc[0:16], mgid[:])
+	binary.BigEndian.PutUint64(mc[16:24], 0xfe80000000000000)
+	binary.BigEndian.PutUint64(mc[24:32], nr.NodeInfo.PortGUID)
+	mc[48] = 1 // JoinState: full member
+	ii := make([]byte, 36)
+	binary.BigEndian.PutUint16(ii[16:18], 0xffff) // LIDRangeBegin: all
+	ii[22], ii[23] = 1, 1                         // IsGeneric, Subscribe
+	binary.BigEndian.PutUint16(ii[24:26], 0xffff) // Type: all
+	binary.BigEndian.PutUint16(ii[26:28], 64)     // TrapNumber: GID in service
+	binary.BigEndian.PutUint32(ii[28:32], 1<<8|18)
+	for _, q := range []umad.SAQuery{
+		{Method: umad.MethodSet, Attr: umad.SAAttrMCMemberRecord, CompMask: umad.MCRCompMGID | umad.MCRCompPortGID | umad.MCRCompJoinState, Data: mc},
+		{Method: umad.MethodSet, Attr: 0x0003, Data: ii}, // InformInfo
+	} {
+		r, err := c.Query(q)
+		if err != nil {
+			t.Fatalf("%s: Set of attribute %#x: %v", node, uint16(q.Attr), err)
+		}
+		if r.Header.Status != 0 {
+			t.Fatalf("%s: Set of attribute %#x: status %#x", node, uint16(q.Attr), uint16(r.Header.Status))
+		}
+	}
+	a := netip.AddrFrom16([16]byte(mc[16:32]))
+	return a.String()
+}
+
 // dropExplanation drops from our standard error the lines of our
 // explanation of a failure ("saquery: ..." lines of their own after C's
 // message) that C's does not have.
@@ -165,6 +224,19 @@ func TestFabricSAQuery(t *testing.T) {
 				t.Fatal("saquery shows no NodeRecord")
 			}
 			cases := saCases(lids, first[1], tc.ca, tc.sw)
+			// Members for the IPoIB broadcast group and a subscription,
+			// set through our SA client, so that MCMemberRecords,
+			// MFTRecords and InformInfoRecords have something to show.
+			joined := map[string]bool{}
+			for _, node := range []string{tc.node, tc.ca, first[1]} {
+				if !joined[node] {
+					joined[node] = true
+					cases = append(cases, []string{"IIR", saJoin(t, f, node)})
+				}
+			}
+			cases = append(cases, []string{"--smkey", "1", "-m"}, []string{"--smkey", "1", "-m", "0xc000"},
+				[]string{"--smkey", "1", "MCMR"}, []string{"--smkey", "1", "MCMR", "--mlid", "0xc000", "-J", "1"},
+				[]string{"-K", "IIR"}, []string{"-K", "--smkey", "1", "IIR"}, []string{"MFTR", "--smkey", "1"})
 			// The node name map: the first node's GUID named, a file
 			// that does not parse, one that is not there.
 			dir := t.TempDir()
@@ -181,7 +253,7 @@ func TestFabricSAQuery(t *testing.T) {
 			}
 			for _, m := range []string{good, bad, filepath.Join(dir, "none")} {
 				cases = append(cases, []string{"--node-name-map", m}, []string{"--node-name-map", m, "-D"},
-					[]string{"--node-name-map", m, "-N", "renamed node"}, []string{"--node-name-map", m, "-m"})
+					[]string{"--node-name-map", m, "-N", "renamed node"}, []string{"--node-name-map", m, "--smkey", "1", "-m"})
 			}
 			for _, args := range cases {
 				name := "saquery " + strings.Join(args, " ")
