@@ -251,6 +251,13 @@ func TestFabricSAQuery(t *testing.T) {
 			if err := os.WriteFile(bad, []byte("0x12 fine\nnot-a-guid name\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			// -z: a config file (ibdiag.conf's format) giving the SM_Key
+			// and the timeout, and one that is not there.
+			conf := filepath.Join(dir, "ibdiag.conf")
+			if err := os.WriteFile(conf, []byte("# test\nsa_key=1\ntimeout=700\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cases = append(cases, []string{"-z", conf, "-m"}, []string{"--config", filepath.Join(dir, "none"), "-m"})
 			for _, m := range []string{good, bad, filepath.Join(dir, "none")} {
 				cases = append(cases, []string{"--node-name-map", m}, []string{"--node-name-map", m, "-D"},
 					[]string{"--node-name-map", m, "-N", "renamed node"}, []string{"--node-name-map", m, "--smkey", "1", "-m"})
