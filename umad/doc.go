@@ -76,7 +76,13 @@
 // SMInfoRecord, MCMemberRecord). The kernel reassembles an answer larger
 // than one MAD; RMPPReassembler does it for an agent registered with
 // UserRMPP. On an ibsim port an answer is its first 256 bytes, as
-// libumad2sim delivers it (sa.go says why).
+// libumad2sim delivers it (sa.go says why). The C counterparts:
+//
+//	sa_get_handle, sa_free_handle  NewSAClient, SAClient.Close
+//	sa_query                       SAClient.Query, SAClient.GetTable
+//	sa_get_query_rec               SAResponse.Records
+//	ib_sa_err_str (sa_report_err)  SAStatusText
+//	ib_*_record_t                  NodeRecord, PathRecord, … Decode
 //
 // # A simulated fabric
 //
