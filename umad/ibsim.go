@@ -675,11 +675,16 @@ type simRequest struct {
 	slid     uint16
 	sqp, dqp uint32
 	status   uint32
-	mad      []byte // 256 bytes, inside the buffer decoded
+	mad      []byte // the packet's length of it, inside the buffer decoded
 }
 
 // decodeSimRequest decodes one packet from ibsim: exactly 288 bytes, a
-// length of a MAD header to a whole MAD. The packet comes back with
+// length of a MAD header to a whole MAD. The MAD keeps that length, as
+// libumad2sim's read gives it (umad2sim.c, umad2sim_read: the umad's
+// length is the packet's): ibsim's own answers are whole MADs, but what
+// another client wrote through libumad2sim carries the length it wrote,
+// cut to 256 bytes (umad2sim_write) — OpenSM's SA responses among them,
+// which under the simulator are their first 256 bytes, RMPP or not. The packet comes back with
 // source and destination swapped, so slid and sqp are the sender's. ibsim
 // writes the client index into the top 16 bits of a request's TID to
 // route the answer back; the agents' TIDs have zero there (their hi_tid
@@ -690,11 +695,12 @@ func decodeSimRequest(b []byte) (simRequest, bool) {
 	if len(b) != simReqSize {
 		return simRequest{}, false
 	}
-	if length := be.Uint64(b[24:32]); length < 24 || length > 256 {
+	length := be.Uint64(b[24:32])
+	if length < 24 || length > 256 {
 		return simRequest{}, false
 	}
 	r := simRequest{slid: be.Uint16(b[4:6]), sqp: be.Uint32(b[12:16]) & 0xffffff, dqp: be.Uint32(b[8:12]) & 0xffffff,
-		status: be.Uint32(b[16:20]), mad: b[32 : 32+256]}
+		status: be.Uint32(b[16:20]), mad: b[32 : 32+length]}
 	if r.mad[3]&0x80 != 0 || r.status != 0 {
 		r.mad[8], r.mad[9] = 0, 0
 	}

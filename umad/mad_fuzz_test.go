@@ -337,3 +337,55 @@ func FuzzDecodeAttribute(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSA decodes SA answers and their records (DecodeSAResponse,
+// Records, the record decoders) and RMPP segment sequences
+// (RMPPReassembler): none may panic, every record lies inside the
+// answer's data, and a reassembled message is never longer than its
+// segments' data.
+func FuzzSA(f *testing.F) {
+	f.Add(saAnswer(3, 64, 0))
+	f.Add(saAnswer(12, 8, 0))
+	for _, s := range rmppSegments(saAnswer(60, 8, 0)) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if r, err := DecodeSAResponse(b); err == nil {
+			for _, rec := range r.Records() {
+				if len(rec) > len(r.Data) {
+					t.Fatalf("record of %d bytes in %d", len(rec), len(r.Data))
+				}
+				var nr NodeRecord
+				var pir PortInfoRecord
+				var pr PathRecord
+				var lr LinkRecord
+				var sm SMInfoRecord
+				var mc MCMemberRecord
+				var sl SL2VLTableRecord
+				var va VLArbTableRecord
+				var pk PKeyTableRecord
+				var lft LFTRecord
+				var mft MFTRecord
+				var gi GUIDInfoRecord
+				var si SwitchInfoRecord
+				var sr ServiceRecord
+				var ii InformInfoRecord
+				for _, d := range []interface{ Decode([]byte) error }{&nr, &pir, &pr, &lr, &sm, &mc,
+					&sl, &va, &pk, &lft, &mft, &gi, &si, &sr, &ii} {
+					_ = d.Decode(rec)
+				}
+			}
+		}
+		var r RMPPReassembler
+		segs := 0
+		for off := 0; off < len(b); off += MADSize {
+			segs++
+			if last, err := r.Add(b[off:min(off+MADSize, len(b))]); err != nil || last {
+				break
+			}
+		}
+		if m := r.Message(); len(m) > segs*MADSize {
+			t.Fatalf("%d bytes from %d segments", len(m), segs)
+		}
+	})
+}

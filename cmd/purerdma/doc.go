@@ -12,8 +12,9 @@
 // The tools come in families, one package each under internal/:
 //
 //   - infiniband-diags (internal/diags): ibstat, ibstatus, perfquery,
-//     smpquery, sminfo, ibnetdiscover, iblinkinfo, ibhosts, ibswitches,
-//     ibnodes, ibaddr, ibping, ibqueryerrors, and umad (send or serve vendor-class MADs). They find the fabric through umad, or through
+//     smpquery, sminfo, saquery, ibnetdiscover, iblinkinfo, ibhosts,
+//     ibswitches, ibnodes, ibaddr, ibping, ibqueryerrors, and umad (send
+//     or serve vendor-class MADs). They find the fabric through umad, or through
 //     ibsim where PURERDMA_IBSIM names a simulator's socket and node.
 //   - libibverbs and librdmacm (internal/verbs): devices (ibv_devices),
 //     devinfo (ibv_devinfo), rc_pingpong (ibv_rc_pingpong), asyncwatch
@@ -45,7 +46,7 @@
 // anywhere ("--" ends the options), and glibc's messages for what it
 // refuses. That is devinfo, counters, flowcount, asyncwatch,
 // rc_pingpong, rping, ucmatose, udaddy, ibstat, perfquery, smpquery,
-// sminfo, ibnetdiscover, iblinkinfo, ibaddr, ibping, ibqueryerrors and
+// sminfo, saquery, ibnetdiscover, iblinkinfo, ibaddr, ibping, ibqueryerrors and
 // umad. The others keep the grammar of what they imitate: ibstatus is a
 // shell script's positional words, ibv_devices ignores its arguments (but
 // --json and -h), link, resource and statistic take iproute2 rdma's
@@ -65,7 +66,11 @@
 //     or an unknown -d, 1 for -i ≤ 0, and the per-device failures or'ed;
 //     ibstat, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo,
 //     ibaddr and ibping 255 on a failure (libibmad's IBPANIC and IBEXIT,
-//     exit(-1)) and 2 on a bad option (ibdiag_show_usage); ibqueryerrors
+//     exit(-1)) and 2 on a bad option (ibdiag_show_usage); saquery what
+//     its main returns: a failed query's errno (5, EIO, for an SA status),
+//     64 (ENONET) for a node name it does not find, 22 for an invalid LID
+//     or GID, 255 when it cannot bind to the SA, 2 on a bad option;
+//     ibqueryerrors
 //     1 when a port has errors beyond its threshold, 255 when the
 //     discovery fails or the port does not open; ibping 0 after
 //     its count or a SIGINT or SIGTERM, its server 128 plus the signal's

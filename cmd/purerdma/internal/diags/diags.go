@@ -1,5 +1,5 @@
 // Package diags holds purerdma's tools of the infiniband-diags family:
-// ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo,
+// ibstat, ibstatus, perfquery, smpquery, sminfo, saquery, ibnetdiscover, iblinkinfo,
 // ibhosts, ibswitches, ibnodes, ibaddr, ibping, ibqueryerrors and umad, through sysfs and umad, with infiniband-diags' texts and exit
 // statuses.
 package diags
@@ -70,6 +70,8 @@ func Tools(env *Env) []cli.Tool {
 			Summary: "the fabric's switches, like infiniband-diags' ibswitches"},
 		{Name: "perfquery", Batch: true, Run: env.runPerfquery,
 			Summary: "a port's PortCounters (-x: PortCountersExtended) from its PMA, like infiniband-diags' perfquery"},
+		{Name: "saquery", Run: env.runSAQuery,
+			Summary: "Subnet Administration queries (node, path, port info, link, SM info, multicast records…), like infiniband-diags' saquery"},
 		{Name: "smpquery", Run: env.runSMPQuery,
 			Summary: "SMP queries of a node (nodeinfo, portinfo, nodedesc, switchinfo, pkeys, sl2vl, vlarb, guids), like infiniband-diags' smpquery"},
 		{Name: "sminfo", Run: env.runSMInfo,

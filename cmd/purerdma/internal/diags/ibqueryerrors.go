@@ -72,7 +72,6 @@ Options:
 // Where infiniband-diags finds its files (IBDIAG_CONFIG_PATH).
 const (
 	iqeThresholdFile = "/etc/infiniband-diags/error_thresholds"
-	nodeNameMapFile  = "/etc/infiniband-diags/node-name-map"
 )
 
 // A pcField is one of libibmad's PortCounters fields: its name, bit
@@ -219,11 +218,11 @@ func iqeParse(args []string, stderr io.Writer) (*iqeOpts, error) {
 		{Short: 'c', Long: "suppress-common", Set: func(string) error { sup = append(sup, "\x00common"); return nil }},
 		{Long: "node-name-map", Arg: true, Set: func(v string) error { o.nodeNameMap = v; return nil }},
 		{Short: 'G', Long: "port-guid", Arg: true, Set: func(v string) error {
-			o.guidStr, o.guid = v, uint64(cStrtoull(v))
+			o.guidStr, o.guid = v, uint64(cStrtoul(v))
 			return nil
 		}},
 		{Short: 'S', Arg: true, Set: func(v string) error {
-			o.guidStr, o.guid = v, uint64(cStrtoull(v))
+			o.guidStr, o.guid = v, uint64(cStrtoul(v))
 			return nil
 		}},
 		{Short: 'D', Long: "Direct", Arg: true, Set: func(v string) error { o.drPath = v; return nil }},
@@ -299,161 +298,6 @@ func iqeParse(args []string, stderr io.Writer) (*iqeOpts, error) {
 	return o, nil
 }
 
-// cStrtoull is strtoull(s, NULL, 0): the number at the start of s, 0
-// where none.
-func cStrtoull(s string) uint64 {
-	s = strings.TrimLeft(s, " \t\n\v\f\r")
-	neg := false
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		neg = s[0] == '-'
-		s = s[1:]
-	}
-	base := 10
-	switch {
-	case len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && hexDigitOK(s[2]):
-		base, s = 16, s[2:]
-	case len(s) > 0 && s[0] == '0':
-		base = 8
-	}
-	var v uint64
-	for i := 0; i < len(s); i++ {
-		d, ok := digitVal(s[i])
-		if !ok || d >= base {
-			break
-		}
-		if v > (math.MaxUint64-uint64(d))/uint64(base) {
-			v = math.MaxUint64
-			break
-		}
-		v = v*uint64(base) + uint64(d)
-	}
-	if neg {
-		v = -v
-	}
-	return v
-}
-
-func hexDigitOK(c byte) bool { _, ok := digitVal(c); return ok }
-
-func digitVal(c byte) (int, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0'), true
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10, true
-	case c >= 'A' && c <= 'F':
-		return int(c-'A') + 10, true
-	}
-	return 0, false
-}
-
-// nodeNameMap is libibnetdisc's node name map (util/node_name_map.c): a
-// name by node GUID, the first of a GUID's lines counting.
-type nodeNameMap map[uint64]string
-
-// openNodeNameMap is open_node_name_map: file, or the default map where
-// there is one; its warnings on stderr; nil where there is none.
-func openNodeNameMap(file string, stderr io.Writer) nodeNameMap {
-	if file == "" {
-		if _, err := os.Stat(nodeNameMapFile); err != nil {
-			return nil
-		}
-		file = nodeNameMapFile
-	}
-	f, err := os.Open(file)
-	if err != nil {
-		fmt.Fprintf(stderr, "WARNING failed to open node name map \"%s\" (%s)\n", file, cli.Strerror(cli.ErrnoOf(err)))
-		return nil
-	}
-	defer f.Close()
-	m := nodeNameMap{}
-	r := bufio.NewReader(f)
-	for {
-		line, err := readCLine(r, 255)
-		if line == "" && err != nil {
-			break
-		}
-		p := strings.TrimLeft(line, " \t\n\v\f\r")
-		if p == "" || p[0] == '#' {
-			continue
-		}
-		guid, rest, ok := strtoullEnd(p)
-		if !ok || (rest != "" && !strings.ContainsRune(" \t\n\v\f\r#", rune(rest[0]))) {
-			fmt.Fprintf(stderr, "WARNING failed to parse node name map \"%s\"\n", file)
-			fmt.Fprintf(stderr, "WARNING failed line: \"%s\"\n", strings.SplitN(line, "\n", 2)[0])
-			return nil
-		}
-		rest = strings.TrimLeft(rest, " \t\n\v\f\r")
-		rest = strings.SplitN(rest, "\n", 2)[0]
-		// strtok(p, "\"#"): the first token between quotes and hashes.
-		name := strings.TrimLeft(rest, "\"#")
-		if i := strings.IndexAny(name, "\"#"); i >= 0 {
-			name = name[:i]
-		}
-		if name == "" {
-			continue
-		}
-		if _, dup := m[guid]; !dup {
-			m[guid] = name
-		}
-	}
-	return m
-}
-
-// readCLine is fgets with a buffer of n+1 bytes: up to n bytes, ending
-// after a newline.
-func readCLine(r *bufio.Reader, n int) (string, error) {
-	var b []byte
-	for len(b) < n {
-		c, err := r.ReadByte()
-		if err != nil {
-			return string(b), err
-		}
-		b = append(b, c)
-		if c == '\n' {
-			break
-		}
-	}
-	return string(b), nil
-}
-
-// strtoullEnd is strtoull(p, &e, 0) with e: the number and what
-// follows; ok is false where no digits were read.
-func strtoullEnd(p string) (uint64, string, bool) {
-	i := 0
-	if i < len(p) && (p[i] == '+' || p[i] == '-') {
-		i++
-	}
-	start := i
-	base := 10
-	if len(p) > i+2 && p[i] == '0' && (p[i+1] == 'x' || p[i+1] == 'X') && hexDigitOK(p[i+2]) {
-		base, i = 16, i+2
-	} else if i < len(p) && p[i] == '0' {
-		base = 8
-	}
-	j := i
-	for j < len(p) {
-		d, ok := digitVal(p[j])
-		if !ok || d >= base {
-			break
-		}
-		j++
-	}
-	if j == start {
-		return 0, p, false
-	}
-	return cStrtoull(p[:j]), p[j:], true
-}
-
-// remap is remap_node_name: the map's name, else the cleaned
-// description.
-func (m nodeNameMap) remap(guid uint64, desc string) string {
-	if name, ok := m[guid]; ok {
-		return name
-	}
-	return cleanDesc(desc)
-}
-
 // iqeThresholds are the thresholds of the error counters (by pcFields
 // index) and the summary's "Thresholds: …" text; text is "" where the
 // file does not open (C prints "(null)").
@@ -488,7 +332,7 @@ func readThresholds(file string) iqeThresholds {
 		if i := strings.IndexByte(name, '='); i >= 0 {
 			name = name[:i]
 		}
-		v := cStrtoull(val)
+		v := cStrtoul(val)
 		if uint64(uint32(v)) != v && v>>32 != 0 {
 			v = math.MaxUint64 // strtoul's overflow on a 64-bit long
 		}
@@ -541,7 +385,7 @@ type iqe struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	log     *madLog
-	nnMap   nodeNameMap
+	nnMap   *nodeNameMap
 	thres   iqeThresholds
 	rpc     *madRPC
 	agent   umad.AgentID
@@ -862,7 +706,7 @@ func (q *iqe) printNode(n *netdisc.Node) {
 	if typ&q.o.types == 0 {
 		return
 	}
-	nd := &iqeNode{n: n, name: q.nnMap.remap(n.GUID, n.Desc)}
+	nd := &iqeNode{n: n, name: q.nnMap.remap(n.GUID, []byte(n.Desc))}
 	startPort := 1
 	if n.Type == netdisc.TypeSwitch && n.EnhancedPort0 {
 		startPort = 0
@@ -953,7 +797,7 @@ func (q *iqe) printPortConfig(n *netdisc.Node, port int) {
 			lid = r.Node.SMALID
 		}
 		wmsg, smsg := maxMsg(p)
-		remote = fmt.Sprintf("0x%016x %6d %4d[%2s] \"%s\" (%s %s)\n", r.GUID, lid, r.Num, "", q.nnMap.remap(r.Node.GUID, r.Node.Desc), wmsg, smsg)
+		remote = fmt.Sprintf("0x%016x %6d %4d[%2s] \"%s\" (%s %s)\n", r.GUID, lid, r.Num, "", q.nnMap.remap(r.Node.GUID, []byte(r.Node.Desc)), wmsg, smsg)
 	}
 	lid := p.BaseLID
 	if n.Type == netdisc.TypeSwitch {
@@ -1035,7 +879,7 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 		binary.BigEndian.PutUint64(selfGID[:8], self.GIDPrefix)
 		binary.BigEndian.PutUint64(selfGID[8:], uint64(self.PortGUID))
 	}
-	q := &iqe{o: o, stdout: stdout, stderr: stderr, log: log, nnMap: openNodeNameMap(o.nodeNameMap, stderr)}
+	q := &iqe{o: o, stdout: stdout, stderr: stderr, log: log, nnMap: openNodeNameMap(o.nodeNameMap, o.nodeNameMap != "", stderr)}
 	// The node -D or -G names (a failure to resolve it is a warning: C
 	// then scans the whole fabric, as we always do).
 	var drDest smpDest

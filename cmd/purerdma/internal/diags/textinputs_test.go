@@ -38,7 +38,7 @@ func FuzzFabricTextInputs(f *testing.F) {
 			t.Fatal(err)
 		}
 		readThresholds(file)
-		openNodeNameMap(file, io.Discard)
+		openNodeNameMap(file, true, io.Discard)
 		if d, ok := str2drpath(route); ok && len(d.path) > 63 {
 			t.Fatalf("str2drpath(%q): %d hops", route, len(d.path))
 		}
@@ -52,8 +52,8 @@ func FuzzFabricTextInputs(f *testing.F) {
 				break
 			}
 		}
-		if n := uint64(len(text)) << 40; cStrtoull(" "+strconv.FormatUint(n, 10)+text) != n && (text == "" || text[0] < '0' || text[0] > '9') {
-			t.Fatalf("cStrtoull of %d then %q", n, text)
+		if n := uint64(len(text)) << 40; cStrtoul(" "+strconv.FormatUint(n, 10)+text) != n && (text == "" || text[0] < '0' || text[0] > '9') {
+			t.Fatalf("cStrtoul of %d then %q", n, text)
 		}
 		if v, _ := humanCount(uint64(len(text))<<40, len(text)%2 == 0); v < 0 {
 			t.Fatalf("humanCount: %v", v)
