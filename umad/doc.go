@@ -67,6 +67,23 @@
 // need a GRH (Packet.SetGRH with the peer's GID). In steady state Send and
 // Recv do not allocate.
 //
+// # Subnet Administration
+//
+// SAClient queries the SA (OpenSM's) as infiniband-diags' sa_get_handle
+// and sa_query do: an agent of the SA class with kernel RMPP, a Get or
+// GetTable of an SAQuery, the answer's records (SAResponse.Records) and
+// their decoders (NodeRecord, PortInfoRecord, PathRecord, LinkRecord,
+// SMInfoRecord, MCMemberRecord). The kernel reassembles an answer larger
+// than one MAD; RMPPReassembler does it for an agent registered with
+// UserRMPP. On an ibsim port an answer is its first 256 bytes, as
+// libumad2sim delivers it (sa.go says why). The C counterparts:
+//
+//	sa_get_handle, sa_free_handle  NewSAClient, SAClient.Close
+//	sa_query                       SAClient.Query, SAClient.GetTable
+//	sa_get_query_rec               SAResponse.Records
+//	ib_sa_err_str (sa_report_err)  SAStatusText
+//	ib_*_record_t                  NodeRecord, PathRecord, … Decode
+//
 // # A simulated fabric
 //
 // OpenSimPort opens a

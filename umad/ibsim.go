@@ -21,6 +21,7 @@ package umad
 // busy ibsim delays answers, it does not lose them (umadmodel.StallWire).
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -63,8 +64,13 @@ const (
 // ibsim's socket (which holds net.unix.max_dgram_qlen, 10 by default)
 // before the wire drops more, as a full wire would.
 const (
-	simTick  = 250 * time.Millisecond
-	simQueue = 4096
+	simTick = 250 * time.Millisecond
+	// simCloseWait bounds Close's wait for ibsim's answer to DISCONNECT:
+	// ibsim frees the slot when it reads the message and only warns when
+	// the answer finds no socket (ibsim/ibsim.c, sim_ctl), so a stopped
+	// ibsim does not hold Close longer.
+	simCloseWait = time.Second
+	simQueue     = 4096
 )
 
 // simLinks numbers the links of this process: ibsim names a client's
@@ -151,17 +157,46 @@ func simName(base, x string) *syscall.SockaddrUnix {
 // other clients) timeouts wait: ibsim answers every request it handles.
 //
 // Like libumad2sim (umad2sim/sim_client.c), OpenSimPort waits for
-// ibsim's answer to its CONNECT as long as ibsim is there: an answer to
-// a client that stopped waiting would make ibsim 0.10 connect to a socket
-// that is gone, which it does not survive (ibsim/ibsim.c,
-// sim_ctl_new_client). Close waits for the answer to its DISCONNECT the
-// same way, so that the slot it frees is its own. ibsim has at most 10
-// clients; Close gives the slot back.
+// ibsim's answer to its CONNECT as long as ibsim is there;
+// OpenSimPortContext stops waiting when its context is done. ibsim 0.10
+// connects to the client's data socket while it handles a CONNECT and
+// exits when that socket is gone (ibsim/ibsim.c, sim_ctl_new_client), so
+// a CONNECT given up is not left behind: a goroutine keeps both sockets
+// until ibsim answers, then disconnects. Close sends DISCONNECT and waits
+// for the answer for at most a second: ibsim frees the slot when it reads
+// the message, whenever that is. ibsim has at most 10 clients; Close
+// gives the slot back.
 //
 // Errors match ErrNoDevice when ibsim does not listen on sock or goes
 // away before it answers, and ErrOpenFailed when it refuses the client
 // (no such node, no free slot).
 func OpenSimPort(sock, node string) (*Port, error) {
+	return openSimPort(context.Background(), sock, node, false)
+}
+
+// OpenSimPortContext is OpenSimPort that gives up waiting for ibsim's
+// answer to its CONNECT when ctx is done, with an error that matches
+// ctx.Err(). The answer is still awaited, in the background, and the
+// slot ibsim gives is handed back at once.
+func OpenSimPortContext(ctx context.Context, sock, node string) (*Port, error) {
+	return openSimPort(ctx, sock, node, false)
+}
+
+// OpenSimPortSM is OpenSimPort for a client that answers requests: it
+// attaches as its node's SM client (struct sim_client_info's issm, which
+// OpenSM's libumad2sim client has), so ibsim hands it the requests to
+// QP0 and QP1 of its port that no simulated agent of ibsim answers —
+// vendor-class requests such as ibping's, which ibsim gives no other
+// client — as the kernel gives them to a port's registered agents
+// (libibumad's umad_register_oui for a server). The port's CapabilityMask
+// is left as it is (IsSM stays clear: it is not libumad2sim's
+// SIM_CTL_SET_ISSM). ibsim refuses it, ErrOpenFailed, on a node that
+// has an SM client already (OpenSM's node).
+func OpenSimPortSM(sock, node string) (*Port, error) {
+	return openSimPort(context.Background(), sock, node, true)
+}
+
+func openSimPort(ctx context.Context, sock, node string, sm bool) (*Port, error) {
 	if sock == "" {
 		sock = "sim"
 	}
@@ -176,7 +211,13 @@ func OpenSimPort(sock, node string) (*Port, error) {
 	if strings.ContainsAny(sock, "\x00/") {
 		return fail(invalid(fmt.Sprintf("socket base %q", sock)))
 	}
-	l, err := dialSim(sock, node, name)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(detail(ErrOpenFailed, "not connecting to ibsim", err))
+	}
+	l, err := dialSim(ctx, sock, node, name, sm)
 	if err != nil {
 		return fail(err)
 	}
@@ -199,7 +240,7 @@ func OpenSimPort(sock, node string) (*Port, error) {
 	return p, nil
 }
 
-func dialSim(base, node, name string) (*simLink, error) {
+func dialSim(ctx context.Context, base, node, name string, sm bool) (*simLink, error) {
 	l := &simLink{name: name, base: base, ctl: -1, done: make(chan struct{}), wdone: make(chan struct{}),
 		stop: make(chan struct{}), out: make(chan *[simReqSize]byte, simQueue)}
 	ok := false
@@ -250,13 +291,24 @@ func dialSim(base, node, name string) (*simLink, error) {
 	}
 	info := make([]byte, simInfoSize)
 	binary.NativeEndian.PutUint32(info[0:], id)
+	if sm {
+		binary.NativeEndian.PutUint32(info[8:], 1) // issm
+	}
 	copy(info[12:12+simNodeIDLen-1], node)
-	r, err := l.call(simCtlConnect, info)
+	r, err := l.connect(ctx, info)
 	switch {
+	case errors.Is(err, errSimGaveUp):
+		// A goroutine owns both sockets now (abandon).
+		go l.abandon(dfd)
+		ok, dfd = true, -1
+		return nil, detail(ErrOpenFailed, "gave up waiting for ibsim's answer to the CONNECT (is ibsim stopped or busy?)", ctx.Err())
 	case errors.Is(err, errSimRefused):
 		why := fmt.Sprintf("no node %q in its fabric (a node id or description), or all %d client slots taken", node, simMaxClients)
 		if node == "" {
 			why = fmt.Sprintf("all %d client slots taken", simMaxClients)
+		}
+		if sm {
+			why += ", or the node has an SM client already"
 		}
 		return nil, detail(ErrOpenFailed, "ibsim refused the client: "+why+
 			" (its console lists the clients with Attached; X <n> frees slot n)", nil)
@@ -295,6 +347,36 @@ func dialSim(base, node, name string) (*simLink, error) {
 	l.fab.SetWire(l)
 	ok = true
 	return l, nil
+}
+
+// connect sends CONNECT and waits for ibsim's answer until ctx is done
+// (errSimGaveUp; the answer is then still to come).
+func (l *simLink) connect(ctx context.Context, info []byte) ([]byte, error) {
+	l.ctlMu.Lock()
+	defer l.ctlMu.Unlock()
+	if err := l.send(simCtlConnect, info); err != nil {
+		return nil, err
+	}
+	if ctx.Done() == nil {
+		return l.await(simCtlConnect, nil)
+	}
+	return l.await(simCtlConnect, func() bool { return ctx.Err() != nil })
+}
+
+// abandon finishes a CONNECT that OpenSimPortContext gave up on: it waits
+// for ibsim's answer with the data socket dfd still bound (ibsim connects
+// to it while it handles the CONNECT), gives back the slot ibsim gave,
+// and closes both sockets. It ends when ibsim answers or goes away.
+func (l *simLink) abandon(dfd int) {
+	defer syscall.Close(dfd)
+	l.ctlMu.Lock()
+	r, err := l.await(simCtlConnect, nil)
+	l.ctlMu.Unlock()
+	if err == nil {
+		l.connected = true
+		l.id = binary.NativeEndian.Uint32(r[0:])
+	}
+	l.close()
 }
 
 // readNode asks ibsim what libumad2sim asks about the client's node.
@@ -593,11 +675,16 @@ type simRequest struct {
 	slid     uint16
 	sqp, dqp uint32
 	status   uint32
-	mad      []byte // 256 bytes, inside the buffer decoded
+	mad      []byte // the packet's length of it, inside the buffer decoded
 }
 
 // decodeSimRequest decodes one packet from ibsim: exactly 288 bytes, a
-// length of a MAD header to a whole MAD. The packet comes back with
+// length of a MAD header to a whole MAD. The MAD keeps that length, as
+// libumad2sim's read gives it (umad2sim.c, umad2sim_read: the umad's
+// length is the packet's): ibsim's own answers are whole MADs, but what
+// another client wrote through libumad2sim carries the length it wrote,
+// cut to 256 bytes (umad2sim_write) — OpenSM's SA responses among them,
+// which under the simulator are their first 256 bytes, RMPP or not. The packet comes back with
 // source and destination swapped, so slid and sqp are the sender's. ibsim
 // writes the client index into the top 16 bits of a request's TID to
 // route the answer back; the agents' TIDs have zero there (their hi_tid
@@ -608,11 +695,12 @@ func decodeSimRequest(b []byte) (simRequest, bool) {
 	if len(b) != simReqSize {
 		return simRequest{}, false
 	}
-	if length := be.Uint64(b[24:32]); length < 24 || length > 256 {
+	length := be.Uint64(b[24:32])
+	if length < 24 || length > 256 {
 		return simRequest{}, false
 	}
 	r := simRequest{slid: be.Uint16(b[4:6]), sqp: be.Uint32(b[12:16]) & 0xffffff, dqp: be.Uint32(b[8:12]) & 0xffffff,
-		status: be.Uint32(b[16:20]), mad: b[32 : 32+256]}
+		status: be.Uint32(b[16:20]), mad: b[32 : 32+length]}
 	if r.mad[3]&0x80 != 0 || r.status != 0 {
 		r.mad[8], r.mad[9] = 0, 0
 	}
@@ -620,16 +708,20 @@ func decodeSimRequest(b []byte) (simRequest, bool) {
 }
 
 // close gives ibsim's slot back (DISCONNECT, whose answer it waits for
-// while ibsim is there, so that a slot freed otherwise and given to
-// another client is not freed twice), closes both sockets and waits for
-// the receiver and the writer; packets still queued for ibsim are
-// dropped. Safe to call more than once.
+// at most simCloseWait: ibsim frees the slot when it reads the message),
+// closes both sockets and waits for the receiver and the writer; packets
+// still queued for ibsim are dropped. Safe to call more than once.
 func (l *simLink) close() error {
 	l.once.Do(func() {
 		l.closing.Store(true)
 		close(l.stop)
 		if l.connected {
-			_, _ = l.call(simCtlDisconn, nil)
+			deadline := time.Now().Add(simCloseWait)
+			l.ctlMu.Lock()
+			if l.send(simCtlDisconn, nil) == nil {
+				_, _ = l.await(simCtlDisconn, func() bool { return time.Now().After(deadline) })
+			}
+			l.ctlMu.Unlock()
 		}
 		if l.data != nil {
 			l.cerr = l.data.Close()

@@ -193,6 +193,19 @@ func TestSimPort(t *testing.T) {
 	if _, err := OpenSimPort(f.Sock, "NoSuchNode"); !errors.Is(err, ErrOpenFailed) {
 		t.Errorf("no such node: %v", err)
 	}
+	// An SM client: one a node. OpenSM is Switch1's (the net's first
+	// node); Hca4 takes one, and a second there is refused.
+	if _, err := OpenSimPortSM(f.Sock, "Switch1"); !errors.Is(err, ErrOpenFailed) || !strings.Contains(err.Error(), "SM client") {
+		t.Errorf("an SM client at OpenSM's node: %v", err)
+	}
+	sm, err := OpenSimPortSM(f.Sock, "Hca4")
+	if err != nil {
+		t.Fatalf("OpenSimPortSM at Hca4: %v", err)
+	}
+	if _, err := OpenSimPortSM(f.Sock, "Hca4"); !errors.Is(err, ErrOpenFailed) {
+		t.Errorf("a second SM client at Hca4: %v", err)
+	}
+	sm.Close()
 }
 
 // TestSimID: a link's id is positive as a C int, carries the pid, and
@@ -255,8 +268,10 @@ func FuzzSimRequest(f *testing.F) {
 // set from its console) is tried again at once, as often as the send's
 // retries allow; while ibsim is stopped, timeouts wait and nothing is
 // resent, and the answer that comes once it runs again completes the
-// request. A CONNECT or DISCONNECT waits for ibsim's answer while ibsim is
-// stopped, and fails, saying so, once ibsim is gone.
+// request. A CONNECT waits for ibsim's answer while ibsim is stopped, and
+// fails, saying so, once ibsim is gone; one given up on (its context done)
+// leaves ibsim running and its slot free. Close waits for the answer to
+// DISCONNECT for at most simCloseWait.
 func TestSimPortLossAndStall(t *testing.T) {
 	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{Console: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -325,7 +340,8 @@ func TestSimPortLossAndStall(t *testing.T) {
 		t.Fatalf("after the stall: err %v status %v", err, pkt.Status())
 	}
 
-	// CONNECT and DISCONNECT wait for a stopped ibsim.
+	// CONNECT waits for a stopped ibsim; Close waits for the answer to
+	// DISCONNECT at most simCloseWait.
 	waits := func(what string, f func() error) error {
 		t.Helper()
 		done := make(chan error, 1)
@@ -348,12 +364,74 @@ func TestSimPortLossAndStall(t *testing.T) {
 	if err := f.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	time.AfterFunc(time.Second, func() { _ = f.Resume() })
-	if err := waits("Close", q.Close); err != nil {
+	start = time.Now()
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el < simCloseWait || el > simCloseWait+2*simTick {
+		t.Errorf("Close with ibsim stopped took %v, want about %v", el, simCloseWait)
+	}
+	if err := f.Resume(); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Running(ctx, "Hca4"); err != nil {
 		t.Fatalf("the fabric after the stalls: %v", err)
+	}
+
+	// A CONNECT given up (its context done while ibsim is stopped) is
+	// finished in the background: once ibsim runs again it connects to a
+	// data socket that is still there, and gets the slot back.
+	capacity := func() int { // how many more ports open at once
+		var ps []*Port
+		defer func() {
+			for _, p := range ps {
+				p.Close()
+			}
+		}()
+		for {
+			p, err := OpenSimPort(f.Sock, "Hca3")
+			if err != nil {
+				if !strings.Contains(err.Error(), "slots taken") {
+					t.Fatal(err)
+				}
+				return len(ps)
+			}
+			ps = append(ps, p)
+		}
+	}
+	free := capacity()
+	if free == 0 {
+		t.Fatal("no free ibsim slot")
+	}
+	if err := f.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	octx, ocancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	start = time.Now()
+	_, err = OpenSimPortContext(octx, f.Sock, "Hca3")
+	ocancel()
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrOpenFailed) || time.Since(start) > 300*time.Millisecond+2*simTick {
+		t.Errorf("OpenSimPortContext with ibsim stopped: %v after %v", err, time.Since(start))
+	}
+	if err := f.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	// The slot is given back: as many ports open as before.
+	deadline := time.Now().Add(5 * time.Second)
+	n := capacity()
+	for n < free && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond) // the abandoned slot is still being given back
+		n = capacity()
+	}
+	if n != free {
+		t.Errorf("after an abandoned CONNECT %d ports open at once, before %d", n, free)
+	}
+	t.Logf("%d ports open at once before and after an abandoned CONNECT", n)
+	if err := f.Running(ctx, "Hca4"); err != nil {
+		t.Fatalf("the fabric after an abandoned CONNECT: %v", err)
+	}
+	if out := f.Output(); strings.Contains(out, "can't connect to in socket") || strings.Contains(out, "ibpanic") {
+		t.Errorf("ibsim complained:\n%s", out)
 	}
 
 	// ibsim gone while a CONNECT waits: the open fails, saying so.

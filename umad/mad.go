@@ -585,12 +585,11 @@ func (d *MADDecoder) Decode(b []byte) (Message, error) {
 // attribute id into a new value: *NodeDescription, *NodeInfo, *PortInfo,
 // *SwitchInfo, *LinearForwardingTable or *MulticastForwardingTable for
 // the SMP classes; *ClassPortInfo, *PortCounters or
-// *PortCountersExtended for PerfMgmt; *ClassPortInfo, *PathRecord or
-// *MCMemberRecord for SubnAdm (the record at SADataOffset);
-// *ClassPortInfo for AttrClassPortInfo of any other class, whose data
-// area the caller locates. It returns an error wrapping
-// ErrUnknownAttribute for any other pair, and the attribute decoder's
-// error (ErrShortMAD) when data is too short.
+// *PortCountersExtended for PerfMgmt; *ClassPortInfo for
+// AttrClassPortInfo of any other class, whose data area the caller
+// locates. It returns an error wrapping ErrUnknownAttribute for any other
+// pair, and the attribute decoder's error (ErrShortMAD) when data is too
+// short.
 func DecodeAttribute(class MgmtClass, id AttrID, data []byte) (Attribute, error) {
 	var a Attribute
 	switch {
@@ -617,15 +616,6 @@ func DecodeAttribute(class MgmtClass, id AttrID, data []byte) (Attribute, error)
 			a = new(PortCounters)
 		case PMAttrPortCountersExtended:
 			a = new(PortCountersExtended)
-		}
-	case class == ClassSubnAdm:
-		switch id {
-		case AttrClassPortInfo:
-			a = new(ClassPortInfo)
-		case SAAttrPathRecord:
-			a = new(PathRecord)
-		case SAAttrMCMemberRecord:
-			a = new(MCMemberRecord)
 		}
 	case id == AttrClassPortInfo:
 		a = new(ClassPortInfo)

@@ -316,8 +316,6 @@ func FuzzDecodeAttribute(f *testing.F) {
 	f.Add(uint8(ClassPerfMgmt), uint16(PMAttrPortCountersExtended), madHex(f, madPortCountersExtHex))
 	f.Add(uint8(ClassSubnAdm), uint16(AttrClassPortInfo), madHex(f, madClassPortInfoHex))
 	f.Add(uint8(ClassSubnMgmt), uint16(SMAttrSwitchInfo), madOnes(SMPDataSize))
-	f.Add(uint8(ClassSubnAdm), uint16(SAAttrPathRecord), madOnes(PathRecordSize))
-	f.Add(uint8(ClassSubnAdm), uint16(SAAttrMCMemberRecord), madOnes(MCMemberRecordSize))
 	f.Fuzz(func(t *testing.T, class uint8, id uint16, data []byte) {
 		a, err := DecodeAttribute(MgmtClass(class), AttrID(id), data)
 		if err != nil {
@@ -368,28 +366,54 @@ func FuzzForwardingTables(f *testing.F) {
 	})
 }
 
-// FuzzSARecords is the one target of the SA record family: PathRecord
-// and MCMemberRecord, which the first byte picks.
-func FuzzSARecords(f *testing.F) {
-	f.Add(append([]byte{0}, madOnes(PathRecordSize)...))
-	f.Add(append([]byte{1}, madOnes(MCMemberRecordSize)...))
-	f.Add([]byte{0, 1, 2})
-	f.Add([]byte{1})
-	pr := madOnes(PathRecordSize)
-	pr[44] = 0x8f // RawTraffic, 3 reserved bits, FlowLabel
-	clear(pr[58:])
-	mcm := madOnes(MCMemberRecordSize)
-	mcm[49] = 0x80
-	clear(mcm[50:])
+// FuzzSA decodes SA answers and their records (DecodeSAResponse,
+// Records, the record decoders) and RMPP segment sequences
+// (RMPPReassembler): none may panic, every record lies inside the
+// answer's data, and a reassembled message is never longer than its
+// segments' data.
+func FuzzSA(f *testing.F) {
+	f.Add(saAnswer(3, 64, 0))
+	f.Add(saAnswer(12, 8, 0))
+	for _, s := range rmppSegments(saAnswer(60, 8, 0)) {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if len(b) == 0 {
-			return
+		if r, err := DecodeSAResponse(b); err == nil {
+			for _, rec := range r.Records() {
+				if len(rec) > len(r.Data) {
+					t.Fatalf("record of %d bytes in %d", len(rec), len(r.Data))
+				}
+				var nr NodeRecord
+				var pir PortInfoRecord
+				var pr PathRecord
+				var lr LinkRecord
+				var sm SMInfoRecord
+				var mc MCMemberRecord
+				var sl SL2VLTableRecord
+				var va VLArbTableRecord
+				var pk PKeyTableRecord
+				var lft LFTRecord
+				var mft MFTRecord
+				var gi GUIDInfoRecord
+				var si SwitchInfoRecord
+				var sr ServiceRecord
+				var ii InformInfoRecord
+				for _, d := range []interface{ Decode([]byte) error }{&nr, &pir, &pr, &lr, &sm, &mc,
+					&sl, &va, &pk, &lft, &mft, &gi, &si, &sr, &ii} {
+					_ = d.Decode(rec)
+				}
+			}
 		}
-		kind, b := b[0]%2, b[1:]
-		if kind == 0 {
-			madFuzzRoundTrip[PathRecord](t, b, madAttrErr(b, PathRecordSize), PathRecordSize, pr)
-		} else {
-			madFuzzRoundTrip[MCMemberRecord](t, b, madAttrErr(b, MCMemberRecordSize), MCMemberRecordSize, mcm)
+		var r RMPPReassembler
+		segs := 0
+		for off := 0; off < len(b); off += MADSize {
+			segs++
+			if last, err := r.Add(b[off:min(off+MADSize, len(b))]); err != nil || last {
+				break
+			}
+		}
+		if m := r.Message(); len(m) > segs*MADSize {
+			t.Fatalf("%d bytes from %d segments", len(m), segs)
 		}
 	})
 }

@@ -12,9 +12,11 @@
 // The tools come in families, one package each under internal/:
 //
 //   - infiniband-diags (internal/diags): ibstat, ibstatus, perfquery,
-//     smpquery, sminfo, ibnetdiscover, iblinkinfo, ibroute, ibtracert,
-//     ibportstate, and umad (send or serve vendor-class MADs). They find the fabric through umad, or through
-//     ibsim where PURERDMA_IBSIM names a simulator's socket and node.
+//     smpquery, sminfo, saquery, ibnetdiscover, iblinkinfo, ibhosts,
+//     ibswitches, ibnodes, ibaddr, ibping, ibqueryerrors, ibroute,
+//     ibtracert, ibportstate, and umad (send or serve vendor-class MADs).
+//     They find the fabric through umad, or through ibsim where
+//     PURERDMA_IBSIM names a simulator's socket and node.
 //   - libibverbs and librdmacm (internal/verbs): devices (ibv_devices),
 //     devinfo (ibv_devinfo), rc_pingpong (ibv_rc_pingpong), asyncwatch
 //     (ibv_asyncwatch), rping, ucmatose (cmatose), udaddy, and purerdma's
@@ -45,12 +47,14 @@
 // anywhere ("--" ends the options), and glibc's messages for what it
 // refuses. That is devinfo, counters, flowcount, asyncwatch,
 // rc_pingpong, rping, ucmatose, udaddy, ibstat, perfquery, smpquery,
-// sminfo, ibnetdiscover, iblinkinfo, ibroute, ibtracert, ibportstate and
+// sminfo, saquery, ibnetdiscover, iblinkinfo, ibaddr, ibping,
+// ibqueryerrors, ibroute, ibtracert, ibportstate and
 // umad. The others keep the grammar of what they imitate: ibstatus is a
 // shell script's positional words, ibv_devices ignores its arguments (but
 // --json and -h), link, resource and statistic take iproute2 rdma's
 // keywords after -j, version takes none and exporter hands its own to
-// rdma_exporter.
+// rdma_exporter; ibhosts, ibswitches and ibnodes read their words as
+// rdma-core's scripts do (usage on standard output, status 255).
 //
 // # Exit status
 //
@@ -63,10 +67,20 @@
 //     device list cannot be read; devinfo 255 for a bad option, no device
 //     or an unknown -d, 1 for -i ≤ 0, and the per-device failures or'ed;
 //     ibstat, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo,
-//     ibroute, ibtracert and ibportstate 255 on a failure (libibmad's
-//     IBPANIC and IBEXIT, exit(-1)) and 2 on a bad option
-//     (ibdiag_show_usage); ibstatus 255 for -h and a failure
-//     (the script's exit -1); link, resource and statistic rdma's 1 on a
+//     ibaddr, ibping, ibroute, ibtracert and ibportstate 255 on a failure
+//     (libibmad's IBPANIC and IBEXIT, exit(-1)) and 2 on a bad option
+//     (ibdiag_show_usage); saquery what
+//     its main returns: a failed query's errno (5, EIO, for an SA status),
+//     64 (ENONET) for a node name it does not find, 22 for an invalid LID
+//     or GID, 255 when it cannot bind to the SA, 2 on a bad option;
+//     ibqueryerrors
+//     1 when a port has errors beyond its threshold, 255 when the
+//     discovery fails or the port does not open; ibping 0 after
+//     its count or a SIGINT or SIGTERM, its server 128 plus the signal's
+//     number (C's dies of it); ibstatus 255 for -h and
+//     a failure (the script's exit -1); ibhosts, ibswitches and ibnodes
+//     ibnetdiscover's status, cat's 1 for a topology file that does not
+//     read, and 255 for -h and a bad word (the scripts' usage); link, resource and statistic rdma's 1 on a
 //     failure ("Wrong device name", "error: " and strerror for a kernel
 //     errno) and 0 after an "Unknown ..." line and after link add's usage;
 //     asyncwatch 1 for every failure and a bad option, and 0 on SIGINT or

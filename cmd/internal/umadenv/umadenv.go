@@ -6,6 +6,7 @@
 package umadenv
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -38,12 +39,35 @@ const SimCA = "ibsim0"
 // there, and fails matching umad.ErrNoDevice.
 // It first applies debug (UmadDebug's value) when that is set.
 func Open(h *umad.Host, ibsim, debug, ca string, port int) (*umad.Port, error) {
+	return open(context.Background(), h, ibsim, debug, ca, port, false)
+}
+
+// OpenContext is Open that gives up waiting for ibsim's answer when ctx
+// is done (umad.OpenSimPortContext); a kernel port's open does not wait.
+func OpenContext(ctx context.Context, h *umad.Host, ibsim, debug, ca string, port int) (*umad.Port, error) {
+	return open(ctx, h, ibsim, debug, ca, port, false)
+}
+
+// OpenServer is Open for a tool that answers requests (ibping -S): on
+// ibsim the port attaches as its node's SM client (umad.OpenSimPortSM),
+// the one client ibsim hands unsolicited vendor-class requests to.
+func OpenServer(h *umad.Host, ibsim, debug, ca string, port int) (*umad.Port, error) {
+	return open(context.Background(), h, ibsim, debug, ca, port, true)
+}
+
+func open(ctx context.Context, h *umad.Host, ibsim, debug, ca string, port int, server bool) (*umad.Port, error) {
 	if debug != "" {
 		umad.SetDebug(DebugLevel(debug))
 	}
 	if ibsim != "" {
 		sock, node, _ := strings.Cut(ibsim, ":")
-		p, err := umad.OpenSimPort(sock, node)
+		var p *umad.Port
+		var err error
+		if server {
+			p, err = umad.OpenSimPortSM(sock, node)
+		} else {
+			p, err = umad.OpenSimPortContext(ctx, sock, node)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -332,6 +332,10 @@ func (fab *Fabric) SetWire(w Wire) {
 // by QP srcQPN of the port whose LID is srcLID. From there it goes as any
 // MAD does: a response to the agent waiting for it, a request to the
 // agent registered for it; a mad shorter than a MAD header is dropped.
+// A mad shorter than 256 bytes keeps its length: a read of it returns
+// that many bytes after the header, as libumad2sim's read does with the
+// length ibsim's packet carries (a MAD OpenSM wrote shorter, such as an
+// SA response with few records).
 func (fab *Fabric) Deliver(dst *Port, srcLID uint16, srcQPN, dqpn uint32, mad []byte) {
 	if len(mad) < umadMADHdr || len(mad) > umadMADSize {
 		return
@@ -342,7 +346,7 @@ func (fab *Fabric) Deliver(dst *Port, srcLID uint16, srcQPN, dqpn uint32, mad []
 		return
 	}
 	h := abi.MadHdr{QPN: dqpn, LID: dst.cfg.LID}
-	fab.arrive(dst, srcLID, [16]byte{}, srcQPN, &h, mad)
+	fab.arriveLen(dst, srcLID, [16]byte{}, srcQPN, &h, mad, true)
 }
 
 // Fail is the network's word that the request mad (as sent by port src)
@@ -386,6 +390,12 @@ func (fab *Fabric) Fail(src *Port, mad []byte) {
 // arrive is ib_mad_recv_done on port dst for a MAD that src sent from QP
 // srcQPN to the QP h.QPN. Caller holds fab.mu.
 func (fab *Fabric) arrive(dst *Port, srcLID uint16, srcGID [16]byte, srcQPN uint32, h *abi.MadHdr, mad []byte) {
+	fab.arriveLen(dst, srcLID, srcGID, srcQPN, h, mad, false)
+}
+
+// arriveLen is arrive; with keepLen a MAD shorter than 256 bytes is
+// queued at its length instead of padded to a whole MAD (Deliver).
+func (fab *Fabric) arriveLen(dst *Port, srcLID uint16, srcGID [16]byte, srcQPN uint32, h *abi.MadHdr, mad []byte, keepLen bool) {
 	dqpn := h.QPN
 	switch {
 	case dqpn == 0 && !dst.hasSMI(), dqpn == 1 && dst.cfg.NoGSI, dqpn > 1:
@@ -436,7 +446,7 @@ func (fab *Fabric) arrive(dst *Port, srcLID uint16, srcGID [16]byte, srcQPN uint
 	}
 	r := fab.getRecord()
 	r.data = append(r.data[:0], mad...)
-	for len(r.data) < umadMADSize {
+	for !keepLen && len(r.data) < umadMADSize {
 		r.data = append(r.data, 0) // the wire carries whole 256-byte MADs
 	}
 	// recv_handler fills the header from the work completion.

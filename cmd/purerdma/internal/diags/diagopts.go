@@ -6,8 +6,7 @@ package diags
 // ibdiag_show_usage prints from that table, the configuration file,
 // libibmad's destinations (ib_portid_t, portid2str, str2drpath,
 // resolve_portid_str) and its SMP calls (smp_query_status_via,
-// smp_set_status_via) with a destination of any kind, and
-// libibnetdisc's node name map (util/node_name_map.c).
+// smp_set_status_via) with a destination of any kind.
 
 import (
 	"bufio"
@@ -37,10 +36,6 @@ type diagOpt struct {
 
 // ibdiagConfig is IBDIAG_CONFIG_GENERAL, read before the options.
 const ibdiagConfig = "/etc/infiniband-diags/ibdiag.conf"
-
-// ibdiagNodeNameMap is IBDIAG_NODENAME_MAP_PATH, the node name map read
-// when --node-name-map is not given.
-const ibdiagNodeNameMap = "/etc/rdma/ib-node-name-map"
 
 // diagOpts are the common options' values.
 type diagOpts struct {
@@ -187,43 +182,6 @@ func diagUsage(tool, usageArgs string, table []diagOpt, examples []string) strin
 	return b.String()
 }
 
-// prettyPrint is ibdiag_common's pretty_print: str folded at spaces to
-// width, the following lines indented to start.
-func prettyPrint(start, width int, str string) string {
-	var b strings.Builder
-	n := width - start
-	for {
-		str = strings.TrimLeft(str, " \t\n\v\f\r")
-		// e ends the words that fit; p is the next space after it.
-		e, p := 0, 0
-		for {
-			e = p + 1
-			if e > len(str) {
-				p = -1
-				break
-			}
-			i := strings.IndexByte(str[e:], ' ')
-			if i < 0 {
-				p = -1
-				break
-			}
-			p = e + i
-			if p >= n {
-				break
-			}
-		}
-		if p < 0 {
-			b.WriteString(str)
-			return b.String()
-		}
-		if e == 1 {
-			e = p
-		}
-		fmt.Fprintf(&b, "%s\n%*s", str[:e], start, "")
-		str = str[e:]
-	}
-}
-
 // readConfig is read_ibdiag_config: CA, Port, timeout and m_key from
 // file (names matched by prefix, as C does); a missing file is ignored.
 func (o *diagOpts) readConfig(file string) {
@@ -290,9 +248,9 @@ func (d *portID) String() string {
 	return b.String()
 }
 
-// str2drpath is libibmad's: the numbers between commas (atoi each) as
+// drPortID is libibmad's str2drpath: the numbers between commas (atoi each) as
 // p[0], p[1], …; it fails (false) on an empty string.
-func str2drpath(s string) (portID, bool) {
+func drPortID(s string) (portID, bool) {
 	d := portID{cnt: -1, drslid: 0xffff, drdlid: 0xffff}
 	for s != "" {
 		part, rest, more := strings.Cut(s, ",")
@@ -473,7 +431,7 @@ func (c *diagClient) resolve(s string) (portID, bool) {
 		if c.o.debug {
 			c.log.dbg("str2drpath", "DR str: %s", s)
 		}
-		return str2drpath(s)
+		return drPortID(s)
 	case 'G':
 		guid, _ := cStrtoull(s)
 		if guid == 0 {
@@ -486,69 +444,6 @@ func (c *diagClient) resolve(s string) (portID, bool) {
 		return portID{}, false
 	}
 	return portID{lid: int(lid)}, true
-}
-
-// nodeNameMap is libibnetdisc's node name map: GUID to name.
-type nodeNameMap map[uint64]string
-
-// openNodeNameMap is open_node_name_map: file, or the default map when
-// file is "" (none when it does not exist); its warnings go to stderr.
-func openNodeNameMap(file string, given bool, stderr io.Writer) nodeNameMap {
-	if !given {
-		if _, err := os.Stat(ibdiagNodeNameMap); err != nil {
-			return nil
-		}
-		file = ibdiagNodeNameMap
-	}
-	f, err := os.Open(file)
-	if err != nil {
-		fmt.Fprintf(stderr, "WARNING failed to open node name map \"%s\" (%s)\n", file, cli.Strerror(cli.ErrnoOf(err)))
-		return nil
-	}
-	defer f.Close()
-	m := nodeNameMap{}
-	r := bufio.NewReader(f)
-	for {
-		line, err := r.ReadString('\n')
-		if line == "" && err != nil {
-			break
-		}
-		p := strings.TrimLeft(line, " \t\n\v\f\r")
-		if p == "" || p[0] == '#' {
-			continue
-		}
-		guid, n := cStrtoull(p)
-		if n == 0 || (n < len(p) && strings.IndexByte(" \t\n\v\f\r#", p[n]) < 0) {
-			fmt.Fprintf(stderr, "WARNING failed to parse node name map \"%s\"\n", file)
-			fmt.Fprintf(stderr, "WARNING failed line: \"%s\"\n", strings.TrimSuffix(line, "\n"))
-			return nil
-		}
-		p = strings.TrimLeft(p[n:], " \t\n\v\f\r")
-		if i := strings.IndexByte(p, '\n'); i >= 0 {
-			p = p[:i]
-		}
-		// strtok(p, "\"#"): the first run of neither.
-		p = strings.TrimLeft(p, "\"#")
-		if i := strings.IndexAny(p, "\"#"); i >= 0 {
-			p = p[:i]
-		}
-		if p == "" {
-			continue
-		}
-		if _, ok := m[guid]; !ok {
-			m[guid] = p
-		}
-	}
-	return m
-}
-
-// remap is remap_node_name: the map's name for guid, else nd cleaned
-// (clean_nodedesc).
-func (m nodeNameMap) remap(guid uint64, nd string) string {
-	if n, ok := m[guid]; ok {
-		return n
-	}
-	return cleanNodeDesc(nd)
 }
 
 // cleanNodeDesc is clean_nodedesc: the text up to its first NUL, every
@@ -632,23 +527,24 @@ func (c *diagClient) resolveGUID(guid uint64) (portID, bool) {
 		c.log.warn("ib_path_query_via", "sa call path_query failed")
 		return portID{}, false
 	}
+	// The template PathRecord: DGID at byte 8, SGID at 24.
+	rec := make([]byte, umad.PathRecordSize)
+	binary.BigEndian.PutUint64(rec[8:], prefix)
+	binary.BigEndian.PutUint64(rec[16:], guid)
+	binary.BigEndian.PutUint64(rec[24:], prefix)
+	binary.BigEndian.PutUint64(rec[32:], selfGUID)
 	c.tid++
-	m := make([]byte, umad.MADSize)
-	m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnAdm), umad.SAClassVersion, byte(umad.MethodGet)
-	binary.BigEndian.PutUint64(m[8:], uint64(c.tid))
-	binary.BigEndian.PutUint16(m[16:], uint16(umad.SAAttrPathRecord))
-	binary.BigEndian.PutUint64(m[umad.SACompMaskOffset:], umad.PRDefaultMask)
-	var pr umad.PathRecord
-	binary.BigEndian.PutUint64(pr.DGID[0:], prefix)
-	binary.BigEndian.PutUint64(pr.DGID[8:], guid)
-	binary.BigEndian.PutUint64(pr.SGID[0:], prefix)
-	binary.BigEndian.PutUint64(pr.SGID[8:], selfGUID)
-	pr.Append(m[umad.SADataOffset:umad.SADataOffset])
+	q := umad.SAQuery{Method: umad.MethodGet, Attr: umad.SAAttrPathRecord, CompMask: umad.PRCompDGID | umad.PRCompSGID, Data: rec}
+	m := q.Append(nil, uint64(c.tid))
 	r, err := c.rpc.do(c.sa, m, func(p *umad.Packet) error {
-		return p.SetAddr(uint16(smLID), 1, smSL, umad.SADefaultQKey)
+		return p.SetAddr(uint16(smLID), 1, smSL, umad.QP1QKey)
 	}, sm.String())
-	if err == nil && len(r) >= umad.SADataOffset {
-		err = pr.Decode(r[umad.SADataOffset:])
+	var pr umad.PathRecord
+	if err == nil {
+		var a *umad.SAResponse
+		if a, err = umad.DecodeSAResponse(r); err == nil {
+			err = pr.Decode(a.Data)
+		}
 	}
 	if err != nil {
 		c.log.warn("ib_path_query_via", "sa call path_query failed")

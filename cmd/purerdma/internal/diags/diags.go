@@ -1,7 +1,8 @@
 // Package diags holds purerdma's tools of the infiniband-diags family:
-// ibstat, ibstatus, perfquery, smpquery, sminfo, ibnetdiscover, iblinkinfo
-// and umad, through sysfs and umad, with infiniband-diags' texts and exit
-// statuses.
+// ibstat, ibstatus, perfquery, smpquery, sminfo, saquery, ibnetdiscover,
+// iblinkinfo, ibhosts, ibswitches, ibnodes, ibaddr, ibping, ibqueryerrors,
+// ibroute, ibtracert, ibportstate and umad, through sysfs and umad, with
+// infiniband-diags' texts and exit statuses.
 package diags
 
 import (
@@ -33,6 +34,10 @@ type Env struct {
 	// differs from SysfsRoot: "/sys" for the tree of an ibsim fabric
 	// (simView).
 	sysfsShown string
+
+	// serverStop, closed, ends a serving tool (ibping -S) as a signal
+	// would: the tests' in-process servers.
+	serverStop chan struct{}
 }
 
 // DefaultEnv is the running system's /sys and /dev/infiniband, and the
@@ -44,22 +49,36 @@ func DefaultEnv() *Env {
 // Tools are the family's tools, bound to env.
 func Tools(env *Env) []cli.Tool {
 	return []cli.Tool{
+		{Name: "ibaddr", Run: env.runIBAddr,
+			Summary: "a port's GID and LID range, like infiniband-diags' ibaddr"},
+		{Name: "ibhosts", Run: env.runIBHosts,
+			Summary: "the fabric's channel adapters, like infiniband-diags' ibhosts"},
 		{Name: "iblinkinfo", Run: env.runIBLinkInfo,
 			Summary: "every port of the fabric and its link, like infiniband-diags' iblinkinfo"},
 		{Name: "ibnetdiscover", Run: env.runIBNetDiscover,
 			Summary: "the fabric's topology from directed-route SMPs, like infiniband-diags' ibnetdiscover"},
+		{Name: "ibnodes", Run: env.runIBNodes,
+			Summary: "the fabric's nodes (ibhosts, then ibswitches), like infiniband-diags' ibnodes"},
+		{Name: "ibping", Run: env.runIBPing,
+			Summary: "ping a port over the vendor class 0x32, or answer pings (-S), like infiniband-diags' ibping"},
 		{Name: "ibportstate", Run: env.runIBPortState,
 			Summary: "a port's state, speed and width, queried or set, like infiniband-diags' ibportstate"},
+		{Name: "ibqueryerrors", Run: env.runIBQueryErrors,
+			Summary: "the fabric's ports with error counters beyond their thresholds, like infiniband-diags' ibqueryerrors"},
 		{Name: "ibroute", Run: env.runIBRoute,
 			Summary: "a switch's unicast or multicast forwarding table, like infiniband-diags' ibroute"},
 		{Name: "ibstat", Batch: true, Run: env.runIbstat,
 			Summary: "RDMA devices and their ports, like infiniband-diags' ibstat (--json too)"},
 		{Name: "ibstatus", Batch: true, Run: env.runIbstatus,
 			Summary: "port status from sysfs, like infiniband-diags' ibstatus (--json too)"},
+		{Name: "ibswitches", Run: env.runIBSwitches,
+			Summary: "the fabric's switches, like infiniband-diags' ibswitches"},
 		{Name: "ibtracert", Run: env.runIBTracert,
 			Summary: "the route between two ports, unicast or multicast, like infiniband-diags' ibtracert"},
 		{Name: "perfquery", Batch: true, Run: env.runPerfquery,
 			Summary: "a port's PortCounters (-x: PortCountersExtended) from its PMA, like infiniband-diags' perfquery"},
+		{Name: "saquery", Run: env.runSAQuery,
+			Summary: "Subnet Administration queries (node, path, port info, link, SM info, multicast records…), like infiniband-diags' saquery"},
 		{Name: "smpquery", Run: env.runSMPQuery,
 			Summary: "SMP queries of a node (nodeinfo, portinfo, nodedesc, switchinfo, pkeys, sl2vl, vlarb, guids), like infiniband-diags' smpquery"},
 		{Name: "sminfo", Run: env.runSMInfo,

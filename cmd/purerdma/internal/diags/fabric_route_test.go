@@ -392,7 +392,8 @@ func mcastQuery(t *testing.T, p *umad.Port, agent umad.AgentID, lid uint16, qpn 
 }
 
 // mcastJoin joins node's port to the multicast group mgid as a full
-// member: an SA MCMemberRecord Set to OpenSM (at smLID), which creates
+// member: an SA MCMemberRecord Set to OpenSM (at smLID, through
+// umad.SAClient), which creates
 // the group on the first join and routes it through the switches'
 // multicast tables. It returns the group's MLID.
 func mcastJoin(t *testing.T, f *ibsimtest.Fabric, node string, smLID uint16, mgid rdma.GID) int {
@@ -406,10 +407,6 @@ func mcastJoin(t *testing.T, f *ibsimtest.Fabric, node string, smLID uint16, mgi
 	if err != nil {
 		t.Fatal(err)
 	}
-	sa, err := p.Register(umad.ClassSubnAdm, 2, umad.MethodMask{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The port's GUID: its own NodeInfo, a directed route of no hops.
 	m := make([]byte, umad.MADSize)
 	m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnMgmtDirectedRoute), 1, byte(umad.MethodGet)
@@ -419,23 +416,34 @@ func mcastJoin(t *testing.T, f *ibsimtest.Fabric, node string, smLID uint16, mgi
 	ni := mcastQuery(t, p, dr, 0xffff, 0, m)
 	guid := binary.BigEndian.Uint64(ni[64+20:])
 
-	m = make([]byte, umad.MADSize)
-	m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnAdm), umad.SAClassVersion, byte(umad.MethodSet)
-	m[15] = 2
-	binary.BigEndian.PutUint16(m[16:], uint16(umad.SAAttrMCMemberRecord))
-	binary.BigEndian.PutUint64(m[umad.SACompMaskOffset:], umad.MCMCreateMask)
-	rec := umad.MCMemberRecord{MGID: mgid, QKey: 0x0b1b, PKey: 0xffff, JoinState: 1}
-	binary.BigEndian.PutUint64(rec.PortGID[0:], 0xfe80000000000000)
-	binary.BigEndian.PutUint64(rec.PortGID[8:], guid)
-	rec.Append(m[umad.SADataOffset:umad.SADataOffset])
-	a := mcastQuery(t, p, sa, smLID, 1, m)
-	if st := binary.BigEndian.Uint16(a[4:6]); st != 0 {
-		t.Fatalf("join of %s: MAD status %#x", node, st)
-	}
-	if err := rec.Decode(a[umad.SADataOffset:]); err != nil {
+	// The MCMemberRecord: MGID, PortGID, Q_Key, P_Key and JoinState
+	// (full member) set; TClass, SL and FlowLabel 0.
+	rec := make([]byte, umad.MCMemberRecordSize)
+	copy(rec[0:16], mgid[:])
+	binary.BigEndian.PutUint64(rec[16:], 0xfe80000000000000)
+	binary.BigEndian.PutUint64(rec[24:], guid)
+	binary.BigEndian.PutUint32(rec[32:], 0x0b1b)
+	binary.BigEndian.PutUint16(rec[40:], 0xffff)
+	rec[48] = 1
+	sa, err := umad.NewSAClient(p, smLID, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return int(rec.MLID)
+	defer sa.Close()
+	a, err := sa.Query(umad.SAQuery{Method: umad.MethodSet, Attr: umad.SAAttrMCMemberRecord, Data: rec,
+		CompMask: umad.MCRCompMGID | umad.MCRCompPortGID | umad.MCRCompQKey | umad.MCRCompTClass | umad.MCRCompPKey |
+			umad.MCRCompSL | umad.MCRCompFlowLabel | umad.MCRCompJoinState})
+	if err != nil {
+		t.Fatalf("join of %s: %v", node, err)
+	}
+	if a.Header.Status != 0 {
+		t.Fatalf("join of %s: MAD status %#x", node, uint16(a.Header.Status))
+	}
+	var mcm umad.MCMemberRecord
+	if err := mcm.Decode(a.Data); err != nil {
+		t.Fatal(err)
+	}
+	return int(mcm.MLID)
 }
 
 // maskPtrs masks the node addresses ibtracert -m -v prints (%p).

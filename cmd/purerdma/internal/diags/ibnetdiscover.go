@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,6 +60,13 @@ func parseDiscoverOpts(tool string, args []string, stderr io.Writer) (*fabricOpt
 			err = errors.New("--outstanding must be at least 1")
 		}
 		return err
+	}}, cli.Option{Short: 'y', Long: "m_key", Arg: true, Set: func(v string) error {
+		// The M_Key of the requests (ibdiag_common's -y, strtoull base
+		// 0); the fabrics we walk check none, so it is read, not sent.
+		if _, err := strconv.ParseUint(v, 0, 64); err != nil {
+			return fmt.Errorf("bad M_Key %q", v)
+		}
+		return nil
 	}})
 	if err != nil {
 		return nil, 0, err

@@ -37,7 +37,7 @@ type ibroute struct {
 	c                        *diagClient
 	o                        *diagOpts
 	all, brief               bool
-	names                    nodeNameMap
+	names                    *nodeNameMap
 	out                      *strings.Builder
 	stderr                   io.Writer
 	lastPortLID, basePortLID int
@@ -170,7 +170,7 @@ func (r *ibroute) unicast(d *portID, start, end int) string {
 		end = 0xbfff
 	}
 	w := r.out
-	fmt.Fprintf(w, "Unicast lids [0x%x-0x%x] of switch %s guid 0x%016x (%s):\n", uint32(start), uint32(end), d, guid, r.names.remap(guid, string(nd)))
+	fmt.Fprintf(w, "Unicast lids [0x%x-0x%x] of switch %s guid 0x%016x (%s):\n", uint32(start), uint32(end), d, guid, r.names.remap(guid, nd))
 	r.o.ibdebug(r.out, "dump_unicast_tables", "Switch top is 0x%x\n", top)
 	fmt.Fprintf(w, "  Lid  Out   Destination\n")
 	fmt.Fprintf(w, "       Port     Info \n")
@@ -254,7 +254,7 @@ func (r *ibroute) dumpLID(lid int, valid bool) string {
 	if lmc > 0 {
 		r.basePortLID, r.lastPortLID = base, base+(1<<lmc)-1
 	}
-	return fmt.Sprintf(": (%s portguid 0x%016x: '%s')", dumpNodeType(uint64(ni[2]), 8), r.portGUID, r.names.remap(guid, string(nd)))
+	return fmt.Sprintf(": (%s portguid 0x%016x: '%s')", dumpNodeType(uint64(ni[2]), 8), r.portGUID, r.names.remap(guid, nd))
 }
 
 func (r *ibroute) multicast(d *portID, start, end int) string {
@@ -289,7 +289,7 @@ func (r *ibroute) multicast(d *portID, start, end int) string {
 		end = 0xfffe
 	}
 	w := r.out
-	fmt.Fprintf(w, "Multicast mlids [0x%x-0x%x] of switch %s guid 0x%016x (%s):\n", start, end, d, guid, r.names.remap(guid, string(nd)))
+	fmt.Fprintf(w, "Multicast mlids [0x%x-0x%x] of switch %s guid 0x%016x (%s):\n", start, end, d, guid, r.names.remap(guid, nd))
 	if r.brief {
 		fmt.Fprintf(w, " MLid       Port Mask\n")
 	} else {

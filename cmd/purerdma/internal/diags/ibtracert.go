@@ -62,7 +62,7 @@ type trSwitch struct {
 type tracer struct {
 	c         *diagClient
 	o         *diagOpts
-	names     nodeNameMap
+	names     *nodeNameMap
 	out       *strings.Builder
 	stderr    io.Writer
 	force     bool
@@ -290,7 +290,7 @@ func (tr *tracer) dumpEndnode(dump int, prompt string, node *trNode, port *trPor
 		return
 	}
 	fmt.Fprintf(tr.out, "%s %s {0x%016x} portnum %d lid %d-%d \"%s\"\n", prompt, trTypeStr(node.typ), node.nodeguid,
-		num, port.lid, port.lid+(1<<port.lmc)-1, tr.names.remap(node.nodeguid, node.nodedesc))
+		num, port.lid, port.lid+(1<<port.lmc)-1, tr.names.remap(node.nodeguid, []byte(node.nodedesc)))
 }
 
 func (tr *tracer) dumpRoute(dump int, node *trNode, outport int, port *trPort) {
@@ -302,7 +302,7 @@ func (tr *tracer) dumpRoute(dump int, node *trNode, outport int, port *trPort) {
 		return
 	}
 	fmt.Fprintf(tr.out, "[%d] -> %s port {0x%016x}[%d] lid %d-%d \"%s\"\n", outport, trTypeStr(node.typ), port.portguid,
-		port.portnum, port.lid, port.lid+(1<<port.lmc)-1, tr.names.remap(node.nodeguid, node.nodedesc))
+		port.portnum, port.lid, port.lid+(1<<port.lmc)-1, tr.names.remap(node.nodeguid, []byte(node.nodedesc)))
 }
 
 // findRoute is find_route: from from (a directed route it extends) to the
@@ -656,7 +656,7 @@ func (tr *tracer) dumpMCPath(node *trNode, dumplevel int) {
 	if node.upnode != nil {
 		tr.dumpMCPath(node.upnode, dumplevel)
 	}
-	name := tr.names.remap(node.nodeguid, node.nodedesc)
+	name := tr.names.remap(node.nodeguid, []byte(node.nodedesc))
 	p := node.ports[0]
 	if node.dist == 0 {
 		fmt.Fprintf(tr.out, "From %s 0x%x port %d lid %d-%d \"%s\"\n", trTypeStr(node.typ), node.nodeguid, p.portnum, p.lid, p.lid+(1<<p.lmc)-1, name)

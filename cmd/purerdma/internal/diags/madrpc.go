@@ -76,6 +76,9 @@ type madRPC struct {
 	tries   int
 	log     *madLog
 	sim     bool // an ibsim port: a try can come back reported lost
+	// fn is the libibmad function whose warning ends a failed request:
+	// mad_rpc ("" too), or mad_rpc_rmpp for the SA and vendor calls.
+	fn string
 }
 
 func newMadRPC(p *umad.Port, timeout time.Duration, tries int, log *madLog) *madRPC {
@@ -134,7 +137,11 @@ func (r *madRPC) do(agent umad.AgentID, req []byte, addr func(*umad.Packet) erro
 	ms := r.timeout.Milliseconds()
 	e := &errNoAnswer{dest: dest, of: r.tries, timeout: r.timeout, sim: r.sim}
 	failed := func(err error) ([]byte, error) {
-		r.log.warn("mad_rpc", "_do_madrpc failed; dport (%s)", dest)
+		fn := r.fn
+		if fn == "" {
+			fn = "mad_rpc"
+		}
+		r.log.warn(fn, "_do_madrpc failed; dport (%s)", dest)
 		return nil, err
 	}
 	for try := 0; try < r.tries; try++ {
@@ -181,7 +188,11 @@ func (r *madRPC) do(agent umad.AgentID, req []byte, addr func(*umad.Packet) erro
 			// IB_DRSMP_STATUS_F: the status without a directed
 			// route's D bit.
 			if st := binary.BigEndian.Uint16(m[4:6]) & 0x7fff; st != 0 {
-				r.log.err("mad_rpc", "MAD completed with error status 0x%x; dport (%s)", st, dest)
+				fn := r.fn
+				if fn == "" {
+					fn = "mad_rpc"
+				}
+				r.log.err(fn, "MAD completed with error status 0x%x; dport (%s)", st, dest)
 				return m, &errMADStatus{dest: dest, status: umad.MADStatus(st)}
 			}
 			return m, nil

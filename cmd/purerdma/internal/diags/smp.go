@@ -23,6 +23,7 @@ type smpDest struct {
 	lid  uint16
 	dr   bool
 	path []uint8
+	sl   uint8 // the SL of a LID (the SA's PathRecord for a GUID; else 0)
 }
 
 // String is libibmad's portid2str.
@@ -70,6 +71,7 @@ func parseSMPDest(s string, dr bool) (smpDest, error) {
 type smpClient struct {
 	port    *umad.Port
 	lid, dr umad.AgentID
+	sa      umad.AgentID // registered on first use (ibaddr -G)
 	rpc     *madRPC
 	tid     uint32
 }
@@ -129,6 +131,15 @@ func localPort(h *umad.Host, p *umad.Port, timeout time.Duration, tries int) (*u
 
 func (c *smpClient) Close() error { return c.port.Close() }
 
+// getQuiet is get without libibmad's warnings (the C tools read sysfs
+// where ours query an ibsim port's SMA).
+func (c *smpClient) getQuiet(d smpDest, attr umad.AttrID, mod uint32) ([]byte, error) {
+	log := c.rpc.log
+	c.rpc.log = nil
+	defer func() { c.rpc.log = log }()
+	return c.get(d, attr, mod)
+}
+
 // get is libibmad's smp_query_status_via: a Get of attr with modifier
 // mod to d; it returns the 64-byte data area of the answer.
 func (c *smpClient) get(d smpDest, attr umad.AttrID, mod uint32) ([]byte, error) {
@@ -148,7 +159,7 @@ func (c *smpClient) get(d smpDest, attr umad.AttrID, mod uint32) ([]byte, error)
 		agent, lid = c.dr, 0xffff
 	}
 	c.rpc.log.dbg("smp_query_status_via", "attr 0x%x mod 0x%x route %s", uint16(attr), mod, d)
-	r, err := c.rpc.do(agent, m, func(p *umad.Packet) error { return p.SetAddr(lid, 0, 0, 0) }, d.String())
+	r, err := c.rpc.do(agent, m, func(p *umad.Packet) error { return p.SetAddr(lid, 0, d.sl, 0) }, d.String())
 	if err != nil {
 		return nil, err
 	}

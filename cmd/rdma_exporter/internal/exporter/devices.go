@@ -299,28 +299,16 @@ func (s *samples) send(ch chan<- prometheus.Metric, desc *prometheus.Desc, label
 // (ib), and rdma_hw_stat_total and rdma_device_hw_stat_total (hw). It
 // returns the first error of each source.
 func (e *Exporter) collectSysfs(ch chan<- prometheus.Metric, cas []*devState, ib, hw bool) (ibErr, hwErr error) {
-	fail := func(ds *devState, src int, n int, err error) {
-		if n == 0 || err == nil {
-			return
-		}
-		ds.failed[src] += n
-		switch {
-		case src == srcIB && ibErr == nil:
-			ibErr = err
-		case src == srcHw && hwErr == nil:
-			hwErr = err
-		}
-	}
-	var st sysfs.PortStatus
+	l := losses{ib: ib, hw: hw}
 	for _, ds := range cas {
 		if ib {
-			fail(ds, srcIB, 1, e.sendInfo(ch, ds))
+			l.fail(ds, srcIB, 1, e.sendInfo(ch, ds))
 		}
 		if ds.portsErr != nil {
 			// Nothing of the ports can be exported: one loss for each
 			// source that exports port series.
-			fail(ds, srcIB, b2i(ib), ds.portsErr)
-			fail(ds, srcHw, b2i(hw), ds.portsErr)
+			l.fail(ds, srcIB, b2i(ib), ds.portsErr)
+			l.fail(ds, srcHw, b2i(hw), ds.portsErr)
 		}
 		for j, ps := range ds.ports {
 			if ps.openFailed() {
@@ -330,102 +318,144 @@ func (e *Exporter) collectSysfs(ch chan<- prometheus.Metric, cas []*devState, ib
 				ds.ports[j] = ps
 			}
 			if ib {
-				if ps.statusErr != nil {
-					fail(ds, srcIB, 1, ps.statusErr)
-				} else {
-					ok, n, err := ps.status.ReadEach(&st)
-					fail(ds, srcIB, n, err)
-					if ok[0] {
-						e.samples.send(ch, descState(), ps.labels, float64(st.State), true)
-					}
-					if ok[1] {
-						e.samples.send(ch, descPhys(), ps.labels, float64(st.PhysState), true)
-					}
-					if ok[2] && st.HasRate {
-						e.samples.send(ch, descRate(), ps.labels, float64(st.Rate.Mbps)*125000, true)
-					}
-				}
-				for _, s := range []*pmaSet{ps.pma, ps.ext} {
-					if s == nil {
-						continue
-					}
-					if s.err != nil {
-						fail(ds, srcIB, 1, s.err)
-						continue
-					}
-					n, err := s.set.ReadAll(s.vals, s.ok)
-					fail(ds, srcIB, n, err)
-					for i, desc := range s.descs {
-						if desc == nil || !s.ok[i] {
-							continue
-						}
-						v := s.vals[i]
-						if s.octets[i] {
-							v = sysfs.DataOctets(v)
-						}
-						e.samples.send(ch, desc, ps.labels, float64(v), false)
-					}
-				}
+				e.collectPortIB(ch, &l, ds, ps)
 			}
-			if ps.hw == nil || (!ib && !hw) {
-				continue
-			}
-			if ps.hw.err != nil {
-				fail(ds, srcHw, b2i(hw), ps.hw.err)
-				fail(ds, srcIB, b2i(ib), ps.hw.err)
-				continue
-			}
-			n, err := ps.hw.set.ReadAll(ps.hw.vals, ps.hw.ok)
-			if n > 0 {
-				fail(ds, srcHw, b2i(hw)*n, err)
-				if ib {
-					lost := 0 // the failed files node_exporter names
-					for i, ok := range ps.hw.ok {
-						if !ok && ps.hw.descs[i] != nil {
-							lost++
-						}
-					}
-					fail(ds, srcIB, lost, err)
-				}
-			}
-			for i, v := range ps.hw.vals {
-				if !ps.hw.ok[i] {
-					continue
-				}
-				if hw {
-					e.samples.send(ch, descHw(), ps.hw.labels[i], float64(v), false)
-				}
-				if ib && ps.hw.descs[i] != nil {
-					e.samples.send(ch, ps.hw.descs[i], ps.labels, float64(v), false)
-				}
-			}
-			if ib && ps.hwDir {
-				// node_exporter's lifespan_seconds: the milliseconds of
-				// hw_counters/lifespan, divided by 1000 in integers.
-				d, err := e.fs.HwCountersLifespan(ds.name, ps.num)
-				switch {
-				case err == nil:
-					e.samples.send(ch, descLifespan(), ps.labels, float64(uint64(d/time.Millisecond)/1000), true)
-				case !isNotExist(err):
-					fail(ds, srcIB, 1, err)
-				}
+			if ps.hw != nil && (ib || hw) {
+				e.collectPortHw(ch, &l, ds, ps)
 			}
 		}
 		if hw && ds.hw != nil {
-			if ds.hw.err != nil {
-				fail(ds, srcHw, 1, ds.hw.err)
-				continue
-			}
-			n, err := ds.hw.set.ReadAll(ds.hw.vals, ds.hw.ok)
-			fail(ds, srcHw, n, err)
-			for i, v := range ds.hw.vals {
-				if ds.hw.ok[i] {
-					e.samples.send(ch, descDevHw(), ds.hw.labels[i], float64(v), false)
-				}
-			}
+			e.collectDevHw(ch, &l, ds)
 		}
 	}
-	return ibErr, hwErr
+	return l.ibErr, l.hwErr
+}
+
+// losses counts a scrape's failed reads by device and source, and keeps
+// each source's first error.
+type losses struct {
+	ib, hw       bool // the sources collected
+	ibErr, hwErr error
+}
+
+// fail counts n series of source src lost on ds to err (nothing when n is
+// 0 or err nil).
+func (l *losses) fail(ds *devState, src int, n int, err error) {
+	if n == 0 || err == nil {
+		return
+	}
+	ds.failed[src] += n
+	switch {
+	case src == srcIB && l.ibErr == nil:
+		l.ibErr = err
+	case src == srcHw && l.hwErr == nil:
+		l.hwErr = err
+	}
+}
+
+// collectPortIB sends a port's node_infiniband series from its status
+// files and PMA counters.
+func (e *Exporter) collectPortIB(ch chan<- prometheus.Metric, l *losses, ds *devState, ps *portState) {
+	if ps.statusErr != nil {
+		l.fail(ds, srcIB, 1, ps.statusErr)
+	} else {
+		var st sysfs.PortStatus
+		ok, n, err := ps.status.ReadEach(&st)
+		l.fail(ds, srcIB, n, err)
+		if ok[0] {
+			e.samples.send(ch, descState(), ps.labels, float64(st.State), true)
+		}
+		if ok[1] {
+			e.samples.send(ch, descPhys(), ps.labels, float64(st.PhysState), true)
+		}
+		if ok[2] && st.HasRate {
+			e.samples.send(ch, descRate(), ps.labels, float64(st.Rate.Mbps)*125000, true)
+		}
+	}
+	for _, s := range []*pmaSet{ps.pma, ps.ext} {
+		if s == nil {
+			continue
+		}
+		if s.err != nil {
+			l.fail(ds, srcIB, 1, s.err)
+			continue
+		}
+		n, err := s.set.ReadAll(s.vals, s.ok)
+		l.fail(ds, srcIB, n, err)
+		for i, desc := range s.descs {
+			if desc == nil || !s.ok[i] {
+				continue
+			}
+			v := s.vals[i]
+			if s.octets[i] {
+				v = sysfs.DataOctets(v)
+			}
+			e.samples.send(ch, desc, ps.labels, float64(v), false)
+		}
+	}
+}
+
+// collectPortHw sends a port's hw_counters: rdma_hw_stat_total (source
+// hw) and the ones node_exporter names, with lifespan_seconds (source
+// ib).
+func (e *Exporter) collectPortHw(ch chan<- prometheus.Metric, l *losses, ds *devState, ps *portState) {
+	ib, hw := l.ib, l.hw
+	if ps.hw.err != nil {
+		l.fail(ds, srcHw, b2i(hw), ps.hw.err)
+		l.fail(ds, srcIB, b2i(ib), ps.hw.err)
+		return
+	}
+	n, err := ps.hw.set.ReadAll(ps.hw.vals, ps.hw.ok)
+	if n > 0 {
+		l.fail(ds, srcHw, b2i(hw)*n, err)
+		if ib {
+			lost := 0 // the failed files node_exporter names
+			for i, ok := range ps.hw.ok {
+				if !ok && ps.hw.descs[i] != nil {
+					lost++
+				}
+			}
+			l.fail(ds, srcIB, lost, err)
+		}
+	}
+	for i, v := range ps.hw.vals {
+		if !ps.hw.ok[i] {
+			continue
+		}
+		if hw {
+			e.samples.send(ch, descHw(), ps.hw.labels[i], float64(v), false)
+		}
+		if ib && ps.hw.descs[i] != nil {
+			e.samples.send(ch, ps.hw.descs[i], ps.labels, float64(v), false)
+		}
+	}
+	if ib && ps.hwDir {
+		// node_exporter's lifespan_seconds: the milliseconds of
+		// hw_counters/lifespan, divided by 1000 in integers.
+		d, err := e.fs.HwCountersLifespan(ds.name, ps.num)
+		switch {
+		case err == nil:
+			e.samples.send(ch, descLifespan(), ps.labels, float64(uint64(d/time.Millisecond)/1000), true)
+		case !isNotExist(err):
+			l.fail(ds, srcIB, 1, err)
+		}
+	}
+}
+
+// collectDevHw sends a device's own hw_counters (hfi1's):
+// rdma_device_hw_stat_total.
+func (e *Exporter) collectDevHw(ch chan<- prometheus.Metric, l *losses, ds *devState) {
+	if ds.hw.err != nil {
+		l.fail(ds, srcHw, 1, ds.hw.err)
+		return
+	}
+	n, err := ds.hw.set.ReadAll(ds.hw.vals, ds.hw.ok)
+	l.fail(ds, srcHw, n, err)
+	for i, v := range ds.hw.vals {
+		if ds.hw.ok[i] {
+			e.samples.send(ch, descDevHw(), ds.hw.labels[i], float64(v), false)
+		}
+	}
 }
 
 // sendInfo sends the device's node_infiniband_info: its labels are read on

@@ -42,8 +42,9 @@ const SourceFabric = "fabric"
 // FabricConfig turns the fabric mode on.
 type FabricConfig struct {
 	// Open opens the port the scan starts from (umad.OpenPort, or
-	// umad.OpenSimPort on an ibsim fabric).
-	Open func() (*umad.Port, error)
+	// umad.OpenSimPortContext on an ibsim fabric), giving up when ctx,
+	// bounded by DiscoverTimeout, is done.
+	Open func(ctx context.Context) (*umad.Port, error)
 	// MaxOutstanding is how many MADs are in flight (default 64);
 	// Timeout and Retries are each MAD's (default 200 ms, 3).
 	MaxOutstanding int
@@ -251,13 +252,14 @@ func (e *Exporter) collectFabric(ch chan<- prometheus.Metric) error {
 		ch <- prometheus.MustNewConstMetric(d.collectTOs, prometheus.GaugeValue, tos, collectorDiscover)
 		ch <- prometheus.MustNewConstMetric(d.collectDuration, prometheus.GaugeValue, time.Since(start).Seconds(), collectorDiscover)
 	}
-	p, err := fc.Open()
+	ctx, cancel := context.WithTimeout(context.Background(), discoverTimeout)
+	p, err := fc.Open(ctx)
 	if err != nil {
+		cancel()
 		discovered(err)
 		return err
 	}
 	defer p.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), discoverTimeout)
 	f, err := netdisc.Discover(ctx, p, netdisc.Options{MaxOutstanding: window, Timeout: timeout, Retries: retries})
 	cancel()
 	discovered(err)
@@ -612,10 +614,7 @@ func readFabricPMA(ctx context.Context, p *umad.Port, devs []*fabricDevice, wind
 func runPMA(ctx context.Context, p *umad.Port, agent umad.AgentID, qs []*pmaQuery, window int, timeout time.Duration, retries int) error {
 	flight := map[uint32]*pmaQuery{}
 	pkt := umad.NewPacket()
-	// The MAD is built in out, not in pkt's own buffer: SetMAD zeroes
-	// what lies past the packet's last length (a timed-out send comes
-	// back as a 24-byte header), which would be the MAD just built.
-	out := make([]byte, 0, umad.MADSize)
+	out := make([]byte, 0, umad.MADSize) // each MAD, built, then set in pkt
 	var tid uint32
 	failed := func(q *pmaQuery, err error) {
 		q.dev.failed = true

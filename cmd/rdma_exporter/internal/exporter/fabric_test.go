@@ -328,7 +328,7 @@ func fabricExporter(t *testing.T, f *ibsimtest.Fabric, node string, log *bytes.B
 		off[s] = true
 	}
 	e, err := New(Config{SysfsRoot: t.TempDir(), Off: off, Logger: newTestLogger(log),
-		Fabric: &FabricConfig{Open: func() (*umad.Port, error) { return umad.OpenSimPort(f.Sock, node) }}})
+		Fabric: &FabricConfig{Open: func(ctx context.Context) (*umad.Port, error) { return umad.OpenSimPortContext(ctx, f.Sock, node) }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestFabricMode(t *testing.T) {
 		ca   string
 		port int
 	}{{"", 0}, {umadenv.SimCA, 1}} {
-		p, err := openFabricPort(ok.ca, ok.port)
+		p, err := openFabricPort(context.Background(), ok.ca, ok.port)
 		if err != nil {
 			t.Fatalf("openFabricPort(%q, %d) with %s: %v", ok.ca, ok.port, umadenv.IBSim, err)
 		}
@@ -433,7 +433,7 @@ func TestFabricMode(t *testing.T) {
 		ca   string
 		port int
 	}{{"nosuch", 0}, {"", 9}} {
-		if p, err := openFabricPort(bad.ca, bad.port); !errors.Is(err, umad.ErrNoDevice) || !strings.Contains(err.Error(), umadenv.SimCA) {
+		if p, err := openFabricPort(context.Background(), bad.ca, bad.port); !errors.Is(err, umad.ErrNoDevice) || !strings.Contains(err.Error(), umadenv.SimCA) {
 			if p != nil {
 				p.Close()
 			}
@@ -504,23 +504,44 @@ func TestFabricModePMAFails(t *testing.T) {
 // past --ibnetdiscover.timeout (collect_timeouts 1), a port that does not
 // open as an ibnetdiscover that fails (collect_errors 1); either way
 // the scrape has the ibnetdiscover series and source_up 0 only, as
-// infiniband_exporter then registers no switch or hca collector.
+// infiniband_exporter then registers no switch or hca collector. With
+// ibsim stopped the port's open gives up at DiscoverTimeout, a timeout.
 func TestFabricModeDiscoveryFails(t *testing.T) {
 	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{})
+	open := func(node string) func(context.Context) (*umad.Port, error) {
+		return func(ctx context.Context) (*umad.Port, error) { return umad.OpenSimPortContext(ctx, f.Sock, node) }
+	}
 	for _, c := range []struct {
 		name          string
-		open          func() (*umad.Port, error)
+		open          func(context.Context) (*umad.Port, error)
+		discover      time.Duration
+		stopped       bool // ibsim stopped (SIGSTOP) during the scrape
 		errs, timeout float64
 	}{
-		{"timeout", func() (*umad.Port, error) { return umad.OpenSimPort(f.Sock, "Hca1") }, 0, 1},
-		{"no port", func() (*umad.Port, error) { return umad.OpenSimPort(f.Sock, "NoSuchNode") }, 1, 0},
+		{"timeout", open("Hca1"), time.Nanosecond, false, 0, 1},
+		{"no port", open("NoSuchNode"), 10 * time.Second, false, 1, 0},
+		{"ibsim stopped", open("Hca1"), 500 * time.Millisecond, true, 0, 1},
 	} {
 		var log bytes.Buffer
 		e := fabricExporter(t, f, "Hca1", &log)
-		e.cfg.Fabric.Open, e.cfg.Fabric.DiscoverTimeout = c.open, time.Nanosecond
+		e.cfg.Fabric.Open, e.cfg.Fabric.DiscoverTimeout = c.open, c.discover
 		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(e)
+		if c.stopped {
+			if err := f.Pause(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
 		mfs, err := reg.Gather()
+		if c.stopped {
+			if el := time.Since(start); el > c.discover+time.Second {
+				t.Errorf("%s: the scrape took %v, DiscoverTimeout %v", c.name, el, c.discover)
+			}
+			if err := f.Resume(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,7 +46,7 @@ func TestFaultIsolation(t *testing.T) {
 	type bad struct {
 		name  string
 		file  string
-		how   string // "garbage", "fifo", "huge", "unreadable", "remove"
+		how   string // "garbage", "fifo" or "huge"
 		lost  []string
 		errs  map[string]int // source → rdma_exporter_read_errors of mlx5_0
 		downs []string       // sources whose source_up is 0

@@ -122,7 +122,7 @@ func (o *options) config(log *slog.Logger) Config {
 	}
 	if o.fabric {
 		ca, port := o.fabricCA, o.fabricPort
-		cfg.Fabric = &FabricConfig{Open: func() (*umad.Port, error) { return openFabricPort(ca, port) }}
+		cfg.Fabric = &FabricConfig{Open: func(ctx context.Context) (*umad.Port, error) { return openFabricPort(ctx, ca, port) }}
 	}
 	return cfg
 }

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"context"
 	"os"
 
 	"github.com/purerdma/rdma/cmd/internal/umadenv"
@@ -9,7 +10,8 @@ import (
 
 // openFabricPort opens the port the fabric scan starts from: umad's
 // OpenPort(ca, port), or the ibsim fabric PURERDMA_IBSIM names, with
-// PURERDMA_UMAD_DEBUG applied, as cmd/purerdma's tools do (umadenv.Open).
-func openFabricPort(ca string, port int) (*umad.Port, error) {
-	return umadenv.Open(nil, os.Getenv(umadenv.IBSim), os.Getenv(umadenv.UmadDebug), ca, port)
+// PURERDMA_UMAD_DEBUG applied, as cmd/purerdma's tools do (umadenv.Open),
+// giving up on a silent ibsim when ctx is done.
+func openFabricPort(ctx context.Context, ca string, port int) (*umad.Port, error) {
+	return umadenv.OpenContext(ctx, nil, os.Getenv(umadenv.IBSim), os.Getenv(umadenv.UmadDebug), ca, port)
 }

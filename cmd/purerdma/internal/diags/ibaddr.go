@@ -1,0 +1,304 @@
+package diags
+
+// ibaddr: a port's GID and LID range, like infiniband-diags' ibaddr
+// (rdma-core 44, infiniband-diags/ibaddr.c): NodeInfo and PortInfo of the
+// port, by LID, directed route (-D) or port GUID (-G, resolved through
+// the SA's PathRecord as ibdiag_common's resolve_portid_str does), or of
+// the local port. The output, warnings and exit statuses are the C
+// tool's.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+	"github.com/purerdma/rdma/umad"
+)
+
+// ibaddrUsage is ibdiag_show_usage's text for ibaddr.
+const ibaddrUsage = `
+Usage: ibaddr [options] [<lid|dr_path|guid>]
+
+Options:
+  --gid_show, -g          show gid address only
+  --lid_show, -l          show lid range only
+  --Lid_show, -L          show lid range (in decimal) only
+  --config, -z <config>   use config file, default: /etc/infiniband-diags/ibdiag.conf
+  --Ca, -C <ca>           Ca name to use
+  --Port, -P <port>       Ca port number to use
+  --Direct, -D            use Direct address argument
+  --Guid, -G              use GUID address argument
+  --timeout, -t <ms>      timeout in ms
+  --sm_port, -s <lid>     SM port lid
+  --m_key, -y <key>       M_Key to use in request
+  --errors, -e            show send and receive errors
+  --verbose, -v           increase verbosity level
+  --debug, -d             raise debug level
+  --help, -h              help message
+  --version, -V           show version
+
+Examples:
+  ibaddr 		# local port's address
+  ibaddr 32		# show lid range and gid of lid 32
+  ibaddr -G 0x8f1040023	# same but using guid address
+  ibaddr -l 32		# show lid range only
+  ibaddr -L 32		# show decimal lid range only
+  ibaddr -g 32		# show gid address only
+
+`
+
+// destOpts are the address options of ibdiag_common that ibaddr and
+// ibping share beyond parseFabricOpts': -G, -s, -y, -v, -V, -z.
+type destOpts struct {
+	guid    bool
+	smLID   int // -s; 0: the SM of the local port
+	verbose int
+	version bool
+}
+
+func (d *destOpts) options() []cli.Option {
+	return []cli.Option{
+		{Short: 'G', Long: "Guid", Set: func(string) error { d.guid = true; return nil }},
+		{Short: 's', Long: "sm_port", Arg: true, Set: func(v string) error {
+			lid := int(cli.CStrtol(v))
+			if lid < 1 || lid > 0xbfff {
+				return fmt.Errorf("cannot resolve SM destination port %s", v)
+			}
+			d.smLID = lid
+			return nil
+		}},
+		{Short: 'y', Long: "m_key", Arg: true, Set: func(v string) error {
+			if _, err := strconv.ParseUint(v, 0, 64); err != nil {
+				return fmt.Errorf("bad M_Key %q", v)
+			}
+			return nil
+		}},
+		{Short: 'v', Long: "verbose", Set: func(string) error { d.verbose++; return nil }},
+		{Short: 'V', Long: "version", Set: func(string) error { d.version = true; return nil }},
+		{Short: 'z', Long: "config", Arg: true, Set: func(string) error { return nil }},
+	}
+}
+
+func (env *Env) runIBAddr(args []string, stdout, stderr io.Writer) error {
+	var d destOpts
+	showLID, showGID := 0, false
+	o, err := parseFabricOpts("ibaddr", true, args, stderr, append(d.options(),
+		cli.Option{Short: 'g', Long: "gid_show", Set: func(string) error { showGID = true; return nil }},
+		cli.Option{Short: 'l', Long: "lid_show", Set: func(string) error { showLID++; return nil }},
+		cli.Option{Short: 'L', Long: "Lid_show", Set: func(string) error { showLID = -100; return nil }},
+	)...)
+	if errors.Is(err, errHelp) {
+		return fabricHelp(stderr, ibaddrUsage)
+	}
+	if err != nil {
+		return fabricUsage(stderr, "ibaddr", ibaddrUsage, err)
+	}
+	if d.version {
+		fmt.Fprintf(stderr, "ibaddr %s\n", ibdiagVersion)
+		return nil
+	}
+	exit := func(format string, args ...any) error {
+		return ibexit(stdout, "ibaddr", o.debug, "main", format, args...)
+	}
+	port := 0
+	if len(o.pos) > 1 {
+		port = int(uint32(cli.CStrtol(o.pos[1])))
+	}
+	if showLID == 0 && !showGID {
+		showLID, showGID = 1, true
+	}
+	c, err := env.openSMP(o.ca, o.port, o.timeout, o.tries(), o.madLog(stderr))
+	if err != nil {
+		return openFailed(stdout, stderr, "ibaddr", o, err)
+	}
+	defer c.Close()
+	var dest smpDest
+	if len(o.pos) > 0 {
+		dest, err = env.resolveDest(c, o, &d, o.pos[0])
+		if err != nil {
+			return exit("can't resolve destination port %s", o.pos[0])
+		}
+	} else {
+		self, err := localPort(env.host(), c.port, o.timeout, o.tries())
+		if err != nil || self.LID == nil {
+			return exit("can't resolve self port (null)")
+		}
+		dest, port = smpDest{lid: uint16(*self.LID)}, self.Number
+	}
+	ni, err := c.get(dest, umad.SMAttrNodeInfo, 0)
+	if err != nil {
+		return exit("can't resolve requested address")
+	}
+	pi, err := c.get(dest, umad.SMAttrPortInfo, uint32(port))
+	if err != nil {
+		return exit("can't resolve requested address")
+	}
+	lid := int(binary.BigEndian.Uint16(pi[16:18]))
+	lmc := int(bits(pi, 277, 3))
+	var b strings.Builder
+	if showGID {
+		var g rdma.GID
+		copy(g[:8], pi[8:16])
+		copy(g[8:], ni[20:28])
+		fmt.Fprintf(&b, "GID %s ", g)
+	}
+	if showLID > 0 {
+		fmt.Fprintf(&b, "LID start 0x%x end 0x%x", lid, lid+(1<<lmc)-1)
+	} else if showLID < 0 {
+		fmt.Fprintf(&b, "LID start %d end %d", lid, lid+(1<<lmc)-1)
+	}
+	b.WriteString("\n")
+	_, err = io.WriteString(stdout, b.String())
+	return err
+}
+
+// ibdiagVersion is what -V prints after the tool's name
+// (get_build_version: the rdma-core release ours follows).
+const ibdiagVersion = "BUILD VERSION: 44.0"
+
+// resolveDest is ibdiag_common's resolve_portid_str for a LID, a
+// directed route (-D) or a port GUID (-G).
+func (env *Env) resolveDest(c *smpClient, o *fabricOpts, d *destOpts, s string) (smpDest, error) {
+	switch {
+	case d.guid:
+		guid, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
+		if err != nil {
+			guid = uint64(cli.CStrtol(s))
+		}
+		if guid == 0 {
+			return smpDest{}, errors.New("no GUID")
+		}
+		lid, sl, err := env.pathQueryGUID(c, o, d, guid)
+		if err != nil {
+			return smpDest{}, err
+		}
+		return smpDest{lid: lid, sl: sl}, nil
+	case o.dr:
+		d, ok := str2drpath(s)
+		if !ok {
+			return smpDest{}, fmt.Errorf("can't resolve destination port %s", s)
+		}
+		return d, nil
+	}
+	lid := cli.CStrtol(s)
+	if lid < 1 || lid > 0xbfff {
+		return smpDest{}, fmt.Errorf("can't resolve destination port %s", s)
+	}
+	return smpDest{lid: uint16(lid)}, nil
+}
+
+// pathQueryGUID is ibdiag_common's resolve_guid: a PathRecord Get to the
+// SA (-s, or the local port's SM) from the local port's GID to the GID of
+// guid under the local prefix (libibmad's ib_path_query_via); it returns
+// the record's DLID and SL.
+func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, d *destOpts, guid uint64) (uint16, uint8, error) {
+	self, err := localPort(env.host(), c.port, o.timeout, o.tries())
+	if err != nil {
+		return 0, 0, err
+	}
+	smLID := d.smLID
+	if smLID == 0 && self.SMLID != nil {
+		smLID = int(*self.SMLID)
+	}
+	// The local GID: umad_get_port's prefix and port GUID; an ibsim port
+	// has no sysfs, so its PortInfo and NodeInfo give them.
+	var selfGID [16]byte
+	if isSim(c.port) {
+		pi, err := c.getQuiet(smpDest{dr: true}, umad.SMAttrPortInfo, 0)
+		if err != nil {
+			return 0, 0, err
+		}
+		ni, err := c.getQuiet(smpDest{dr: true}, umad.SMAttrNodeInfo, 0)
+		if err != nil {
+			return 0, 0, err
+		}
+		copy(selfGID[:8], pi[8:16])
+		copy(selfGID[8:], ni[20:28])
+	} else {
+		info := c.port.Info()
+		binary.BigEndian.PutUint64(selfGID[:8], info.GIDPrefix)
+		binary.BigEndian.PutUint64(selfGID[8:], uint64(info.PortGUID))
+	}
+	prefix := binary.BigEndian.Uint64(selfGID[:8])
+	if prefix == 0 {
+		prefix = 0xfe80000000000000 // IB_DEFAULT_SUBN_PREFIX
+	}
+	log := c.rpc.log
+	if smLID < 1 || smLID > 0xbfff {
+		log.warn("sa_rpc_call", "only lid routes are supported")
+		log.warn("ib_path_query_via", "sa call path_query failed")
+		return 0, 0, errors.New("no SM LID")
+	}
+	if c.sa == 0 {
+		if c.sa, err = c.port.Register(umad.ClassSubnAdm, 2, umad.MethodMask{}); err != nil {
+			return 0, 0, err
+		}
+	}
+	c.tid++
+	m := make([]byte, umad.MADSize)
+	m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnAdm), 2, byte(umad.MethodGet)
+	binary.BigEndian.PutUint64(m[8:], uint64(c.tid))
+	binary.BigEndian.PutUint16(m[16:], 0x35) // PathRecord
+	binary.BigEndian.PutUint64(m[48:], 0x0c) // DGID | SGID
+	binary.BigEndian.PutUint64(m[64:], prefix)
+	binary.BigEndian.PutUint64(m[72:], guid)
+	copy(m[80:96], selfGID[:])
+	dest := fmt.Sprintf("Lid %d", smLID)
+	log.dbg("sa_rpc_call", "attr 0x35 mod 0x0 route %s", dest)
+	c.rpc.fn = "mad_rpc_rmpp"
+	r, err := c.rpc.do(c.sa, m, func(p *umad.Packet) error { return p.SetAddr(uint16(smLID), 1, 0, 0x80010000) }, dest)
+	c.rpc.fn = ""
+	if err == nil && len(r) < 110 {
+		err = errors.New("a short SA answer")
+	}
+	if err != nil {
+		log.warn("ib_path_query_via", "sa call path_query failed")
+		return 0, 0, err
+	}
+	return binary.BigEndian.Uint16(r[96:98]), r[56+53] & 0xf, nil
+}
+
+// str2drpath is libibmad's str2drpath as resolve_portid_str uses it:
+// the comma-separated numbers (atoi's, cut to a byte) after the first,
+// which is not looked at; only an empty string fails. A route longer
+// than an SMP carries (63 hops) fails too (C overruns its array).
+func str2drpath(s string) (smpDest, bool) {
+	if s == "" {
+		return smpDest{}, false
+	}
+	d := smpDest{dr: true}
+	parts := strings.Split(s, ",")
+	if parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1] // "0,1,": strchr leaves nothing after the last comma
+	}
+	for _, p := range parts[1:] {
+		d.path = append(d.path, uint8(cAtoi(p)))
+	}
+	if len(d.path) > 63 {
+		return smpDest{}, false
+	}
+	return d, true
+}
+
+// cAtoi is atoi: an optional sign and decimal digits after blanks, 0
+// where none.
+func cAtoi(s string) int64 {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	var v int64
+	for i := 0; i < len(s) && s[i] >= '0' && s[i] <= '9' && v < 1<<40; i++ {
+		v = v*10 + int64(s[i]-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v
+}
