@@ -40,13 +40,11 @@ const ibdiagConfig = "/etc/infiniband-diags/ibdiag.conf"
 // diagOpts are the common options' values.
 type diagOpts struct {
 	fabricOpts
-	destType   byte   // 'L' (the default), 'D' or 'G'
-	smLID      int    // -s: the SM's LID, 0 when not given
-	verbose    int    // -v
-	mkey       uint64 // -y
-	showKeys   bool   // -K
-	nodeMap    string // --node-name-map
-	nodeMapSet bool
+	destType byte   // 'L' (the default), 'D' or 'G'
+	smLID    int    // -s: the SM's LID, 0 when not given
+	verbose  int    // -v
+	mkey     uint64 // -y
+	showKeys bool   // -K
 }
 
 // errExitNow is an option that ends the tool at once with err (an

@@ -53,8 +53,8 @@ type trNode struct {
 }
 
 type trSwitch struct {
-	linearcap, mccap, linearFDBtop int
-	enhsp0                         bool
+	linearcap, linearFDBtop int
+	enhsp0                  bool
 }
 
 // tracer is one run: the options, the output, and the multicast search's
