@@ -313,6 +313,12 @@ const (
 	PMAttrPortCountersExtended          AttrID = 0x001D
 	PMAttrPortSamplesResultExtended     AttrID = 0x001E
 	PMAttrPortExtendedSpeedsCounters    AttrID = 0x001F
+	PMAttrSwPortVLCongestion            AttrID = 0x0030
+	PMAttrPortRcvConCtrl                AttrID = 0x0031
+	PMAttrPortSLRcvFECN                 AttrID = 0x0032
+	PMAttrPortSLRcvBECN                 AttrID = 0x0033
+	PMAttrPortXmitConCtrl               AttrID = 0x0034
+	PMAttrPortVLXmitTimeCong            AttrID = 0x0035
 	PMAttrPortXmitDataSL                AttrID = 0x0036
 	PMAttrPortRcvDataSL                 AttrID = 0x0037
 )

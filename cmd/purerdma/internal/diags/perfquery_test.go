@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestPerfqueryArgs(t *testing.T) {
 		o.dgid != "fe80::1" || o.lid != 0x12 || o.dport != 3 {
 		t.Fatalf("%+v %v", o, err)
 	}
-	for _, bad := range [][]string{{"-t", "0"}, {"-P"}, {"-y"}, {"1", "2", "3", "4"}, {"1", "2", "x"}, {"70000"}, {"1", "256"}, {"-t", "-5"}} {
+	for _, bad := range [][]string{{"-t", "0"}, {"-P"}, {"-y"}, {"1", "2", "3", "4"}, {"70000"}, {"-t", "-5"}} {
 		if _, err := perfqueryParse(bad, io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -67,6 +68,28 @@ func TestPerfqueryArgs(t *testing.T) {
 	}
 	if o, err := perfqueryParse([]string{"-a", "-r", "5"}, io.Discard); err != nil || o.dport != perfqueryAllPorts || !o.reset {
 		t.Fatalf("%+v %v", o, err)
+	}
+	// C's strtoul: a port or mask that does not parse is 0; lists and
+	// ranges of ports; a range upside down is refused later (IBEXIT).
+	if o, err := perfqueryParse([]string{"5", "x", "y"}, io.Discard); err != nil || o.dport != 0 || o.mask != 0 || !o.maskSet {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if o, err := perfqueryParse([]string{"-l", "5", "2,4,,6"}, io.Discard); err != nil || !slices.Equal(o.ports, []int{2, 4, 6}) || o.dport != 2 || !o.loop {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if o, err := perfqueryParse([]string{"-a", "5", "3-6"}, io.Discard); err != nil || !slices.Equal(o.ports, []int{3, 4, 5, 6}) || o.dport != 3 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if o, err := perfqueryParse([]string{"5", "6-3"}, io.Discard); err != nil || !o.rangeBad {
+		t.Fatalf("%+v %v", o, err)
+	}
+	// Every group has its option; -D is --xmtdisc here, not --Direct.
+	if o, err := perfqueryParse([]string{"-D", "--vlxmittimecc", "-c", "5"}, io.Discard); err != nil || !o.smplctl ||
+		!o.groups[2] || !o.groups[len(pmGroups)-1] || len(o.groups) != 2 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if _, err := perfqueryParse([]string{"--Direct", "5"}, io.Discard); err == nil {
+		t.Fatal("--Direct accepted")
 	}
 	var out, errb bytes.Buffer
 	var ee cli.ExitError
@@ -96,7 +119,12 @@ func TestPerfqueryArgs(t *testing.T) {
 	}
 	lid9 := uint32(9)
 	ib := &umad.CAPort{Port: sysfs.Port{CA: "mlx5_0", Number: 1, LinkLayer: rdma.LinkLayerInfiniBand, LID: &lid9}}
-	if tgt, err := perfqueryResolve(&perfqueryOpts{lid: -1, dport: 2}, ib); err != nil || tgt.grh || tgt.lid != 9 || tgt.port != 2 || tgt.display != "Lid 9" {
+	// The local port: resolve_self's port number wins (-a's 255 too).
+	if tgt, err := perfqueryResolve(&perfqueryOpts{lid: -1, dport: perfqueryAllPorts}, ib); err != nil || tgt.grh || tgt.lid != 9 || tgt.port != 1 || tgt.display != "Lid 9" {
+		t.Fatalf("%+v %v", tgt, err)
+	}
+	// A LID without a port: PortSelect 0, as perfquery sends it.
+	if tgt, err := perfqueryResolve(&perfqueryOpts{lid: 9}, ib); err != nil || tgt.port != 0 {
 		t.Fatalf("%+v %v", tgt, err)
 	}
 }
