@@ -476,29 +476,13 @@ func perfqueryRSFEC(q *perfqueryQuerier, o *perfqueryOpts, capMask uint16, stder
 		return fail("is_port_info_extended_supported", "node info query failed", err)
 	}
 	d := smpDest{lid: q.tgt.lid}
-	ni, err := c.get(d, umad.SMAttrNodeInfo, 0)
-	if err != nil {
-		return fail("is_port_info_extended_supported", "node info query failed", err)
+	ok, err := portInfoExtSupported(c, d, q.tgt.port)
+	var x opExit
+	if errors.As(err, &x) {
+		return fail(x.fn, x.what, x.cause)
 	}
-	pnum := uint32(q.tgt.port)
-	if ni[2] == 2 {
-		pnum = 0
-	}
-	pi, err := c.get(d, umad.SMAttrPortInfo, pnum)
-	if err != nil {
-		return fail("is_port_info_extended_supported", "port info query failed", err)
-	}
-	warn := func(fn, format string, args ...any) {
-		fmt.Fprintf(stderr, "ibwarn: [%d] %s: %s\n", os.Getpid(), fn, fmt.Sprintf(format, args...))
-	}
-	if bits(pi, 160, 32)&(1<<15) == 0 {
-		warn("is_port_info_extended_supported", "port info capability mask2 not supported")
-		warn("is_rsfec_mode_active", "Port Info Extended not supported")
-		return false, nil
-	}
-	if cm2 := bits(pi, 480, 16); cm2&(1<<1) == 0 {
-		warn("is_port_info_extended_supported", "port info capability mask2 = 0x%x doesn't indicate PortInfoExtended support", cm2)
-		warn("is_rsfec_mode_active", "Port Info Extended not supported")
+	if !ok {
+		c.rpc.log.warn("is_rsfec_mode_active", "Port Info Extended not supported")
 		return false, nil
 	}
 	pie, err := c.get(d, umad.SMAttrPortInfoExtended, uint32(q.tgt.port))
