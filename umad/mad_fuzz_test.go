@@ -12,6 +12,7 @@ package umad
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -334,6 +335,58 @@ func FuzzDecodeAttribute(f *testing.F) {
 		}
 		if diff := cmp.Diff(a, a2); diff != "" {
 			t.Fatalf("(-first +second):\n%s", diff)
+		}
+	})
+}
+
+// FuzzPerfCounterSet decodes bytes as each PerfMgmt counter set (and as
+// attributes that are none): a decoded set encodes back to the bytes it
+// came from, counters and header, the reserved byte zero.
+func FuzzPerfCounterSet(f *testing.F) {
+	f.Add(uint16(PMAttrPortXmitDataSL), madOnes(PerfDataSize))
+	f.Add(uint16(PMAttrPortVLXmitFlowCtlUpdateErrors), madOnes(8))
+	f.Add(uint16(PMAttrPortVLXmitTimeCong), make([]byte, 63))
+	f.Add(uint16(PMAttrPortCounters), madOnes(PerfDataSize))
+	f.Fuzz(func(t *testing.T, id uint16, b []byte) {
+		p := PerfCounterSet{ID: AttrID(id)}
+		size := PerfCounterSetSize(p.ID)
+		err := p.Decode(b)
+		switch {
+		case size == 0:
+			if !errors.Is(err, ErrUnknownAttribute) || !errors.Is(p.Validate(), ErrUnknownAttribute) {
+				t.Fatalf("attribute %#x: %v", id, err)
+			}
+			return
+		case len(b) < size:
+			if !errors.Is(err, ErrShortMAD) {
+				t.Fatalf("%d bytes: %v", len(b), err)
+			}
+			return
+		case err != nil:
+			t.Fatal(err)
+		}
+		n, _, _ := PerfCounterSetLayout(p.ID)
+		if len(p.Counters) != n {
+			t.Fatalf("%d counters, want %d", len(p.Counters), n)
+		}
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		enc, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append([]byte{0}, b[1:size]...)
+		if n, w, _ := PerfCounterSetLayout(p.ID); (n*w)%8 != 0 {
+			want[size-1] &^= byte(1<<(8-(n*w)%8) - 1) // the pad bits after the last counter
+		}
+		if !bytes.Equal(enc, want) {
+			t.Fatalf("decode → encode:\n got % x\nwant % x", enc, want)
+		}
+		var q PerfCounterSet
+		q.ID = p.ID
+		if err := q.UnmarshalBinary(enc); err != nil || !slices.Equal(q.Counters, p.Counters) {
+			t.Fatalf("%v: %v, want %v", err, q.Counters, p.Counters)
 		}
 	})
 }

@@ -278,7 +278,7 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return ibexit("dump_portsamples_control", "sampctlquery", err)
 		}
-		fmt.Fprintf(stdout, "# PortSamplesControl: %s port %d\n%s", tgt.display, tgt.port, cDump(data, 1280, psControlFields))
+		fmt.Fprintf(stdout, "# PortSamplesControl: %s port %d\n%s", tgt.display, tgt.port, cDump(fieldLines(data, psControlFields), 1280))
 		return nil
 	}
 
@@ -427,7 +427,7 @@ func perfqueryGroup(q *perfqueryQuerier, o *perfqueryOpts, g *pmGroup, capMask u
 			if err != nil {
 				return ibexit("common_func", "cannot query "+name, err)
 			}
-			fmt.Fprint(stdout, pmGroupDump(name, tgt.display, tgt.port, data, fields))
+			fmt.Fprint(stdout, pmGroupDump(name, tgt.display, tgt.port, fieldLines(data, fields)))
 		}
 		if o.reset || o.resetOnly {
 			mask := ^uint64(0)
@@ -445,7 +445,11 @@ func perfqueryGroup(q *perfqueryQuerier, o *perfqueryOpts, g *pmGroup, capMask u
 		if err != nil {
 			return ibexit("common_func", "cannot query "+g.name, err)
 		}
-		fmt.Fprint(stdout, pmGroupDump(g.name, tgt.display, tgt.port, data, pmGroupHead, g.fields))
+		lines, err := g.dump(data)
+		if err != nil {
+			return ibexit("common_func", "cannot query "+g.name, err)
+		}
+		fmt.Fprint(stdout, pmGroupDump(g.name, tgt.display, tgt.port, lines))
 	}
 	if o.reset || o.resetOnly {
 		mask := uint32(0xffff)

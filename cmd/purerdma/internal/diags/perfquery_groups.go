@@ -15,19 +15,52 @@ import (
 )
 
 // pmGroup is one of perfquery's counter groups: its option, the
-// attribute's name as perfquery prints it, the attribute, and the
-// fields libibmad dumps after PortSelect and CounterSelect.
+// attribute's name as perfquery prints it, the attribute (a
+// umad.PerfCounterSet), and its counters' names in libibmad's dump: a
+// prefix numbered from 0, or one name each.
 type pmGroup struct {
 	short  byte
 	long   string
 	name   string
 	attr   umad.AttrID
-	fields []ibField
+	prefix string
+	names  []string
 }
 
-// pmGroupHead is what every group's dump starts with: the
-// IB_PC_EXT_PORT_SELECT_F and IB_PC_EXT_COUNTER_SELECT_F fields.
-var pmGroupHead = []ibField{{8, 8, "PortSelect", dumpUint}, {16, 16, "CounterSelect", dumpHex}}
+// counterNames are the group's counters' names, as many as the attribute
+// has.
+func (g *pmGroup) counterNames() []string {
+	if g.names != nil {
+		return g.names
+	}
+	n, _, _ := umad.PerfCounterSetLayout(g.attr)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = g.prefix + strconv.Itoa(i)
+	}
+	return names
+}
+
+// dump is the group's mad_dump_perfcounters_* lines: PortSelect and
+// CounterSelect (IB_PC_EXT_PORT_SELECT_F, IB_PC_EXT_COUNTER_SELECT_F),
+// then the counters.
+func (g *pmGroup) dump(data []byte) ([]string, error) {
+	set := umad.PerfCounterSet{ID: g.attr}
+	if err := set.Decode(data); err != nil {
+		return nil, err
+	}
+	lines := []string{
+		fieldLine("PortSelect", dumpUint(uint64(set.PortSelect), 8)),
+		fieldLine("CounterSelect", dumpHex(uint64(set.CounterSelect), 16)),
+	}
+	_, w, _ := umad.PerfCounterSetLayout(g.attr)
+	for i, name := range g.counterNames() {
+		if i < len(set.Counters) {
+			lines = append(lines, fieldLine(name, dumpUint(set.Counters[i], w)))
+		}
+	}
+	return lines, nil
+}
 
 // pmSeries is n fields named prefix0..prefix(n-1), w bits each from bit
 // off.
@@ -42,38 +75,29 @@ func pmSeries(prefix string, off, w, n int) []ibField {
 // pmGroups are perfquery's groups in the order perfquery tries them
 // (the first one asked for is the one queried).
 var pmGroups = []pmGroup{
-	{'X', "xmtsl", "PortXmitDataSL", umad.PMAttrPortXmitDataSL, pmSeries("XmtDataSL", 32, 32, 16)},
-	{'S', "rcvsl", "PortRcvDataSL", umad.PMAttrPortRcvDataSL, pmSeries("RcvDataSL", 32, 32, 16)},
-	{'D', "xmtdisc", "PortXmitDiscardDetails", umad.PMAttrPortXmitDiscardDetails, []ibField{
-		{32, 16, "PortInactiveDiscards", dumpUint}, {48, 16, "PortNeighborMTUDiscards", dumpUint},
-		{64, 16, "PortSwLifetimeLimitDiscards", dumpUint}, {80, 16, "PortSwHOQLifetimeLimitDiscards", dumpUint},
+	{'X', "xmtsl", "PortXmitDataSL", umad.PMAttrPortXmitDataSL, "XmtDataSL", nil},
+	{'S', "rcvsl", "PortRcvDataSL", umad.PMAttrPortRcvDataSL, "RcvDataSL", nil},
+	{'D', "xmtdisc", "PortXmitDiscardDetails", umad.PMAttrPortXmitDiscardDetails, "", []string{
+		"PortInactiveDiscards", "PortNeighborMTUDiscards", "PortSwLifetimeLimitDiscards", "PortSwHOQLifetimeLimitDiscards",
 	}},
-	{'E', "rcverr", "PortRcvErrorDetails", umad.PMAttrPortRcvErrorDetails, []ibField{
-		{32, 16, "PortLocalPhysicalErrors", dumpUint}, {48, 16, "PortMalformedPktErrors", dumpUint},
-		{64, 16, "PortBufferOverrunErrors", dumpUint}, {80, 16, "PortDLIDMappingErrors", dumpUint},
-		{96, 16, "PortVLMappingErrors", dumpUint}, {112, 16, "PortLoopingErrors", dumpUint},
+	{'E', "rcverr", "PortRcvErrorDetails", umad.PMAttrPortRcvErrorDetails, "", []string{
+		"PortLocalPhysicalErrors", "PortMalformedPktErrors", "PortBufferOverrunErrors",
+		"PortDLIDMappingErrors", "PortVLMappingErrors", "PortLoopingErrors",
 	}},
-	{'T', "extended_speeds", "PortExtendedSpeedsCounters", umad.PMAttrPortExtendedSpeedsCounters, nil},
-	{0, "oprcvcounters", "PortOpRcvCounters", umad.PMAttrPortOpRcvCounters, []ibField{
-		{32, 32, "PortOpRcvPkts", dumpUint}, {64, 32, "PortOpRcvData", dumpUint},
-	}},
-	{0, "flowctlcounters", "PortFlowCtlCounters", umad.PMAttrPortFlowCtlCounters, []ibField{
-		{32, 32, "PortXmitFlowPkts", dumpUint}, {64, 32, "PortRcvFlowPkts", dumpUint},
-	}},
-	{0, "vloppackets", "PortVLOpPackets", umad.PMAttrPortVLOpPackets, pmSeries("PortVLOpPackets", 32, 16, 16)},
-	{0, "vlopdata", "PortVLOpData", umad.PMAttrPortVLOpData, pmSeries("PortVLOpData", 32, 32, 16)},
-	{0, "vlxmitflowctlerrors", "PortVLXmitFlowCtlUpdateErrors", umad.PMAttrPortVLXmitFlowCtlUpdateErrors,
-		pmSeries("PortVLXmitFlowCtlUpdateErrors", 32, 2, 16)},
-	{0, "vlxmitcounters", "PortVLXmitWaitCounters", umad.PMAttrPortVLXmitWaitCounters, pmSeries("PortVLXmitWait", 32, 16, 16)},
-	{0, "swportvlcong", "SwPortVLCongestion", umad.PMAttrSwPortVLCongestion, pmSeries("SWPortVLCongestion", 32, 16, 16)},
-	{0, "rcvcc", "PortRcvConCtrl", umad.PMAttrPortRcvConCtrl, []ibField{
-		{32, 32, "PortPktRcvFECN", dumpUint}, {64, 32, "PortPktRcvBECN", dumpUint},
-	}},
-	{0, "slrcvfecn", "PortSLRcvFECN", umad.PMAttrPortSLRcvFECN, pmSeries("PortSLRcvFECN", 32, 32, 16)},
-	{0, "slrcvbecn", "PortSLRcvBECN", umad.PMAttrPortSLRcvBECN, pmSeries("PortSLRcvBECN", 32, 32, 16)},
-	{0, "xmitcc", "PortXmitConCtrl", umad.PMAttrPortXmitConCtrl, []ibField{{32, 32, "PortXmitTimeCong", dumpUint}}},
-	// Fifteen: libibmad's table stops at VL 14.
-	{0, "vlxmittimecc", "PortVLXmitTimeCong", umad.PMAttrPortVLXmitTimeCong, pmSeries("PortVLXmitTimeCong", 32, 32, 15)},
+	// Its own layout and dumps: pescFields.
+	{'T', "extended_speeds", "PortExtendedSpeedsCounters", umad.PMAttrPortExtendedSpeedsCounters, "", nil},
+	{0, "oprcvcounters", "PortOpRcvCounters", umad.PMAttrPortOpRcvCounters, "", []string{"PortOpRcvPkts", "PortOpRcvData"}},
+	{0, "flowctlcounters", "PortFlowCtlCounters", umad.PMAttrPortFlowCtlCounters, "", []string{"PortXmitFlowPkts", "PortRcvFlowPkts"}},
+	{0, "vloppackets", "PortVLOpPackets", umad.PMAttrPortVLOpPackets, "PortVLOpPackets", nil},
+	{0, "vlopdata", "PortVLOpData", umad.PMAttrPortVLOpData, "PortVLOpData", nil},
+	{0, "vlxmitflowctlerrors", "PortVLXmitFlowCtlUpdateErrors", umad.PMAttrPortVLXmitFlowCtlUpdateErrors, "PortVLXmitFlowCtlUpdateErrors", nil},
+	{0, "vlxmitcounters", "PortVLXmitWaitCounters", umad.PMAttrPortVLXmitWaitCounters, "PortVLXmitWait", nil},
+	{0, "swportvlcong", "SwPortVLCongestion", umad.PMAttrSwPortVLCongestion, "SWPortVLCongestion", nil},
+	{0, "rcvcc", "PortRcvConCtrl", umad.PMAttrPortRcvConCtrl, "", []string{"PortPktRcvFECN", "PortPktRcvBECN"}},
+	{0, "slrcvfecn", "PortSLRcvFECN", umad.PMAttrPortSLRcvFECN, "PortSLRcvFECN", nil},
+	{0, "slrcvbecn", "PortSLRcvBECN", umad.PMAttrPortSLRcvBECN, "PortSLRcvBECN", nil},
+	{0, "xmitcc", "PortXmitConCtrl", umad.PMAttrPortXmitConCtrl, "", []string{"PortXmitTimeCong"}},
+	{0, "vlxmittimecc", "PortVLXmitTimeCong", umad.PMAttrPortVLXmitTimeCong, "PortVLXmitTimeCong", nil},
 }
 
 // PortExtendedSpeedsCounters, as mad_dump_port_ext_speeds_counters and
@@ -123,38 +147,41 @@ func concatFields(parts ...[]ibField) []ibField {
 	return f
 }
 
-// cDump is libibmad's dump into a caller's buffer of bufsz bytes
-// (_dump_fields): a line per field while the buffer lasts, a line cut
-// where the buffer ends, nothing more once fewer than 34 bytes are
-// left. Parts are dumped one after the other into what the ones before
-// left, each stopping the whole dump when it runs out (the
-// mad_dump_perfcounters_* functions dump the head, then the counters).
-func cDump(b []byte, bufsz int, parts ...[]ibField) string {
-	var out []byte
-	for _, fields := range parts {
-		for _, f := range fields {
-			if bufsz <= 0 {
-				break
-			}
-			// mad_dump_field gets bufsz-1 bytes and refuses 32 or less.
-			size := bufsz - 1
-			if size <= 32 {
-				return string(out)
-			}
-			line := fieldLine(f.name, f.dump(bits(b, f.off, f.w), f.w))
-			if len(line) > size-1 {
-				line = line[:size-1]
-			}
-			out = append(out, line...)
-			out = append(out, '\n')
-			bufsz -= len(line) + 1
+// fieldLines are the dump lines of fields of b.
+func fieldLines(b []byte, fields ...[]ibField) []string {
+	var lines []string
+	for _, part := range fields {
+		for _, f := range part {
+			lines = append(lines, fieldLine(f.name, f.dump(bits(b, f.off, f.w), f.w)))
 		}
+	}
+	return lines
+}
+
+// cDump is libibmad's dump of lines into a caller's buffer of bufsz bytes
+// (_dump_fields, once or more into what is left): a line while the
+// buffer lasts, a line cut where it ends, nothing more once fewer than
+// 34 bytes are left.
+func cDump(lines []string, bufsz int) string {
+	var out []byte
+	for _, line := range lines {
+		// mad_dump_field gets bufsz-1 bytes and refuses 32 or less.
+		size := bufsz - 1
+		if bufsz <= 0 || size <= 32 {
+			break
+		}
+		if len(line) > size-1 {
+			line = line[:size-1]
+		}
+		out = append(out, line...)
+		out = append(out, '\n')
+		bufsz -= len(line) + 1
 	}
 	return string(out)
 }
 
 // pmGroupDump is how perfquery prints a group (common_func): its
 // header and libibmad's dump into perfquery's 1536-byte buffer.
-func pmGroupDump(name, display string, port int, data []byte, parts ...[]ibField) string {
-	return fmt.Sprintf("# %s counters: %s port %d\n%s", name, display, port, cDump(data, 1536, parts...))
+func pmGroupDump(name, display string, port int, lines []string) string {
+	return fmt.Sprintf("# %s counters: %s port %d\n%s", name, display, port, cDump(lines, 1536))
 }

@@ -148,3 +148,52 @@ func TestUmadToolArgs(t *testing.T) {
 		t.Fatal(umadTextData([]byte{1, 'a'}))
 	}
 }
+
+// TestPerfqueryGroupDump checks the counter groups' dumps: every group's
+// names cover its attribute's counters (umad.PerfCounterSetLayout), the
+// 2-bit flow control update errors come out one per VL, and libibmad's
+// buffer cuts a dump where it ends.
+func TestPerfqueryGroupDump(t *testing.T) {
+	for _, g := range pmGroups {
+		n, _, ok := umad.PerfCounterSetLayout(g.attr)
+		if g.attr == umad.PMAttrPortExtendedSpeedsCounters {
+			continue
+		}
+		if !ok || len(g.counterNames()) != n {
+			t.Errorf("%s: %d names for %d counters", g.name, len(g.counterNames()), n)
+		}
+	}
+	data := make([]byte, umad.PerfDataSize)
+	data[1], data[3] = 7, 0x0f
+	data[4], data[5] = 0b11100100, 0b00000001 // VL0 3, VL1 2, VL2 1, VL3 0, ..., VL7 1
+	g := pmGroups[slices.IndexFunc(pmGroups, func(g pmGroup) bool { return g.long == "vlxmitflowctlerrors" })]
+	lines, err := g.dump(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pmGroupDump(g.name, "Lid 3", 7, lines)
+	for _, want := range []string{
+		"# PortVLXmitFlowCtlUpdateErrors counters: Lid 3 port 7\nPortSelect:......................7\nCounterSelect:...................0x000f\n",
+		"PortVLXmitFlowCtlUpdateErrors0:..3\nPortVLXmitFlowCtlUpdateErrors1:..2\nPortVLXmitFlowCtlUpdateErrors2:..1\nPortVLXmitFlowCtlUpdateErrors3:..0\n",
+		"PortVLXmitFlowCtlUpdateErrors7:..1\n", "PortVLXmitFlowCtlUpdateErrors15:.0\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	// _dump_fields: a line while more than 33 bytes are left, the last
+	// one cut to what is left.
+	l40 := strings.Repeat("x", 40)
+	if got := cDump([]string{l40, l40, l40}, 100); got != l40+"\n"+l40+"\n" {
+		t.Errorf("100 bytes: %q", got)
+	}
+	if got := cDump([]string{l40, l40, l40}, 75); got != l40+"\n"+l40[:32]+"\n" {
+		t.Errorf("75 bytes: %q", got)
+	}
+	// PortExtendedSpeedsCounters with every counter at its maximum
+	// does not fit perfquery's 1536 bytes.
+	if got := cDump(fieldLines(bytes.Repeat([]byte{0xff}, umad.PerfDataSize), pescFields), 1536); len(got) >= 1536 ||
+		strings.Contains(got, "FECUncorrectableBlockCtrLane11") || !strings.HasPrefix(got, "PortSelect:......................255\nCounterSelect:...................0xffffffffffffffff\n") {
+		t.Errorf("%d bytes:\n%s", len(got), got)
+	}
+}
