@@ -43,7 +43,7 @@ var perfqueryOptCases = [][]string{
 	{"SW", "1,"}, {"SW", "x"}, {"SW", "3-1"}, {"SW", "1-"},
 	{"HCA", "1"}, {"-x", "HCA", "1"}, {"-a", "HCA"}, {"-l", "-a", "HCA"}, {"-x", "-a", "HCA"},
 	// The local port; an unroutable LID.
-	{}, {"-a"}, {"-l"}, {"999", "1"},
+	{}, {"-a"}, {"-l"}, {"-r"}, {"-R"}, {"-x"}, {"999", "1"}, {"-R", "-a", "HCA"},
 	// Every counter group, by its long and short option.
 	{"--xmtsl", "SW", "1"}, {"-X", "HCA", "1"}, {"--rcvsl", "SW", "1"}, {"-S", "HCA", "1"},
 	{"--xmtdisc", "SW", "1"}, {"-D", "HCA", "1"}, {"--rcverr", "SW", "1"}, {"-E", "HCA", "1"},
@@ -201,7 +201,7 @@ func TestFabricSMPQueryOptions(t *testing.T) {
 			}
 			cases := [][]string{
 				{"nodeinfo", "SW"}, {"NI", "HCA"}, {"nodedesc", "SW"}, {"ND", "HCA"}, {"portinfo", "SW"},
-				{"PortInfo", "SW", "2"}, {"pi", "HCA", "1"}, {"-x", "portinfo", "SW", "1"}, {"--extended", "PI", "HCA"},
+				{"PortInfo", "SW", "2"}, {"pi", "HCA", "1"}, {"PI", "SW", "3x"}, {"-x", "portinfo", "SW", "1"}, {"--extended", "PI", "HCA"},
 				{"PortInfoExtended", "SW", "1"}, {"PIE", "HCA", "1"}, {"switchinfo", "SW"}, {"SI", "HCA"},
 				{"PKeyTable", "SW"}, {"pkeys", "HCA", "1"}, {"SL2VLTable", "SW"}, {"sl2vl", "HCA"},
 				{"VLArbitration", "SW"}, {"vlarb", "SW", "1"}, {"VLArb", "HCA", "1"}, {"GUIDInfo", "HCA"}, {"GI", "SW"},

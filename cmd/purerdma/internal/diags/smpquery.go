@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
@@ -174,12 +173,13 @@ func (e opFailed) Unwrap() error { return e.cause }
 
 func failed(what string, err error) error { return opFailed{what, err} }
 
+// opPort is an op's port parameter, strtol(argv[0], NULL, 0) in an int
+// as smpquery reads it (what does not parse is 0, "3x" is 3).
 func opPort(args []string) int {
 	if len(args) == 0 {
 		return 0
 	}
-	n, _ := strconv.ParseInt(args[0], 0, 32)
-	return int(n)
+	return int(int32(cli.CStrtol(args[0])))
 }
 
 func smpNodeInfo(c *smpClient, d smpDest, _ []string, w io.Writer) error {
