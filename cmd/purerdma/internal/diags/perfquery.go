@@ -76,6 +76,9 @@ Options:
 `
 
 type perfqueryOpts struct {
+	// fab are the common options as parseFabricOpts read them (ca ...
+	// debug below are copied from there).
+	fab       *fabricOpts
 	ca        string
 	port      int
 	extended  bool
@@ -130,6 +133,7 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.fab = fo
 	o.ca, o.port, o.timeout, o.retries, o.errs, o.debug = fo.ca, fo.port, fo.timeout, fo.retries, fo.errs, fo.debug
 	pos := fo.pos
 	if len(pos) > 3 {
@@ -225,7 +229,7 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	h := env.host()
 	port, err := env.openPort(h, o.ca, o.port)
 	if err != nil {
-		return openFailed(stdout, stderr, "perfquery", &fabricOpts{ca: o.ca, port: o.port, debug: o.debug}, err)
+		return openFailed(stdout, stderr, "perfquery", o.fab, err)
 	}
 	defer port.Close()
 	// What failed, as infiniband-diags' IBEXIT says it on standard
