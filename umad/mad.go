@@ -590,7 +590,8 @@ func (d *MADDecoder) Decode(b []byte) (Message, error) {
 // DecodeAttribute decodes the data area of a MAD of class class carrying
 // attribute id into a new value: *NodeDescription, *NodeInfo or *PortInfo
 // for the SMP classes; *ClassPortInfo, *PortCounters,
-// *PortCountersExtended or *PerfCounterSet (the attributes
+// *PortCountersExtended, *PortSamplesControl,
+// *PortExtendedSpeedsCounters or *PerfCounterSet (the attributes
 // PerfCounterSetLayout knows) for PerfMgmt; *ClassPortInfo for AttrClassPortInfo
 // of any other class, whose data area the caller locates. It returns an
 // error wrapping ErrUnknownAttribute for any other pair, and the attribute
@@ -615,6 +616,10 @@ func DecodeAttribute(class MgmtClass, id AttrID, data []byte) (Attribute, error)
 			a = new(PortCounters)
 		case PMAttrPortCountersExtended:
 			a = new(PortCountersExtended)
+		case PMAttrPortSamplesControl:
+			a = new(PortSamplesControl)
+		case PMAttrPortExtendedSpeedsCounters:
+			a = new(PortExtendedSpeedsCounters)
 		default:
 			if _, _, ok := PerfCounterSetLayout(id); ok {
 				a = &PerfCounterSet{ID: id}

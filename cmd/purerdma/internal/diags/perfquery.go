@@ -282,7 +282,11 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return ibexit("dump_portsamples_control", "sampctlquery", err)
 		}
-		fmt.Fprintf(stdout, "# PortSamplesControl: %s port %d\n%s", tgt.display, tgt.port, cDump(fieldLines(data, psControlFields), 1280))
+		lines, err := psControlLines(data)
+		if err != nil {
+			return ibexit("dump_portsamples_control", "sampctlquery", err)
+		}
+		fmt.Fprintf(stdout, "# PortSamplesControl: %s port %d\n%s", tgt.display, tgt.port, cDump(lines, 1280))
 		return nil
 	}
 
@@ -419,19 +423,23 @@ func perfqueryGroup(q *perfqueryQuerier, o *perfqueryOpts, g *pmGroup, capMask u
 	tgt := q.tgt
 	if g.attr == umad.PMAttrPortExtendedSpeedsCounters {
 		if !o.resetOnly {
-			name, fields := g.name, pescFields
+			name := g.name
 			rsfec, err := perfqueryRSFEC(q, o, capMask, stderr)
 			if err != nil {
 				return err
 			}
 			if rsfec {
-				name, fields = g.name+" with RS-FEC Active", pescRSFECFields
+				name = g.name + " with RS-FEC Active"
 			}
 			data, err := q.get(g.attr, tgt.port)
 			if err != nil {
 				return ibexit("common_func", "cannot query "+name, err)
 			}
-			fmt.Fprint(stdout, pmGroupDump(name, tgt.display, tgt.port, fieldLines(data, fields)))
+			lines, err := pescLines(data, rsfec)
+			if err != nil {
+				return ibexit("common_func", "cannot query "+name, err)
+			}
+			fmt.Fprint(stdout, pmGroupDump(name, tgt.display, tgt.port, lines))
 		}
 		if o.reset || o.resetOnly {
 			mask := ^uint64(0)

@@ -62,16 +62,6 @@ func (g *pmGroup) dump(data []byte) ([]string, error) {
 	return lines, nil
 }
 
-// pmSeries is n fields named prefix0..prefix(n-1), w bits each from bit
-// off.
-func pmSeries(prefix string, off, w, n int) []ibField {
-	f := make([]ibField, n)
-	for i := range f {
-		f[i] = ibField{off + i*w, w, prefix + strconv.Itoa(i), dumpUint}
-	}
-	return f
-}
-
 // pmGroups are perfquery's groups in the order perfquery tries them
 // (the first one asked for is the one queried).
 var pmGroups = []pmGroup{
@@ -100,62 +90,64 @@ var pmGroups = []pmGroup{
 	{0, "vlxmittimecc", "PortVLXmitTimeCong", umad.PMAttrPortVLXmitTimeCong, "PortVLXmitTimeCong", nil},
 }
 
-// PortExtendedSpeedsCounters, as mad_dump_port_ext_speeds_counters and
-// (RS-FEC active) mad_dump_port_ext_speeds_counters_rsfec_active dump it.
-var (
-	pescHead = []ibField{
-		{8, 8, "PortSelect", dumpUint}, {64, 64, "CounterSelect", dumpHex},
-		{128, 16, "SyncHeaderErrorCounter", dumpUint}, {144, 16, "UnknownBlockCounter", dumpUint},
+// pescLines is PortExtendedSpeedsCounters as perfquery -T dumps it:
+// mad_dump_port_ext_speeds_counters, or with RS-FEC active
+// mad_dump_port_ext_speeds_counters_rsfec_active (the per-lane
+// correctable block counters are symbol counters then, and the three
+// port counters at the end count).
+func pescLines(data []byte, rsfec bool) ([]string, error) {
+	var e umad.PortExtendedSpeedsCounters
+	if err := e.Decode(data); err != nil {
+		return nil, err
 	}
-	pescFields = concatFields(pescHead,
-		pmSeries("ErrorDetectionCounterLane", 160, 16, 12),
-		pmSeries("FECCorrectableBlockCtrLane", 352, 32, 12),
-		pmSeries("FECUncorrectableBlockCtrLane", 736, 32, 12))
-	pescRSFECFields = concatFields(pescHead,
-		pmSeries("FECCorrectableSymbolCtrLane", 352, 32, 12),
-		[]ibField{
-			{1120, 32, "PortFECCorrectableBlockCtr", dumpUint},
-			{1152, 32, "PortFECUncorrectableBlockCtr", dumpUint},
-			{1184, 32, "PortFECCorrectedSymbolCtr", dumpUint},
-		})
-)
-
-// PortSamplesControl, as mad_dump_portsamples_control dumps it.
-var psControlFields = concatFields([]ibField{
-	{0, 8, "OpCode", dumpHex}, {8, 8, "PortSelect", dumpUint}, {16, 8, "Tick", dumpHex},
-	{29, 3, "CounterWidth", dumpUint}, {34, 3, "CounterMask0", dumpHex},
-	{37, 27, "CounterMasks1to9", dumpHex}, {65, 15, "CounterMasks10to14", dumpHex},
-	{80, 8, "SampleMechanisms", dumpUint}, {94, 2, "SampleStatus", dumpUint},
-	{96, 64, "OptionMask", dumpHex}, {160, 64, "VendorMask", dumpHex},
-	{224, 32, "SampleStart", dumpUint}, {256, 32, "SampleInterval", dumpUint},
-	{288, 16, "Tag", dumpHex},
-}, pmHexSeries("CounterSelect", 304, 16, 15), []ibField{{576, 64, "SamplesOnlyOptionMask", dumpHex}})
-
-func pmHexSeries(prefix string, off, w, n int) []ibField {
-	f := pmSeries(prefix, off, w, n)
-	for i := range f {
-		f[i].dump = dumpHex
+	u := func(name string, v uint64) string { return fieldLine(name, dumpUint(v, 0)) }
+	lines := []string{
+		u("PortSelect", uint64(e.PortSelect)), fieldLine("CounterSelect", dumpHex(e.CounterSelect, 64)),
+		u("SyncHeaderErrorCounter", uint64(e.SyncHeaderErrorCounter)), u("UnknownBlockCounter", uint64(e.UnknownBlockCounter)),
 	}
-	return f
-}
-
-func concatFields(parts ...[]ibField) []ibField {
-	var f []ibField
-	for _, p := range parts {
-		f = append(f, p...)
-	}
-	return f
-}
-
-// fieldLines are the dump lines of fields of b.
-func fieldLines(b []byte, fields ...[]ibField) []string {
-	var lines []string
-	for _, part := range fields {
-		for _, f := range part {
-			lines = append(lines, fieldLine(f.name, f.dump(bits(b, f.off, f.w), f.w)))
+	lane := func(prefix string, i int) string { return prefix + strconv.Itoa(i) }
+	if rsfec {
+		for i, v := range e.FECCorrectableBlockCtrLane {
+			lines = append(lines, u(lane("FECCorrectableSymbolCtrLane", i), uint64(v)))
 		}
+		return append(lines, u("PortFECCorrectableBlockCtr", uint64(e.PortFECCorrectableBlockCtr)),
+			u("PortFECUncorrectableBlockCtr", uint64(e.PortFECUncorrectableBlockCtr)),
+			u("PortFECCorrectedSymbolCtr", uint64(e.PortFECCorrectedSymbolCtr))), nil
 	}
-	return lines
+	for i, v := range e.ErrorDetectionCounterLane {
+		lines = append(lines, u(lane("ErrorDetectionCounterLane", i), uint64(v)))
+	}
+	for i, v := range e.FECCorrectableBlockCtrLane {
+		lines = append(lines, u(lane("FECCorrectableBlockCtrLane", i), uint64(v)))
+	}
+	for i, v := range e.FECUncorrectableBlockCtrLane {
+		lines = append(lines, u(lane("FECUncorrectableBlockCtrLane", i), uint64(v)))
+	}
+	return lines, nil
+}
+
+// psControlLines is PortSamplesControl as mad_dump_portsamples_control
+// dumps it (perfquery -c): mad_dump_hex gives a field two digits a byte
+// of its size.
+func psControlLines(data []byte) ([]string, error) {
+	var c umad.PortSamplesControl
+	if err := c.Decode(data); err != nil {
+		return nil, err
+	}
+	h := func(name string, v uint64, w int) string { return fieldLine(name, dumpHex(v, w)) }
+	u := func(name string, v uint64) string { return fieldLine(name, dumpUint(v, 0)) }
+	lines := []string{
+		h("OpCode", uint64(c.OpCode), 8), u("PortSelect", uint64(c.PortSelect)), h("Tick", uint64(c.Tick), 8),
+		u("CounterWidth", uint64(c.CounterWidth)), h("CounterMask0", uint64(c.CounterMask0), 3),
+		h("CounterMasks1to9", uint64(c.CounterMasks1to9), 27), h("CounterMasks10to14", uint64(c.CounterMasks10to14), 15),
+		u("SampleMechanisms", uint64(c.SampleMechanisms)), u("SampleStatus", uint64(c.SampleStatus)),
+		h("OptionMask", c.OptionMask, 64), h("VendorMask", c.VendorMask, 64),
+		u("SampleStart", uint64(c.SampleStart)), u("SampleInterval", uint64(c.SampleInterval)), h("Tag", uint64(c.Tag), 16),
+	}
+	for i, v := range c.CounterSelect {
+		lines = append(lines, h("CounterSelect"+strconv.Itoa(i), uint64(v), 16))
+	}
+	return append(lines, h("SamplesOnlyOptionMask", c.SamplesOnlyOptionMask, 64)), nil
 }
 
 // cDump is libibmad's dump of lines into a caller's buffer of bufsz bytes

@@ -192,7 +192,26 @@ func TestPerfqueryGroupDump(t *testing.T) {
 	}
 	// PortExtendedSpeedsCounters with every counter at its maximum
 	// does not fit perfquery's 1536 bytes.
-	if got := cDump(fieldLines(bytes.Repeat([]byte{0xff}, umad.PerfDataSize), pescFields), 1536); len(got) >= 1536 ||
+	// PortSamplesControl: mad_dump_hex's widths by the field's bytes.
+	lines, err = psControlLines(bytes.Repeat([]byte{0xff}, umad.PerfDataSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = cDump(lines, 1280)
+	for _, want := range []string{
+		"OpCode:..........................0xff\nPortSelect:......................255\n", "CounterMask0:....................0x07\n",
+		"CounterMasks1to9:................0x07ffffff\nCounterMasks10to14:..............0x7fff\n", "SampleStatus:....................3\n",
+		"CounterSelect14:.................0xffff\nSamplesOnlyOptionMask:...........0xffffffffffffffff\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	lines, err = pescLines(bytes.Repeat([]byte{0xff}, umad.PerfDataSize), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cDump(lines, 1536); len(got) >= 1536 ||
 		strings.Contains(got, "FECUncorrectableBlockCtrLane11") || !strings.HasPrefix(got, "PortSelect:......................255\nCounterSelect:...................0xffffffffffffffff\n") {
 		t.Errorf("%d bytes:\n%s", len(got), got)
 	}
