@@ -134,6 +134,23 @@ func shadowedOpts(common, tool []cli.Option) []cli.Option {
 	return out
 }
 
+// excludedOpts are the options for a tool's exclude string of
+// ibdiag_process_opts (perfquery's "DK", sminfo's "sK"): each letter
+// claims the common option of that letter (shadowedOpts leaves it out,
+// its long name too) and is refused as getopt refuses a letter it does
+// not know. A letter the tool takes for its own is left to the tool.
+func excludedOpts(tool, letters string, stderr io.Writer) []cli.Option {
+	var out []cli.Option
+	for i := 0; i < len(letters); i++ {
+		c := letters[i]
+		out = append(out, cli.Option{Short: c, Set: func(string) error {
+			fmt.Fprintf(stderr, "%s: invalid option -- '%c'\n", tool, c)
+			return cli.ErrGetopt
+		}})
+	}
+	return out
+}
+
 // fabricUsage reports a command line a fabric tool cannot use: err (unless
 // getopt said it already) and the usage, on stderr, status 2, as
 // ibdiag_show_usage does.

@@ -129,6 +129,9 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 		cli.Option{Long: "json", Set: flag(&o.json)},
 		cli.Option{Long: "dgid", Arg: true, Set: func(v string) error { o.dgid = v; return nil }},
 	)
+	// ibdiag_process_opts' exclude string "DK": -D is --xmtdisc above,
+	// -K (show_keys) is not perfquery's.
+	extra = append(extra, excludedOpts("perfquery", "K", stderr)...)
 	fo, err := parseFabricOpts("perfquery", true, args, stderr, extra...)
 	if err != nil {
 		return nil, err

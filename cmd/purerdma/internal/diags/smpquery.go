@@ -522,6 +522,9 @@ func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
 		cli.Option{Short: 's', Long: "state", Arg: true, Set: num(&state)},
 		cli.Option{Short: 'p', Long: "priority", Arg: true, Set: num(&prio)},
 		cli.Option{Short: 'a', Long: "activity", Arg: true, Set: num(&act)},
+		// ibdiag_process_opts' exclude string "sK": -s is the state
+		// above, -K (show_keys) is not sminfo's.
+		excludedOpts("sminfo", "K", stderr)[0],
 	)
 	if errors.Is(err, errHelp) {
 		return fabricHelp(stderr, sminfoUsage)
