@@ -84,9 +84,9 @@ func (o *fabricOpts) rpcOptions() []cli.Option {
 // options of libibmad's RPC (rpcOptions), and extra, the tool's own; the
 // operands land in pos. As in ibdiag_process_opts, the tool's options
 // come first, and a common option whose letter the tool takes for its
-// own is left out (perfquery's -D is --xmtdisc, not --Direct). A command line getopt refuses
-// is reported on stderr already (a cli.GetoptError); fabricUsage reports
-// the others.
+// own is left out (perfquery's -D is --xmtdisc, not --Direct;
+// excludedOpts). A command line getopt refuses is reported on stderr
+// already (a cli.GetoptError); fabricUsage reports the others.
 func parseFabricOpts(tool string, rpc bool, args []string, stderr io.Writer, extra ...cli.Option) (*fabricOpts, error) {
 	o := &fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}
 	if rpc {
