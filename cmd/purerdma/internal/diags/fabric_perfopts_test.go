@@ -42,6 +42,7 @@ var perfqueryOptCases = [][]string{
 	{"-R", "-a", "SW"}, {"-r", "-l", "SW", "1,2"}, {"-x", "-R", "SW", "1", "0"}, {"-x", "-r", "SW", "2"},
 	{"SW", "1,"}, {"SW", "x"}, {"SW", "3-1"}, {"SW", "1-"},
 	{"HCA", "1"}, {"-x", "HCA", "1"}, {"-a", "HCA"}, {"-l", "-a", "HCA"}, {"-x", "-a", "HCA"},
+	{"-l", "SW", "255"}, {"HCA", "255"}, {"-l", "HCA", "255"},
 	// The local port; an unroutable LID.
 	{}, {"-a"}, {"-l"}, {"-r"}, {"-R"}, {"-x"}, {"999", "1"}, {"-R", "-a", "HCA"},
 	// Every counter group, by its long and short option.
