@@ -61,7 +61,7 @@ var perfqueryOptCases = [][]string{
 	{"-c", "-x", "SW", "1"},
 	// libibmad's warnings; options perfquery does not have.
 	{"-e", "-c", "SW", "1"}, {"-d", "-E", "SW", "1"}, {"-d", "-r", "SW", "1"}, {"-d", "-x", "-a", "HCA"},
-	{"-t", "100", "-X", "SW", "1"}, {"--Direct", "SW"}, {"-K", "SW"}, {"--show_keys", "SW"}, {"-xK", "SW"}, {"--bogus"},
+	{"-t", "100", "-X", "SW", "1"}, {"--Direct", "SW"}, {"-K", "SW"}, {"--show_keys", "SW"}, {"-xK", "SW"}, {"-M", "SW"}, {"--bogus"},
 }
 
 // TestFabricPerfqueryOptions runs every option and counter group of
