@@ -20,7 +20,7 @@ func TestFabricToolArgs(t *testing.T) {
 		{[]string{"smpquery"}, 2, ""}, {[]string{"smpquery", "nodeinfo"}, 2, ""}, {[]string{"smpquery", "-y", "ni", "1"}, 2, ""},
 		// -h and --help: the usage on standard error, exit status 2, as
 		// ibdiag_show_usage.
-		{[]string{"smpquery", "-h"}, 2, "GUIDInfo"}, {[]string{"sminfo", "1", "2", "3"}, 2, ""}, {[]string{"sminfo", "--help"}, 2, "SMInfo"},
+		{[]string{"smpquery", "-h"}, 2, "GUIDInfo"}, {[]string{"sminfo", "-s"}, 2, ""}, {[]string{"sminfo", "--help"}, 2, "SMInfo"},
 		{[]string{"ibnetdiscover", "x"}, 2, ""}, {[]string{"ibnetdiscover", "--outstanding", "0"}, 2, ""},
 		{[]string{"ibnetdiscover", "-h"}, 2, "--outstanding"}, {[]string{"iblinkinfo", "-t", "0"}, 2, ""}, {[]string{"iblinkinfo", "-h"}, 2, "iblinkinfo"},
 		{[]string{"ibstat", "-h"}, 2, "list_of_cas"}, {[]string{"ibstat", "--help"}, 2, "list_of_cas"},
