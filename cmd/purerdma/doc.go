@@ -45,7 +45,10 @@
 // anywhere ("--" ends the options), and glibc's messages for what it
 // refuses. That is devinfo, counters, flowcount, asyncwatch,
 // rc_pingpong, rping, ucmatose, udaddy, ibstat, perfquery, smpquery,
-// sminfo, ibnetdiscover, iblinkinfo and umad. The others keep the grammar
+// sminfo, ibnetdiscover, iblinkinfo and umad (ibnetdiscover and
+// iblinkinfo read infiniband-diags' common options from one table,
+// ibdiag_common.c's, less those each tool excludes, and print C's usage
+// and -V line). The others keep the grammar
 // of what they imitate: ibstatus is a shell script's positional words,
 // ibv_devices ignores its arguments (but --json and -h), link, resource and
 // statistic take iproute2 rdma's keywords after -j, version takes none and

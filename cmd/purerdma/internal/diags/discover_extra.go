@@ -76,8 +76,14 @@ func parseNameMap(file string) (m nameMap, bad string, err error) {
 		return nil, "", err
 	}
 	defer f.Close()
+	m, bad = readNameMap(f)
+	return m, bad, nil
+}
+
+// readNameMap is parseNameMap's reading of the map's text.
+func readNameMap(rd io.Reader) (m nameMap, bad string) {
 	m = nameMap{}
-	r := bufio.NewReader(f)
+	r := bufio.NewReader(rd)
 	for {
 		line, err := fgets(r, 256)
 		if line == "" && err != nil {
@@ -92,7 +98,7 @@ func parseNameMap(file string) (m nameMap, bad string, err error) {
 			if i := strings.IndexByte(line, '\n'); i >= 0 {
 				line = line[:i]
 			}
-			return nil, line, nil
+			return nil, line
 		}
 		rest = strings.TrimLeft(rest, " \t\n\v\f\r")
 		if i := strings.IndexByte(rest, '\n'); i >= 0 {
@@ -109,7 +115,7 @@ func parseNameMap(file string) (m nameMap, bad string, err error) {
 			m[guid] = name
 		}
 	}
-	return m, "", nil
+	return m, ""
 }
 
 // fgets reads a line as fgets(3) with a buffer of size bytes: up to and

@@ -21,7 +21,7 @@ import (
 
 // discoverFabric walks the fabric from the open port p.
 func discoverFabric(p *umad.Port, o *fabricOpts, outstanding int) (*netdisc.Fabric, error) {
-	opts := netdisc.Options{MaxOutstanding: outstanding, Timeout: o.timeout, Retries: o.retries}
+	opts := netdisc.Options{MaxOutstanding: outstanding, Timeout: o.timeout, Retries: o.retries, MKey: o.common.mkey}
 	if isSim(p) {
 		// libibnetdisc waits for every answer (umad_recv with no
 		// timeout), and over libumad2sim no timeout ever comes: a

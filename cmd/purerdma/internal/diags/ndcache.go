@@ -49,6 +49,30 @@ func cachePorts(order []*netdisc.Port) []*netdisc.Port {
 // writeCache is ibnd_cache_fabric: f, its longest route maxHops and its
 // ports in table order (cachePorts) to file, replaced if it exists.
 func writeCache(file string, f *netdisc.Fabric, maxHops int, ports []*netdisc.Port) error {
+	b := marshalCache(f, maxHops, ports)
+	if _, err := os.Stat(file); err == nil {
+		if err := os.Remove(file); err != nil {
+			return err
+		}
+	}
+	fd, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fd.Write(b); err != nil {
+		fd.Close()
+		os.Remove(file)
+		return err
+	}
+	if err := fd.Close(); err != nil {
+		os.Remove(file)
+		return err
+	}
+	return nil
+}
+
+// marshalCache is the cache file's bytes.
+func marshalCache(f *netdisc.Fabric, maxHops int, ports []*netdisc.Port) []byte {
 	le := binary.LittleEndian
 	var b []byte
 	b = le.AppendUint32(b, ndCacheMagic)
@@ -106,25 +130,7 @@ func writeCache(file string, f *netdisc.Fabric, maxHops int, ports []*netdisc.Po
 	}
 	le.PutUint32(b[8:], uint32(len(f.Nodes)))
 	le.PutUint32(b[12:], uint32(len(ports)))
-	if _, err := os.Stat(file); err == nil {
-		if err := os.Remove(file); err != nil {
-			return err
-		}
-	}
-	fd, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := fd.Write(b); err != nil {
-		fd.Close()
-		os.Remove(file)
-		return err
-	}
-	if err := fd.Close(); err != nil {
-		os.Remove(file)
-		return err
-	}
-	return nil
+	return b
 }
 
 // errBadCache is a cache file ibnd_load_fabric refuses.
@@ -145,6 +151,13 @@ func loadCache(file string) (*loadedFabric, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseCache(data)
+}
+
+// parseCache reads a cache file's bytes; what ibnd_load_fabric refuses
+// (a bad header, a short file, a port or node a record names that is not
+// there, a port stored twice or past its node's ports) is errBadCache.
+func parseCache(data []byte) (*loadedFabric, error) {
 	le := binary.LittleEndian
 	off := 0
 	take := func(n int) []byte {
