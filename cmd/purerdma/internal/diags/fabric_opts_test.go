@@ -237,3 +237,58 @@ func sameFiles(t *testing.T, cName, gName string, mask func(string) string) {
 		t.Errorf("%s and %s differ (%d and %d bytes)\n--- infiniband-diags:\n%q\n--- purerdma:\n%q", cName, gName, len(c), len(g), c, g)
 	}
 }
+
+// chassisNet is a fabric whose nodes share SystemImageGUIDs (ibsim's
+// sysimgguid lines), which libibnetdisc groups into chassis for
+// ibnetdiscover -g: two switches of one system, two CAs of another, and
+// nodes of their own.
+const chassisNet = `vendid=0x1234
+devid=0x5a5a
+sysimgguid=0x5000
+Switch	8 "ChassisA"
+[1]	"ChassisB"[1]
+[2]	"cx1"[1]
+[3]	"solo"[1]
+[4]	"Edge"[1]
+
+vendid=0x1234
+sysimgguid=0x5000
+Switch	8 "ChassisB"
+[1]	"ChassisA"[1]
+[2]	"cx2"[1]
+
+Switch	4 "Edge"
+[1]	"ChassisA"[4]
+
+sysimgguid=0x6000
+Hca	1 "cx1"
+[1]	"ChassisA"[2]
+
+sysimgguid=0x6000
+Hca	1 "cx2"
+[1]	"ChassisB"[2]
+
+Hca	1 "solo"
+[1]	"ChassisA"[3]
+`
+
+// TestFabricDiscoverChassis compares ibnetdiscover -g, ours and
+// infiniband-diags', where nodes share SystemImageGUIDs (chassis), from
+// a scan and from a cache.
+func TestFabricDiscoverChassis(t *testing.T) {
+	f := ibsimtest.Start(t, chassisNet, ibsimtest.Options{})
+	cache := filepath.Join(t.TempDir(), "c.cache")
+	for _, args := range [][]string{{}, {"-g"}, {"-g", "-f", "-m"}, {"-g", "--cache", cache}, {"-g", "--load-cache", cache}, {"-l"}} {
+		for _, node := range []string{"solo", "cx2"} {
+			c := runC(t, f, node, "ibnetdiscover", args...)
+			if len(args) > 1 && args[1] == "--cache" {
+				os.Remove(cache) // ours writes it anew
+			}
+			g := runGo(t, f, node, "ibnetdiscover", args...)
+			sameRun(t, "ibnetdiscover at "+node+" "+strings.Join(args, " "), c, g, maskTopoTime)
+		}
+	}
+	if g := runGo(t, f, "solo", "ibnetdiscover", "-g"); !strings.Contains(g.stdout, "\nChassis 1 (guid 0x") {
+		t.Errorf("no chassis:\n%s", g.stdout)
+	}
+}

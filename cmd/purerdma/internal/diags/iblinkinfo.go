@@ -143,7 +143,9 @@ func (env *Env) runIBLinkInfo(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			if p := findPortGUID(f, targetGUID); p != nil {
-				startNode, startEntry, resolved = p.Node, p.Num, true
+				// A switch's walk is replayed from the route the scan
+				// first reached it by.
+				startNode, startEntry, startPath, resolved = p.Node, p.Num, p.Node.Path, true
 			} else {
 				fmt.Fprintf(stderr, "ibwarn: [%d] ib_path_query_via: sa call path_query failed\n", os.Getpid())
 			}
