@@ -412,7 +412,6 @@ func (o *fabricOpts) readConfig(file string) {
 			continue
 		}
 		name, val, ok := strings.Cut(strings.TrimLeft(line, "="), "=")
-		val = strings.TrimLeft(val, "=")
 		if !ok || val == "" {
 			continue // C's strtok finds no value: it would crash, we skip
 		}
