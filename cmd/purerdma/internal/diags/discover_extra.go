@@ -144,8 +144,9 @@ func (m nameMap) remap(n *netdisc.Node) string {
 	return cleanDesc(n.Desc)
 }
 
-// scanReplay is what libibnetdisc's walk reports beyond the fabric: the
-// -s lines (dump_endnode, as each NodeInfo answer is handled), the
+// scanReplay is what libibnetdisc's walk reports beyond the fabric: what
+// it prints on standard output (progress: the -s lines, dump_endnode as
+// each NodeInfo answer is handled, and the -d trace), the
 // longest route it sent a NodeInfo on (maxhops_discovered) and the SMPs
 // it sent (total_mads_used).
 type scanReplay struct {
@@ -165,8 +166,27 @@ type scanReplay struct {
 // losses, answers in order, so it handles the answers in the order it
 // queued the requests, whatever its max_smps.
 func replayScan(f *netdisc.Fabric) scanReplay {
-	r, _ := replayWalk(f, nil, 0, false, false)
+	r, _ := replayWalk(f, nil, walk{})
 	return r
+}
+
+// walk is what a replayed walk does and prints: ibnd_config's max_hops
+// (0: no limit); build: the fabric it finds; partial: a route from the
+// command line; show: the -s lines (show_progress); debug: libibnetdisc's
+// IBND_DEBUG trace (ibdebug, -d), with stand-ins for C's heap addresses.
+type walk struct {
+	maxHops                      int
+	build, partial, show, debug bool
+}
+
+// fakeNodePtr and fakePortPtr stand for the heap addresses (%p) of
+// libibnetdisc's node and port records in its debug lines.
+func fakeNodePtr(n *netdisc.Node) string {
+	return fmt.Sprintf("0x%012x", 0x555500000000|(n.GUID&0xffffff)<<16)
+}
+
+func fakePortPtr(n *netdisc.Node, num int) string {
+	return fmt.Sprintf("0x%012x", 0x555500000000|(n.GUID&0xffffff)<<16|0x1000|uint64(num&0xff)<<4)
 }
 
 // replayWalk replays libibnetdisc's walk over the fabric f (a full scan)
@@ -180,7 +200,8 @@ func replayScan(f *netdisc.Fabric) scanReplay {
 //
 // A partial scan's routes come from the command line (str2drpath), with
 // 0xffff for their LIDs where a full scan's have 0.
-func replayWalk(f *netdisc.Fabric, path []uint8, maxHopsCfg int, build, partial bool) (scanReplay, *netdisc.Fabric) {
+func replayWalk(f *netdisc.Fabric, path []uint8, w walk) (scanReplay, *netdisc.Fabric) {
+	maxHopsCfg, build, partial := w.maxHops, w.build, w.partial
 	type item struct {
 		kind int // 0 NodeInfo, 1 NodeDesc, 2 SwitchInfo, 3 PortInfo
 		path []uint8
@@ -210,7 +231,24 @@ func replayWalk(f *netdisc.Fabric, path []uint8, maxHopsCfg int, build, partial 
 	seen := map[*netdisc.Node]bool{}
 	descKnown := map[*netdisc.Node]bool{}
 	infoKnown := map[*netdisc.Port]bool{}
-	q := []item{{kind: 0, path: path}}
+	var q []item
+	queue := func(its ...item) {
+		for _, it := range its {
+			if w.debug {
+				switch it.kind {
+				case 0:
+					fmt.Fprintf(&b, "./libibnetdisc/ibnetdisc.c:612; Query Node Info; %s\n", drPathString(it.path, partial))
+				case 3:
+					fmt.Fprintf(&b, "./libibnetdisc/ibnetdisc.c:456; Query Port Info; %s (0x%x):%d\n", drPathString(it.path, partial), it.node.GUID, it.port)
+				}
+			}
+			q = append(q, it)
+		}
+	}
+	if w.debug {
+		fmt.Fprintf(&b, "./libibnetdisc/ibnetdisc.c:821; from %s\n", drPathString(path, partial))
+	}
+	queue(item{kind: 0, path: path})
 	for len(q) > 0 {
 		it := q[0]
 		q = q[1:]
@@ -226,6 +264,13 @@ func replayWalk(f *netdisc.Fabric, path []uint8, maxHopsCfg int, build, partial 
 			}
 			isNew := !seen[n]
 			seen[n] = true
+			if w.debug {
+				age := "old"
+				if isNew {
+					age = "new"
+				}
+				fmt.Fprintf(&b, "./libibnetdisc/ibnetdisc.c:558; Found %s node GUID 0x%x (%s)\n", age, n.GUID, drPathString(it.path, partial))
+			}
 			if isNew && build {
 				c := &netdisc.Node{GUID: n.GUID, Type: n.Type, NumPorts: n.NumPorts, Info: n.Info, Path: it.path,
 					Ports: make([]*netdisc.Port, n.NumPorts+1)}
@@ -275,16 +320,22 @@ func replayWalk(f *netdisc.Fabric, path []uint8, maxHopsCfg int, build, partial 
 			if n.Type == netdisc.TypeSwitch {
 				pnum = 0
 			}
-			fmt.Fprintf(&b, "%s -> %s %s {%016x} portnum %d lid %d-%d \"%s\"\n", drPathString(it.path, partial), kind,
-				dumpNodeType(uint64(n.Type), 0), n.GUID, pnum, lid, lid+(1<<lmc)-1, desc)
+			if w.show {
+				fmt.Fprintf(&b, "%s -> %s %s {%016x} portnum %d lid %d-%d \"%s\"\n", drPathString(it.path, partial), kind,
+					dumpNodeType(uint64(n.Type), 0), n.GUID, pnum, lid, lid+(1<<lmc)-1, desc)
+			}
+			if w.debug && it.node != nil {
+				fmt.Fprintf(&b, "./libibnetdisc/ibnetdisc.c:505; linking: 0x%x %s->%s:%d and 0x%x %s->%s:%d\n", n.GUID, fakeNodePtr(n), fakePortPtr(n, e), e,
+					it.node.GUID, fakeNodePtr(it.node), fakePortPtr(it.node, it.port), it.port)
+			}
 			if isNew {
-				q = append(q, item{kind: 1, path: it.path, node: n})
+				queue(item{kind: 1, path: it.path, node: n})
 				if n.Type == netdisc.TypeSwitch {
-					q = append(q, item{kind: 2, path: it.path, node: n}, item{kind: 3, path: it.path, node: n, port: 0})
+					queue(item{kind: 2, path: it.path, node: n}, item{kind: 3, path: it.path, node: n, port: 0})
 				}
 			}
 			if n.Type != netdisc.TypeSwitch {
-				q = append(q, item{kind: 3, path: it.path, node: n, port: e})
+				queue(item{kind: 3, path: it.path, node: n, port: e})
 			}
 		case 1:
 			descKnown[it.node] = true
@@ -323,9 +374,17 @@ func replayWalk(f *netdisc.Fabric, path []uint8, maxHopsCfg int, build, partial 
 					copies[n].SMALID, copies[n].SMALMC = pt.BaseLID, pt.LMC
 				}
 			}
+			if w.debug {
+				// debug_port: C's two speed dumps share one buffer,
+				// so LinkSpeedActive shows for both.
+				speed := dumpLinkSpeed(bits(pt.Info[:], 280, 4), 4)
+				fmt.Fprintf(&b, "./libibnetdisc/ibnetdisc.c:184; portid %s portnum %d: base lid %d state %d physstate %d %s %s  %s\n",
+					drPathString(it.path, partial), it.port, pt.BaseLID, bits(pt.Info[:], 260, 4), bits(pt.Info[:], 264, 4),
+					dumpLinkWidth(bits(pt.Info[:], 248, 8), 8), speed, speed)
+			}
 			if it.port == 0 {
 				for i := 1; i <= n.NumPorts; i++ {
-					q = append(q, item{kind: 3, path: it.path, node: n, port: i})
+					queue(item{kind: 3, path: it.path, node: n, port: i})
 				}
 				continue
 			}
@@ -354,7 +413,7 @@ func replayWalk(f *netdisc.Fabric, path []uint8, maxHopsCfg int, build, partial 
 					r.maxHops++
 				}
 			}
-			q = append(q, item{kind: 0, path: next, node: n, port: it.port})
+			queue(item{kind: 0, path: next, node: n, port: it.port})
 		}
 	}
 	r.progress, r.errors = b.String(), errb.String()

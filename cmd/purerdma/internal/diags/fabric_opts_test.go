@@ -41,6 +41,14 @@ func TestFabricDiscoverOptions(t *testing.T) {
 				c, g := both(tool, args...)
 				sameRun(t, tool+" "+strings.Join(args, " "), c, g, maskTopoTime)
 			}
+			// -d: libibnetdisc's trace and ibnetdiscover's DEBUG lines
+			// print C's heap addresses (%p) and the pid, which are
+			// masked (ours prints stand-ins).
+			debug := func(args ...string) {
+				t.Helper()
+				c, g := both("ibnetdiscover", args...)
+				sameRun(t, "ibnetdiscover "+strings.Join(args, " "), c, g, maskDebug)
+			}
 			// Inputs from the fabric: GUIDs of the nodes and CA ports.
 			ports := runC(t, f, n.node, "ibnetdiscover", "-p")
 			if ports.code != 0 {
@@ -98,6 +106,15 @@ func TestFabricDiscoverOptions(t *testing.T) {
 			} {
 				same("ibnetdiscover", args...)
 			}
+			debug("-d")
+			debug("-d", "-s", "-m", "-g")
+			if once {
+				debug("-d", "-p")
+				// -d -d adds libibumad's trace and packet dumps,
+				// uninitialised bytes included: not compared.
+				debug("-d", "-l")
+				debug("-d", "--load-cache", nameMap)
+			}
 			for _, args := range [][]string{
 				{"-l", "-f"}, {"--list", "--Hca_list"}, {"-S", "-l"}, {"-p", "-l"},
 				{"-o", "1"}, {"-o", "0"}, {"--outstanding_smps=3"}, {"-t", "100"}, {"-e", "-v", "-v"}, {"-y", "0x0"},
@@ -128,6 +145,9 @@ func TestFabricDiscoverOptions(t *testing.T) {
 			sameFiles(t, cCache+"2", gCache+"2", nil)
 			// --diff against this fabric's cache and the previous
 			// fabric's (other names, links and LIDs on the same GUIDs).
+			if prevCache != "" {
+				debug("-d", "--diff", prevCache)
+			}
 			diffs := [][]string{{"--diff", cCache}, {"--diff", cCache, "--diffcheck", "lid,nodedesc"}}
 			if prevCache != "" {
 				diffs = append(diffs, []string{"--diff", prevCache}, []string{"--diff", prevCache, "--diffcheck", "sw,port"},
@@ -208,6 +228,18 @@ func TestFabricDiscoverOptions(t *testing.T) {
 		}
 		prevCache = filepath.Join(dir, n.name+".c.cache")
 	}
+}
+
+var (
+	debugPtrRE = regexp.MustCompile(`0x[0-9a-f]{12}\b`)
+	debugPidRE = regexp.MustCompile(`\[pid [0-9]+\]`)
+)
+
+// maskDebug masks what differs on purpose in ibnetdiscover -d's output:
+// the time line, the pids and the heap addresses.
+func maskDebug(s string) string {
+	s = debugPidRE.ReplaceAllString(fabricPidRE.ReplaceAllString(maskTopoTime(s), "[pid]"), "[pid]")
+	return debugPtrRE.ReplaceAllString(s, "0xPTR")
 }
 
 func writeTestFile(t *testing.T, name, content string) {

@@ -196,7 +196,7 @@ func (env *Env) runIBLinkInfo(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		var r scanReplay
-		r, f = replayWalk(full, startPath, hops, true, true)
+		r, f = replayWalk(full, startPath, walk{maxHops: hops, build: true, partial: true})
 		fmt.Fprint(stderr, r.errors)
 	default:
 		full, err := scanned()
@@ -206,7 +206,7 @@ func (env *Env) runIBLinkInfo(args []string, stdout, stderr io.Writer) error {
 		f = full
 		if li.hops != 0 {
 			var r scanReplay
-			r, f = replayWalk(full, nil, li.hops, true, false)
+			r, f = replayWalk(full, nil, walk{maxHops: li.hops, build: true})
 			fmt.Fprint(stderr, r.errors)
 		}
 	}

@@ -66,6 +66,13 @@ func (env *Env) discover(tool string, o *fabricOpts, outstanding int, stdout, st
 		return nil, openFailed(stdout, stderr, tool, o, err)
 	}
 	defer p.Close()
+	if tool == "ibnetdiscover" && o.common.debugN > 0 {
+		// ibnd_discover_fabric's ib_resolve_self_via, with libibmad's
+		// debugging on.
+		for _, attr := range []int{0x11, 0x15} {
+			fmt.Fprintf(stderr, "ibwarn: [%d] smp_query_status_via: attr 0x%x mod 0x0 route DR path slid 0; dlid 0; 0\n", os.Getpid(), attr)
+		}
+	}
 	f, err := discoverFabric(p, o, outstanding)
 	if err != nil {
 		if tool == "iblinkinfo" {
@@ -155,6 +162,7 @@ func (env *Env) runIBNetDiscover(args []string, stdout, stderr io.Writer) error 
 	if nd.diffTo != "" {
 		lf, err := loadCache(nd.diffTo)
 		if err != nil {
+			nd.cacheDebug(stdout, err)
 			return ibexit(stdout, tool, o.debug, "main", "loading cached fabric for diff failed\n")
 		}
 		old = lf.f
@@ -164,6 +172,7 @@ func (env *Env) runIBNetDiscover(args []string, stdout, stderr io.Writer) error 
 	if nd.loadCache != "" {
 		lf, err := loadCache(nd.loadCache)
 		if err != nil {
+			nd.cacheDebug(stdout, err)
 			return ibexit(stdout, tool, o.debug, "main", "loading cached fabric failed\n")
 		}
 		f, scan = lf.f, lf.scan
@@ -171,10 +180,10 @@ func (env *Env) runIBNetDiscover(args []string, stdout, stderr io.Writer) error 
 		if f, err = env.discover(tool, o, nd.outstanding, stdout, stderr); f == nil {
 			return err
 		}
-		scan = replayScan(f)
+		scan, _ = replayWalk(f, nil, walk{show: nd.show, debug: o.common.debugN > 0})
 		fmt.Fprint(stderr, scan.errors)
 	}
-	if nd.show && nd.loadCache == "" {
+	if nd.loadCache == "" {
 		if _, err := io.WriteString(stdout, scan.progress); err != nil {
 			return err
 		}
@@ -211,6 +220,13 @@ func (env *Env) runIBNetDiscover(args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	return nil
+}
+
+// cacheDebug prints, under -d, libibnetdisc's line on a cache it refused.
+func (nd *netdiscover) cacheDebug(stdout io.Writer, err error) {
+	if nd.o.common.debugN > 0 {
+		fmt.Fprint(stdout, cacheDebugLine(err))
+	}
 }
 
 // parseDiffCheck reads --diffcheck's comma-separated keys (any case) into
@@ -460,6 +476,14 @@ func (nd *netdiscover) topology(f *netdisc.Fabric, scan scanReplay, now time.Tim
 			if chassis[n] != 0 {
 				continue
 			}
+			switch typ {
+			case netdisc.TypeSwitch:
+				nd.debugf("switch_iter_func", "SWITCH: node %s\n", fakeNodePtr(n))
+			case netdisc.TypeCA:
+				nd.debugf("ca_iter_func", "CA: node %s\n", fakeNodePtr(n))
+			default:
+				nd.debugf("router_iter_func", "RT: node %s\n", fakeNodePtr(n))
+			}
 			if typ == netdisc.TypeSwitch {
 				nd.outSwitch(n, chassis)
 			} else {
@@ -580,9 +604,19 @@ func (nd *netdiscover) outSwitchDetail(n *netdisc.Node, prefix string) {
 	fmt.Fprintf(nd.w, "%sSwitch\t%d %s\t\t# \"%s\" %s port 0 lid %d lmc %d", prefix, n.NumPorts, nodeName(n), nd.names.remap(n), kind, n.SMALID, n.SMALMC)
 }
 
+// debugf is ibnetdiscover's DEBUG (libibmad's IBDEBUG, with -d): on
+// standard output, with the pid and the function, and the blank line its
+// format's own newline makes.
+func (nd *netdiscover) debugf(fn, format string, args ...any) {
+	if nd.o != nil && nd.o.common.debugN > 0 {
+		fmt.Fprintf(nd.w, "ibdebug: [%d] %s: %s\n", os.Getpid(), fn, fmt.Sprintf(format, args...))
+	}
+}
+
 func (nd *netdiscover) outSwitchPort(p *netdisc.Port, prefix string) {
 	w := nd.w
 	n, r := p.Node, p.Remote
+	nd.debugf("out_switch_port", "port %s:%d remoteport %s\n", fakePortPtr(n, p.Num), p.Num, fakePortPtr(r.Node, r.Num))
 	fmt.Fprintf(w, "%s[%d]\t%s[%d]", prefix, p.Num, nodeName(r.Node), r.Num)
 	if r.Node.Type != netdisc.TypeSwitch {
 		fmt.Fprintf(w, "(%x) ", r.GUID)
@@ -710,6 +744,7 @@ func (nd *netdiscover) diffPort(p *netdisc.Port, prefix string) {
 // diffIter is diff_iter_func over a's nodes of type typ.
 func (nd *netdiscover) diffIter(a, b *netdisc.Fabric, typ uint8, flags int, p1, p2 string) {
 	for _, n1 := range byType(a, typ) {
+		nd.debugf("diff_iter_func", "DEBUG: fabric1_node %s\n", fakeNodePtr(n1))
 		n2 := findNode(b, n1.GUID)
 		if n2 == nil {
 			nd.diffHead(n1, p1, p1)

@@ -9,7 +9,10 @@ package diags
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
+	"strings"
+	"syscall"
 
 	"github.com/purerdma/rdma/umad/netdisc"
 )
@@ -133,8 +136,37 @@ func marshalCache(f *netdisc.Fabric, maxHops int, ports []*netdisc.Port) []byte 
 	return b
 }
 
-// errBadCache is a cache file ibnd_load_fabric refuses.
+// errBadCache is a cache file ibnd_load_fabric refuses without a word.
 var errBadCache = errors.New("invalid fabric cache file")
+
+// cacheError is a cache file ibnd_load_fabric refuses, with the line its
+// IBND_DEBUG prints (under -d) and where (ibnetdisc_cache.c's line).
+type cacheError struct {
+	line int
+	msg  string
+}
+
+func (e cacheError) Error() string { return strings.TrimSuffix(e.msg, "\n") }
+
+// debugLine is the IBND_DEBUG line of err, "" for none.
+func cacheDebugLine(err error) string {
+	var ce cacheError
+	if errors.As(err, &ce) {
+		return fmt.Sprintf("./libibnetdisc/ibnetdisc_cache.c:%d; %s", ce.line, ce.msg)
+	}
+	return ""
+}
+
+var (
+	errCacheShort    = cacheError{166, "read: read short\n"}
+	errCacheMagic    = cacheError{233, "invalid fabric cache file\n"}
+	errCacheVersion  = cacheError{240, "invalid fabric cache version\n"}
+	errCachePort     = cacheError{499, "Cache invalid: cannot find port\n"}
+	errCacheDupPort  = cacheError{504, "Cache invalid: duplicate port discovered\n"}
+	errCacheNode     = cacheError{594, "Cache invalid: cannot find node\n"}
+	errCacheRemote   = cacheError{604, "Cache invalid: cannot find remote port\n"}
+	errCacheFromNode = cacheError{672, "Cache invalid: cannot find from node\n"}
+)
 
 // loadedFabric is a fabric read from a cache, with its header's longest
 // route, and its ports in the order libibnetdisc adds them to its table.
@@ -149,7 +181,12 @@ type loadedFabric struct {
 func loadCache(file string) (*loadedFabric, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, err
+		msg := err.Error()
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			msg = cStrerror(errno)
+		}
+		return nil, cacheError{636, "open: " + msg + "\n"}
 	}
 	return parseCache(data)
 }
@@ -169,8 +206,13 @@ func parseCache(data []byte) (*loadedFabric, error) {
 		return b
 	}
 	h := take(ndCacheHeader)
-	if h == nil || le.Uint32(h) != ndCacheMagic || le.Uint32(h[4:]) != ndCacheVersion {
-		return nil, errBadCache
+	switch {
+	case h == nil:
+		return nil, errCacheShort
+	case le.Uint32(h) != ndCacheMagic:
+		return nil, errCacheMagic
+	case le.Uint32(h[4:]) != ndCacheVersion:
+		return nil, errCacheVersion
 	}
 	nodeCount, portCount := le.Uint32(h[8:]), le.Uint32(h[12:])
 	from := le.Uint64(h[16:])
@@ -187,7 +229,7 @@ func parseCache(data []byte) (*loadedFabric, error) {
 	for i := uint32(0); i < nodeCount; i++ {
 		b := take(ndCacheNode)
 		if b == nil {
-			return nil, errBadCache
+			return nil, errCacheShort
 		}
 		n := &netdisc.Node{SMALID: le.Uint16(b), SMALMC: b[2], EnhancedPort0: b[3] != 0}
 		copy(n.SwitchInfo[:], b[4:68])
@@ -199,7 +241,7 @@ func parseCache(data []byte) (*loadedFabric, error) {
 		cnt := int(b[206])
 		kb := take(cnt * ndCacheKey)
 		if kb == nil {
-			return nil, errBadCache
+			return nil, errCacheShort
 		}
 		rec := nodeRec{n: n}
 		for k := 0; k < cnt; k++ {
@@ -218,7 +260,7 @@ func parseCache(data []byte) (*loadedFabric, error) {
 	for i := uint32(0); i < portCount; i++ {
 		b := take(ndCachePort)
 		if b == nil {
-			return nil, errBadCache
+			return nil, errCacheShort
 		}
 		p := &netdisc.Port{GUID: le.Uint64(b), Num: int(b[8]), BaseLID: le.Uint16(b[10:]), LMC: b[12], HasInfo: true}
 		copy(p.Info[:], b[13:77])
@@ -244,14 +286,19 @@ func parseCache(data []byte) (*loadedFabric, error) {
 		return nil
 	}
 	if lf.f.From = findNode(from); lf.f.From == nil {
-		return nil, errBadCache
+		return nil, errCacheFromNode
 	}
 	for i := len(nodes) - 1; i >= 0; i-- {
 		rec := nodes[i]
 		for _, k := range rec.keys {
 			pr := findPort(k)
-			if pr == nil || pr.stored || pr.p.Num > rec.n.NumPorts {
-				return nil, errBadCache
+			switch {
+			case pr == nil:
+				return nil, errCachePort
+			case pr.stored:
+				return nil, errCacheDupPort
+			case pr.p.Num > rec.n.NumPorts:
+				return nil, errBadCache // C writes past its ports array
 			}
 			pr.stored = true
 			rec.n.Ports[pr.p.Num] = pr.p
@@ -262,13 +309,13 @@ func parseCache(data []byte) (*loadedFabric, error) {
 	for _, pr := range ports {
 		n := findNode(pr.node)
 		if n == nil {
-			return nil, errBadCache
+			return nil, errCacheNode
 		}
 		pr.p.Node = n
 		if pr.hasRemote {
 			r := findPort(pr.remote)
 			if r == nil {
-				return nil, errBadCache
+				return nil, errCacheRemote
 			}
 			pr.p.Remote = r.p
 		}
