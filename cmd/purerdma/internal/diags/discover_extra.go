@@ -175,7 +175,7 @@ func replayScan(f *netdisc.Fabric) scanReplay {
 // command line; show: the -s lines (show_progress); debug: libibnetdisc's
 // IBND_DEBUG trace (ibdebug, -d), with stand-ins for C's heap addresses.
 type walk struct {
-	maxHops                      int
+	maxHops                     int
 	build, partial, show, debug bool
 }
 
