@@ -177,6 +177,8 @@ func TestFabricDiscoverOptions(t *testing.T) {
 				{"--diff", file("none")}, {"--load-cache", nameMap}, {"--filterdownports", nameMap}, {"--diffcheck", "bogus"},
 				{"-D", "0,1", "--load-cache", cCache}, {"-S", "0x123456"}, {"-S", "zz"}, {"-D", "0,9"}, {"-D", "1,1"},
 				{"--cas-only", "--switches-only"}, {"-n", "1", "-l"}, {"-D", "0,1", "--cas-only"}, {"-D", "0,1", "-l", "-p"},
+				{"-e", "-D", "0,9"}, {"-e", "-S", "0x123456"}, {"-v", "-D", "0,1,9"}, {"-a", "-D", "0,9"}, {"-D", ""}, {"-S", ""},
+				{"-D", "0,1", "-S", caPorts[0]}, {"-a", "-S", "0x123456"}, {"-n", "x"}, {"-o", "x"},
 			} {
 				if once {
 					same("iblinkinfo", args...)

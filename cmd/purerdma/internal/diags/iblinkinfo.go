@@ -122,7 +122,23 @@ func (env *Env) runIBLinkInfo(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		n, entry := followDRPath(f, path)
+		if !ok {
+			// str2drpath left the route with no hops at all (count
+			// -1): the NodeInfo query cannot go out.
+			n = nil
+		}
 		if n == nil && !li.all {
+			if o.errs {
+				// libibmad's RPC, with -e: its tries, each timing out.
+				ms := 1000
+				if o.timeoutSet {
+					ms = int(o.timeout.Milliseconds())
+				}
+				for try := 1; try < madDefTries; try++ {
+					fmt.Fprintf(stderr, "ibwarn: [%d] _do_madrpc: retry %d (timeout %d ms)\n", os.Getpid(), try, ms)
+				}
+				fmt.Fprintf(stderr, "ibwarn: [%d] _do_madrpc: timeout after %d retries, %d ms\n", os.Getpid(), madDefTries, ms*madDefTries)
+			}
 			fmt.Fprintf(stderr, "ibwarn: [%d] mad_rpc: _do_madrpc failed; dport (DR path slid 65535; dlid 65535; %s)\n", os.Getpid(), drPathDigits(p0, path))
 			fmt.Fprint(stderr, "Failed to get local Node Info\n")
 			return cli.ExitError{Code: 1}
@@ -147,6 +163,11 @@ func (env *Env) runIBLinkInfo(args []string, stdout, stderr io.Writer) error {
 				// first reached it by.
 				startNode, startEntry, startPath, resolved = p.Node, p.Num, p.Node.Path, true
 			} else {
+				if o.errs {
+					// The SA (at the local port's MasterSMLID)
+					// has no PathRecord to that GUID.
+					fmt.Fprintf(stderr, "ibwarn: [%d] mad_rpc_rmpp: MAD completed with error status 0x300; dport (Lid %d)\n", os.Getpid(), masterSMLID(f))
+				}
 				fmt.Fprintf(stderr, "ibwarn: [%d] ib_path_query_via: sa call path_query failed\n", os.Getpid())
 			}
 		}
@@ -243,6 +264,19 @@ func (env *Env) runIBLinkInfo(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = io.WriteString(stdout, b.String())
 	return err
+}
+
+// masterSMLID is the local port's MasterSMLID.
+func masterSMLID(f *netdisc.Fabric) int {
+	n := f.From
+	num := f.FromPort
+	if n.Type == netdisc.TypeSwitch {
+		num = 0
+	}
+	if num >= len(n.Ports) || n.Ports[num] == nil {
+		return 0
+	}
+	return int(binary.BigEndian.Uint16(n.Ports[num].Info[18:20]))
 }
 
 // lidCAFabric is what libibnetdisc finds from a CA's port reached by
