@@ -148,6 +148,12 @@ func TestFabricDiscoverOptions(t *testing.T) {
 			if prevCache != "" {
 				debug("-d", "--diff", prevCache)
 			}
+			if once {
+				// A cache that cannot be written: the output, then
+				// IBEXIT (and libibnetdisc's line under -d).
+				same("ibnetdiscover", "-l", "--cache", filepath.Join(dir, "no", "such", "file"))
+				debug("-d", "-l", "--cache", filepath.Join(dir, "no", "such", "file"))
+			}
 			diffs := [][]string{{"--diff", cCache}, {"--diff", cCache, "--diffcheck", "lid,nodedesc"}}
 			if prevCache != "" {
 				diffs = append(diffs, []string{"--diff", prevCache}, []string{"--diff", prevCache, "--diffcheck", "sw,port"},

@@ -215,7 +215,7 @@ func (env *Env) runIBNetDiscover(args []string, stdout, stderr io.Writer) error 
 	}
 	if nd.cache != "" {
 		if err := writeCache(nd.cache, f, scan.maxHops, cachePorts(scan.ports)); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", tool, err)
+			nd.cacheDebug(stdout, err)
 			return ibexit(stdout, tool, o.debug, "main", "caching ibnetdiscover data failed\n")
 		}
 	}

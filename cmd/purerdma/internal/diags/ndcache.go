@@ -55,12 +55,12 @@ func writeCache(file string, f *netdisc.Fabric, maxHops int, ports []*netdisc.Po
 	b := marshalCache(f, maxHops, ports)
 	if _, err := os.Stat(file); err == nil {
 		if err := os.Remove(file); err != nil {
-			return err
+			return cacheError{904, fmt.Sprintf("error removing '%s': %s\n", file, errnoText(err))}
 		}
 	}
 	fd, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return cacheError{918, "open: " + errnoText(err) + "\n"}
 	}
 	if _, err := fd.Write(b); err != nil {
 		fd.Close()
@@ -148,7 +148,16 @@ type cacheError struct {
 
 func (e cacheError) Error() string { return strings.TrimSuffix(e.msg, "\n") }
 
-// debugLine is the IBND_DEBUG line of err, "" for none.
+// errnoText is strerror(3) of err's errno (err's text without one).
+func errnoText(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return cStrerror(errno)
+	}
+	return err.Error()
+}
+
+// cacheDebugLine is the IBND_DEBUG line of err, "" for none.
 func cacheDebugLine(err error) string {
 	var ce cacheError
 	if errors.As(err, &ce) {
@@ -181,12 +190,7 @@ type loadedFabric struct {
 func loadCache(file string) (*loadedFabric, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		msg := err.Error()
-		var errno syscall.Errno
-		if errors.As(err, &errno) {
-			msg = cStrerror(errno)
-		}
-		return nil, cacheError{636, "open: " + msg + "\n"}
+		return nil, cacheError{636, "open: " + errnoText(err) + "\n"}
 	}
 	return parseCache(data)
 }
