@@ -168,8 +168,11 @@ func TestFabricDiscoverOptions(t *testing.T) {
 			for _, args := range [][]string{
 				{}, {"-l"}, {"-p"}, {"-d"}, {"-l", "-p"}, {"-l", "-d"}, {"-p", "-d"}, {"--switches-only"}, {"--cas-only"},
 				{"--switches-only", "-l"}, {"-n", "1"}, {"-n", "2"},
-				{"-D", "0"}, {"-D", "0,1"}, {"-D", "0,1,1"}, {"-D", "0,1,2"}, {"-D", "0,1,3"}, {"-D", "0,1,2,2"},
-				{"-a", "-D", "0,1"}, {"-a", "-D", "0,1,2"}, {"-a", "-D", "0,1", "-n", "2"}, {"-a", "-D", "0"}, {"-a", "-D", "0", "-n", "3"},
+				// Routes that lead nowhere wait for libibmad's or
+				// libibnetdisc's timeouts: -t keeps them short.
+				{"-D", "0"}, {"-D", "0,1"}, {"-D", "0,1,1", "-t", "100"}, {"-D", "0,1,2", "-t", "100"}, {"-D", "0,1,3", "-t", "100"},
+				{"-D", "0,1,2,2", "-t", "100"}, {"-a", "-D", "0,1"}, {"-a", "-D", "0,1,2", "-t", "100"}, {"-a", "-D", "0,1", "-n", "2"},
+				{"-a", "-D", "0"}, {"-a", "-D", "0", "-n", "3"},
 				{"-S", caPorts[1]}, {"-G", caPorts[0]}, {"-G", caPorts[len(caPorts)-1], "-l"}, {"-a", "-G", caPorts[1]},
 				{"-G", caPorts[1], "--switches-only"},
 				{"--node-name-map", nameMap}, {"--node-name-map", nameMap, "-l"}, {"--node-name-map", badMap},
@@ -183,7 +186,8 @@ func TestFabricDiscoverOptions(t *testing.T) {
 				{"--diff", file("none")}, {"--load-cache", nameMap}, {"--filterdownports", nameMap}, {"--diffcheck", "bogus"},
 				{"-D", "0,1", "--load-cache", cCache}, {"-S", "0x123456"}, {"-S", "zz"}, {"-D", "0,9"}, {"-D", "1,1"},
 				{"--cas-only", "--switches-only"}, {"-n", "1", "-l"}, {"-D", "0,1", "--cas-only"}, {"-D", "0,1", "-l", "-p"},
-				{"-e", "-D", "0,9"}, {"-e", "-S", "0x123456"}, {"-v", "-D", "0,1,9"}, {"-a", "-D", "0,9"}, {"-D", ""}, {"-S", ""},
+				{"-e", "-D", "0,9", "-t", "100"}, {"-e", "-S", "0x123456"}, {"-v", "-D", "0,1,9", "-t", "50"},
+				{"-a", "-D", "0,9", "-t", "50"}, {"-D", "", "-t", "50"}, {"-S", ""},
 				{"-D", "0,1", "-S", caPorts[0]}, {"-a", "-S", "0x123456"}, {"-n", "x"}, {"-o", "x"},
 			} {
 				if once {
