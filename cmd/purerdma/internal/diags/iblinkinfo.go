@@ -2,8 +2,9 @@ package diags
 
 // iblinkinfo: every port of the fabric and its link, like
 // infiniband-diags' iblinkinfo (rdma-core 44, infiniband-diags/
-// iblinkinfo.c, its default output; get_max_msg in ibdiag_common.c), from
-// package umad/netdisc.
+// iblinkinfo.c, with all its options; get_max_msg in ibdiag_common.c),
+// from package umad/netdisc. Partial scans (-D, -S, -n) are libibnetdisc's
+// walk replayed over a full scan (replayWalk).
 
 import (
 	"encoding/binary"
@@ -13,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
-
 	"github.com/purerdma/rdma/umad/netdisc"
 )
 

@@ -1,9 +1,11 @@
 package diags
 
 // ibnetdiscover: the fabric's topology, like infiniband-diags'
-// ibnetdiscover (rdma-core 44, infiniband-diags/ibnetdiscover.c, its
-// default output), from package umad/netdisc. The output is the C
-// tool's byte for byte but for the "generated on" time.
+// ibnetdiscover (rdma-core 44, infiniband-diags/ibnetdiscover.c, with all
+// its options: lists, the ports report, grouping, the node name map, the
+// cache, --diff), from package umad/netdisc. The output is the C tool's
+// byte for byte but for the "generated on" time (and, under -d, C's heap
+// addresses).
 
 import (
 	"context"
