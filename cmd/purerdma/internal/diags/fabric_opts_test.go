@@ -186,7 +186,7 @@ func TestFabricDiscoverOptions(t *testing.T) {
 				{"--diff", file("none")}, {"--load-cache", nameMap}, {"--filterdownports", nameMap}, {"--diffcheck", "bogus"},
 				{"-D", "0,1", "--load-cache", cCache}, {"-S", "0x123456"}, {"-S", "zz"}, {"-D", "0,9"}, {"-D", "1,1"},
 				{"--cas-only", "--switches-only"}, {"-n", "1", "-l"}, {"-D", "0,1", "--cas-only"}, {"-D", "0,1", "-l", "-p"},
-				{"-e", "-D", "0,9", "-t", "100"}, {"-e", "-S", "0x123456"}, {"-v", "-D", "0,1,9", "-t", "50"},
+				{"-n", "-1"}, {"-e", "-D", "0,9", "-t", "100"}, {"-e", "-S", "0x123456"}, {"-v", "-D", "0,1,9", "-t", "50"},
 				{"-a", "-D", "0,9", "-t", "50"}, {"-D", "", "-t", "50"}, {"-S", ""},
 				{"-D", "0,1", "-S", caPorts[0]}, {"-a", "-S", "0x123456"}, {"-n", "x"}, {"-o", "x"},
 			} {
@@ -223,7 +223,7 @@ func TestFabricDiscoverOptions(t *testing.T) {
 					}
 					same(tool, args...)
 				}
-				for _, args := range [][]string{{"-C", "foo"}, {"-P", "3"}} {
+				for _, args := range [][]string{{"-C", "foo"}, {"-P", "3"}, {"-P", "-1"}, {"-C", "ibsim0", "-P", "2"}} {
 					c, g := both(tool, args...)
 					// Our stderr adds an explanation after C's lines.
 					if strings.HasPrefix(fabricPidRE.ReplaceAllString(g.stderr, "[pid]"), fabricPidRE.ReplaceAllString(c.stderr, "[pid]")) {

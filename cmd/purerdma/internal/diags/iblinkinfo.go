@@ -57,7 +57,7 @@ func (env *Env) runIBLinkInfo(args []string, stdout, stderr io.Writer) error {
 		}},
 		{"all", 'a', false, "", "print all nodes found in a partial fabric scan", flag(&li.all)},
 		{"hops", 'n', true, "<hops>", "Number of hops to include away from specified node", func(v string) error {
-			li.hops = int(int32(cStrtoull(v)))
+			li.hops = int(uint32(cStrtoull(v))) // ibnd_config's max_hops is unsigned
 			return nil
 		}},
 		{"down", 'd', false, "", "print only down links", flag(&li.down)},
@@ -80,7 +80,7 @@ func (env *Env) runIBLinkInfo(args []string, stdout, stderr io.Writer) error {
 	li.o = o
 	discoverDefaults(o)
 	// mad_rpc_open_port comes first, whatever the options.
-	p, err := env.openPort(env.host(), o.ca, o.port)
+	p, err := env.openPort(env.host(), o.ca, max(o.port, 0))
 	if err != nil {
 		return openFailed(stdout, stderr, tool, o, err)
 	}

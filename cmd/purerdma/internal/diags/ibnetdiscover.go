@@ -63,7 +63,8 @@ func outstandingOpt(n *int) diagOpt {
 // standard error and exit status 1; our explanation follows on standard
 // error. A nil fabric means the tool is done and returns err.
 func (env *Env) discover(tool string, o *fabricOpts, outstanding int, stdout, stderr io.Writer) (*netdisc.Fabric, error) {
-	p, err := env.openPort(env.host(), o.ca, o.port)
+	// libibumad takes a port number below 1 for "the first active".
+	p, err := env.openPort(env.host(), o.ca, max(o.port, 0))
 	if err != nil {
 		return nil, openFailed(stdout, stderr, tool, o, err)
 	}
