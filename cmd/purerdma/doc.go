@@ -47,7 +47,9 @@
 // refuses. That is devinfo, counters, flowcount, asyncwatch,
 // rc_pingpong, rping, ucmatose, udaddy, ibstat, perfquery, smpquery,
 // sminfo, saquery, ibnetdiscover, iblinkinfo, ibaddr, ibping, ibqueryerrors and
-// umad. The others keep the grammar of what they imitate: ibstatus is a
+// umad (ibnetdiscover and iblinkinfo read infiniband-diags' common
+// options from one table, ibdiag_common.c's, less those each tool
+// excludes, and print C's usage and -V line). The others keep the grammar of what they imitate: ibstatus is a
 // shell script's positional words, ibv_devices ignores its arguments (but
 // --json and -h), link, resource and statistic take iproute2 rdma's
 // keywords after -j, version takes none and exporter hands its own to

@@ -16,10 +16,6 @@ import (
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 )
 
-// nodeNameMapPath is Debian's IBDIAG_NODENAME_MAP_PATH, read when no map
-// is named and it exists.
-const nodeNameMapPath = "/etc/rdma/ib-node-name-map"
-
 // nodeNameMap is a parsed node name map; nil is none.
 type nodeNameMap struct{ names map[uint64]string }
 
@@ -233,10 +229,6 @@ func strncmp64(name string, desc []byte) bool {
 	}
 	return cString(d) == name
 }
-
-// ibdiagConfigPath is Debian's IBDIAG_CONFIG_GENERAL, read before the
-// options (and again for -z FILE).
-const ibdiagConfigPath = "/etc/infiniband-diags/ibdiag.conf"
 
 // readIBDiagConfig is ibdiag_common.c's read_ibdiag_config for what
 // saquery uses: CA, Port, timeout and sa_key lines ("name=value"; '#'
