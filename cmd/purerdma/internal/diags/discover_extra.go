@@ -1,16 +1,12 @@
 package diags
 
-// What ibnetdiscover and iblinkinfo share beyond the scan: the node name
-// map (rdma-core's util/node_name_map.c), the replay of libibnetdisc's
-// walk that -s, -m and the cache need, and the tools' option refusals.
+// What ibnetdiscover and iblinkinfo share beyond the scan: the replay of
+// libibnetdisc's walk that -s, -m and the cache need, and the tools'
+// option refusals (the node name map is nodenamemap.go's).
 
 import (
-	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"syscall"
 
@@ -25,37 +21,6 @@ func (e diagRefusedError) Error() string { return string(e) }
 
 func diagRefused(line string) error { return diagRefusedError(line) }
 
-// nameMap is a node name map: node GUID → name (nil: none).
-type nameMap map[uint64]string
-
-// openNameMap is open_node_name_map: file, else the default map where it
-// exists. A file that does not open or parse is reported with C's
-// warnings and no map is used.
-func openNameMap(file string, stderr io.Writer) nameMap {
-	if file == "" {
-		if _, err := os.Stat(nodeNameMapPath); err != nil {
-			return nil
-		}
-		file = nodeNameMapPath
-	}
-	m, bad, err := parseNameMap(file)
-	switch {
-	case bad != "":
-		fmt.Fprintf(stderr, "WARNING failed to parse node name map \"%s\"\n", file)
-		fmt.Fprintf(stderr, "WARNING failed line: \"%s\"\n", bad)
-		return nil
-	case err != nil:
-		msg := err.Error()
-		var errno syscall.Errno
-		if errors.As(err, &errno) {
-			msg = cStrerror(errno)
-		}
-		fmt.Fprintf(stderr, "WARNING failed to open node name map \"%s\" (%s)\n", file, msg)
-		return nil
-	}
-	return m
-}
-
 // cStrerror is strerror(3)'s text of errno (Go's are lower case).
 func cStrerror(e syscall.Errno) string {
 	s := e.Error()
@@ -63,85 +28,6 @@ func cStrerror(e syscall.Errno) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// parseNameMap reads a node name map as parse_node_map_wrap does, lines
-// read with fgets into 256 bytes: blank lines and '#' lines skipped, a
-// GUID (strtoull base 0) then blanks then the name (up to a '"' or '#',
-// past leading ones: "0x1234 "name" # comment" names 0x1234 name). The
-// first name of a GUID stands. bad is the line that does not parse.
-func parseNameMap(file string) (m nameMap, bad string, err error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, "", err
-	}
-	defer f.Close()
-	m, bad = readNameMap(f)
-	return m, bad, nil
-}
-
-// readNameMap is parseNameMap's reading of the map's text.
-func readNameMap(rd io.Reader) (m nameMap, bad string) {
-	m = nameMap{}
-	r := bufio.NewReader(rd)
-	for {
-		line, err := fgets(r, 256)
-		if line == "" && err != nil {
-			break
-		}
-		p := strings.TrimLeft(line, " \t\n\v\f\r")
-		if p == "" || p[0] == '#' {
-			continue
-		}
-		guid, rest, _ := cStrtoullEnd(p)
-		if rest == p || (rest != "" && !strings.ContainsRune(" \t\n\v\f\r#", rune(rest[0]))) {
-			if i := strings.IndexByte(line, '\n'); i >= 0 {
-				line = line[:i]
-			}
-			return nil, line
-		}
-		rest = strings.TrimLeft(rest, " \t\n\v\f\r")
-		if i := strings.IndexByte(rest, '\n'); i >= 0 {
-			rest = rest[:i]
-		}
-		name := strings.TrimLeft(rest, "\"#")
-		if i := strings.IndexAny(name, "\"#"); i >= 0 {
-			name = name[:i]
-		}
-		if name == "" {
-			continue
-		}
-		if _, ok := m[guid]; !ok {
-			m[guid] = name
-		}
-	}
-	return m, ""
-}
-
-// fgets reads a line as fgets(3) with a buffer of size bytes: up to and
-// with the newline, at most size-1 bytes.
-func fgets(r *bufio.Reader, size int) (string, error) {
-	var b []byte
-	for len(b) < size-1 {
-		c, err := r.ReadByte()
-		if err != nil {
-			return string(b), err
-		}
-		b = append(b, c)
-		if c == '\n' {
-			break
-		}
-	}
-	return string(b), nil
-}
-
-// remap is remap_node_name: the map's name of n, else its description
-// cleaned (clean_nodedesc).
-func (m nameMap) remap(n *netdisc.Node) string {
-	if name, ok := m[n.GUID]; ok {
-		return name
-	}
-	return cleanDesc(n.Desc)
 }
 
 // scanReplay is what libibnetdisc's walk reports beyond the fabric: what

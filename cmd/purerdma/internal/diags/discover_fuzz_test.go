@@ -58,18 +58,18 @@ func FuzzNDCache(f *testing.F) {
 	})
 }
 
-// FuzzNodeNameMap feeds node name maps to readNameMap: it never panics,
+// FuzzNodeNameMap feeds node name maps to readNodeNameMap: it never panics,
 // and a map it accepts names only GUIDs with non-empty names.
 func FuzzNodeNameMap(f *testing.F) {
 	f.Add("# map\n0x100000 \"ca one\" # c\n  0x200000\tsw\n0x200000 \"dup\"\n\n")
 	f.Add("zz \"bad\"\n")
 	f.Add("0x1\n0x2 \"\"\n" + strings.Repeat("x", 300) + "\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		m, bad := readNameMap(strings.NewReader(text))
+		m, bad := readNodeNameMap(strings.NewReader(text))
 		if bad != "" {
 			return
 		}
-		for g, name := range m {
+		for g, name := range m.names {
 			if name == "" {
 				t.Errorf("GUID %#x with an empty name", g)
 			}

@@ -35,7 +35,7 @@ type linkinfo struct {
 	all, down, line, additional   bool
 	onlyType                      uint8
 	hops, outstanding, diffFlags  int
-	names                         nameMap
+	names                         *nodeNameMap
 	filter                        *netdisc.Fabric
 	w                             *strings.Builder
 }
@@ -85,7 +85,7 @@ func (env *Env) runIBLinkInfo(args []string, stdout, stderr io.Writer) error {
 		return openFailed(stdout, stderr, tool, o, err)
 	}
 	p.Close()
-	li.names = openNameMap(li.nameMapFile, stderr)
+	li.names = openNodeNameMap(li.nameMapFile, li.nameMapFile != "", stderr)
 	if li.drSet && li.loadCache != "" {
 		fmt.Fprint(stderr, "Cannot specify cache and direct route path\n")
 		return cli.ExitError{Code: 1}
@@ -372,7 +372,7 @@ func (li *linkinfo) nodeHeader(n *netdisc.Node, done *bool, prefix string) {
 		if p0 := n.Ports[0]; p0 != nil {
 			guid = p0.GUID
 		}
-		fmt.Fprintf(li.w, "%sSwitch: 0x%016x %s:\n", prefix, guid, li.names.remap(n))
+		fmt.Fprintf(li.w, "%sSwitch: 0x%016x %s:\n", prefix, guid, li.names.remapNode(n))
 	} else {
 		typ := "CA"
 		if n.Type == netdisc.TypeRouter {
@@ -380,7 +380,7 @@ func (li *linkinfo) nodeHeader(n *netdisc.Node, done *bool, prefix string) {
 		} else if n.Type != netdisc.TypeCA {
 			typ = "??"
 		}
-		fmt.Fprintf(li.w, "%s%s: %s:\n", prefix, typ, li.names.remap(n))
+		fmt.Fprintf(li.w, "%s%s: %s:\n", prefix, typ, li.names.remapNode(n))
 	}
 	if done != nil {
 		*done = true
@@ -451,14 +451,14 @@ func (li *linkinfo) printPort(n *netdisc.Node, p *netdisc.Port, prefix string) {
 		if li.line {
 			guid = fmt.Sprintf("0x%016x ", r.GUID)
 		}
-		remote = fmt.Sprintf("%s%6d %4d[%2s] \"%s\" (%s %s)\n", guid, lid, r.Num, "", li.names.remap(r.Node), wmsg, smsg)
+		remote = fmt.Sprintf("%s%6d %4d[%2s] \"%s\" (%s %s)\n", guid, lid, r.Num, "", li.names.remapNode(r.Node), wmsg, smsg)
 	} else if state == 1 {
 		remote = "           [  ] \"\" ( )\n"
 	} else {
 		remote = "    \"Port not available\"\n"
 	}
 	if li.line {
-		fmt.Fprintf(w, "%s0x%016x \"%30s\" ", prefix, p.GUID, li.names.remap(n))
+		fmt.Fprintf(w, "%s0x%016x \"%30s\" ", prefix, p.GUID, li.names.remapNode(n))
 	} else {
 		fmt.Fprintf(w, "%s      ", prefix)
 	}

@@ -115,7 +115,7 @@ type netdiscover struct {
 	nameMapFile, cache, loadCache, diffTo string
 	diffFlags                             int
 	outstanding                           int
-	names                                 nameMap
+	names                                 *nodeNameMap
 	w                                     *strings.Builder
 }
 
@@ -160,7 +160,7 @@ func (env *Env) runIBNetDiscover(args []string, stdout, stderr io.Writer) error 
 		defer file.Close()
 		out = file
 	}
-	nd.names = openNameMap(nd.nameMapFile, stderr)
+	nd.names = openNodeNameMap(nd.nameMapFile, nd.nameMapFile != "", stderr)
 	var old *netdisc.Fabric
 	if nd.diffTo != "" {
 		lf, err := loadCache(nd.diffTo)
@@ -274,7 +274,7 @@ func (nd *netdiscover) listNodes(f *netdisc.Fabric, typ uint8) {
 			kind = "Router"
 		}
 		fmt.Fprintf(nd.w, "%s\t : 0x%016x ports %d devid 0x%x vendid 0x%x \"%s\"\n", kind, n.GUID, n.NumPorts,
-			binary.BigEndian.Uint16(n.Info[30:32]), bits(n.Info[:], 296, 24), nd.names.remap(n))
+			binary.BigEndian.Uint16(n.Info[30:32]), bits(n.Info[:], 296, 24), nd.names.remapNode(n))
 	}
 }
 
@@ -292,9 +292,9 @@ func (nd *netdiscover) portsReport(n *netdisc.Node) {
 		fmt.Fprintf(nd.w, "%2s %5d %2d 0x%016x %s %s", typeAbbrev(n), lid, p.Num, p.GUID, compatWidth(portWidth(p)), portRate(p))
 		if r := p.Remote; r != nil {
 			fmt.Fprintf(nd.w, " - %2s %5d %2d 0x%016x ( '%s' - '%s' )\n", typeAbbrev(r.Node), remoteLID(r), r.Num, r.GUID,
-				nd.names.remap(n), nd.names.remap(r.Node))
+				nd.names.remapNode(n), nd.names.remapNode(r.Node))
 		} else {
-			fmt.Fprintf(nd.w, "%36s'%s'\n", "", nd.names.remap(n))
+			fmt.Fprintf(nd.w, "%36s'%s'\n", "", nd.names.remapNode(n))
 		}
 	}
 }
@@ -604,7 +604,7 @@ func (nd *netdiscover) outSwitchDetail(n *netdisc.Node, prefix string) {
 	if n.EnhancedPort0 {
 		kind = "enhanced"
 	}
-	fmt.Fprintf(nd.w, "%sSwitch\t%d %s\t\t# \"%s\" %s port 0 lid %d lmc %d", prefix, n.NumPorts, nodeName(n), nd.names.remap(n), kind, n.SMALID, n.SMALMC)
+	fmt.Fprintf(nd.w, "%sSwitch\t%d %s\t\t# \"%s\" %s port 0 lid %d lmc %d", prefix, n.NumPorts, nodeName(n), nd.names.remapNode(n), kind, n.SMALID, n.SMALMC)
 }
 
 // debugf is ibnetdiscover's DEBUG (libibmad's IBDEBUG, with -d): on
@@ -634,7 +634,7 @@ func (nd *netdiscover) outSwitchPort(p *netdisc.Port, prefix string) {
 		speed = 0
 		rate = compatWidth(width) + compatSpeed(0)
 	}
-	fmt.Fprintf(w, "\t\t# \"%s\" lid %d %s", nd.names.remap(r.Node), remoteLID(r), rate)
+	fmt.Fprintf(w, "\t\t# \"%s\" lid %d %s", nd.names.remapNode(r.Node), remoteLID(r), rate)
 	if nd.full {
 		fmt.Fprintf(w, " s=%d w=%d v=%d", speed, width, bits(p.Info[:], 296, 4))
 	}
@@ -682,7 +682,7 @@ func (nd *netdiscover) outCAPort(p *netdisc.Port, prefix string) {
 	if r.Node.Type != netdisc.TypeSwitch {
 		fmt.Fprintf(w, " (%x) ", r.GUID)
 	}
-	fmt.Fprintf(w, "\t\t# lid %d lmc %d \"%s\" lid %d %s", p.BaseLID, p.LMC, nd.names.remap(r.Node), remoteLID(r), linkRate(p.Info[:], p.Info[:]))
+	fmt.Fprintf(w, "\t\t# lid %d lmc %d \"%s\" lid %d %s", p.BaseLID, p.LMC, nd.names.remapNode(r.Node), remoteLID(r), linkRate(p.Info[:], p.Info[:]))
 	if nd.full {
 		fmt.Fprintf(w, " s=%d w=%d v=%d", bits(p.Info[:], 280, 4), bits(p.Info[:], 248, 8), bits(p.Info[:], 296, 4))
 	}
