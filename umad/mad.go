@@ -313,6 +313,12 @@ const (
 	PMAttrPortCountersExtended          AttrID = 0x001D
 	PMAttrPortSamplesResultExtended     AttrID = 0x001E
 	PMAttrPortExtendedSpeedsCounters    AttrID = 0x001F
+	PMAttrSwPortVLCongestion            AttrID = 0x0030
+	PMAttrPortRcvConCtrl                AttrID = 0x0031
+	PMAttrPortSLRcvFECN                 AttrID = 0x0032
+	PMAttrPortSLRcvBECN                 AttrID = 0x0033
+	PMAttrPortXmitConCtrl               AttrID = 0x0034
+	PMAttrPortVLXmitTimeCong            AttrID = 0x0035
 	PMAttrPortXmitDataSL                AttrID = 0x0036
 	PMAttrPortRcvDataSL                 AttrID = 0x0037
 )
@@ -584,12 +590,13 @@ func (d *MADDecoder) Decode(b []byte) (Message, error) {
 // DecodeAttribute decodes the data area of a MAD of class class carrying
 // attribute id into a new value: *NodeDescription, *NodeInfo, *PortInfo,
 // *SwitchInfo, *LinearForwardingTable or *MulticastForwardingTable for
-// the SMP classes; *ClassPortInfo, *PortCounters or
-// *PortCountersExtended for PerfMgmt; *ClassPortInfo for
-// AttrClassPortInfo of any other class, whose data area the caller
-// locates. It returns an error wrapping ErrUnknownAttribute for any other
-// pair, and the attribute decoder's error (ErrShortMAD) when data is too
-// short.
+// the SMP classes; *ClassPortInfo, *PortCounters, *PortCountersExtended,
+// *PortSamplesControl, *PortExtendedSpeedsCounters or *PerfCounterSet
+// (the attributes PerfCounterSetLayout knows) for PerfMgmt;
+// *ClassPortInfo for AttrClassPortInfo of any other class, whose data
+// area the caller locates. It returns an error wrapping
+// ErrUnknownAttribute for any other pair, and the attribute decoder's
+// error (ErrShortMAD) when data is too short.
 func DecodeAttribute(class MgmtClass, id AttrID, data []byte) (Attribute, error) {
 	var a Attribute
 	switch {
@@ -616,6 +623,14 @@ func DecodeAttribute(class MgmtClass, id AttrID, data []byte) (Attribute, error)
 			a = new(PortCounters)
 		case PMAttrPortCountersExtended:
 			a = new(PortCountersExtended)
+		case PMAttrPortSamplesControl:
+			a = new(PortSamplesControl)
+		case PMAttrPortExtendedSpeedsCounters:
+			a = new(PortExtendedSpeedsCounters)
+		default:
+			if _, _, ok := PerfCounterSetLayout(id); ok {
+				a = &PerfCounterSet{ID: id}
+			}
 		}
 	case id == AttrClassPortInfo:
 		a = new(ClassPortInfo)

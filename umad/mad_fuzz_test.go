@@ -12,6 +12,7 @@ package umad
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -416,4 +417,106 @@ func FuzzSA(f *testing.F) {
 			t.Fatalf("%d bytes from %d segments", len(m), segs)
 		}
 	})
+}
+
+// FuzzPerfAttributes decodes bytes as the PMA attributes perfquery
+// reads besides PortCounters and PortCountersExtended: each
+// PerfCounterSet (and attributes that are none), PortSamplesControl and
+// PortExtendedSpeedsCounters. A decoded attribute encodes back to the
+// bits it came from (reserved bits zero) and decodes again to itself;
+// nothing panics.
+func FuzzPerfAttributes(f *testing.F) {
+	f.Add(uint16(PMAttrPortXmitDataSL), madOnes(PerfDataSize))
+	f.Add(uint16(PMAttrPortVLXmitFlowCtlUpdateErrors), madOnes(8))
+	f.Add(uint16(PMAttrPortVLXmitTimeCong), make([]byte, 63))
+	f.Add(uint16(PMAttrPortCounters), madOnes(PerfDataSize))
+	f.Add(uint16(PMAttrPortSamplesControl), madOnes(PortSamplesControlSize))
+	f.Add(uint16(PMAttrPortExtendedSpeedsCounters), madOnes(PortExtendedSpeedsCountersSize))
+	f.Fuzz(func(t *testing.T, id uint16, b []byte) {
+		switch AttrID(id) {
+		case PMAttrPortSamplesControl:
+			perfFuzzRoundTrip[PortSamplesControl](t, b, PortSamplesControlSize)
+		case PMAttrPortExtendedSpeedsCounters:
+			perfFuzzRoundTrip[PortExtendedSpeedsCounters](t, b, PortExtendedSpeedsCountersSize)
+		default:
+			perfFuzzCounterSet(t, AttrID(id), b)
+		}
+	})
+}
+
+// perfFuzzRoundTrip checks one fixed-size attribute: short data fails
+// with ErrShortMAD; else decode, encode (a subset of b's bits, the
+// defined ones), decode again (the same value), Validate and
+// MarshalBinary agree.
+func perfFuzzRoundTrip[T any, P interface {
+	*T
+	Attribute
+}](t *testing.T, b []byte, size int) {
+	t.Helper()
+	var v T
+	err := P(&v).Decode(b)
+	if len(b) < size {
+		if !errors.Is(err, ErrShortMAD) {
+			t.Fatalf("%d bytes: %v", len(b), err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := P(&v).Append(nil)
+	if len(enc) != size {
+		t.Fatalf("Append: %d bytes, want %d", len(enc), size)
+	}
+	for i := range enc {
+		if enc[i]&^b[i] != 0 {
+			t.Fatalf("byte %d: % x from % x", i, enc[i], b[i])
+		}
+	}
+	var w T
+	if err := P(&w).UnmarshalBinary(enc); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(v, w); diff != "" {
+		t.Fatalf("(-first +second):\n%s", diff)
+	}
+	if m, err := P(&v).MarshalBinary(); err != nil || !bytes.Equal(m, enc) {
+		t.Fatalf("MarshalBinary: %v, equal to Append: %v", err, bytes.Equal(m, enc))
+	}
+}
+
+// perfFuzzCounterSet checks PerfCounterSet for attribute id.
+func perfFuzzCounterSet(t *testing.T, id AttrID, b []byte) {
+	p := PerfCounterSet{ID: id}
+	size := PerfCounterSetSize(p.ID)
+	err := p.Decode(b)
+	switch {
+	case size == 0:
+		if !errors.Is(err, ErrUnknownAttribute) || !errors.Is(p.Validate(), ErrUnknownAttribute) {
+			t.Fatalf("attribute %#x: %v", id, err)
+		}
+		return
+	case len(b) < size:
+		if !errors.Is(err, ErrShortMAD) {
+			t.Fatalf("%d bytes: %v", len(b), err)
+		}
+		return
+	case err != nil:
+		t.Fatal(err)
+	}
+	n, _, _ := PerfCounterSetLayout(p.ID)
+	if len(p.Counters) != n {
+		t.Fatalf("%d counters, want %d", len(p.Counters), n)
+	}
+	enc, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append([]byte{0}, b[1:size]...); !bytes.Equal(enc, want) {
+		t.Fatalf("decode → encode:\n got % x\nwant % x", enc, want)
+	}
+	q := PerfCounterSet{ID: p.ID}
+	if err := q.UnmarshalBinary(enc); err != nil || !slices.Equal(q.Counters, p.Counters) {
+		t.Fatalf("%v: %v, want %v", err, q.Counters, p.Counters)
+	}
 }

@@ -486,7 +486,7 @@ func TestMADErrors(t *testing.T) {
 		{"VendorMAD base version", vm.Decode(with(vendor, 0, 0)), ErrBaseVersion},
 		{"VendorMAD range 1", vm.Decode(with(vendor, 1, 0x09)), ErrWrongClass},
 		{"VendorMAD class 0x50", vm.Decode(with(vendor, 1, 0x50)), ErrWrongClass},
-		{"DecodeAttribute unknown", madDecodeAttrErr(ClassPerfMgmt, PMAttrPortSamplesControl, make([]byte, PerfDataSize)), ErrUnknownAttribute},
+		{"DecodeAttribute unknown", madDecodeAttrErr(ClassPerfMgmt, PMAttrPortSamplesResult, make([]byte, PerfDataSize)), ErrUnknownAttribute},
 		{"DecodeAttribute SMInfo", madDecodeAttrErr(ClassSubnMgmt, SMAttrSMInfo, make([]byte, SMPDataSize)), ErrUnknownAttribute},
 		{"DecodeAttribute SwitchInfo short", madDecodeAttrErr(ClassSubnMgmt, SMAttrSwitchInfo, make([]byte, SwitchInfoSize-1)), ErrShortMAD},
 

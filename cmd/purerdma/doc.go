@@ -48,8 +48,11 @@
 // refuses. That is devinfo, counters, flowcount, asyncwatch,
 // rc_pingpong, rping, ucmatose, udaddy, ibstat, perfquery, smpquery,
 // sminfo, saquery, ibnetdiscover, iblinkinfo, ibaddr, ibping,
-// ibqueryerrors, ibroute, ibtracert, ibportstate and
-// umad. The others keep the grammar of what they imitate: ibstatus is a
+// ibqueryerrors, ibroute, ibtracert, ibportstate and umad (ibnetdiscover,
+// iblinkinfo, ibroute, ibtracert and ibportstate read infiniband-diags'
+// common options from ibdiag_common.c's table, less those each tool
+// excludes, and print C's usage and -V line). The others keep the
+// grammar of what they imitate: ibstatus is a
 // shell script's positional words, ibv_devices ignores its arguments (but
 // --json and -h), link, resource and statistic take iproute2 rdma's
 // keywords after -j, version takes none and exporter hands its own to

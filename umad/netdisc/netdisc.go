@@ -110,6 +110,9 @@ type Options struct {
 	// while ibsim is stopped or busy, as libibnetdisc over libumad2sim
 	// waits for every answer.
 	Idle time.Duration
+	// MKey is the M_Key every SMP carries (libibnetdisc's
+	// ibnd_config.mkey, which it passes to smp_mkey_set; 0 by default).
+	MKey uint64
 }
 
 type reqKind uint8
@@ -265,6 +268,7 @@ func (s *scan) send(r *request) error {
 	}
 	binary.BigEndian.PutUint16(m[16:], uint16(attr))
 	binary.BigEndian.PutUint32(m[20:], mod)
+	binary.BigEndian.PutUint64(m[24:], s.o.MKey)
 	binary.BigEndian.PutUint16(m[32:], 0xffff)
 	binary.BigEndian.PutUint16(m[34:], 0xffff)
 	copy(m[129:], r.path)

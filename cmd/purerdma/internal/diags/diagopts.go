@@ -22,10 +22,10 @@ import (
 	"github.com/purerdma/rdma/umad"
 )
 
-// diagOpt is one of ibdiag_common's struct ibdiag_opt: a long name, a
+// routeOpt is one of ibdiag_common's struct ibdiag_opt: a long name, a
 // letter (0 for none), whether it takes an argument, the argument's name
 // in the usage and the description.
-type diagOpt struct {
+type routeOpt struct {
 	name    string
 	letter  byte
 	arg     bool
@@ -37,8 +37,8 @@ type diagOpt struct {
 // ibdiagConfig is IBDIAG_CONFIG_GENERAL, read before the options.
 const ibdiagConfig = "/etc/infiniband-diags/ibdiag.conf"
 
-// diagOpts are the common options' values.
-type diagOpts struct {
+// routeOpts are the common options' values.
+type routeOpts struct {
 	fabricOpts
 	destType byte   // 'L' (the default), 'D' or 'G'
 	smLID    int    // -s: the SM's LID, 0 when not given
@@ -53,18 +53,18 @@ type errExitNow struct{ err error }
 
 func (e errExitNow) Error() string { return e.err.Error() }
 
-// parseDiagOpts is ibdiag_process_opts: the configuration file, then the
+// parseRouteOpts is ibdiag_process_opts: the configuration file, then the
 // tool's options (custom) and the common ones but those whose letters
 // are in exclude, through getopt_long. A -h, a refused command line or an
 // unknown option prints the usage (status 2); an option that ends the
 // tool (an invalid -t or -s, -V) returns errExitNow.
-func parseDiagOpts(tool, exclude, usageArgs string, examples []string, args []string, stdout, stderr io.Writer, custom ...diagOpt) (*diagOpts, func() error, error) {
-	o := &diagOpts{fabricOpts: fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}, destType: 'L'}
+func parseRouteOpts(tool, exclude, usageArgs string, examples []string, args []string, stdout, stderr io.Writer, custom ...routeOpt) (*routeOpts, func() error, error) {
+	o := &routeOpts{fabricOpts: fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}, destType: 'L'}
 	o.readConfig(ibdiagConfig)
 	exit := func(format string, a ...any) error {
 		return errExitNow{ibexit(stdout, tool, o.debug, "process_opt", format, a...)}
 	}
-	common := []diagOpt{
+	common := []routeOpt{
 		{"config", 'z', true, "<config>", "use config file, default: " + ibdiagConfig, func(v string) error { o.readConfig(v); return nil }},
 		{"Ca", 'C', true, "<ca>", "Ca name to use", func(v string) error { o.ca = v; return nil }},
 		{"Port", 'P', true, "<port>", "Ca port number to use", func(v string) error { o.port = int(uint32(cli.CStrtol(v))); return nil }},
@@ -72,7 +72,7 @@ func parseDiagOpts(tool, exclude, usageArgs string, examples []string, args []st
 		{"Lid", 'L', false, "", "use LID address argument", func(string) error { o.destType = 'L'; o.dr = false; return nil }},
 		{"Guid", 'G', false, "", "use GUID address argument", func(string) error { o.destType = 'G'; o.dr = false; return nil }},
 		{"timeout", 't', true, "<ms>", "timeout in ms", func(v string) error {
-			u, end := cStrtoull(v) // strtol's digits, to the end
+			u, end := strtoullEnd(v) // strtol's digits, to the end
 			n := int64(u)
 			if end != len(v) || n <= 0 || n > 1<<31-1 {
 				return exit("Invalid timeout \"%s\".  Timeout requires a positive integer value < %d.", v, 1<<31-1)
@@ -90,7 +90,7 @@ func parseDiagOpts(tool, exclude, usageArgs string, examples []string, args []st
 		}},
 		{"show_keys", 'K', false, "", "display security keys in output", func(string) error { o.showKeys = true; return nil }},
 		{"m_key", 'y', true, "<key>", "M_Key to use in request", func(v string) error {
-			k, n := cStrtoull(v)
+			k, n := strtoullEnd(v)
 			if n != len(v) {
 				// C asks for the key on the terminal (getpass), and
 				// without one (as under the tests) fails after the
@@ -110,14 +110,14 @@ func parseDiagOpts(tool, exclude, usageArgs string, examples []string, args []st
 			return errExitNow{nil}
 		}},
 	}
-	table := append([]diagOpt(nil), custom...)
+	table := append([]routeOpt(nil), custom...)
 	for _, c := range common {
 		if strings.IndexByte(exclude, c.letter) < 0 {
 			table = append(table, c)
 		}
 	}
 	usage := func() error {
-		fmt.Fprint(stderr, diagUsage(tool, usageArgs, table, examples))
+		fmt.Fprint(stderr, routeUsage(tool, usageArgs, table, examples))
 		return cli.ExitError{Code: 2}
 	}
 	opts := make([]cli.Option, len(table))
@@ -142,8 +142,8 @@ func parseDiagOpts(tool, exclude, usageArgs string, examples []string, args []st
 	return o, usage, nil
 }
 
-// diagUsage is ibdiag_show_usage's text.
-func diagUsage(tool, usageArgs string, table []diagOpt, examples []string) string {
+// routeUsage is ibdiag_show_usage's text.
+func routeUsage(tool, usageArgs string, table []routeOpt, examples []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nUsage: %s [options] %s\n\n", tool, usageArgs)
 	if len(table) > 0 {
@@ -166,7 +166,7 @@ func diagUsage(tool, usageArgs string, table []diagOpt, examples []string) strin
 				line += strings.Repeat(" ", pad)
 			}
 			line += "  "
-			line += prettyPrint(len(line), 74, d.desc)
+			line += prettyPrintStr(len(line), 74, d.desc)
 		}
 		b.WriteString(line + "\n")
 	}
@@ -182,7 +182,7 @@ func diagUsage(tool, usageArgs string, table []diagOpt, examples []string) strin
 
 // readConfig is read_ibdiag_config: CA, Port, timeout and m_key from
 // file (names matched by prefix, as C does); a missing file is ignored.
-func (o *diagOpts) readConfig(file string) {
+func (o *routeOpts) readConfig(file string) {
 	f, err := os.Open(file)
 	if err != nil {
 		return
@@ -285,9 +285,9 @@ func atoi(s string) int {
 	return v
 }
 
-// cStrtoull is strtoull(s, &end, 0): the value and how many bytes of s
+// strtoullEnd is strtoull(s, &end, 0): the value and how many bytes of s
 // it read (0 when there are no digits); a minus sign negates modulo 2^64.
-func cStrtoull(s string) (uint64, int) {
+func strtoullEnd(s string) (uint64, int) {
 	i := 0
 	for i < len(s) && strings.IndexByte(" \t\n\v\f\r", s[i]) >= 0 {
 		i++
@@ -299,7 +299,7 @@ func cStrtoull(s string) (uint64, int) {
 	}
 	base := uint64(10)
 	switch {
-	case i+2 < len(s) && s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X') && hexVal(s[i+2]) >= 0:
+	case i+2 < len(s) && s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X') && routeHexVal(s[i+2]) >= 0:
 		base, i = 16, i+2
 	case i < len(s) && s[i] == '0':
 		base = 8
@@ -308,7 +308,7 @@ func cStrtoull(s string) (uint64, int) {
 	var v uint64
 	over := false
 	for ; i < len(s); i++ {
-		d := hexVal(s[i])
+		d := routeHexVal(s[i])
 		if d < 0 || uint64(d) >= base {
 			break
 		}
@@ -328,7 +328,7 @@ func cStrtoull(s string) (uint64, int) {
 	return v, i
 }
 
-func hexVal(c byte) int {
+func routeHexVal(c byte) int {
 	switch {
 	case c >= '0' && c <= '9':
 		return int(c - '0')
@@ -344,7 +344,7 @@ func hexVal(c byte) int {
 // libibmad's RPC.
 type diagClient struct {
 	*smpClient
-	o    *diagOpts
+	o    *routeOpts
 	log  *madLog
 	sa   umad.AgentID
 	saOK bool
@@ -352,7 +352,7 @@ type diagClient struct {
 
 // openDiag opens the local port and registers the SMP clients, as
 // mad_rpc_open_port does with the SMI, directed SMI and SA classes.
-func (env *Env) openDiag(o *diagOpts, log *madLog) (*diagClient, error) {
+func (env *Env) openDiag(o *routeOpts, log *madLog) (*diagClient, error) {
 	c, err := env.openSMP(o.ca, o.port, o.timeout, o.tries(), log)
 	if err != nil {
 		return nil, err
@@ -431,7 +431,7 @@ func (c *diagClient) resolve(s string) (portID, bool) {
 		}
 		return drPortID(s)
 	case 'G':
-		guid, _ := cStrtoull(s)
+		guid, _ := strtoullEnd(s)
 		if guid == 0 {
 			return portID{}, false
 		}
@@ -553,7 +553,7 @@ func (c *diagClient) resolveGUID(guid uint64) (portID, bool) {
 
 // ibdebug is the tools' DEBUG (IBDEBUG, with -d): "ibdebug: [pid] fn:
 // message" on standard output, w.
-func (o *diagOpts) ibdebug(w io.Writer, fn, format string, a ...any) {
+func (o *routeOpts) ibdebug(w io.Writer, fn, format string, a ...any) {
 	if o.debug {
 		fmt.Fprintf(w, "ibdebug: [%d] %s: %s\n", os.Getpid(), fn, fmt.Sprintf(format, a...))
 	}
@@ -561,7 +561,7 @@ func (o *diagOpts) ibdebug(w io.Writer, fn, format string, a ...any) {
 
 // ibverbose is the tools' VERBOSE (IBVERBOSE, with -v): "[pid] fn:
 // message" on standard output, w.
-func (o *diagOpts) ibverbose(w io.Writer, fn, format string, a ...any) {
+func (o *routeOpts) ibverbose(w io.Writer, fn, format string, a ...any) {
 	if o.verbose > 0 {
 		fmt.Fprintf(w, "[%d] %s: %s\n", os.Getpid(), fn, fmt.Sprintf(format, a...))
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
@@ -54,6 +55,10 @@ type fabricOpts struct {
 	// errs and debug are -e and -d: libibmad's warnings.
 	errs, debug bool
 	pos         []string
+	// common is what the rest of infiniband-diags' common options set
+	// (parseDiagOpts); prompted is -y's getpass prompt shown.
+	common   diagCommon
+	prompted bool
 }
 
 // madLog returns the log of libibmad's warnings the options ask for, on
@@ -81,16 +86,18 @@ func (o *fabricOpts) rpcOptions() []cli.Option {
 
 // parseFabricOpts reads the common options with cli.GetoptOperands
 // (getopt_long's rules, as ibdiag_process_opts reads them), with rpc the
-// options of libibmad's RPC (rpcOptions), then extra, the tool's own; the
-// operands land in pos. A command line getopt refuses
-// is reported on stderr already (a cli.GetoptError); fabricUsage reports
-// the others.
+// options of libibmad's RPC (rpcOptions), and extra, the tool's own; the
+// operands land in pos. As in ibdiag_process_opts, the tool's options
+// come first, and a common option whose letter the tool takes for its
+// own is left out (perfquery's -D is --xmtdisc, not --Direct;
+// excludedOpts). A command line getopt refuses is reported on stderr
+// already (a cli.GetoptError); fabricUsage reports the others.
 func parseFabricOpts(tool string, rpc bool, args []string, stderr io.Writer, extra ...cli.Option) (*fabricOpts, error) {
 	o := &fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}
 	if rpc {
 		extra = append(o.rpcOptions(), extra...)
 	}
-	opts := append([]cli.Option{
+	opts := []cli.Option{
 		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
 		{Short: 'D', Long: "Direct", Set: func(string) error { o.dr = true; return nil }},
 		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { o.ca = v; return nil }},
@@ -106,13 +113,47 @@ func parseFabricOpts(tool string, rpc bool, args []string, stderr io.Writer, ext
 			o.timeout, o.timeoutSet = time.Duration(ms)*time.Millisecond, true
 			return err
 		}},
-	}, extra...)
+	}
+	opts = append(append([]cli.Option(nil), extra...), shadowedOpts(opts, extra)...)
 	pos, err := cli.GetoptOperands(tool, args, opts, stderr)
 	if err != nil {
 		return nil, err
 	}
 	o.pos = pos
 	return o, nil
+}
+
+// shadowedOpts is common without the options whose short letter an
+// option of tool takes (ibdiag_process_opts' exclude string).
+func shadowedOpts(common, tool []cli.Option) []cli.Option {
+	var out []cli.Option
+	for _, c := range common {
+		taken := false
+		for _, t := range tool {
+			taken = taken || (c.Short != 0 && t.Short == c.Short)
+		}
+		if !taken {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// excludedOpts are the options for a tool's exclude string of
+// ibdiag_process_opts (perfquery's "DK", sminfo's "sK"): each letter
+// claims the common option of that letter (shadowedOpts leaves it out,
+// its long name too) and is refused as getopt refuses a letter it does
+// not know. A letter the tool takes for its own is left to the tool.
+func excludedOpts(tool, letters string, stderr io.Writer) []cli.Option {
+	var out []cli.Option
+	for i := 0; i < len(letters); i++ {
+		c := letters[i]
+		out = append(out, cli.Option{Short: c, Set: func(string) error {
+			fmt.Fprintf(stderr, "%s: invalid option -- '%c'\n", tool, c)
+			return cli.ErrGetopt
+		}})
+	}
+	return out
 }
 
 // fabricUsage reports a command line a fabric tool cannot use: err (unless
@@ -153,4 +194,338 @@ func openFailed(stdout, stderr io.Writer, tool string, o *fabricOpts, err error)
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", tool, err)
 	return ibexit(stdout, tool, o.debug, "main", "Failed to open '%s' port '%d'", ca, o.port)
+}
+
+// diagOpt is one option of an infiniband-diags tool's table (struct
+// ibdiag_opt in ibdiag_common.h): its long name, its letter (below ' ':
+// a long option only, as C numbers them), whether it takes an argument,
+// the argument's name and the description ibdiag_show_usage prints, and
+// what it does.
+type diagOpt struct {
+	name   string
+	letter byte
+	arg    bool
+	tmpl   string
+	desc   string
+	set    func(string) error
+}
+
+// The default places of ibdiag_common.c's config file and
+// node_name_map.c's node name map (IBDIAG_CONFIG_PATH,
+// IBDIAG_NODENAME_MAP_PATH as Debian builds them).
+const (
+	ibdiagConfigPath  = "/etc/infiniband-diags/ibdiag.conf"
+	nodeNameMapPath   = "/etc/rdma/ib-node-name-map"
+	ibdiagVersionLine = "BUILD VERSION: 44.0"
+)
+
+// Errors an option's set returns, which parseDiagOpts's caller turns into
+// C's exits (diagOptsFailed).
+var (
+	// errVersion is -V: the version line on standard error, status 0.
+	errVersion = errors.New("version")
+	// errDiagUsage is an option the tool's handler refused (C's
+	// process_opt returning -1): the usage, status 2.
+	errDiagUsage = errors.New("usage")
+)
+
+// ibexitError is an option C ends the tool on with IBEXIT (stdout,
+// status 255).
+type ibexitError struct{ fn, msg string }
+
+func (e ibexitError) Error() string { return e.msg }
+
+// Destination kinds of the common -D, -L and -G (ibd_dest_type).
+const (
+	destLID = iota
+	destDR
+	destGUID
+)
+
+// diagCommon is what the common options of infiniband-diags set
+// (ibdiag_common.c's globals).
+type diagCommon struct {
+	// dest is -D, -L or -G's destination kind; verbose counts -v; debug
+	// counts -d; showKeys is -K.
+	dest     int
+	verbose  int
+	debugN   int
+	showKeys bool
+	// smLID is -s (the SM's LID), 0 when not given.
+	smLID int
+	// mkey is -y (or the config file's m_key).
+	mkey uint64
+}
+
+// commonDiagOpts is ibdiag_common.c's common_opts bound to o, in its
+// order.
+func (o *fabricOpts) commonDiagOpts(tool string) []diagOpt {
+	c := &o.common
+	return []diagOpt{
+		{"config", 'z', true, "<config>", "use config file, default: " + ibdiagConfigPath, func(v string) error {
+			o.readConfig(v)
+			return nil
+		}},
+		{"Ca", 'C', true, "<ca>", "Ca name to use", func(v string) error { o.ca = v; return nil }},
+		{"Port", 'P', true, "<port>", "Ca port number to use", func(v string) error {
+			o.port = int(int32(cStrtoull(v)))
+			return nil
+		}},
+		{"Direct", 'D', false, "", "use Direct address argument", func(string) error { c.dest, o.dr = destDR, true; return nil }},
+		{"Lid", 'L', false, "", "use LID address argument", func(string) error { c.dest, o.dr = destLID, false; return nil }},
+		{"Guid", 'G', false, "", "use GUID address argument", func(string) error { c.dest, o.dr = destGUID, false; return nil }},
+		{"timeout", 't', true, "<ms>", "timeout in ms", func(v string) error {
+			n, ok := cStrtoullFull(v)
+			if !ok || n == 0 || n > 0x7fffffff {
+				return ibexitError{"process_opt", fmt.Sprintf("Invalid timeout \"%s\".  Timeout requires a positive integer value < %d.", v, 0x7fffffff)}
+			}
+			o.timeout, o.timeoutSet = time.Duration(n)*time.Millisecond, true
+			return nil
+		}},
+		{"sm_port", 's', true, "<lid>", "SM port lid", func(v string) error {
+			// resolve_portid_str with IB_DEST_LID: strtol, a unicast
+			// LID.
+			lid := cli.CStrtol(v)
+			if lid < 1 || lid > 0xbfff {
+				return ibexitError{"process_opt", "cannot resolve SM destination port " + v}
+			}
+			c.smLID = int(lid)
+			return nil
+		}},
+		{"show_keys", 'K', false, "", "display security keys in output", func(string) error { c.showKeys = true; return nil }},
+		{"m_key", 'y', true, "<key>", "M_Key to use in request", func(v string) error {
+			k, ok := cStrtoullFull(v)
+			if !ok {
+				// C asks with getpass(3) and reads a line; the tools
+				// run with no terminal here, and an empty answer is
+				// refused as well.
+				o.prompted = true
+				return ibexitError{"process_opt", "Bad M_Key"}
+			}
+			c.mkey = k
+			return nil
+		}},
+		{"errors", 'e', false, "", "show send and receive errors", func(string) error { o.errs = true; return nil }},
+		{"verbose", 'v', false, "", "increase verbosity level", func(string) error { c.verbose++; return nil }},
+		{"debug", 'd', false, "", "raise debug level", func(string) error { c.debugN++; o.debug = true; return nil }},
+		{"help", 'h', false, "", "help message", func(string) error { return errHelp }},
+		{"version", 'V', false, "", "show version", func(string) error { return errVersion }},
+	}
+}
+
+// parseDiagOpts reads a command line as ibdiag_process_opts does: the
+// tool's own options (custom) first, then the common ones but those whose
+// letters exclude names, with getopt_long's rules, after the default
+// config file. It returns the options, the usage ibdiag_show_usage prints
+// (usageArgs after "[options]"), and an error for diagOptsFailed.
+func parseDiagOpts(tool, exclude, usageArgs string, custom []diagOpt, args []string, stderr io.Writer) (*fabricOpts, string, error) {
+	o := &fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}
+	table := append([]diagOpt(nil), custom...)
+	for _, d := range o.commonDiagOpts(tool) {
+		if !strings.ContainsRune(exclude, rune(d.letter)) {
+			table = append(table, d)
+		}
+	}
+	usage := diagUsage(tool, usageArgs, table)
+	o.readConfig(ibdiagConfigPath)
+	var opts []cli.Option
+	for _, d := range table {
+		short := d.letter
+		if short < ' ' {
+			short = 0
+		}
+		opts = append(opts, cli.Option{Short: short, Long: d.name, Arg: d.arg, Set: d.set})
+	}
+	pos, err := cli.GetoptOperands(tool, args, opts, stderr)
+	if err != nil {
+		return o, usage, err
+	}
+	o.pos = pos
+	return o, usage, nil
+}
+
+// diagOptsFailed ends a tool whose command line parseDiagOpts refused,
+// as C does: the usage on standard error and status 2 (getopt's refusals,
+// -h, a handler's), the version line and status 0 (-V), or IBEXIT.
+func diagOptsFailed(stdout, stderr io.Writer, tool, usage string, o *fabricOpts, err error) error {
+	var ie ibexitError
+	var re diagRefusedError
+	switch {
+	case errors.As(err, &re):
+		fmt.Fprint(stderr, string(re))
+	case errors.Is(err, errVersion):
+		fmt.Fprintf(stderr, "%s %s\n", tool, ibdiagVersionLine)
+		return nil
+	case errors.As(err, &ie):
+		if o.prompted {
+			fmt.Fprint(stderr, "M_Key: ")
+		}
+		return ibexit(stdout, tool, o.debug, ie.fn, "%s", ie.msg)
+	}
+	fmt.Fprint(stderr, usage)
+	return cli.ExitError{Code: 2}
+}
+
+// diagUsage is ibdiag_show_usage's text.
+func diagUsage(tool, usageArgs string, table []diagOpt) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nUsage: %s [options] %s\n\n", tool, usageArgs)
+	if len(table) > 0 {
+		b.WriteString("Options:\n")
+	}
+	for _, d := range table {
+		line := "  --" + d.name
+		if d.letter > ' ' && d.letter < 0x7f {
+			line += ", -" + string(rune(d.letter))
+		}
+		if d.arg {
+			t := d.tmpl
+			if t == "" {
+				t = "<val>"
+			}
+			line += " " + t
+		}
+		b.WriteString(line)
+		n := len(line)
+		if d.desc != "" {
+			pad := max(24-n, 0)
+			b.WriteString(strings.Repeat(" ", pad) + "  ")
+			prettyPrint(&b, n+pad+2, 74, d.desc)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// prettyPrint is ibdiag_common.c's pretty_print: s folded at spaces to
+// fit width, continuation lines indented to start.
+func prettyPrint(b *strings.Builder, start, width int, s string) {
+	limit := width - start
+	for {
+		s = strings.TrimLeft(s, " \t\n\v\f\r")
+		p, e := 0, 0
+		found := true
+		for {
+			e = p + 1
+			if e > len(s) {
+				found = false
+				break
+			}
+			i := strings.IndexByte(s[e:], ' ')
+			if i < 0 {
+				found = false
+				break
+			}
+			p = e + i
+			if p >= limit {
+				break
+			}
+		}
+		if !found {
+			b.WriteString(s)
+			return
+		}
+		if e == 1 {
+			e = p
+		}
+		b.WriteString(s[:e] + "\n" + strings.Repeat(" ", start))
+		s = s[e:]
+	}
+}
+
+// readConfig is read_ibdiag_config: "name=value" lines of file (a missing
+// or unreadable one is silently ignored), names matched by their prefix
+// as C's strncmp does: CA, Port, timeout, m_key (MLX_EPI, sa_key and
+// nd_format do not concern the tools here).
+func (o *fabricOpts) readConfig(file string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, val, ok := strings.Cut(strings.TrimLeft(line, "="), "=")
+		if !ok || val == "" {
+			continue // C's strtok finds no value: it would crash, we skip
+		}
+		switch {
+		case strings.HasPrefix(name, "CA"):
+			o.ca = val
+		case strings.HasPrefix(name, "Port"):
+			o.port = int(int32(cStrtoull(val)))
+		case strings.HasPrefix(name, "timeout"):
+			if ms := int(int32(cStrtoull(val))); ms != 0 {
+				o.timeout, o.timeoutSet = time.Duration(ms)*time.Millisecond, true
+			}
+		case strings.HasPrefix(name, "m_key"):
+			o.common.mkey = cStrtoull(val)
+		}
+	}
+}
+
+// cStrtoull is strtoull(s, NULL, 0): the number at the start of s,
+// 0 when none, saturated on overflow, negated modulo 2⁶⁴ after a '-'.
+func cStrtoull(s string) uint64 {
+	v, _, _ := cStrtoullEnd(s)
+	return v
+}
+
+// cStrtoullFull is strtoull(s, &end, 0) with C's check that errno stayed
+// 0 and *end is the string's end.
+func cStrtoullFull(s string) (uint64, bool) {
+	v, rest, overflow := cStrtoullEnd(s)
+	return v, rest == "" && !overflow
+}
+
+func cStrtoullEnd(s string) (v uint64, rest string, overflow bool) {
+	orig := s
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	base := uint64(10)
+	switch {
+	case len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && hexVal(s[2]) < 16:
+		base, s = 16, s[2:]
+	case len(s) > 0 && s[0] == '0':
+		base = 8
+	}
+	digits := 0
+	for digits < len(s) {
+		d := hexVal(s[digits])
+		if d >= base {
+			break
+		}
+		if v > (^uint64(0)-d)/base {
+			overflow = true
+		}
+		v = v*base + d
+		digits++
+	}
+	if digits == 0 {
+		return 0, orig, false
+	}
+	if overflow {
+		v = ^uint64(0)
+	} else if neg {
+		v = -v
+	}
+	return v, s[digits:], overflow
+}
+
+func hexVal(c byte) uint64 {
+	switch {
+	case c >= '0' && c <= '9':
+		return uint64(c - '0')
+	case c >= 'a' && c <= 'f':
+		return uint64(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return uint64(c-'A') + 10
+	}
+	return 99
 }

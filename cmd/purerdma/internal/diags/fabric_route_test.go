@@ -27,12 +27,10 @@ import (
 // tools' -d lines carry them).
 
 // maskPids masks the process ids of the -d and -v lines on stdout and
-// of IBEXIT's line with -d ("[pid N] main: failed").
+// of IBEXIT's line with -d ("[pid N] main: failed", ibexitPidRE).
 func maskPids(s string) string {
 	return fabricPidRE.ReplaceAllString(ibexitPidRE.ReplaceAllString(s, "[pid]"), "[pid]")
 }
-
-var ibexitPidRE = regexp.MustCompile(`\[pid [0-9]+\]`)
 
 // fabricLIDs returns the LIDs of f's nodes as strings, by name.
 func fabricLIDs(t *testing.T, f *ibsimtest.Fabric, node string) map[string]string {

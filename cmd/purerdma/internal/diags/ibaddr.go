@@ -284,21 +284,3 @@ func str2drpath(s string) (smpDest, bool) {
 	}
 	return d, true
 }
-
-// cAtoi is atoi: an optional sign and decimal digits after blanks, 0
-// where none.
-func cAtoi(s string) int64 {
-	s = strings.TrimLeft(s, " \t\n\v\f\r")
-	neg := false
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		neg, s = s[0] == '-', s[1:]
-	}
-	var v int64
-	for i := 0; i < len(s) && s[i] >= '0' && s[i] <= '9' && v < 1<<40; i++ {
-		v = v*10 + int64(s[i]-'0')
-	}
-	if neg {
-		v = -v
-	}
-	return v
-}

@@ -94,7 +94,7 @@ func portInfoField(name string) ibField {
 }
 
 func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
-	o, usage, err := parseDiagOpts("ibportstate", "", ibportstateArgs, ibportstateExamples, args, stdout, stderr)
+	o, usage, err := parseRouteOpts("ibportstate", "", ibportstateArgs, ibportstateExamples, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
 			if i++; i >= len(o.pos) {
 				return exit("%s requires an additional parameter", psNames[j])
 			}
-			val, n := cStrtoull(o.pos[i])
+			val, n := strtoullEnd(o.pos[i])
 			bad := ""
 			switch j {
 			case psSpeed:
@@ -320,7 +320,7 @@ func (e psErr) Error() string { return e.msg }
 
 // cStrtolC is strtol(s, NULL, 0) as a long.
 func cStrtolC(s string) int64 {
-	v, _ := cStrtoull(s)
+	v, _ := strtoullEnd(s)
 	return int64(v)
 }
 
@@ -346,7 +346,7 @@ func psPortInfo(c *diagClient, d *portID, portnum int, isSwitch bool) ([]byte, b
 }
 
 // psShow is show_port_info.
-func psShow(w io.Writer, o *diagOpts, d *portID, data []byte, portnum int, espeed, isSwitch bool) {
+func psShow(w io.Writer, o *routeOpts, d *portID, data []byte, portnum int, espeed, isSwitch bool) {
 	var b strings.Builder
 	line := func(name string) {
 		f := portInfoField(name)
@@ -378,7 +378,7 @@ func psShow(w io.Writer, o *diagOpts, d *portID, data []byte, portnum int, espee
 
 // psPeer is the query of a switch port's peer: its PortInfo, and
 // libibmad's warnings where the link runs below what both ends enable.
-func psPeer(c *diagClient, o *diagOpts, out *strings.Builder, d portID, data []byte, portnum int, espeedCap bool) error {
+func psPeer(c *diagClient, o *routeOpts, out *strings.Builder, d portID, data []byte, portnum int, espeedCap bool) error {
 	lwe, lws, lwa := bits(data, 232, 8), bits(data, 240, 8), bits(data, 248, 8)
 	lss, lsa, lse := bits(data, 256, 4), bits(data, 280, 4), bits(data, 284, 4)
 	var lses, lsea, lsee uint64

@@ -35,7 +35,7 @@ var ibrouteExamples = []string{
 // dump_lid's memory of the last LMC range.
 type ibroute struct {
 	c                        *diagClient
-	o                        *diagOpts
+	o                        *routeOpts
 	all, brief               bool
 	names                    *nodeNameMap
 	out                      *strings.Builder
@@ -48,11 +48,11 @@ func (env *Env) runIBRoute(args []string, stdout, stderr io.Writer) error {
 	r := &ibroute{stderr: stderr, out: &strings.Builder{}}
 	var mcast, mapSet bool
 	var mapFile string
-	o, usage, err := parseDiagOpts("ibroute", "K", "[<dest dr_path|lid|guid> [<startlid> [<endlid>]]]", ibrouteExamples, args, stdout, stderr,
-		diagOpt{"all", 'a', false, "", "show all lids, even invalid entries", func(string) error { r.all = true; return nil }},
-		diagOpt{"no_dests", 'n', false, "", "do not try to resolve destinations", func(string) error { r.brief = true; return nil }},
-		diagOpt{"Multicast", 'M', false, "", "show multicast forwarding tables", func(string) error { mcast = true; return nil }},
-		diagOpt{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
+	o, usage, err := parseRouteOpts("ibroute", "K", "[<dest dr_path|lid|guid> [<startlid> [<endlid>]]]", ibrouteExamples, args, stdout, stderr,
+		routeOpt{"all", 'a', false, "", "show all lids, even invalid entries", func(string) error { r.all = true; return nil }},
+		routeOpt{"no_dests", 'n', false, "", "do not try to resolve destinations", func(string) error { r.brief = true; return nil }},
+		routeOpt{"Multicast", 'M', false, "", "show multicast forwarding tables", func(string) error { mcast = true; return nil }},
+		routeOpt{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
 	)
 	if err != nil {
 		return err
@@ -100,7 +100,7 @@ func (env *Env) runIBRoute(args []string, stdout, stderr io.Writer) error {
 // cStrtoulC is strtoul(s, NULL, 0) as an unsigned long: a negative value
 // wraps.
 func cStrtoulC(s string) uint64 {
-	v, _ := cStrtoull(s)
+	v, _ := strtoullEnd(s)
 	return v
 }
 

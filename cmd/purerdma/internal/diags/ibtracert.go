@@ -61,7 +61,7 @@ type trSwitch struct {
 // tables, which C keeps static across the pairs of a ports file.
 type tracer struct {
 	c         *diagClient
-	o         *diagOpts
+	o         *routeOpts
 	names     *nodeNameMap
 	out       *strings.Builder
 	stderr    io.Writer
@@ -87,15 +87,15 @@ func (env *Env) runIBTracert(args []string, stdout, stderr io.Writer) error {
 	tr := &tracer{out: &strings.Builder{}, stderr: stderr, dumplevel: 2, known: map[uint64]bool{}}
 	var mapFile, portsFile string
 	var mapSet, portsSet bool
-	o, usage, err := parseDiagOpts("ibtracert", "DK", "<src-addr> <dest-addr>", ibtracertExamples, args, stdout, stderr,
-		diagOpt{"force", 'f', false, "", "force", func(string) error { tr.force = true; return nil }},
-		diagOpt{"no_info", 'n', false, "", "simple format", func(string) error { tr.dumplevel = 1; return nil }},
-		diagOpt{"mlid", 'm', true, "<mlid>", "multicast trace of the mlid", func(v string) error {
+	o, usage, err := parseRouteOpts("ibtracert", "DK", "<src-addr> <dest-addr>", ibtracertExamples, args, stdout, stderr,
+		routeOpt{"force", 'f', false, "", "force", func(string) error { tr.force = true; return nil }},
+		routeOpt{"no_info", 'n', false, "", "simple format", func(string) error { tr.dumplevel = 1; return nil }},
+		routeOpt{"mlid", 'm', true, "<mlid>", "multicast trace of the mlid", func(v string) error {
 			tr.multicast, tr.mlid = true, int(int32(uint32(cStrtoulC(v))))
 			return nil
 		}},
-		diagOpt{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
-		diagOpt{"ports-file", 2, true, "<file>", "port pairs file", func(v string) error { portsFile, portsSet = v, true; return nil }},
+		routeOpt{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
+		routeOpt{"ports-file", 2, true, "<file>", "port pairs file", func(v string) error { portsFile, portsSet = v, true; return nil }},
 	)
 	if err != nil {
 		return err
@@ -228,7 +228,7 @@ func (tr *tracer) getNode(node *trNode, port *trPort, d *portID) bool {
 
 // timeoutIfSet is the timeout ibtracert passes its queries: -t's, else
 // 0 (libibmad's default, which is -t's too).
-func (o *diagOpts) timeoutIfSet() time.Duration {
+func (o *routeOpts) timeoutIfSet() time.Duration {
 	if o.timeoutSet {
 		return o.timeout
 	}

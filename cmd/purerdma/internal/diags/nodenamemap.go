@@ -14,11 +14,8 @@ import (
 	"time"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
+	"github.com/purerdma/rdma/umad/netdisc"
 )
-
-// nodeNameMapPath is Debian's IBDIAG_NODENAME_MAP_PATH, read when no map
-// is named and it exists.
-const nodeNameMapPath = "/etc/rdma/ib-node-name-map"
 
 // nodeNameMap is a parsed node name map; nil is none.
 type nodeNameMap struct{ names map[uint64]string }
@@ -43,8 +40,24 @@ func openNodeNameMap(file string, set bool, stderr io.Writer) *nodeNameMap {
 		return nil
 	}
 	defer f.Close()
-	m := &nodeNameMap{names: map[uint64]string{}}
-	rd := bufio.NewReader(f)
+	m, bad := readNodeNameMap(f)
+	if bad != "" {
+		fmt.Fprintf(stderr, "WARNING failed to parse node name map \"%s\"\n", file)
+		fmt.Fprintf(stderr, "WARNING failed line: \"%s\"\n", bad)
+		return nil
+	}
+	return m
+}
+
+// readNodeNameMap is parse_node_map_wrap's reading of a map, lines read
+// as fgets reads them into 256 bytes: blank lines and '#' lines skipped,
+// a GUID (strtoull base 0) then blanks then the name (up to a '"' or
+// '#', past leading ones: `0x1234 "name" # comment` names 0x1234 name).
+// The first name of a GUID stands. bad is the first line that does not
+// parse (the map is then nil).
+func readNodeNameMap(r io.Reader) (m *nodeNameMap, bad string) {
+	m = &nodeNameMap{names: map[uint64]string{}}
+	rd := bufio.NewReader(r)
 	for {
 		line, err := readCLine(rd, 255)
 		if line == "" && err != nil {
@@ -57,9 +70,7 @@ func openNodeNameMap(file string, set bool, stderr io.Writer) *nodeNameMap {
 		guid, n := cStrtoulN(p)
 		rest := p[n:]
 		if n == 0 || (rest != "" && !isCSpace(rest[0]) && rest[0] != '#') {
-			fmt.Fprintf(stderr, "WARNING failed to parse node name map \"%s\"\n", file)
-			fmt.Fprintf(stderr, "WARNING failed line: \"%s\"\n", strings.SplitN(line, "\n", 2)[0])
-			return nil
+			return nil, strings.SplitN(line, "\n", 2)[0]
 		}
 		rest = strings.TrimLeft(rest, " \t\n\v\f\r")
 		if i := strings.IndexByte(rest, '\n'); i >= 0 {
@@ -77,7 +88,7 @@ func openNodeNameMap(file string, set bool, stderr io.Writer) *nodeNameMap {
 			m.names[guid] = name
 		}
 	}
-	return m
+	return m, ""
 }
 
 // readCLine is fgets with a buffer of size+1: at most size bytes, to and
@@ -96,6 +107,9 @@ func readCLine(rd *bufio.Reader, size int) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// remapNode is remap_node_name for a discovered node.
+func (m *nodeNameMap) remapNode(n *netdisc.Node) string { return m.remap(n.GUID, []byte(n.Desc)) }
 
 // remap is remap_node_name: the map's name for guid, else the node
 // description cleaned (clean_nodedesc: at most 64 bytes, to its NUL, each
@@ -233,10 +247,6 @@ func strncmp64(name string, desc []byte) bool {
 	}
 	return cString(d) == name
 }
-
-// ibdiagConfigPath is Debian's IBDIAG_CONFIG_GENERAL, read before the
-// options (and again for -z FILE).
-const ibdiagConfigPath = "/etc/infiniband-diags/ibdiag.conf"
 
 // readIBDiagConfig is ibdiag_common.c's read_ibdiag_config for what
 // saquery uses: CA, Port, timeout and sa_key lines ("name=value"; '#'

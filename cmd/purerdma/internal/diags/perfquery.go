@@ -27,17 +27,39 @@ import (
 	"github.com/purerdma/rdma/umad"
 )
 
-const perfqueryUsage = `Usage: perfquery [options] [<lid> [<port> [<reset_mask>]]]
+const perfqueryUsage = `Usage: perfquery [options] [<lid> [<port(s)> [<reset_mask>]]]
 
 Like infiniband-diags' perfquery: a port's PortCounters, or with -x its
-PortCountersExtended, read from the port's PMA over QP1. Without <lid> it
-queries the local port (on RoCE its GID 0); <port> is the port to read
-(default: the local port's number).
+PortCountersExtended, or one of the other counter groups, read from the
+port's PMA over QP1. Without <lid> it queries the local port (on RoCE
+its GID 0); <port(s)> is the port to read (default: the local port's
+number), or a list (1,4,8) or range (1-10) of ports.
 
 Options:
   -x, --extended       PortCountersExtended
+  -X, --xmtsl          PortXmitDataSL
+  -S, --rcvsl          PortRcvDataSL
+  -D, --xmtdisc        PortXmitDiscardDetails
+  -E, --rcverr         PortRcvErrorDetails
+  -T, --extended_speeds  PortExtendedSpeedsCounters
+      --oprcvcounters  PortOpRcvCounters
+      --flowctlcounters  PortFlowCtlCounters
+      --vloppackets    PortVLOpPackets
+      --vlopdata       PortVLOpData
+      --vlxmitflowctlerrors  PortVLXmitFlowCtlUpdateErrors
+      --vlxmitcounters PortVLXmitWaitCounters
+      --swportvlcong   SwPortVLCongestion
+      --rcvcc          PortRcvConCtrl
+      --slrcvfecn      PortSLRcvFECN
+      --slrcvbecn      PortSLRcvBECN
+      --xmitcc         PortXmitConCtrl
+      --vlxmittimecc   PortVLXmitTimeCong
+  -c, --smplctl        PortSamplesControl
   -a, --all_ports      all ports (PortSelect 255; emulated port by port
-                       and summed where the PMA has no AllPortSelect)
+                       and summed where the PMA has no AllPortSelect),
+                       or the ports given, summed
+  -l, --loop_ports     each port on its own (with -a or port 255: every
+                       port of the node)
   -r, --reset_after_read  reset the counters after reading them
   -R, --Reset_only     only reset the counters (an optional third
                        argument is the counter select mask)
@@ -54,6 +76,9 @@ Options:
 `
 
 type perfqueryOpts struct {
+	// fab are the common options as parseFabricOpts read them (ca ...
+	// debug below are copied from there).
+	fab       *fabricOpts
 	ca        string
 	port      int
 	extended  bool
@@ -64,59 +89,66 @@ type perfqueryOpts struct {
 	lid       int // -1: the local port
 	dport     int // 0: the local port's number
 	all       bool
+	loop      bool // -l
 	reset     bool // -r
 	resetOnly bool // -R
 	mask      uint64
 	maskSet   bool
 	errs      bool // -e
 	debug     bool // -d
+	// groups are the counter groups asked for (-X, -S, ...), by index
+	// in pmGroups; smplctl is -c.
+	groups  map[int]bool
+	smplctl bool
+	// ports is the list or range of <port(s)>; rangeBad is a range
+	// whose maximum is not above its minimum (perfquery refuses it
+	// before it opens the port).
+	ports    []int
+	rangeBad bool
 }
 
+// cPort is strtoul(s, NULL, 0) stored in an int, as perfquery keeps a
+// port number.
+func cPort(s string) int { return int(int32(uint32(cli.CStrtol(s)))) }
+
 func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
-	o := &perfqueryOpts{timeout: madDefTimeout, retries: madDefTries - 1, lid: -1}
+	o := &perfqueryOpts{lid: -1, groups: map[int]bool{}}
 	flag := func(p *bool) func(string) error { return func(string) error { *p = true; return nil } }
-	pos, err := cli.GetoptOperands("perfquery", args, []cli.Option{
+	extra := []cli.Option{
 		{Short: 'x', Long: "extended", Set: flag(&o.extended)},
-		{Short: 'a', Long: "all_ports", Set: flag(&o.all)},
-		{Short: 'r', Long: "reset_after_read", Set: flag(&o.reset)},
-		{Short: 'R', Long: "Reset_only", Set: flag(&o.resetOnly)},
-		{Long: "json", Set: flag(&o.json)},
-		{Short: 'e', Long: "errors", Set: flag(&o.errs)},
-		{Short: 'd', Long: "debug", Set: flag(&o.debug)},
-		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
-		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { o.ca = v; return nil }},
-		{Short: 'P', Long: "Port", Arg: true, Set: func(v string) (err error) {
-			o.port, err = strtoulArg(v, "port")
-			return err
-		}},
-		{Short: 't', Long: "timeout", Arg: true, Set: func(v string) error {
-			ms, err := strtoulArg(v, "timeout")
-			if err == nil && ms == 0 {
-				err = errors.New("the timeout must be at least 1 ms")
-			}
-			o.timeout = time.Duration(ms) * time.Millisecond
-			return err
-		}},
-		{Long: "retries", Arg: true, Set: func(v string) (err error) {
-			o.retries, err = strtoulArg(v, "retries")
-			return err
-		}},
-		{Long: "dgid", Arg: true, Set: func(v string) error { o.dgid = v; return nil }},
-	}, stderr)
+	}
+	for i, g := range pmGroups {
+		extra = append(extra, cli.Option{Short: g.short, Long: g.long, Set: func(string) error { o.groups[i] = true; return nil }})
+	}
+	extra = append(extra,
+		cli.Option{Short: 'c', Long: "smplctl", Set: flag(&o.smplctl)},
+		cli.Option{Short: 'a', Long: "all_ports", Set: flag(&o.all)},
+		cli.Option{Short: 'l', Long: "loop_ports", Set: flag(&o.loop)},
+		cli.Option{Short: 'r', Long: "reset_after_read", Set: flag(&o.reset)},
+		cli.Option{Short: 'R', Long: "Reset_only", Set: flag(&o.resetOnly)},
+		cli.Option{Long: "json", Set: flag(&o.json)},
+		cli.Option{Long: "dgid", Arg: true, Set: func(v string) error { o.dgid = v; return nil }},
+	)
+	// ibdiag_process_opts' exclude string "DK": -D is --xmtdisc above,
+	// -K (show_keys) is not perfquery's.
+	extra = append(extra, excludedOpts("perfquery", "K", stderr)...)
+	fo, err := parseFabricOpts("perfquery", true, args, stderr, extra...)
 	if err != nil {
 		return nil, err
 	}
+	o.fab = fo
+	o.ca, o.port, o.timeout, o.retries, o.errs, o.debug = fo.ca, fo.port, fo.timeout, fo.retries, fo.errs, fo.debug
+	pos := fo.pos
 	if len(pos) > 3 {
 		return nil, errors.New("too many arguments")
 	}
 	if len(pos) > 2 {
-		m, err := strconv.ParseUint(pos[2], 0, 64)
-		if err != nil {
-			return nil, fmt.Errorf("invalid reset mask %q", pos[2])
+		// strtoull: what does not parse is 0 (every counter).
+		o.mask, o.maskSet = uint64(cli.CStrtol(pos[2])), true
+		if m, err := strconv.ParseUint(pos[2], 0, 64); err == nil {
+			o.mask = m
 		}
-		o.mask, o.maskSet = m, true
 	}
-
 	if len(pos) > 0 {
 		n, err := strtoulArg(pos[0], "lid")
 		if err != nil || n > 0xffff {
@@ -124,15 +156,36 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 		}
 		o.lid = n
 	}
-	if o.all && len(pos) < 2 {
+	if o.all {
 		o.dport = perfqueryAllPorts
 	}
 	if len(pos) > 1 {
-		n, err := strtoulArg(pos[1], "port")
-		if err != nil || n > 255 {
-			return nil, fmt.Errorf("invalid port %q", pos[1])
+		arg := pos[1]
+		switch {
+		case strings.Contains(arg, ","):
+			for _, p := range strings.Split(arg, ",") {
+				if p != "" && len(o.ports) < 255 {
+					o.ports = append(o.ports, cPort(p))
+				}
+			}
+			o.dport = 0
+			if len(o.ports) > 0 {
+				o.dport = o.ports[0]
+			}
+		case strings.Contains(arg, "-"):
+			lo, hi, _ := strings.Cut(arg, "-")
+			pmin, pmax := cPort(lo), cPort(hi)
+			if pmin >= pmax {
+				o.rangeBad = true
+				break
+			}
+			for p := pmin; p <= pmax && len(o.ports) < 255; p++ {
+				o.ports = append(o.ports, p)
+			}
+			o.dport = pmin
+		default:
+			o.dport = cPort(arg)
 		}
-		o.dport = n
 	}
 	return o, nil
 }
@@ -172,11 +225,14 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fabricUsage(stderr, "perfquery", perfqueryUsage, err)
 	}
+	if o.rangeBad {
+		return ibexit(stdout, "perfquery", o.debug, "main", "max port must be greater than min port in range")
+	}
 	log := &madLog{w: stderr, errs: o.errs || o.debug, debug: o.debug}
 	h := env.host()
 	port, err := env.openPort(h, o.ca, o.port)
 	if err != nil {
-		return openFailed(stdout, stderr, "perfquery", &fabricOpts{ca: o.ca, port: o.port, debug: o.debug}, err)
+		return openFailed(stdout, stderr, "perfquery", o.fab, err)
 	}
 	defer port.Close()
 	// What failed, as infiniband-diags' IBEXIT says it on standard
@@ -195,13 +251,11 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return ibexit("main", "Failed to open '(null)' port '0'", err)
 	}
-	q := &perfqueryQuerier{rpc: newMadRPC(port, o.timeout, o.retries+1, log), agent: agent, tgt: tgt}
+	q := &perfqueryQuerier{rpc: newMadRPC(port, o.timeout, o.retries+1, log), agent: agent, tgt: tgt, out: stdout}
 
 	// ClassPortInfo is mandatory; its capability masks say which counters
 	// are valid.
-	cpiReq := rawAttr{umad.AttrClassPortInfo, make([]byte, umad.PerfDataSize)}
-	cpiReq.b[1] = byte(tgt.port) // pma_query_via sets PortSelect, whatever the attribute
-	data, err := q.get(umad.AttrClassPortInfo, tgt.port, cpiReq)
+	data, err := q.get(umad.AttrClassPortInfo, tgt.port)
 	if err != nil {
 		return ibexit("main", "classportinfo query", fmt.Errorf("classportinfo query: %w", err))
 	}
@@ -211,13 +265,40 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	}
 	capMask, capMask2 := cpi.CapabilityMask, cpi.CapabilityMask2
 
-	// Without AllPortSelect, -a reads the ports one by one and sums them.
-	ports := []int{tgt.port}
-	aggregate := false
-	if tgt.port == perfqueryAllPorts && capMask&pmCapAllPortSelect == 0 {
+	allPortsLoop := false
+	if capMask&pmCapAllPortSelect == 0 && tgt.port == perfqueryAllPorts {
 		if !o.all {
 			return ibexit("main", "AllPortSelect not supported", errors.New("the PMA has no AllPortSelect"))
 		}
+		allPortsLoop = true
+	}
+
+	// One counter group other than the port counters: the first asked
+	// for, in perfquery's order.
+	for i, g := range pmGroups {
+		if o.groups[i] {
+			return perfqueryGroup(q, o, &g, capMask, ibexit, stdout, stderr)
+		}
+	}
+	if o.smplctl {
+		data, err := q.get(umad.PMAttrPortSamplesControl, tgt.port)
+		if err != nil {
+			return ibexit("dump_portsamples_control", "sampctlquery", err)
+		}
+		lines, err := psControlLines(data)
+		if err != nil {
+			return ibexit("dump_portsamples_control", "sampctlquery", err)
+		}
+		fmt.Fprintf(stdout, "# PortSamplesControl: %s port %d\n%s", tgt.display, tgt.port, cDump(lines, 1280))
+		return nil
+	}
+
+	// Every port of the node: emulating AllPortSelect, or -l.
+	loopAll := allPortsLoop || (o.loop && (o.all || tgt.port == perfqueryAllPorts))
+	aggregate := false
+	var ports []int
+	switch {
+	case loopAll:
 		c, err := newSMPClient(port, o.timeout, o.retries+1, log)
 		if err != nil {
 			return ibexit("main", "smp query nodeinfo failed", err)
@@ -240,12 +321,18 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 				start = 0
 			}
 		}
-		fmt.Fprintf(stderr, "ibwarn: [%d] main: Emulating AllPortSelect by iterating through all ports\n", os.Getpid())
-		ports = ports[:0]
+		if allPortsLoop && !o.loop {
+			fmt.Fprintf(stderr, "ibwarn: [%d] main: Emulating AllPortSelect by iterating through all ports\n", os.Getpid())
+		}
 		for i := start; i <= n; i++ {
 			ports = append(ports, i)
 		}
-		aggregate = true
+		aggregate = allPortsLoop && !o.loop
+	case len(o.ports) > 1:
+		ports = o.ports
+		aggregate = o.all && !o.loop
+	default:
+		ports = []int{tgt.port}
 	}
 
 	if !o.resetOnly {
@@ -301,9 +388,9 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 
 	// The reset: perfquery's mask (counter select bits, CounterSelect2
 	// above bit 16), widened as perfquery.c's do_reset does.
-	mask := uint64(0xffff)
+	mask := uint32(0xffff)
 	if o.maskSet {
-		mask = o.mask
+		mask = uint32(o.mask)
 	}
 	if !o.maskSet && !o.extended {
 		if capMask&umad.PMCapPortCountersXmitWait != 0 {
@@ -313,7 +400,9 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 			mask |= 1 << 17
 		}
 	}
+	attr, what := umad.PMAttrPortCounters, "perf reset"
 	if o.extended {
+		attr, what = umad.PMAttrPortCountersExtended, "perf ext reset"
 		mask |= 0xfff0000
 		if capMask&umad.PMCapPortCountersXmitWait != 0 {
 			mask |= 1 << 28
@@ -323,15 +412,104 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	for _, p := range ports {
-		if err := perfqueryReset(q, o.extended, p, mask); err != nil {
-			what := "perf reset"
-			if o.extended {
-				what = "perf ext reset"
-			}
+		if err := q.reset(attr, p, mask); err != nil {
 			return ibexit("reset_counters", what, err)
 		}
 	}
 	return nil
+}
+
+// perfqueryGroup is common_func for group g: the query and dump (unless
+// -R), then the reset with -r or -R; PortExtendedSpeedsCounters has its
+// own (extended_speeds_query).
+func perfqueryGroup(q *perfqueryQuerier, o *perfqueryOpts, g *pmGroup, capMask uint16, ibexit func(fn, what string, err error) error, stdout, stderr io.Writer) error {
+	tgt := q.tgt
+	if g.attr == umad.PMAttrPortExtendedSpeedsCounters {
+		if !o.resetOnly {
+			name := g.name
+			rsfec, err := perfqueryRSFEC(q, o, capMask, stderr)
+			if err != nil {
+				return err
+			}
+			if rsfec {
+				name = g.name + " with RS-FEC Active"
+			}
+			data, err := q.get(g.attr, tgt.port)
+			if err != nil {
+				return ibexit("common_func", "cannot query "+name, err)
+			}
+			lines, err := pescLines(data, rsfec)
+			if err != nil {
+				return ibexit("common_func", "cannot query "+name, err)
+			}
+			fmt.Fprint(stdout, pmGroupDump(name, tgt.display, tgt.port, lines))
+		}
+		if o.reset || o.resetOnly {
+			mask := ^uint64(0)
+			if o.maskSet {
+				mask = o.mask
+			}
+			if _, err := q.resetExtSpeeds(tgt.port, mask); err != nil {
+				return ibexit("extended_speeds_query", "cannot reset "+g.name, err)
+			}
+		}
+		return nil
+	}
+	if !o.resetOnly {
+		data, err := q.get(g.attr, tgt.port)
+		if err != nil {
+			return ibexit("common_func", "cannot query "+g.name, err)
+		}
+		lines, err := g.dump(data)
+		if err != nil {
+			return ibexit("common_func", "cannot query "+g.name, err)
+		}
+		fmt.Fprint(stdout, pmGroupDump(g.name, tgt.display, tgt.port, lines))
+	}
+	if o.reset || o.resetOnly {
+		mask := uint32(0xffff)
+		if o.maskSet {
+			mask = uint32(o.mask)
+		}
+		if err := q.reset(g.attr, tgt.port, mask); err != nil {
+			return ibexit("common_func", "cannot reset "+g.name, err)
+		}
+	}
+	return nil
+}
+
+// perfqueryRSFEC is perfquery's is_rsfec_mode_active: whether the port's
+// PortInfoExtended says RS-FEC is active, asked only where the PMA's
+// capability mask has bit 14 (IS_PM_RSFEC_COUNTERS_SUP), through SMPs
+// (NodeInfo and PortInfo first: is_port_info_extended_supported). An
+// error it ends the run with is returned already reported.
+func perfqueryRSFEC(q *perfqueryQuerier, o *perfqueryOpts, capMask uint16, stderr io.Writer) (bool, error) {
+	if capMask&(1<<14) == 0 {
+		return false, nil
+	}
+	fail := func(fn, what string, err error) (bool, error) {
+		return false, perfqueryFail(q.out, stderr, o, fn, what, err)
+	}
+	c, err := newSMPClient(q.rpc.port, o.timeout, o.retries+1, q.rpc.log)
+	if err != nil {
+		return fail("is_port_info_extended_supported", "node info query failed", err)
+	}
+	d := smpDest{lid: q.tgt.lid}
+	ok, err := portInfoExtSupported(c, d, q.tgt.port)
+	var x opExit
+	if errors.As(err, &x) {
+		return fail(x.fn, x.what, x.cause)
+	}
+	if !ok {
+		c.rpc.log.warn("is_rsfec_mode_active", "Port Info Extended not supported")
+		return false, nil
+	}
+	pie, err := c.get(d, umad.SMAttrPortInfoExtended, uint32(q.tgt.port))
+	if err != nil {
+		return fail("is_rsfec_mode_active", "smp query portinfo extended failed", err)
+	}
+	fec := bits(pie, 32, 16)
+	return bits(pie, 0, 32)&1 != 0 && (fec == 2 || fec == 4), nil
 }
 
 // perfqueryRead reads one port's counters and returns them with the
@@ -343,7 +521,7 @@ func perfqueryRead(q *perfqueryQuerier, extended bool, port int, capMask uint16,
 			fmt.Fprintf(stderr, "ibwarn: [%d] dump_perfcounters: PerfMgt ClassPortInfo CapMask 0x%02X; No extended counter support indicated\n\n",
 				os.Getpid(), capMask)
 		}
-		data, err := q.get(umad.PMAttrPortCountersExtended, port, &umad.PortCountersExtended{PortSelect: uint8(port)})
+		data, err := q.get(umad.PMAttrPortCountersExtended, port)
 		if err != nil {
 			return nil, "", fmt.Errorf("perfextquery: %w", err)
 		}
@@ -354,7 +532,7 @@ func perfqueryRead(q *perfqueryQuerier, extended bool, port int, capMask uint16,
 		return perfqueryExtFields(&pc, capMask, capMask2), fmt.Sprintf("# Port extended counters: %s port %d (CapMask: 0x%02X CapMask2: 0x%07X)\n",
 			tgt.display, port, capMask, capMask2), nil
 	}
-	data, err := q.get(umad.PMAttrPortCounters, port, &umad.PortCounters{PortSelect: uint8(port)})
+	data, err := q.get(umad.PMAttrPortCounters, port)
 	if err != nil {
 		return nil, "", fmt.Errorf("perfquery: %w", err)
 	}
@@ -366,19 +544,6 @@ func perfqueryRead(q *perfqueryQuerier, extended bool, port int, capMask uint16,
 		pc.PortXmitWait = 0 // not supported: perfquery clears it
 	}
 	return perfqueryFields(&pc), fmt.Sprintf("# Port counters: %s port %d (CapMask: 0x%02X)\n", tgt.display, port, capMask), nil
-}
-
-// perfqueryReset is libibmad's performance_reset_via: a Set of the
-// counters with the select mask.
-func perfqueryReset(q *perfqueryQuerier, extended bool, port int, mask uint64) error {
-	if extended {
-		a := umad.PortCountersExtended{PortSelect: uint8(port), CounterSelect: uint16(mask), CounterSelect2: uint32(mask>>16) & 0xffffff}
-		_, err := q.reset(umad.PMAttrPortCountersExtended, port, mask, &a)
-		return err
-	}
-	a := umad.PortCounters{PortSelect: uint8(port), CounterSelect: uint16(mask), CounterSelect2: uint8(mask >> 16)}
-	_, err := q.reset(umad.PMAttrPortCounters, port, mask, &a)
-	return err
 }
 
 // perfquerySum is perfquery.c's aggregation of ports: counters summed,
@@ -408,7 +573,10 @@ func (s *perfquerySum) add(fields []perfqueryField) {
 			break
 		}
 		switch f.name {
-		case "PortSelect", "CounterSelect", "CounterSelect2":
+		case "PortSelect":
+			continue
+		case "CounterSelect", "CounterSelect2":
+			s.sums[i] = f.value // the last port's, as perfquery keeps it
 			continue
 		}
 		w := perfqueryWidths[f.name]
@@ -433,8 +601,6 @@ func (s *perfquerySum) fields(portSelect uint64) []perfqueryField {
 		switch out[i].name {
 		case "PortSelect":
 			out[i].value = portSelect
-		case "CounterSelect", "CounterSelect2":
-			out[i].value = 0
 		default:
 			out[i].value = s.sums[i]
 		}
@@ -445,8 +611,11 @@ func (s *perfquerySum) fields(portSelect uint64) []perfqueryField {
 // perfqueryResolve turns the options into a destination. The local port
 // is the default: by LID on InfiniBand, by GID 0 on RoCE.
 func perfqueryResolve(o *perfqueryOpts, local *umad.CAPort) (*perfqueryTarget, error) {
+	// resolve_self gives the local port's number (with -a too); a LID
+	// given is queried at the port given, 0 without one, as perfquery
+	// does. --dgid (ours) defaults to the local port's number.
 	t := &perfqueryTarget{port: o.dport}
-	if t.port == 0 {
+	if (o.lid < 0 && o.dgid == "") || (o.dgid != "" && o.dport == 0) {
 		t.port = local.Number
 	}
 	roce := local.LinkLayer == rdma.LinkLayerEthernet
@@ -485,6 +654,7 @@ type perfqueryQuerier struct {
 	agent umad.AgentID
 	tgt   *perfqueryTarget
 	tid   uint32
+	out   io.Writer // standard output, for IBEXIT's line
 }
 
 // rawAttr is an attribute given as its bytes: ClassPortInfo with
@@ -501,18 +671,48 @@ func (a rawAttr) Validate() error                { return nil }
 func (a rawAttr) MarshalBinary() ([]byte, error) { return a.Append(nil), nil }
 func (a rawAttr) UnmarshalBinary(b []byte) error { return a.Decode(b) }
 
-// get is libibmad's pma_query_via: a Get of attr for port (PortSelect)
-// with the attribute a; it returns the response's data area.
-func (q *perfqueryQuerier) get(attr umad.AttrID, port int, a umad.Attribute) ([]byte, error) {
+// get is libibmad's pma_query_via: a Get of attr for port (its
+// PortSelect byte set in data otherwise zero); it returns the response's
+// data area.
+func (q *perfqueryQuerier) get(attr umad.AttrID, port int) ([]byte, error) {
 	q.rpc.log.dbg("pma_query_via", "lid %d port %d", q.tgt.lid, port)
+	a := rawAttr{attr, make([]byte, umad.PerfDataSize)}
+	a.b[1] = byte(port)
 	return q.query(attr, umad.MethodGet, a)
 }
 
 // reset is libibmad's performance_reset_via: a Set of attr for port with
-// the counter select mask (in a).
-func (q *perfqueryQuerier) reset(attr umad.AttrID, port int, mask uint64, a umad.Attribute) ([]byte, error) {
-	q.rpc.log.dbg("performance_reset_via", "lid %d port %d mask 0x%x", q.tgt.lid, port, uint32(mask))
-	return q.query(attr, umad.MethodSet, a)
+// the counter select mask (0: every counter), its low 16 bits in
+// CounterSelect, the rest in CounterSelect2 (PortCounters' 8-bit one at
+// byte 18 for every attribute but PortCountersExtended's 32-bit one).
+func (q *perfqueryQuerier) reset(attr umad.AttrID, port int, mask uint32) error {
+	q.rpc.log.dbg("performance_reset_via", "lid %d port %d mask 0x%x", q.tgt.lid, port, mask)
+	if mask == 0 {
+		mask = ^uint32(0)
+	}
+	a := rawAttr{attr, make([]byte, umad.PerfDataSize)}
+	a.b[1] = byte(port)
+	binary.BigEndian.PutUint16(a.b[2:], uint16(mask))
+	if attr == umad.PMAttrPortCountersExtended {
+		binary.BigEndian.PutUint32(a.b[4:], mask>>16)
+	} else {
+		a.b[18] = byte(mask >> 16)
+	}
+	_, err := q.query(attr, umad.MethodSet, a)
+	return err
+}
+
+// resetExtSpeeds is perfquery's ext_speeds_reset_via: a Set of
+// PortExtendedSpeedsCounters with its 64-bit CounterSelect (0: all).
+func (q *perfqueryQuerier) resetExtSpeeds(port int, mask uint64) ([]byte, error) {
+	q.rpc.log.dbg("ext_speeds_reset_via", "lid %d port %d mask 0x%x", q.tgt.lid, port, mask)
+	if mask == 0 {
+		mask = ^uint64(0)
+	}
+	a := rawAttr{umad.PMAttrPortExtendedSpeedsCounters, make([]byte, umad.PerfDataSize)}
+	a.b[1] = byte(port)
+	binary.BigEndian.PutUint64(a.b[8:], mask)
+	return q.query(a.id, umad.MethodSet, a)
 }
 
 // query sends method (Get or Set) of attr with the attribute a and

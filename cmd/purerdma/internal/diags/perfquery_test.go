@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestPerfqueryArgs(t *testing.T) {
 		o.dgid != "fe80::1" || o.lid != 0x12 || o.dport != 3 {
 		t.Fatalf("%+v %v", o, err)
 	}
-	for _, bad := range [][]string{{"-t", "0"}, {"-P"}, {"-y"}, {"1", "2", "3", "4"}, {"1", "2", "x"}, {"70000"}, {"1", "256"}, {"-t", "-5"}} {
+	for _, bad := range [][]string{{"-t", "0"}, {"-P"}, {"-y"}, {"1", "2", "3", "4"}, {"70000"}, {"-t", "-5"}} {
 		if _, err := perfqueryParse(bad, io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -67,6 +68,28 @@ func TestPerfqueryArgs(t *testing.T) {
 	}
 	if o, err := perfqueryParse([]string{"-a", "-r", "5"}, io.Discard); err != nil || o.dport != perfqueryAllPorts || !o.reset {
 		t.Fatalf("%+v %v", o, err)
+	}
+	// C's strtoul: a port or mask that does not parse is 0; lists and
+	// ranges of ports; a range upside down is refused later (IBEXIT).
+	if o, err := perfqueryParse([]string{"5", "x", "y"}, io.Discard); err != nil || o.dport != 0 || o.mask != 0 || !o.maskSet {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if o, err := perfqueryParse([]string{"-l", "5", "2,4,,6"}, io.Discard); err != nil || !slices.Equal(o.ports, []int{2, 4, 6}) || o.dport != 2 || !o.loop {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if o, err := perfqueryParse([]string{"-a", "5", "3-6"}, io.Discard); err != nil || !slices.Equal(o.ports, []int{3, 4, 5, 6}) || o.dport != 3 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if o, err := perfqueryParse([]string{"5", "6-3"}, io.Discard); err != nil || !o.rangeBad {
+		t.Fatalf("%+v %v", o, err)
+	}
+	// Every group has its option; -D is --xmtdisc here, not --Direct.
+	if o, err := perfqueryParse([]string{"-D", "--vlxmittimecc", "-c", "5"}, io.Discard); err != nil || !o.smplctl ||
+		!o.groups[2] || !o.groups[len(pmGroups)-1] || len(o.groups) != 2 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if _, err := perfqueryParse([]string{"--Direct", "5"}, io.Discard); err == nil {
+		t.Fatal("--Direct accepted")
 	}
 	var out, errb bytes.Buffer
 	var ee cli.ExitError
@@ -96,7 +119,12 @@ func TestPerfqueryArgs(t *testing.T) {
 	}
 	lid9 := uint32(9)
 	ib := &umad.CAPort{Port: sysfs.Port{CA: "mlx5_0", Number: 1, LinkLayer: rdma.LinkLayerInfiniBand, LID: &lid9}}
-	if tgt, err := perfqueryResolve(&perfqueryOpts{lid: -1, dport: 2}, ib); err != nil || tgt.grh || tgt.lid != 9 || tgt.port != 2 || tgt.display != "Lid 9" {
+	// The local port: resolve_self's port number wins (-a's 255 too).
+	if tgt, err := perfqueryResolve(&perfqueryOpts{lid: -1, dport: perfqueryAllPorts}, ib); err != nil || tgt.grh || tgt.lid != 9 || tgt.port != 1 || tgt.display != "Lid 9" {
+		t.Fatalf("%+v %v", tgt, err)
+	}
+	// A LID without a port: PortSelect 0, as perfquery sends it.
+	if tgt, err := perfqueryResolve(&perfqueryOpts{lid: 9}, ib); err != nil || tgt.port != 0 {
 		t.Fatalf("%+v %v", tgt, err)
 	}
 }
@@ -118,5 +146,73 @@ func TestUmadToolArgs(t *testing.T) {
 	}
 	if umadTextData([]byte("pong\x00junk")) != `"pong"` || umadTextData([]byte{1, 'a'}) != `"\x01a"` {
 		t.Fatal(umadTextData([]byte{1, 'a'}))
+	}
+}
+
+// TestPerfqueryGroupDump checks the counter groups' dumps: every group's
+// names cover its attribute's counters (umad.PerfCounterSetLayout), the
+// 2-bit flow control update errors come out one per VL, and libibmad's
+// buffer cuts a dump where it ends.
+func TestPerfqueryGroupDump(t *testing.T) {
+	for _, g := range pmGroups {
+		n, _, ok := umad.PerfCounterSetLayout(g.attr)
+		if g.attr == umad.PMAttrPortExtendedSpeedsCounters {
+			continue
+		}
+		if !ok || len(g.counterNames()) != n {
+			t.Errorf("%s: %d names for %d counters", g.name, len(g.counterNames()), n)
+		}
+	}
+	data := make([]byte, umad.PerfDataSize)
+	data[1], data[3] = 7, 0x0f
+	data[4], data[5] = 0b11100100, 0b00000001 // VL0 3, VL1 2, VL2 1, VL3 0, ..., VL7 1
+	g := pmGroups[slices.IndexFunc(pmGroups, func(g pmGroup) bool { return g.long == "vlxmitflowctlerrors" })]
+	lines, err := g.dump(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pmGroupDump(g.name, "Lid 3", 7, lines)
+	for _, want := range []string{
+		"# PortVLXmitFlowCtlUpdateErrors counters: Lid 3 port 7\nPortSelect:......................7\nCounterSelect:...................0x000f\n",
+		"PortVLXmitFlowCtlUpdateErrors0:..3\nPortVLXmitFlowCtlUpdateErrors1:..2\nPortVLXmitFlowCtlUpdateErrors2:..1\nPortVLXmitFlowCtlUpdateErrors3:..0\n",
+		"PortVLXmitFlowCtlUpdateErrors7:..1\n", "PortVLXmitFlowCtlUpdateErrors15:.0\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	// _dump_fields: a line while more than 33 bytes are left, the last
+	// one cut to what is left.
+	l40 := strings.Repeat("x", 40)
+	if got := cDump([]string{l40, l40, l40}, 100); got != l40+"\n"+l40+"\n" {
+		t.Errorf("100 bytes: %q", got)
+	}
+	if got := cDump([]string{l40, l40, l40}, 75); got != l40+"\n"+l40[:32]+"\n" {
+		t.Errorf("75 bytes: %q", got)
+	}
+	// PortExtendedSpeedsCounters with every counter at its maximum
+	// does not fit perfquery's 1536 bytes.
+	// PortSamplesControl: mad_dump_hex's widths by the field's bytes.
+	lines, err = psControlLines(bytes.Repeat([]byte{0xff}, umad.PerfDataSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = cDump(lines, 1280)
+	for _, want := range []string{
+		"OpCode:..........................0xff\nPortSelect:......................255\n", "CounterMask0:....................0x07\n",
+		"CounterMasks1to9:................0x07ffffff\nCounterMasks10to14:..............0x7fff\n", "SampleStatus:....................3\n",
+		"CounterSelect14:.................0xffff\nSamplesOnlyOptionMask:...........0xffffffffffffffff\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	lines, err = pescLines(bytes.Repeat([]byte{0xff}, umad.PerfDataSize), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cDump(lines, 1536); len(got) >= 1536 ||
+		strings.Contains(got, "FECUncorrectableBlockCtrLane11") || !strings.HasPrefix(got, "PortSelect:......................255\nCounterSelect:...................0xffffffffffffffff\n") {
+		t.Errorf("%d bytes:\n%s", len(got), got)
 	}
 }

@@ -67,7 +67,7 @@ func saUsage(opts []saOpt) string {
 		}
 		if o.desc != "" {
 			line += strings.Repeat(" ", max(24-len(line), 0)) + "  "
-			line += prettyPrint(len(line), 74, o.desc)
+			line += prettyPrintStr(len(line), 74, o.desc)
 		}
 		b.WriteString(line + "\n")
 	}
@@ -75,10 +75,10 @@ func saUsage(opts []saOpt) string {
 	return b.String()
 }
 
-// prettyPrint is ibdiag_common.c's pretty_print: str in lines of at most
+// prettyPrintStr is ibdiag_common.c's pretty_print: str in lines of at most
 // width-start bytes, broken after a space (a word longer than that on a
 // line of its own), each next line indented by start spaces.
-func prettyPrint(start, width int, str string) string {
+func prettyPrintStr(start, width int, str string) string {
 	n := width - start
 	var b strings.Builder
 	for {

@@ -64,7 +64,7 @@ func TestSAQueryNoPanic(t *testing.T) {
 			t.Errorf("%v: status 0 without a fabric", args)
 		}
 	}
-	if got := prettyPrint(10, 20, "a bb ccccccccccccc dd"); got != "a bb \n          ccccccccccccc\n          dd" {
+	if got := prettyPrintStr(10, 20, "a bb ccccccccccccc dd"); got != "a bb \n          ccccccccccccc\n          dd" {
 		t.Errorf("prettyPrint: %q", got)
 	}
 }

@@ -13,17 +13,22 @@ import (
 	"time"
 
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/sysfs"
 	"github.com/purerdma/rdma/umad"
 )
 
 // smpDest is a destination: a LID, or a directed route (the out ports
 // after the leading 0 of libibmad's "0,1,3").
+//
+// A combined route (smpquery -c) has both: LID-routed to lid, then
+// directed along path, with slid its DrSLID (the local port's LID).
 type smpDest struct {
 	lid  uint16
 	dr   bool
 	path []uint8
 	sl   uint8 // the SL of a LID (the SA's PathRecord for a GUID; else 0)
+	slid uint16
 }
 
 // String is libibmad's portid2str.
@@ -35,7 +40,52 @@ func (d smpDest) String() string {
 	for _, p := range d.path {
 		s = append(s, strconv.Itoa(int(p)))
 	}
+	if d.lid != 0 {
+		if len(d.path) == 0 {
+			return fmt.Sprintf("Lid %d", d.lid)
+		}
+		return fmt.Sprintf("Lid %d DR path slid %d; dlid 65535; %s", d.lid, d.slid, strings.Join(s, ","))
+	}
 	return "DR path slid 65535; dlid 65535; " + strings.Join(s, ",")
+}
+
+// cAtoi is C's atoi: blanks, a sign, decimal digits up to the first
+// other character (none: 0).
+func cAtoi(s string) int {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := strings.HasPrefix(s, "-")
+	if neg || strings.HasPrefix(s, "+") {
+		s = s[1:]
+	}
+	n := 0
+	for _, r := range s {
+		if r < '0' || r > '9' || n > 1<<30 {
+			break
+		}
+		n = n*10 + int(r-'0')
+	}
+	if neg {
+		return -n
+	}
+	return n
+}
+
+// parseCombinedDest reads smpquery -c's destination: a LID and a
+// directed route from the node of that LID ("0,12"), the DrSLID slid
+// (resolve_portid_str's IB_DEST_DRSLID; str2drpath reads the hops with
+// atoi).
+func parseCombinedDest(lidArg, route string, slid uint16) (smpDest, error) {
+	lid := cli.CStrtol(lidArg)
+	if lid <= 0 || lid >= 0xc000 {
+		return smpDest{}, fmt.Errorf("can't resolve destination port %s %s", lidArg, route)
+	}
+	d := smpDest{lid: uint16(lid), dr: true, slid: slid}
+	for i, h := range strings.Split(route, ",") {
+		if i > 0 && len(d.path) < 63 {
+			d.path = append(d.path, uint8(cAtoi(h)))
+		}
+	}
+	return d, nil
 }
 
 // parseSMPDest reads a destination as the C tools do: with dr a path such
@@ -143,9 +193,21 @@ func (c *smpClient) getQuiet(d smpDest, attr umad.AttrID, mod uint32) ([]byte, e
 // get is libibmad's smp_query_status_via: a Get of attr with modifier
 // mod to d; it returns the 64-byte data area of the answer.
 func (c *smpClient) get(d smpDest, attr umad.AttrID, mod uint32) ([]byte, error) {
+	c.rpc.log.dbg("smp_query_status_via", "attr 0x%x mod 0x%x route %s", uint16(attr), mod, d)
+	return c.send(d, umad.MethodGet, attr, mod, nil)
+}
+
+// set is libibmad's smp_set_status_via: a Set of attr with modifier mod
+// and the 64-byte data to d; it returns the answer's data area.
+func (c *smpClient) set(d smpDest, attr umad.AttrID, mod uint32, data []byte) ([]byte, error) {
+	c.rpc.log.dbg("smp_set_status_via", "attr 0x%x mod 0x%x route %s", uint16(attr), mod, d)
+	return c.send(d, umad.MethodSet, attr, mod, data)
+}
+
+func (c *smpClient) send(d smpDest, method umad.Method, attr umad.AttrID, mod uint32, data []byte) ([]byte, error) {
 	c.tid++
 	m := make([]byte, umad.MADSize)
-	m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnMgmt), 1, byte(umad.MethodGet)
+	m[0], m[1], m[2], m[3] = 1, byte(umad.ClassSubnMgmt), 1, byte(method)
 	binary.BigEndian.PutUint64(m[8:], uint64(c.tid))
 	binary.BigEndian.PutUint16(m[16:], uint16(attr))
 	binary.BigEndian.PutUint32(m[20:], mod)
@@ -153,12 +215,19 @@ func (c *smpClient) get(d smpDest, attr umad.AttrID, mod uint32) ([]byte, error)
 	if d.dr {
 		m[1] = byte(umad.ClassSubnMgmtDirectedRoute)
 		m[7] = byte(len(d.path))
-		binary.BigEndian.PutUint16(m[32:], 0xffff)
+		slid := uint16(0xffff)
+		if d.lid != 0 {
+			slid = d.slid
+		}
+		binary.BigEndian.PutUint16(m[32:], slid)
 		binary.BigEndian.PutUint16(m[34:], 0xffff)
 		copy(m[129:], d.path)
-		agent, lid = c.dr, 0xffff
+		agent = c.dr
+		if d.lid == 0 {
+			lid = 0xffff
+		}
 	}
-	c.rpc.log.dbg("smp_query_status_via", "attr 0x%x mod 0x%x route %s", uint16(attr), mod, d)
+	copy(m[64:128], data)
 	r, err := c.rpc.do(agent, m, func(p *umad.Packet) error { return p.SetAddr(lid, 0, d.sl, 0) }, d.String())
 	if err != nil {
 		return nil, err

@@ -20,13 +20,13 @@ func TestFabricToolArgs(t *testing.T) {
 		{[]string{"smpquery"}, 2, ""}, {[]string{"smpquery", "nodeinfo"}, 2, ""}, {[]string{"smpquery", "-y", "ni", "1"}, 2, ""},
 		// -h and --help: the usage on standard error, exit status 2, as
 		// ibdiag_show_usage.
-		{[]string{"smpquery", "-h"}, 2, "GUIDInfo"}, {[]string{"sminfo", "1", "2", "3"}, 2, ""}, {[]string{"sminfo", "--help"}, 2, "SMInfo"},
-		{[]string{"ibnetdiscover", "x"}, 2, ""}, {[]string{"ibnetdiscover", "--outstanding", "0"}, 2, ""},
-		{[]string{"ibnetdiscover", "-h"}, 2, "--outstanding"}, {[]string{"iblinkinfo", "-t", "0"}, 2, ""}, {[]string{"iblinkinfo", "-h"}, 2, "iblinkinfo"},
+		{[]string{"smpquery", "-h"}, 2, "GUIDInfo"}, {[]string{"sminfo", "-s"}, 2, ""}, {[]string{"sminfo", "--help"}, 2, "SMInfo"},
+		{[]string{"ibnetdiscover", "--bogus"}, 2, ""}, {[]string{"ibnetdiscover", "--outstanding"}, 2, ""},
+		{[]string{"ibnetdiscover", "-h"}, 2, "--outstanding_smps"}, {[]string{"iblinkinfo", "-t"}, 2, ""}, {[]string{"iblinkinfo", "-h"}, 2, "iblinkinfo"},
 		{[]string{"ibstat", "-h"}, 2, "list_of_cas"}, {[]string{"ibstat", "--help"}, 2, "list_of_cas"},
-		// -e and -d are smpquery's and sminfo's (libibmad's warnings),
-		// not the discovery tools'.
-		{[]string{"ibnetdiscover", "-d"}, 2, ""}, {[]string{"smpquery", "-e", "-d", "--retries", "x", "ni", "1"}, 2, ""},
+		// --retries is smpquery's and sminfo's (libibmad's RPC), not the
+		// discovery tools' (C's tables have none).
+		{[]string{"ibnetdiscover", "--retries", "1"}, 2, ""}, {[]string{"smpquery", "-e", "-d", "--retries", "x", "ni", "1"}, 2, ""},
 	} {
 		var out, errb bytes.Buffer
 		err := DefaultEnv().run(append([]string{"purerdma"}, c.args...), &out, &errb)

@@ -11,9 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
+	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/umad"
 )
 
@@ -23,12 +23,19 @@ Like infiniband-diags' smpquery: one SMP Get to a node, LID-routed or
 (with -D) along a directed route such as 0,1,3, dumped as libibmad does.
 
 Ops (case does not matter):
-  NodeInfo (NI), NodeDesc (ND), PortInfo (PI) [<port>], SwitchInfo (SI),
+  NodeInfo (NI), NodeDesc (ND), PortInfo (PI) [<port>],
+  PortInfoExtended (PIE) [<port>], SwitchInfo (SI),
   PKeyTable (PKeys) [<port>], SL2VLTable (SL2VL) [<port>],
-  VLArbitration (VLArb) [<port>], GUIDInfo (GI, guids)
+  VLArbitration (VLArb) [<port>], GUIDInfo (GI, guids),
+  MlnxExtPortInfo (MEPI) [<port>]
 
 Options:
   -D, --Direct         the destination is a directed route
+  -c, --combined       the destination is a combined route: a LID, then
+                       a directed route from there (smpquery -c NI 6 0,12)
+  -x, --extended       PortInfo with the extended speeds bit (31) of the
+                       attribute modifier set
+      --node-name-map <file>  names for NodeDesc, by node GUID
   -C, --Ca <ca>        local device (default: as libibumad chooses)
   -P, --Port <port>    local port (default: as libibumad chooses)
   -t, --timeout <ms>   response timeout per try (default 1000)
@@ -47,6 +54,8 @@ var smpOps = map[string]smpOp{
 	"nodeinfo": smpNodeInfo, "ni": smpNodeInfo,
 	"nodedesc": smpNodeDesc, "nd": smpNodeDesc,
 	"portinfo": smpPortInfo, "pi": smpPortInfo,
+	"portinfoextended": smpPortInfoExt, "pie": smpPortInfoExt,
+	"mlnxextportinfo": smpMlnxExtPortInfo, "mepi": smpMlnxExtPortInfo,
 	"switchinfo": smpSwitchInfo, "si": smpSwitchInfo,
 	"pkeytable": smpPKeys, "pkeys": smpPKeys,
 	"sl2vltable": smpSL2VL, "sl2vl": smpSL2VL,
@@ -55,12 +64,19 @@ var smpOps = map[string]smpOp{
 }
 
 func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
-	o, err := parseFabricOpts("smpquery", true, args, stderr)
+	var combined, extSpeeds bool
+	var nnmFile string
+	o, err := parseFabricOpts("smpquery", true, args, stderr,
+		cli.Option{Short: 'c', Long: "combined", Set: func(string) error { combined = true; return nil }},
+		cli.Option{Long: "node-name-map", Arg: true, Set: func(v string) error { nnmFile = v; return nil }},
+		cli.Option{Short: 'x', Long: "extended", Set: func(string) error { extSpeeds = true; return nil }},
+	)
 	if errors.Is(err, errHelp) {
 		return fabricHelp(stderr, smpqueryUsage)
 	}
 	if err == nil && len(o.pos) < 2 {
-		err = errors.New("an op and a destination are needed")
+		// ibdiag_show_usage, no message.
+		return fabricHelp(stderr, smpqueryUsage)
 	}
 	if err != nil {
 		return fabricUsage(stderr, "smpquery", smpqueryUsage, err)
@@ -78,25 +94,71 @@ func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
 		return openFailed(stdout, stderr, "smpquery", o, err)
 	}
 	defer c.Close()
-	if o.dr {
-		log.dbg("str2drpath", "DR str: %s", o.pos[1])
+	nnm := openNodeNameMap(nnmFile, nnmFile != "", stderr)
+	switch strings.ToLower(o.pos[0]) {
+	case "portinfo", "pi":
+		if extSpeeds {
+			// -x: the extended speeds bit of the modifier.
+			op = func(c *smpClient, d smpDest, args []string, w io.Writer) error {
+				return smpPortInfoMod(c, d, args, 1<<31, w)
+			}
+		}
+	case "nodedesc", "nd":
+		op = func(c *smpClient, d smpDest, args []string, w io.Writer) error {
+			return smpNodeDescMap(c, d, nnm, w)
+		}
 	}
-	d, err := parseSMPDest(o.pos[1], o.dr)
-	if err != nil {
-		return exit("main", "%v", err)
+	var d smpDest
+	opArgs := o.pos[2:]
+	if combined {
+		// "LID route": the route is the next operand ("(null)" when
+		// there is none, as C's "%s" of NULL prints).
+		route := "(null)"
+		if len(o.pos) > 2 {
+			route, opArgs = o.pos[2], o.pos[3:]
+		}
+		self, err := localPort(env.host(), c.port, o.timeout, o.tries())
+		if err != nil {
+			return exit("main", "can't resolve destination port %s %s", o.pos[1], route)
+		}
+		log.dbg("str2drpath", "DR str: %s", route)
+		if d, err = parseCombinedDest(o.pos[1], route, uint16(ibU32(self.LID))); err != nil {
+			return exit("main", "%v", err)
+		}
+	} else {
+		if o.dr {
+			log.dbg("str2drpath", "DR str: %s", o.pos[1])
+		}
+		if d, err = parseSMPDest(o.pos[1], o.dr); err != nil {
+			return exit("main", "%v", err)
+		}
 	}
 	var out strings.Builder
-	err = op(c, d, o.pos[2:], &out)
+	err = op(c, d, opArgs, &out)
 	io.WriteString(stdout, out.String())
 	if err != nil {
 		var f opFailed
-		if errors.As(err, &f) {
+		var x opExit
+		switch {
+		case errors.As(err, &x):
+			return exit(x.fn, "%s", x.what)
+		case errors.As(err, &f):
 			return exit("main", "operation %s: %s", o.pos[0], f.what)
 		}
 		return exit("main", "operation %s: %v", o.pos[0], err)
 	}
 	return nil
 }
+
+// opExit is a query that ends the run where it failed, as IBEXIT in a
+// libibmad helper does (fn, for -d).
+type opExit struct {
+	fn, what string
+	cause    error
+}
+
+func (e opExit) Error() string { return e.what + ": " + e.cause.Error() }
+func (e opExit) Unwrap() error { return e.cause }
 
 // opFailed is a query of an op that failed: what says which, as
 // smpquery's ops say it ("node info query failed"); the cause went to
@@ -111,12 +173,13 @@ func (e opFailed) Unwrap() error { return e.cause }
 
 func failed(what string, err error) error { return opFailed{what, err} }
 
+// opPort is an op's port parameter, strtol(argv[0], NULL, 0) in an int
+// as smpquery reads it (what does not parse is 0, "3x" is 3).
 func opPort(args []string) int {
 	if len(args) == 0 {
 		return 0
 	}
-	n, _ := strconv.ParseInt(args[0], 0, 32)
-	return int(n)
+	return int(int32(cli.CStrtol(args[0])))
 }
 
 func smpNodeInfo(c *smpClient, d smpDest, _ []string, w io.Writer) error {
@@ -129,14 +192,21 @@ func smpNodeInfo(c *smpClient, d smpDest, _ []string, w io.Writer) error {
 }
 
 func smpNodeDesc(c *smpClient, d smpDest, _ []string, w io.Writer) error {
-	if _, err := c.get(d, umad.SMAttrNodeInfo, 0); err != nil {
+	return smpNodeDescMap(c, d, nil, w)
+}
+
+// smpNodeDescMap is smpquery's node_desc: the NodeDescription, or the
+// name the node name map has for the node's GUID.
+func smpNodeDescMap(c *smpClient, d smpDest, nnm *nodeNameMap, w io.Writer) error {
+	ni, err := c.get(d, umad.SMAttrNodeInfo, 0)
+	if err != nil {
 		return failed("node info query failed", err)
 	}
 	b, err := c.get(d, umad.SMAttrNodeDescription, 0)
 	if err != nil {
 		return failed("node desc query failed", err)
 	}
-	name := cString(b)
+	name := nnm.remap(bits(ni, 96, 64), b)
 	dots := "."
 	if len(name) < 32 {
 		dots = strings.Repeat(".", 32-len(name))
@@ -154,12 +224,90 @@ func cString(b []byte) string {
 }
 
 func smpPortInfo(c *smpClient, d smpDest, args []string, w io.Writer) error {
+	return smpPortInfoMod(c, d, args, 0, w)
+}
+
+// smpPortInfoMod is smpquery's port_info with flags in the modifier
+// besides the port (-x: bit 31, extended speeds).
+func smpPortInfoMod(c *smpClient, d smpDest, args []string, flags uint32, w io.Writer) error {
 	port := opPort(args)
-	b, err := c.get(d, umad.SMAttrPortInfo, uint32(port))
+	b, err := c.get(d, umad.SMAttrPortInfo, uint32(port)|flags)
 	if err != nil {
 		return failed("port info query failed", err)
 	}
 	fmt.Fprintf(w, "# Port info: %s port %d\n%s", d, port, dumpPortInfo(b))
+	return nil
+}
+
+// portInfoExtFields are PortInfoExtended's, as mad_dump_portinfo_ext
+// dumps them.
+var portInfoExtFields = []ibField{
+	{0, 32, "CapMask", dumpHex}, {32, 16, "FECModeActive", dumpUint},
+	{48, 16, "FDRFECModeSupported", dumpHex}, {64, 16, "FDRFECModeEnabled", dumpHex},
+	{80, 16, "EDRFECModeSupported", dumpHex}, {96, 16, "EDRFECModeEnabled", dumpHex},
+}
+
+// portInfoExtSupported is infiniband-diags' is_port_info_extended_supported:
+// whether the PortInfo of port (port 0 on a switch) has CapabilityMask2
+// with IsPortInfoExtendedSupported, warning where it does not. A failed
+// query is an opExit.
+func portInfoExtSupported(c *smpClient, d smpDest, port int) (bool, error) {
+	const fn = "is_port_info_extended_supported"
+	ni, err := c.get(d, umad.SMAttrNodeInfo, 0)
+	if err != nil {
+		return false, opExit{fn, "node info query failed", err}
+	}
+	if ni[2] == 2 {
+		port = 0
+	}
+	pi, err := c.get(d, umad.SMAttrPortInfo, uint32(port))
+	if err != nil {
+		return false, opExit{fn, "port info query failed", err}
+	}
+	if bits(pi, 160, 32)&(1<<15) == 0 {
+		c.rpc.log.warn(fn, "port info capability mask2 not supported")
+		return false, nil
+	}
+	if cm2 := bits(pi, 480, 16); cm2&(1<<1) == 0 {
+		c.rpc.log.warn(fn, "port info capability mask2 = 0x%x doesn't indicate PortInfoExtended support", cm2)
+		return false, nil
+	}
+	return true, nil
+}
+
+func smpPortInfoExt(c *smpClient, d smpDest, args []string, w io.Writer) error {
+	port := opPort(args)
+	ok, err := portInfoExtSupported(c, d, port)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return failed("port info extended not supported", errors.New("the port has no PortInfoExtended"))
+	}
+	b, err := c.get(d, umad.SMAttrPortInfoExtended, uint32(port))
+	if err != nil {
+		return failed("port info extended query failed", err)
+	}
+	fmt.Fprintf(w, "# Port info Extended: %s port %d\n%s", d, port, dumpFields(b, portInfoExtFields))
+	return nil
+}
+
+// smAttrMlnxExtPortInfo is Mellanox's vendor SMP attribute
+// MlnxExtPortInfo (IB_ATTR_MLNX_EXT_PORT_INFO).
+const smAttrMlnxExtPortInfo umad.AttrID = 0xff90
+
+var mlnxExtPortInfoFields = []ibField{
+	{24, 8, "StateChangeEnable", dumpHex}, {56, 8, "LinkSpeedSupported", dumpHex},
+	{88, 8, "LinkSpeedEnabled", dumpHex}, {120, 8, "LinkSpeedActive", dumpHex},
+}
+
+func smpMlnxExtPortInfo(c *smpClient, d smpDest, args []string, w io.Writer) error {
+	port := opPort(args)
+	b, err := c.get(d, smAttrMlnxExtPortInfo, uint32(port))
+	if err != nil {
+		return failed("Mellanox ext port info query failed", err)
+	}
+	fmt.Fprintf(w, "# MLNX ext Port info: %s port %d\n%s", d, port, dumpFields(b, mlnxExtPortInfoFields))
 	return nil
 }
 
@@ -340,12 +488,17 @@ func smpGUIDs(c *smpClient, d smpDest, _ []string, w io.Writer) error {
 	return nil
 }
 
-const sminfoUsage = `Usage: sminfo [options] [<sm_lid|sm_dr_path>]
+const sminfoUsage = `Usage: sminfo [options] [<sm_lid|sm_dr_path> [modifier]]
 
 Like infiniband-diags' sminfo: the SMInfo of the subnet manager (by
-default the master SM the local port's PortInfo names).
+default the master SM the local port's PortInfo names); with a modifier
+other than 0, a Set of SMInfo with that attribute modifier (1 handover,
+2 acknowledge, 3 disable, 4 standby, 5 discover) instead of a Get.
 
 Options:
+  -s, --state <0-3>    the SMState a Set carries
+  -p, --priority <0-15>  the priority a Set carries
+  -a, --activity <n>   the activity count a Set carries
   -D, --Direct         the destination is a directed route
   -C, --Ca <ca>        local device
   -P, --Port <port>    local port
@@ -359,12 +512,22 @@ Options:
 var sminfoStates = []string{"SMINFO_NOTACTIVE", "SMINFO_DISCOVER", "SMINFO_STANDBY", "SMINFO_MASTER"}
 
 func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
-	o, err := parseFabricOpts("sminfo", true, args, stderr)
+	// -s, -p and -a: the SMInfo a Set (a modifier given) carries;
+	// strtoul's value, cut to the field.
+	var state, prio, act uint64
+	num := func(p *uint64) func(string) error {
+		return func(v string) error { *p = uint64(cli.CStrtol(v)); return nil }
+	}
+	o, err := parseFabricOpts("sminfo", true, args, stderr,
+		cli.Option{Short: 's', Long: "state", Arg: true, Set: num(&state)},
+		cli.Option{Short: 'p', Long: "priority", Arg: true, Set: num(&prio)},
+		cli.Option{Short: 'a', Long: "activity", Arg: true, Set: num(&act)},
+		// ibdiag_process_opts' exclude string "sK": -s is the state
+		// above, -K (show_keys) is not sminfo's.
+		excludedOpts("sminfo", "K", stderr)[0],
+	)
 	if errors.Is(err, errHelp) {
 		return fabricHelp(stderr, sminfoUsage)
-	}
-	if err == nil && len(o.pos) > 2 {
-		err = errors.New("too many arguments")
 	}
 	if err != nil {
 		return fabricUsage(stderr, "sminfo", sminfoUsage, err)
@@ -399,16 +562,31 @@ func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
 		}
 		d = smpDest{lid: binary.BigEndian.Uint16(pi[18:20])}
 	}
-	b, err := c.get(d, umad.SMAttrSMInfo, 0)
+	mod := 0
+	if len(o.pos) > 1 {
+		mod = cAtoi(o.pos[1])
+	}
+	// The SMInfo sminfo sends: GUID and SM_Key 0, the options' activity
+	// count, priority and state.
+	req := make([]byte, 64)
+	binary.BigEndian.PutUint32(req[16:], uint32(act))
+	req[20] = byte(prio&0xf)<<4 | byte(state&0xf)
+	var b []byte
+	if mod != 0 {
+		b, err = c.set(d, umad.SMAttrSMInfo, uint32(mod), req)
+	} else {
+		c.rpc.log.dbg("smp_query_status_via", "attr 0x%x mod 0x%x route %s", uint16(umad.SMAttrSMInfo), 0, d)
+		b, err = c.send(d, umad.MethodGet, umad.SMAttrSMInfo, 0, req)
+	}
 	if err != nil {
 		return exit("query")
 	}
-	state := int(b[20] & 0xf)
+	st := int(b[20] & 0xf)
 	name := "???"
-	if state < len(sminfoStates) {
-		name = sminfoStates[state]
+	if st < len(sminfoStates) {
+		name = sminfoStates[st]
 	}
 	fmt.Fprintf(stdout, "sminfo: sm lid %d sm guid 0x%x, activity count %d priority %d state %d %s\n",
-		d.lid, binary.BigEndian.Uint64(b[0:8]), binary.BigEndian.Uint32(b[16:20]), b[20]>>4, state, name)
+		d.lid, binary.BigEndian.Uint64(b[0:8]), binary.BigEndian.Uint32(b[16:20]), b[20]>>4, st, name)
 	return nil
 }
