@@ -47,15 +47,6 @@ type scanReplay struct {
 	errors string
 }
 
-// replayScan replays libibnetdisc's first-in first-out walk over f: its
-// engine sends its queue in order and ibsim, like a fabric without
-// losses, answers in order, so it handles the answers in the order it
-// queued the requests, whatever its max_smps.
-func replayScan(f *netdisc.Fabric) scanReplay {
-	r, _ := replayWalk(f, nil, walk{})
-	return r
-}
-
 // walk is what a replayed walk does and prints: ibnd_config's max_hops
 // (0: no limit); build: the fabric it finds; partial: a route from the
 // command line; show: the -s lines (show_progress); debug: libibnetdisc's

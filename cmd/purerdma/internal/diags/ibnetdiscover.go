@@ -431,13 +431,6 @@ func remoteLID(p *netdisc.Port) uint16 {
 	return p.BaseLID
 }
 
-func outIDs(w *strings.Builder, n *netdisc.Node) {
-	fmt.Fprintf(w, "\nvendid=0x%x\ndevid=0x%x\n", bits(n.Info[:], 296, 24), binary.BigEndian.Uint16(n.Info[30:32]))
-	if sys := binary.BigEndian.Uint64(n.Info[4:12]); sys != 0 {
-		fmt.Fprintf(w, "sysimgguid=0x%x\n", sys)
-	}
-}
-
 // topology is dump_topology: the header, the switches, the CAs and the
 // routers; with -g (grouping) the chassis first, then the nodes in none.
 // Chassis are libibnetdisc's group_nodes: nodes that share a
