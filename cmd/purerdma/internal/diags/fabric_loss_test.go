@@ -37,36 +37,40 @@ func lossQueries(t *testing.T) int {
 var (
 	lossRetryRE   = regexp.MustCompile(`^ibwarn: \[[0-9]+\] _do_madrpc: retry ([0-9]+) \(timeout 1000 ms\)$`)
 	lossTimeoutRE = regexp.MustCompile(`^ibwarn: \[[0-9]+\] _do_madrpc: timeout after 3 retries, 3000 ms$`)
-	lossFailedRE  = regexp.MustCompile(`^ibwarn: \[[0-9]+\] mad_rpc: _do_madrpc failed; dport \(Lid [0-9]+\)$`)
+	lossFailedRE  = regexp.MustCompile(`^ibwarn: \[[0-9]+\] mad_rpc(_rmpp)?: _do_madrpc failed; dport \(.+\)$`)
 )
 
 // lossRetries reads the retries libibmad's -e warnings log in one run's
-// standard error and returns how many there are, and whether the last
-// query failed after its 3 tries. It fails t on warnings out of order (a
-// retry not numbered 1, 2, …; a failure not after retry 2).
-func lossRetries(t *testing.T, who, stderr string) (retries int, failed bool) {
+// standard error and returns how many there are, and how many queries
+// failed after their 3 tries. It fails t on warnings out of order (a
+// retry not numbered 1, 2, …; a failure not after retry 2). Lines of the
+// tool's own (other matches them) are skipped, as are our explanations
+// ("tool: …").
+func lossRetries(t *testing.T, who, tool string, other *regexp.Regexp, stderr string) (retries, failed int) {
 	t.Helper()
 	cur := 1
 	for _, l := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
 		switch {
-		case l == "" || strings.HasPrefix(l, "perfquery: "): // ours: the explanation
+		case l == "" || strings.HasPrefix(l, tool+": "): // ours: the explanation
 		case lossRetryRE.MatchString(l):
 			n, _ := strconv.Atoi(lossRetryRE.FindStringSubmatch(l)[1])
 			switch {
-			case n == cur && !failed:
+			case n == cur:
 				cur++
-			case n == 1 && !failed: // the query before took cur tries
+			case n == 1: // the query before took cur tries
 				cur = 2
 			default:
 				t.Errorf("%s: retry %d after %d tries:\n%s", who, n, cur, stderr)
 			}
 			retries++
 		case lossTimeoutRE.MatchString(l):
-			if cur != 3 || failed {
+			if cur != 3 {
 				t.Errorf("%s: gave up after %d tries:\n%s", who, cur, stderr)
 			}
-			failed = true
+			failed++
+			cur = 1
 		case lossFailedRE.MatchString(l):
+		case other != nil && other.MatchString(l):
 		default:
 			t.Errorf("%s: unexpected line %q", who, l)
 		}
@@ -74,15 +78,71 @@ func lossRetries(t *testing.T, who, stderr string) (retries int, failed bool) {
 	return retries, failed
 }
 
-// TestFabricLoss: Hca2's port drops half of what reaches it (ibsim's
-// console: Error "Hca2"[1] 50, sim_cmd.c do_seterror; ibsim answers a
-// dropped request with status 110 at once, sim_mad.c process_packet).
-// smpquery and perfquery, ours and infiniband-diags', run lossQueries
-// times each with -e against Hca2: the success counts agree within
-// noise (a two-proportion z test), every query's tries are logged as
-// libibmad logs them (retry 1, retry 2, then "timeout after 3 retries"
-// for one that failed), the mean tries per query agree within noise, and
-// the warnings of a failed query are the C tool's.
+// lossCase is one tool's runs in TestFabricLoss.
+type lossCase struct {
+	name string   // the subtest's, "" for the tool's
+	node string   // where the tool runs
+	args []string // the tool and its arguments
+	// errs is ibsim's Error command that makes a port lossy: node,
+	// port, rate and, for a drop of one attribute only, its ID.
+	errs string
+	// lossy is how many of a run's queries went through the lossy port
+	// (each of which may have retried); the others are answered at the
+	// first try.
+	lossy func(r fabricRun) int
+	// failed is how many of them failed (after their tries); nil is
+	// one if the run exited other than 0.
+	failed func(r fabricRun) int
+	// ok is whether the run succeeded; nil is an exit status of 0.
+	ok func(r fabricRun) bool
+	// other matches lines of the tool's own among libibmad's warnings.
+	other *regexp.Regexp
+	// once: the tool sends each query once (no libibmad retries).
+	once bool
+}
+
+// TestFabricLoss: a port drops half of what reaches it (ibsim's console:
+// Error "Hca2"[1] 50, sim_cmd.c do_seterror). ibsim rolls the rate on
+// each hop into the port (sim_mad.c pc_updated: the drop of a request
+// it forwards to a client, OpenSM or an ibping server, as much as of one
+// it answers itself), and once more when it answers the request itself
+// (process_packet), unless the Error names an attribute: then only that
+// attribute's requests it answers at the port are dropped, and only by
+// the second roll. A dropped request is answered with status 110 at once
+// (process_packet's _dropped), so no try waits for its timeout. Each
+// tool that queries through libibmad's RPC with retries, ours and
+// infiniband-diags', runs lossQueries times with -e against a lossy port:
+// the success counts agree within noise (a two-proportion z test), every
+// query's tries are logged as libibmad logs them (retry 1, retry 2, then
+// "timeout after 3 retries" for one that failed), the mean tries per
+// query agree within noise, and the warnings of a failed query are the C
+// tool's.
+//
+//   - smpquery nodeinfo and perfquery from Hca1 to Hca2, Hca2's port
+//     lossy: an SMP is dropped on its way in or at the SMA (a try gets
+//     through one time in four); perfquery's ClassPortInfo, then its
+//     PortCounters unless the first failed.
+//   - ibaddr from Hca1 to Hca2, only PortInfo dropped at Hca2's port:
+//     its NodeInfo is answered at once, its PortInfo one try in two.
+//   - sminfo from Hca3 to the SM (OpenSM on Switch1), the switch's port
+//     to Hca3 lossy: the SMInfo request is dropped on its way in.
+//   - saquery (SMInfoRecord) from Hca3 through the same port: its
+//     request to OpenSM is dropped on the way in, the answer leaves the
+//     switch through the port unharmed (a hop's roll is made at the
+//     port it enters). infiniband-diags' saquery sends once
+//     (ibdiag_sa.c, sa_query: umad_send with no retries), as ours does.
+//   - ibping from Hca1 to our server (-S) on Hca2, Hca2's port lossy:
+//     the ping is dropped on its way in (C's client sends each ping
+//     through libibmad's mad_rpc_rmpp, ib_vendor_call_via, with its
+//     retries; -c 1 -f: one ping a run).
+//   - ibqueryerrors -G Hca2's port GUID from Hca1, only PortCounters
+//     dropped at Hca2's port: its discovery and its ClassPortInfo are
+//     not dropped, so only the PMA phase's PortCounters query is lossy.
+//     The discovery differs by design: libibnetdisc sends each SMP once
+//     and leaves the retries to the kernel (query_smp.c: umad_send with
+//     cfg->retries), which libumad2sim ignores, so infiniband-diags'
+//     gives up on an SMP ibsim drops; ours resends it as the kernel
+//     would.
 func TestFabricLoss(t *testing.T) {
 	f := ibsimtest.Start(t, ibsimtest.Small, ibsimtest.Options{Console: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -92,81 +152,152 @@ func TestFabricLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	hca2 := strconv.Itoa(lids["Hca2"])
-	if err := f.Console(`Error "Hca2"[1] 50`); err != nil {
-		t.Fatal(err)
+	hca2GUID := portGUID(t, f, "Hca1", lids["Hca2"])
+	startGoPingServer(t, f, "Hca2")
+	one := func(fabricRun) int { return 1 }
+	cases := []lossCase{
+		{node: "Hca1", args: []string{"smpquery", "-e", "nodeinfo", hca2}, errs: `"Hca2"[1] 50`, lossy: one},
+		{node: "Hca1", args: []string{"perfquery", "-e", hca2, "1"}, errs: `"Hca2"[1] 50`,
+			lossy: func(r fabricRun) int {
+				if strings.Contains(r.stdout, "failed: classportinfo query") {
+					return 1
+				}
+				return 2
+			}},
+		{node: "Hca1", args: []string{"ibaddr", "-e", hca2}, errs: `"Hca2"[1] 50 0x15`, lossy: one},
+		{node: "Hca3", args: []string{"sminfo", "-e"}, errs: `"Switch1"[2] 50`, lossy: one},
+		{node: "Hca3", args: []string{"saquery", "-e", "NR", "1"}, errs: `"Switch1"[2] 50`, lossy: one, once: true,
+			other: regexp.MustCompile(`^Query SA failed: `)},
+		{name: "saquery answer lost", node: "Hca3", args: []string{"saquery", "-e", "-t", "100", "NR", "1"}, errs: `"Hca3"[1] 50`,
+			lossy: one, once: true,
+			other: regexp.MustCompile(`^Query SA failed: |^ibwarn: \[[0-9]+\] sa_query: umad_recv failed: attr 0x11: Connection timed out$`)},
+		{node: "Hca1", args: []string{"ibping", "-e", "-c", "1", "-f", hca2}, errs: `"Hca2"[1] 50`, lossy: one,
+			ok: func(r fabricRun) bool { return r.code == 0 && strings.Contains(r.stdout, " 1 received") },
+			failed: func(r fabricRun) int {
+				if strings.Contains(r.stdout, " 0 received") {
+					return 1
+				}
+				return 0
+			}},
+		{node: "Hca1", args: []string{"ibqueryerrors", "-e", "-G", hca2GUID}, errs: `"Hca2"[1] 50 0x12`,
+			lossy:  func(r fabricRun) int { return lossNumber(r.stdout, `([0-9]+) ports checked`) },
+			failed: func(r fabricRun) int { return lossNumber(r.stdout, `([0-9]+) PMA query failures`) },
+			ok:     func(r fabricRun) bool { return !strings.Contains(r.stdout, "PMA query failures") },
+			other:  regexp.MustCompile(`^ibwarn: \[[0-9]+\] print_errors: IB_GSI_PORT_COUNTERS query failed on `)},
 	}
 	n := lossQueries(t)
-	for _, args := range [][]string{{"smpquery", "-e", "nodeinfo", hca2}, {"perfquery", "-e", hca2, "1"}} {
-		tool := args[0]
-		// queries is how many queries a run made: smpquery's one;
-		// perfquery's ClassPortInfo, then PortCounters unless the
-		// first failed.
-		queries := func(r fabricRun) int {
-			if tool == "smpquery" || strings.Contains(r.stdout, "failed: classportinfo query") {
-				return 1
+	for _, tc := range cases {
+		tool, name := tc.args[0], tc.name
+		if name == "" {
+			name = tool
+		}
+		t.Run(name, func(t *testing.T) {
+			if err := f.Console(`Error ` + tc.errs); err != nil {
+				t.Fatal(err)
 			}
-			return 2
-		}
-		type side struct {
-			ok, queries, tries int
-			fails              map[string]string // stdout → stderr of a failed run, pids masked
-		}
-		var c, g side
-		c.fails, g.fails = map[string]string{}, map[string]string{}
-		tally := func(s *side, who string, r fabricRun) {
-			retries, failed := lossRetries(t, who, r.stderr)
-			if failed != (r.code != 0) {
-				t.Errorf("%s: a query failed %v, exit status %d:\n%s", who, failed, r.code, r.stderr)
+			defer func() {
+				if err := f.Console(`Error ` + strings.Fields(tc.errs)[0] + ` 0`); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			type side struct {
+				ok, queries, tries int
+				took               time.Duration     // the runs, all together
+				fails              map[string]string // stdout → stderr of a failed run, pids masked
 			}
-			s.queries += queries(r)
-			s.tries += queries(r) + retries
-			if r.code == 0 {
-				s.ok++
-				return
+			var c, g side
+			c.fails, g.fails = map[string]string{}, map[string]string{}
+			tally := func(s *side, who string, r fabricRun) {
+				retries, failed := lossRetries(t, who, tool, tc.other, r.stderr)
+				want := 0
+				if tc.failed != nil {
+					want = tc.failed(r)
+				} else if r.code != 0 {
+					want = 1
+				}
+				if tc.once {
+					if retries != 0 {
+						t.Errorf("%s: %d retries logged, of a query sent once:\n%s", who, retries, r.stderr)
+					}
+				} else if failed != want {
+					t.Errorf("%s: %d queries failed after their tries, want %d (exit status %d):\n%s%s", who, failed, want, r.code, r.stdout, r.stderr)
+				}
+				s.queries += tc.lossy(r)
+				s.tries += tc.lossy(r) + retries
+				ok := r.code == 0
+				if tc.ok != nil {
+					ok = tc.ok(r)
+				}
+				if ok {
+					s.ok++
+					return
+				}
+				// The failed query's warnings: from its first retry on
+				// (ours then adds an explanation).
+				stderr := fabricPidRE.ReplaceAllString(r.stderr, "[pid]")
+				if i := strings.LastIndex(stderr, "ibwarn: [pid] _do_madrpc: retry 1 "); i >= 0 {
+					stderr = stderr[i:]
+				}
+				s.fails[r.stdout] = stderr
 			}
-			// The failed query's warnings: from its first retry on
-			// (ours then adds an explanation).
-			stderr := fabricPidRE.ReplaceAllString(r.stderr, "[pid]")
-			if i := strings.LastIndex(stderr, "ibwarn: [pid] _do_madrpc: retry 1 "); i >= 0 {
-				stderr = stderr[i:]
+			for i := 0; i < n; i++ {
+				start := time.Now()
+				cr := runC(t, f, tc.node, tool, tc.args[1:]...)
+				c.took += time.Since(start)
+				start = time.Now()
+				gr := runGo(t, f, tc.node, tool, tc.args[1:]...)
+				g.took += time.Since(start)
+				tally(&c, "infiniband-diags", cr)
+				tally(&g, "purerdma", gr)
 			}
-			if i := strings.Index(stderr, "\n"+tool+": "); i >= 0 && who == "purerdma" {
-				stderr = stderr[:i+1]
+			t.Logf("%s at 50 %% loss, %d runs each: succeeded infiniband-diags %d, purerdma %d; tries logged %d and %d for %d and %d queries (%.2f and %.2f a query); %v and %v",
+				name, n, c.ok, g.ok, c.tries, g.tries, c.queries, g.queries,
+				float64(c.tries)/float64(c.queries), float64(g.tries)/float64(g.queries),
+				c.took.Round(time.Millisecond), g.took.Round(time.Millisecond))
+			// The two success rates, pooled: within 3.5 standard errors.
+			p := float64(c.ok+g.ok) / float64(2*n)
+			if se := math.Sqrt(p * (1 - p) * 2 / float64(n)); se > 0 && math.Abs(float64(c.ok-g.ok))/float64(n) > 3.5*se {
+				t.Errorf("%s: %d of %d succeeded, infiniband-diags %d: more than noise apart", tool, g.ok, n, c.ok)
 			}
-			s.fails[r.stdout] = stderr
-		}
-		for i := 0; i < n; i++ {
-			tally(&c, "infiniband-diags", runC(t, f, "Hca1", tool, args[1:]...))
-			tally(&g, "purerdma", runGo(t, f, "Hca1", tool, args[1:]...))
-		}
-		t.Logf("%s at 50 %% loss, %d runs each: succeeded infiniband-diags %d, purerdma %d; tries logged %d and %d for %d and %d queries (%.2f and %.2f a query)",
-			tool, n, c.ok, g.ok, c.tries, g.tries, c.queries, g.queries,
-			float64(c.tries)/float64(c.queries), float64(g.tries)/float64(g.queries))
-		// The two success rates, pooled: within 3.5 standard errors.
-		p := float64(c.ok+g.ok) / float64(2*n)
-		if se := math.Sqrt(p * (1 - p) * 2 / float64(n)); se > 0 && math.Abs(float64(c.ok-g.ok))/float64(n) > 3.5*se {
-			t.Errorf("%s: %d of %d succeeded, infiniband-diags %d: more than noise apart", tool, g.ok, n, c.ok)
-		}
-		// Tries a query: each query's count is 1, 2 or 3; the means
-		// within 3.5 standard errors (the variance at most 1).
-		mc, mg := float64(c.tries)/float64(c.queries), float64(g.tries)/float64(g.queries)
-		if math.Abs(mc-mg) > 3.5*math.Sqrt(1/float64(c.queries)+1/float64(g.queries)) {
-			t.Errorf("%s: %.2f tries a query, infiniband-diags %.2f", tool, mg, mc)
-		}
-		for out, stderr := range g.fails {
-			if want, ok := c.fails[out]; ok && want != stderr {
-				t.Errorf("%s failing with %q: stderr\n%s\ninfiniband-diags:\n%s", tool, out, stderr, want)
+			if c.ok == n || c.ok == 0 {
+				t.Errorf("%s: infiniband-diags succeeded %d times of %d: the port is not lossy to it", tool, c.ok, n)
 			}
-		}
-	}
-	if err := f.Console(`Error "Hca2"[1] 0`); err != nil {
-		t.Fatal(err)
+			// Tries a query: each query's count is 1, 2 or 3; the means
+			// within 3.5 standard errors (the variance at most 1).
+			mc, mg := float64(c.tries)/float64(c.queries), float64(g.tries)/float64(g.queries)
+			if math.Abs(mc-mg) > 3.5*math.Sqrt(1/float64(c.queries)+1/float64(g.queries)) {
+				t.Errorf("%s: %.2f tries a query, infiniband-diags %.2f", tool, mg, mc)
+			}
+			compared := 0
+			for out, stderr := range g.fails {
+				want, ok := c.fails[out]
+				if !ok {
+					continue
+				}
+				compared++
+				if dropExplanationsOf(stderr, want, tool) != want {
+					t.Errorf("%s failing with %q: stderr\n%s\ninfiniband-diags:\n%s", tool, out, stderr, want)
+				}
+			}
+			t.Logf("%s: %d ways of failing, %d of them infiniband-diags' too, their warnings compared", name, len(g.fails), compared)
+		})
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := f.Running(ctx, "Hca3"); err != nil {
 		t.Fatalf("after the runs: %v", err)
 	}
+}
+
+// lossNumber is the number the first group of re (a regular expression)
+// matches in s, 0 where it does not match.
+func lossNumber(s, re string) int {
+	m := regexp.MustCompile(re).FindStringSubmatch(s)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
 
 // startedRun is the result of a run startGo or startC started, and when

@@ -156,27 +156,27 @@ func newSMPClient(p *umad.Port, timeout time.Duration, tries int, log *madLog) (
 func isSim(p *umad.Port) bool { return strings.HasPrefix(p.Device(), "ibsim:") }
 
 // localPort describes the port p, as sysfs does for a kernel port; an
-// ibsim port has no sysfs, so its own PortInfo (a directed-route SMP of
-// no hops, answered by the simulated SMA) gives its number and LIDs
-// (libumad2sim's sysfs comes from the same PortInfo). It prints none of
-// libibmad's warnings: the C tools read sysfs there.
+// ibsim port has no sysfs, so the PortInfo ibsim gave when the port was
+// opened (SIM_CTL_GET_PORTINFO, umad.Port.SimNode) gives its number, its
+// LIDs and its SM's SL, as libumad2sim's sysfs does (umad2sim.c,
+// dev_sysfs_create, from the same control message at its start). No MAD
+// is sent: a query of the port's own SMA could be dropped where ibsim
+// makes the port lossy (its Error command), which the C tools' sysfs
+// never is. timeout and tries are unused.
 func localPort(h *umad.Host, p *umad.Port, timeout time.Duration, tries int) (*umad.CAPort, error) {
 	if !isSim(p) {
 		info := p.Info() // as OpenPort read it: sysfs is not read twice
 		return &info, nil
 	}
-	c, err := newSMPClient(p, timeout, tries, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = p.Unregister(c.lid); _ = p.Unregister(c.dr) }()
-	pi, err := c.get(smpDest{dr: true}, umad.SMAttrPortInfo, 0)
+	n, err := p.SimNode()
 	if err != nil {
 		return nil, fmt.Errorf("can't resolve self port: %w", err)
 	}
+	pi := n.PortInfo[:]
 	lid, smLID := uint32(binary.BigEndian.Uint16(pi[16:18])), uint32(binary.BigEndian.Uint16(pi[18:20]))
+	smSL := uint8(bits(pi, 292, 4))
 	return &umad.CAPort{Port: sysfs.Port{CA: p.CA(), Number: int(pi[28]), LinkLayer: rdma.LinkLayerInfiniBand,
-		LID: &lid, SMLID: &smLID, State: rdma.PortActive}}, nil
+		LID: &lid, SMLID: &smLID, SMSL: &smSL, State: rdma.PortActive}}, nil
 }
 
 func (c *smpClient) Close() error { return c.port.Close() }
