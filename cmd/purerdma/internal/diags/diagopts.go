@@ -9,209 +9,14 @@ package diags
 // smp_set_status_via) with a destination of any kind.
 
 import (
-	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/umad"
 )
-
-// routeOpt is one of ibdiag_common's struct ibdiag_opt: a long name, a
-// letter (0 for none), whether it takes an argument, the argument's name
-// in the usage and the description.
-type routeOpt struct {
-	name    string
-	letter  byte
-	arg     bool
-	argName string
-	desc    string
-	set     func(v string) error
-}
-
-// ibdiagConfig is IBDIAG_CONFIG_GENERAL, read before the options.
-const ibdiagConfig = "/etc/infiniband-diags/ibdiag.conf"
-
-// routeOpts are the common options' values.
-type routeOpts struct {
-	fabricOpts
-	destType byte   // 'L' (the default), 'D' or 'G'
-	smLID    int    // -s: the SM's LID, 0 when not given
-	verbose  int    // -v
-	mkey     uint64 // -y
-	showKeys bool   // -K
-}
-
-// errExitNow is an option that ends the tool at once with err (an
-// ibexit, or the version).
-type errExitNow struct{ err error }
-
-func (e errExitNow) Error() string { return e.err.Error() }
-
-// parseRouteOpts is ibdiag_process_opts: the configuration file, then the
-// tool's options (custom) and the common ones but those whose letters
-// are in exclude, through getopt_long. A -h, a refused command line or an
-// unknown option prints the usage (status 2); an option that ends the
-// tool (an invalid -t or -s, -V) returns errExitNow.
-func parseRouteOpts(tool, exclude, usageArgs string, examples []string, args []string, stdout, stderr io.Writer, custom ...routeOpt) (*routeOpts, func() error, error) {
-	o := &routeOpts{fabricOpts: fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}, destType: 'L'}
-	o.readConfig(ibdiagConfig)
-	exit := func(format string, a ...any) error {
-		return errExitNow{ibexit(stdout, tool, o.debug, "process_opt", format, a...)}
-	}
-	common := []routeOpt{
-		{"config", 'z', true, "<config>", "use config file, default: " + ibdiagConfig, func(v string) error { o.readConfig(v); return nil }},
-		{"Ca", 'C', true, "<ca>", "Ca name to use", func(v string) error { o.ca = v; return nil }},
-		{"Port", 'P', true, "<port>", "Ca port number to use", func(v string) error { o.port = int(uint32(cli.CStrtol(v))); return nil }},
-		{"Direct", 'D', false, "", "use Direct address argument", func(string) error { o.destType = 'D'; o.dr = true; return nil }},
-		{"Lid", 'L', false, "", "use LID address argument", func(string) error { o.destType = 'L'; o.dr = false; return nil }},
-		{"Guid", 'G', false, "", "use GUID address argument", func(string) error { o.destType = 'G'; o.dr = false; return nil }},
-		{"timeout", 't', true, "<ms>", "timeout in ms", func(v string) error {
-			u, end := strtoullEnd(v) // strtol's digits, to the end
-			n := int64(u)
-			if end != len(v) || n <= 0 || n > 1<<31-1 {
-				return exit("Invalid timeout \"%s\".  Timeout requires a positive integer value < %d.", v, 1<<31-1)
-			}
-			o.timeout, o.timeoutSet = time.Duration(n)*time.Millisecond, true
-			return nil
-		}},
-		{"sm_port", 's', true, "<lid>", "SM port lid", func(v string) error {
-			lid := cli.CStrtol(v)
-			if lid < 1 || lid > 0xbfff {
-				return exit("cannot resolve SM destination port %s", v)
-			}
-			o.smLID = int(lid)
-			return nil
-		}},
-		{"show_keys", 'K', false, "", "display security keys in output", func(string) error { o.showKeys = true; return nil }},
-		{"m_key", 'y', true, "<key>", "M_Key to use in request", func(v string) error {
-			k, n := strtoullEnd(v)
-			if n != len(v) {
-				// C asks for the key on the terminal (getpass), and
-				// without one (as under the tests) fails after the
-				// prompt; we take the key from the command line only.
-				fmt.Fprint(stderr, "M_Key: ")
-				return exit("Bad M_Key")
-			}
-			o.mkey = k
-			return nil
-		}},
-		{"errors", 'e', false, "", "show send and receive errors", func(string) error { o.errs = true; return nil }},
-		{"verbose", 'v', false, "", "increase verbosity level", func(string) error { o.verbose++; return nil }},
-		{"debug", 'd', false, "", "raise debug level", func(string) error { o.debug = true; return nil }},
-		{"help", 'h', false, "", "help message", func(string) error { return errHelp }},
-		{"version", 'V', false, "", "show version", func(string) error {
-			fmt.Fprintf(stderr, "%s BUILD VERSION: 44.0\n", tool)
-			return errExitNow{nil}
-		}},
-	}
-	table := append([]routeOpt(nil), custom...)
-	for _, c := range common {
-		if strings.IndexByte(exclude, c.letter) < 0 {
-			table = append(table, c)
-		}
-	}
-	usage := func() error {
-		fmt.Fprint(stderr, routeUsage(tool, usageArgs, table, examples))
-		return cli.ExitError{Code: 2}
-	}
-	opts := make([]cli.Option, len(table))
-	for i, d := range table {
-		opts[i] = cli.Option{Short: d.letter, Long: d.name, Arg: d.arg, Set: d.set}
-	}
-	pos, err := cli.GetoptOperands(tool, args, opts, stderr)
-	var ge cli.GetoptError
-	var en errExitNow
-	switch {
-	case errors.As(err, &en):
-		if en.err == nil {
-			return nil, usage, cli.ExitError{Code: 0}
-		}
-		return nil, usage, en.err
-	case errors.Is(err, errHelp), errors.As(err, &ge), errors.Is(err, cli.ErrGetopt):
-		return nil, usage, usage()
-	case err != nil:
-		return nil, usage, err
-	}
-	o.pos = pos
-	return o, usage, nil
-}
-
-// routeUsage is ibdiag_show_usage's text.
-func routeUsage(tool, usageArgs string, table []routeOpt, examples []string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nUsage: %s [options] %s\n\n", tool, usageArgs)
-	if len(table) > 0 {
-		b.WriteString("Options:\n")
-	}
-	for _, d := range table {
-		line := "  --" + d.name
-		if d.letter >= 0x20 && d.letter < 0x7f {
-			line += ", -" + string(d.letter)
-		}
-		if d.arg {
-			a := d.argName
-			if a == "" {
-				a = "<val>"
-			}
-			line += " " + a
-		}
-		if d.desc != "" {
-			if pad := 24 - len(line); pad > 0 {
-				line += strings.Repeat(" ", pad)
-			}
-			line += "  "
-			line += prettyPrintStr(len(line), 74, d.desc)
-		}
-		b.WriteString(line + "\n")
-	}
-	if len(examples) > 0 {
-		b.WriteString("\nExamples:\n")
-		for _, e := range examples {
-			fmt.Fprintf(&b, "  %s %s\n", tool, e)
-		}
-	}
-	b.WriteString("\n")
-	return b.String()
-}
-
-// readConfig is read_ibdiag_config: CA, Port, timeout and m_key from
-// file (names matched by prefix, as C does); a missing file is ignored.
-func (o *routeOpts) readConfig(file string) {
-	f, err := os.Open(file)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		line := s.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name, val, ok := strings.Cut(line, "=")
-		if !ok || val == "" {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(name, "CA"):
-			o.ca = val
-		case strings.HasPrefix(name, "Port"):
-			o.port = int(uint32(cli.CStrtol(val)))
-		case strings.HasPrefix(name, "timeout"):
-			if ms := cli.CStrtol(val); ms > 0 {
-				o.timeout = time.Duration(ms) * time.Millisecond
-			}
-		case strings.HasPrefix(name, "m_key"):
-			o.mkey = uint64(cli.CStrtol(val))
-		}
-	}
-}
 
 // portID is libibmad's ib_portid_t as these tools use it: a LID, a
 // directed route (p[0] then cnt hops) with its DrSLID and DrDLID, or
@@ -256,7 +61,7 @@ func drPortID(s string) (portID, bool) {
 			return d, false
 		}
 		d.cnt++
-		d.p[d.cnt] = uint8(atoi(part))
+		d.p[d.cnt] = uint8(cAtoi(part))
 		if !more {
 			break
 		}
@@ -265,86 +70,11 @@ func drPortID(s string) (portID, bool) {
 	return d, d.cnt >= 0
 }
 
-// atoi is C's: strtol base 10, clamped as the conversion to int does.
-func atoi(s string) int {
-	s = strings.TrimLeft(s, " \t\n\v\f\r")
-	neg := false
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		neg, s = s[0] == '-', s[1:]
-	}
-	v := 0
-	for i := 0; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
-		v = v*10 + int(s[i]-'0')
-		if v > 1<<40 {
-			break
-		}
-	}
-	if neg {
-		return -v
-	}
-	return v
-}
-
-// strtoullEnd is strtoull(s, &end, 0): the value and how many bytes of s
-// it read (0 when there are no digits); a minus sign negates modulo 2^64.
-func strtoullEnd(s string) (uint64, int) {
-	i := 0
-	for i < len(s) && strings.IndexByte(" \t\n\v\f\r", s[i]) >= 0 {
-		i++
-	}
-	neg := false
-	if i < len(s) && (s[i] == '+' || s[i] == '-') {
-		neg = s[i] == '-'
-		i++
-	}
-	base := uint64(10)
-	switch {
-	case i+2 < len(s) && s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X') && routeHexVal(s[i+2]) >= 0:
-		base, i = 16, i+2
-	case i < len(s) && s[i] == '0':
-		base = 8
-	}
-	start := i
-	var v uint64
-	over := false
-	for ; i < len(s); i++ {
-		d := routeHexVal(s[i])
-		if d < 0 || uint64(d) >= base {
-			break
-		}
-		if v > (^uint64(0)-uint64(d))/base {
-			over = true
-		}
-		v = v*base + uint64(d)
-	}
-	if i == start {
-		return 0, 0
-	}
-	if over {
-		v = ^uint64(0)
-	} else if neg {
-		v = -v
-	}
-	return v, i
-}
-
-func routeHexVal(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10
-	case c >= 'A' && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
-}
-
 // diagClient is the tools' port: SMPs (and the SA for -G) through
 // libibmad's RPC.
 type diagClient struct {
 	*smpClient
-	o    *routeOpts
+	o    *fabricOpts
 	log  *madLog
 	sa   umad.AgentID
 	saOK bool
@@ -352,7 +82,7 @@ type diagClient struct {
 
 // openDiag opens the local port and registers the SMP clients, as
 // mad_rpc_open_port does with the SMI, directed SMI and SA classes.
-func (env *Env) openDiag(o *routeOpts, log *madLog) (*diagClient, error) {
+func (env *Env) openDiag(o *fabricOpts, log *madLog) (*diagClient, error) {
 	c, err := env.openSMP(o.ca, o.port, o.timeout, o.tries(), log)
 	if err != nil {
 		return nil, err
@@ -379,7 +109,7 @@ func (c *diagClient) smp(d *portID, method umad.Method, attr umad.AttrID, mod ui
 	binary.BigEndian.PutUint64(m[8:], uint64(c.tid))
 	binary.BigEndian.PutUint16(m[16:], uint16(attr))
 	binary.BigEndian.PutUint32(m[20:], mod)
-	binary.BigEndian.PutUint64(m[24:], c.o.mkey)
+	binary.BigEndian.PutUint64(m[24:], c.o.common.mkey)
 	copy(m[64:128], data)
 	agent, lid := c.lid, uint16(d.lid)
 	if d.directed() {
@@ -424,14 +154,14 @@ func (c *diagClient) get(d *portID, attr umad.AttrID, mod uint32, timeout time.D
 // resolve is ibdiag_common's resolve_portid_str for the options'
 // destination type; ok is false where C's returns -1.
 func (c *diagClient) resolve(s string) (portID, bool) {
-	switch c.o.destType {
-	case 'D':
+	switch c.o.common.dest {
+	case destDR:
 		if c.o.debug {
 			c.log.dbg("str2drpath", "DR str: %s", s)
 		}
 		return drPortID(s)
-	case 'G':
-		guid, _ := strtoullEnd(s)
+	case destGUID:
+		guid := cStrtoull(s)
 		if guid == 0 {
 			return portID{}, false
 		}
@@ -442,21 +172,6 @@ func (c *diagClient) resolve(s string) (portID, bool) {
 		return portID{}, false
 	}
 	return portID{lid: int(lid)}, true
-}
-
-// cleanNodeDesc is clean_nodedesc: the text up to its first NUL, every
-// byte that is not printable a space.
-func cleanNodeDesc(nd string) string {
-	if i := strings.IndexByte(nd, 0); i >= 0 {
-		nd = nd[:i]
-	}
-	b := []byte(nd)
-	for i, c := range b {
-		if c < 0x20 || c > 0x7e {
-			b[i] = ' '
-		}
-	}
-	return string(b)
 }
 
 // selfPort is what resolve_self and resolve_sm_portid read of the local
@@ -508,8 +223,8 @@ func (c *diagClient) resolveGUID(guid uint64) (portID, bool) {
 	if err != nil {
 		return portID{}, false
 	}
-	if c.o.smLID != 0 {
-		smLID, smSL = c.o.smLID, 0
+	if c.o.common.smLID != 0 {
+		smLID, smSL = c.o.common.smLID, 0
 	}
 	if prefix == 0 {
 		prefix = 0xfe80000000000000
@@ -549,20 +264,4 @@ func (c *diagClient) resolveGUID(guid uint64) (portID, bool) {
 		return portID{}, false
 	}
 	return portID{lid: int(pr.DLID)}, true
-}
-
-// ibdebug is the tools' DEBUG (IBDEBUG, with -d): "ibdebug: [pid] fn:
-// message" on standard output, w.
-func (o *routeOpts) ibdebug(w io.Writer, fn, format string, a ...any) {
-	if o.debug {
-		fmt.Fprintf(w, "ibdebug: [%d] %s: %s\n", os.Getpid(), fn, fmt.Sprintf(format, a...))
-	}
-}
-
-// ibverbose is the tools' VERBOSE (IBVERBOSE, with -v): "[pid] fn:
-// message" on standard output, w.
-func (o *routeOpts) ibverbose(w io.Writer, fn, format string, a ...any) {
-	if o.verbose > 0 {
-		fmt.Fprintf(w, "[%d] %s: %s\n", os.Getpid(), fn, fmt.Sprintf(format, a...))
-	}
 }

@@ -94,12 +94,13 @@ func portInfoField(name string) ibField {
 }
 
 func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
-	o, usage, err := parseRouteOpts("ibportstate", "", ibportstateArgs, ibportstateExamples, args, stdout, stderr)
+	o, usage, err := parseDiagOpts("ibportstate", "", ibportstateArgs, nil, args, stderr)
+	usage = diagUsageExamples(usage, "ibportstate", ibportstateExamples)
 	if err != nil {
-		return err
+		return diagOptsFailed(stdout, stderr, "ibportstate", usage, o, err)
 	}
 	if len(o.pos) < 2 {
-		return usage()
+		return fabricHelp(stderr, usage)
 	}
 	var out strings.Builder
 	exitIn := func(fn, format string, a ...any) error {
@@ -116,14 +117,15 @@ func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
 	log := o.madLog(stderr)
 	c, err := env.openDiag(o, log)
 	if err != nil {
-		return openFailed(stdout, stderr, "ibportstate", &o.fabricOpts, err)
+		return openFailed(stdout, stderr, "ibportstate", o, err)
 	}
 	defer c.Close()
 	d, ok := c.resolve(o.pos[0])
 	if !ok {
 		return exit("can't resolve destination port %s", o.pos[0])
 	}
-	portnum := int(int32(cStrtolC(o.pos[1])))
+	pn, _ := cStrtol(o.pos[1])
+	portnum := int(int32(pn)) // int portnum = strtol(…)
 
 	var vals [psOps]uint64
 	var set [psOps]bool
@@ -145,7 +147,7 @@ func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
 			if i++; i >= len(o.pos) {
 				return exit("%s requires an additional parameter", psNames[j])
 			}
-			val, n := strtoullEnd(o.pos[i])
+			val := cStrtoull(o.pos[i])
 			bad := ""
 			switch j {
 			case psSpeed:
@@ -185,7 +187,7 @@ func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
 					bad = fmt.Sprintf("invalid lmc value %d", val)
 				}
 			case psMKey:
-				if n != len(o.pos[i]) {
+				if _, ok := cStrtoullFull(o.pos[i]); !ok {
 					// C asks for the key on the terminal (getpass),
 					// and without one fails after the prompt.
 					fmt.Fprint(stderr, "New M_Key: ")
@@ -318,12 +320,6 @@ type psErr struct{ fn, msg string }
 
 func (e psErr) Error() string { return e.msg }
 
-// cStrtolC is strtol(s, NULL, 0) as a long.
-func cStrtolC(s string) int64 {
-	v, _ := strtoullEnd(s)
-	return int64(v)
-}
-
 // psPortInfo is get_port_info: the PortInfo of portnum, and whether the
 // node has extended speeds (its port 0's CapabilityMask for a switch).
 func psPortInfo(c *diagClient, d *portID, portnum int, isSwitch bool) ([]byte, bool, error) {
@@ -346,7 +342,7 @@ func psPortInfo(c *diagClient, d *portID, portnum int, isSwitch bool) ([]byte, b
 }
 
 // psShow is show_port_info.
-func psShow(w io.Writer, o *routeOpts, d *portID, data []byte, portnum int, espeed, isSwitch bool) {
+func psShow(w io.Writer, o *fabricOpts, d *portID, data []byte, portnum int, espeed, isSwitch bool) {
 	var b strings.Builder
 	line := func(name string) {
 		f := portInfoField(name)
@@ -365,7 +361,7 @@ func psShow(w io.Writer, o *routeOpts, d *portID, data []byte, portnum int, espe
 		}
 	}
 	if !isSwitch || portnum == 0 {
-		if o.showKeys {
+		if o.common.showKeys {
 			b.WriteString(fieldLine("Mkey", dumpHex(bits(data, 0, 64), 64)) + "\n")
 		} else {
 			b.WriteString(fieldLine("Mkey", "<not displayed>") + "\n")
@@ -378,7 +374,7 @@ func psShow(w io.Writer, o *routeOpts, d *portID, data []byte, portnum int, espe
 
 // psPeer is the query of a switch port's peer: its PortInfo, and
 // libibmad's warnings where the link runs below what both ends enable.
-func psPeer(c *diagClient, o *routeOpts, out *strings.Builder, d portID, data []byte, portnum int, espeedCap bool) error {
+func psPeer(c *diagClient, o *fabricOpts, out *strings.Builder, d portID, data []byte, portnum int, espeedCap bool) error {
 	lwe, lws, lwa := bits(data, 232, 8), bits(data, 240, 8), bits(data, 248, 8)
 	lss, lsa, lse := bits(data, 256, 4), bits(data, 280, 4), bits(data, 284, 4)
 	var lses, lsea, lsee uint64

@@ -35,7 +35,7 @@ var ibrouteExamples = []string{
 // dump_lid's memory of the last LMC range.
 type ibroute struct {
 	c                        *diagClient
-	o                        *routeOpts
+	o                        *fabricOpts
 	all, brief               bool
 	names                    *nodeNameMap
 	out                      *strings.Builder
@@ -48,34 +48,37 @@ func (env *Env) runIBRoute(args []string, stdout, stderr io.Writer) error {
 	r := &ibroute{stderr: stderr, out: &strings.Builder{}}
 	var mcast, mapSet bool
 	var mapFile string
-	o, usage, err := parseRouteOpts("ibroute", "K", "[<dest dr_path|lid|guid> [<startlid> [<endlid>]]]", ibrouteExamples, args, stdout, stderr,
-		routeOpt{"all", 'a', false, "", "show all lids, even invalid entries", func(string) error { r.all = true; return nil }},
-		routeOpt{"no_dests", 'n', false, "", "do not try to resolve destinations", func(string) error { r.brief = true; return nil }},
-		routeOpt{"Multicast", 'M', false, "", "show multicast forwarding tables", func(string) error { mcast = true; return nil }},
-		routeOpt{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
-	)
+	custom := []diagOpt{
+		{"all", 'a', false, "", "show all lids, even invalid entries", func(string) error { r.all = true; return nil }},
+		{"no_dests", 'n', false, "", "do not try to resolve destinations", func(string) error { r.brief = true; return nil }},
+		{"Multicast", 'M', false, "", "show multicast forwarding tables", func(string) error { mcast = true; return nil }},
+		{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
+	}
+	o, usage, err := parseDiagOpts("ibroute", "K", "[<dest dr_path|lid|guid> [<startlid> [<endlid>]]]", custom, args, stderr)
+	usage = diagUsageExamples(usage, "ibroute", ibrouteExamples)
 	if err != nil {
-		return err
+		return diagOptsFailed(stdout, stderr, "ibroute", usage, o, err)
 	}
 	if len(o.pos) == 0 {
-		return usage()
+		return fabricHelp(stderr, usage)
 	}
 	r.o = o
 	var start, end int
 	if len(o.pos) > 1 {
-		start = int(uint32(cStrtoulC(o.pos[1])))
+		start = int(uint32(cStrtoul(o.pos[1])))
 	}
 	if len(o.pos) > 2 {
-		end = int(uint32(cStrtoulC(o.pos[2])))
+		end = int(uint32(cStrtoul(o.pos[2])))
 	}
 	r.names = openNodeNameMap(mapFile, mapSet, stderr)
 	exit := func(format string, a ...any) error {
 		return ibexit(stdout, "ibroute", o.debug, "main", format, a...)
 	}
 	log := o.madLog(stderr)
+	log.out, log.verbose = r.out, o.common.verbose > 0
 	c, err := env.openDiag(o, log)
 	if err != nil {
-		return openFailed(stdout, stderr, "ibroute", &o.fabricOpts, err)
+		return openFailed(stdout, stderr, "ibroute", o, err)
 	}
 	defer c.Close()
 	r.c = c
@@ -97,17 +100,10 @@ func (env *Env) runIBRoute(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// cStrtoulC is strtoul(s, NULL, 0) as an unsigned long: a negative value
-// wraps.
-func cStrtoulC(s string) uint64 {
-	v, _ := strtoullEnd(s)
-	return v
-}
-
 // checkSwitch is ibroute's check_switch: NodeInfo, NodeDescription and
 // SwitchInfo of the switch at d; the failure is C's text.
 func (r *ibroute) checkSwitch(d *portID) (ni, nd, si []byte, msg string) {
-	r.o.ibdebug(r.out, "check_switch", "checking node type")
+	r.c.log.ibdebug("check_switch", "checking node type")
 	ni, err := r.c.get(d, umad.SMAttrNodeInfo, 0, 0)
 	if err != nil {
 		xdump(r.stderr, "nodeinfo\n", make([]byte, 64))
@@ -120,7 +116,7 @@ func (r *ibroute) checkSwitch(d *portID) (ni, nd, si []byte, msg string) {
 	if ni[2] != 2 {
 		return nil, nil, nil, "not a switch"
 	}
-	r.o.ibdebug(r.out, "check_switch", "Gathering information about switch")
+	r.c.log.ibdebug("check_switch", "Gathering information about switch")
 	si, err = r.c.get(d, umad.SMAttrSwitchInfo, 0, 0)
 	if err != nil {
 		return nil, nil, nil, "switch info failed: is a switch node?"
@@ -171,12 +167,12 @@ func (r *ibroute) unicast(d *portID, start, end int) string {
 	}
 	w := r.out
 	fmt.Fprintf(w, "Unicast lids [0x%x-0x%x] of switch %s guid 0x%016x (%s):\n", uint32(start), uint32(end), d, guid, r.names.remap(guid, nd))
-	r.o.ibdebug(r.out, "dump_unicast_tables", "Switch top is 0x%x\n", top)
+	r.c.log.ibdebug("dump_unicast_tables", "Switch top is 0x%x\n", top)
 	fmt.Fprintf(w, "  Lid  Out   Destination\n")
 	fmt.Fprintf(w, "       Port     Info \n")
 	n := 0
 	for block := start / 64; block < (end+63)/64; block++ {
-		r.o.ibdebug(r.out, "dump_unicast_tables", "reading block %d", block)
+		r.c.log.ibdebug("dump_unicast_tables", "reading block %d", block)
 		b, err := r.c.get(d, umad.SMAttrLinearForwardingTable, uint32(block), 0)
 		if err != nil {
 			fmt.Fprintf(r.stderr, "SubnGet() failed; MAD status 0x%x AM 0x%x\n", madStatusOf(err), uint32(block))
@@ -311,7 +307,7 @@ func (r *ibroute) multicast(d *portID, start, end int) string {
 		fmt.Fprintf(w, "     Ports: %s\n", s.String())
 		fmt.Fprintf(w, " MLid\n")
 	}
-	if r.o.verbose > 0 {
+	if r.o.common.verbose > 0 {
 		fmt.Fprintf(w, "Switch multicast mlid capability is %d top is 0x%x\n", capacity, top)
 	}
 	chunks := (nports + 1 + 15) / 16
@@ -320,7 +316,7 @@ func (r *ibroute) multicast(d *portID, start, end int) string {
 	for block := start / 32; block <= end/32; block++ {
 		for j := 0; j < chunks; j++ {
 			mod := uint32(block-0xc000/32) | uint32(j)<<28
-			r.o.ibdebug(r.out, "dump_multicast_tables", "reading block %x chunk %d mod %x", block, j, mod)
+			r.c.log.ibdebug("dump_multicast_tables", "reading block %x chunk %d mod %x", block, j, mod)
 			b, err := r.c.get(d, umad.SMAttrMulticastForwardingTable, mod, 0)
 			if err != nil {
 				fmt.Fprintf(r.stderr, "SubnGet() failed; MAD status 0x%x AM 0x%x\n", madStatusOf(err), mod)

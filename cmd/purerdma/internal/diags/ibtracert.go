@@ -61,7 +61,7 @@ type trSwitch struct {
 // tables, which C keeps static across the pairs of a ports file.
 type tracer struct {
 	c         *diagClient
-	o         *routeOpts
+	o         *fabricOpts
 	names     *nodeNameMap
 	out       *strings.Builder
 	stderr    io.Writer
@@ -87,19 +87,22 @@ func (env *Env) runIBTracert(args []string, stdout, stderr io.Writer) error {
 	tr := &tracer{out: &strings.Builder{}, stderr: stderr, dumplevel: 2, known: map[uint64]bool{}}
 	var mapFile, portsFile string
 	var mapSet, portsSet bool
-	o, usage, err := parseRouteOpts("ibtracert", "DK", "<src-addr> <dest-addr>", ibtracertExamples, args, stdout, stderr,
-		routeOpt{"force", 'f', false, "", "force", func(string) error { tr.force = true; return nil }},
-		routeOpt{"no_info", 'n', false, "", "simple format", func(string) error { tr.dumplevel = 1; return nil }},
-		routeOpt{"mlid", 'm', true, "<mlid>", "multicast trace of the mlid", func(v string) error {
-			tr.multicast, tr.mlid = true, int(int32(uint32(cStrtoulC(v))))
+	custom := []diagOpt{
+		{"force", 'f', false, "", "force", func(string) error { tr.force = true; return nil }},
+		{"no_info", 'n', false, "", "simple format", func(string) error { tr.dumplevel = 1; return nil }},
+		{"mlid", 'm', true, "<mlid>", "multicast trace of the mlid", func(v string) error {
+			tr.multicast, tr.mlid = true, int(int32(uint32(cStrtoul(v))))
 			return nil
 		}},
-		routeOpt{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
-		routeOpt{"ports-file", 2, true, "<file>", "port pairs file", func(v string) error { portsFile, portsSet = v, true; return nil }},
-	)
-	if err != nil {
-		return err
+		{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
+		{"ports-file", 2, true, "<file>", "port pairs file", func(v string) error { portsFile, portsSet = v, true; return nil }},
 	}
+	o, usageText, err := parseDiagOpts("ibtracert", "DK", "<src-addr> <dest-addr>", custom, args, stderr)
+	usageText = diagUsageExamples(usageText, "ibtracert", ibtracertExamples)
+	if err != nil {
+		return diagOptsFailed(stdout, stderr, "ibtracert", usageText, o, err)
+	}
+	usage := func() error { return fabricHelp(stderr, usageText) }
 	if len(o.pos) < 2 && !portsSet {
 		return usage()
 	}
@@ -110,9 +113,10 @@ func (env *Env) runIBTracert(args []string, stdout, stderr io.Writer) error {
 		return ibexit(stdout, "ibtracert", o.debug, "main", format, a...)
 	}
 	log := o.madLog(stderr)
+	log.out, log.verbose = tr.out, o.common.verbose > 0
 	c, err := env.openDiag(o, log)
 	if err != nil {
-		return openFailed(stdout, stderr, "ibtracert", &o.fabricOpts, err)
+		return openFailed(stdout, stderr, "ibtracert", o, err)
 	}
 	defer c.Close()
 	tr.c = c
@@ -189,15 +193,15 @@ func readLineMax(r *bufio.Reader, max int) (string, error) {
 	return b.String(), nil
 }
 
-func (tr *tracer) debug(fn, format string, a ...any) { tr.o.ibdebug(tr.out, fn, format, a...) }
+func (tr *tracer) debug(fn, format string, a ...any) { tr.c.log.ibdebug(fn, format, a...) }
 
-func (tr *tracer) verbose(fn, format string, a ...any) { tr.o.ibverbose(tr.out, fn, format, a...) }
+func (tr *tracer) verbose(fn, format string, a ...any) { tr.c.log.ibverbose(fn, format, a...) }
 
 // getNode is get_node: NodeInfo, NodeDescription and PortInfo (port 0)
 // of the node at d, into node and port; on a failure they keep what
 // they had.
 func (tr *tracer) getNode(node *trNode, port *trPort, d *portID) bool {
-	t := tr.o.timeoutIfSet()
+	t := timeoutIfSet(tr.o)
 	ni, err := tr.c.get(d, umad.SMAttrNodeInfo, 0, t)
 	if err != nil {
 		return false
@@ -207,7 +211,7 @@ func (tr *tracer) getNode(node *trNode, port *trPort, d *portID) bool {
 		node.nodedesc = ""
 		return false
 	}
-	desc := cleanNodeDesc(string(nd))
+	desc := cleanDesc(string(nd))
 	pi, err := tr.c.get(d, umad.SMAttrPortInfo, 0, t)
 	if err != nil {
 		node.nodedesc = desc
@@ -228,7 +232,7 @@ func (tr *tracer) getNode(node *trNode, port *trPort, d *portID) bool {
 
 // timeoutIfSet is the timeout ibtracert passes its queries: -t's, else
 // 0 (libibmad's default, which is -t's too).
-func (o *routeOpts) timeoutIfSet() time.Duration {
+func timeoutIfSet(o *fabricOpts) time.Duration {
 	if o.timeoutSet {
 		return o.timeout
 	}
@@ -238,7 +242,7 @@ func (o *routeOpts) timeoutIfSet() time.Duration {
 // switchLookup is switch_lookup: the out port of lid at the switch at d,
 // -1 when SwitchInfo fails, lid is beyond the table, or its block fails.
 func (tr *tracer) switchLookup(sw *trSwitch, d *portID, lid int) int {
-	t := tr.o.timeoutIfSet()
+	t := timeoutIfSet(tr.o)
 	si, err := tr.c.get(d, umad.SMAttrSwitchInfo, 0, t)
 	if err != nil {
 		return -1
@@ -294,7 +298,7 @@ func (tr *tracer) dumpEndnode(dump int, prompt string, node *trNode, port *trPor
 }
 
 func (tr *tracer) dumpRoute(dump int, node *trNode, outport int, port *trPort) {
-	if dump == 0 && tr.o.verbose == 0 {
+	if dump == 0 && tr.o.common.verbose == 0 {
 		return
 	}
 	if dump == 1 {
@@ -329,7 +333,7 @@ func (tr *tracer) findRoute(from, to *portID, dump int) int {
 	portnum := port.portnum
 	badtbl := func() int {
 		warn("Bad forwarding table entry found at: node \"%s\" lid entry %d is %d (top %d)",
-			cleanNodeDesc(node.nodedesc), to.lid, outport, sw.linearFDBtop)
+			cleanDesc(node.nodedesc), to.lid, outport, sw.linearFDBtop)
 		return -1
 	}
 	badpath := func() int { warn("Direct path too long!"); return -1 }
@@ -349,7 +353,7 @@ loop:
 			break
 		}
 		if isPortInactive(node, port, &sw) {
-			warn("Bad port state found: node \"%s\" port %d state %d", cleanNodeDesc(node.nodedesc), portnum, port.state)
+			warn("Bad port state found: node \"%s\" port %d state %d", cleanDesc(node.nodedesc), portnum, port.state)
 			return -1
 		}
 		if tr.samePort(port, &toport) {
@@ -406,7 +410,7 @@ loop:
 		}
 		port = &nextport
 		if isPortInactive(&nextnode, port, &sw) {
-			warn("Bad out port state found: node \"%s\" outport %d state %d", cleanNodeDesc(node.nodedesc), outport, port.state)
+			warn("Bad out port state found: node \"%s\" outport %d state %d", cleanDesc(node.nodedesc), outport, port.state)
 			return -1
 		}
 		node = &nextnode
@@ -479,7 +483,7 @@ func (tr *tracer) getRoute(srcid, dstid string, usage func() error) (int, error)
 // getPort is get_port: PortInfo of port portnum of the node at d.
 func (tr *tracer) getPort(port *trPort, portnum int, d *portID) bool {
 	port.portnum = portnum
-	pi, err := tr.c.get(d, umad.SMAttrPortInfo, uint32(portnum), tr.o.timeoutIfSet())
+	pi, err := tr.c.get(d, umad.SMAttrPortInfo, uint32(portnum), timeoutIfSet(tr.o))
 	if err != nil {
 		return false
 	}
@@ -497,7 +501,7 @@ func (tr *tracer) newNode(node *trNode, port *trPort, path *portID, dist int) in
 	if port.portguid == tr.target {
 		node.dist = -1
 		node.ports = append([]*trPort{port}, node.ports...)
-		tr.dumpEndnode(tr.o.verbose, "found target", node, port)
+		tr.dumpEndnode(tr.o.common.verbose, "found target", node, port)
 		return 1
 	}
 	if tr.known[node.nodeguid] {
@@ -518,7 +522,7 @@ func (tr *tracer) newNode(node *trNode, port *trPort, path *portID, dist int) in
 // switch at d, in map (set per 16 ports as C reads them).
 func (tr *tracer) switchMCLookup(node *trNode, d *portID, mlid int, m *[256]bool) int {
 	*m = [256]bool{}
-	t := tr.o.timeoutIfSet()
+	t := timeoutIfSet(tr.o)
 	si, err := tr.c.get(d, umad.SMAttrSwitchInfo, 0, t)
 	if err != nil {
 		return -1
@@ -584,7 +588,7 @@ func (tr *tracer) findMCPath(from *portID, mlid int) *trNode {
 		for node := tr.nodesdist[dist]; node != nil; node = node.dnext {
 			path := &node.path
 			tr.verbose("find_mcpath", "dist %d node %p", dist, node)
-			tr.dumpEndnode(tr.o.verbose, "processing", node, node.ports[0])
+			tr.dumpEndnode(tr.o.common.verbose, "processing", node, node.ports[0])
 			m = [256]bool{}
 			if node.typ != 2 {
 				if dist != 0 {
@@ -640,7 +644,7 @@ func (tr *tracer) findMCPath(from *portID, mlid int) *trNode {
 					return rnode
 				}
 				if r == 0 {
-					tr.dumpEndnode(tr.o.verbose, "new remote", rnode, rport)
+					tr.dumpEndnode(tr.o.common.verbose, "new remote", rnode, rport)
 				} else if rnode.typ == 2 {
 					tr.dumpEndnode(2, "ERR: circle discovered at", rnode, rport)
 				}

@@ -49,25 +49,32 @@ func (d smpDest) String() string {
 	return "DR path slid 65535; dlid 65535; " + strings.Join(s, ",")
 }
 
-// cAtoi is C's atoi: blanks, a sign, decimal digits up to the first
-// other character (none: 0).
+// cAtoi is C's atoi: (int)strtol(s, NULL, 10): blanks, a sign, decimal
+// digits up to the first other character (none: 0), saturated at a
+// long's bounds, then cut to an int.
 func cAtoi(s string) int {
 	s = strings.TrimLeft(s, " \t\n\v\f\r")
 	neg := strings.HasPrefix(s, "-")
 	if neg || strings.HasPrefix(s, "+") {
 		s = s[1:]
 	}
-	n := 0
-	for _, r := range s {
-		if r < '0' || r > '9' || n > 1<<30 {
-			break
+	var n uint64
+	for i := 0; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		d := uint64(s[i] - '0')
+		if n > (1<<63-d)/10 {
+			n = 1 << 63 // beyond a long: saturated
+		} else {
+			n = n*10 + d
 		}
-		n = n*10 + int(r-'0')
 	}
-	if neg {
-		return -n
+	v := int64(n) // 1<<63: LONG_MIN, which a minus keeps
+	switch {
+	case neg:
+		v = -v
+	case n == 1<<63:
+		v = 1<<63 - 1
 	}
-	return n
+	return int(int32(v))
 }
 
 // parseCombinedDest reads smpquery -c's destination: a LID and a
