@@ -257,6 +257,12 @@ type diagCommon struct {
 	mkey uint64
 }
 
+// commonDest is what resolveDest needs of the common options -G and -s
+// (-D is o.dr).
+func (o *fabricOpts) commonDest() *destOpts {
+	return &destOpts{guid: o.common.dest == destGUID, smLID: o.common.smLID}
+}
+
 // commonDiagOpts is ibdiag_common.c's common_opts bound to o, in its
 // order.
 func (o *fabricOpts) commonDiagOpts(tool string) []diagOpt {
