@@ -257,6 +257,12 @@ type diagCommon struct {
 	mkey uint64
 }
 
+// commonDest is what resolveDest needs of the common options -G and -s
+// (-D is o.dr).
+func (o *fabricOpts) commonDest() *destOpts {
+	return &destOpts{guid: o.common.dest == destGUID, smLID: o.common.smLID}
+}
+
 // commonDiagOpts is ibdiag_common.c's common_opts bound to o, in its
 // order.
 func (o *fabricOpts) commonDiagOpts(tool string) []diagOpt {
@@ -393,6 +399,22 @@ func diagUsage(tool, usageArgs string, table []diagOpt) string {
 			prettyPrint(&b, n+pad+2, 74, d.desc)
 		}
 		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// diagUsageExamples is usage (diagUsage's) with ibdiag_show_usage's
+// examples after the options: "  tool example" each.
+func diagUsageExamples(usage, tool string, examples []string) string {
+	if len(examples) == 0 {
+		return usage
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimSuffix(usage, "\n"))
+	b.WriteString("\nExamples:\n")
+	for _, e := range examples {
+		fmt.Fprintf(&b, "  %s %s\n", tool, e)
 	}
 	b.WriteString("\n")
 	return b.String()

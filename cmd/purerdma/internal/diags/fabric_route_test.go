@@ -107,9 +107,18 @@ func ibrouteArgs(sw, dr, guid, hca string) [][]string {
 		{"-M", sw}, {"-M", "-n", sw}, {"-M", "-a", "-n", sw, "0xc000", "0xc040"}, {"-M", sw, "0xc3f0", "0xc400"},
 		{"-M", sw, "5", "0xc001"}, {"-M", "-v", sw}, {"-v", sw, "1", "2"}, {"-d", sw, "1", "3"}, {"-e", "-d", "-M", sw, "0xc000", "0xc001"},
 		{"--node-name-map", "/nonexistent", sw, "1", "2"},
+		// str2drpath's and sa_rpc_call's DEBUG; a route whose first
+		// number (p[0], printed, read by no SMA) is not 0.
+		{"-d", "-D", dr, "1", "2"}, {"-d", "-G", guid, "1", "2"}, {"-D", "7," + drHops(dr), "1", "2"},
 		// Failures: an HCA, a LID nobody has, a GUID nobody has.
 		{hca}, {"-M", hca}, {"999"}, {"-G", "0x999"},
 	}
+}
+
+// drHops is what follows the first number of directed route dr.
+func drHops(dr string) string {
+	_, hops, _ := strings.Cut(dr, ",")
+	return hops
 }
 
 // ibrouteUsage are ibroute's odd command lines: those that fail before

@@ -166,10 +166,7 @@ const ibdiagVersion = "BUILD VERSION: 44.0"
 func (env *Env) resolveDest(c *smpClient, o *fabricOpts, d *destOpts, s string) (smpDest, error) {
 	switch {
 	case d.guid:
-		guid, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
-		if err != nil {
-			guid = uint64(cli.CStrtol(s))
-		}
+		guid := cStrtoull(s)
 		if guid == 0 {
 			return smpDest{}, errors.New("no GUID")
 		}
@@ -179,6 +176,7 @@ func (env *Env) resolveDest(c *smpClient, o *fabricOpts, d *destOpts, s string) 
 		}
 		return smpDest{lid: lid, sl: sl}, nil
 	case o.dr:
+		c.rpc.log.dbg("str2drpath", "DR str: %s", s)
 		d, ok := str2drpath(s)
 		if !ok {
 			return smpDest{}, fmt.Errorf("can't resolve destination port %s", s)
@@ -201,9 +199,13 @@ func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, d *destOpts, guid uin
 	if err != nil {
 		return 0, 0, err
 	}
-	smLID := d.smLID
+	// resolve_sm_portid: -s (SL 0), else the local port's SM.
+	smLID, smSL := d.smLID, uint8(0)
 	if smLID == 0 && self.SMLID != nil {
 		smLID = int(*self.SMLID)
+		if self.SMSL != nil {
+			smSL = *self.SMSL
+		}
 	}
 	// The local GID: umad_get_port's prefix and port GUID; an ibsim port
 	// has no sysfs, so its PortInfo and NodeInfo give them.
@@ -229,6 +231,8 @@ func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, d *destOpts, guid uin
 		prefix = 0xfe80000000000000 // IB_DEFAULT_SUBN_PREFIX
 	}
 	log := c.rpc.log
+	dest := fmt.Sprintf("Lid %d", smLID)
+	log.dbg("sa_rpc_call", "attr 0x35 mod 0x0 route %s", dest)
 	if smLID < 1 || smLID > 0xbfff {
 		log.warn("sa_rpc_call", "only lid routes are supported")
 		log.warn("ib_path_query_via", "sa call path_query failed")
@@ -248,10 +252,11 @@ func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, d *destOpts, guid uin
 	binary.BigEndian.PutUint64(m[64:], prefix)
 	binary.BigEndian.PutUint64(m[72:], guid)
 	copy(m[80:96], selfGID[:])
-	dest := fmt.Sprintf("Lid %d", smLID)
-	log.dbg("sa_rpc_call", "attr 0x35 mod 0x0 route %s", dest)
+	// mad_rpc_rmpp's DEBUG names no RMPP context and the address of
+	// resolve_guid's buffer on C's stack, which a stand-in replaces.
+	log.dbg("mad_rpc_rmpp", "rmpp (nil) data 0x%012x", 0x7ffc00000000)
 	c.rpc.fn = "mad_rpc_rmpp"
-	r, err := c.rpc.do(c.sa, m, func(p *umad.Packet) error { return p.SetAddr(uint16(smLID), 1, 0, 0x80010000) }, dest)
+	r, err := c.rpc.do(c.sa, m, func(p *umad.Packet) error { return p.SetAddr(uint16(smLID), 1, smSL, 0x80010000) }, dest)
 	c.rpc.fn = ""
 	if err == nil && len(r) < 110 {
 		err = errors.New("a short SA answer")
@@ -264,18 +269,18 @@ func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, d *destOpts, guid uin
 }
 
 // str2drpath is libibmad's str2drpath as resolve_portid_str uses it:
-// the comma-separated numbers (atoi's, cut to a byte) after the first,
-// which is not looked at; only an empty string fails. A route longer
+// the comma-separated numbers (atoi's, cut to a byte), the first hop0
+// (p[0], which no SMA reads); only an empty string fails. A route longer
 // than an SMP carries (63 hops) fails too (C overruns its array).
 func str2drpath(s string) (smpDest, bool) {
 	if s == "" {
 		return smpDest{}, false
 	}
-	d := smpDest{dr: true}
 	parts := strings.Split(s, ",")
 	if parts[len(parts)-1] == "" {
 		parts = parts[:len(parts)-1] // "0,1,": strchr leaves nothing after the last comma
 	}
+	d := smpDest{dr: true, hop0: uint8(cAtoi(parts[0]))}
 	for _, p := range parts[1:] {
 		d.path = append(d.path, uint8(cAtoi(p)))
 	}

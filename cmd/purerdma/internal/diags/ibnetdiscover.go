@@ -355,14 +355,19 @@ func nodeName(n *netdisc.Node) string {
 	return fmt.Sprintf("\"%s-%016x\"", c, n.GUID)
 }
 
-// cleanDesc is clean_nodedesc: what is not printable becomes a space.
+// cleanDesc is clean_nodedesc: the text up to its first NUL, each byte
+// that is not printable a space.
 func cleanDesc(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r > 0x7e {
-			return ' '
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			b[i] = ' '
 		}
-		return r
-	}, s)
+	}
+	return string(b)
 }
 
 func compatWidth(w uint64) string {

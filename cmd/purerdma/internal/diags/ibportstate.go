@@ -94,12 +94,13 @@ func portInfoField(name string) ibField {
 }
 
 func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
-	o, usage, err := parseRouteOpts("ibportstate", "", ibportstateArgs, ibportstateExamples, args, stdout, stderr)
+	o, usage, err := parseDiagOpts("ibportstate", "", ibportstateArgs, nil, args, stderr)
+	usage = diagUsageExamples(usage, "ibportstate", ibportstateExamples)
 	if err != nil {
-		return err
+		return diagOptsFailed(stdout, stderr, "ibportstate", usage, o, err)
 	}
 	if len(o.pos) < 2 {
-		return usage()
+		return fabricHelp(stderr, usage)
 	}
 	var out strings.Builder
 	exitIn := func(fn, format string, a ...any) error {
@@ -114,16 +115,18 @@ func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
 		return exit("%v", err)
 	}
 	log := o.madLog(stderr)
-	c, err := env.openDiag(o, log)
+	c, err := env.openSMP(o.ca, o.port, o.timeout, o.tries(), log)
 	if err != nil {
-		return openFailed(stdout, stderr, "ibportstate", &o.fabricOpts, err)
+		return openFailed(stdout, stderr, "ibportstate", o, err)
 	}
 	defer c.Close()
-	d, ok := c.resolve(o.pos[0])
-	if !ok {
+	c.mkey = o.common.mkey
+	d, err := env.resolveDest(c, o, o.commonDest(), o.pos[0])
+	if err != nil {
 		return exit("can't resolve destination port %s", o.pos[0])
 	}
-	portnum := int(int32(cStrtolC(o.pos[1])))
+	pn, _ := cStrtol(o.pos[1])
+	portnum := int(int32(pn)) // int portnum = strtol(…)
 
 	var vals [psOps]uint64
 	var set [psOps]bool
@@ -145,7 +148,7 @@ func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
 			if i++; i >= len(o.pos) {
 				return exit("%s requires an additional parameter", psNames[j])
 			}
-			val, n := strtoullEnd(o.pos[i])
+			val := cStrtoull(o.pos[i])
 			bad := ""
 			switch j {
 			case psSpeed:
@@ -185,7 +188,7 @@ func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
 					bad = fmt.Sprintf("invalid lmc value %d", val)
 				}
 			case psMKey:
-				if n != len(o.pos[i]) {
+				if _, ok := cStrtoullFull(o.pos[i]); !ok {
 					// C asks for the key on the terminal (getpass),
 					// and without one fails after the prompt.
 					fmt.Fprint(stderr, "New M_Key: ")
@@ -215,7 +218,7 @@ func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
 		op = psQuery
 	}
 
-	ni, err := c.get(&d, umad.SMAttrNodeInfo, 0, 0)
+	ni, err := c.get(d, umad.SMAttrNodeInfo, 0)
 	if err != nil {
 		return exitIn("get_node_info", "smp query nodeinfo failed")
 	}
@@ -232,11 +235,11 @@ func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(&out, "%s PortInfo:\n", kind)
 	}
-	data, espeed, err := psPortInfo(c, &d, portnum, isSwitch)
+	data, espeed, err := psPortInfo(c, d, portnum, isSwitch)
 	if err != nil {
 		return failed(err)
 	}
-	psShow(&out, o, &d, data, portnum, espeed, isSwitch)
+	psShow(&out, o, d, data, portnum, espeed, isSwitch)
 
 	if op != psQuery || changed {
 		physstate := bits(data, 264, 4)
@@ -298,14 +301,14 @@ func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
 		if espeed {
 			mod |= 1 << 31
 		}
-		r, err := c.smp(&d, umad.MethodSet, umad.SMAttrPortInfo, mod, data, 0)
+		r, err := c.set(d, umad.SMAttrPortInfo, mod, data)
 		if err != nil {
 			return exitIn("set_port_info", "smp set portinfo failed")
 		}
 		out.WriteString("\nAfter PortInfo set:\n")
-		psShow(&out, o, &d, r, portnum, espeed, isSwitch)
+		psShow(&out, o, d, r, portnum, espeed, isSwitch)
 	} else if isSwitch && portnum != 0 && bits(data, 260, 4) == 4 {
-		if err := psPeer(c, o, &out, d, data, portnum, espeed); err != nil {
+		if err := psPeer(env, c, o, log, &out, d, data, portnum, espeed); err != nil {
 			return failed(err)
 		}
 	}
@@ -318,24 +321,18 @@ type psErr struct{ fn, msg string }
 
 func (e psErr) Error() string { return e.msg }
 
-// cStrtolC is strtol(s, NULL, 0) as a long.
-func cStrtolC(s string) int64 {
-	v, _ := strtoullEnd(s)
-	return int64(v)
-}
-
 // psPortInfo is get_port_info: the PortInfo of portnum, and whether the
 // node has extended speeds (its port 0's CapabilityMask for a switch).
-func psPortInfo(c *diagClient, d *portID, portnum int, isSwitch bool) ([]byte, bool, error) {
+func psPortInfo(c *smpClient, d smpDest, portnum int, isSwitch bool) ([]byte, bool, error) {
 	var info []byte
 	if isSwitch {
-		p0, err := c.get(d, umad.SMAttrPortInfo, 0, 0)
+		p0, err := c.get(d, umad.SMAttrPortInfo, 0)
 		if err != nil {
 			return nil, false, psErr{"get_port_info", "smp query port 0 portinfo failed"}
 		}
 		info = p0
 	}
-	data, err := c.get(d, umad.SMAttrPortInfo, uint32(portnum), 0)
+	data, err := c.get(d, umad.SMAttrPortInfo, uint32(portnum))
 	if err != nil {
 		return nil, false, psErr{"get_port_info", "smp query portinfo failed"}
 	}
@@ -346,7 +343,7 @@ func psPortInfo(c *diagClient, d *portID, portnum int, isSwitch bool) ([]byte, b
 }
 
 // psShow is show_port_info.
-func psShow(w io.Writer, o *routeOpts, d *portID, data []byte, portnum int, espeed, isSwitch bool) {
+func psShow(w io.Writer, o *fabricOpts, d smpDest, data []byte, portnum int, espeed, isSwitch bool) {
 	var b strings.Builder
 	line := func(name string) {
 		f := portInfoField(name)
@@ -365,7 +362,7 @@ func psShow(w io.Writer, o *routeOpts, d *portID, data []byte, portnum int, espe
 		}
 	}
 	if !isSwitch || portnum == 0 {
-		if o.showKeys {
+		if o.common.showKeys {
 			b.WriteString(fieldLine("Mkey", dumpHex(bits(data, 0, 64), 64)) + "\n")
 		} else {
 			b.WriteString(fieldLine("Mkey", "<not displayed>") + "\n")
@@ -378,43 +375,40 @@ func psShow(w io.Writer, o *routeOpts, d *portID, data []byte, portnum int, espe
 
 // psPeer is the query of a switch port's peer: its PortInfo, and
 // libibmad's warnings where the link runs below what both ends enable.
-func psPeer(c *diagClient, o *routeOpts, out *strings.Builder, d portID, data []byte, portnum int, espeedCap bool) error {
+func psPeer(env *Env, c *smpClient, o *fabricOpts, log *madLog, out *strings.Builder, d smpDest, data []byte, portnum int, espeedCap bool) error {
 	lwe, lws, lwa := bits(data, 232, 8), bits(data, 240, 8), bits(data, 248, 8)
 	lss, lsa, lse := bits(data, 256, 4), bits(data, 280, 4), bits(data, 284, 4)
 	var lses, lsea, lsee uint64
 	if espeedCap {
 		lses, lsea, lsee = bits(data, 500, 4), bits(data, 496, 4), bits(data, 507, 5)
 	}
-	peer := d
-	if d.lid == 0 {
-		peer.cnt++
-		if peer.cnt == 64 {
-			return psErr{"main", "Too many hops"}
-		}
-	} else {
-		peer.cnt = 1
-		self, _, _, _, _, err := c.selfPort()
-		if err != nil {
+	peer := d.clone()
+	if !d.dr {
+		// A LID: DR from the LID's node (DrSLID the local LID).
+		self, err := localPort(env.host(), c.port, o.timeout, o.tries())
+		if err != nil || self.LID == nil {
 			return psErr{"main", "could not resolve self"}
 		}
-		peer.drslid, peer.drdlid = self, 0xffff
+		peer.dr, peer.slid, peer.path = true, uint16(*self.LID), nil
+	} else if len(peer.path)+1 == 64 {
+		return psErr{"main", "Too many hops"}
 	}
-	peer.p[peer.cnt] = uint8(portnum)
-	ni, err := c.get(&peer, umad.SMAttrNodeInfo, 0, 0)
+	peer.extend(uint8(portnum))
+	ni, err := c.get(peer, umad.SMAttrNodeInfo, 0)
 	if err != nil {
 		return psErr{"get_node_info", "smp query nodeinfo failed"}
 	}
 	peerSwitch := ni[2] == 2
 	peerPort := int(ni[36])
 	out.WriteString("Peer PortInfo:\n")
-	pdata, peerESpeed, err := psPortInfo(c, &peer, peerPort, peerSwitch)
+	pdata, peerESpeed, err := psPortInfo(c, peer, peerPort, peerSwitch)
 	if err != nil {
 		return err
 	}
-	psShow(out, o, &peer, pdata, peerPort, peerESpeed, peerSwitch)
+	psShow(out, o, peer, pdata, peerPort, peerESpeed, peerSwitch)
 	plwe, plws := bits(pdata, 232, 8), bits(pdata, 240, 8)
 	plss, plse := bits(pdata, 256, 4), bits(pdata, 284, 4)
-	warn := func(fn, format string, a ...any) { c.log.warn(fn, format, a...) }
+	warn := func(fn, format string, a ...any) { log.warn(fn, format, a...) }
 
 	width, pwidth := lwe, plwe
 	if lwe == 255 {

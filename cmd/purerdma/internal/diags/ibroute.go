@@ -34,8 +34,9 @@ var ibrouteExamples = []string{
 // ibroute is one run's state: the options and, for the unicast dump,
 // dump_lid's memory of the last LMC range.
 type ibroute struct {
-	c                        *diagClient
-	o                        *routeOpts
+	c                        *smpClient
+	log                      *madLog
+	o                        *fabricOpts
 	all, brief               bool
 	names                    *nodeNameMap
 	out                      *strings.Builder
@@ -48,47 +49,51 @@ func (env *Env) runIBRoute(args []string, stdout, stderr io.Writer) error {
 	r := &ibroute{stderr: stderr, out: &strings.Builder{}}
 	var mcast, mapSet bool
 	var mapFile string
-	o, usage, err := parseRouteOpts("ibroute", "K", "[<dest dr_path|lid|guid> [<startlid> [<endlid>]]]", ibrouteExamples, args, stdout, stderr,
-		routeOpt{"all", 'a', false, "", "show all lids, even invalid entries", func(string) error { r.all = true; return nil }},
-		routeOpt{"no_dests", 'n', false, "", "do not try to resolve destinations", func(string) error { r.brief = true; return nil }},
-		routeOpt{"Multicast", 'M', false, "", "show multicast forwarding tables", func(string) error { mcast = true; return nil }},
-		routeOpt{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
-	)
+	custom := []diagOpt{
+		{"all", 'a', false, "", "show all lids, even invalid entries", func(string) error { r.all = true; return nil }},
+		{"no_dests", 'n', false, "", "do not try to resolve destinations", func(string) error { r.brief = true; return nil }},
+		{"Multicast", 'M', false, "", "show multicast forwarding tables", func(string) error { mcast = true; return nil }},
+		{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
+	}
+	o, usage, err := parseDiagOpts("ibroute", "K", "[<dest dr_path|lid|guid> [<startlid> [<endlid>]]]", custom, args, stderr)
+	usage = diagUsageExamples(usage, "ibroute", ibrouteExamples)
 	if err != nil {
-		return err
+		return diagOptsFailed(stdout, stderr, "ibroute", usage, o, err)
 	}
 	if len(o.pos) == 0 {
-		return usage()
+		return fabricHelp(stderr, usage)
 	}
 	r.o = o
 	var start, end int
 	if len(o.pos) > 1 {
-		start = int(uint32(cStrtoulC(o.pos[1])))
+		start = int(uint32(cStrtoul(o.pos[1])))
 	}
 	if len(o.pos) > 2 {
-		end = int(uint32(cStrtoulC(o.pos[2])))
+		end = int(uint32(cStrtoul(o.pos[2])))
 	}
 	r.names = openNodeNameMap(mapFile, mapSet, stderr)
 	exit := func(format string, a ...any) error {
 		return ibexit(stdout, "ibroute", o.debug, "main", format, a...)
 	}
 	log := o.madLog(stderr)
-	c, err := env.openDiag(o, log)
+	log.out, log.verbose = r.out, o.common.verbose > 0
+	c, err := env.openSMP(o.ca, o.port, o.timeout, o.tries(), log)
 	if err != nil {
-		return openFailed(stdout, stderr, "ibroute", &o.fabricOpts, err)
+		return openFailed(stdout, stderr, "ibroute", o, err)
 	}
 	defer c.Close()
-	r.c = c
-	d, ok := c.resolve(o.pos[0])
-	if !ok {
+	c.mkey = o.common.mkey
+	r.c, r.log = c, log
+	d, err := env.resolveDest(c, o, o.commonDest(), o.pos[0])
+	if err != nil {
 		return exit("can't resolve destination port %s", o.pos[0])
 	}
 	var msg string
 	if mcast {
-		msg = r.multicast(&d, start, end)
+		msg = r.multicast(d, start, end)
 	} else {
 		// dump_unicast_tables takes the LIDs as ints.
-		msg = r.unicast(&d, int(int32(start)), int(int32(end)))
+		msg = r.unicast(d, int(int32(start)), int(int32(end)))
 	}
 	io.WriteString(stdout, r.out.String())
 	if msg != "" {
@@ -97,31 +102,24 @@ func (env *Env) runIBRoute(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// cStrtoulC is strtoul(s, NULL, 0) as an unsigned long: a negative value
-// wraps.
-func cStrtoulC(s string) uint64 {
-	v, _ := strtoullEnd(s)
-	return v
-}
-
 // checkSwitch is ibroute's check_switch: NodeInfo, NodeDescription and
 // SwitchInfo of the switch at d; the failure is C's text.
-func (r *ibroute) checkSwitch(d *portID) (ni, nd, si []byte, msg string) {
-	r.o.ibdebug(r.out, "check_switch", "checking node type")
-	ni, err := r.c.get(d, umad.SMAttrNodeInfo, 0, 0)
+func (r *ibroute) checkSwitch(d smpDest) (ni, nd, si []byte, msg string) {
+	r.log.ibdebug("check_switch", "checking node type")
+	ni, err := r.c.get(d, umad.SMAttrNodeInfo, 0)
 	if err != nil {
 		xdump(r.stderr, "nodeinfo\n", make([]byte, 64))
 		return nil, nil, nil, "node info failed: valid addr?"
 	}
-	nd, err = r.c.get(d, umad.SMAttrNodeDescription, 0, 0)
+	nd, err = r.c.get(d, umad.SMAttrNodeDescription, 0)
 	if err != nil {
 		return nil, nil, nil, "node desc failed"
 	}
 	if ni[2] != 2 {
 		return nil, nil, nil, "not a switch"
 	}
-	r.o.ibdebug(r.out, "check_switch", "Gathering information about switch")
-	si, err = r.c.get(d, umad.SMAttrSwitchInfo, 0, 0)
+	r.log.ibdebug("check_switch", "Gathering information about switch")
+	si, err = r.c.get(d, umad.SMAttrSwitchInfo, 0)
 	if err != nil {
 		return nil, nil, nil, "switch info failed: is a switch node?"
 	}
@@ -152,7 +150,7 @@ func xdump(w io.Writer, text string, b []byte) {
 	io.WriteString(w, s.String())
 }
 
-func (r *ibroute) unicast(d *portID, start, end int) string {
+func (r *ibroute) unicast(d smpDest, start, end int) string {
 	ni, nd, si, msg := r.checkSwitch(d)
 	if msg != "" {
 		return msg
@@ -166,18 +164,18 @@ func (r *ibroute) unicast(d *portID, start, end int) string {
 		end = top
 	}
 	if end > 0xbfff {
-		r.c.log.warn("dump_unicast_tables", "illegal lft top %d, truncate to %d", end, 0xbfff)
+		r.log.warn("dump_unicast_tables", "illegal lft top %d, truncate to %d", end, 0xbfff)
 		end = 0xbfff
 	}
 	w := r.out
 	fmt.Fprintf(w, "Unicast lids [0x%x-0x%x] of switch %s guid 0x%016x (%s):\n", uint32(start), uint32(end), d, guid, r.names.remap(guid, nd))
-	r.o.ibdebug(r.out, "dump_unicast_tables", "Switch top is 0x%x\n", top)
+	r.log.ibdebug("dump_unicast_tables", "Switch top is 0x%x\n", top)
 	fmt.Fprintf(w, "  Lid  Out   Destination\n")
 	fmt.Fprintf(w, "       Port     Info \n")
 	n := 0
 	for block := start / 64; block < (end+63)/64; block++ {
-		r.o.ibdebug(r.out, "dump_unicast_tables", "reading block %d", block)
-		b, err := r.c.get(d, umad.SMAttrLinearForwardingTable, uint32(block), 0)
+		r.log.ibdebug("dump_unicast_tables", "reading block %d", block)
+		b, err := r.c.get(d, umad.SMAttrLinearForwardingTable, uint32(block))
 		if err != nil {
 			fmt.Fprintf(r.stderr, "SubnGet() failed; MAD status 0x%x AM 0x%x\n", madStatusOf(err), uint32(block))
 			return ""
@@ -235,15 +233,15 @@ func (r *ibroute) dumpLID(lid int, valid bool) string {
 		return ": (illegal port)"
 	}
 	r.portGUID = 0
-	d := &portID{lid: lid}
+	d := smpDest{lid: uint16(lid)}
 	const t = 100 * time.Millisecond
-	nd, err := r.c.get(d, umad.SMAttrNodeDescription, 0, t)
+	nd, err := r.c.getTimeout(d, umad.SMAttrNodeDescription, 0, t)
 	var pi, ni []byte
 	if err == nil {
-		pi, err = r.c.get(d, umad.SMAttrPortInfo, 0, t)
+		pi, err = r.c.getTimeout(d, umad.SMAttrPortInfo, 0, t)
 	}
 	if err == nil {
-		ni, err = r.c.get(d, umad.SMAttrNodeInfo, 0, t)
+		ni, err = r.c.getTimeout(d, umad.SMAttrNodeInfo, 0, t)
 	}
 	if err != nil {
 		return ": (unknown node and type)"
@@ -257,7 +255,7 @@ func (r *ibroute) dumpLID(lid int, valid bool) string {
 	return fmt.Sprintf(": (%s portguid 0x%016x: '%s')", dumpNodeType(uint64(ni[2]), 8), r.portGUID, r.names.remap(guid, nd))
 }
 
-func (r *ibroute) multicast(d *portID, start, end int) string {
+func (r *ibroute) multicast(d smpDest, start, end int) string {
 	ni, nd, si, msg := r.checkSwitch(d)
 	if msg != "" {
 		return msg
@@ -273,7 +271,7 @@ func (r *ibroute) multicast(d *portID, start, end int) string {
 	}
 	if !r.all && top != 0 && top < end {
 		if top < 0xc000-1 {
-			r.c.log.warn("dump_multicast_tables", "illegal top mlid %x", top)
+			r.log.warn("dump_multicast_tables", "illegal top mlid %x", top)
 		} else {
 			end = top
 		}
@@ -281,11 +279,11 @@ func (r *ibroute) multicast(d *portID, start, end int) string {
 	if start == 0 {
 		start = 0xc000
 	} else if start < 0xc000 {
-		r.c.log.warn("dump_multicast_tables", "illegal start mlid %x, set to %x", start, 0xc000)
+		r.log.warn("dump_multicast_tables", "illegal start mlid %x, set to %x", start, 0xc000)
 		start = 0xc000
 	}
 	if end > 0xfffe {
-		r.c.log.warn("dump_multicast_tables", "illegal end mlid %x, truncate to %x", end, 0xfffe)
+		r.log.warn("dump_multicast_tables", "illegal end mlid %x, truncate to %x", end, 0xfffe)
 		end = 0xfffe
 	}
 	w := r.out
@@ -311,7 +309,7 @@ func (r *ibroute) multicast(d *portID, start, end int) string {
 		fmt.Fprintf(w, "     Ports: %s\n", s.String())
 		fmt.Fprintf(w, " MLid\n")
 	}
-	if r.o.verbose > 0 {
+	if r.o.common.verbose > 0 {
 		fmt.Fprintf(w, "Switch multicast mlid capability is %d top is 0x%x\n", capacity, top)
 	}
 	chunks := (nports + 1 + 15) / 16
@@ -320,8 +318,8 @@ func (r *ibroute) multicast(d *portID, start, end int) string {
 	for block := start / 32; block <= end/32; block++ {
 		for j := 0; j < chunks; j++ {
 			mod := uint32(block-0xc000/32) | uint32(j)<<28
-			r.o.ibdebug(r.out, "dump_multicast_tables", "reading block %x chunk %d mod %x", block, j, mod)
-			b, err := r.c.get(d, umad.SMAttrMulticastForwardingTable, mod, 0)
+			r.log.ibdebug("dump_multicast_tables", "reading block %x chunk %d mod %x", block, j, mod)
+			b, err := r.c.get(d, umad.SMAttrMulticastForwardingTable, mod)
 			if err != nil {
 				fmt.Fprintf(r.stderr, "SubnGet() failed; MAD status 0x%x AM 0x%x\n", madStatusOf(err), mod)
 				return ""

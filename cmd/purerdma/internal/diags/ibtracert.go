@@ -17,7 +17,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/purerdma/rdma/umad"
 )
@@ -41,7 +40,7 @@ type trPort struct {
 
 type trNode struct {
 	ports    []*trPort // link_port's list: the last linked first
-	path     portID
+	path     smpDest
 	typ      int
 	dist     int
 	numports int
@@ -60,8 +59,10 @@ type trSwitch struct {
 // tracer is one run: the options, the output, and the multicast search's
 // tables, which C keeps static across the pairs of a ports file.
 type tracer struct {
-	c         *diagClient
-	o         *routeOpts
+	c         *smpClient
+	log       *madLog
+	resolve   func(string) (smpDest, error)
+	o         *fabricOpts
 	names     *nodeNameMap
 	out       *strings.Builder
 	stderr    io.Writer
@@ -87,19 +88,22 @@ func (env *Env) runIBTracert(args []string, stdout, stderr io.Writer) error {
 	tr := &tracer{out: &strings.Builder{}, stderr: stderr, dumplevel: 2, known: map[uint64]bool{}}
 	var mapFile, portsFile string
 	var mapSet, portsSet bool
-	o, usage, err := parseRouteOpts("ibtracert", "DK", "<src-addr> <dest-addr>", ibtracertExamples, args, stdout, stderr,
-		routeOpt{"force", 'f', false, "", "force", func(string) error { tr.force = true; return nil }},
-		routeOpt{"no_info", 'n', false, "", "simple format", func(string) error { tr.dumplevel = 1; return nil }},
-		routeOpt{"mlid", 'm', true, "<mlid>", "multicast trace of the mlid", func(v string) error {
-			tr.multicast, tr.mlid = true, int(int32(uint32(cStrtoulC(v))))
+	custom := []diagOpt{
+		{"force", 'f', false, "", "force", func(string) error { tr.force = true; return nil }},
+		{"no_info", 'n', false, "", "simple format", func(string) error { tr.dumplevel = 1; return nil }},
+		{"mlid", 'm', true, "<mlid>", "multicast trace of the mlid", func(v string) error {
+			tr.multicast, tr.mlid = true, int(int32(uint32(cStrtoul(v))))
 			return nil
 		}},
-		routeOpt{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
-		routeOpt{"ports-file", 2, true, "<file>", "port pairs file", func(v string) error { portsFile, portsSet = v, true; return nil }},
-	)
-	if err != nil {
-		return err
+		{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
+		{"ports-file", 2, true, "<file>", "port pairs file", func(v string) error { portsFile, portsSet = v, true; return nil }},
 	}
+	o, usageText, err := parseDiagOpts("ibtracert", "DK", "<src-addr> <dest-addr>", custom, args, stderr)
+	usageText = diagUsageExamples(usageText, "ibtracert", ibtracertExamples)
+	if err != nil {
+		return diagOptsFailed(stdout, stderr, "ibtracert", usageText, o, err)
+	}
+	usage := func() error { return fabricHelp(stderr, usageText) }
 	if len(o.pos) < 2 && !portsSet {
 		return usage()
 	}
@@ -110,12 +114,15 @@ func (env *Env) runIBTracert(args []string, stdout, stderr io.Writer) error {
 		return ibexit(stdout, "ibtracert", o.debug, "main", format, a...)
 	}
 	log := o.madLog(stderr)
-	c, err := env.openDiag(o, log)
+	log.out, log.verbose = tr.out, o.common.verbose > 0
+	c, err := env.openSMP(o.ca, o.port, o.timeout, o.tries(), log)
 	if err != nil {
-		return openFailed(stdout, stderr, "ibtracert", &o.fabricOpts, err)
+		return openFailed(stdout, stderr, "ibtracert", o, err)
 	}
 	defer c.Close()
-	tr.c = c
+	c.mkey = o.common.mkey
+	tr.c, tr.log = c, log
+	tr.resolve = func(s string) (smpDest, error) { return env.resolveDest(c, o, o.commonDest(), s) }
 	tr.names = openNodeNameMap(mapFile, mapSet, stderr)
 	if !portsSet {
 		if rc, err := tr.getRoute(o.pos[0], o.pos[1], usage); err != nil {
@@ -189,26 +196,25 @@ func readLineMax(r *bufio.Reader, max int) (string, error) {
 	return b.String(), nil
 }
 
-func (tr *tracer) debug(fn, format string, a ...any) { tr.o.ibdebug(tr.out, fn, format, a...) }
+func (tr *tracer) debug(fn, format string, a ...any) { tr.log.ibdebug(fn, format, a...) }
 
-func (tr *tracer) verbose(fn, format string, a ...any) { tr.o.ibverbose(tr.out, fn, format, a...) }
+func (tr *tracer) verbose(fn, format string, a ...any) { tr.log.ibverbose(fn, format, a...) }
 
 // getNode is get_node: NodeInfo, NodeDescription and PortInfo (port 0)
 // of the node at d, into node and port; on a failure they keep what
 // they had.
-func (tr *tracer) getNode(node *trNode, port *trPort, d *portID) bool {
-	t := tr.o.timeoutIfSet()
-	ni, err := tr.c.get(d, umad.SMAttrNodeInfo, 0, t)
+func (tr *tracer) getNode(node *trNode, port *trPort, d *smpDest) bool {
+	ni, err := tr.c.get(*d, umad.SMAttrNodeInfo, 0)
 	if err != nil {
 		return false
 	}
-	nd, err := tr.c.get(d, umad.SMAttrNodeDescription, 0, t)
+	nd, err := tr.c.get(*d, umad.SMAttrNodeDescription, 0)
 	if err != nil {
 		node.nodedesc = ""
 		return false
 	}
-	desc := cleanNodeDesc(string(nd))
-	pi, err := tr.c.get(d, umad.SMAttrPortInfo, 0, t)
+	desc := cleanDesc(string(nd))
+	pi, err := tr.c.get(*d, umad.SMAttrPortInfo, 0)
 	if err != nil {
 		node.nodedesc = desc
 		return false
@@ -226,20 +232,10 @@ func (tr *tracer) getNode(node *trNode, port *trPort, d *portID) bool {
 	return true
 }
 
-// timeoutIfSet is the timeout ibtracert passes its queries: -t's, else
-// 0 (libibmad's default, which is -t's too).
-func (o *routeOpts) timeoutIfSet() time.Duration {
-	if o.timeoutSet {
-		return o.timeout
-	}
-	return 0
-}
-
 // switchLookup is switch_lookup: the out port of lid at the switch at d,
 // -1 when SwitchInfo fails, lid is beyond the table, or its block fails.
-func (tr *tracer) switchLookup(sw *trSwitch, d *portID, lid int) int {
-	t := tr.o.timeoutIfSet()
-	si, err := tr.c.get(d, umad.SMAttrSwitchInfo, 0, t)
+func (tr *tracer) switchLookup(sw *trSwitch, d *smpDest, lid int) int {
+	si, err := tr.c.get(*d, umad.SMAttrSwitchInfo, 0)
 	if err != nil {
 		return -1
 	}
@@ -249,7 +245,7 @@ func (tr *tracer) switchLookup(sw *trSwitch, d *portID, lid int) int {
 	if lid >= sw.linearcap && lid > sw.linearFDBtop {
 		return -1
 	}
-	b, err := tr.c.get(d, umad.SMAttrLinearForwardingTable, uint32(lid/64), t)
+	b, err := tr.c.get(*d, umad.SMAttrLinearForwardingTable, uint32(lid/64))
 	if err != nil {
 		return -1
 	}
@@ -267,13 +263,13 @@ func isPortInactive(node *trNode, port *trPort, sw *trSwitch) bool {
 	return port.state != 4 && (node.typ != 2 || sw.enhsp0)
 }
 
-// extendDPath is extend_dpath.
-func extendDPath(d *portID, port int) bool {
-	if d.cnt+2 >= len(d.p) {
+// extendDPath is extend_dpath: port added to d's route, unless the
+// route has 62 hops already.
+func extendDPath(d *smpDest, port int) bool {
+	if len(d.path)+2 >= 64 {
 		return false
 	}
-	d.cnt++
-	d.p[d.cnt] = uint8(port)
+	d.extend(uint8(port))
 	return true
 }
 
@@ -294,7 +290,7 @@ func (tr *tracer) dumpEndnode(dump int, prompt string, node *trNode, port *trPor
 }
 
 func (tr *tracer) dumpRoute(dump int, node *trNode, outport int, port *trPort) {
-	if dump == 0 && tr.o.verbose == 0 {
+	if dump == 0 && tr.o.common.verbose == 0 {
 		return
 	}
 	if dump == 1 {
@@ -307,13 +303,13 @@ func (tr *tracer) dumpRoute(dump int, node *trNode, outport int, port *trPort) {
 
 // findRoute is find_route: from from (a directed route it extends) to the
 // port of to's LID, printing the hops at dump's level.
-func (tr *tracer) findRoute(from, to *portID, dump int) int {
+func (tr *tracer) findRoute(from, to *smpDest, dump int) int {
 	var fromnode, tonode, nextnode trNode
 	var fromport, toport, nextport trPort
 	var sw trSwitch
 	maxhops := trMaxHops
 	outport, nextOut := 255, 255
-	warn := func(format string, a ...any) { tr.c.log.warn("find_route", format, a...) }
+	warn := func(format string, a ...any) { tr.log.warn("find_route", format, a...) }
 	tr.debug("find_route", "from %s", from)
 	if !tr.getNode(&fromnode, &fromport, from) || !tr.getNode(&tonode, &toport, to) {
 		warn("can't reach to/from ports")
@@ -321,7 +317,7 @@ func (tr *tracer) findRoute(from, to *portID, dump int) int {
 			return -1
 		}
 		if to.lid > 0 {
-			toport.lid = to.lid
+			toport.lid = int(to.lid)
 		}
 		warn("Force: look for lid %d", to.lid)
 	}
@@ -329,13 +325,13 @@ func (tr *tracer) findRoute(from, to *portID, dump int) int {
 	portnum := port.portnum
 	badtbl := func() int {
 		warn("Bad forwarding table entry found at: node \"%s\" lid entry %d is %d (top %d)",
-			cleanNodeDesc(node.nodedesc), to.lid, outport, sw.linearFDBtop)
+			cleanDesc(node.nodedesc), to.lid, outport, sw.linearFDBtop)
 		return -1
 	}
 	badpath := func() int { warn("Direct path too long!"); return -1 }
 	tr.dumpEndnode(dump, "From", node, port)
 	if node.typ == 2 {
-		nextOut = tr.switchLookup(&sw, from, to.lid)
+		nextOut = tr.switchLookup(&sw, from, int(to.lid))
 		if nextOut < 0 || nextOut > node.numports {
 			outport = nextOut
 			return badtbl()
@@ -349,7 +345,7 @@ loop:
 			break
 		}
 		if isPortInactive(node, port, &sw) {
-			warn("Bad port state found: node \"%s\" port %d state %d", cleanNodeDesc(node.nodedesc), portnum, port.state)
+			warn("Bad port state found: node \"%s\" port %d state %d", cleanDesc(node.nodedesc), portnum, port.state)
 			return -1
 		}
 		if tr.samePort(port, &toport) {
@@ -380,9 +376,10 @@ loop:
 				warn("can't continue: reached CA or router port %x, lid %d", port.portguid, port.lid)
 				return -1
 			}
-			if from.cnt > 0 {
+			var back uint8 // the hop returned on, C's p[cnt+1] after cnt--
+			if len(from.path) > 0 {
 				tr.debug("find_route", "ca or router node - return back 1 hop")
-				from.cnt--
+				back = from.back()
 			} else {
 				caSrc = true
 				if portnum != 0 && !extendDPath(from, portnum) {
@@ -394,11 +391,11 @@ loop:
 				return -1
 			}
 			if !caSrc {
-				nextport.portnum = int(from.p[from.cnt+1])
+				nextport.portnum = int(back)
 			}
 		}
 		if nextnode.typ == 2 {
-			nextOut = tr.switchLookup(&sw, from, to.lid)
+			nextOut = tr.switchLookup(&sw, from, int(to.lid))
 			if nextOut < 0 || nextOut > nextnode.numports {
 				outport = nextOut
 				return badtbl()
@@ -406,7 +403,7 @@ loop:
 		}
 		port = &nextport
 		if isPortInactive(&nextnode, port, &sw) {
-			warn("Bad out port state found: node \"%s\" outport %d state %d", cleanNodeDesc(node.nodedesc), outport, port.state)
+			warn("Bad out port state found: node \"%s\" outport %d state %d", cleanDesc(node.nodedesc), outport, port.state)
 			return -1
 		}
 		node = &nextnode
@@ -424,14 +421,14 @@ loop:
 // getRoute is get_route: the route between two addresses; 0, or -1
 // after its warnings. A zero LID is C's usage (err set).
 func (tr *tracer) getRoute(srcid, dstid string, usage func() error) (int, error) {
-	warn := func(format string, a ...any) { tr.c.log.warn("get_route", format, a...) }
-	src, ok := tr.c.resolve(srcid)
-	if !ok {
+	warn := func(format string, a ...any) { tr.log.warn("get_route", format, a...) }
+	src, err := tr.resolve(srcid)
+	if err != nil {
 		warn("can't resolve source port %s", srcid)
 		return -1, nil
 	}
-	dst, ok := tr.c.resolve(dstid)
-	if !ok {
+	dst, err := tr.resolve(dstid)
+	if err != nil {
 		warn("can't resolve destination port %s", dstid)
 		return -1, nil
 	}
@@ -439,12 +436,12 @@ func (tr *tracer) getRoute(srcid, dstid string, usage func() error) (int, error)
 		warn("bad src/dest lid")
 		return 0, usage()
 	}
-	var my portID
+	my := smpDest{dr: true, zeroDR: true} // ib_portid_t my = { 0 }
 	if tr.findRoute(&my, &src, 0) < 0 {
 		warn("can't find a route to the src port")
 		return -1, nil
 	}
-	src = my
+	src = my.clone()
 	if !tr.multicast {
 		if tr.findRoute(&src, &dst, tr.dumplevel) < 0 {
 			warn("can't find a route from src to dest")
@@ -458,7 +455,7 @@ func (tr *tracer) getRoute(srcid, dstid string, usage func() error) (int, error)
 	var tonode trNode
 	var toport trPort
 	if !tr.getNode(&tonode, &toport, &dst) {
-		tr.c.log.warn("find_target_portguid", "can't find to port\n")
+		tr.log.warn("find_target_portguid", "can't find to port\n")
 		tr.target = ^uint64(0)
 	} else {
 		tr.target = toport.portguid
@@ -477,9 +474,9 @@ func (tr *tracer) getRoute(srcid, dstid string, usage func() error) (int, error)
 }
 
 // getPort is get_port: PortInfo of port portnum of the node at d.
-func (tr *tracer) getPort(port *trPort, portnum int, d *portID) bool {
+func (tr *tracer) getPort(port *trPort, portnum int, d *smpDest) bool {
 	port.portnum = portnum
-	pi, err := tr.c.get(d, umad.SMAttrPortInfo, uint32(portnum), tr.o.timeoutIfSet())
+	pi, err := tr.c.get(*d, umad.SMAttrPortInfo, uint32(portnum))
 	if err != nil {
 		return false
 	}
@@ -493,11 +490,11 @@ func (tr *tracer) getPort(port *trPort, portnum int, d *portID) bool {
 
 // newNode is new_node: 1 for the target, -1 for a node already known,
 // else 0 after queueing it at distance dist.
-func (tr *tracer) newNode(node *trNode, port *trPort, path *portID, dist int) int {
+func (tr *tracer) newNode(node *trNode, port *trPort, path *smpDest, dist int) int {
 	if port.portguid == tr.target {
 		node.dist = -1
 		node.ports = append([]*trPort{port}, node.ports...)
-		tr.dumpEndnode(tr.o.verbose, "found target", node, port)
+		tr.dumpEndnode(tr.o.common.verbose, "found target", node, port)
 		return 1
 	}
 	if tr.known[node.nodeguid] {
@@ -508,7 +505,7 @@ func (tr *tracer) newNode(node *trNode, port *trPort, path *portID, dist int) in
 	tr.verbose("new_node", "insert dist %d node %p port %d lid %d", dist, node, port.portnum, port.lid)
 	node.ports = append([]*trPort{port}, node.ports...)
 	node.dist = dist
-	node.path = *path
+	node.path = path.clone()
 	node.dnext = tr.nodesdist[dist]
 	tr.nodesdist[dist] = node
 	return 0
@@ -516,10 +513,9 @@ func (tr *tracer) newNode(node *trNode, port *trPort, path *portID, dist int) in
 
 // switchMCLookup is switch_mclookup: the ports mlid goes out of the
 // switch at d, in map (set per 16 ports as C reads them).
-func (tr *tracer) switchMCLookup(node *trNode, d *portID, mlid int, m *[256]bool) int {
+func (tr *tracer) switchMCLookup(node *trNode, d *smpDest, mlid int, m *[256]bool) int {
 	*m = [256]bool{}
-	t := tr.o.timeoutIfSet()
-	si, err := tr.c.get(d, umad.SMAttrSwitchInfo, 0, t)
+	si, err := tr.c.get(*d, umad.SMAttrSwitchInfo, 0)
 	if err != nil {
 		return -1
 	}
@@ -534,7 +530,7 @@ func (tr *tracer) switchMCLookup(node *trNode, d *portID, mlid int, m *[256]bool
 	idx := mlid % 32
 	k := 0
 	for set := 0; set < maxsets; set++ {
-		b, err := tr.c.get(d, umad.SMAttrMulticastForwardingTable, uint32(int32(block))|uint32(set)<<28, t)
+		b, err := tr.c.get(*d, umad.SMAttrMulticastForwardingTable, uint32(int32(block))|uint32(set)<<28)
 		if err != nil {
 			return -1
 		}
@@ -560,8 +556,8 @@ func (tr *tracer) switchMCLookup(node *trNode, d *portID, mlid int, m *[256]bool
 
 // findMCPath is find_mcpath: a breadth-first search from from along the
 // switches' multicast tables to the target port.
-func (tr *tracer) findMCPath(from *portID, mlid int) *trNode {
-	warn := func(format string, a ...any) { tr.c.log.warn("find_mcpath", format, a...) }
+func (tr *tracer) findMCPath(from *smpDest, mlid int) *trNode {
+	warn := func(format string, a ...any) { tr.log.warn("find_mcpath", format, a...) }
 	tr.debug("find_mcpath", "from %s", from)
 	node, port := &trNode{}, &trPort{}
 	if !tr.getNode(node, port, from) {
@@ -584,13 +580,13 @@ func (tr *tracer) findMCPath(from *portID, mlid int) *trNode {
 		for node := tr.nodesdist[dist]; node != nil; node = node.dnext {
 			path := &node.path
 			tr.verbose("find_mcpath", "dist %d node %p", dist, node)
-			tr.dumpEndnode(tr.o.verbose, "processing", node, node.ports[0])
+			tr.dumpEndnode(tr.o.common.verbose, "processing", node, node.ports[0])
 			m = [256]bool{}
 			if node.typ != 2 {
 				if dist != 0 {
 					continue
 				}
-				leafport = int(path.p[max(path.cnt, 0)])
+				leafport = int(path.last())
 				if port.portnum >= 0 && port.portnum < len(m) {
 					m[port.portnum] = true
 				}
@@ -610,8 +606,8 @@ func (tr *tracer) findMCPath(from *portID, mlid int) *trNode {
 					continue
 				}
 				if dist == 0 && leafport != 0 {
-					if from.cnt > 0 {
-						path.cnt--
+					if len(from.path) > 0 {
+						path.back()
 					}
 				} else {
 					port = &trPort{}
@@ -629,7 +625,7 @@ func (tr *tracer) findMCPath(from *portID, mlid int) *trNode {
 				rnode, rport := &trNode{}, &trPort{}
 				if !tr.getNode(rnode, rport, path) {
 					warn("NodeInfo on %s port %d failed, skipping port", path, i)
-					path.cnt--
+					path.back()
 					continue
 				}
 				rnode.upnode = node
@@ -640,11 +636,11 @@ func (tr *tracer) findMCPath(from *portID, mlid int) *trNode {
 					return rnode
 				}
 				if r == 0 {
-					tr.dumpEndnode(tr.o.verbose, "new remote", rnode, rport)
+					tr.dumpEndnode(tr.o.common.verbose, "new remote", rnode, rport)
 				} else if rnode.typ == 2 {
 					tr.dumpEndnode(2, "ERR: circle discovered at", rnode, rport)
 				}
-				path.cnt--
+				path.back()
 			}
 		}
 	}

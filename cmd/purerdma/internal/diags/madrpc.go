@@ -45,6 +45,24 @@ type madLog struct {
 	w     io.Writer
 	errs  bool // ERRS: -e, or -d
 	debug bool // DEBUG: -d
+	// out is where infiniband-diags' IBDEBUG and IBVERBOSE print (the
+	// tool's standard output; nil: nowhere), verbose is -v given.
+	out     io.Writer
+	verbose bool
+}
+
+// ibdebug is IBDEBUG (with -d): "ibdebug: [pid] fn: message" on out.
+func (l *madLog) ibdebug(fn, format string, args ...any) {
+	if l != nil && l.debug && l.out != nil {
+		fmt.Fprintf(l.out, "ibdebug: [%d] %s: %s\n", os.Getpid(), fn, fmt.Sprintf(format, args...))
+	}
+}
+
+// ibverbose is IBVERBOSE (with -v): "[pid] fn: message" on out.
+func (l *madLog) ibverbose(fn, format string, args ...any) {
+	if l != nil && l.verbose && l.out != nil {
+		fmt.Fprintf(l.out, "[%d] %s: %s\n", os.Getpid(), fn, fmt.Sprintf(format, args...))
+	}
 }
 
 // warn is IBWARN.

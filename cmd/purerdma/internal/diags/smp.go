@@ -29,6 +29,14 @@ type smpDest struct {
 	path []uint8
 	sl   uint8 // the SL of a LID (the SA's PathRecord for a GUID; else 0)
 	slid uint16
+	// hop0 is the route's first number (ib_dr_path_t's p[0], what
+	// str2drpath read before the first comma): portid2str prints it and
+	// the SMP's initial path carries it, though no SMA reads it.
+	hop0 uint8
+	// zeroDR is a directed route whose DrSLID and DrDLID were left 0, as
+	// in ibtracert's zeroed ib_portid_t: portid2str prints the 0s, and
+	// the SMP carries 0xffff for them as libibmad sends a 0.
+	zeroDR bool
 }
 
 // String is libibmad's portid2str.
@@ -36,7 +44,7 @@ func (d smpDest) String() string {
 	if !d.dr {
 		return fmt.Sprintf("Lid %d", d.lid)
 	}
-	s := []string{"0"}
+	s := []string{strconv.Itoa(int(d.hop0))}
 	for _, p := range d.path {
 		s = append(s, strconv.Itoa(int(p)))
 	}
@@ -46,28 +54,70 @@ func (d smpDest) String() string {
 		}
 		return fmt.Sprintf("Lid %d DR path slid %d; dlid 65535; %s", d.lid, d.slid, strings.Join(s, ","))
 	}
+	if d.zeroDR {
+		return "DR path slid 0; dlid 0; " + strings.Join(s, ",")
+	}
 	return "DR path slid 65535; dlid 65535; " + strings.Join(s, ",")
 }
 
-// cAtoi is C's atoi: blanks, a sign, decimal digits up to the first
-// other character (none: 0).
+// clone is d with a path of its own: a copy of an ib_portid_t, whose
+// route a later extension of d's must not change.
+func (d smpDest) clone() smpDest {
+	d.path = append([]uint8(nil), d.path...)
+	return d
+}
+
+// extend is libibmad-style code's path->cnt++ and p[cnt] = port: port
+// added as the route's last hop.
+func (d *smpDest) extend(port uint8) {
+	d.path = append(d.path, port)
+}
+
+// back is path->cnt--: the route's last hop taken off, and returned (a
+// route with none keeps none and returns hop0, C's p[0]).
+func (d *smpDest) back() uint8 {
+	if len(d.path) == 0 {
+		return d.hop0
+	}
+	h := d.path[len(d.path)-1]
+	d.path = d.path[:len(d.path)-1]
+	return h
+}
+
+// last is p[cnt]: the route's last hop, hop0 when it has none.
+func (d *smpDest) last() uint8 {
+	if len(d.path) == 0 {
+		return d.hop0
+	}
+	return d.path[len(d.path)-1]
+}
+
+// cAtoi is C's atoi: (int)strtol(s, NULL, 10): blanks, a sign, decimal
+// digits up to the first other character (none: 0), saturated at a
+// long's bounds, then cut to an int.
 func cAtoi(s string) int {
 	s = strings.TrimLeft(s, " \t\n\v\f\r")
 	neg := strings.HasPrefix(s, "-")
 	if neg || strings.HasPrefix(s, "+") {
 		s = s[1:]
 	}
-	n := 0
-	for _, r := range s {
-		if r < '0' || r > '9' || n > 1<<30 {
-			break
+	var n uint64
+	for i := 0; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		d := uint64(s[i] - '0')
+		if n > (1<<63-d)/10 {
+			n = 1 << 63 // beyond a long: saturated
+		} else {
+			n = n*10 + d
 		}
-		n = n*10 + int(r-'0')
 	}
-	if neg {
-		return -n
+	v := int64(n) // 1<<63: LONG_MIN, which a minus keeps
+	switch {
+	case neg:
+		v = -v
+	case n == 1<<63:
+		v = 1<<63 - 1
 	}
-	return n
+	return int(int32(v))
 }
 
 // parseCombinedDest reads smpquery -c's destination: a LID and a
@@ -124,6 +174,8 @@ type smpClient struct {
 	sa      umad.AgentID // registered on first use (ibaddr -G)
 	rpc     *madRPC
 	tid     uint32
+	// mkey is the M_Key the SMPs carry (-y).
+	mkey uint64
 }
 
 // openSMP opens the local port (ca, port as the C tools' -C and -P) and
@@ -197,6 +249,15 @@ func (c *smpClient) get(d smpDest, attr umad.AttrID, mod uint32) ([]byte, error)
 	return c.send(d, umad.MethodGet, attr, mod, nil)
 }
 
+// getTimeout is get with timeout, not the port's, for each try (the
+// timeout argument of smp_query_via).
+func (c *smpClient) getTimeout(d smpDest, attr umad.AttrID, mod uint32, timeout time.Duration) ([]byte, error) {
+	t := c.rpc.timeout
+	c.rpc.timeout = timeout
+	defer func() { c.rpc.timeout = t }()
+	return c.get(d, attr, mod)
+}
+
 // set is libibmad's smp_set_status_via: a Set of attr with modifier mod
 // and the 64-byte data to d; it returns the answer's data area.
 func (c *smpClient) set(d smpDest, attr umad.AttrID, mod uint32, data []byte) ([]byte, error) {
@@ -211,16 +272,18 @@ func (c *smpClient) send(d smpDest, method umad.Method, attr umad.AttrID, mod ui
 	binary.BigEndian.PutUint64(m[8:], uint64(c.tid))
 	binary.BigEndian.PutUint16(m[16:], uint16(attr))
 	binary.BigEndian.PutUint32(m[20:], mod)
+	binary.BigEndian.PutUint64(m[24:], c.mkey)
 	agent, lid := c.lid, d.lid
 	if d.dr {
 		m[1] = byte(umad.ClassSubnMgmtDirectedRoute)
 		m[7] = byte(len(d.path))
-		slid := uint16(0xffff)
-		if d.lid != 0 {
+		slid := uint16(0xffff) // libibmad sends a DrSLID of 0 as 0xffff
+		if d.lid != 0 && d.slid != 0 {
 			slid = d.slid
 		}
 		binary.BigEndian.PutUint16(m[32:], slid)
 		binary.BigEndian.PutUint16(m[34:], 0xffff)
+		m[128] = d.hop0
 		copy(m[129:], d.path)
 		agent = c.dr
 		if d.lid == 0 {
