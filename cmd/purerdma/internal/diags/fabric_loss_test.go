@@ -135,6 +135,13 @@ type lossCase struct {
 //     the ping is dropped on its way in (C's client sends each ping
 //     through libibmad's mad_rpc_rmpp, ib_vendor_call_via, with its
 //     retries; -c 1 -f: one ping a run).
+//   - ibportstate from Hca1 querying Hca2's port 1, only PortInfo dropped
+//     at Hca2's port; ibroute from Hca1 dumping Switch2's LFT, only
+//     LinearForwardingTable dropped at the switch's port 0 (a block that
+//     fails is "SubnGet() failed", the dump goes on, status 0, in both);
+//     ibtracert from Hca1 to Hca2, only NodeInfo dropped at Hca2's port
+//     (the trace's last hop; find_route's and get_route's warnings when it
+//     fails).
 //   - ibqueryerrors -G Hca2's port GUID from Hca1, only PortCounters
 //     dropped at Hca2's port: its discovery and its ClassPortInfo are
 //     not dropped, so only the PMA phase's PortCounters query is lossy.
@@ -151,7 +158,7 @@ func TestFabricLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hca2 := strconv.Itoa(lids["Hca2"])
+	hca1, hca2, sw2 := strconv.Itoa(lids["Hca1"]), strconv.Itoa(lids["Hca2"]), strconv.Itoa(lids["Switch2"])
 	hca2GUID := portGUID(t, f, "Hca1", lids["Hca2"])
 	startGoPingServer(t, f, "Hca2")
 	one := func(fabricRun) int { return 1 }
@@ -179,6 +186,15 @@ func TestFabricLoss(t *testing.T) {
 				}
 				return 0
 			}},
+		{node: "Hca1", args: []string{"ibportstate", "-e", hca2, "1"}, errs: `"Hca2"[1] 50 0x15`, lossy: one},
+		{node: "Hca1", args: []string{"ibroute", "-e", sw2}, errs: `"Switch2"[0] 50 0x19`, lossy: one,
+			// ibroute goes on after a failed LFT block (dump_unicast_tables:
+			// "SubnGet() failed" and the next block), and exits 0.
+			failed: func(r fabricRun) int { return strings.Count(r.stderr, "SubnGet() failed;") },
+			ok:     func(r fabricRun) bool { return r.code == 0 && !strings.Contains(r.stderr, "SubnGet() failed;") },
+			other:  regexp.MustCompile(`^SubnGet\(\) failed; MAD status `)},
+		{node: "Hca1", args: []string{"ibtracert", "-e", hca1, hca2}, errs: `"Hca2"[1] 50 0x10`, lossy: one,
+			other: regexp.MustCompile(`^ibwarn: \[[0-9]+\] (find_route|get_route): `)},
 		{node: "Hca1", args: []string{"ibqueryerrors", "-e", "-G", hca2GUID}, errs: `"Hca2"[1] 50 0x12`,
 			lossy:  func(r fabricRun) int { return lossNumber(r.stdout, `([0-9]+) ports checked`) },
 			failed: func(r fabricRun) int { return lossNumber(r.stdout, `([0-9]+) PMA query failures`) },
