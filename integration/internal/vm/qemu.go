@@ -213,7 +213,7 @@ func (b *Boot) run(ctx context.Context, accel string, probe bool) (*Result, erro
 	if accel == "kvm" {
 		args = append(args, "-cpu", "host")
 	} else {
-		args = append(args, "-cpu", "max")
+		args = append(args, "-cpu", arch.CPU)
 	}
 	if b.Job.Shell {
 		args = append(args, "-serial", "mon:stdio")
