@@ -86,7 +86,8 @@ integration-cpeers:
 	for b in integration/*/build.sh; do [ -f "$$b" ] || continue; sh "$$b" >/dev/null || exit 1; echo "integration-cpeers: built $$(dirname $$b)"; done
 
 integration-prepare: vmrun
-	cd $(INTEGRATION_ROOT) && for k in $(INTEGRATION_KERNELS); do $(VMRUN) -prepare -kernel $$k || exit; done
+	cd $(INTEGRATION_ROOT) && for k in $(INTEGRATION_KERNELS); do $(VMRUN) -prepare -kernel $$k || exit; done && \
+	$(VMRUN) -arch arm64 -prepare -kernel $(ARM64_KERNEL)
 
 # The README's programs are built into integration/.cache/readme/, where
 # the root package's VM test runs them (readme_vm_test.go).
