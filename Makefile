@@ -227,7 +227,7 @@ test-bootstrap:
 ## test: everything — generate check, lint, unit tests on amd64 and arm64
 ## (qemu-user), fuzz smoke, the VM tests on both kernels, and a slice of
 ## them on an arm64 guest (integration-arm64, about 2 to 3 minutes; the
-## whole arm64 suite is integration-arm64-all, 12 to 13 minutes a kernel).
+## whole arm64 suite is integration-arm64-all, about 18 minutes a kernel).
 test: deps-apt generate-check lint cross unit test-arm64 fuzz-smoke test-bootstrap integration
 	@echo "make test: all passed"
 
