@@ -225,7 +225,9 @@ test-bootstrap:
 	PURERDMA_BOOTSTRAP_TEST=1 $(GO) test -count=1 -v -run '^TestMakeBuildWithoutGo$$' ./mk/
 
 ## test: everything — generate check, lint, unit tests on amd64 and arm64
-## (qemu-user), fuzz smoke, and the VM tests on both kernels.
+## (qemu-user), fuzz smoke, the VM tests on both kernels, and a slice of
+## them on an arm64 guest (integration-arm64, about 2 to 3 minutes; the
+## whole arm64 suite is integration-arm64-all, about 18 minutes a kernel).
 test: deps-apt generate-check lint cross unit test-arm64 fuzz-smoke test-bootstrap integration
 	@echo "make test: all passed"
 

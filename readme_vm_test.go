@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -19,7 +20,11 @@ import (
 // integration builds the README's programs into integration/.cache/readme.
 func TestVMReadmeCmsend(t *testing.T) {
 	vmtest.Require(t)
-	bin := filepath.Join(vmtest.Repo(), "integration", ".cache", "readme", "cmsend")
+	dir := "readme" // make integration-arm64-all builds arm64's into readme-arm64
+	if runtime.GOARCH != "amd64" {
+		dir += "-" + runtime.GOARCH
+	}
+	bin := filepath.Join(vmtest.Repo(), "integration", ".cache", dir, "cmsend")
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("the README's program is not built (%v): make integration builds it", err)
 	}

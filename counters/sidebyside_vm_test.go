@@ -69,6 +69,7 @@ type stepper func(cmd string) string
 
 func countersc(t *testing.T) string {
 	t.Helper()
+	vmtest.RequireAmd64Peer(t, "countersc")
 	p := filepath.Join(vmtest.Repo(), "integration", ".cache", "countersc", "countersc")
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("the C peer is not built (make -f mk/integration.mk integration-cpeers): %v", err)

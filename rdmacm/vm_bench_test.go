@@ -21,6 +21,7 @@ import (
 // make integration-cpeers.
 func cmbench(t *testing.T) string {
 	t.Helper()
+	vmtest.RequireAmd64Peer(t, "cmbench")
 	p := filepath.Join(vmtest.Repo(), "integration", ".cache", "cmbench", "cmbench")
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("no C peer (%v): run sh integration/cmbench/build.sh on the host first", err)

@@ -41,6 +41,7 @@ const (
 // integration-cpeers builds it before the VM tests).
 func umadpeer(t testing.TB) string {
 	t.Helper()
+	vmtest.RequireAmd64Peer(t, "umadpeer")
 	p := filepath.Join(vmtest.Repo(), "integration", ".cache", "umadpeer", "umadpeer")
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("no C peer (%v): run sh integration/umadpeer/build.sh on the host first", err)

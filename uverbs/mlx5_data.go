@@ -35,10 +35,11 @@ package uverbs
 //     read with plain loads, then the CQ doorbell record released; the
 //     tails of the queues whose WQEs completed are released.
 //
-// Go's atomics order memory for the inner-shareable domain (arm64 DMB ISH
-// and LDAR/STLR); a device is outer-shareable, which rdma-core's arm64
-// barriers (DMB OSHST) name. On amd64 the two coincide. That is one more
-// reason the path is unproven on arm64 hardware.
+// Go's atomics order memory for the inner-shareable domain (arm64 LDAR and
+// STLR, no DMB); a device is outer-shareable, which rdma-core's arm64
+// barriers (DMB OSHST, DMB OSHLD, DSB ST) name. On amd64 the two coincide.
+// That is one more reason the path is unproven on arm64 hardware: ring.go's
+// "arm64" section has the reasoning and what a port would add.
 //
 // Every index the device writes (a CQE's user index, QP number,
 // wqe_counter, syndrome) is bounded before it indexes our arrays.

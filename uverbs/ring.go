@@ -25,10 +25,65 @@ package uverbs
 // and stores are sequentially consistent, so at least acquire and release:
 // amd64 MOV and XCHG, arm64 LDAR and STLR. (For a device rather than the
 // kernel's CPU code, arm64 would want outer-shareable barriers; see
-// mlx5_data.go.)
+// below and mlx5_data.go.)
 //
 // acquire and release are the only ways the data path reads or writes an
 // index the other side can see.
+//
+// # arm64
+//
+// What Go gives: atomic.LoadUint32 is LDARW, atomic.StoreUint32 STLRW and
+// atomic.StoreUint64 STLR, with no DMB around them (go tool objdump of a
+// GOARCH=arm64 build, go1.26). LDAR and STLR are RCsc: no access after an
+// LDAR in program order is observed before it, no access before an STLR is
+// observed after it, and an STLR is not reordered with a later LDAR.
+//
+// Why that is enough for rxe: the "device" is the kernel's rxe code on
+// another CPU (the requester, responder and completer tasks), and the
+// queues are normal cacheable memory (vmalloc_user, mapped into the
+// process), so both sides are CPUs in the inner-shareable domain. The
+// kernel's side is smp_load_acquire and smp_store_release, which arm64
+// implements as LDAR and STLR (arch/arm64/include/asm/barrier.h), and
+// rdma-core 44's own rxe provider uses C11 memory_order_acquire and
+// memory_order_release on the same words (providers/rxe/rxe_queue.h), not
+// the udma barriers: those are for DMA by a bus master. The Go code runs
+// the same instructions as both, on the same words, in the same places.
+// The rxe doorbell is a write() system call after the release, and the
+// kernel reads the index with acquire regardless.
+//
+// Where arm64 differs from amd64, and where each rule matters:
+//   - posting: the WQE's plain stores must be visible before the producer
+//     index. amd64 (TSO) keeps stores in order anyway; arm64 does not,
+//     and only the STLR keeps the kernel from seeing the new index with
+//     part of the WQE still unwritten (rdma-core's store_producer_index,
+//     "flush writes to work queue before moving index");
+//   - polling: the CQE's plain loads must be done before the consumer
+//     index moves, or the kernel may overwrite the slot while we read
+//     it. amd64 never lets a store pass an earlier load; arm64 does, and
+//     the STLR of the consumer index forbids it. The LDAR of the producer
+//     index keeps the CQE's loads from being satisfied before it.
+//
+// What the arm64 guest's test shows (make integration-arm64: the data
+// path under load on the arm64 kernel's rxe, every byte checked): the
+// arm64 code, layouts and kernel together. It cannot show the absence of
+// a missing barrier: qemu's TCG runs the guest's loads and stores as the
+// x86 host's, which keeps them in TSO order whatever the guest code
+// allows. The argument above is the proof of ordering; real arm64
+// hardware would be the test.
+//
+// Device memory (mlx5, mlx5_data.go) is another matter. rdma-core's arm64
+// barriers there are udma_to_device_barrier = DMB OSHST (before the
+// doorbell record), udma_from_device_barrier = DMB OSHLD (after a CQE's
+// owner bit) and mmio_flush_writes = DSB ST (around the UAR and BlueFlame
+// stores to write-combining memory). A PCIe device observes in the outer
+// shareable domain; LDAR and STLR order accesses in the shareability
+// domain of the address, and Linux maps normal memory inner shareable.
+// Linux itself does not lean on STLR for DMA: dma_wmb is DMB OSHST and
+// writel puts it before the device store (arch/arm64/include/asm/io.h).
+// Go cannot emit DMB OSH* or DSB without assembly, so the mlx5 path is
+// not claimed for arm64 hardware: a port would add three small arm64
+// assembly barriers where mlx5_data.go's comments name rdma-core's.
+// (mock0, the only mlx5 device the tests have, is amd64 only.)
 
 import (
 	"sync/atomic"

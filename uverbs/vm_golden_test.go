@@ -19,6 +19,7 @@ import (
 // integration/verbsbench/build.sh.
 func verbsbench(t *testing.T) string {
 	t.Helper()
+	vmtest.RequireAmd64Peer(t, "verbsbench")
 	p := filepath.Join(vmtest.Repo(), "integration", ".cache", "verbsbench", "verbsbench")
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("no C peer (%v): run sh integration/verbsbench/build.sh on the host first", err)

@@ -28,10 +28,21 @@
 //
 // It uses KVM only where /dev/kvm can run Debian's kernel (not with
 // kvm_pvm); otherwise qemu's TCG emulation, which boots in about 4 s.
+//
+// -arch arm64 boots the same kernels and userland built for arm64 under
+// qemu-system-aarch64 (-machine virt -cpu max, always emulated), with the
+// project's commands and the init built with GOARCH=arm64; go test's test
+// binaries must be built for arm64 too:
+//
+//	GOARCH=arm64 go test -tags integration -exec 'vmrun -arch arm64 -kernel 6.12 --' ./uverbs
+//
+// The arm64 guest has no test device mock0 (integration/mockrdma is built
+// for amd64 only).
 package main
 
 import (
 	"context"
+	"debug/elf"
 	"errors"
 	"flag"
 	"fmt"
@@ -92,6 +103,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var (
 		kernel  = fs.String("kernel", vm.DefaultKernel, "guest kernel: "+strings.Join(vm.KernelLabels(), " or "))
+		archF   = fs.String("arch", vm.DefaultArch, "guest architecture: "+strings.Join(vm.ArchNames(), " or ")+" (arm64 is emulated)")
 		user    = fs.String("user", "", "run COMMAND as this unprivileged user (uid 1000), created in the guest")
 		shell   = fs.Bool("shell", false, "open an interactive shell in the guest instead of running COMMAND")
 		timeout = fs.Duration("timeout", 5*time.Minute, "fail if the VM has not finished after this long")
@@ -101,7 +113,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		prepare = fs.Bool("prepare", false, "only download and build what the VM needs, then exit")
 		memory  = fs.Int("m", 1024, "guest memory in MiB")
 		cpus    = fs.Int("smp", 2, "guest CPUs (ibv_rc_pingpong busy-polls: keep 2 or more)")
-		mock    = fs.Bool("mock", true, "load the test-only mlx5-model device mock0 (integration/mockrdma) on veth1")
+		mock    = fs.Bool("mock", true, "load the test-only mlx5-model device mock0 (integration/mockrdma) on veth1 (amd64 only)")
 		mockPar = fs.String("mock-params", "", "extra module parameters for mock0, e.g. \"dyn_uar=0 steal=0\"")
 		env     envList
 	)
@@ -128,7 +140,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return usageError{errors.New("no COMMAND given (put it after --), and no -shell")}
 	}
-	if _, err := vm.KernelPackage(*kernel); err != nil {
+	arch, err := vm.GetArch(*archF)
+	if err != nil {
+		return usageError{err}
+	}
+	if _, err := arch.Kernel(*kernel); err != nil {
 		return usageError{err}
 	}
 	switch *accel {
@@ -157,12 +173,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	t0 := time.Now()
-	p, err := vm.Prepare(ctx, vm.Options{Repo: repo, Kernel: *kernel, BuildCommands: *cmds, Logf: logf})
+	p, err := vm.Prepare(ctx, vm.Options{Repo: repo, Arch: arch.Name, Kernel: *kernel, BuildCommands: *cmds, Logf: logf})
 	if err != nil {
 		return err
 	}
-	vlogf("prepared in %v: kernel %s (%s), image %s", time.Since(t0).Round(time.Millisecond),
-		p.Kernel.Release, filepath.Base(p.Kernel.Boot), p.Initrd)
+	vlogf("prepared in %v: %s kernel %s (%s), image %s", time.Since(t0).Round(time.Millisecond),
+		arch.Name, p.Kernel.Release, filepath.Base(p.Kernel.Boot), p.Initrd)
 	if *prepare {
 		return nil
 	}
@@ -175,7 +191,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		User:       *user,
 		Shell:      *shell,
 		Shares:     []vmproto.Share{{Tag: "vmrun.repo", Path: repo}},
-		NoMock:     !*mock,
+		NoMock:     !*mock || !arch.Mock,
 		MockParams: *mockPar,
 	}
 	shares := map[string]string{"vmrun.repo": repo}
@@ -195,6 +211,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		// A program outside the repository (go test's test binary in its
 		// temporary directory) is not in the guest: bring a copy.
 		if exe, ok := hostProgram(command[0], cwd, repo); ok {
+			if err := checkMachine(exe, arch.Name); err != nil {
+				return usageError{err}
+			}
 			dir, err := os.MkdirTemp("", "vmrun-exe-")
 			if err != nil {
 				return err
@@ -299,6 +318,22 @@ func hostProgram(name, cwd, repo string) (string, bool) {
 		return "", false
 	}
 	return p, true
+}
+
+// checkMachine refuses an ELF program built for another architecture
+// than the guest's (go test without GOARCH=arm64 for -arch arm64), which
+// the guest would only fail to execute. Scripts pass.
+func checkMachine(exe, arch string) error {
+	f, err := elf.Open(exe)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[arch]
+	if f.Machine != want {
+		return fmt.Errorf("%s is built for %v, not for the %s guest (set GOARCH=%s when building it)", exe, f.Machine, arch, arch)
+	}
+	return nil
 }
 
 func copyFile(src, dst string) error {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +146,49 @@ func TestUsage(t *testing.T) {
 		if err := run(args, io.Discard, io.Discard); !errors.As(err, &usage) {
 			t.Errorf("run(%q) = %v, want a usage error", args, err)
 		}
+	}
+}
+
+// TestArm64 boots the arm64 guest (-arch arm64): the kernel is arm64's,
+// both rxe ports are ACTIVE, the project's purerdma and rdma-core's
+// ibv_devices (both arm64 programs) print the same, and the exit status
+// comes back.
+func TestArm64(t *testing.T) {
+	requireHarness(t)
+	stdout, stderr, err := vmrun(t, "-arch", "arm64", "-kernel", "6.12", "--", "sh", "-c",
+		"uname -m; cat /sys/class/infiniband/rxe0/ports/1/state /sys/class/infiniband/rxe1/ports/1/state; "+
+			"ibv_devices > /tmp/c; purerdma devices > /tmp/go; cmp /tmp/c /tmp/go && echo same; exit 4")
+	var status exitStatus
+	if !errors.As(err, &status) || status != 4 {
+		t.Fatalf("run = %v, want exit status 4; stderr:\n%s", err, stderr)
+	}
+	if want := "aarch64\n4: ACTIVE\n4: ACTIVE\nsame\n"; stdout != want {
+		t.Errorf("stdout = %q, want %q", stdout, want)
+	}
+}
+
+// TestCheckMachine: a test binary built for the other architecture is
+// refused before anything boots; scripts pass.
+func TestCheckMachine(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, other := runtime.GOARCH, "arm64"
+	if host == "arm64" {
+		other = "amd64"
+	}
+	if err := checkMachine(exe, host); err != nil {
+		t.Errorf("checkMachine(test binary, %s) = %v", host, err)
+	}
+	if err := checkMachine(exe, other); err == nil || !strings.Contains(err.Error(), "GOARCH="+other) {
+		t.Errorf("checkMachine(test binary, %s) = %v, want a refusal naming GOARCH=%s", other, err, other)
+	}
+	script := filepath.Join(t.TempDir(), "s.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkMachine(script, other); err != nil {
+		t.Errorf("checkMachine(script) = %v", err)
 	}
 }

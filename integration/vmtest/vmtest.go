@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,4 +103,28 @@ const (
 // node_exporter): rel is its path inside the package, "usr/bin/promtool".
 func Extra(rel string) string {
 	return filepath.Join(Repo(), "integration", ".cache", "extras", rel)
+}
+
+// Count returns the integer in the environment variable name, or def when
+// it is unset. A run that must be shorter (make integration-arm64 on the
+// emulated arm64 guest) sets it with vmrun -env NAME=N; the tests log the
+// count they used. A value that is not a positive integer is def too.
+func Count(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// RequireAmd64Peer skips the test on a guest other than amd64 (vmrun -arch
+// arm64) when it needs one of the project's C test peers (integration/NAME,
+// built on the host by integration/NAME/build.sh, for amd64 only). The
+// rdma-core tools the guest image carries (ibv_rc_pingpong, rping,
+// ibstat, ...) are the guest's own architecture's and need no skip.
+func RequireAmd64Peer(t testing.TB, name string) {
+	t.Helper()
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("needs the C test peer %s, which integration/%s/build.sh builds on the host for amd64 only (this guest is %s)",
+			name, name, runtime.GOARCH)
+	}
 }

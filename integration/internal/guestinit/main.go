@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -412,7 +413,7 @@ func (g *guest) runJob() (int, error) {
 	var cmd *exec.Cmd
 	attr := &syscall.SysProcAttr{}
 	if g.job.Shell {
-		tty, err := os.OpenFile("/dev/ttyS0", os.O_RDWR, 0)
+		tty, err := os.OpenFile(consoleTTY(), os.O_RDWR, 0)
 		if err != nil {
 			return 0, err
 		}
@@ -472,6 +473,15 @@ func (g *guest) runJob() (int, error) {
 		}
 		return 127, nil
 	}
+}
+
+// consoleTTY is the serial console the shell runs on: the PC's first UART
+// on amd64, the virt board's PL011 on arm64 (vmrun -arch arm64).
+func consoleTTY() string {
+	if runtime.GOARCH == "arm64" {
+		return "/dev/ttyAMA0"
+	}
+	return "/dev/ttyS0"
 }
 
 // uptime reads the guest's clock since boot in seconds.

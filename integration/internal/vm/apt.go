@@ -10,20 +10,21 @@ import (
 	"strings"
 )
 
-// QemuBinary is the emulator vmrun runs.
-const QemuBinary = "qemu-system-x86_64"
+// QemuBinary is the emulator vmrun runs for the default architecture.
+var QemuBinary = Arches[DefaultArch].Qemu
 
-// EnsureQemu returns the path of qemu-system-x86_64 and installs Debian's
-// qemu-system-x86 package first when it is missing.
-func EnsureQemu(ctx context.Context, logf func(string, ...any)) (string, error) {
-	if p, err := exec.LookPath(QemuBinary); err == nil {
+// EnsureQemu returns the path of the architecture's system emulator
+// (qemu-system-x86_64, qemu-system-aarch64) and installs Debian's package
+// for it (qemu-system-x86, qemu-system-arm) first when it is missing.
+func EnsureQemu(ctx context.Context, a *Arch, logf func(string, ...any)) (string, error) {
+	if p, err := exec.LookPath(a.Qemu); err == nil {
 		return p, nil
 	}
-	install := []string{"apt-get", "install", "-y", "--no-install-recommends", "qemu-system-x86"}
+	install := []string{"apt-get", "install", "-y", "--no-install-recommends", a.QemuPackage}
 	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("%s is not installed; install it with: sudo %s", QemuBinary, strings.Join(install, " "))
+		return "", fmt.Errorf("%s is not installed; install it with: sudo %s", a.Qemu, strings.Join(install, " "))
 	}
-	logf("installing qemu-system-x86 with apt-get (first run only)")
+	logf("installing %s with apt-get (first run only)", a.QemuPackage)
 	if _, err := aptGet(ctx, "", install...); err != nil {
 		logf("apt-get install failed; running apt-get update and trying again")
 		if _, err := aptGet(ctx, "", "apt-get", "update"); err != nil {
@@ -33,7 +34,39 @@ func EnsureQemu(ctx context.Context, logf func(string, ...any)) (string, error) 
 			return "", err
 		}
 	}
-	return exec.LookPath(QemuBinary)
+	return exec.LookPath(a.Qemu)
+}
+
+// EnsureForeignArch makes apt see the architecture's packages: for a
+// guest architecture other than the host's (dpkg --print-architecture),
+// dpkg --add-architecture and apt-get update, once. Nothing is installed
+// for that architecture; its packages are only downloaded and unpacked.
+func EnsureForeignArch(ctx context.Context, a *Arch, logf func(string, ...any)) error {
+	native, err := exec.CommandContext(ctx, "dpkg", "--print-architecture").Output()
+	if err != nil {
+		return fmt.Errorf("dpkg --print-architecture: %v (vmrun needs Debian's dpkg and apt)", err)
+	}
+	if strings.TrimSpace(string(native)) == a.Name {
+		return nil
+	}
+	foreign, err := exec.CommandContext(ctx, "dpkg", "--print-foreign-architectures").Output()
+	if err != nil {
+		return fmt.Errorf("dpkg --print-foreign-architectures: %v", err)
+	}
+	for _, f := range strings.Fields(string(foreign)) {
+		if f == a.Name {
+			return nil
+		}
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("apt does not know %s packages yet; run: sudo dpkg --add-architecture %s && sudo apt-get update", a.Name, a.Name)
+	}
+	logf("adding the %s architecture to dpkg and running apt-get update (first run only)", a.Name)
+	if _, err := aptGet(ctx, "", "dpkg", "--add-architecture", a.Name); err != nil {
+		return err
+	}
+	_, err = aptGet(ctx, "", "apt-get", "update")
+	return err
 }
 
 // debFile returns the path of the cached .deb for p, or "" if it is not
@@ -48,9 +81,10 @@ func debFile(dir string, p Package) string {
 	return m[0]
 }
 
-// Download makes sure every package is in dir, fetching the missing ones
-// with apt-get download, and returns their paths in the order given.
-func Download(ctx context.Context, dir string, pkgs []Package, logf func(string, ...any)) ([]string, error) {
+// Download makes sure every package of architecture a is in dir, fetching
+// the missing ones with apt-get download, and returns their paths in the
+// order given. Each architecture has a directory of its own.
+func Download(ctx context.Context, dir string, a *Arch, pkgs []Package, logf func(string, ...any)) ([]string, error) {
 	var missing []Package
 	for _, p := range pkgs {
 		if debFile(dir, p) == "" {
@@ -63,7 +97,7 @@ func Download(ctx context.Context, dir string, pkgs []Package, logf func(string,
 		}
 		names := make([]string, len(missing))
 		for i, p := range missing {
-			names[i] = p.String()
+			names[i] = a.aptName(p)
 		}
 		logf("downloading %d Debian packages with apt-get download (cached in %s)", len(missing), dir)
 		if err := aptDownload(ctx, dir, names); err != nil {

@@ -33,7 +33,8 @@ var (
 )
 
 // guestTools are copied from the unpacked userland packages with the
-// shared libraries they need (paths inside the packages).
+// shared libraries they need (paths inside the packages; {triplet} is the
+// architecture's multiarch directory, Arch.Triplet).
 var guestTools = []string{
 	"usr/bin/ibv_devices", "usr/bin/ibv_devinfo", "usr/bin/ibv_asyncwatch",
 	"usr/bin/ibv_rc_pingpong", "usr/bin/ibv_uc_pingpong", "usr/bin/ibv_ud_pingpong",
@@ -47,10 +48,10 @@ var guestTools = []string{
 	"usr/bin/ib_send_bw", "usr/bin/ib_send_lat", "usr/bin/ib_write_bw", "usr/bin/ib_write_lat",
 	"usr/bin/ib_read_bw", "usr/bin/ib_read_lat", "usr/bin/ib_atomic_bw", "usr/bin/ib_atomic_lat",
 	// the rxe verbs provider, which libibverbs loads with dlopen
-	"usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so",
+	"usr/lib/{triplet}/libibverbs/librxe-rdmav34.so",
 	"etc/libibverbs.d/rxe.driver",
 	// the mlx5 provider, for the test module mock0 (driver id mlx5)
-	"usr/lib/x86_64-linux-gnu/libibverbs/libmlx5-rdmav34.so",
+	"usr/lib/{triplet}/libibverbs/libmlx5-rdmav34.so",
 	"etc/libibverbs.d/mlx5.driver",
 }
 
@@ -61,11 +62,9 @@ var guestLibs = []string{"libibverbs.so.1", "libibumad.so.3", "libibmad.so.5", "
 	"libgcc_s.so.1", // dlopened by glibc's pthread_exit and pthread_cancel (rping, ucmatose)
 }
 
-// libDirs are searched, in order, for DT_NEEDED libraries.
-var libDirs = []string{"lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib", "usr/lib"}
-
 // ImageInputs is what the initramfs is built from.
 type ImageInputs struct {
+	Arch     *Arch // the guest's architecture; nil is amd64
 	Kernel   *Kernel
 	Userland string            // the userland packages unpacked into one tree
 	Debs     []string          // the userland .deb files (their names go into the stamp)
@@ -76,6 +75,9 @@ type ImageInputs struct {
 // BuildImage writes the initramfs to dst unless dst.stamp says it was built
 // from the same inputs. It reports whether it built a new image.
 func BuildImage(ctx context.Context, in ImageInputs, dst string) (bool, error) {
+	if in.Arch == nil {
+		in.Arch = Arches[DefaultArch]
+	}
 	stamp, err := in.stamp()
 	if err != nil {
 		return false, err
@@ -128,7 +130,7 @@ func (in ImageInputs) stamp() (string, error) {
 	for _, d := range in.Debs {
 		fmt.Fprintln(h, filepath.Base(d))
 	}
-	fmt.Fprintln(h, wantModules, guestTools, guestLibs)
+	fmt.Fprintln(h, wantModules, in.Arch.tools(), guestLibs)
 	all := map[string]string{}
 	for g, f := range in.Programs {
 		all[g] = f
@@ -179,8 +181,8 @@ func (in ImageInputs) tree(ctx context.Context) (*rootfs, error) {
 	r.file(strings.TrimPrefix(vmproto.ReleaseFile, "/"), []byte(in.Kernel.Release+"\n"), 0o644)
 
 	// rdma-core, iproute2 and strace with their libraries
-	u := &unpacked{root: in.Userland, r: r, done: map[string]bool{}}
-	for _, t := range guestTools {
+	u := &unpacked{root: in.Userland, r: r, done: map[string]bool{}, libDirs: in.Arch.libDirs()}
+	for _, t := range in.Arch.tools() {
 		if err := u.copy(t); err != nil {
 			return nil, err
 		}
@@ -191,7 +193,7 @@ func (in ImageInputs) tree(ctx context.Context) (*rootfs, error) {
 		}
 	}
 	// The ELF interpreter's canonical path is a link into the multiarch dir.
-	r.symlink("lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
+	r.symlink(in.Arch.Interp, in.Arch.InterpTarget)
 	r.symlink("sbin/ip", "/bin/ip")
 	r.symlink("usr/sbin/tc", "/sbin/tc") // ahead of busybox's tc, which has no netem
 	if st, err := os.Stat(filepath.Join(in.Userland, "etc/iproute2")); err == nil && st.IsDir() {
@@ -249,9 +251,10 @@ func (in ImageInputs) tree(ctx context.Context) (*rootfs, error) {
 // unpacked copies files out of the unpacked packages, following symbolic
 // links inside that tree, and pulls in the shared libraries ELF files need.
 type unpacked struct {
-	root string
-	r    *rootfs
-	done map[string]bool
+	root    string
+	r       *rootfs
+	done    map[string]bool
+	libDirs []string // searched, in order, for DT_NEEDED libraries
 }
 
 // resolve follows symbolic links of rel inside the unpacked tree.
@@ -315,7 +318,7 @@ func (u *unpacked) copy(rel string) error {
 
 // lib finds a library by its soname in the multiarch directories.
 func (u *unpacked) lib(soname, neededBy string) error {
-	for _, d := range libDirs {
+	for _, d := range u.libDirs {
 		p := path.Join(d, soname)
 		if _, err := os.Lstat(filepath.Join(u.root, p)); err == nil {
 			return u.copy(p)

@@ -21,6 +21,9 @@ func (p Package) String() string { return p.Name + "=" + p.Version }
 //	apt-cache depends linux-image-amd64 linux-image-6.12-amd64
 //	apt-cache policy PACKAGE
 //
+// and, for the arm64 guest, the same with :arm64 after the names
+// (linux-image-arm64:arm64, PACKAGE:arm64),
+//
 // and bump the entries (the guest image is rebuilt by itself).
 var (
 	// kernels maps the -kernel label to the kernel package. Both come from
@@ -29,6 +32,16 @@ var (
 	kernels = map[string]Package{
 		"6.1":  {"linux-image-6.1.0-56-amd64", "6.1.192-2"},
 		"6.12": {"linux-image-6.12.117+deb12-amd64", "6.12.117-1~deb12u1"},
+	}
+
+	// kernelsArm64 are the same two kernels built for arm64 (vmrun -arch
+	// arm64): what linux-image-arm64 and linux-image-6.12-arm64 depend
+	// on (apt-cache policy NAME:arm64 after dpkg --add-architecture
+	// arm64 and apt-get update). The userland below is pinned to the same
+	// versions for both architectures.
+	kernelsArm64 = map[string]Package{
+		"6.1":  {"linux-image-6.1.0-56-arm64", "6.1.192-2"},
+		"6.12": {"linux-image-6.12.117+deb12-arm64", "6.12.117-1~deb12u1"},
 	}
 
 	// kernelHeaders are what the test-only module integration/mockrdma is

@@ -13,6 +13,11 @@
 //	image/LABEL/       the guest init binary and the initramfs (+ .stamp)
 //	guest-bin/         the project's cmd/* built with CGO_ENABLED=0
 //	logs/              console logs of failed runs
+//
+// Those are the amd64 guest's. The arm64 guest's (-arch arm64) are
+// debs-arm64/, image-arm64/LABEL/ and guest-bin-arm64/, next to them; its
+// kernel and userland trees are named after its own packages, and it has
+// no headers, mockrdma or extras (Arch.Mock, Arch.Extras).
 package vm
 
 import (
@@ -43,6 +48,7 @@ var guestPrograms = map[string]string{
 // Options says what to prepare.
 type Options struct {
 	Repo          string // repository root
+	Arch          string // -arch: "amd64" (the default when empty) or "arm64"
 	Kernel        string // -kernel label
 	BuildCommands bool   // build the project's cmd/* for the guest's PATH
 	Logf          func(format string, args ...any)
@@ -50,6 +56,7 @@ type Options struct {
 
 // Prepared is what a boot needs.
 type Prepared struct {
+	Arch     *Arch
 	Qemu     string
 	Kernel   *Kernel
 	Initrd   string
@@ -68,7 +75,11 @@ func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	kpkg, err := KernelPackage(opt.Kernel)
+	arch, err := GetArch(opt.Arch)
+	if err != nil {
+		return nil, err
+	}
+	kpkg, err := arch.Kernel(opt.Kernel)
 	if err != nil {
 		return nil, err
 	}
@@ -84,14 +95,17 @@ func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
 	}
 	defer unlock()
 
-	p := &Prepared{Cache: cache}
-	if p.Qemu, err = EnsureQemu(ctx, logf); err != nil {
+	p := &Prepared{Arch: arch, Cache: cache}
+	if p.Qemu, err = EnsureQemu(ctx, arch, logf); err != nil {
 		return nil, err
 	}
-	debDir := filepath.Join(cache, "debs")
-	hdrs := kernelHeaders[opt.Kernel]
+	if err := EnsureForeignArch(ctx, arch, logf); err != nil {
+		return nil, err
+	}
+	debDir := filepath.Join(cache, arch.cacheName("debs"))
+	hdrs := arch.headers[opt.Kernel]
 	want := append(append([]Package{kpkg}, hdrs...), userland...)
-	debs, err := Download(ctx, debDir, want, logf)
+	debs, err := Download(ctx, debDir, arch, want, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +115,7 @@ func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
 	if _, err := os.Stat(filepath.Join(kdir, ".complete")); err != nil {
 		logf("unpacking %s (once per kernel)", filepath.Base(kdeb))
 	}
-	if p.Kernel, err = UnpackKernel(ctx, kdeb, kdir, opt.Kernel, kpkg); err != nil {
+	if p.Kernel, err = UnpackKernel(ctx, kdeb, kdir, opt.Kernel, kpkg, arch.PVH); err != nil {
 		return nil, err
 	}
 	udir, err := unpackUserland(ctx, filepath.Join(cache, "userland"), udebs)
@@ -109,7 +123,7 @@ func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
 		return nil, err
 	}
 
-	idir := filepath.Join(cache, "image", opt.Kernel)
+	idir := filepath.Join(cache, arch.cacheName("image"), opt.Kernel)
 	if err := os.MkdirAll(idir, 0o755); err != nil {
 		return nil, err
 	}
@@ -123,27 +137,32 @@ func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
 		progs[guest] = filepath.Join(idir, path.Base(pkg))
 	}
 	sort.Strings(pkgs)
-	if err := goBuild(ctx, opt.Repo, idir+string(filepath.Separator), pkgs...); err != nil {
+	if err := goBuild(ctx, arch, opt.Repo, idir+string(filepath.Separator), pkgs...); err != nil {
 		return nil, fmt.Errorf("build the guest's programs: %w", err)
 	}
 	// Programs tests run from the share rather than from the image.
-	xdebs, err := Download(ctx, debDir, extras, logf)
-	if err != nil {
-		return nil, err
-	}
-	if err := unpackExtras(ctx, filepath.Join(cache, "extras"), xdebs); err != nil {
-		return nil, err
+	if arch.Extras {
+		xdebs, err := Download(ctx, debDir, arch, extras, logf)
+		if err != nil {
+			return nil, err
+		}
+		if err := unpackExtras(ctx, filepath.Join(cache, "extras"), xdebs); err != nil {
+			return nil, err
+		}
 	}
 
 	// The test-only mlx5-model device (integration/mockrdma), built
 	// against this kernel's headers.
-	ko, err := buildMock(ctx, opt.Repo, cache, opt.Kernel, hdebs, logf)
-	if err != nil {
-		return nil, err
+	files := map[string]string{}
+	if arch.Mock {
+		ko, err := buildMock(ctx, opt.Repo, cache, opt.Kernel, hdebs, logf)
+		if err != nil {
+			return nil, err
+		}
+		files[vmproto.MockModule] = ko
 	}
-	files := map[string]string{vmproto.MockModule: ko}
 	p.Initrd = filepath.Join(idir, "initrd.cpio")
-	built, err := BuildImage(ctx, ImageInputs{Kernel: p.Kernel, Userland: udir, Debs: udebs, Programs: progs, Files: files}, p.Initrd)
+	built, err := BuildImage(ctx, ImageInputs{Arch: arch, Kernel: p.Kernel, Userland: udir, Debs: udebs, Programs: progs, Files: files}, p.Initrd)
 	if err != nil {
 		return nil, fmt.Errorf("build the guest image: %w", err)
 	}
@@ -151,7 +170,7 @@ func Prepare(ctx context.Context, opt Options) (*Prepared, error) {
 		logf("built the guest image %s for kernel %s", p.Initrd, p.Kernel.Release)
 	}
 	if opt.BuildCommands {
-		if p.Commands, err = buildCommands(ctx, opt.Repo, filepath.Join(cache, "guest-bin")); err != nil {
+		if p.Commands, err = buildCommands(ctx, arch, opt.Repo, filepath.Join(cache, arch.cacheName("guest-bin"))); err != nil {
 			return nil, err
 		}
 	}
@@ -235,12 +254,7 @@ func goTool() (string, error) {
 	return "", fmt.Errorf("the go command is not on PATH; add Go's bin directory to PATH")
 }
 
-// goEnv is the environment of the builds for the guest: static linux/amd64.
-func goEnv() []string {
-	return append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-}
-
-func goBuild(ctx context.Context, repo, out string, pkgs ...string) error {
+func goBuild(ctx context.Context, arch *Arch, repo, out string, pkgs ...string) error {
 	gobin, err := goTool()
 	if err != nil {
 		return err
@@ -248,7 +262,7 @@ func goBuild(ctx context.Context, repo, out string, pkgs ...string) error {
 	args := append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o", out}, pkgs...)
 	cmd := exec.CommandContext(ctx, gobin, args...)
 	cmd.Dir = repo
-	cmd.Env = goEnv()
+	cmd.Env = arch.GoEnv(os.Environ())
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, b)
 	}
@@ -257,7 +271,7 @@ func goBuild(ctx context.Context, repo, out string, pkgs ...string) error {
 
 // buildCommands builds every main package under cmd/ into dir and returns
 // dir, or "" when the repository has no commands yet.
-func buildCommands(ctx context.Context, repo, dir string) (string, error) {
+func buildCommands(ctx context.Context, arch *Arch, repo, dir string) (string, error) {
 	if st, err := os.Stat(filepath.Join(repo, "cmd")); err != nil || !st.IsDir() {
 		return "", nil
 	}
@@ -278,7 +292,7 @@ func buildCommands(ctx context.Context, repo, dir string) (string, error) {
 	}
 	cmd := exec.CommandContext(ctx, gobin, append([]string{"list", "-e", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`}, patterns...)...)
 	cmd.Dir = repo
-	cmd.Env = goEnv()
+	cmd.Env = arch.GoEnv(os.Environ())
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("go list %s: %v", strings.Join(patterns, " "), err)
@@ -290,7 +304,7 @@ func buildCommands(ctx context.Context, repo, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	if err := goBuild(ctx, repo, dir+string(filepath.Separator), pkgs...); err != nil {
+	if err := goBuild(ctx, arch, repo, dir+string(filepath.Separator), pkgs...); err != nil {
 		return "", fmt.Errorf("build the project's commands for the guest: %w\n"+
 			"Fix the build, or run vmrun with -cmds=false to boot without them", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -77,6 +78,14 @@ func Run(ctx context.Context, b *Boot) (*Result, error) {
 		logf = func(string, ...any) {}
 	}
 	accel := b.Accel
+	arch := b.arch()
+	if arch.Name != runtime.GOARCH {
+		// Another architecture's guest is emulated whatever -accel says.
+		if accel == "kvm" {
+			return nil, fmt.Errorf("-accel kvm: an %s guest cannot run under KVM on this %s host; use -accel tcg", arch.Name, runtime.GOARCH)
+		}
+		accel = "tcg"
+	}
 	if accel == "" || accel == "auto" {
 		accel = "tcg"
 		if ok, why := KVMUsable(); ok {
@@ -105,6 +114,14 @@ func Run(ctx context.Context, b *Boot) (*Result, error) {
 		res, err = b.run(ctx, accel, false)
 	}
 	return res, err
+}
+
+// arch is the guest's architecture: the one the image was prepared for.
+func (b *Boot) arch() *Arch {
+	if b.Prepared != nil && b.Prepared.Arch != nil {
+		return b.Prepared.Arch
+	}
+	return Arches[DefaultArch]
 }
 
 // errBootPanic is the kernel panicking before the guest said it was ready.
@@ -177,17 +194,26 @@ func (b *Boot) run(ctx context.Context, accel string, probe bool) (*Result, erro
 	// way, and it costs most in programs that read the clock often, as
 	// the Go runtime's scheduler does; make bench's counts would carry
 	// it. The TSC is trusted instead, as on hardware.
+	//
+	// The arm64 guest (Arch) differs in the machine (virt), the console
+	// (the PL011, ttyAMA0), the kernel image (vmlinuz) and in running
+	// under multi-threaded TCG always; the devices are the same.
+	arch := b.arch()
+	qaccel := accel
+	if accel == "tcg" {
+		qaccel = arch.TCG
+	}
 	args := []string{
 		"-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none", "-no-reboot",
-		"-machine", "pc", "-accel", accel, "-m", fmt.Sprint(b.Memory), "-smp", fmt.Sprint(b.CPUs),
+		"-machine", arch.Machine, "-accel", qaccel, "-m", fmt.Sprint(b.Memory), "-smp", fmt.Sprint(b.CPUs),
 		"-kernel", b.Kernel.Boot, "-initrd", b.Initrd,
-		"-append", "console=ttyS0 panic=-1 quiet loglevel=4 cryptomgr.notests mitigations=off tsc=reliable",
+		"-append", "console=" + arch.Console + " " + arch.Append,
 		"-device", "virtio-serial-pci,id=vser",
 	}
 	if accel == "kvm" {
 		args = append(args, "-cpu", "host")
 	} else {
-		args = append(args, "-cpu", "max")
+		args = append(args, "-cpu", arch.CPU)
 	}
 	if b.Job.Shell {
 		args = append(args, "-serial", "mon:stdio")
@@ -384,7 +410,7 @@ func (b *Boot) explain(err error, console *ring, qemuOut string) error {
 		fmt.Fprintf(&sb, "\nlast lines of the guest console:\n%s", tail(strings.ReplaceAll(c, "\r", ""), 25))
 		dir := filepath.Join(b.Cache, "logs")
 		if os.MkdirAll(dir, 0o755) == nil {
-			name := filepath.Join(dir, fmt.Sprintf("console-%s-%s-%d.log", b.Kernel.Label, time.Now().Format("20060102-150405"), os.Getpid()))
+			name := filepath.Join(dir, fmt.Sprintf("console-%s-%s-%d.log", b.arch().cacheName(b.Kernel.Label), time.Now().Format("20060102-150405"), os.Getpid()))
 			if os.WriteFile(name, []byte(c), 0o644) == nil {
 				fmt.Fprintf(&sb, "\nfull console log: %s", name)
 			}

@@ -132,3 +132,46 @@ func TestExplainKeepsTheFailure(t *testing.T) {
 		t.Errorf("firstLine = %q", got)
 	}
 }
+
+// TestArches checks what the architecture changes: amd64's names and
+// paths are the ones the cache had before -arch, arm64's carry the
+// architecture.
+func TestArches(t *testing.T) {
+	amd, err := GetArch("")
+	if err != nil || amd.Name != "amd64" {
+		t.Fatalf("GetArch(\"\") = %v, %v", amd, err)
+	}
+	arm, err := GetArch("arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := GetArch("riscv64"); err == nil {
+		t.Error("GetArch(riscv64) succeeded")
+	}
+	p := Package{"libcap2", "1:2.66-4+deb12u3+b1"}
+	for _, c := range []struct{ got, want string }{
+		{amd.aptName(p), "libcap2=1:2.66-4+deb12u3+b1"},
+		{arm.aptName(p), "libcap2:arm64=1:2.66-4+deb12u3+b1"},
+		{amd.cacheName("debs"), "debs"},
+		{arm.cacheName("debs"), "debs-arm64"},
+		{amd.tools()[len(amd.tools())-4], "usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"},
+		{arm.tools()[len(arm.tools())-4], "usr/lib/aarch64-linux-gnu/libibverbs/librxe-rdmav34.so"},
+		{strings.Join(amd.libDirs(), " "), "lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu lib usr/lib"},
+		{strings.Join(arm.libDirs(), " "), "lib/aarch64-linux-gnu usr/lib/aarch64-linux-gnu lib usr/lib"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+	for _, a := range []*Arch{amd, arm} {
+		for _, l := range KernelLabels() {
+			k, err := a.Kernel(l)
+			if err != nil || !strings.HasSuffix(k.Name, "-"+a.Name) {
+				t.Errorf("%s kernel %s = %v, %v", a.Name, l, k, err)
+			}
+		}
+	}
+	if amd.Mock != true || arm.Mock != false || !amd.PVH || arm.PVH {
+		t.Error("mock0 and the PVH boot are amd64's only")
+	}
+}

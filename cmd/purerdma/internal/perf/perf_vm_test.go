@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,6 +220,14 @@ func calibrated(t *testing.T, what string, f func() (side, side)) (side, side) {
 
 func TestVMPerftestInterop(t *testing.T) {
 	vmtest.Require(t)
+	if runtime.GOARCH != "amd64" && os.Getenv("PURERDMA_PERFTEST_ALL") != "1" {
+		// make integration-arm64-all, 6.12, on 2 loaded cores: the
+		// package's binary ran past vmrun's 20-minute limit, cause not
+		// yet known (perftest's own tools, its clock calibration, or
+		// just TCG). make perftest-matrix's variable runs it anyway.
+		t.Skipf("perftest interop on the emulated %s guest outran vmrun's 20-minute limit; "+
+			"PURERDMA_PERFTEST_ALL=1 runs it anyway", runtime.GOARCH)
+	}
 	if _, err := exec.LookPath("ib_write_bw"); err != nil {
 		t.Fatalf("perftest is not in the guest image: %v", err)
 	}

@@ -20,8 +20,10 @@ import (
 	"github.com/purerdma/rdma/integration/vmtest"
 )
 
-// ppIters is the number of messages each VM ping-pong exchanges.
-const ppIters = 10000
+// ppIters is the number of messages each VM ping-pong exchanges: 10,000,
+// or VMRUN_PP_ITERS (make integration-arm64 runs fewer on the emulated
+// arm64 guest).
+var ppIters = vmtest.Count("VMRUN_PP_ITERS", 10000)
 
 var ppIterLine = regexp.MustCompile(`(\d+) iters in ([0-9.]+) seconds = ([0-9.]+) usec/iter`)
 

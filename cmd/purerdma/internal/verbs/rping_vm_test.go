@@ -21,8 +21,9 @@ import (
 )
 
 // rpingCount is the number of pings of each VM run, each checked (-V) by
-// the client and printed (-v) by both sides.
-const rpingCount = 1000
+// the client and printed (-v) by both sides: 1000, or VMRUN_RPING_COUNT
+// (make integration-arm64 runs fewer on the emulated arm64 guest).
+var rpingCount = vmtest.Count("VMRUN_RPING_COUNT", 1000)
 
 // rpingCmd is one side of a run: rdma-core's rping ("C") or purerdma's
 // ("Go"), as a process.
