@@ -70,6 +70,16 @@ func (o *fabricOpts) madLog(w io.Writer) *madLog {
 // tries is how many times a request goes out.
 func (o *fabricOpts) tries() int { return o.retries + 1 }
 
+// retriesOpt is --retries, ours (libibmad's tools make MAD_DEF_RETRIES
+// tries, the option changes it): a diagSpec's ours.
+func retriesOpt(o *fabricOpts) []cli.Option {
+	return []cli.Option{{Long: "retries", Arg: true, Set: func(v string) (err error) {
+		o.retries, err = strtoulArg(v, "retries")
+		o.retriesSet = true
+		return err
+	}}}
+}
+
 // rpcOptions are the options of the tools whose MADs go through
 // libibmad's RPC (smpquery, sminfo): -e, -d and --retries.
 func (o *fabricOpts) rpcOptions() []cli.Option {
@@ -235,11 +245,13 @@ type ibexitError struct{ fn, msg string }
 
 func (e ibexitError) Error() string { return e.msg }
 
-// Destination kinds of the common -D, -L and -G (ibd_dest_type).
+// Destination kinds of the common -D, -L and -G (ibd_dest_type), and
+// smpquery's -c.
 const (
 	destLID = iota
 	destDR
 	destGUID
+	destDRSLID
 )
 
 // diagCommon is what the common options of infiniband-diags set
@@ -319,17 +331,50 @@ func (o *fabricOpts) commonDiagOpts(tool string) []diagOpt {
 // config file. It returns the options, the usage ibdiag_show_usage prints
 // (usageArgs after "[options]"), and an error for diagOptsFailed.
 func parseDiagOpts(tool, exclude, usageArgs string, custom []diagOpt, args []string, stderr io.Writer) (*fabricOpts, string, error) {
-	o := &fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}
-	table := append([]diagOpt(nil), custom...)
+	return parseDiagSpec(diagSpec{tool: tool, exclude: exclude, usageArgs: usageArgs, custom: custom}, args, stderr)
+}
+
+// diagSpec is what a tool hands ibdiag_process_opts: its name, the
+// common options it excludes, its usage arguments and examples, its own
+// options; ours are options of ours the C tool lacks (long ones, such as
+// --retries), read after the tool's own and left out of the usage so
+// that it stays C's. o, when not nil, is where the options land (made
+// by newFabricOpts, for a tool option that sets a common field, as
+// smpquery's -c sets ibd_dest_type).
+type diagSpec struct {
+	tool, exclude, usageArgs string
+	examples                 []string
+	custom                   []diagOpt
+	ours                     []cli.Option
+	o                        *fabricOpts
+}
+
+// newFabricOpts are the common options' defaults: libibmad's timeout
+// and tries.
+func newFabricOpts() *fabricOpts {
+	return &fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}
+}
+
+// parseDiagSpec is parseDiagOpts with usage examples and options of ours.
+func parseDiagSpec(s diagSpec, args []string, stderr io.Writer) (*fabricOpts, string, error) {
+	tool := s.tool
+	o := s.o
+	if o == nil {
+		o = newFabricOpts()
+	}
+	table := append([]diagOpt(nil), s.custom...)
 	for _, d := range o.commonDiagOpts(tool) {
-		if !strings.ContainsRune(exclude, rune(d.letter)) {
+		if !strings.ContainsRune(s.exclude, rune(d.letter)) {
 			table = append(table, d)
 		}
 	}
-	usage := diagUsage(tool, usageArgs, table)
+	usage := diagUsage(tool, s.usageArgs, table, s.examples...)
 	o.readConfig(ibdiagConfigPath)
 	var opts []cli.Option
-	for _, d := range table {
+	for i, d := range table {
+		if i == len(s.custom) {
+			opts = append(opts, s.ours...)
+		}
 		short := d.letter
 		if short < ' ' {
 			short = 0
@@ -366,8 +411,9 @@ func diagOptsFailed(stdout, stderr io.Writer, tool, usage string, o *fabricOpts,
 	return cli.ExitError{Code: 2}
 }
 
-// diagUsage is ibdiag_show_usage's text.
-func diagUsage(tool, usageArgs string, table []diagOpt) string {
+// diagUsage is ibdiag_show_usage's text, examples (the tool's
+// usage_examples) after the options.
+func diagUsage(tool, usageArgs string, table []diagOpt, examples ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nUsage: %s [options] %s\n\n", tool, usageArgs)
 	if len(table) > 0 {
@@ -393,6 +439,12 @@ func diagUsage(tool, usageArgs string, table []diagOpt) string {
 			prettyPrint(&b, n+pad+2, 74, d.desc)
 		}
 		b.WriteString("\n")
+	}
+	if examples != nil {
+		b.WriteString("\nExamples:\n")
+		for _, e := range examples {
+			fmt.Fprintf(&b, "  %s %s\n", tool, e)
+		}
 	}
 	b.WriteString("\n")
 	return b.String()

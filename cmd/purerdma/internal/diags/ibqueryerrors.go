@@ -835,7 +835,7 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 		return fabricUsage(stderr, "ibqueryerrors", ibqueryerrorsUsage, err)
 	}
 	if o.version {
-		fmt.Fprintf(stderr, "ibqueryerrors %s\n", ibdiagVersion)
+		fmt.Fprintf(stderr, "ibqueryerrors %s\n", ibdiagVersionLine)
 		return nil
 	}
 	exit := func(format string, args ...any) error {
@@ -884,7 +884,6 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 	// then scans the whole fabric, as we always do).
 	var drDest smpDest
 	resolved := false
-	d := &destOpts{}
 	if o.drPath != "" {
 		var ok bool
 		drDest, ok = str2drpath(o.drPath)
@@ -894,8 +893,7 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 			resolved = true
 		}
 	} else if o.guidStr != "" {
-		d.guid = true
-		dest, err := env.resolveDest(c, o.fabricOpts, d, o.guidStr)
+		dest, err := env.resolveDest(c, o.fabricOpts, destGUID, o.guidStr)
 		if err != nil {
 			log.warn("main", "Failed to resolve %s; attempting full scan", o.guidStr)
 		}

@@ -124,6 +124,9 @@ type smpClient struct {
 	sa      umad.AgentID // registered on first use (ibaddr -G)
 	rpc     *madRPC
 	tid     uint32
+	// mkey is the M_Key every SMP carries (-y; libibmad's
+	// smp_mkey_set).
+	mkey uint64
 }
 
 // openSMP opens the local port (ca, port as the C tools' -C and -P) and
@@ -211,6 +214,7 @@ func (c *smpClient) send(d smpDest, method umad.Method, attr umad.AttrID, mod ui
 	binary.BigEndian.PutUint64(m[8:], uint64(c.tid))
 	binary.BigEndian.PutUint16(m[16:], uint16(attr))
 	binary.BigEndian.PutUint32(m[20:], mod)
+	binary.BigEndian.PutUint64(m[24:], c.mkey)
 	agent, lid := c.lid, d.lid
 	if d.dr {
 		m[1] = byte(umad.ClassSubnMgmtDirectedRoute)
