@@ -100,7 +100,7 @@ func TestPerfqueryArgs(t *testing.T) {
 	out.Reset()
 	errb.Reset()
 	if err := DefaultEnv().run([]string{"purerdma", "perfquery", "-h"}, &out, &errb); !errors.As(err, &ee) || ee.Code != 2 ||
-		out.Len() != 0 || !strings.Contains(errb.String(), "PortCountersExtended") {
+		out.Len() != 0 || !strings.Contains(errb.String(), "show extended port counters") {
 		t.Fatalf("-h: %v\nstdout %s", err, out.String())
 	}
 	if o, err := perfqueryParse([]string{"-e", "-d", "--retries", "5"}, io.Discard); err != nil || !o.errs || !o.debug || o.retries != 5 {
