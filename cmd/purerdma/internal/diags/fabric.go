@@ -265,8 +265,14 @@ type diagCommon struct {
 	showKeys bool
 	// smLID is -s (the SM's LID), 0 when not given.
 	smLID int
-	// mkey is -y (or the config file's m_key).
-	mkey uint64
+	// mkey is -y (or the config file's m_key); saKey is the config
+	// file's sa_key (saquery's --smkey sets it too).
+	mkey, saKey uint64
+	// timeoutMS is ibd_timeout as -t or the config file set it (the
+	// config file's even when 0), timeoutMSSet whether one did or the
+	// tool gave it a default first (saquery's DEFAULT_SA_TIMEOUT_MS).
+	timeoutMS    int
+	timeoutMSSet bool
 }
 
 // commonDiagOpts is ibdiag_common.c's common_opts bound to o, in its
@@ -292,6 +298,7 @@ func (o *fabricOpts) commonDiagOpts(tool string) []diagOpt {
 				return ibexitError{"process_opt", fmt.Sprintf("Invalid timeout \"%s\".  Timeout requires a positive integer value < %d.", v, 0x7fffffff)}
 			}
 			o.timeout, o.timeoutSet = time.Duration(n)*time.Millisecond, true
+			c.timeoutMS, c.timeoutMSSet = int(n), true
 			return nil
 		}},
 		{"sm_port", 's', true, "<lid>", "SM port lid", func(v string) error {
@@ -488,7 +495,7 @@ func prettyPrint(b *strings.Builder, start, width int, s string) {
 
 // readConfig is read_ibdiag_config: "name=value" lines of file (a missing
 // or unreadable one is silently ignored), names matched by their prefix
-// as C's strncmp does: CA, Port, timeout, m_key (MLX_EPI, sa_key and
+// as C's strncmp does: CA, Port, timeout, m_key, sa_key (MLX_EPI and
 // nd_format do not concern the tools here).
 func (o *fabricOpts) readConfig(file string) {
 	data, err := os.ReadFile(file)
@@ -509,11 +516,15 @@ func (o *fabricOpts) readConfig(file string) {
 		case strings.HasPrefix(name, "Port"):
 			o.port = int(int32(cStrtoull(val)))
 		case strings.HasPrefix(name, "timeout"):
-			if ms := int(int32(cStrtoull(val))); ms != 0 {
+			ms := int(int32(cStrtoull(val)))
+			if ms != 0 {
 				o.timeout, o.timeoutSet = time.Duration(ms)*time.Millisecond, true
 			}
+			o.common.timeoutMS, o.common.timeoutMSSet = ms, true
 		case strings.HasPrefix(name, "m_key"):
 			o.common.mkey = cStrtoull(val)
+		case strings.HasPrefix(name, "sa_key"):
+			o.common.saKey = cStrtoull(val)
 		}
 	}
 }
