@@ -1,8 +1,10 @@
 package diags
 
-// What the fabric tools (perfquery, smpquery, sminfo, ibnetdiscover,
-// iblinkinfo, umad) share: their common options, their usage and failure
-// exits, and C's number parsing for option values.
+// What the infiniband-diags tools (smpquery, sminfo, perfquery, ibaddr,
+// ibping, ibqueryerrors, saquery, ibnetdiscover, iblinkinfo) share:
+// ibdiag_common.c's option table, read once by parseDiagOpts with each
+// tool's own options and exclude string, the usage generated from it,
+// the config file, their failure exits, and C's number parsing.
 
 import (
 	"errors"
@@ -78,92 +80,6 @@ func retriesOpt(o *fabricOpts) []cli.Option {
 		o.retriesSet = true
 		return err
 	}}}
-}
-
-// rpcOptions are the options of the tools whose MADs go through
-// libibmad's RPC (smpquery, sminfo): -e, -d and --retries.
-func (o *fabricOpts) rpcOptions() []cli.Option {
-	return []cli.Option{
-		{Short: 'e', Long: "errors", Set: func(string) error { o.errs = true; return nil }},
-		{Short: 'd', Long: "debug", Set: func(string) error { o.debug = true; return nil }},
-		{Long: "retries", Arg: true, Set: func(v string) (err error) {
-			o.retries, err = strtoulArg(v, "retries")
-			o.retriesSet = true
-			return err
-		}},
-	}
-}
-
-// parseFabricOpts reads the common options with cli.GetoptOperands
-// (getopt_long's rules, as ibdiag_process_opts reads them), with rpc the
-// options of libibmad's RPC (rpcOptions), and extra, the tool's own; the
-// operands land in pos. As in ibdiag_process_opts, the tool's options
-// come first, and a common option whose letter the tool takes for its
-// own is left out (perfquery's -D is --xmtdisc, not --Direct;
-// excludedOpts). A command line getopt refuses is reported on stderr
-// already (a cli.GetoptError); fabricUsage reports the others.
-func parseFabricOpts(tool string, rpc bool, args []string, stderr io.Writer, extra ...cli.Option) (*fabricOpts, error) {
-	o := &fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}
-	if rpc {
-		extra = append(o.rpcOptions(), extra...)
-	}
-	opts := []cli.Option{
-		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
-		{Short: 'D', Long: "Direct", Set: func(string) error { o.dr = true; return nil }},
-		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { o.ca = v; return nil }},
-		{Short: 'P', Long: "Port", Arg: true, Set: func(v string) (err error) {
-			o.port, err = strtoulArg(v, "port")
-			return err
-		}},
-		{Short: 't', Long: "timeout", Arg: true, Set: func(v string) error {
-			ms, err := strtoulArg(v, "timeout")
-			if err == nil && ms == 0 {
-				err = errors.New("the timeout must be at least 1 ms")
-			}
-			o.timeout, o.timeoutSet = time.Duration(ms)*time.Millisecond, true
-			return err
-		}},
-	}
-	opts = append(append([]cli.Option(nil), extra...), shadowedOpts(opts, extra)...)
-	pos, err := cli.GetoptOperands(tool, args, opts, stderr)
-	if err != nil {
-		return nil, err
-	}
-	o.pos = pos
-	return o, nil
-}
-
-// shadowedOpts is common without the options whose short letter an
-// option of tool takes (ibdiag_process_opts' exclude string).
-func shadowedOpts(common, tool []cli.Option) []cli.Option {
-	var out []cli.Option
-	for _, c := range common {
-		taken := false
-		for _, t := range tool {
-			taken = taken || (c.Short != 0 && t.Short == c.Short)
-		}
-		if !taken {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// excludedOpts are the options for a tool's exclude string of
-// ibdiag_process_opts (perfquery's "DK", sminfo's "sK"): each letter
-// claims the common option of that letter (shadowedOpts leaves it out,
-// its long name too) and is refused as getopt refuses a letter it does
-// not know. A letter the tool takes for its own is left to the tool.
-func excludedOpts(tool, letters string, stderr io.Writer) []cli.Option {
-	var out []cli.Option
-	for i := 0; i < len(letters); i++ {
-		c := letters[i]
-		out = append(out, cli.Option{Short: c, Set: func(string) error {
-			fmt.Fprintf(stderr, "%s: invalid option -- '%c'\n", tool, c)
-			return cli.ErrGetopt
-		}})
-	}
-	return out
 }
 
 // fabricUsage reports a command line a fabric tool cannot use: err (unless

@@ -20,9 +20,6 @@ import (
 	"github.com/purerdma/rdma/umad"
 )
 
-// errSAUsage is what saquery's process_opt refuses: ibdiag_show_usage.
-var errSAUsage = errors.New("usage")
-
 // saUsageArgs is saquery's usage_args: its operands and query names.
 func saUsageArgs() string {
 	var b strings.Builder
@@ -166,7 +163,7 @@ func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 		return func(v string) error {
 			g, ok := inetPton6(v)
 			if !ok {
-				return errSAUsage
+				return errDiagUsage
 			}
 			*dst = g
 			return nil
@@ -212,7 +209,7 @@ func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 		{"src-to-dst", 1, true, "<src:dst>", "get a PathRecord for <src:dst> where src and dst are either node names or LIDs", func(v string) error {
 			i := strings.IndexByte(v, ':')
 			if i < 0 {
-				return errSAUsage
+				return errDiagUsage
 			}
 			p.src, p.dst, p.srcSet = v[:i], v[i+1:], true
 			p.numbPath = 0x7f
@@ -222,12 +219,12 @@ func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 		{"sgid-to-dgid", 2, true, "<sgid-dgid>", "get a PathRecord for <sgid-dgid> where sgid and dgid are addresses in IPv6 format", func(v string) error {
 			i := strings.IndexByte(v, '-')
 			if i < 0 {
-				return errSAUsage
+				return errDiagUsage
 			}
 			s, ok1 := inetPton6(v[:i])
 			d, ok2 := inetPton6(v[i+1:])
 			if !ok1 || !ok2 {
-				return errSAUsage
+				return errDiagUsage
 			}
 			p.sgid, p.dgid = s, d
 			p.numbPath = 0x7f
