@@ -40,6 +40,17 @@ func strtoulArg(s, what string) (int, error) {
 	return int(n), nil
 }
 
+// ibdTimeout makes ibd_timeout (-t's or the config file's, the later of
+// the two; 0: neither) the timeout of the tool's MADs, as the tools that
+// hand it to libibmad or libibnetdisc have it (perfquery's PMA queries,
+// sminfo's, ibqueryerrors, ibnetdiscover, iblinkinfo); the others
+// (smpquery, ibaddr, ibping) only see -t's (madrpc_set_timeout).
+func (o *fabricOpts) ibdTimeout() {
+	if ms := o.common.timeoutMS; ms > 0 {
+		o.timeout, o.timeoutSet = time.Duration(ms)*time.Millisecond, true
+	}
+}
+
 // fabricOpts are the options the fabric tools share.
 type fabricOpts struct {
 	ca      string
@@ -432,11 +443,10 @@ func (o *fabricOpts) readConfig(file string) {
 		case strings.HasPrefix(name, "Port"):
 			o.port = int(int32(cStrtoull(val)))
 		case strings.HasPrefix(name, "timeout"):
-			ms := int(int32(cStrtoull(val)))
-			if ms != 0 {
-				o.timeout, o.timeoutSet = time.Duration(ms)*time.Millisecond, true
-			}
-			o.common.timeoutMS, o.common.timeoutMSSet = ms, true
+			// ibd_timeout only: libibmad's own timeout is -t's
+			// (ibdTimeout gives it to the tools that pass
+			// ibd_timeout on).
+			o.common.timeoutMS, o.common.timeoutMSSet = int(int32(cStrtoull(val))), true
 		case strings.HasPrefix(name, "m_key"):
 			o.common.mkey = cStrtoull(val)
 		case strings.HasPrefix(name, "sa_key"):

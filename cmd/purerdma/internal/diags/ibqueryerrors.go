@@ -761,6 +761,7 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return diagOptsFailed(stdout, stderr, "ibqueryerrors", usage, o.fabricOpts, err)
 	}
+	o.ibdTimeout() // mad_rpc_set_timeout, config.timeout_ms
 	exit := func(format string, args ...any) error {
 		return ibexit(stdout, "ibqueryerrors", o.debug, "main", format, args...)
 	}

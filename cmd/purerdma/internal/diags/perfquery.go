@@ -138,6 +138,11 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 		return o, err
 	}
 	o.ca, o.port, o.timeout, o.retries, o.errs, o.debug = fo.ca, fo.port, fo.timeout, fo.retries, fo.errs, fo.debug
+	if ms := fo.common.timeoutMS; ms > 0 {
+		// The PMA queries carry ibd_timeout (-t's or the config
+		// file's); the SMPs libibmad's own (-t's: fo.timeout).
+		o.timeout = time.Duration(ms) * time.Millisecond
+	}
 	pos := fo.pos
 	if len(pos) > 3 {
 		return o, perfqueryArgsError{errors.New("too many arguments")}
@@ -242,7 +247,7 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	// output (fn: the C function, shown with -d); our explanation goes
 	// to standard error after libibmad's warnings.
 	ibexit := func(fn, what string, err error) error { return perfqueryFail(stdout, stderr, o, fn, what, err) }
-	local, err := localPort(h, port, o.timeout, o.retries+1)
+	local, err := localPort(h, port, o.fab.timeout, o.retries+1)
 	if err != nil {
 		return ibexit("main", "can't resolve self port (null)", err)
 	}
@@ -251,7 +256,7 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	var smp *smpClient
 	smpClient := func() (*smpClient, error) {
 		if smp == nil {
-			c, err := newSMPClient(port, o.timeout, o.retries+1, log)
+			c, err := newSMPClient(port, o.fab.timeout, o.retries+1, log)
 			if err != nil {
 				return nil, err
 			}
@@ -520,7 +525,7 @@ func perfqueryRSFEC(q *perfqueryQuerier, o *perfqueryOpts, capMask uint16, stder
 	fail := func(fn, what string, err error) (bool, error) {
 		return false, perfqueryFail(q.out, stderr, o, fn, what, err)
 	}
-	c, err := newSMPClient(q.rpc.port, o.timeout, o.retries+1, q.rpc.log)
+	c, err := newSMPClient(q.rpc.port, o.fab.timeout, o.retries+1, q.rpc.log)
 	if err != nil {
 		return fail("is_port_info_extended_supported", "node info query failed", err)
 	}

@@ -525,6 +525,7 @@ func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return diagOptsFailed(stdout, stderr, "sminfo", usage, o, err)
 	}
+	o.ibdTimeout() // the SMInfo query's timeout
 	exit := func(format string, args ...any) error {
 		return ibexit(stdout, "sminfo", o.debug, "main", format, args...)
 	}
