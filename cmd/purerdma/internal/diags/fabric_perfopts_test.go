@@ -184,11 +184,18 @@ func commonOptArgs(t *testing.T, f *ibsimtest.Fabric, local, hca string) (guid, 
 	if g == nil || sm == nil {
 		t.Fatalf("no port GUID or SM LID: %+v", ni)
 	}
-	conf = filepath.Join(t.TempDir(), "ibdiag.conf")
+	return g[1], sm[1], diagConf(t)
+}
+
+// diagConf writes an ibdiag.conf (read_ibdiag_config's format) giving a
+// timeout and an M_Key, and returns its name.
+func diagConf(t *testing.T) string {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "ibdiag.conf")
 	if err := os.WriteFile(conf, []byte("# ibdiag.conf\ntimeout=150\nm_key=0x0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return g[1], sm[1], conf
+	return conf
 }
 
 // TestFabricSMPQueryOptions runs every op and option of smpquery and
