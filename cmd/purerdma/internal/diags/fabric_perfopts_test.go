@@ -72,6 +72,8 @@ var perfqueryOptCases = [][]string{
 	// The config file's timeout is ibd_timeout, which the PMA queries
 	// carry.
 	{"-z", "CONF", "-e", "999", "1"},
+	// Destinations resolve_portid_str refuses; an operand too many.
+	{"x"}, {"0"}, {"70000"}, {"0xc000", "1"}, {"-G", "0"}, {"SW", "1", "0", "extra"},
 }
 
 // TestFabricPerfqueryOptions runs every option and counter group of

@@ -80,10 +80,11 @@ type perfqueryOpts struct {
 	resetOnly bool // -R
 	mask      uint64
 	maskSet   bool
-	// guid is the destination with -G, a port GUID.
-	guid  string
-	errs  bool // -e
-	debug bool // -d
+	// guid is the destination with -G, a port GUID; badDest a LID
+	// resolve_portid_str refuses (C says so once the port is open).
+	guid, badDest string
+	errs          bool // -e
+	debug         bool // -d
 	// groups are the counter groups asked for (-X, -S, ...), by index
 	// in pmGroups; smplctl is -c.
 	groups  map[int]bool
@@ -143,10 +144,7 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 		// file's); the SMPs libibmad's own (-t's: fo.timeout).
 		o.timeout = time.Duration(ms) * time.Millisecond
 	}
-	pos := fo.pos
-	if len(pos) > 3 {
-		return o, perfqueryArgsError{errors.New("too many arguments")}
-	}
+	pos := fo.pos // operands past the third are not looked at, as in C
 	if len(pos) > 2 {
 		// strtoull: what does not parse is 0 (every counter).
 		o.mask, o.maskSet = uint64(cli.CStrtol(pos[2])), true
@@ -156,12 +154,22 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 	}
 	if len(pos) > 0 && fo.common.dest == destGUID {
 		o.guid = pos[0] // resolved through the SA once the port is open
-	} else if len(pos) > 0 {
+	} else if len(pos) > 0 && o.dgid != "" {
+		// A LID with --dgid (ours): a number it must be.
 		n, err := strtoulArg(pos[0], "lid")
 		if err != nil || n > 0xffff {
 			return o, perfqueryArgsError{fmt.Errorf("invalid LID %q", pos[0])}
 		}
 		o.lid = n
+	} else if len(pos) > 0 {
+		// resolve_portid_str's IB_DEST_LID: strtol into an int, a
+		// unicast LID or IBEXIT once the port is open.
+		lid := int(int32(cli.CStrtol(pos[0])))
+		if lid < 1 || lid > 0xbfff {
+			o.badDest = pos[0]
+		} else {
+			o.lid = lid
+		}
 	}
 	if o.all {
 		o.dport = perfqueryAllPorts
@@ -247,6 +255,9 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	// output (fn: the C function, shown with -d); our explanation goes
 	// to standard error after libibmad's warnings.
 	ibexit := func(fn, what string, err error) error { return perfqueryFail(stdout, stderr, o, fn, what, err) }
+	if o.badDest != "" {
+		return ibexit("main", "can't resolve destination port "+o.badDest, fmt.Errorf("%q is not a unicast LID", o.badDest))
+	}
 	local, err := localPort(h, port, o.fab.timeout, o.retries+1)
 	if err != nil {
 		return ibexit("main", "can't resolve self port (null)", err)
