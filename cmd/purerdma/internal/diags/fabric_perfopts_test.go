@@ -263,6 +263,8 @@ func TestFabricSMPQueryOptions(t *testing.T) {
 				{"-y", "0", "ni", "SW"}, {"-y", "zz", "ni", "SW"}, {"-v", "ni", "SW"}, {"-K", "ni", "SW"},
 				{"-z", "CONF", "SI", "SW"}, {"--config", filepath.Join(dir, "none"), "ni", "SW"},
 				{"-V"}, {"-h"}, {"--help"}, {"-t", "0", "ni", "SW"}, {"-s", "0", "ni", "SW"}, {"-d", "-s", "x", "ni", "SW"},
+				// match_op: names and aliases only, any case.
+				{"guids", "SW"}, {"gUiDiNfO", "SW"}, {"Ni", "SW"},
 			}...)
 			if i == 0 {
 				// The config file's timeout is not libibmad's:

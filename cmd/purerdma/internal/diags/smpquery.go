@@ -55,7 +55,7 @@ var smpOps = map[string]smpOp{
 	"pkeytable": smpPKeys, "pkeys": smpPKeys,
 	"sl2vltable": smpSL2VL, "sl2vl": smpSL2VL,
 	"vlarbitration": smpVLArb, "vlarb": smpVLArb,
-	"guidinfo": smpGUIDs, "gi": smpGUIDs, "guids": smpGUIDs,
+	"guidinfo": smpGUIDs, "gi": smpGUIDs,
 }
 
 func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
