@@ -268,11 +268,31 @@ func parseDiagOpts(tool, exclude, usageArgs string, custom []diagOpt, args []str
 	return parseDiagSpec(diagSpec{tool: tool, exclude: exclude, usageArgs: usageArgs, custom: custom}, args, stderr)
 }
 
+// oursNamed are the options of ours that args name in full (--name or
+// --name=value before a "--"): those alone join the table, so that a
+// prefix C's getopt_long reads as one of the tool's options (perfquery's
+// --d, --debug) is not made ambiguous by one of ours (--dgid).
+func oursNamed(ours []cli.Option, args []string) []cli.Option {
+	var out []cli.Option
+	for _, o := range ours {
+		for _, a := range args {
+			if a == "--" {
+				break
+			}
+			if a == "--"+o.Long || strings.HasPrefix(a, "--"+o.Long+"=") {
+				out = append(out, o)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // diagSpec is what a tool hands ibdiag_process_opts: its name, the
 // common options it excludes, its usage arguments and examples, its own
 // options; ours are options of ours the C tool lacks (long ones, such as
-// --retries), read after the tool's own and left out of the usage so
-// that it stays C's. o, when not nil, is where the options land (made
+// --retries), read after the tool's own when named in full (oursNamed)
+// and left out of the usage so that it stays C's. o, when not nil, is where the options land (made
 // by newFabricOpts, for a tool option that sets a common field, as
 // smpquery's -c sets ibd_dest_type).
 type diagSpec struct {
@@ -307,7 +327,7 @@ func parseDiagSpec(s diagSpec, args []string, stderr io.Writer) (*fabricOpts, st
 	var opts []cli.Option
 	for i, d := range table {
 		if i == len(s.custom) {
-			opts = append(opts, s.ours...)
+			opts = append(opts, oursNamed(s.ours, args)...)
 		}
 		short := d.letter
 		if short < ' ' {

@@ -74,6 +74,8 @@ var perfqueryOptCases = [][]string{
 	{"-z", "CONF", "-e", "999", "1"},
 	// Destinations resolve_portid_str refuses; an operand too many.
 	{"x"}, {"0"}, {"70000"}, {"0xc000", "1"}, {"-G", "0"}, {"SW", "1", "0", "extra"},
+	// Prefixes: C's --debug, an option of ours not named in full.
+	{"--d", "SW", "1"}, {"--retr", "1", "SW"},
 }
 
 // TestFabricPerfqueryOptions runs every option and counter group of

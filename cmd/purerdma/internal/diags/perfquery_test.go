@@ -116,6 +116,14 @@ func TestPerfqueryArgs(t *testing.T) {
 	if o, err := perfqueryParse([]string{"-e", "-d", "--retries", "5"}, io.Discard); err != nil || !o.errs || !o.debug || o.retries != 5 {
 		t.Fatalf("%+v %v", o, err)
 	}
+	// Options of ours join only when named in full: --d is C's --debug,
+	// not ambiguous with --dgid.
+	if o, err := perfqueryParse([]string{"--d", "--json"}, io.Discard); err != nil || !o.debug || !o.json {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if _, err := perfqueryParse([]string{"--dg", "::1"}, io.Discard); err == nil {
+		t.Fatal("--dg accepted")
+	}
 	if o, _ := perfqueryParse(nil, io.Discard); o.retries+1 != madDefTries || o.timeout != madDefTimeout {
 		t.Fatalf("defaults: %d tries of %v, want libibmad's %d of %v", o.retries+1, o.timeout, madDefTries, madDefTimeout)
 	}
