@@ -85,7 +85,7 @@ func TestFabricIBAddr(t *testing.T) {
 					// ibdiag_common's: -y (a bad one: getpass), -v,
 					// -K (excluded), a config file, bad -t and -s.
 					{"-y", "0", lid}, {"-y", "zz", lid}, {"-v", lid}, {"-K", lid}, {"-z", diagConf(t), lid},
-					{"-t", "0", lid}, {"-s", "0", "-G", guid},
+					{"-t", "0", lid}, {"-s", "0", "-G", guid}, {"-P", "-1", lid}, {"-P", "-1"}, {"-P", "-255"}, {"-P", "-1", "-G", guid},
 				}...)
 			}
 			for i, args := range cases { // the first four work

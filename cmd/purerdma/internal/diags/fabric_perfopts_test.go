@@ -76,6 +76,9 @@ var perfqueryOptCases = [][]string{
 	{"x"}, {"0"}, {"70000"}, {"0xc000", "1"}, {"-G", "0"}, {"SW", "1", "0", "extra"},
 	// Prefixes: C's --debug, an option of ours not named in full.
 	{"--d", "SW", "1"}, {"--retr", "1", "SW"},
+	// -P below 1: libibumad's first active port, but resolve_self
+	// takes a uint8_t (-255 is port 1, -1 none).
+	{"-P", "-1", "HCA", "1"}, {"-P", "-1"}, {"-P", "-255"}, {"-P", "0x80000000"},
 }
 
 // TestFabricPerfqueryOptions runs every option and counter group of
@@ -267,6 +270,9 @@ func TestFabricSMPQueryOptions(t *testing.T) {
 				{"-V"}, {"-h"}, {"--help"}, {"-t", "0", "ni", "SW"}, {"-s", "0", "ni", "SW"}, {"-d", "-s", "x", "ni", "SW"},
 				// match_op: names and aliases only, any case.
 				{"guids", "SW"}, {"gUiDiNfO", "SW"}, {"Ni", "SW"},
+				// -P below 1: libibumad's first active port.
+				{"-P", "-1", "ni", "SW"}, {"-P", "0x80000000", "ni", "SW"}, {"-P", "-1", "-G", "ni", "HCAG"},
+				{"-P", "-255", "-G", "ni", "HCAG"},
 			}...)
 			if i == 0 {
 				// The config file's timeout is not libibmad's:
@@ -314,7 +320,7 @@ func TestFabricSMPQueryOptions(t *testing.T) {
 				{"-e", "--priority=1", "HCA", "1"}, {"SM", "0", "extra"}, {"-K", "SM"}, {"--show_keys", "SM"},
 				// The common options sminfo keeps.
 				{"-G", "HCAG"}, {"-G", "0x99"}, {"-D", "-L", "SM"}, {"-y", "0", "SM"}, {"-y", "zz"}, {"-v"},
-				{"-z", "CONF", "SM"}, {"-z", "CONF", "-e", "999"}, {"-V"}, {"-h"}, {"-t", "0"},
+				{"-z", "CONF", "SM"}, {"-z", "CONF", "-e", "999"}, {"-V"}, {"-h"}, {"-t", "0"}, {"-P", "-1"}, {"-P", "-255"}, {"-P", "-1", "SM"},
 			} {
 				args := common(perfoptsArgs(c, sw, hca))
 				if i := slices.Index(c, "SM"); i >= 0 {

@@ -70,7 +70,7 @@ func (env *Env) runIBAddr(args []string, stdout, stderr io.Writer) error {
 		}
 	} else {
 		self, err := localPort(env.host(), c.port, o.timeout, o.tries())
-		if err != nil || self.LID == nil {
+		if err != nil || self.LID == nil || !selfResolves(o.port, self) {
 			return exit("can't resolve self port (null)")
 		}
 		dest, port = smpDest{lid: uint16(*self.LID)}, self.Number
@@ -142,6 +142,9 @@ func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, guid uint64) (uint16,
 	self, err := localPort(env.host(), c.port, o.timeout, o.tries())
 	if err != nil {
 		return 0, 0, err
+	}
+	if !selfResolves(o.port, self) {
+		return 0, 0, fmt.Errorf("resolve_self: no port %d", uint8(o.port))
 	}
 	smLID := o.common.smLID
 	if smLID == 0 && self.SMLID != nil {

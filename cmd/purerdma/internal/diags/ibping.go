@@ -69,7 +69,7 @@ func (env *Env) runIBPing(args []string, stdout, stderr io.Writer) error {
 	if p.server {
 		open = umadenv.OpenServer
 	}
-	port, err := open(env.host(), env.IBSim, env.UmadDebug, o.ca, o.port)
+	port, err := open(env.host(), env.IBSim, env.UmadDebug, o.ca, max(o.port, 0))
 	if err != nil {
 		return openFailed(stdout, stderr, "ibping", o, err)
 	}

@@ -770,7 +770,7 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 	if ca == "" {
 		ca = "(null)"
 	}
-	port, err := env.openPort(env.host(), o.ca, o.port)
+	port, err := env.openPort(env.host(), o.ca, max(o.port, 0))
 	if err != nil {
 		log.warn("mad_rpc_open_port", "can't open UMAD port (%s:%d)", ca, o.port)
 		fmt.Fprintf(stderr, "ibqueryerrors: %v\n", err)
@@ -787,7 +787,7 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 	}
 	c.mkey = o.common.mkey // smp_mkey_set
 	self, err := localPort(env.host(), port, o.timeout, o.tries())
-	if err != nil {
+	if err != nil || !selfResolves(o.port, self) {
 		return exit("can't resolve self port (null)")
 	}
 	// resolve_self's GID: umad's prefix and port GUID; an ibsim port's

@@ -246,7 +246,7 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	}
 	log := &madLog{w: stderr, errs: o.errs || o.debug, debug: o.debug}
 	h := env.host()
-	port, err := env.openPort(h, o.ca, o.port)
+	port, err := env.openPort(h, o.ca, max(o.port, 0))
 	if err != nil {
 		return openFailed(stdout, stderr, "perfquery", o.fab, err)
 	}
@@ -259,6 +259,9 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 		return ibexit("main", "can't resolve destination port "+o.badDest, fmt.Errorf("%q is not a unicast LID", o.badDest))
 	}
 	local, err := localPort(h, port, o.fab.timeout, o.retries+1)
+	if err == nil && o.lid < 0 && o.guid == "" && o.dgid == "" && !selfResolves(o.port, local) {
+		err = fmt.Errorf("resolve_self: no port %d", uint8(o.port))
+	}
 	if err != nil {
 		return ibexit("main", "can't resolve self port (null)", err)
 	}

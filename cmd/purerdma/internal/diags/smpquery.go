@@ -127,7 +127,7 @@ func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
 			route, opArgs = o.pos[2], o.pos[3:]
 		}
 		self, err := localPort(env.host(), c.port, o.timeout, o.tries())
-		if err != nil {
+		if err != nil || !selfResolves(o.port, self) {
 			return exit("main", "can't resolve destination port %s %s", o.pos[1], route)
 		}
 		log.dbg("str2drpath", "DR str: %s", route)
@@ -551,6 +551,11 @@ func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
 	} else {
 		// resolve_sm_portid: the local port's PortInfo (from sysfs in
 		// C, where libibmad prints nothing) names the SM.
+		if o.port < 0 {
+			if self, err := localPort(env.host(), c.port, o.timeout, o.tries()); err != nil || !selfResolves(o.port, self) {
+				return exit("can't resolve sm port %s", "(null)")
+			}
+		}
 		quiet := *c.rpc
 		quiet.log = nil
 		qc := *c
