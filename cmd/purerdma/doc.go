@@ -48,11 +48,15 @@
 // refuses. That is devinfo, counters, flowcount, asyncwatch,
 // rc_pingpong, rping, ucmatose, udaddy, ibstat, perfquery, smpquery,
 // sminfo, saquery, ibnetdiscover, iblinkinfo, ibaddr, ibping,
-// ibqueryerrors, ibroute, ibtracert, ibportstate and umad (ibnetdiscover,
-// iblinkinfo, ibroute, ibtracert and ibportstate read infiniband-diags'
-// common options from ibdiag_common.c's table, less those each tool
-// excludes, and print C's usage and -V line). The others keep the
-// grammar of what they imitate: ibstatus is a
+// ibqueryerrors, ibroute, ibtracert, ibportstate and umad. The infiniband-diags tools among them (all but ibstat and umad)
+// read infiniband-diags' common options (-C -P -t -y -e -v -d -G -L -D
+// -s -K -z -h -V) from one table, ibdiag_common.c's, after each tool's
+// own and less those the tool excludes, and print C's usage, generated
+// from that table, and C's -V line. Options of ours that the C tools
+// lack stay out of that usage: --retries (smpquery, sminfo, perfquery,
+// ibaddr: the tries after the first, libibmad's 2 by default), and
+// perfquery's --dgid (a GID destination, as a RoCE port needs) and
+// --json. The others keep the grammar of what they imitate: ibstatus is a
 // shell script's positional words, ibv_devices ignores its arguments (but
 // --json and -h), link, resource and statistic take iproute2 rdma's
 // keywords after -j, version takes none and exporter hands its own to

@@ -1,8 +1,10 @@
 package diags
 
-// What the fabric tools (perfquery, smpquery, sminfo, ibnetdiscover,
-// iblinkinfo, umad) share: their common options, their usage and failure
-// exits, and C's number parsing for option values.
+// What the infiniband-diags tools (smpquery, sminfo, perfquery, ibaddr,
+// ibping, ibqueryerrors, saquery, ibnetdiscover, iblinkinfo) share:
+// ibdiag_common.c's option table, read once by parseDiagOpts with each
+// tool's own options and exclude string, the usage generated from it,
+// the config file, their failure exits, and C's number parsing.
 
 import (
 	"errors"
@@ -38,6 +40,17 @@ func strtoulArg(s, what string) (int, error) {
 	return int(n), nil
 }
 
+// ibdTimeout makes ibd_timeout (-t's or the config file's, the later of
+// the two; 0: neither) the timeout of the tool's MADs, as the tools that
+// hand it to libibmad or libibnetdisc have it (perfquery's PMA queries,
+// sminfo's, ibqueryerrors, ibnetdiscover, iblinkinfo); the others
+// (smpquery, ibaddr, ibping) only see -t's (madrpc_set_timeout).
+func (o *fabricOpts) ibdTimeout() {
+	if ms := o.common.timeoutMS; ms > 0 {
+		o.timeout, o.timeoutSet = time.Duration(ms)*time.Millisecond, true
+	}
+}
+
 // fabricOpts are the options the fabric tools share.
 type fabricOpts struct {
 	ca      string
@@ -70,90 +83,14 @@ func (o *fabricOpts) madLog(w io.Writer) *madLog {
 // tries is how many times a request goes out.
 func (o *fabricOpts) tries() int { return o.retries + 1 }
 
-// rpcOptions are the options of the tools whose MADs go through
-// libibmad's RPC (smpquery, sminfo): -e, -d and --retries.
-func (o *fabricOpts) rpcOptions() []cli.Option {
-	return []cli.Option{
-		{Short: 'e', Long: "errors", Set: func(string) error { o.errs = true; return nil }},
-		{Short: 'd', Long: "debug", Set: func(string) error { o.debug = true; return nil }},
-		{Long: "retries", Arg: true, Set: func(v string) (err error) {
-			o.retries, err = strtoulArg(v, "retries")
-			o.retriesSet = true
-			return err
-		}},
-	}
-}
-
-// parseFabricOpts reads the common options with cli.GetoptOperands
-// (getopt_long's rules, as ibdiag_process_opts reads them), with rpc the
-// options of libibmad's RPC (rpcOptions), and extra, the tool's own; the
-// operands land in pos. As in ibdiag_process_opts, the tool's options
-// come first, and a common option whose letter the tool takes for its
-// own is left out (perfquery's -D is --xmtdisc, not --Direct;
-// excludedOpts). A command line getopt refuses is reported on stderr
-// already (a cli.GetoptError); fabricUsage reports the others.
-func parseFabricOpts(tool string, rpc bool, args []string, stderr io.Writer, extra ...cli.Option) (*fabricOpts, error) {
-	o := &fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}
-	if rpc {
-		extra = append(o.rpcOptions(), extra...)
-	}
-	opts := []cli.Option{
-		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
-		{Short: 'D', Long: "Direct", Set: func(string) error { o.dr = true; return nil }},
-		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { o.ca = v; return nil }},
-		{Short: 'P', Long: "Port", Arg: true, Set: func(v string) (err error) {
-			o.port, err = strtoulArg(v, "port")
-			return err
-		}},
-		{Short: 't', Long: "timeout", Arg: true, Set: func(v string) error {
-			ms, err := strtoulArg(v, "timeout")
-			if err == nil && ms == 0 {
-				err = errors.New("the timeout must be at least 1 ms")
-			}
-			o.timeout, o.timeoutSet = time.Duration(ms)*time.Millisecond, true
-			return err
-		}},
-	}
-	opts = append(append([]cli.Option(nil), extra...), shadowedOpts(opts, extra)...)
-	pos, err := cli.GetoptOperands(tool, args, opts, stderr)
-	if err != nil {
-		return nil, err
-	}
-	o.pos = pos
-	return o, nil
-}
-
-// shadowedOpts is common without the options whose short letter an
-// option of tool takes (ibdiag_process_opts' exclude string).
-func shadowedOpts(common, tool []cli.Option) []cli.Option {
-	var out []cli.Option
-	for _, c := range common {
-		taken := false
-		for _, t := range tool {
-			taken = taken || (c.Short != 0 && t.Short == c.Short)
-		}
-		if !taken {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// excludedOpts are the options for a tool's exclude string of
-// ibdiag_process_opts (perfquery's "DK", sminfo's "sK"): each letter
-// claims the common option of that letter (shadowedOpts leaves it out,
-// its long name too) and is refused as getopt refuses a letter it does
-// not know. A letter the tool takes for its own is left to the tool.
-func excludedOpts(tool, letters string, stderr io.Writer) []cli.Option {
-	var out []cli.Option
-	for i := 0; i < len(letters); i++ {
-		c := letters[i]
-		out = append(out, cli.Option{Short: c, Set: func(string) error {
-			fmt.Fprintf(stderr, "%s: invalid option -- '%c'\n", tool, c)
-			return cli.ErrGetopt
-		}})
-	}
-	return out
+// retriesOpt is --retries, ours (libibmad's tools make MAD_DEF_RETRIES
+// tries, the option changes it): a diagSpec's ours.
+func retriesOpt(o *fabricOpts) []cli.Option {
+	return []cli.Option{{Long: "retries", Arg: true, Set: func(v string) (err error) {
+		o.retries, err = strtoulArg(v, "retries")
+		o.retriesSet = true
+		return err
+	}}}
 }
 
 // fabricUsage reports a command line a fabric tool cannot use: err (unless
@@ -235,11 +172,13 @@ type ibexitError struct{ fn, msg string }
 
 func (e ibexitError) Error() string { return e.msg }
 
-// Destination kinds of the common -D, -L and -G (ibd_dest_type).
+// Destination kinds of the common -D, -L and -G (ibd_dest_type), and
+// smpquery's -c.
 const (
 	destLID = iota
 	destDR
 	destGUID
+	destDRSLID
 )
 
 // diagCommon is what the common options of infiniband-diags set
@@ -253,14 +192,14 @@ type diagCommon struct {
 	showKeys bool
 	// smLID is -s (the SM's LID), 0 when not given.
 	smLID int
-	// mkey is -y (or the config file's m_key).
-	mkey uint64
-}
-
-// commonDest is what resolveDest needs of the common options -G and -s
-// (-D is o.dr).
-func (o *fabricOpts) commonDest() *destOpts {
-	return &destOpts{guid: o.common.dest == destGUID, smLID: o.common.smLID}
+	// mkey is -y (or the config file's m_key); saKey is the config
+	// file's sa_key (saquery's --smkey sets it too).
+	mkey, saKey uint64
+	// timeoutMS is ibd_timeout as -t or the config file set it (the
+	// config file's even when 0), timeoutMSSet whether one did or the
+	// tool gave it a default first (saquery's DEFAULT_SA_TIMEOUT_MS).
+	timeoutMS    int
+	timeoutMSSet bool
 }
 
 // commonDiagOpts is ibdiag_common.c's common_opts bound to o, in its
@@ -286,6 +225,7 @@ func (o *fabricOpts) commonDiagOpts(tool string) []diagOpt {
 				return ibexitError{"process_opt", fmt.Sprintf("Invalid timeout \"%s\".  Timeout requires a positive integer value < %d.", v, 0x7fffffff)}
 			}
 			o.timeout, o.timeoutSet = time.Duration(n)*time.Millisecond, true
+			c.timeoutMS, c.timeoutMSSet = int(n), true
 			return nil
 		}},
 		{"sm_port", 's', true, "<lid>", "SM port lid", func(v string) error {
@@ -325,17 +265,70 @@ func (o *fabricOpts) commonDiagOpts(tool string) []diagOpt {
 // config file. It returns the options, the usage ibdiag_show_usage prints
 // (usageArgs after "[options]"), and an error for diagOptsFailed.
 func parseDiagOpts(tool, exclude, usageArgs string, custom []diagOpt, args []string, stderr io.Writer) (*fabricOpts, string, error) {
-	o := &fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}
-	table := append([]diagOpt(nil), custom...)
+	return parseDiagSpec(diagSpec{tool: tool, exclude: exclude, usageArgs: usageArgs, custom: custom}, args, stderr)
+}
+
+// oursNamed are the options of ours that args name in full (--name or
+// --name=value before a "--"): those alone join the table, so that a
+// prefix C's getopt_long reads as one of the tool's options (perfquery's
+// --d, --debug) is not made ambiguous by one of ours (--dgid).
+func oursNamed(ours []cli.Option, args []string) []cli.Option {
+	var out []cli.Option
+	for _, o := range ours {
+		for _, a := range args {
+			if a == "--" {
+				break
+			}
+			if a == "--"+o.Long || strings.HasPrefix(a, "--"+o.Long+"=") {
+				out = append(out, o)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// diagSpec is what a tool hands ibdiag_process_opts: its name, the
+// common options it excludes, its usage arguments and examples, its own
+// options; ours are options of ours the C tool lacks (long ones, such as
+// --retries), read after the tool's own when named in full (oursNamed)
+// and left out of the usage so that it stays C's. o, when not nil, is where the options land (made
+// by newFabricOpts, for a tool option that sets a common field, as
+// smpquery's -c sets ibd_dest_type).
+type diagSpec struct {
+	tool, exclude, usageArgs string
+	examples                 []string
+	custom                   []diagOpt
+	ours                     []cli.Option
+	o                        *fabricOpts
+}
+
+// newFabricOpts are the common options' defaults: libibmad's timeout
+// and tries.
+func newFabricOpts() *fabricOpts {
+	return &fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}
+}
+
+// parseDiagSpec is parseDiagOpts with usage examples and options of ours.
+func parseDiagSpec(s diagSpec, args []string, stderr io.Writer) (*fabricOpts, string, error) {
+	tool := s.tool
+	o := s.o
+	if o == nil {
+		o = newFabricOpts()
+	}
+	table := append([]diagOpt(nil), s.custom...)
 	for _, d := range o.commonDiagOpts(tool) {
-		if !strings.ContainsRune(exclude, rune(d.letter)) {
+		if !strings.ContainsRune(s.exclude, rune(d.letter)) {
 			table = append(table, d)
 		}
 	}
-	usage := diagUsage(tool, usageArgs, table)
+	usage := diagUsage(tool, s.usageArgs, table, s.examples...)
 	o.readConfig(ibdiagConfigPath)
 	var opts []cli.Option
-	for _, d := range table {
+	for i, d := range table {
+		if i == len(s.custom) {
+			opts = append(opts, oursNamed(s.ours, args)...)
+		}
 		short := d.letter
 		if short < ' ' {
 			short = 0
@@ -372,8 +365,9 @@ func diagOptsFailed(stdout, stderr io.Writer, tool, usage string, o *fabricOpts,
 	return cli.ExitError{Code: 2}
 }
 
-// diagUsage is ibdiag_show_usage's text.
-func diagUsage(tool, usageArgs string, table []diagOpt) string {
+// diagUsage is ibdiag_show_usage's text, examples (the tool's
+// usage_examples) after the options.
+func diagUsage(tool, usageArgs string, table []diagOpt, examples ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nUsage: %s [options] %s\n\n", tool, usageArgs)
 	if len(table) > 0 {
@@ -399,6 +393,12 @@ func diagUsage(tool, usageArgs string, table []diagOpt) string {
 			prettyPrint(&b, n+pad+2, 74, d.desc)
 		}
 		b.WriteString("\n")
+	}
+	if examples != nil {
+		b.WriteString("\nExamples:\n")
+		for _, e := range examples {
+			fmt.Fprintf(&b, "  %s %s\n", tool, e)
+		}
 	}
 	b.WriteString("\n")
 	return b.String()
@@ -458,7 +458,7 @@ func prettyPrint(b *strings.Builder, start, width int, s string) {
 
 // readConfig is read_ibdiag_config: "name=value" lines of file (a missing
 // or unreadable one is silently ignored), names matched by their prefix
-// as C's strncmp does: CA, Port, timeout, m_key (MLX_EPI, sa_key and
+// as C's strncmp does: CA, Port, timeout, m_key, sa_key (MLX_EPI and
 // nd_format do not concern the tools here).
 func (o *fabricOpts) readConfig(file string) {
 	data, err := os.ReadFile(file)
@@ -479,11 +479,14 @@ func (o *fabricOpts) readConfig(file string) {
 		case strings.HasPrefix(name, "Port"):
 			o.port = int(int32(cStrtoull(val)))
 		case strings.HasPrefix(name, "timeout"):
-			if ms := int(int32(cStrtoull(val))); ms != 0 {
-				o.timeout, o.timeoutSet = time.Duration(ms)*time.Millisecond, true
-			}
+			// ibd_timeout only: libibmad's own timeout is -t's
+			// (ibdTimeout gives it to the tools that pass
+			// ibd_timeout on).
+			o.common.timeoutMS, o.common.timeoutMSSet = int(int32(cStrtoull(val))), true
 		case strings.HasPrefix(name, "m_key"):
 			o.common.mkey = cStrtoull(val)
+		case strings.HasPrefix(name, "sa_key"):
+			o.common.saKey = cStrtoull(val)
 		}
 	}
 }

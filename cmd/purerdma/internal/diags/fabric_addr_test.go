@@ -82,6 +82,10 @@ func TestFabricIBAddr(t *testing.T) {
 					{"-G", "-l", guid}, {"-s", smLID, "-G", guid}, {"-G", "0x1"}, {"-G", "0"},
 					{"-G", "0x200000"}, {"0"}, {"-e", "999"}, {"-t", "100", "999"}, {"-C", "ibsim0", "-P", "1", lid},
 					{"-C", "nosuch", lid}, {"-h"}, {"-x"}, {"-V"},
+					// ibdiag_common's: -y (a bad one: getpass), -v,
+					// -K (excluded), a config file, bad -t and -s.
+					{"-y", "0", lid}, {"-y", "zz", lid}, {"-v", lid}, {"-K", lid}, {"-z", diagConf(t), lid},
+					{"-t", "0", lid}, {"-s", "0", "-G", guid}, {"-P", "-1", lid}, {"-P", "-1"}, {"-P", "-255"}, {"-P", "-1", "-G", guid},
 				}...)
 			}
 			for i, args := range cases { // the first four work

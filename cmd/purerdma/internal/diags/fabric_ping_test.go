@@ -99,6 +99,8 @@ func TestFabricIBPing(t *testing.T) {
 					{"-c", "1", "-f", "-G", "0x1"}, {"-c", "1", "-f", "-s", "1", "-G", guid},
 					{"-c", "1", "-f", "-C", "ibsim0", "-P", "1", lid}, {"-c", "1", "-f", "-C", "nosuch", lid},
 					{}, {"-h"}, {"-x"}, {"-D", lid}, {"-y", "0", lid}, {"-K", lid}, {"-V"},
+					{"-c", "1", "-f", "-z", diagConf(t), lid}, {"-c", "1", "-f", "-v", lid}, {"-t", "0", lid},
+					{"-c", "1", "-f", "-P", "-1", lid},
 				}...)
 			}
 			for i, args := range cases {

@@ -111,6 +111,8 @@ func TestFabricIBQueryErrors(t *testing.T) {
 					{"-D", "0", "--load-cache", "x"}, {"-C", "nosuch"}, {"-P", "7"}, {"extra"},
 					{"--counters"}, {"--counters", "-r", "--switch"}, {"--data", "-K"}, {"--data", "--skip-sl"},
 					{"-h"}, {"-x"}, {"-L"}, {"-n"}, {"-V"},
+					// ibdiag_common's -y, -v, a config file, a bad -t.
+					{"-y", "0"}, {"-y", "zz"}, {"-v"}, {"-z", diagConf(t)}, {"-t", "0"}, {"-P", "-1"},
 				}...)
 			}
 			dirty := true

@@ -110,7 +110,7 @@ func saCases(lids map[string]int, named, ca, sw string) [][]string {
 		{"-S"}, {"SR"}, {"-I"}, {"IIR"}, {"IIR", "fe80::1"}, {"IIR", "bogus"},
 		{"PIR", "0"}, {"PIR", "nosuchnode"}, {"--smkey", "1", "NR", cl}, {"-t", "500", "NR", cl},
 		{"-d", "NR", cl}, {"-e", "-v", "NR", cl}, {"-C", "ibsim0", "-P", "1", "NR", cl}, {"-C", "bogus", "NR"},
-		{"-P", "7", "NR"}, {"-N", cl},
+		{"-P", "7", "NR"}, {"-P", "-1", "-c"}, {"-N", cl},
 		// Command lines saquery refuses: its usage on stderr, status 2
 		// (255 for a bad timeout, IBEXIT). (--smkey x is left out: C's
 		// getpass would prompt on the terminal of whoever runs the test.)

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/purerdma/rdma"
@@ -20,87 +19,31 @@ import (
 	"github.com/purerdma/rdma/umad"
 )
 
-// ibaddrUsage is ibdiag_show_usage's text for ibaddr.
-const ibaddrUsage = `
-Usage: ibaddr [options] [<lid|dr_path|guid>]
-
-Options:
-  --gid_show, -g          show gid address only
-  --lid_show, -l          show lid range only
-  --Lid_show, -L          show lid range (in decimal) only
-  --config, -z <config>   use config file, default: /etc/infiniband-diags/ibdiag.conf
-  --Ca, -C <ca>           Ca name to use
-  --Port, -P <port>       Ca port number to use
-  --Direct, -D            use Direct address argument
-  --Guid, -G              use GUID address argument
-  --timeout, -t <ms>      timeout in ms
-  --sm_port, -s <lid>     SM port lid
-  --m_key, -y <key>       M_Key to use in request
-  --errors, -e            show send and receive errors
-  --verbose, -v           increase verbosity level
-  --debug, -d             raise debug level
-  --help, -h              help message
-  --version, -V           show version
-
-Examples:
-  ibaddr 		# local port's address
-  ibaddr 32		# show lid range and gid of lid 32
-  ibaddr -G 0x8f1040023	# same but using guid address
-  ibaddr -l 32		# show lid range only
-  ibaddr -L 32		# show decimal lid range only
-  ibaddr -g 32		# show gid address only
-
-`
-
-// destOpts are the address options of ibdiag_common that ibaddr and
-// ibping share beyond parseFabricOpts': -G, -s, -y, -v, -V, -z.
-type destOpts struct {
-	guid    bool
-	smLID   int // -s; 0: the SM of the local port
-	verbose int
-	version bool
-}
-
-func (d *destOpts) options() []cli.Option {
-	return []cli.Option{
-		{Short: 'G', Long: "Guid", Set: func(string) error { d.guid = true; return nil }},
-		{Short: 's', Long: "sm_port", Arg: true, Set: func(v string) error {
-			lid := int(cli.CStrtol(v))
-			if lid < 1 || lid > 0xbfff {
-				return fmt.Errorf("cannot resolve SM destination port %s", v)
-			}
-			d.smLID = lid
-			return nil
-		}},
-		{Short: 'y', Long: "m_key", Arg: true, Set: func(v string) error {
-			if _, err := strconv.ParseUint(v, 0, 64); err != nil {
-				return fmt.Errorf("bad M_Key %q", v)
-			}
-			return nil
-		}},
-		{Short: 'v', Long: "verbose", Set: func(string) error { d.verbose++; return nil }},
-		{Short: 'V', Long: "version", Set: func(string) error { d.version = true; return nil }},
-		{Short: 'z', Long: "config", Arg: true, Set: func(string) error { return nil }},
-	}
+// ibaddrExamples are ibaddr.c's usage_examples.
+var ibaddrExamples = []string{
+	"\t\t# local port's address",
+	"32\t\t# show lid range and gid of lid 32",
+	"-G 0x8f1040023\t# same but using guid address",
+	"-l 32\t\t# show lid range only",
+	"-L 32\t\t# show decimal lid range only",
+	"-g 32\t\t# show gid address only",
 }
 
 func (env *Env) runIBAddr(args []string, stdout, stderr io.Writer) error {
-	var d destOpts
+	const tool = "ibaddr"
 	showLID, showGID := 0, false
-	o, err := parseFabricOpts("ibaddr", true, args, stderr, append(d.options(),
-		cli.Option{Short: 'g', Long: "gid_show", Set: func(string) error { showGID = true; return nil }},
-		cli.Option{Short: 'l', Long: "lid_show", Set: func(string) error { showLID++; return nil }},
-		cli.Option{Short: 'L', Long: "Lid_show", Set: func(string) error { showLID = -100; return nil }},
-	)...)
-	if errors.Is(err, errHelp) {
-		return fabricHelp(stderr, ibaddrUsage)
-	}
+	o := newFabricOpts()
+	o, usage, err := parseDiagSpec(diagSpec{
+		tool: tool, exclude: "KL", usageArgs: "[<lid|dr_path|guid>]", examples: ibaddrExamples,
+		custom: []diagOpt{
+			{"gid_show", 'g', false, "", "show gid address only", func(string) error { showGID = true; return nil }},
+			{"lid_show", 'l', false, "", "show lid range only", func(string) error { showLID++; return nil }},
+			{"Lid_show", 'L', false, "", "show lid range (in decimal) only", func(string) error { showLID = -100; return nil }},
+		},
+		ours: retriesOpt(o), o: o,
+	}, args, stderr)
 	if err != nil {
-		return fabricUsage(stderr, "ibaddr", ibaddrUsage, err)
-	}
-	if d.version {
-		fmt.Fprintf(stderr, "ibaddr %s\n", ibdiagVersion)
-		return nil
+		return diagOptsFailed(stdout, stderr, tool, usage, o, err)
 	}
 	exit := func(format string, args ...any) error {
 		return ibexit(stdout, "ibaddr", o.debug, "main", format, args...)
@@ -117,15 +60,16 @@ func (env *Env) runIBAddr(args []string, stdout, stderr io.Writer) error {
 		return openFailed(stdout, stderr, "ibaddr", o, err)
 	}
 	defer c.Close()
+	c.mkey = o.common.mkey
 	var dest smpDest
 	if len(o.pos) > 0 {
-		dest, err = env.resolveDest(c, o, &d, o.pos[0])
+		dest, err = env.resolveDest(c, o, o.common.dest, o.pos[0])
 		if err != nil {
 			return exit("can't resolve destination port %s", o.pos[0])
 		}
 	} else {
 		self, err := localPort(env.host(), c.port, o.timeout, o.tries())
-		if err != nil || self.LID == nil {
+		if err != nil || self.LID == nil || !selfResolves(o.port, self) {
 			return exit("can't resolve self port (null)")
 		}
 		dest, port = smpDest{lid: uint16(*self.LID)}, self.Number
@@ -157,25 +101,22 @@ func (env *Env) runIBAddr(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// ibdiagVersion is what -V prints after the tool's name
-// (get_build_version: the rdma-core release ours follows).
-const ibdiagVersion = "BUILD VERSION: 44.0"
-
 // resolveDest is ibdiag_common's resolve_portid_str for a LID, a
-// directed route (-D) or a port GUID (-G).
-func (env *Env) resolveDest(c *smpClient, o *fabricOpts, d *destOpts, s string) (smpDest, error) {
-	switch {
-	case d.guid:
+// directed route or a port GUID (kind: destLID, destDR, destGUID; the
+// common -L, -D, -G).
+func (env *Env) resolveDest(c *smpClient, o *fabricOpts, kind int, s string) (smpDest, error) {
+	switch kind {
+	case destGUID:
 		guid := cStrtoull(s)
 		if guid == 0 {
 			return smpDest{}, errors.New("no GUID")
 		}
-		lid, sl, err := env.pathQueryGUID(c, o, d, guid)
+		lid, sl, err := env.pathQueryGUID(c, o, guid)
 		if err != nil {
 			return smpDest{}, err
 		}
 		return smpDest{lid: lid, sl: sl}, nil
-	case o.dr:
+	case destDR:
 		c.rpc.log.dbg("str2drpath", "DR str: %s", s)
 		d, ok := str2drpath(s)
 		if !ok {
@@ -194,13 +135,16 @@ func (env *Env) resolveDest(c *smpClient, o *fabricOpts, d *destOpts, s string) 
 // SA (-s, or the local port's SM) from the local port's GID to the GID of
 // guid under the local prefix (libibmad's ib_path_query_via); it returns
 // the record's DLID and SL.
-func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, d *destOpts, guid uint64) (uint16, uint8, error) {
+func (env *Env) pathQueryGUID(c *smpClient, o *fabricOpts, guid uint64) (uint16, uint8, error) {
 	self, err := localPort(env.host(), c.port, o.timeout, o.tries())
 	if err != nil {
 		return 0, 0, err
 	}
+	if !selfResolves(o.port, self) {
+		return 0, 0, fmt.Errorf("resolve_self: no port %d", uint8(o.port))
+	}
 	// resolve_sm_portid: -s (SL 0), else the local port's SM.
-	smLID, smSL := d.smLID, uint8(0)
+	smLID, smSL := o.common.smLID, uint8(0)
 	if smLID == 0 && self.SMLID != nil {
 		smLID = int(*self.SMLID)
 		if self.SMSL != nil {

@@ -38,6 +38,7 @@ func discoverFabric(p *umad.Port, o *fabricOpts, outstanding int) (*netdisc.Fabr
 // (DEFAULT_TIMEOUT), and the kernel retries a try 3 times
 // (DEFAULT_RETRIES).
 func discoverDefaults(o *fabricOpts) {
+	o.ibdTimeout()
 	if !o.timeoutSet {
 		o.timeout = 200 * time.Millisecond
 	}

@@ -25,30 +25,6 @@ import (
 	"github.com/purerdma/rdma/umad"
 )
 
-// ibpingUsage is ibdiag_show_usage's text for ibping.
-const ibpingUsage = `
-Usage: ibping [options] <dest lid|guid>
-
-Options:
-  --count, -c <num>       stop after count packets
-  --flood, -f             flood destination
-  --oui, -o <val>         use specified OUI number
-  --Server, -S            start in server mode
-  --config, -z <config>   use config file, default: /etc/infiniband-diags/ibdiag.conf
-  --Ca, -C <ca>           Ca name to use
-  --Port, -P <port>       Ca port number to use
-  --Lid, -L               use LID address argument
-  --Guid, -G              use GUID address argument
-  --timeout, -t <ms>      timeout in ms
-  --sm_port, -s <lid>     SM port lid
-  --errors, -e            show send and receive errors
-  --verbose, -v           increase verbosity level
-  --debug, -d             raise debug level
-  --help, -h              help message
-  --version, -V           show version
-
-`
-
 const (
 	ibpingClass   = umad.MgmtClass(0x32) // IB_VENDOR_OPENIB_PING_CLASS
 	ibpingOUI     = 0x001405             // IB_OPENIB_OUI
@@ -64,71 +40,36 @@ type ibpingOpts struct {
 }
 
 // ibpingParse reads ibping's command line: ibdiag_common's options but
-// -D, -K and -y (ibping excludes them), and ibping's own.
-func ibpingParse(args []string, stderr io.Writer) (*fabricOpts, *destOpts, *ibpingOpts, error) {
-	o := &fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}
-	d := &destOpts{}
+// -D, -K and -y (ibping excludes them), and ibping's own; it returns the
+// usage too.
+func ibpingParse(args []string, stderr io.Writer) (*fabricOpts, *ibpingOpts, string, error) {
 	p := &ibpingOpts{count: ^uint32(0), oui: ibpingOUI}
-	opts := []cli.Option{
-		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
-		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { o.ca = v; return nil }},
-		{Short: 'P', Long: "Port", Arg: true, Set: func(v string) error {
-			o.port = int(uint32(cli.CStrtol(v)))
-			return nil
-		}},
-		{Short: 'L', Long: "Lid", Set: func(string) error { d.guid = false; return nil }},
-		{Short: 't', Long: "timeout", Arg: true, Set: func(v string) error {
-			ms, err := strtoulArg(v, "timeout")
-			if err == nil && ms == 0 {
-				err = errors.New("the timeout must be at least 1 ms")
-			}
-			o.timeout, o.timeoutSet = time.Duration(ms)*time.Millisecond, true
-			return err
-		}},
-		{Short: 'c', Long: "count", Arg: true, Set: func(v string) error { p.count = uint32(cli.CStrtol(v)); return nil }},
-		{Short: 'f', Long: "flood", Set: func(string) error { p.flood = true; return nil }},
-		{Short: 'o', Long: "oui", Arg: true, Set: func(v string) error { p.oui = uint32(cli.CStrtol(v)); return nil }},
-		{Short: 'S', Long: "Server", Set: func(string) error { p.server = true; return nil }},
-	}
-	for _, x := range o.rpcOptions() {
-		if x.Short != 0 { // -e and -d; C's ibping has no --retries
-			opts = append(opts, x)
-		}
-	}
-	for _, x := range d.options() {
-		if x.Short != 'y' {
-			opts = append(opts, x)
-		}
-	}
-	pos, err := cli.GetoptOperands("ibping", args, opts, stderr)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	o.pos = pos
-	return o, d, p, nil
+	o, usage, err := parseDiagSpec(diagSpec{
+		tool: "ibping", exclude: "DKy", usageArgs: "<dest lid|guid>",
+		custom: []diagOpt{
+			{"count", 'c', true, "<num>", "stop after count packets", func(v string) error { p.count = uint32(cli.CStrtol(v)); return nil }},
+			{"flood", 'f', false, "", "flood destination", func(string) error { p.flood = true; return nil }},
+			{"oui", 'o', true, "", "use specified OUI number", func(v string) error { p.oui = uint32(cli.CStrtol(v)); return nil }},
+			{"Server", 'S', false, "", "start in server mode", func(string) error { p.server = true; return nil }},
+		},
+	}, args, stderr)
+	return o, p, usage, err
 }
 
 func (env *Env) runIBPing(args []string, stdout, stderr io.Writer) error {
-	o, d, p, err := ibpingParse(args, stderr)
-	if errors.Is(err, errHelp) {
-		return fabricHelp(stderr, ibpingUsage)
-	}
+	o, p, usage, err := ibpingParse(args, stderr)
 	if err != nil {
-		return fabricUsage(stderr, "ibping", ibpingUsage, err)
-	}
-	if d.version {
-		fmt.Fprintf(stderr, "ibping %s\n", ibdiagVersion)
-		return nil
+		return diagOptsFailed(stdout, stderr, "ibping", usage, o, err)
 	}
 	if len(o.pos) == 0 && !p.server {
-		return fabricHelp(stderr, ibpingUsage)
+		return fabricHelp(stderr, usage)
 	}
 	log := o.madLog(stderr)
 	open := umadenv.Open
 	if p.server {
 		open = umadenv.OpenServer
 	}
-	port, err := open(env.host(), env.IBSim, env.UmadDebug, o.ca, o.port)
+	port, err := open(env.host(), env.IBSim, env.UmadDebug, o.ca, max(o.port, 0))
 	if err != nil {
 		return openFailed(stdout, stderr, "ibping", o, err)
 	}
@@ -153,7 +94,7 @@ func (env *Env) runIBPing(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "ibping: %v\n", err)
 		return exit("can't register ping class %d on this port", ibpingClass)
 	}
-	dest, err := env.resolveDest(c, o, d, o.pos[0])
+	dest, err := env.resolveDest(c, o, o.common.dest, o.pos[0])
 	if err != nil {
 		return exit("can't resolve destination port %s", o.pos[0])
 	}

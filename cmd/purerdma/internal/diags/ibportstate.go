@@ -121,7 +121,7 @@ func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
 	}
 	defer c.Close()
 	c.mkey = o.common.mkey
-	d, err := env.resolveDest(c, o, o.commonDest(), o.pos[0])
+	d, err := env.resolveDest(c, o, o.common.dest, o.pos[0])
 	if err != nil {
 		return exit("can't resolve destination port %s", o.pos[0])
 	}

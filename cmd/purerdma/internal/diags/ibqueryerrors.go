@@ -18,7 +18,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -27,47 +26,6 @@ import (
 	"github.com/purerdma/rdma/umad"
 	"github.com/purerdma/rdma/umad/netdisc"
 )
-
-// ibqueryerrorsUsage is ibdiag_show_usage's text for ibqueryerrors.
-const ibqueryerrorsUsage = `
-Usage: ibqueryerrors [options] 
-
-Options:
-  --suppress, -s <err1,err2,...>  suppress errors listed
-  --suppress-common, -c   suppress some of the common counters
-  --node-name-map <file>  node name map file
-  --port-guid, -G <port_guid>  report the node containing the port 
-                               specified by <port_guid>
-  --, -S <port_guid>      Same as "-G" for backward compatibility
-  --Direct, -D <dr_path>  report the node containing the port specified 
-                          by <dr_path>
-  --skip-sl               don't obtain SL to all destinations
-  --report-port, -r       report port link information
-  --threshold-file <val>  specify an alternate threshold file, default: /etc/infiniband-diags/error_thresholds
-  --GNDN, -R              (This option is obsolete and does nothing)
-  --data                  include data counters for ports with errors
-  --switch                print data for switches only
-  --ca                    print data for CA's only
-  --router                print data for routers only
-  --details               include transmit discard details
-  --counters              print data counters only
-  --clear-errors, -k      Clear error counters after read
-  --clear-counts, -K      Clear data counters after read
-  --load-cache <file>     filename of ibnetdiscover cache to load
-  --outstanding_smps, -o <val>  specify the number of outstanding SMP's 
-                                which should be issued during the scan
-  --config, -z <config>   use config file, default: /etc/infiniband-diags/ibdiag.conf
-  --Ca, -C <ca>           Ca name to use
-  --Port, -P <port>       Ca port number to use
-  --timeout, -t <ms>      timeout in ms
-  --m_key, -y <key>       M_Key to use in request
-  --errors, -e            show send and receive errors
-  --verbose, -v           increase verbosity level
-  --debug, -d             raise debug level
-  --help, -h              help message
-  --version, -V           show version
-
-`
 
 // Where infiniband-diags finds its files (IBDIAG_CONFIG_PATH).
 const (
@@ -185,7 +143,6 @@ type iqeOpts struct {
 	reportPort             bool
 	clearErrors, clearCnts bool
 	outstanding            int
-	version                bool
 }
 
 // addSuppressed is add_suppressed: at most 64.
@@ -207,73 +164,46 @@ func (o *iqeOpts) suppress(f int) bool {
 }
 
 // iqeParse reads ibqueryerrors' command line: ibdiag_common's options
-// but those ibqueryerrors excludes (-c, -D, -G, -K, -L, -n, -R, -r, -S,
-// -s), and its own.
-func iqeParse(args []string, stderr io.Writer) (*iqeOpts, error) {
-	o := &iqeOpts{fabricOpts: &fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}, thresholdFile: iqeThresholdFile}
+// but those ibqueryerrors excludes ("cDGKLnRrSs"), and its own; it
+// returns the usage too.
+func iqeParse(args []string, stderr io.Writer) (*iqeOpts, string, error) {
+	fo := newFabricOpts()
+	o := &iqeOpts{fabricOpts: fo, thresholdFile: iqeThresholdFile}
 	var sup []string
 	set := func(p *bool) func(string) error { return func(string) error { *p = true; return nil } }
-	opts := []cli.Option{
-		{Short: 's', Long: "suppress", Arg: true, Set: func(v string) error { sup = append(sup, v); return nil }},
-		{Short: 'c', Long: "suppress-common", Set: func(string) error { sup = append(sup, "\x00common"); return nil }},
-		{Long: "node-name-map", Arg: true, Set: func(v string) error { o.nodeNameMap = v; return nil }},
-		{Short: 'G', Long: "port-guid", Arg: true, Set: func(v string) error {
-			o.guidStr, o.guid = v, uint64(cStrtoul(v))
-			return nil
-		}},
-		{Short: 'S', Arg: true, Set: func(v string) error {
-			o.guidStr, o.guid = v, uint64(cStrtoul(v))
-			return nil
-		}},
-		{Short: 'D', Long: "Direct", Arg: true, Set: func(v string) error { o.drPath = v; return nil }},
-		{Long: "skip-sl", Set: set(&o.skipSL)},
-		{Short: 'r', Long: "report-port", Set: set(&o.reportPort)},
-		{Long: "threshold-file", Arg: true, Set: func(v string) error { o.thresholdFile = v; return nil }},
-		{Short: 'R', Long: "GNDN", Set: func(string) error { return nil }},
-		{Long: "data", Set: set(&o.data)},
-		{Long: "switch", Set: func(string) error { o.types |= printSwitch; return nil }},
-		{Long: "ca", Set: func(string) error { o.types |= printCA; return nil }},
-		{Long: "router", Set: func(string) error { o.types |= printRouter; return nil }},
-		{Long: "details", Set: set(&o.details)},
-		{Long: "counters", Set: set(&o.counters)},
-		{Short: 'k', Long: "clear-errors", Set: set(&o.clearErrors)},
-		{Short: 'K', Long: "clear-counts", Set: set(&o.clearCnts)},
-		{Long: "load-cache", Arg: true, Set: func(v string) error { o.loadCache = v; return nil }},
-		{Short: 'o', Long: "outstanding_smps", Arg: true, Set: func(v string) error {
-			o.outstanding = int(uint32(cli.CStrtol(v)))
-			return nil
-		}},
-		{Short: 'z', Long: "config", Arg: true, Set: func(string) error { return nil }},
-		{Short: 'C', Long: "Ca", Arg: true, Set: func(v string) error { o.ca = v; return nil }},
-		{Short: 'P', Long: "Port", Arg: true, Set: func(v string) error {
-			o.port = int(uint32(cli.CStrtol(v)))
-			return nil
-		}},
-		{Short: 't', Long: "timeout", Arg: true, Set: func(v string) error {
-			ms, err := strtoulArg(v, "timeout")
-			if err == nil && ms == 0 {
-				err = errors.New("the timeout must be at least 1 ms")
-			}
-			o.timeout, o.timeoutSet = time.Duration(ms)*time.Millisecond, true
-			return err
-		}},
-		{Short: 'y', Long: "m_key", Arg: true, Set: func(v string) error {
-			if _, err := strconv.ParseUint(v, 0, 64); err != nil {
-				return fmt.Errorf("bad M_Key %q", v)
-			}
-			return nil
-		}},
-		{Short: 'e', Long: "errors", Set: set(&o.errs)},
-		{Short: 'v', Long: "verbose", Set: func(string) error { return nil }},
-		{Short: 'd', Long: "debug", Set: set(&o.debug)},
-		{Short: 'h', Long: "help", Set: func(string) error { return errHelp }},
-		{Short: 'V', Long: "version", Set: set(&o.version)},
-	}
-	pos, err := cli.GetoptOperands("ibqueryerrors", args, opts, stderr)
+	guid := func(v string) error { o.guidStr, o.guid = v, uint64(cStrtoul(v)); return nil }
+	types := func(t int) func(string) error { return func(string) error { o.types |= t; return nil } }
+	_, usage, err := parseDiagSpec(diagSpec{
+		tool: "ibqueryerrors", exclude: "cDGKLnRrSs", o: fo,
+		custom: []diagOpt{
+			{"suppress", 's', true, "<err1,err2,...>", "suppress errors listed", func(v string) error { sup = append(sup, v); return nil }},
+			{"suppress-common", 'c', false, "", "suppress some of the common counters", func(string) error { sup = append(sup, "\x00common"); return nil }},
+			{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { o.nodeNameMap = v; return nil }},
+			{"port-guid", 'G', true, "<port_guid>", "report the node containing the port specified by <port_guid>", guid},
+			{"", 'S', true, "<port_guid>", "Same as \"-G\" for backward compatibility", guid},
+			{"Direct", 'D', true, "<dr_path>", "report the node containing the port specified by <dr_path>", func(v string) error { o.drPath = v; return nil }},
+			{"skip-sl", 10, false, "", "don't obtain SL to all destinations", set(&o.skipSL)},
+			{"report-port", 'r', false, "", "report port link information", set(&o.reportPort)},
+			{"threshold-file", 8, true, "", "specify an alternate threshold file, default: " + iqeThresholdFile, func(v string) error { o.thresholdFile = v; return nil }},
+			{"GNDN", 'R', false, "", "(This option is obsolete and does nothing)", func(string) error { return nil }},
+			{"data", 2, false, "", "include data counters for ports with errors", set(&o.data)},
+			{"switch", 3, false, "", "print data for switches only", types(printSwitch)},
+			{"ca", 4, false, "", "print data for CA's only", types(printCA)},
+			{"router", 5, false, "", "print data for routers only", types(printRouter)},
+			{"details", 6, false, "", "include transmit discard details", set(&o.details)},
+			{"counters", 9, false, "", "print data counters only", set(&o.counters)},
+			{"clear-errors", 'k', false, "", "Clear error counters after read", set(&o.clearErrors)},
+			{"clear-counts", 'K', false, "", "Clear data counters after read", set(&o.clearCnts)},
+			{"load-cache", 7, true, "<file>", "filename of ibnetdiscover cache to load", func(v string) error { o.loadCache = v; return nil }},
+			{"outstanding_smps", 'o', true, "", "specify the number of outstanding SMP's which should be issued during the scan", func(v string) error {
+				o.outstanding = int(uint32(cli.CStrtol(v)))
+				return nil
+			}},
+		},
+	}, args, stderr)
 	if err != nil {
-		return nil, err
+		return o, usage, err
 	}
-	o.pos = pos
 	// The suppressions in the order given (-s's names as
 	// calculate_suppressed_fields matches them, -c's one).
 	for _, s := range sup {
@@ -295,7 +225,7 @@ func iqeParse(args []string, stderr io.Writer) (*iqeOpts, error) {
 	if o.types == 0 {
 		o.types = printSwitch | printCA | printRouter
 	}
-	return o, nil
+	return o, usage, nil
 }
 
 // iqeThresholds are the thresholds of the error counters (by pcFields
@@ -827,17 +757,11 @@ func (q *iqe) summaryText() {
 }
 
 func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error {
-	o, err := iqeParse(args, stderr)
-	if errors.Is(err, errHelp) {
-		return fabricHelp(stderr, ibqueryerrorsUsage)
-	}
+	o, usage, err := iqeParse(args, stderr)
 	if err != nil {
-		return fabricUsage(stderr, "ibqueryerrors", ibqueryerrorsUsage, err)
+		return diagOptsFailed(stdout, stderr, "ibqueryerrors", usage, o.fabricOpts, err)
 	}
-	if o.version {
-		fmt.Fprintf(stderr, "ibqueryerrors %s\n", ibdiagVersion)
-		return nil
-	}
+	o.ibdTimeout() // mad_rpc_set_timeout, config.timeout_ms
 	exit := func(format string, args ...any) error {
 		return ibexit(stdout, "ibqueryerrors", o.debug, "main", format, args...)
 	}
@@ -846,7 +770,7 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 	if ca == "" {
 		ca = "(null)"
 	}
-	port, err := env.openPort(env.host(), o.ca, o.port)
+	port, err := env.openPort(env.host(), o.ca, max(o.port, 0))
 	if err != nil {
 		log.warn("mad_rpc_open_port", "can't open UMAD port (%s:%d)", ca, o.port)
 		fmt.Fprintf(stderr, "ibqueryerrors: %v\n", err)
@@ -861,8 +785,9 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	c.mkey = o.common.mkey // smp_mkey_set
 	self, err := localPort(env.host(), port, o.timeout, o.tries())
-	if err != nil {
+	if err != nil || !selfResolves(o.port, self) {
 		return exit("can't resolve self port (null)")
 	}
 	// resolve_self's GID: umad's prefix and port GUID; an ibsim port's
@@ -884,7 +809,6 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 	// then scans the whole fabric, as we always do).
 	var drDest smpDest
 	resolved := false
-	d := &destOpts{}
 	if o.drPath != "" {
 		var ok bool
 		drDest, ok = str2drpath(o.drPath)
@@ -894,8 +818,7 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 			resolved = true
 		}
 	} else if o.guidStr != "" {
-		d.guid = true
-		dest, err := env.resolveDest(c, o.fabricOpts, d, o.guidStr)
+		dest, err := env.resolveDest(c, o.fabricOpts, destGUID, o.guidStr)
 		if err != nil {
 			log.warn("main", "Failed to resolve %s; attempting full scan", o.guidStr)
 		}

@@ -84,7 +84,7 @@ func (env *Env) runIBRoute(args []string, stdout, stderr io.Writer) error {
 	defer c.Close()
 	c.mkey = o.common.mkey
 	r.c, r.log = c, log
-	d, err := env.resolveDest(c, o, o.commonDest(), o.pos[0])
+	d, err := env.resolveDest(c, o, o.common.dest, o.pos[0])
 	if err != nil {
 		return exit("can't resolve destination port %s", o.pos[0])
 	}

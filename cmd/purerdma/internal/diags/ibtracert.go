@@ -122,7 +122,7 @@ func (env *Env) runIBTracert(args []string, stdout, stderr io.Writer) error {
 	defer c.Close()
 	c.mkey = o.common.mkey
 	tr.c, tr.log = c, log
-	tr.resolve = func(s string) (smpDest, error) { return env.resolveDest(c, o, o.commonDest(), s) }
+	tr.resolve = func(s string) (smpDest, error) { return env.resolveDest(c, o, o.common.dest, s) }
 	tr.names = openNodeNameMap(mapFile, mapSet, stderr)
 	if !portsSet {
 		if rc, err := tr.getRoute(o.pos[0], o.pos[1], usage); err != nil {

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/umad/netdisc"
@@ -246,33 +245,4 @@ func strncmp64(name string, desc []byte) bool {
 		return string(d) == name
 	}
 	return cString(d) == name
-}
-
-// readIBDiagConfig is ibdiag_common.c's read_ibdiag_config for what
-// saquery uses: CA, Port, timeout and sa_key lines ("name=value"; '#'
-// comments), a file that is not there ignored.
-func readIBDiagConfig(file string, p *saParams) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name, val, ok := strings.Cut(line, "=")
-		if !ok || name == "" || val == "" {
-			continue // C's strtok_r gives NULL there (and would crash)
-		}
-		switch {
-		case strings.HasPrefix(name, "CA"):
-			p.ca = val
-		case strings.HasPrefix(name, "Port"):
-			p.port = int(int32(cStrtoul(val)))
-		case strings.HasPrefix(name, "timeout"):
-			p.timeout = time.Duration(int32(cStrtoul(val))) * time.Millisecond
-		case strings.HasPrefix(name, "sa_key"):
-			p.smKey = cStrtoul(val)
-		}
-	}
 }

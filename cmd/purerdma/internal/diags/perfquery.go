@@ -27,58 +27,44 @@ import (
 	"github.com/purerdma/rdma/umad"
 )
 
-const perfqueryUsage = `Usage: perfquery [options] [<lid> [<port(s)> [<reset_mask>]]]
+// perfqueryGroupDescs are perfquery.c's descriptions of the counter
+// groups' options, by long name.
+var perfqueryGroupDescs = map[string]string{
+	"xmtsl": "show Xmt SL port counters", "rcvsl": "show Rcv SL port counters",
+	"xmtdisc": "show Xmt Discard Details", "rcverr": "show Rcv Error Details",
+	"extended_speeds": "show port extended speeds counters", "oprcvcounters": "show Rcv Counters per Op code",
+	"flowctlcounters": "show flow control counters", "vloppackets": "show packets received per Op code per VL",
+	"vlopdata": "show data received per Op code per VL", "vlxmitflowctlerrors": "show flow control update errors per VL",
+	"vlxmitcounters": "show ticks waiting to transmit counters per VL", "swportvlcong": "show sw port VL congestion",
+	"rcvcc": "show Rcv congestion control counters", "slrcvfecn": "show SL Rcv FECN counters",
+	"slrcvbecn": "show SL Rcv BECN counters", "xmitcc": "show Xmit congestion control counters",
+	"vlxmittimecc": "show VL Xmit Time congestion control counters",
+}
 
-Like infiniband-diags' perfquery: a port's PortCounters, or with -x its
-PortCountersExtended, or one of the other counter groups, read from the
-port's PMA over QP1. Without <lid> it queries the local port (on RoCE
-its GID 0); <port(s)> is the port to read (default: the local port's
-number), or a list (1,4,8) or range (1-10) of ports.
-
-Options:
-  -x, --extended       PortCountersExtended
-  -X, --xmtsl          PortXmitDataSL
-  -S, --rcvsl          PortRcvDataSL
-  -D, --xmtdisc        PortXmitDiscardDetails
-  -E, --rcverr         PortRcvErrorDetails
-  -T, --extended_speeds  PortExtendedSpeedsCounters
-      --oprcvcounters  PortOpRcvCounters
-      --flowctlcounters  PortFlowCtlCounters
-      --vloppackets    PortVLOpPackets
-      --vlopdata       PortVLOpData
-      --vlxmitflowctlerrors  PortVLXmitFlowCtlUpdateErrors
-      --vlxmitcounters PortVLXmitWaitCounters
-      --swportvlcong   SwPortVLCongestion
-      --rcvcc          PortRcvConCtrl
-      --slrcvfecn      PortSLRcvFECN
-      --slrcvbecn      PortSLRcvBECN
-      --xmitcc         PortXmitConCtrl
-      --vlxmittimecc   PortVLXmitTimeCong
-  -c, --smplctl        PortSamplesControl
-  -a, --all_ports      all ports (PortSelect 255; emulated port by port
-                       and summed where the PMA has no AllPortSelect),
-                       or the ports given, summed
-  -l, --loop_ports     each port on its own (with -a or port 255: every
-                       port of the node)
-  -r, --reset_after_read  reset the counters after reading them
-  -R, --Reset_only     only reset the counters (an optional third
-                       argument is the counter select mask)
-  -C, --Ca <ca>        local device (default: as libibumad chooses)
-  -P, --Port <port>    local port (default: as libibumad chooses)
-  -t, --timeout <ms>   response timeout per try (default 1000)
-      --retries <n>    tries after the first (default 2: three in all,
-                       libibmad's)
-  -e, --errors         show send and receive errors (libibmad's retries)
-  -d, --debug          also libibmad's debug lines (one level)
-      --dgid <gid>     address the destination by GID (RoCE needs one)
-      --json           print JSON instead of text
-  -h, --help           this help
-`
+// perfqueryExamples are perfquery.c's usage_examples.
+var perfqueryExamples = []string{
+	"\t\t# read local port's performance counters",
+	"32 1\t\t# read performance counters from lid 32, port 1",
+	"-x 32 1\t# read extended performance counters from lid 32, port 1",
+	"-a 32\t\t# read performance counters from lid 32, all ports",
+	"-r 32 1\t# read performance counters and reset",
+	"-x -r 32 1\t# read extended performance counters and reset",
+	"-R 0x20 1\t# reset performance counters of port 1 only",
+	"-x -R 0x20 1\t# reset extended performance counters of port 1 only",
+	"-R -a 32\t# reset performance counters of all ports",
+	"-R 32 2 0x0fff\t# reset only error counters of port 2",
+	"-R 32 2 0xf000\t# reset only non-error counters of port 2",
+	"-a 32 1-10\t# read performance counters from lid 32, port 1-10, aggregate output",
+	"-l 32 1-10\t# read performance counters from lid 32, port 1-10, output each port",
+	"-a 32 1,4,8\t# read performance counters from lid 32, port 1, 4, and 8, aggregate output",
+	"-l 32 1,4,8\t# read performance counters from lid 32, port 1, 4, and 8, output each port",
+}
 
 type perfqueryOpts struct {
-	// fab are the common options as parseFabricOpts read them (ca ...
-	// debug below are copied from there).
+	// fab are the common options as parseDiagSpec read them (ca ...
+	// debug below are copied from there); usage is the usage it made.
 	fab       *fabricOpts
+	usage     string
 	ca        string
 	port      int
 	extended  bool
@@ -94,8 +80,11 @@ type perfqueryOpts struct {
 	resetOnly bool // -R
 	mask      uint64
 	maskSet   bool
-	errs      bool // -e
-	debug     bool // -d
+	// guid is the destination with -G, a port GUID; badDest a LID
+	// resolve_portid_str refuses (C says so once the port is open).
+	guid, badDest string
+	errs          bool // -e
+	debug         bool // -d
 	// groups are the counter groups asked for (-X, -S, ...), by index
 	// in pmGroups; smplctl is -c.
 	groups  map[int]bool
@@ -111,37 +100,51 @@ type perfqueryOpts struct {
 // port number.
 func cPort(s string) int { return int(int32(uint32(cli.CStrtol(s)))) }
 
+// perfqueryArgsError is an operand perfqueryParse refuses: the message
+// and the usage.
+type perfqueryArgsError struct{ error }
+
+// perfqueryParse reads perfquery's command line (ibdiag_process_opts
+// with perfquery.c's table and exclude string "DK": -D is --xmtdisc);
+// --retries, --dgid and --json are ours. On an error from the options,
+// the result carries fab and usage for diagOptsFailed.
 func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 	o := &perfqueryOpts{lid: -1, groups: map[int]bool{}}
 	flag := func(p *bool) func(string) error { return func(string) error { *p = true; return nil } }
-	extra := []cli.Option{
-		{Short: 'x', Long: "extended", Set: flag(&o.extended)},
-	}
+	custom := []diagOpt{{"extended", 'x', false, "", "show extended port counters", flag(&o.extended)}}
 	for i, g := range pmGroups {
-		extra = append(extra, cli.Option{Short: g.short, Long: g.long, Set: func(string) error { o.groups[i] = true; return nil }})
+		letter := g.short
+		if letter == 0 {
+			letter = byte(len(custom) - 5) // C numbers the long ones from 1
+		}
+		custom = append(custom, diagOpt{g.long, letter, false, "", perfqueryGroupDescs[g.long], func(string) error { o.groups[i] = true; return nil }})
 	}
-	extra = append(extra,
-		cli.Option{Short: 'c', Long: "smplctl", Set: flag(&o.smplctl)},
-		cli.Option{Short: 'a', Long: "all_ports", Set: flag(&o.all)},
-		cli.Option{Short: 'l', Long: "loop_ports", Set: flag(&o.loop)},
-		cli.Option{Short: 'r', Long: "reset_after_read", Set: flag(&o.reset)},
-		cli.Option{Short: 'R', Long: "Reset_only", Set: flag(&o.resetOnly)},
-		cli.Option{Long: "json", Set: flag(&o.json)},
-		cli.Option{Long: "dgid", Arg: true, Set: func(v string) error { o.dgid = v; return nil }},
+	custom = append(custom,
+		diagOpt{"smplctl", 'c', false, "", "show samples control", flag(&o.smplctl)},
+		diagOpt{"all_ports", 'a', false, "", "show aggregated counters", flag(&o.all)},
+		diagOpt{"loop_ports", 'l', false, "", "iterate through each port", flag(&o.loop)},
+		diagOpt{"reset_after_read", 'r', false, "", "reset counters after read", flag(&o.reset)},
+		diagOpt{"Reset_only", 'R', false, "", "only reset counters", flag(&o.resetOnly)},
 	)
-	// ibdiag_process_opts' exclude string "DK": -D is --xmtdisc above,
-	// -K (show_keys) is not perfquery's.
-	extra = append(extra, excludedOpts("perfquery", "K", stderr)...)
-	fo, err := parseFabricOpts("perfquery", true, args, stderr, extra...)
+	fo := newFabricOpts()
+	fo, usage, err := parseDiagSpec(diagSpec{
+		tool: "perfquery", exclude: "DK", usageArgs: " [<lid|guid> [[port(s)] [reset_mask]]]",
+		examples: perfqueryExamples, custom: custom, o: fo,
+		ours: append(retriesOpt(fo),
+			cli.Option{Long: "json", Set: flag(&o.json)},
+			cli.Option{Long: "dgid", Arg: true, Set: func(v string) error { o.dgid = v; return nil }}),
+	}, args, stderr)
+	o.fab, o.usage = fo, usage
 	if err != nil {
-		return nil, err
+		return o, err
 	}
-	o.fab = fo
 	o.ca, o.port, o.timeout, o.retries, o.errs, o.debug = fo.ca, fo.port, fo.timeout, fo.retries, fo.errs, fo.debug
-	pos := fo.pos
-	if len(pos) > 3 {
-		return nil, errors.New("too many arguments")
+	if ms := fo.common.timeoutMS; ms > 0 {
+		// The PMA queries carry ibd_timeout (-t's or the config
+		// file's); the SMPs libibmad's own (-t's: fo.timeout).
+		o.timeout = time.Duration(ms) * time.Millisecond
 	}
+	pos := fo.pos // operands past the third are not looked at, as in C
 	if len(pos) > 2 {
 		// strtoull: what does not parse is 0 (every counter).
 		o.mask, o.maskSet = uint64(cli.CStrtol(pos[2])), true
@@ -149,12 +152,24 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 			o.mask = m
 		}
 	}
-	if len(pos) > 0 {
+	if len(pos) > 0 && fo.common.dest == destGUID {
+		o.guid = pos[0] // resolved through the SA once the port is open
+	} else if len(pos) > 0 && o.dgid != "" {
+		// A LID with --dgid (ours): a number it must be.
 		n, err := strtoulArg(pos[0], "lid")
 		if err != nil || n > 0xffff {
-			return nil, fmt.Errorf("invalid LID %q", pos[0])
+			return o, perfqueryArgsError{fmt.Errorf("invalid LID %q", pos[0])}
 		}
 		o.lid = n
+	} else if len(pos) > 0 {
+		// resolve_portid_str's IB_DEST_LID: strtol into an int, a
+		// unicast LID or IBEXIT once the port is open.
+		lid := int(int32(cli.CStrtol(pos[0])))
+		if lid < 1 || lid > 0xbfff {
+			o.badDest = pos[0]
+		} else {
+			o.lid = lid
+		}
 	}
 	if o.all {
 		o.dport = perfqueryAllPorts
@@ -219,18 +234,19 @@ const (
 
 func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	o, err := perfqueryParse(args, stderr)
-	if errors.Is(err, errHelp) {
-		return fabricHelp(stderr, perfqueryUsage)
+	var bad perfqueryArgsError
+	if errors.As(err, &bad) {
+		return fabricUsage(stderr, "perfquery", o.usage, bad.error)
 	}
 	if err != nil {
-		return fabricUsage(stderr, "perfquery", perfqueryUsage, err)
+		return diagOptsFailed(stdout, stderr, "perfquery", o.usage, o.fab, err)
 	}
 	if o.rangeBad {
 		return ibexit(stdout, "perfquery", o.debug, "main", "max port must be greater than min port in range")
 	}
 	log := &madLog{w: stderr, errs: o.errs || o.debug, debug: o.debug}
 	h := env.host()
-	port, err := env.openPort(h, o.ca, o.port)
+	port, err := env.openPort(h, o.ca, max(o.port, 0))
 	if err != nil {
 		return openFailed(stdout, stderr, "perfquery", o.fab, err)
 	}
@@ -239,9 +255,42 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	// output (fn: the C function, shown with -d); our explanation goes
 	// to standard error after libibmad's warnings.
 	ibexit := func(fn, what string, err error) error { return perfqueryFail(stdout, stderr, o, fn, what, err) }
-	local, err := localPort(h, port, o.timeout, o.retries+1)
+	if o.badDest != "" {
+		return ibexit("main", "can't resolve destination port "+o.badDest, fmt.Errorf("%q is not a unicast LID", o.badDest))
+	}
+	local, err := localPort(h, port, o.fab.timeout, o.retries+1)
+	if err == nil && o.lid < 0 && o.guid == "" && o.dgid == "" && !selfResolves(o.port, local) {
+		err = fmt.Errorf("resolve_self: no port %d", uint8(o.port))
+	}
 	if err != nil {
 		return ibexit("main", "can't resolve self port (null)", err)
+	}
+	// The SMP client of -G's resolution and of the loop over a node's
+	// ports, made on first use.
+	var smp *smpClient
+	smpClient := func() (*smpClient, error) {
+		if smp == nil {
+			c, err := newSMPClient(port, o.fab.timeout, o.retries+1, log)
+			if err != nil {
+				return nil, err
+			}
+			c.mkey = o.fab.common.mkey
+			smp = c
+		}
+		return smp, nil
+	}
+	if o.guid != "" {
+		// -G: resolve_portid_str asks the SA (-s: at that LID) for the
+		// GUID's path.
+		c, err := smpClient()
+		if err != nil {
+			return ibexit("main", "can't resolve destination port "+o.guid, err)
+		}
+		d, err := env.resolveDest(c, o.fab, destGUID, o.guid)
+		if err != nil {
+			return ibexit("main", "can't resolve destination port "+o.guid, err)
+		}
+		o.lid = int(d.lid)
 	}
 	tgt, err := perfqueryResolve(o, local)
 	if err != nil {
@@ -299,7 +348,7 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	var ports []int
 	switch {
 	case loopAll:
-		c, err := newSMPClient(port, o.timeout, o.retries+1, log)
+		c, err := smpClient()
 		if err != nil {
 			return ibexit("main", "smp query nodeinfo failed", err)
 		}
@@ -490,7 +539,7 @@ func perfqueryRSFEC(q *perfqueryQuerier, o *perfqueryOpts, capMask uint16, stder
 	fail := func(fn, what string, err error) (bool, error) {
 		return false, perfqueryFail(q.out, stderr, o, fn, what, err)
 	}
-	c, err := newSMPClient(q.rpc.port, o.timeout, o.retries+1, q.rpc.log)
+	c, err := newSMPClient(q.rpc.port, o.fab.timeout, o.retries+1, q.rpc.log)
 	if err != nil {
 		return fail("is_port_info_extended_supported", "node info query failed", err)
 	}

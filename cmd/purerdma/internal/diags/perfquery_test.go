@@ -58,9 +58,19 @@ func TestPerfqueryArgs(t *testing.T) {
 		o.dgid != "fe80::1" || o.lid != 0x12 || o.dport != 3 {
 		t.Fatalf("%+v %v", o, err)
 	}
-	for _, bad := range [][]string{{"-t", "0"}, {"-P"}, {"-y"}, {"1", "2", "3", "4"}, {"70000"}, {"-t", "-5"}} {
+	for _, bad := range [][]string{{"-t", "0"}, {"-P"}, {"-y"}, {"-t", "-5"}, {"--dgid", "::1", "x"}} {
 		if _, err := perfqueryParse(bad, io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+	// A LID resolve_portid_str refuses is refused once the port is
+	// open (IBEXIT); operands past the third are not looked at.
+	for _, c := range []struct {
+		args []string
+		bad  string
+	}{{[]string{"70000"}, "70000"}, {[]string{"x"}, "x"}, {[]string{"0xc000"}, "0xc000"}, {[]string{"1", "2", "3", "4"}, ""}} {
+		if o, err := perfqueryParse(c.args, io.Discard); err != nil || o.badDest != c.bad {
+			t.Errorf("%q: %+v %v", c.args, o, err)
 		}
 	}
 	if o, err := perfqueryParse([]string{"-R", "-a", "5", "1", "0xf000"}, io.Discard); err != nil || !o.resetOnly || !o.all || o.dport != 1 || o.mask != 0xf000 || !o.maskSet {
@@ -100,11 +110,19 @@ func TestPerfqueryArgs(t *testing.T) {
 	out.Reset()
 	errb.Reset()
 	if err := DefaultEnv().run([]string{"purerdma", "perfquery", "-h"}, &out, &errb); !errors.As(err, &ee) || ee.Code != 2 ||
-		out.Len() != 0 || !strings.Contains(errb.String(), "PortCountersExtended") {
+		out.Len() != 0 || !strings.Contains(errb.String(), "show extended port counters") {
 		t.Fatalf("-h: %v\nstdout %s", err, out.String())
 	}
 	if o, err := perfqueryParse([]string{"-e", "-d", "--retries", "5"}, io.Discard); err != nil || !o.errs || !o.debug || o.retries != 5 {
 		t.Fatalf("%+v %v", o, err)
+	}
+	// Options of ours join only when named in full: --d is C's --debug,
+	// not ambiguous with --dgid.
+	if o, err := perfqueryParse([]string{"--d", "--json"}, io.Discard); err != nil || !o.debug || !o.json {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if _, err := perfqueryParse([]string{"--dg", "::1"}, io.Discard); err == nil {
+		t.Fatal("--dg accepted")
 	}
 	if o, _ := perfqueryParse(nil, io.Discard); o.retries+1 != madDefTries || o.timeout != madDefTimeout {
 		t.Fatalf("defaults: %d tries of %v, want libibmad's %d of %v", o.retries+1, o.timeout, madDefTries, madDefTimeout)

@@ -20,98 +20,15 @@ import (
 	"github.com/purerdma/rdma/umad"
 )
 
-// saOpt is one of ibdiag_common's struct ibdiag_opt: the long name, the
-// letter (below ' ': none), whether it takes an argument, its
-// placeholder and its description, as ibdiag_show_usage prints them.
-type saOpt struct {
-	name   string
-	letter byte
-	arg    bool
-	tmpl   string
-	desc   string
-	set    func(string) error
-}
-
-// Ways a command line fails: ibdiag_show_usage, and IBEXIT's invalid
-// timeout.
-var (
-	errSAUsage      = errors.New("usage")
-	errSABadTimeout = errors.New("invalid timeout")
-)
-
-// saVersion is what -V prints after the name (infiniband-diags prints its
-// build's version; ours is purerdma's).
-const saVersion = "(purerdma)"
-
-// saUsage is ibdiag_show_usage's text for saquery: its arguments and
-// query names, then the options with their descriptions wrapped as
-// pretty_print wraps them.
-func saUsage(opts []saOpt) string {
+// saUsageArgs is saquery's usage_args: its operands and query names.
+func saUsageArgs() string {
 	var b strings.Builder
-	b.WriteString("\nUsage: saquery [options] [query-name] [<name> | <lid> | <guid>]\n\nSupported query names (and aliases):\n")
+	b.WriteString("[query-name] [<name> | <lid> | <guid>]\n\nSupported query names (and aliases):\n")
 	for _, q := range saQueryCmds {
 		fmt.Fprintf(&b, "  %s (%s) %s\n", q.name, q.alias, q.usage)
 	}
-	b.WriteString("\n  Queries node records by default.\n\nOptions:\n")
-	for _, o := range opts {
-		line := "  --" + o.name
-		if o.letter >= 0x20 && o.letter <= 0x7e {
-			line += ", -" + string(o.letter)
-		}
-		if o.arg {
-			t := o.tmpl
-			if t == "" {
-				t = "<val>"
-			}
-			line += " " + t
-		}
-		if o.desc != "" {
-			line += strings.Repeat(" ", max(24-len(line), 0)) + "  "
-			line += prettyPrintStr(len(line), 74, o.desc)
-		}
-		b.WriteString(line + "\n")
-	}
-	b.WriteString("\n")
+	b.WriteString("\n  Queries node records by default.")
 	return b.String()
-}
-
-// prettyPrintStr is ibdiag_common.c's pretty_print: str in lines of at most
-// width-start bytes, broken after a space (a word longer than that on a
-// line of its own), each next line indented by start spaces.
-func prettyPrintStr(start, width int, str string) string {
-	n := width - start
-	var b strings.Builder
-	for {
-		str = strings.TrimLeft(str, " \t\n\v\f\r")
-		// e: one past the last space before n (at least one byte);
-		// p: the first space at n or later, -1 for none.
-		e, p := 0, 0
-		for {
-			e = p + 1
-			if e > len(str) {
-				p = -1
-				break
-			}
-			i := strings.IndexByte(str[e:], ' ')
-			if i < 0 {
-				p = -1
-				break
-			}
-			p = e + i
-			if p >= n {
-				break
-			}
-		}
-		if p < 0 {
-			b.WriteString(str)
-			return b.String()
-		}
-		if e == 1 {
-			e = p
-		}
-		b.WriteString(str[:e] + "\n" + strings.Repeat(" ", start))
-		str = str[e:]
-	}
 }
 
 // saParams is saquery's struct query_params.
@@ -150,7 +67,6 @@ type saParams struct {
 	requestedGUIDSet bool
 	srcSet           bool // --src-to-dst
 	src, dst         string
-	versionAsked     bool
 }
 
 // The node_print_desc modes.
@@ -241,14 +157,13 @@ func findSAQueryByType(attr umad.AttrID) *saQueryCmd {
 func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 	p := &saParams{hopLimit: -1, reversible: -1, numbPath: -1, qosClass: -1, sl: -1, proxyJoin: -1,
 		timeout: time.Second}
-	var badTimeout string
 	var queryType umad.AttrID
 	command := saCmdQuery
 	gid := func(dst *[16]byte) func(string) error {
 		return func(v string) error {
 			g, ok := inetPton6(v)
 			if !ok {
-				return errSAUsage
+				return errDiagUsage
 			}
 			*dst = g
 			return nil
@@ -270,9 +185,10 @@ func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 	}
-	// saquery's options, then ibdiag_common's common ones but -D, -G,
-	// -L, -s and -y, as make_long_opts lists them for the usage.
-	table := []saOpt{
+	fo := newFabricOpts()
+	// saquery's options (ibdiag_common's -D, -G, -L, -s and -y are
+	// excluded).
+	custom := []diagOpt{
 		{"p", 'p', false, "", "get PathRecord info", flag(func() { queryType = umad.SAAttrPathRecord })},
 		{"N", 'N', false, "", "get NodeRecord info", flag(func() { command = saCmdNodeRecord })},
 		{"L", 'L', false, "", "return the Lids of the name specified", desc(descLIDOnly)},
@@ -293,7 +209,7 @@ func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 		{"src-to-dst", 1, true, "<src:dst>", "get a PathRecord for <src:dst> where src and dst are either node names or LIDs", func(v string) error {
 			i := strings.IndexByte(v, ':')
 			if i < 0 {
-				return errSAUsage
+				return errDiagUsage
 			}
 			p.src, p.dst, p.srcSet = v[:i], v[i+1:], true
 			p.numbPath = 0x7f
@@ -303,12 +219,12 @@ func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 		{"sgid-to-dgid", 2, true, "<sgid-dgid>", "get a PathRecord for <sgid-dgid> where sgid and dgid are addresses in IPv6 format", func(v string) error {
 			i := strings.IndexByte(v, '-')
 			if i < 0 {
-				return errSAUsage
+				return errDiagUsage
 			}
 			s, ok1 := inetPton6(v[:i])
 			d, ok2 := inetPton6(v[i+1:])
 			if !ok1 || !ok2 {
-				return errSAUsage
+				return errDiagUsage
 			}
 			p.sgid, p.dgid = s, d
 			p.numbPath = 0x7f
@@ -320,7 +236,7 @@ func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}},
 		{"smkey", 4, true, "<val>", "SA SM_Key value for the query. If non-numeric value (like 'x') is specified then saquery will prompt for a value.  Default (when not specified here or in ibdiag.conf) is to  use SM_Key == 0 (or \"untrusted\")",
-			keyed("SM_Key", func(v uint64) { p.smKey = v })},
+			keyed("SM_Key", func(v uint64) { fo.common.saKey = v })},
 		{"slid", 5, true, "<lid>", "Source LID (PathRecord)", u(func(v uint64) { p.slid = uint16(v) })},
 		{"dlid", 6, true, "<lid>", "Destination LID (PathRecord)", u(func(v uint64) { p.dlid = uint16(v) })},
 		{"mlid", 7, true, "<lid>", "Multicast LID (MCMemberRecord)", u(func(v uint64) { p.mlid = uint16(v) })},
@@ -346,54 +262,17 @@ func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 		{"join_state", 'J', true, "", "Join state (MCMemberRecord)", u(func(v uint64) { p.joinState = uint8(v) })},
 		{"proxy_join", 'X', true, "", "Proxy join (MCMemberRecord)", u(func(v uint64) { p.proxyJoin = int32(v) })},
 		{"service_id", 22, true, "", "ServiceID (PathRecord)", u(func(v uint64) { p.serviceID = v })},
-		// ibdiag_common's.
-		{"config", 'z', true, "<config>", "use config file, default: " + ibdiagConfigPath, func(v string) error {
-			readIBDiagConfig(v, p)
-			return nil
-		}},
-		{"Ca", 'C', true, "<ca>", "Ca name to use", func(v string) error { p.ca = v; return nil }},
-		{"Port", 'P', true, "<port>", "Ca port number to use", func(v string) error { p.port = int(int32(cStrtoul(v))); return nil }},
-		{"timeout", 't', true, "<ms>", "timeout in ms", func(v string) error {
-			ms, n := cStrtoulN(v)
-			sv, ok := cStrtol(v)
-			if !ok || n == 0 && v != "" || n < len(v) || sv <= 0 || sv > 1<<31-1 {
-				badTimeout = v
-				return errSABadTimeout
-			}
-			p.timeout = time.Duration(ms) * time.Millisecond
-			return nil
-		}},
-		{"show_keys", 'K', false, "", "display security keys in output", flag(func() { p.showKeys = true })},
-		{"errors", 'e', false, "", "show send and receive errors", flag(func() {})},
-		{"verbose", 'v', false, "", "increase verbosity level", flag(func() {})},
-		{"debug", 'd', false, "", "raise debug level", flag(func() { p.debug++ })},
-		{"help", 'h', false, "", "help message", func(string) error { return errHelp }},
-		{"version", 'V', false, "", "show version", flag(func() { p.versionAsked = true })},
 	}
-	var opts []cli.Option
-	for _, o := range table {
-		short := o.letter
-		if short < 0x20 || short > 0x7e {
-			short = 0 // not an option letter one can type
-		}
-		opts = append(opts, cli.Option{Short: short, Long: o.name, Arg: o.arg, Set: o.set})
+	// ibd_timeout: DEFAULT_SA_TIMEOUT_MS unless ibdiag.conf or -t say
+	// otherwise.
+	fo.common.timeoutMS, fo.common.timeoutMSSet = 1000, true
+	fo, usageText, err := parseDiagSpec(diagSpec{tool: "saquery", exclude: "DGLsy", usageArgs: saUsageArgs(), custom: custom, o: fo}, args, stderr)
+	if err != nil {
+		return diagOptsFailed(stdout, stderr, "saquery", usageText, fo, err)
 	}
-	usageText := saUsage(table)
-	readIBDiagConfig(ibdiagConfigPath, p)
-	pos, err := cli.GetoptOperands("saquery", args, opts, stderr)
-	switch {
-	case errors.Is(err, errSABadTimeout):
-		return ibexit(stdout, "saquery", false, "process_opt", "Invalid timeout \"%s\".  Timeout requires a positive integer value < %d.", badTimeout, 1<<31-1)
-	case err != nil:
-		// getopt's complaint is on stderr already; -h, and what
-		// saquery's process_opt refuses, get the usage alone.
-		fmt.Fprint(stderr, usageText)
-		return cli.ExitError{Code: 2}
-	}
-	if p.versionAsked {
-		fmt.Fprintf(stderr, "saquery %s\n", saVersion)
-		return nil
-	}
+	pos := fo.pos
+	p.ca, p.port, p.smKey, p.showKeys, p.debug = fo.ca, fo.port, fo.common.saKey, fo.common.showKeys, fo.common.debugN
+	p.timeout = time.Duration(fo.common.timeoutMS) * time.Millisecond
 
 	var q *saQueryCmd
 	if queryType == 0 && command == saCmdQuery {

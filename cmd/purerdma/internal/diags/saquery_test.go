@@ -2,6 +2,7 @@ package diags
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -64,7 +65,8 @@ func TestSAQueryNoPanic(t *testing.T) {
 			t.Errorf("%v: status 0 without a fabric", args)
 		}
 	}
-	if got := prettyPrintStr(10, 20, "a bb ccccccccccccc dd"); got != "a bb \n          ccccccccccccc\n          dd" {
-		t.Errorf("prettyPrint: %q", got)
+	var b strings.Builder
+	if prettyPrint(&b, 10, 20, "a bb ccccccccccccc dd"); b.String() != "a bb \n          ccccccccccccc\n          dd" {
+		t.Errorf("prettyPrint: %q", b.String())
 	}
 }

@@ -174,14 +174,25 @@ type smpClient struct {
 	sa      umad.AgentID // registered on first use (ibaddr -G)
 	rpc     *madRPC
 	tid     uint32
-	// mkey is the M_Key the SMPs carry (-y).
+	// mkey is the M_Key every SMP carries (-y; libibmad's
+	// smp_mkey_set).
 	mkey uint64
 }
 
-// openSMP opens the local port (ca, port as the C tools' -C and -P) and
-// registers a LID-routed and a directed-route SMP client.
+// selfResolves is whether resolve_self and resolve_sm_portid find the
+// local port self that -P (port) opened: they take the number as a
+// uint8_t where umad_open_port took an int, a number below 1 being its
+// first active port; 0 is that port for them too.
+func selfResolves(port int, self *umad.CAPort) bool {
+	p := uint8(port)
+	return port >= 0 || p == 0 || (self != nil && int(p) == self.Number)
+}
+
+// openSMP opens the local port (ca, port as the C tools' -C and -P; a
+// port below 1 is libibumad's first active one) and registers a
+// LID-routed and a directed-route SMP client.
 func (env *Env) openSMP(ca string, port int, timeout time.Duration, tries int, log *madLog) (*smpClient, error) {
-	p, err := env.openPort(env.host(), ca, port)
+	p, err := env.openPort(env.host(), ca, max(port, 0))
 	if err != nil {
 		return nil, err
 	}

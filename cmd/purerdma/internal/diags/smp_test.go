@@ -17,10 +17,10 @@ func TestFabricToolArgs(t *testing.T) {
 		code int
 		help string
 	}{
-		{[]string{"smpquery"}, 2, ""}, {[]string{"smpquery", "nodeinfo"}, 2, ""}, {[]string{"smpquery", "-y", "ni", "1"}, 2, ""},
+		{[]string{"smpquery"}, 2, ""}, {[]string{"smpquery", "nodeinfo"}, 2, ""}, {[]string{"smpquery", "-y"}, 2, ""},
 		// -h and --help: the usage on standard error, exit status 2, as
 		// ibdiag_show_usage.
-		{[]string{"smpquery", "-h"}, 2, "GUIDInfo"}, {[]string{"sminfo", "-s"}, 2, ""}, {[]string{"sminfo", "--help"}, 2, "SMInfo"},
+		{[]string{"smpquery", "-h"}, 2, "GUIDInfo"}, {[]string{"sminfo", "-s"}, 2, ""}, {[]string{"sminfo", "--help"}, 2, "<sm_lid|sm_dr_path>"},
 		{[]string{"ibnetdiscover", "--bogus"}, 2, ""}, {[]string{"ibnetdiscover", "--outstanding"}, 2, ""},
 		{[]string{"ibnetdiscover", "-h"}, 2, "--outstanding_smps"}, {[]string{"iblinkinfo", "-t"}, 2, ""}, {[]string{"iblinkinfo", "-h"}, 2, "iblinkinfo"},
 		{[]string{"ibstat", "-h"}, 2, "list_of_cas"}, {[]string{"ibstat", "--help"}, 2, "list_of_cas"},

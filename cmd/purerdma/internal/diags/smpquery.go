@@ -17,36 +17,31 @@ import (
 	"github.com/purerdma/rdma/umad"
 )
 
-const smpqueryUsage = `Usage: smpquery [options] <op> <dest dr_path|lid> [op params]
+// smpqueryOps are smpquery.c's match_tbl in its order, for the usage:
+// name, alias, whether a port number follows the address.
+var smpqueryOps = []struct {
+	name, alias string
+	port        bool
+}{
+	{"NodeInfo", "NI", false}, {"NodeDesc", "ND", false}, {"PortInfo", "PI", true},
+	{"PortInfoExtended", "PIE", true}, {"SwitchInfo", "SI", false}, {"PKeyTable", "PKeys", true},
+	{"SL2VLTable", "SL2VL", true}, {"VLArbitration", "VLArb", true}, {"GUIDInfo", "GI", false},
+	{"MlnxExtPortInfo", "MEPI", true},
+}
 
-Like infiniband-diags' smpquery: one SMP Get to a node, LID-routed or
-(with -D) along a directed route such as 0,1,3, dumped as libibmad does.
-
-Ops (case does not matter):
-  NodeInfo (NI), NodeDesc (ND), PortInfo (PI) [<port>],
-  PortInfoExtended (PIE) [<port>], SwitchInfo (SI),
-  PKeyTable (PKeys) [<port>], SL2VLTable (SL2VL) [<port>],
-  VLArbitration (VLArb) [<port>], GUIDInfo (GI, guids),
-  MlnxExtPortInfo (MEPI) [<port>]
-
-Options:
-  -D, --Direct         the destination is a directed route
-  -c, --combined       the destination is a combined route: a LID, then
-                       a directed route from there (smpquery -c NI 6 0,12)
-  -x, --extended       PortInfo with the extended speeds bit (31) of the
-                       attribute modifier set
-      --node-name-map <file>  names for NodeDesc, by node GUID
-  -C, --Ca <ca>        local device (default: as libibumad chooses)
-  -P, --Port <port>    local port (default: as libibumad chooses)
-  -t, --timeout <ms>   response timeout per try (default 1000)
-      --retries <n>    tries after the first (default 2: three in all)
-  -e, --errors         show send and receive errors (libibmad's retries)
-  -d, --debug          also libibmad's debug lines (one level)
-  -h, --help           this help
-
-With PURERDMA_IBSIM=SOCKET:NODE the tool runs on an ibsim fabric
-(docs/ibsim.md).
-`
+// smpqueryUsageArgs is smpquery's usage_args: the operands and the ops.
+func smpqueryUsageArgs() string {
+	var b strings.Builder
+	b.WriteString("<op> <dest dr_path|lid|guid> [op params]\n\nSupported ops (and aliases, case insensitive):\n")
+	for _, r := range smpqueryOps {
+		port := ""
+		if r.port {
+			port = " [<portnum>]"
+		}
+		fmt.Fprintf(&b, "  %s (%s) <addr>%s\n", r.name, r.alias, port)
+	}
+	return b.String()
+}
 
 type smpOp func(c *smpClient, d smpDest, args []string, w io.Writer) error
 
@@ -60,27 +55,40 @@ var smpOps = map[string]smpOp{
 	"pkeytable": smpPKeys, "pkeys": smpPKeys,
 	"sl2vltable": smpSL2VL, "sl2vl": smpSL2VL,
 	"vlarbitration": smpVLArb, "vlarb": smpVLArb,
-	"guidinfo": smpGUIDs, "gi": smpGUIDs, "guids": smpGUIDs,
+	"guidinfo": smpGUIDs, "gi": smpGUIDs,
 }
 
 func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
-	var combined, extSpeeds bool
+	var extSpeeds bool
 	var nnmFile string
-	o, err := parseFabricOpts("smpquery", true, args, stderr,
-		cli.Option{Short: 'c', Long: "combined", Set: func(string) error { combined = true; return nil }},
-		cli.Option{Long: "node-name-map", Arg: true, Set: func(v string) error { nnmFile = v; return nil }},
-		cli.Option{Short: 'x', Long: "extended", Set: func(string) error { extSpeeds = true; return nil }},
-	)
-	if errors.Is(err, errHelp) {
-		return fabricHelp(stderr, smpqueryUsage)
-	}
-	if err == nil && len(o.pos) < 2 {
-		// ibdiag_show_usage, no message.
-		return fabricHelp(stderr, smpqueryUsage)
-	}
+	o := newFabricOpts()
+	o, usage, err := parseDiagSpec(diagSpec{
+		tool: "smpquery", usageArgs: smpqueryUsageArgs(),
+		examples: []string{
+			"portinfo 3 1\t\t\t\t# portinfo by lid, with port modifier",
+			"-G switchinfo 0x2C9000100D051 1\t# switchinfo by guid",
+			"-D nodeinfo 0\t\t\t\t# nodeinfo by direct route",
+			"-c nodeinfo 6 0,12\t\t\t# nodeinfo by combined route",
+		},
+		custom: []diagOpt{
+			{"combined", 'c', false, "", "use Combined route address argument", func(string) error {
+				// ibd_dest_type, which a later -D, -L or -G sets again.
+				o.common.dest, o.dr = destDRSLID, false
+				return nil
+			}},
+			{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { nnmFile = v; return nil }},
+			{"extended", 'x', false, "", "use extended speeds", func(string) error { extSpeeds = true; return nil }},
+		},
+		ours: retriesOpt(o), o: o,
+	}, args, stderr)
 	if err != nil {
-		return fabricUsage(stderr, "smpquery", smpqueryUsage, err)
+		return diagOptsFailed(stdout, stderr, "smpquery", usage, o, err)
 	}
+	if len(o.pos) < 2 {
+		// ibdiag_show_usage, no message.
+		return fabricHelp(stderr, usage)
+	}
+	combined := o.common.dest == destDRSLID
 	exit := func(fn, format string, args ...any) error {
 		return ibexit(stdout, "smpquery", o.debug, fn, format, args...)
 	}
@@ -94,6 +102,7 @@ func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
 		return openFailed(stdout, stderr, "smpquery", o, err)
 	}
 	defer c.Close()
+	c.mkey = o.common.mkey
 	nnm := openNodeNameMap(nnmFile, nnmFile != "", stderr)
 	switch strings.ToLower(o.pos[0]) {
 	case "portinfo", "pi":
@@ -118,12 +127,18 @@ func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
 			route, opArgs = o.pos[2], o.pos[3:]
 		}
 		self, err := localPort(env.host(), c.port, o.timeout, o.tries())
-		if err != nil {
+		if err != nil || !selfResolves(o.port, self) {
 			return exit("main", "can't resolve destination port %s %s", o.pos[1], route)
 		}
 		log.dbg("str2drpath", "DR str: %s", route)
 		if d, err = parseCombinedDest(o.pos[1], route, uint16(ibU32(self.LID))); err != nil {
 			return exit("main", "%v", err)
+		}
+	} else if o.common.dest == destGUID {
+		// resolve_portid_str: the SA's PathRecord of the GUID (-s:
+		// the SA's LID).
+		if d, err = env.resolveDest(c, o, destGUID, o.pos[1]); err != nil {
+			return exit("main", "can't resolve destination port %s", o.pos[1])
 		}
 	} else {
 		if o.dr {
@@ -488,27 +503,6 @@ func smpGUIDs(c *smpClient, d smpDest, _ []string, w io.Writer) error {
 	return nil
 }
 
-const sminfoUsage = `Usage: sminfo [options] [<sm_lid|sm_dr_path> [modifier]]
-
-Like infiniband-diags' sminfo: the SMInfo of the subnet manager (by
-default the master SM the local port's PortInfo names); with a modifier
-other than 0, a Set of SMInfo with that attribute modifier (1 handover,
-2 acknowledge, 3 disable, 4 standby, 5 discover) instead of a Get.
-
-Options:
-  -s, --state <0-3>    the SMState a Set carries
-  -p, --priority <0-15>  the priority a Set carries
-  -a, --activity <n>   the activity count a Set carries
-  -D, --Direct         the destination is a directed route
-  -C, --Ca <ca>        local device
-  -P, --Port <port>    local port
-  -t, --timeout <ms>   response timeout per try (default 1000)
-      --retries <n>    tries after the first (default 2: three in all)
-  -e, --errors         show send and receive errors (libibmad's retries)
-  -d, --debug          also libibmad's debug lines (one level)
-  -h, --help           this help
-`
-
 var sminfoStates = []string{"SMINFO_NOTACTIVE", "SMINFO_DISCOVER", "SMINFO_STANDBY", "SMINFO_MASTER"}
 
 func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
@@ -518,20 +512,20 @@ func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
 	num := func(p *uint64) func(string) error {
 		return func(v string) error { *p = uint64(cli.CStrtol(v)); return nil }
 	}
-	o, err := parseFabricOpts("sminfo", true, args, stderr,
-		cli.Option{Short: 's', Long: "state", Arg: true, Set: num(&state)},
-		cli.Option{Short: 'p', Long: "priority", Arg: true, Set: num(&prio)},
-		cli.Option{Short: 'a', Long: "activity", Arg: true, Set: num(&act)},
-		// ibdiag_process_opts' exclude string "sK": -s is the state
-		// above, -K (show_keys) is not sminfo's.
-		excludedOpts("sminfo", "K", stderr)[0],
-	)
-	if errors.Is(err, errHelp) {
-		return fabricHelp(stderr, sminfoUsage)
-	}
+	o := newFabricOpts()
+	o, usage, err := parseDiagSpec(diagSpec{
+		tool: "sminfo", exclude: "sK", usageArgs: "<sm_lid|sm_dr_path> [modifier]",
+		custom: []diagOpt{
+			{"state", 's', true, "<0-3>", "set SM state", num(&state)},
+			{"priority", 'p', true, "<0-15>", "set SM priority", num(&prio)},
+			{"activity", 'a', true, "", "set activity count", num(&act)},
+		},
+		ours: retriesOpt(o), o: o,
+	}, args, stderr)
 	if err != nil {
-		return fabricUsage(stderr, "sminfo", sminfoUsage, err)
+		return diagOptsFailed(stdout, stderr, "sminfo", usage, o, err)
 	}
+	o.ibdTimeout() // the SMInfo query's timeout
 	exit := func(format string, args ...any) error {
 		return ibexit(stdout, "sminfo", o.debug, "main", format, args...)
 	}
@@ -541,8 +535,13 @@ func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
 		return openFailed(stdout, stderr, "sminfo", o, err)
 	}
 	defer c.Close()
+	c.mkey = o.common.mkey
 	var d smpDest
-	if len(o.pos) > 0 {
+	if len(o.pos) > 0 && o.common.dest == destGUID {
+		if d, err = env.resolveDest(c, o, destGUID, o.pos[0]); err != nil {
+			return exit("can't resolve destination port %s", o.pos[0])
+		}
+	} else if len(o.pos) > 0 {
 		if o.dr {
 			log.dbg("str2drpath", "DR str: %s", o.pos[0])
 		}
@@ -552,6 +551,11 @@ func (env *Env) runSMInfo(args []string, stdout, stderr io.Writer) error {
 	} else {
 		// resolve_sm_portid: the local port's PortInfo (from sysfs in
 		// C, where libibmad prints nothing) names the SM.
+		if o.port < 0 {
+			if self, err := localPort(env.host(), c.port, o.timeout, o.tries()); err != nil || !selfResolves(o.port, self) {
+				return exit("can't resolve sm port %s", "(null)")
+			}
+		}
 		quiet := *c.rpc
 		quiet.log = nil
 		qc := *c
