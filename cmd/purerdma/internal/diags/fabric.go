@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
@@ -461,7 +463,7 @@ func prettyPrint(b *strings.Builder, start, width int, s string) {
 // as C's strncmp does: CA, Port, timeout, m_key, sa_key (MLX_EPI and
 // nd_format do not concern the tools here).
 func (o *fabricOpts) readConfig(file string) {
-	data, err := os.ReadFile(file)
+	data, err := readFileBounded(file, maxTextFile)
 	if err != nil {
 		return
 	}
@@ -553,4 +555,31 @@ func hexVal(c byte) uint64 {
 		return uint64(c-'A') + 10
 	}
 	return 99
+}
+
+// The most the tools read of a file they are given: a text file
+// (configuration, thresholds, an ibnetdiscover topology) and an
+// ibnetdiscover cache. C reads any length; a longer file here fails with
+// EFBIG rather than take memory without bound.
+const (
+	maxTextFile  = 64 << 20
+	maxCacheFile = 256 << 20
+)
+
+// readFileBounded reads file whole, at most limit bytes: a longer one is
+// an *fs.PathError wrapping EFBIG.
+func readFileBounded(file string, limit int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: file, Err: err}
+	}
+	if int64(len(b)) > limit {
+		return nil, &fs.PathError{Op: "read", Path: file, Err: syscall.EFBIG}
+	}
+	return b, nil
 }

@@ -101,6 +101,14 @@ func TestFabricIBQueryErrors(t *testing.T) {
 			os.WriteFile(nnmap, []byte("# map\n"+guid+" \"renamed one\"\n  0x1 other # x\n"), 0o644)
 			cases := [][]string{{}, {"-r"}, {"-G", guid}, {"--switch"}, {"--ca", "-c"}, {"--data"}}
 			if net.name == "small" {
+				// A fabric infiniband-diags' ibnetdiscover cached
+				// (libibnetdisc's file), loaded instead of a scan.
+				cache := filepath.Join(dir, "cache")
+				if r := runC(t, f, net.node, "ibnetdiscover", "--cache", cache); r.code != 0 {
+					t.Fatalf("ibnetdiscover --cache: %+v", r)
+				}
+				cases = append(cases, [][]string{{"--load-cache", cache}, {"--load-cache", cache, "-r", "--details"},
+					{"--load-cache", cache, "-G", guid}, {"--load-cache", cache, "--switch", "-c"}}...)
 				cases = append(cases, [][]string{
 					{"-s", "SymbolErrorCounter,PortXmitData,Bogus"}, {"-c", "-s", "LinkDownedCounter", "-s", "PortRcvErrors"},
 					{"--threshold-file", thres}, {"--threshold-file", filepath.Join(dir, "none")},

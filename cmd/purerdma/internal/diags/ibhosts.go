@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"regexp"
 	"strings"
 	"syscall"
@@ -94,7 +93,7 @@ func (env *Env) runHostsScript(s hostsScript, args []string, stdout, stderr io.W
 	var text bytes.Buffer
 	var rv error
 	if topofile != "" {
-		b, err := os.ReadFile(topofile)
+		b, err := readFileBounded(topofile, maxTextFile)
 		if err != nil {
 			// cat's message: "cat: FILE: strerror".
 			var errno syscall.Errno

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -240,7 +239,7 @@ type iqeThresholds struct {
 // readThresholds is set_thresholds: NAME=VALUE lines, '#' comments.
 func readThresholds(file string) iqeThresholds {
 	t := iqeThresholds{val: map[int]uint64{}}
-	b, err := os.ReadFile(file)
+	b, err := readFileBounded(file, maxTextFile)
 	if err != nil {
 		return t
 	}
@@ -826,31 +825,37 @@ func (env *Env) runIBQueryErrors(args []string, stdout, stderr io.Writer) error 
 			q.lid2sl = map[uint16]uint8{dest.lid: dest.sl} // the SL resolve_guid read
 		}
 	}
+	var f *netdisc.Fabric
 	if o.loadCache != "" {
-		fmt.Fprintf(stderr, "loading cached fabric failed\n")
-		fmt.Fprintf(stderr, "ibqueryerrors: --load-cache: reading ibnetdiscover's cache files is not supported\n")
-		return cli.ExitError{Code: 255}
-	}
-	// libibnetdisc scans around a -D node that does not answer, and
-	// reports its first SMP's failure.
-	if resolved {
-		if _, err := c.getQuiet(drDest, umad.SMAttrNodeInfo, 0); err != nil {
-			fmt.Fprintf(stderr, "./libibnetdisc/query_smp.c:186; umad (%s Attr 0x11:0) bad status 110; Connection timed out\n", drDest)
+		// ibnd_load_fabric: the fabric an ibnetdiscover --cache wrote
+		// (ndcache.go), no scan.
+		lf, err := loadCache(o.loadCache)
+		if err != nil {
+			fmt.Fprintf(stderr, "loading cached fabric failed\n")
+			return cli.ExitError{Code: 255}
 		}
-	}
-	dopts := *o.fabricOpts
-	if !o.timeoutSet {
-		dopts.timeout = 200 * time.Millisecond
-	}
-	dopts.retries = 3
-	outstanding := 64
-	if o.outstanding > 0 {
-		outstanding = o.outstanding
-	}
-	f, err := discoverFabric(port, &dopts, outstanding)
-	if err != nil {
-		fmt.Fprintf(stderr, "discover failed\nibqueryerrors: %v\n", err)
-		return cli.ExitError{Code: 255}
+		f = lf.f
+	} else {
+		// libibnetdisc scans around a -D node that does not answer, and
+		// reports its first SMP's failure.
+		if resolved {
+			if _, err := c.getQuiet(drDest, umad.SMAttrNodeInfo, 0); err != nil {
+				fmt.Fprintf(stderr, "./libibnetdisc/query_smp.c:186; umad (%s Attr 0x11:0) bad status 110; Connection timed out\n", drDest)
+			}
+		}
+		dopts := *o.fabricOpts
+		if !o.timeoutSet {
+			dopts.timeout = 200 * time.Millisecond
+		}
+		dopts.retries = 3
+		outstanding := 64
+		if o.outstanding > 0 {
+			outstanding = o.outstanding
+		}
+		if f, err = discoverFabric(port, &dopts, outstanding); err != nil {
+			fmt.Fprintf(stderr, "discover failed\nibqueryerrors: %v\n", err)
+			return cli.ExitError{Code: 255}
+		}
 	}
 	q.thres = readThresholds(o.thresholdFile)
 	agent, err := port.Register(umad.ClassPerfMgmt, umad.PerfClassVersion, umad.MethodMask{})

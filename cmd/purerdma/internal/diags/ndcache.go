@@ -188,7 +188,7 @@ type loadedFabric struct {
 // creation order (the file's reversed), as Discover lists them; the local
 // port's number is not in the file (0).
 func loadCache(file string) (*loadedFabric, error) {
-	data, err := os.ReadFile(file)
+	data, err := readFileBounded(file, maxCacheFile)
 	if err != nil {
 		return nil, cacheError{636, "open: " + errnoText(err) + "\n"}
 	}

@@ -2,9 +2,11 @@ package diags
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -71,5 +73,23 @@ func TestCombinedDest(t *testing.T) {
 		if _, err := parseCombinedDest(lid, "0,1", 2); err == nil {
 			t.Errorf("%s accepted", lid)
 		}
+	}
+}
+
+// TestReadFileBounded: the tools' reads of the files they are given stop
+// at their bound, a longer file failing with EFBIG.
+func TestReadFileBounded(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, bytes.Repeat([]byte("x"), 11), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := readFileBounded(p, 11); err != nil || len(b) != 11 {
+		t.Errorf("at the bound: %d bytes, %v", len(b), err)
+	}
+	if _, err := readFileBounded(p, 10); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("past the bound: %v, want EFBIG", err)
+	}
+	if _, err := readFileBounded(filepath.Join(t.TempDir(), "none"), 10); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing file: %v", err)
 	}
 }
