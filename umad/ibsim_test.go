@@ -227,8 +227,9 @@ func TestSimID(t *testing.T) {
 }
 
 // FuzzSimRequest: ibsim's packets decode only at exactly 288 bytes with a
-// length of 24 to 256, never panic, and carry the bytes they came with
-// (but the TID's top 16 bits of answers and failed requests).
+// length of 24 to 256, never panic, and carry the MAD at that length with
+// the bytes it came with (but the TID's top 16 bits of answers and failed
+// requests).
 func FuzzSimRequest(f *testing.F) {
 	ok := make([]byte, simReqSize)
 	binary.BigEndian.PutUint64(ok[24:], 256)
@@ -251,14 +252,14 @@ func FuzzSimRequest(f *testing.F) {
 		if !good {
 			return
 		}
-		if len(r.mad) != 256 || r.slid != binary.BigEndian.Uint16(in[4:]) || r.sqp != binary.BigEndian.Uint32(in[12:])&0xffffff {
+		if uint64(len(r.mad)) != length || r.slid != binary.BigEndian.Uint16(in[4:]) || r.sqp != binary.BigEndian.Uint32(in[12:])&0xffffff {
 			t.Fatalf("%+v", r)
 		}
 		cleared := in[32+3]&0x80 != 0 || r.status != 0
 		if cleared && (r.mad[8] != 0 || r.mad[9] != 0) || !cleared && (r.mad[8] != in[40] || r.mad[9] != in[41]) {
 			t.Fatalf("TID %x from %x", r.mad[8:16], in[40:48])
 		}
-		if !bytes.Equal(r.mad[10:], in[42:]) {
+		if !bytes.Equal(r.mad[10:], in[42:32+length]) {
 			t.Fatal("MAD bytes changed")
 		}
 	})
