@@ -28,17 +28,8 @@ type fabricRun struct {
 // runC runs infiniband-diags' tool attached at node of f.
 func runC(t *testing.T, f *ibsimtest.Fabric, node, tool string, args ...string) fabricRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := f.Command(ctx, node, tool, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := fabricRun{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		r.code = ee.ExitCode()
-	} else if err != nil {
+	r, err := runCProc(f, node, tool, args...)
+	if err != nil {
 		t.Fatalf("%s: %v", tool, err)
 	}
 	return r

@@ -143,7 +143,7 @@ func (env *Env) runIBTracert(args []string, stdout, stderr io.Writer) error {
 	lineCount, pairs := 0, 0
 	for {
 		// fgets into 80 bytes: a longer line is read in pieces.
-		line, err := readLineMax(r, 79)
+		line, err := readCLine(r, 79)
 		if line == "" && err != nil {
 			break
 		}
@@ -178,22 +178,6 @@ func (env *Env) runIBTracert(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(tr.out, "%d lid/guid pairs processed from %s\n", pairs, portsFile)
 	flush()
 	return nil
-}
-
-// readLineMax is fgets with a buffer of max+1 bytes.
-func readLineMax(r *bufio.Reader, max int) (string, error) {
-	var b strings.Builder
-	for b.Len() < max {
-		c, err := r.ReadByte()
-		if err != nil {
-			return b.String(), err
-		}
-		b.WriteByte(c)
-		if c == '\n' {
-			break
-		}
-	}
-	return b.String(), nil
 }
 
 func (tr *tracer) debug(fn, format string, a ...any) { tr.log.ibdebug(fn, format, a...) }
