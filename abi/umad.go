@@ -21,6 +21,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strconv"
+
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // Sizes of the two umad header layouts.
@@ -57,11 +60,11 @@ const (
 // Decoder errors are static so that a failing decode does not allocate
 // either.
 var (
-	errMadHdrSize    = fmt.Errorf("abi: struct ib_user_mad_hdr: %w", ErrMadHdrSize)
-	errMadHdrShort   = fmt.Errorf("abi: struct ib_user_mad_hdr: %w", ErrShortBuffer)
-	errRegReqShort   = fmt.Errorf("abi: struct ib_user_mad_reg_req needs %d bytes: %w", RegReqSize, ErrShortBuffer)
-	errRegReq2Short  = fmt.Errorf("abi: struct ib_user_mad_reg_req2 needs %d bytes: %w", RegReq2Size, ErrShortBuffer)
-	errMadHdrPKeyOld = fmt.Errorf("abi: struct ib_user_mad_hdr_old has no pkey_index, PKeyIndex must be 0: %w", ErrRange)
+	errMadHdrSize    = errs.Wrap("abi: struct ib_user_mad_hdr", ErrMadHdrSize)
+	errMadHdrShort   = errs.Wrap("abi: struct ib_user_mad_hdr", ErrShortBuffer)
+	errRegReqShort   = errs.Wrap("abi: struct ib_user_mad_reg_req needs "+strconv.Itoa(RegReqSize)+" bytes", ErrShortBuffer)
+	errRegReq2Short  = errs.Wrap("abi: struct ib_user_mad_reg_req2 needs "+strconv.Itoa(RegReq2Size)+" bytes", ErrShortBuffer)
+	errMadHdrPKeyOld = errs.Wrap("abi: struct ib_user_mad_hdr_old has no pkey_index, PKeyIndex must be 0", ErrRange)
 )
 
 // MadHdr is the umad header, struct ib_user_mad_hdr (64 bytes) or, without

@@ -11,6 +11,9 @@ package abi
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
+
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // Sizes of the write() command headers.
@@ -28,10 +31,10 @@ const (
 const maxWords = 0xffff // word counts are u16
 
 var (
-	errWriteShort   = fmt.Errorf("abi: struct ib_uverbs_cmd_hdr needs %d bytes: %w", CmdHdrSize, ErrShortBuffer)
-	errWriteExShort = fmt.Errorf("abi: struct ib_uverbs_ex_cmd_hdr needs %d bytes after the cmd_hdr: %w", ExCmdHdrSize, ErrShortBuffer)
-	errWriteInWords = fmt.Errorf("abi: ib_uverbs_cmd_hdr: in_words*4 is not the buffer length: %w", ErrWriteLength)
-	errWriteExWords = fmt.Errorf("abi: ib_uverbs_ex_cmd_hdr: (in_words+provider_in_words)*8 is not the length after the headers: %w", ErrWriteLength)
+	errWriteShort   = errs.Wrap("abi: struct ib_uverbs_cmd_hdr needs "+strconv.Itoa(CmdHdrSize)+" bytes", ErrShortBuffer)
+	errWriteExShort = errs.Wrap("abi: struct ib_uverbs_ex_cmd_hdr needs "+strconv.Itoa(ExCmdHdrSize)+" bytes after the cmd_hdr", ErrShortBuffer)
+	errWriteInWords = errs.Wrap("abi: ib_uverbs_cmd_hdr: in_words*4 is not the buffer length", ErrWriteLength)
+	errWriteExWords = errs.Wrap("abi: ib_uverbs_ex_cmd_hdr: (in_words+provider_in_words)*8 is not the length after the headers", ErrWriteLength)
 )
 
 // WriteCmd is a uverbs write() command buffer as ParseWriteCmd decodes it:

@@ -1,11 +1,11 @@
 package rdmacm
 
 import (
-	"fmt"
 	"os"
 	"syscall"
 
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // ErrNotSupported is matched, through errors.Is, by every error whose errno
@@ -20,5 +20,5 @@ type Error = rdma.Error
 
 var (
 	errClosed    = os.ErrClosed
-	errNotJoined = fmt.Errorf("the ID did not join this group: %w", syscall.EADDRNOTAVAIL)
+	errNotJoined = errs.Wrap("the ID did not join this group", syscall.EADDRNOTAVAIL)
 )

@@ -849,4 +849,4 @@ func errArg(format string, args ...any) error {
 }
 
 // errNil is the error of a method called on a nil object.
-var errNil = fmt.Errorf("nil or zero object (make it with NewEventChannel or CreateID): %w", syscall.EINVAL)
+var errNil = errs.Wrap("nil or zero object (make it with NewEventChannel or CreateID)", syscall.EINVAL)

@@ -51,8 +51,21 @@ var (
 // It is called at package initialization for the static decoder errors and
 // on the (allocating, but rare) validation paths.
 func madError(what string, sentinel error) error {
-	return fmt.Errorf("umad: %s: %w", what, sentinel)
+	return &structError{what, sentinel}
 }
+
+// structError is "umad: what: sentinel's text", wrapping the sentinel; it
+// keeps what apart so that making one at package initialization is one
+// small allocation (no formatting, no concatenation).
+type structError struct {
+	what     string
+	sentinel error
+}
+
+func (e *structError) Error() string { return "umad: " + e.what + ": " + e.sentinel.Error() }
+
+// Unwrap returns the sentinel.
+func (e *structError) Unwrap() error { return e.sentinel }
 
 // rangeError reports a field value that does not fit width bits.
 func rangeError(what, field string, v uint64, width int) error {

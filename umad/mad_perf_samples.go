@@ -2,7 +2,7 @@ package umad
 
 import (
 	"encoding/binary"
-	"fmt"
+	"strconv"
 )
 
 // PortSamplesControlSize is the size of PortSamplesControl in bytes.
@@ -170,7 +170,7 @@ type PortExtendedSpeedsCounters struct {
 	PortFECCorrectedSymbolCtr    uint32
 }
 
-var errPortExtSpeedsShort = madError(fmt.Sprintf("PortExtendedSpeedsCounters needs %d bytes", PortExtendedSpeedsCountersSize), ErrShortMAD)
+var errPortExtSpeedsShort = madError("PortExtendedSpeedsCounters needs "+strconv.Itoa(PortExtendedSpeedsCountersSize)+" bytes", ErrShortMAD)
 
 // AttributeID returns PMAttrPortExtendedSpeedsCounters.
 func (p *PortExtendedSpeedsCounters) AttributeID() AttrID {

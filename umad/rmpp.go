@@ -4,7 +4,10 @@ package umad
 // reassembly of a message from its DATA segments (RMPPHeader is in
 // mad_vendor.go).
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // RMPPDataOffset is where a class's RMPP segment data starts in each
 // segment, the kernel's ib_get_mad_data_offset: 56 for SA
@@ -39,8 +42,8 @@ type RMPPReassembler struct {
 // DATA segment of an active transfer, or a message larger than the
 // reassembler takes (64 MiB, Packet's limit).
 var (
-	ErrRMPPSegment = fmt.Errorf("umad: RMPP segment out of sequence")
-	ErrRMPPHeader  = fmt.Errorf("umad: not an RMPP DATA segment")
+	ErrRMPPSegment = errors.New("umad: RMPP segment out of sequence")
+	ErrRMPPHeader  = errors.New("umad: not an RMPP DATA segment")
 )
 
 // Reset readies r for a new transfer.

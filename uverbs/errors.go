@@ -32,4 +32,4 @@ func errArg(format string, args ...any) error {
 var errBusy = syscall.EBUSY
 
 // errNil is the error of a method called on a nil object.
-var errNil = fmt.Errorf("nil or zero object (make it with Open or its Context's methods): %w", syscall.EINVAL)
+var errNil = errs.Wrap("nil or zero object (make it with Open or its Context's methods)", syscall.EINVAL)

@@ -130,7 +130,7 @@ func (qp *QP) rxeInit(c *Context, d *driverRes) error {
 }
 
 // errFull is the error of a post to a full queue (rdma-core: ENOMEM).
-var errFull = fmt.Errorf("the work queue is full: %w", syscall.ENOMEM)
+var errFull = errs.Wrap("the work queue is full", syscall.ENOMEM)
 
 // PostSend posts the send work requests wrs to the QP's send queue, in
 // order, and rings the doorbell once, like ibv_post_send. It returns how

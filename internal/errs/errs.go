@@ -101,3 +101,30 @@ func innerError(err error) (*Error, string) {
 	}
 	return nil, ""
 }
+
+// Wrapped is Msg + ": " + Err's text, wrapping Err: what
+// fmt.Errorf("%s: %w", msg, err) makes, for the static errors packages
+// make at initialization, where fmt's formatting would cost every program
+// that links them (tens of thousands of instructions at start-up).
+type Wrapped struct {
+	Msg string
+	Err error
+}
+
+// Wrap returns a *Wrapped of msg around err.
+func Wrap(msg string, err error) error { return &Wrapped{Msg: msg, Err: err} }
+
+func (e *Wrapped) Error() string {
+	if e == nil || e.Err == nil {
+		return "<nil>"
+	}
+	return e.Msg + ": " + e.Err.Error()
+}
+
+// Unwrap returns the wrapped error.
+func (e *Wrapped) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}

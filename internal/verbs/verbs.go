@@ -17,7 +17,6 @@ package verbs
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"runtime"
 	"sync"
@@ -206,11 +205,11 @@ func (c *Core) Release() {
 }
 
 // errNil is the error of an operation on a nil or unopened context.
-var errNil = fmt.Errorf("nil or zero object (make it with Open or its Context's methods): %w", syscall.EINVAL)
+var errNil = errs.Wrap("nil or zero object (make it with Open or its Context's methods)", syscall.EINVAL)
 
 // errArg is the error of an invalid argument, checked before any system
 // call; it wraps EINVAL.
-func errArg(msg string) error { return fmt.Errorf("%s: %w", msg, syscall.EINVAL) }
+func errArg(msg string) error { return errs.Wrap(msg, syscall.EINVAL) }
 
 // Do runs r on the context's descriptor, without the life lock: for
 // Close's hooks and callers that hold the context (Hold, or Close's
