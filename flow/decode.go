@@ -12,9 +12,20 @@ import (
 // it (offsetof(struct ib_flow_*_filter, real_sz); the IPv6 filter's
 // reserved last byte is not kept): a longer filter must have zero mask
 // bytes past it, a shorter one is zero-extended.
-var filterLen = map[SpecType]int{
-	TypeEth: 16, TypeIPv4: 12, TypeIPv6: 39, TypeTCP: 4, TypeUDP: 4,
-	TypeVXLAN: 4, TypeESP: 8, TypeGRE: 8, TypeMPLS: 4,
+func filterLen(t SpecType) (int, bool) {
+	switch t {
+	case TypeEth:
+		return 16, true
+	case TypeIPv4:
+		return 12, true
+	case TypeIPv6:
+		return 39, true
+	case TypeTCP, TypeUDP, TypeVXLAN, TypeMPLS:
+		return 4, true
+	case TypeESP, TypeGRE:
+		return 8, true
+	}
+	return 0, false
 }
 
 func decodeErr(errno error, format string, args ...any) error {
@@ -60,7 +71,7 @@ func DecodeSpec(b []byte) (Spec, int, error) {
 		return nil, 0, decodeErr(syscall.EINVAL, "there is no inner VXLAN spec")
 	}
 	base := t &^ TypeInner
-	real, ok := filterLen[base]
+	real, ok := filterLen(base)
 	if !ok {
 		return nil, 0, decodeErr(syscall.EINVAL, "unknown spec type %#x", uint32(t))
 	}

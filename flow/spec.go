@@ -35,19 +35,45 @@ const (
 	TypeActionCount  SpecType = 0x1003 // IB_FLOW_SPEC_ACTION_COUNT
 )
 
-var typeNames = map[SpecType]string{
-	TypeEth: "eth", TypeIPv4: "ipv4", TypeIPv6: "ipv6", TypeESP: "esp", TypeTCP: "tcp", TypeUDP: "udp",
-	TypeVXLAN: "vxlan", TypeGRE: "gre", TypeMPLS: "mpls",
-	TypeActionTag: "tag", TypeActionDrop: "drop", TypeActionHandle: "handle", TypeActionCount: "count",
+func typeName(t SpecType) (string, bool) {
+	switch t {
+	case TypeEth:
+		return "eth", true
+	case TypeIPv4:
+		return "ipv4", true
+	case TypeIPv6:
+		return "ipv6", true
+	case TypeESP:
+		return "esp", true
+	case TypeTCP:
+		return "tcp", true
+	case TypeUDP:
+		return "udp", true
+	case TypeVXLAN:
+		return "vxlan", true
+	case TypeGRE:
+		return "gre", true
+	case TypeMPLS:
+		return "mpls", true
+	case TypeActionTag:
+		return "tag", true
+	case TypeActionDrop:
+		return "drop", true
+	case TypeActionHandle:
+		return "handle", true
+	case TypeActionCount:
+		return "count", true
+	}
+	return "", false
 }
 
 // String names the type ("eth", "inner udp", "count").
 func (t SpecType) String() string {
-	if n, ok := typeNames[t]; ok {
+	if n, ok := typeName(t); ok {
 		return n
 	}
 	if t&TypeInner != 0 && t < TypeActionTag {
-		if n, ok := typeNames[t&^TypeInner]; ok {
+		if n, ok := typeName(t &^ TypeInner); ok {
 			return "inner " + n
 		}
 	}

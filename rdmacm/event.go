@@ -75,23 +75,37 @@ const (
 	RejectDuplicateLocalCommID RejectReason = 3  // IB_CM_REJ_DUPLICATE_LOCAL_COMM_ID
 )
 
-var rejectNames = map[RejectReason]string{
-	RejectNoQP:                 "no QP",
-	RejectNoResources:          "no resources",
-	RejectDuplicateLocalCommID: "duplicate local comm id",
-	RejectInvalidServiceID:     "invalid service ID (nobody listens)",
-	RejectStaleConn:            "stale connection",
-	RejectTimeout:              "timeout",
-	RejectConsumerDefined:      "consumer defined (the peer rejected)",
-	RejectInvalidRNRRetry:      "invalid RNR retry",
-	RejectInvalidClassVersion:  "invalid class version",
-	RejectInvalidPrivateData:   "invalid private data",
-	RejectVendorOptionNotSupp:  "vendor option not supported",
+func rejectName(r RejectReason) (string, bool) {
+	switch r {
+	case RejectNoQP:
+		return "no QP", true
+	case RejectNoResources:
+		return "no resources", true
+	case RejectDuplicateLocalCommID:
+		return "duplicate local comm id", true
+	case RejectInvalidServiceID:
+		return "invalid service ID (nobody listens)", true
+	case RejectStaleConn:
+		return "stale connection", true
+	case RejectTimeout:
+		return "timeout", true
+	case RejectConsumerDefined:
+		return "consumer defined (the peer rejected)", true
+	case RejectInvalidRNRRetry:
+		return "invalid RNR retry", true
+	case RejectInvalidClassVersion:
+		return "invalid class version", true
+	case RejectInvalidPrivateData:
+		return "invalid private data", true
+	case RejectVendorOptionNotSupp:
+		return "vendor option not supported", true
+	}
+	return "", false
 }
 
 // String names the reason as ib_cm.c's table does, with its number.
 func (r RejectReason) String() string {
-	if s, ok := rejectNames[r]; ok {
+	if s, ok := rejectName(r); ok {
 		return s + " (" + strconv.Itoa(int(r)) + ")"
 	}
 	return "reject reason " + strconv.Itoa(int(r))

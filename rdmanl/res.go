@@ -56,7 +56,9 @@ const (
 	ResCtx
 )
 
-var resKinds = map[ResourceKind]struct {
+// resKinds is indexed by ResourceKind (an array, not a map: no code at
+// package initialization).
+var resKinds = [...]struct {
 	name        string
 	cmd, table  uint16
 	entry       uint16
@@ -75,22 +77,24 @@ var resKinds = map[ResourceKind]struct {
 func ParseResourceKind(s string) (ResourceKind, bool) {
 	for k, v := range resKinds {
 		if v.name == s {
-			return k, true
+			return ResourceKind(k), true
 		}
 	}
 	return 0, false
 }
 
 func (k ResourceKind) String() string {
-	if v, ok := resKinds[k]; ok {
-		return v.name
+	if k >= 0 && int(k) < len(resKinds) {
+		return resKinds[k].name
 	}
 	return fmt.Sprintf("ResourceKind(%d)", int(k))
 }
 
 // PerPort says whether objects of the kind belong to a port (QPs and CM
 // IDs, shown as "link DEV/PORT").
-func (k ResourceKind) PerPort() bool { return resKinds[k].linkObjects }
+func (k ResourceKind) PerPort() bool {
+	return k >= 0 && int(k) < len(resKinds) && resKinds[k].linkObjects
+}
 
 // ResourceObject is one tracked object. The kernel sends only the
 // attributes that apply (a kernel object has KernName and no PID, a user
@@ -114,40 +118,46 @@ type ResourceObject struct {
 
 // resAttrWidth is the width of every numeric attribute an object entry
 // may hold (nldev.c's nla_put_u8/u32/u64 calls for it).
-var resAttrWidth = map[uint16]int{
-	abi.RDMA_NLDEV_ATTR_RES_TYPE:               1,
-	abi.RDMA_NLDEV_ATTR_RES_STATE:              1,
-	abi.RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE:     1,
-	abi.RDMA_NLDEV_ATTR_RES_POLL_CTX:           1,
-	abi.RDMA_NLDEV_ATTR_DEV_DIM:                1,
-	abi.RDMA_NLDEV_ATTR_RES_LQPN:               4,
-	abi.RDMA_NLDEV_ATTR_RES_RQPN:               4,
-	abi.RDMA_NLDEV_ATTR_RES_RQ_PSN:             4,
-	abi.RDMA_NLDEV_ATTR_RES_SQ_PSN:             4,
-	abi.RDMA_NLDEV_ATTR_RES_PS:                 4,
-	abi.RDMA_NLDEV_ATTR_RES_CQE:                4,
-	abi.RDMA_NLDEV_ATTR_RES_RKEY:               4,
-	abi.RDMA_NLDEV_ATTR_RES_LKEY:               4,
-	abi.RDMA_NLDEV_ATTR_RES_LOCAL_DMA_LKEY:     4,
-	abi.RDMA_NLDEV_ATTR_RES_UNSAFE_GLOBAL_RKEY: 4,
-	abi.RDMA_NLDEV_ATTR_RES_PDN:                4,
-	abi.RDMA_NLDEV_ATTR_RES_CQN:                4,
-	abi.RDMA_NLDEV_ATTR_RES_MRN:                4,
-	abi.RDMA_NLDEV_ATTR_RES_CM_IDN:             4,
-	abi.RDMA_NLDEV_ATTR_RES_CTXN:               4,
-	abi.RDMA_NLDEV_ATTR_RES_USECNT:             8,
-	abi.RDMA_NLDEV_ATTR_RES_IOVA:               8,
-	abi.RDMA_NLDEV_ATTR_RES_MRLEN:              8,
+func resAttrWidth(typ uint16) int {
+	switch typ {
+	case abi.RDMA_NLDEV_ATTR_RES_TYPE,
+		abi.RDMA_NLDEV_ATTR_RES_STATE,
+		abi.RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE,
+		abi.RDMA_NLDEV_ATTR_RES_POLL_CTX,
+		abi.RDMA_NLDEV_ATTR_DEV_DIM:
+		return 1
+	case abi.RDMA_NLDEV_ATTR_RES_LQPN,
+		abi.RDMA_NLDEV_ATTR_RES_RQPN,
+		abi.RDMA_NLDEV_ATTR_RES_RQ_PSN,
+		abi.RDMA_NLDEV_ATTR_RES_SQ_PSN,
+		abi.RDMA_NLDEV_ATTR_RES_PS,
+		abi.RDMA_NLDEV_ATTR_RES_CQE,
+		abi.RDMA_NLDEV_ATTR_RES_RKEY,
+		abi.RDMA_NLDEV_ATTR_RES_LKEY,
+		abi.RDMA_NLDEV_ATTR_RES_LOCAL_DMA_LKEY,
+		abi.RDMA_NLDEV_ATTR_RES_UNSAFE_GLOBAL_RKEY,
+		abi.RDMA_NLDEV_ATTR_RES_PDN,
+		abi.RDMA_NLDEV_ATTR_RES_CQN,
+		abi.RDMA_NLDEV_ATTR_RES_MRN,
+		abi.RDMA_NLDEV_ATTR_RES_CM_IDN,
+		abi.RDMA_NLDEV_ATTR_RES_CTXN:
+		return 4
+	case abi.RDMA_NLDEV_ATTR_RES_USECNT,
+		abi.RDMA_NLDEV_ATTR_RES_IOVA,
+		abi.RDMA_NLDEV_ATTR_RES_MRLEN:
+		return 8
+	}
+	return 0
 }
 
 // Resources lists the objects of a kind on the device with index devIndex,
 // in the kernel's order (by restrack id). The kernel answers EINVAL for an
 // unknown device index.
 func (n *Conn) Resources(kind ResourceKind, devIndex uint32) ([]ResourceObject, error) {
-	k, ok := resKinds[kind]
-	if !ok {
+	if kind < 0 || int(kind) >= len(resKinds) {
 		return nil, &Error{Op: "netlink resource get", Err: syscall.EINVAL}
 	}
+	k := resKinds[kind]
 	op := "netlink resource " + k.name + " get"
 	dev := fmt.Sprintf("index %d", devIndex)
 	msgs, err := n.run(k.cmd, syscall.NLM_F_DUMP, []nlAttr{{abi.RDMA_NLDEV_ATTR_DEV_INDEX, u32(devIndex)}})
@@ -290,7 +300,7 @@ func decodeResObject(b []byte) (ResourceObject, error) {
 		case abi.RDMA_NLDEV_ATTR_RES_DST_ADDR:
 			o.DstAddr = sockaddrPort(it.val)
 		default:
-			switch resAttrWidth[it.typ] {
+			switch resAttrWidth(it.typ) {
 			case 1:
 				o.U8[it.typ], err = attrU8(it.typ, it.val)
 			case 4:

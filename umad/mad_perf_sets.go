@@ -47,32 +47,47 @@ type PerfCounterSet struct {
 	Counters []uint64
 }
 
-// perfCounterSetLayouts are the attributes' counters: how many, how wide.
-var perfCounterSetLayouts = map[AttrID][2]int{
-	PMAttrPortXmitDataSL:                {16, 32},
-	PMAttrPortRcvDataSL:                 {16, 32},
-	PMAttrPortXmitDiscardDetails:        {4, 16},
-	PMAttrPortRcvErrorDetails:           {6, 16},
-	PMAttrPortOpRcvCounters:             {2, 32},
-	PMAttrPortFlowCtlCounters:           {2, 32},
-	PMAttrPortVLOpPackets:               {16, 16},
-	PMAttrPortVLOpData:                  {16, 32},
-	PMAttrPortVLXmitFlowCtlUpdateErrors: {16, 2},
-	PMAttrPortVLXmitWaitCounters:        {16, 16},
-	PMAttrSwPortVLCongestion:            {16, 16},
-	PMAttrPortRcvConCtrl:                {2, 32},
-	PMAttrPortSLRcvFECN:                 {16, 32},
-	PMAttrPortSLRcvBECN:                 {16, 32},
-	PMAttrPortXmitConCtrl:               {1, 32},
-	PMAttrPortVLXmitTimeCong:            {15, 32},
-}
-
 // PerfCounterSetLayout returns how many counters the PerfMgmt attribute
 // id holds as a PerfCounterSet and how many bits wide each is; ok is
-// false for an attribute that is not one.
+// false for an attribute that is not one. (A switch, not a map: a
+// package-level map is built at every start of every program that links
+// the package.)
 func PerfCounterSetLayout(id AttrID) (n, width int, ok bool) {
-	l, ok := perfCounterSetLayouts[id]
-	return l[0], l[1], ok
+	switch id {
+	case PMAttrPortXmitDataSL:
+		return 16, 32, true
+	case PMAttrPortRcvDataSL:
+		return 16, 32, true
+	case PMAttrPortXmitDiscardDetails:
+		return 4, 16, true
+	case PMAttrPortRcvErrorDetails:
+		return 6, 16, true
+	case PMAttrPortOpRcvCounters:
+		return 2, 32, true
+	case PMAttrPortFlowCtlCounters:
+		return 2, 32, true
+	case PMAttrPortVLOpPackets:
+		return 16, 16, true
+	case PMAttrPortVLOpData:
+		return 16, 32, true
+	case PMAttrPortVLXmitFlowCtlUpdateErrors:
+		return 16, 2, true
+	case PMAttrPortVLXmitWaitCounters:
+		return 16, 16, true
+	case PMAttrSwPortVLCongestion:
+		return 16, 16, true
+	case PMAttrPortRcvConCtrl:
+		return 2, 32, true
+	case PMAttrPortSLRcvFECN:
+		return 16, 32, true
+	case PMAttrPortSLRcvBECN:
+		return 16, 32, true
+	case PMAttrPortXmitConCtrl:
+		return 1, 32, true
+	case PMAttrPortVLXmitTimeCong:
+		return 15, 32, true
+	}
+	return 0, 0, false
 }
 
 // PerfCounterSetSize returns the attribute's size in bytes (the header

@@ -833,21 +833,43 @@ func (m *mlx5CQ) decode(cqe unsafe.Pointer, op uint8, w *WC) error {
 	return nil
 }
 
-// mlx5Syndromes maps struct mlx5_err_cqe's syndrome to the status
+// mlx5Syndrome maps struct mlx5_err_cqe's syndrome to the status
 // (mlx5_handle_error_cqe); the rest are WCGeneralErr.
-var mlx5Syndromes = map[uint8]WCStatus{
-	0x01: WCLocLenErr, 0x02: WCLocQPOpErr, 0x04: WCLocProtErr, 0x05: WCWRFlushErr, 0x06: WCMWBindErr,
-	0x10: WCBadRespErr, 0x11: WCLocAccessErr, 0x12: WCRemInvReqErr, 0x13: WCRemAccessErr, 0x14: WCRemOpErr,
-	0x15: WCRetryExcErr, 0x16: WCRNRRetryExcErr, 0x22: WCRemAbortErr,
+func mlx5Syndrome(syn uint8) WCStatus {
+	switch syn {
+	case 0x01:
+		return WCLocLenErr
+	case 0x02:
+		return WCLocQPOpErr
+	case 0x04:
+		return WCLocProtErr
+	case 0x05:
+		return WCWRFlushErr
+	case 0x06:
+		return WCMWBindErr
+	case 0x10:
+		return WCBadRespErr
+	case 0x11:
+		return WCLocAccessErr
+	case 0x12:
+		return WCRemInvReqErr
+	case 0x13:
+		return WCRemAccessErr
+	case 0x14:
+		return WCRemOpErr
+	case 0x15:
+		return WCRetryExcErr
+	case 0x16:
+		return WCRNRRetryExcErr
+	case 0x22:
+		return WCRemAbortErr
+	}
+	return WCGeneralErr
 }
 
 func (m *mlx5CQ) errStatus(cqe unsafe.Pointer, w *WC) {
 	syn := *(*uint8)(unsafe.Add(cqe, mlx5ErrCQESyndrome))
-	s, ok := mlx5Syndromes[syn]
-	if !ok {
-		s = WCGeneralErr
-	}
-	w.Status = s
+	w.Status = mlx5Syndrome(syn)
 	w.VendorErr = uint32(*(*uint8)(unsafe.Add(cqe, mlx5ErrCQEVendor)))
 	w.ByteLen = 0
 }

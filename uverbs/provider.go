@@ -160,13 +160,18 @@ func (d *driverRes) release() {
 
 // Driver ABI versions (sysfs uverbsN/abi_version) each provider accepts,
 // as rdma-core's providers declare them.
-var providerABI = map[rdma.DriverID][2]int{
-	rdma.DriverRXE:  {1, 2},
-	rdma.DriverMLX5: {1, 1},
+func providerABI(d rdma.DriverID) (r [2]int, ok bool) {
+	switch d {
+	case rdma.DriverRXE:
+		return [2]int{1, 2}, true
+	case rdma.DriverMLX5:
+		return [2]int{1, 1}, true
+	}
+	return r, false
 }
 
 func newProvider(d Device, generic bool) (provider, error) {
-	if r, ok := providerABI[d.DriverID]; ok && d.ABIVersion != 0 && (d.ABIVersion < r[0] || d.ABIVersion > r[1]) {
+	if r, ok := providerABI(d.DriverID); ok && d.ABIVersion != 0 && (d.ABIVersion < r[0] || d.ABIVersion > r[1]) {
 		return nil, fmt.Errorf("%s driver ABI version %d is outside what the provider supports (%d..%d): %w",
 			d.DriverID, d.ABIVersion, r[0], r[1], ErrNotSupported)
 	}

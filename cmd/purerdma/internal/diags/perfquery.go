@@ -29,16 +29,34 @@ import (
 
 // perfqueryGroupDescs are perfquery.c's descriptions of the counter
 // groups' options, by long name.
-var perfqueryGroupDescs = map[string]string{
-	"xmtsl": "show Xmt SL port counters", "rcvsl": "show Rcv SL port counters",
-	"xmtdisc": "show Xmt Discard Details", "rcverr": "show Rcv Error Details",
-	"extended_speeds": "show port extended speeds counters", "oprcvcounters": "show Rcv Counters per Op code",
-	"flowctlcounters": "show flow control counters", "vloppackets": "show packets received per Op code per VL",
-	"vlopdata": "show data received per Op code per VL", "vlxmitflowctlerrors": "show flow control update errors per VL",
-	"vlxmitcounters": "show ticks waiting to transmit counters per VL", "swportvlcong": "show sw port VL congestion",
-	"rcvcc": "show Rcv congestion control counters", "slrcvfecn": "show SL Rcv FECN counters",
-	"slrcvbecn": "show SL Rcv BECN counters", "xmitcc": "show Xmit congestion control counters",
-	"vlxmittimecc": "show VL Xmit Time congestion control counters",
+var perfqueryGroupDescs = []struct{ long, desc string }{
+	{"xmtsl", "show Xmt SL port counters"},
+	{"rcvsl", "show Rcv SL port counters"},
+	{"xmtdisc", "show Xmt Discard Details"},
+	{"rcverr", "show Rcv Error Details"},
+	{"extended_speeds", "show port extended speeds counters"},
+	{"oprcvcounters", "show Rcv Counters per Op code"},
+	{"flowctlcounters", "show flow control counters"},
+	{"vloppackets", "show packets received per Op code per VL"},
+	{"vlopdata", "show data received per Op code per VL"},
+	{"vlxmitflowctlerrors", "show flow control update errors per VL"},
+	{"vlxmitcounters", "show ticks waiting to transmit counters per VL"},
+	{"swportvlcong", "show sw port VL congestion"},
+	{"rcvcc", "show Rcv congestion control counters"},
+	{"slrcvfecn", "show SL Rcv FECN counters"},
+	{"slrcvbecn", "show SL Rcv BECN counters"},
+	{"xmitcc", "show Xmit congestion control counters"},
+	{"vlxmittimecc", "show VL Xmit Time congestion control counters"},
+}
+
+// perfqueryGroupDesc is the description of the group with long name long.
+func perfqueryGroupDesc(long string) string {
+	for _, d := range perfqueryGroupDescs {
+		if d.long == long {
+			return d.desc
+		}
+	}
+	return ""
 }
 
 // perfqueryExamples are perfquery.c's usage_examples.
@@ -117,7 +135,7 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 		if letter == 0 {
 			letter = byte(len(custom) - 5) // C numbers the long ones from 1
 		}
-		custom = append(custom, diagOpt{g.long, letter, false, "", perfqueryGroupDescs[g.long], func(string) error { o.groups[i] = true; return nil }})
+		custom = append(custom, diagOpt{g.long, letter, false, "", perfqueryGroupDesc(g.long), func(string) error { o.groups[i] = true; return nil }})
 	}
 	custom = append(custom,
 		diagOpt{"smplctl", 'c', false, "", "show samples control", flag(&o.smplctl)},
@@ -604,12 +622,18 @@ type perfquerySum struct {
 
 // perfqueryWidths are the PortCounters fields' widths in bits, by name
 // (PortCountersExtended's are all 64).
-var perfqueryWidths = map[string]int{
-	"SymbolErrorCounter": 16, "LinkErrorRecoveryCounter": 8, "LinkDownedCounter": 8, "PortRcvErrors": 16,
-	"PortRcvRemotePhysicalErrors": 16, "PortRcvSwitchRelayErrors": 16, "PortXmitDiscards": 16,
-	"PortXmitConstraintErrors": 8, "PortRcvConstraintErrors": 8, "LocalLinkIntegrityErrors": 4,
-	"ExcessiveBufferOverrunErrors": 4, "QP1Dropped": 16, "VL15Dropped": 16, "PortXmitData": 32,
-	"PortRcvData": 32, "PortXmitPkts": 32, "PortRcvPkts": 32, "PortXmitWait": 32,
+func perfqueryWidth(name string) int {
+	switch name {
+	case "LocalLinkIntegrityErrors", "ExcessiveBufferOverrunErrors":
+		return 4
+	case "LinkErrorRecoveryCounter", "LinkDownedCounter", "PortXmitConstraintErrors", "PortRcvConstraintErrors":
+		return 8
+	case "SymbolErrorCounter", "PortRcvErrors", "PortRcvRemotePhysicalErrors", "PortRcvSwitchRelayErrors", "PortXmitDiscards", "QP1Dropped", "VL15Dropped":
+		return 16
+	case "PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait":
+		return 32
+	}
+	return 0
 }
 
 func (s *perfquerySum) add(fields []perfqueryField) {
@@ -628,7 +652,7 @@ func (s *perfquerySum) add(fields []perfqueryField) {
 			s.sums[i] = f.value // the last port's, as perfquery keeps it
 			continue
 		}
-		w := perfqueryWidths[f.name]
+		w := perfqueryWidth(f.name)
 		if w == 0 || s.names[0].name != "PortSelect" || len(fields) != 21 {
 			w = 64
 		}

@@ -466,7 +466,7 @@ func dumpOperVLs(v uint64, _ int) string {
 }
 
 // capNames are mad_dump_portcapmask's, by bit.
-var capNames = map[int]string{1: "IsSM", 2: "IsNoticeSupported", 3: "IsTrapSupported", 4: "IsOptionalIPDSupported",
+var capNames = []string{1: "IsSM", 2: "IsNoticeSupported", 3: "IsTrapSupported", 4: "IsOptionalIPDSupported",
 	5: "IsAutomaticMigrationSupported", 6: "IsSLMappingSupported", 7: "IsMKeyNVRAM", 8: "IsPKeyNVRAM",
 	9: "IsLedInfoSupported", 10: "IsSMdisabled", 11: "IsSystemImageGUIDsupported",
 	12: "IsPkeySwitchExternalPortTrapSupported", 14: "IsExtendedSpeedsSupported", 15: "IsCapabilityMask2Supported",
@@ -478,15 +478,17 @@ var capNames = map[int]string{1: "IsSM", 2: "IsNoticeSupported", 3: "IsTrapSuppo
 	29: "IsMcastPkeyTrapSuppressionSupported", 30: "IsMulticastFDBTopSupported", 31: "IsHierarchyInfoSupported"}
 
 // capNames2 are mad_dump_portcapmask2's.
-var capNames2 = map[int]string{0: "IsSetNodeDescriptionSupported", 1: "IsPortInfoExtendedSupported",
+var capNames2 = []string{0: "IsSetNodeDescriptionSupported", 1: "IsPortInfoExtendedSupported",
 	2: "IsVirtualizationSupported", 3: "IsSwitchPortStateTableSupported", 4: "IsLinkWidth2xSupported",
 	5: "IsLinkSpeedHDRSupported", 6: "IsMKeyProtectBitsExtSupported", 7: "IsEnhancedTrap128Supported",
 	8: "IsPartitionTopSupported", 9: "IsEnhancedQoSArbiterSupported", 10: "IsLinkSpeedNDRSupported"}
 
-func capList(v uint64, names map[int]string) string {
+// capList is mask v in hex with the names of its bits set (names indexed
+// by bit; a slice, not a map, so that no code builds it at start-up).
+func capList(v uint64, names []string) string {
 	s := fmt.Sprintf("0x%x", v)
-	for i := 0; i < 32; i++ {
-		if n, ok := names[i]; ok && v&(1<<i) != 0 {
+	for i := 0; i < 32 && i < len(names); i++ {
+		if n := names[i]; n != "" && v&(1<<i) != 0 {
 			s += "\n\t\t\t\t" + n
 		}
 	}

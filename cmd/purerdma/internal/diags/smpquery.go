@@ -45,17 +45,42 @@ func smpqueryUsageArgs() string {
 
 type smpOp func(c *smpClient, d smpDest, args []string, w io.Writer) error
 
-var smpOps = map[string]smpOp{
-	"nodeinfo": smpNodeInfo, "ni": smpNodeInfo,
-	"nodedesc": smpNodeDesc, "nd": smpNodeDesc,
-	"portinfo": smpPortInfo, "pi": smpPortInfo,
-	"portinfoextended": smpPortInfoExt, "pie": smpPortInfoExt,
-	"mlnxextportinfo": smpMlnxExtPortInfo, "mepi": smpMlnxExtPortInfo,
-	"switchinfo": smpSwitchInfo, "si": smpSwitchInfo,
-	"pkeytable": smpPKeys, "pkeys": smpPKeys,
-	"sl2vltable": smpSL2VL, "sl2vl": smpSL2VL,
-	"vlarbitration": smpVLArb, "vlarb": smpVLArb,
-	"guidinfo": smpGUIDs, "gi": smpGUIDs,
+// smpOps are smpquery.c's operations by name and alias (a slice: a map
+// would be built at every start of the binary).
+var smpOps = []struct {
+	name string
+	op   smpOp
+}{
+	{"nodeinfo", smpNodeInfo},
+	{"ni", smpNodeInfo},
+	{"nodedesc", smpNodeDesc},
+	{"nd", smpNodeDesc},
+	{"portinfo", smpPortInfo},
+	{"pi", smpPortInfo},
+	{"portinfoextended", smpPortInfoExt},
+	{"pie", smpPortInfoExt},
+	{"mlnxextportinfo", smpMlnxExtPortInfo},
+	{"mepi", smpMlnxExtPortInfo},
+	{"switchinfo", smpSwitchInfo},
+	{"si", smpSwitchInfo},
+	{"pkeytable", smpPKeys},
+	{"pkeys", smpPKeys},
+	{"sl2vltable", smpSL2VL},
+	{"sl2vl", smpSL2VL},
+	{"vlarbitration", smpVLArb},
+	{"vlarb", smpVLArb},
+	{"guidinfo", smpGUIDs},
+	{"gi", smpGUIDs},
+}
+
+// smpOpNamed is the operation called name, nil when none is.
+func smpOpNamed(name string) smpOp {
+	for _, o := range smpOps {
+		if o.name == name {
+			return o.op
+		}
+	}
+	return nil
 }
 
 func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
@@ -92,7 +117,7 @@ func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
 	exit := func(fn, format string, args ...any) error {
 		return ibexit(stdout, "smpquery", o.debug, fn, format, args...)
 	}
-	op := smpOps[strings.ToLower(o.pos[0])]
+	op := smpOpNamed(strings.ToLower(o.pos[0]))
 	if op == nil {
 		return exit("main", "operation '%s' not supported", o.pos[0])
 	}

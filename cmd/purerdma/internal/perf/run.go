@@ -91,9 +91,13 @@ func (t *test) now() int64 { return int64(time.Since(t.t0)) }
 
 // knownDevices are ib_dev_name's part IDs of the devices perftest knows
 // to implement inline data (every other device gets inline size 0).
-var knownDevices = map[uint32]bool{4099: true, 4100: true, 4103: true, 4104: true, 4113: true, 4115: true,
-	4116: true, 4117: true, 4118: true, 4119: true, 4120: true, 4121: true, 4122: true, 4123: true, 4124: true,
-	4125: true, 4126: true, 4127: true, 4129: true, 41682: true, 41683: true, 41686: true, 41692: true}
+func knownDevice(partID uint32) bool {
+	switch partID {
+	case 4099, 4100, 4103, 4104, 4113, 4115, 4116, 4117, 4118, 4119, 4120, 4121, 4122, 4123, 4124, 4125, 4126, 4127, 4129, 41682, 41683, 41686, 41692:
+		return true
+	}
+	return false
+}
 
 func (p *params) main(stdout, stderr io.Writer) error {
 	ctx := context.Background()
@@ -163,7 +167,7 @@ func (p *params) runTest(ctx context.Context, stdout, stderr io.Writer) error {
 		p.gidIndex = 0
 	}
 	// ctx_set_max_inline
-	if dev.VendorID == 5157 || dev.VendorID == 0x8086 || !knownDevices[dev.VendorPartID] {
+	if dev.VendorID == 5157 || dev.VendorID == 0x8086 || !knownDevice(dev.VendorPartID) {
 		if p.inline != defInline {
 			io.WriteString(stdout, resultLine)
 			fmt.Fprint(stderr, "Device not recognized to implement inline feature. Disabling it\n")

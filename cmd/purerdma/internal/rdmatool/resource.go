@@ -94,7 +94,7 @@ func resCMPsName(ps uint32) string {
 
 // resFields are the words each kind prints, in iproute2 6.1's order (a
 // word whose attribute the kernel did not send is left out).
-var resFields = map[rdmanl.ResourceKind][]resField{
+var resFields = [...][]resField{
 	rdmanl.ResQP: {
 		{"lqpn", abi.RDMA_NLDEV_ATTR_RES_LQPN, resU32},
 		{"rqpn", abi.RDMA_NLDEV_ATTR_RES_RQPN, resU32},
@@ -329,7 +329,11 @@ func (env *Env) resObjectLine(kind rdmanl.ResourceKind, o *rdmanl.ResourceObject
 		l.vals = append(l.vals, o.Index)
 		l.add("ifname", "dev "+o.Device+" ", o.Device)
 	}
-	l.fields(o, resFields[kind])
+	var fields []resField
+	if kind >= 0 && int(kind) < len(resFields) {
+		fields = resFields[kind]
+	}
+	l.fields(o, fields)
 	if o.PID != nil {
 		l.add("pid", fmt.Sprintf("pid %d ", *o.PID), *o.PID)
 	}
