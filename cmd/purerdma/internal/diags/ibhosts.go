@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"regexp"
 	"strings"
 	"syscall"
 
@@ -164,11 +163,11 @@ func awkFields(l string) [4]string {
 	return f
 }
 
-// awkSubstr is awk's substr(s, m, n) (n < 0: to the end): the characters
-// at positions m to m+n-1, counted from 1, clipped to the string.
+// awkSubstr is awk's substr(s, m, n): the characters at positions m to
+// m+n-1, counted from 1, clipped to the string (none when n <= 0).
 func awkSubstr(s string, m, n int) string {
 	end := len(s) + 1
-	if n >= 0 && m+n < end {
+	if m+n < end {
 		end = m + n
 	}
 	if m < 1 {
@@ -180,27 +179,38 @@ func awkSubstr(s string, m, n int) string {
 	return s[m-1 : end-1]
 }
 
-// awkMatch is awk's match(s, re): the position of the leftmost match,
-// counted from 1, and RLENGTH; 0 and -1 when none.
-func awkMatch(s string, re *regexp.Regexp) (int, int) {
-	loc := re.FindStringIndex(s)
-	if loc == nil {
-		return 0, -1
+// awkSubstrEnd is awk's substr(s, m): from position m to the end.
+func awkSubstrEnd(s string, m int) string {
+	if m < 1 {
+		m = 1
 	}
-	return loc[0] + 1, loc[1] - loc[0]
+	if m > len(s) {
+		return ""
+	}
+	return s[m-1:]
 }
 
-var (
-	awkHash     = regexp.MustCompile("#[ \t]*")
-	awkPort0    = regexp.MustCompile("port 0.*")
-	awkBase     = regexp.MustCompile("base port 0")
-	awkEnhanced = regexp.MustCompile("enhanced port 0")
-)
+// awkIndex is awk's match(s, re) for the scripts' regular expressions
+// that start with a literal (lit): the position of the leftmost match,
+// counted from 1, or 0 when none. (A package-level regexp would be
+// compiled at every start of every tool of the binary.)
+func awkIndex(s, lit string) int {
+	return strings.Index(s, lit) + 1
+}
 
-// awkAfterHash is substr($0, match($0, "#[ \t]*")+RLENGTH).
+// awkAfterHash is substr($0, match($0, "#[ \t]*")+RLENGTH): the line after
+// its first '#' and the blanks that follow it, or the whole line when it
+// has none (match gives 0 and RLENGTH -1).
 func awkAfterHash(l string) string {
-	p, n := awkMatch(l, awkHash)
-	return awkSubstr(l, p+n, -1)
+	i := strings.IndexByte(l, '#')
+	if i < 0 {
+		return l
+	}
+	i++
+	for i < len(l) && (l[i] == ' ' || l[i] == '\t') {
+		i++
+	}
+	return l[i:]
 }
 
 // hostsCaLine is ibhosts' rule for /^Ca/.
@@ -220,14 +230,14 @@ func hostsSwitchLine(l string) (string, bool) {
 	}
 	f := awkFields(l)
 	desc := awkAfterHash(l)
-	pi, _ := awkMatch(desc, awkPort0)
-	pinfo := awkSubstr(desc, pi, -1)
+	pi := awkIndex(desc, "port 0") // match(desc, "port 0.*")
+	pinfo := awkSubstrEnd(desc, pi)
 	desc = awkSubstr(desc, 1, pi-2)
 	typ := "base port 0"
-	ti, _ := awkMatch(desc, awkBase)
+	ti := awkIndex(desc, "base port 0")
 	if ti == 0 {
 		typ = "enhanced port 0"
-		ti, _ = awkMatch(desc, awkEnhanced)
+		ti = awkIndex(desc, "enhanced port 0")
 	}
 	if ti != 0 {
 		desc = awkSubstr(desc, 1, ti-2)
