@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -46,5 +47,47 @@ func TestNoTestPackagesLinked(t *testing.T) {
 		if !seen[p] {
 			t.Errorf("go list -deps does not list %s", p)
 		}
+	}
+}
+
+// TestStartupBuildsNoTables: every start of every tool runs the
+// initialization of every package the binary links, so none of the
+// project's packages may build a package-level map (the compiler's
+// PKG.map.init.N functions) and the binary links no regexp (compiled
+// patterns, and the unicode tables regexp/syntax makes reachable, are
+// built at start). docs/performance.md ("Tools") has what they cost.
+func TestStartupBuildsNoTables(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not on PATH:", err)
+	}
+	bin := t.TempDir() + "/purerdma"
+	build := exec.Command(gobin, "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(gobin, "tool", "nm", bin).Output()
+	if err != nil {
+		t.Fatalf("go tool nm: %v", err)
+	}
+	n := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 || (f[1] != "T" && f[1] != "t") {
+			continue
+		}
+		n++
+		sym := f[2]
+		if strings.HasPrefix(sym, "github.com/purerdma/rdma") && strings.Contains(sym, ".map.init.") {
+			t.Errorf("%s: a package-level map, built at every start of the binary", sym)
+		}
+		if strings.HasPrefix(sym, "regexp.") {
+			t.Errorf("the binary links regexp (%s)", sym)
+			break
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("go tool nm listed %d functions", n)
 	}
 }
