@@ -16,8 +16,8 @@ import (
 func TestHelpTool(t *testing.T) {
 	tools := registry(defaultEnv())
 	names := make([]string, 0, len(tools))
-	for n := range tools {
-		names = append(names, n)
+	for _, tool := range tools {
+		names = append(names, tool.Name)
 	}
 	sort.Strings(names)
 	list, _, _ := runTool("help")
@@ -52,5 +52,20 @@ func TestVersionArgs(t *testing.T) {
 	}
 	if out, _, code := runTool("version"); code != 0 || !strings.HasPrefix(out, "purerdma ") {
 		t.Errorf("version: %d %q", code, out)
+	}
+}
+
+// TestToolNamesUnique: no two tools share a name (toolSet.lookup takes
+// the first).
+func TestToolNamesUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, tool := range registry(defaultEnv()) {
+		if seen[tool.Name] {
+			t.Errorf("tool %q registered twice", tool.Name)
+		}
+		seen[tool.Name] = true
+	}
+	if len(seen) < 40 {
+		t.Errorf("%d tools registered", len(seen))
 	}
 }

@@ -8,7 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/cmd/purerdma/internal/diags"
@@ -39,23 +40,33 @@ func defaultEnv() env {
 // output is not a terminal), where an unbuffered os.Stdout costs a write
 // per Fprintf. Tools that stream (asyncwatch, exporter, flowcount,
 // rc_pingpong, rping, umad) write as they go.
-func registry(e env) map[string]cli.Tool {
+func registry(e env) toolSet {
 	own := []cli.Tool{
 		{Name: "version", Batch: true, Run: runVersion,
 			Summary: "print the purerdma version and the Go toolchain"},
 		{Name: "exporter", Run: runExporter,
 			Summary: "serve Prometheus metrics (runs rdma_exporter, installed next to purerdma or on PATH): port counters (node_exporter's infiniband names), hw_counters, netlink statistics, counted flows: [--web.listen-address :9915] [--config.flows FILE]"},
 	}
-	tools := map[string]cli.Tool{}
+	var tools toolSet
 	for _, family := range [][]cli.Tool{own, diags.Tools(e.diags), verbs.Tools(e.verbs), rdmatool.Tools(e.rdma), perf.Tools()} {
-		for _, t := range family {
-			if _, dup := tools[t.Name]; dup {
-				panic("purerdma: tool registered twice: " + t.Name)
-			}
-			tools[t.Name] = t
-		}
+		tools = append(tools, family...)
 	}
 	return tools
+}
+
+// toolSet is every tool, looked up by name: a slice searched in order, not
+// a map, which would cost every start of every tool its building (the
+// names are unique: TestToolNamesUnique).
+type toolSet []cli.Tool
+
+// lookup returns the tool called name.
+func (ts toolSet) lookup(name string) (cli.Tool, bool) {
+	for _, t := range ts {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return cli.Tool{}, false
 }
 
 // startTool runs t as name, buffering its standard output when it is a
@@ -73,6 +84,7 @@ func startTool(t cli.Tool, args []string, stdout, stderr io.Writer) error {
 }
 
 func main() {
+	growStack(0)
 	err := run(os.Args, os.Stdout, os.Stderr)
 	if err == nil {
 		return
@@ -84,6 +96,20 @@ func main() {
 	os.Exit(1)
 }
 
+// growStack grows the main goroutine's stack from the runtime's 2 KiB to
+// 16 KiB once, while it is three frames deep. A tool's calls reach 8 KiB
+// and more; left to itself the stack grows twice (2 → 4 → 8 KiB) with the
+// tool's whole call chain on it, and every growth walks each frame
+// through the binary's PC tables (runtime.pcvalue), about 30 k
+// instructions each and pages of the tables touched (docs/performance.md,
+// "Tools").
+//
+//go:noinline
+func growStack(i int) byte {
+	var pad [12 << 10]byte
+	return pad[i&(len(pad)-1)]
+}
+
 // run dispatches on the program name (busybox-style) or on the first
 // argument, on the running system.
 func run(argv []string, stdout, stderr io.Writer) error {
@@ -91,12 +117,12 @@ func run(argv []string, stdout, stderr io.Writer) error {
 }
 
 // runIn is run among tools.
-func runIn(tools map[string]cli.Tool, argv []string, stdout, stderr io.Writer) error {
+func runIn(tools toolSet, argv []string, stdout, stderr io.Writer) error {
 	if len(argv) == 0 {
 		return usage(tools, stderr)
 	}
 	name := filepath.Base(argv[0])
-	if t, ok := tools[name]; ok && name != "purerdma" {
+	if t, ok := tools.lookup(name); ok && name != "purerdma" {
 		return startTool(t, argv[1:], stdout, stderr)
 	}
 	if len(argv) < 2 {
@@ -110,7 +136,7 @@ func runIn(tools map[string]cli.Tool, argv []string, stdout, stderr io.Writer) e
 		listTools(tools, stdout)
 		return nil
 	}
-	t, ok := tools[argv[1]]
+	t, ok := tools.lookup(argv[1])
 	if !ok {
 		fmt.Fprintf(stderr, "purerdma: unknown tool %q\n", argv[1])
 		listTools(tools, stderr)
@@ -122,8 +148,8 @@ func runIn(tools map[string]cli.Tool, argv []string, stdout, stderr io.Writer) e
 // toolHelp is `purerdma help TOOL`: the tool's own -h text on
 // standard output and status 0, whatever status the tool's -h has
 // (ibstatus -h exits 255, as the infiniband-diags script does).
-func toolHelp(tools map[string]cli.Tool, name string, extra []string, stdout, stderr io.Writer) error {
-	t, ok := tools[name]
+func toolHelp(tools toolSet, name string, extra []string, stdout, stderr io.Writer) error {
+	t, ok := tools.lookup(name)
 	if !ok || len(extra) > 0 {
 		if !ok {
 			fmt.Fprintf(stderr, "purerdma help: unknown tool %q\n", name)
@@ -143,23 +169,20 @@ func toolHelp(tools map[string]cli.Tool, name string, extra []string, stdout, st
 	return err
 }
 
-func usage(tools map[string]cli.Tool, w io.Writer) error {
+func usage(tools toolSet, w io.Writer) error {
 	fmt.Fprintln(w, "usage: purerdma TOOL [ARGS...]   (or run it through a symlink named TOOL)")
 	listTools(tools, w)
 	return cli.ExitError{Code: 2}
 }
 
-func listTools(tools map[string]cli.Tool, w io.Writer) {
-	names := make([]string, 0, len(tools))
-	for n := range tools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+func listTools(tools toolSet, w io.Writer) {
+	sorted := slices.Clone(tools)
+	slices.SortFunc(sorted, func(a, b cli.Tool) int { return strings.Compare(a.Name, b.Name) })
 	fmt.Fprintln(w, "tools:")
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-12s %s\n", n, tools[n].Summary)
+	for _, t := range sorted {
+		fmt.Fprintf(w, "  %-12s %s\n", t.Name, t.Summary)
 	}
-	if len(names) == 0 {
+	if len(sorted) == 0 {
 		fmt.Fprintln(w, "  (none)")
 	}
 }
