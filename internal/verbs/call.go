@@ -44,11 +44,13 @@ type Call struct {
 	// nkeep counts keep's entries in use, or is callBad once an
 	// attribute was refused (one byte to test on the hot path for both).
 	nkeep uint8
+	// ticks counts the Call's system calls, for DoCall's yield every 64.
+	ticks uint8
 	// The padding makes a Call callSize bytes, an allocation size class
 	// of whole cache lines: the Calls of a CallList, allocated one by
 	// one, then never share a line, which readers on different CPUs
 	// would each write.
-	_ [callSize - abi.IoctlHdrSize - callAttrs*abi.IoctlAttrSize - callKeep*8 - 1]byte
+	_ [callSize - abi.IoctlHdrSize - callAttrs*abi.IoctlAttrSize - callKeep*8 - 2]byte
 }
 
 // callSize is a Call's size: six 64-byte cache lines, one of the
@@ -233,6 +235,11 @@ func (c *Core) DoCall(call *Call) error {
 		return errCallBad
 	}
 	call.hdr.Length = uint16(abi.IoctlHdrSize + abi.IoctlAttrSize*int(call.hdr.NumAttrs))
+	if call.ticks++; call.ticks&63 == 0 {
+		// A goroutine that loops on system calls passes through the
+		// scheduler here once every 64 of a Call's (sys.YieldP).
+		sys.YieldP()
+	}
 	var err error
 	if c.raw >= 0 { // c.ioctl, by hand: one frame less on the hottest path
 		err = sys.IoctlNumber(c.raw, abi.RDMA_VERBS_IOCTL, unsafe.Pointer(call))
