@@ -10,7 +10,7 @@ import "github.com/purerdma/rdma/internal/errs/model"
 // same errors.
 //
 // Every package of purerdma exports this same value under the same name.
-var ErrNotSupported = model.ErrNotSupported
+var ErrNotSupported error = &model.NotSupportedValue
 
 // Error is the one error type of every purerdma package (each exports it
 // as its own Error, an alias of this type): the operation, the device or

@@ -199,13 +199,23 @@ func (a *API) Methods() []*MethodSpec {
 // apis holds the method trees by driver, built on first use rather than at
 // package init: a program that never issues a verbs command (a tool that
 // only reads sysfs) does not pay for building them.
-var apis = sync.OnceValue(func() map[uint32]*API {
-	m := map[uint32]*API{}
-	for _, id := range []uint32{RDMA_DRIVER_UNKNOWN, RDMA_DRIVER_MLX5, RDMA_DRIVER_MLX4, RDMA_DRIVER_RXE, RDMA_DRIVER_SIW, RDMA_DRIVER_EFA} {
-		m[id] = buildAPI(id)
-	}
-	return m
-})
+// (A sync.Once and a function: sync.OnceValue is itself a call made at
+// package init.)
+func apis() map[uint32]*API {
+	apisOnce.Do(func() {
+		m := map[uint32]*API{}
+		for _, id := range []uint32{RDMA_DRIVER_UNKNOWN, RDMA_DRIVER_MLX5, RDMA_DRIVER_MLX4, RDMA_DRIVER_RXE, RDMA_DRIVER_SIW, RDMA_DRIVER_EFA} {
+			m[id] = buildAPI(id)
+		}
+		apisMap = m
+	})
+	return apisMap
+}
+
+var (
+	apisOnce sync.Once
+	apisMap  map[uint32]*API
+)
 
 // APIFor returns the method tree of a Linux 6.12 device whose driver is
 // driverID (enum rdma_driver_id). Drivers the table does not model get the

@@ -21,7 +21,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/purerdma/rdma/internal/errs"
 )
@@ -60,11 +59,17 @@ const (
 // Decoder errors are static so that a failing decode does not allocate
 // either.
 var (
-	errMadHdrSize    = errs.Wrap("abi: struct ib_user_mad_hdr", ErrMadHdrSize)
-	errMadHdrShort   = errs.Wrap("abi: struct ib_user_mad_hdr", ErrShortBuffer)
-	errRegReqShort   = errs.Wrap("abi: struct ib_user_mad_reg_req needs "+strconv.Itoa(RegReqSize)+" bytes", ErrShortBuffer)
-	errRegReq2Short  = errs.Wrap("abi: struct ib_user_mad_reg_req2 needs "+strconv.Itoa(RegReq2Size)+" bytes", ErrShortBuffer)
-	errMadHdrPKeyOld = errs.Wrap("abi: struct ib_user_mad_hdr_old has no pkey_index, PKeyIndex must be 0", ErrRange)
+	errMadHdrSize    error = &errs.Static{Msg: "abi: struct ib_user_mad_hdr", Err: &ErrMadHdrSize}
+	errMadHdrShort   error = &errs.Static{Msg: "abi: struct ib_user_mad_hdr", Err: &ErrShortBuffer}
+	errRegReqShort   error = &errs.Static{Msg: "abi: struct ib_user_mad_reg_req needs 28 bytes", Err: &ErrShortBuffer}
+	errRegReq2Short  error = &errs.Static{Msg: "abi: struct ib_user_mad_reg_req2 needs 40 bytes", Err: &ErrShortBuffer}
+	errMadHdrPKeyOld error = &errs.Static{Msg: "abi: struct ib_user_mad_hdr_old has no pkey_index, PKeyIndex must be 0", Err: &ErrRange}
+)
+
+// The texts above say RegReqSize and RegReq2Size.
+const (
+	_ = uint(RegReqSize-28) + uint(28-RegReqSize)
+	_ = uint(RegReq2Size-40) + uint(40-RegReq2Size)
 )
 
 // MadHdr is the umad header, struct ib_user_mad_hdr (64 bytes) or, without

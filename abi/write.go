@@ -11,7 +11,6 @@ package abi
 import (
 	"encoding/binary"
 	"fmt"
-	"strconv"
 
 	"github.com/purerdma/rdma/internal/errs"
 )
@@ -30,11 +29,17 @@ const (
 
 const maxWords = 0xffff // word counts are u16
 
+// The texts below say CmdHdrSize and ExCmdHdrSize.
+const (
+	_ = uint(CmdHdrSize-8) + uint(8-CmdHdrSize)
+	_ = uint(ExCmdHdrSize-16) + uint(16-ExCmdHdrSize)
+)
+
 var (
-	errWriteShort   = errs.Wrap("abi: struct ib_uverbs_cmd_hdr needs "+strconv.Itoa(CmdHdrSize)+" bytes", ErrShortBuffer)
-	errWriteExShort = errs.Wrap("abi: struct ib_uverbs_ex_cmd_hdr needs "+strconv.Itoa(ExCmdHdrSize)+" bytes after the cmd_hdr", ErrShortBuffer)
-	errWriteInWords = errs.Wrap("abi: ib_uverbs_cmd_hdr: in_words*4 is not the buffer length", ErrWriteLength)
-	errWriteExWords = errs.Wrap("abi: ib_uverbs_ex_cmd_hdr: (in_words+provider_in_words)*8 is not the length after the headers", ErrWriteLength)
+	errWriteShort   error = &errs.Static{Msg: "abi: struct ib_uverbs_cmd_hdr needs 8 bytes", Err: &ErrShortBuffer}
+	errWriteExShort error = &errs.Static{Msg: "abi: struct ib_uverbs_ex_cmd_hdr needs 16 bytes after the cmd_hdr", Err: &ErrShortBuffer}
+	errWriteInWords error = &errs.Static{Msg: "abi: ib_uverbs_cmd_hdr: in_words*4 is not the buffer length", Err: &ErrWriteLength}
+	errWriteExWords error = &errs.Static{Msg: "abi: ib_uverbs_ex_cmd_hdr: (in_words+provider_in_words)*8 is not the length after the headers", Err: &ErrWriteLength}
 )
 
 // WriteCmd is a uverbs write() command buffer as ParseWriteCmd decodes it:

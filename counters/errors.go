@@ -5,12 +5,13 @@ import (
 	"syscall"
 
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs/model"
 )
 
 // ErrNotSupported is matched, through errors.Is, by every error whose errno
 // says "not supported" (EPROTONOSUPPORT, EOPNOTSUPP, ENOTSUP). It is the
 // same value as rdma.ErrNotSupported.
-var ErrNotSupported = rdma.ErrNotSupported
+var ErrNotSupported error = &model.NotSupportedValue
 
 // Error is purerdma's one error type (rdma.Error): the operation, the
 // device or port, and the cause. Match it with errors.As and its cause

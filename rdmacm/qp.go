@@ -1,6 +1,7 @@
 package rdmacm
 
 import (
+	"os"
 	"unsafe"
 
 	"github.com/purerdma/rdma/abi"
@@ -30,7 +31,7 @@ func (id *ID) CreateQP(pd *uverbs.PD, attr uverbs.QPInitAttr) (*uverbs.QP, error
 	dev := id.devNameLocked()
 	switch {
 	case id.closed:
-		return nil, errs.New(op, dev, errClosed)
+		return nil, errs.New(op, dev, os.ErrClosed)
 	case id.qp != nil:
 		return nil, errs.New(op, dev, errArg("the ID has a QP already"))
 	case id.dev == nil:
@@ -154,7 +155,7 @@ func (id *ID) InitQPAttr(state uverbs.QPState) (uverbs.QPAttr, uverbs.QPAttrMask
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if id.closed {
-		return uverbs.QPAttr{}, 0, errs.New(op, id.devNameLocked(), errClosed)
+		return uverbs.QPAttr{}, 0, errs.New(op, id.devNameLocked(), os.ErrClosed)
 	}
 	a, m, err := id.initAttrLocked(state)
 	if err != nil {

@@ -2,6 +2,7 @@ package rdmanl
 
 import (
 	"github.com/purerdma/rdma"
+	"github.com/purerdma/rdma/internal/errs/model"
 	"github.com/purerdma/rdma/sysfs"
 )
 
@@ -12,7 +13,7 @@ const netlinkRDMA = 20
 // ErrNotSupported is the library-wide "not supported" sentinel (see
 // [rdma.ErrNotSupported]): the kernel has no RDMA netlink (ib_core is not
 // loaded), or the request is one it does not know.
-var ErrNotSupported = rdma.ErrNotSupported
+var ErrNotSupported error = &model.NotSupportedValue
 
 // Error is purerdma's one error type (rdma.Error): the operation, the
 // device ("index 3", "index 3/1" for a port, or a name) and the cause.

@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"github.com/purerdma/rdma/internal/errs"
+	"github.com/purerdma/rdma/internal/errs/model"
 
 	"github.com/purerdma/rdma"
 )
@@ -13,7 +14,7 @@ import (
 // [rdma.ErrNotSupported]). In this package it is also matched by the errors
 // that say a device lacks a whole group of files: a port without
 // counters/ (a driver without a PMA, such as rxe) or without hw_counters/.
-var ErrNotSupported = rdma.ErrNotSupported
+var ErrNotSupported error = &model.NotSupportedValue
 
 // Error is purerdma's one error type (rdma.Error): the operation, the
 // device or port, and the cause. Match it with errors.As and its cause

@@ -7,6 +7,7 @@ import (
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/errs"
+	"github.com/purerdma/rdma/internal/errs/model"
 )
 
 // Error is purerdma's one error type (rdma.Error): the operation, the
@@ -19,7 +20,7 @@ type Error = rdma.Error
 // rdma.ErrNotSupported). In this package it also matches a QP0 (SMI) agent
 // on a port without an SMI, such as every RoCE port, and a umad ABI other
 // than 5.
-var ErrNotSupported = rdma.ErrNotSupported
+var ErrNotSupported error = &model.NotSupportedValue
 
 // kindError is a sentinel of this package. When errno is set, errors.Is
 // also matches the sentinel against that errno (and the classes it is in).
@@ -128,11 +129,20 @@ func detail(kind error, text string, cause error) error {
 func invalid(text string) error { return detail(nil, text, syscall.EINVAL) }
 
 // errClosed reports a call on a closed Port.
-var errClosed = detail(nil, "port closed", os.ErrClosed)
+var errClosed error = &portClosedError{}
+
+// portClosedError is errClosed, detail(nil, "port closed", os.ErrClosed)
+// as data: os.ErrClosed is read when asked for, not copied at start.
+type portClosedError struct{}
+
+func (*portClosedError) Error() string { return "port closed: " + os.ErrClosed.Error() }
+
+// Unwrap returns os.ErrClosed.
+func (*portClosedError) Unwrap() error { return os.ErrClosed }
 
 // errNilHost is the cause of a call on a nil *Host: EINVAL, as uverbs,
 // counters and flow answer.
-var errNilHost = invalid("nil *umad.Host")
+var errNilHost error = &detailError{detail: "nil *umad.Host", cause: syscall.EINVAL}
 
 // errNoSMI builds the cause of a QP0 agent on a port without an SMI.
 func errNoSMI(class MgmtClass, linkLayer rdma.LinkLayer) error {

@@ -90,10 +90,19 @@ func simID(seq uint32) uint32 {
 	return uint32(os.Getpid())&(1<<22-1) | (seq%simIDs)<<22
 }
 
-// simEpoch is the origin of the links' monotonic clock (simNow).
-var simEpoch = time.Now()
+// simEpoch is the origin of the links' monotonic clock (simNow), taken at
+// the first use, not when a program that links umad starts.
+var (
+	simEpochOnce sync.Once
+	simEpochT    time.Time
+)
 
-func simNow() int64 { return int64(time.Since(simEpoch)) }
+func simEpoch() time.Time {
+	simEpochOnce.Do(func() { simEpochT = time.Now() })
+	return simEpochT
+}
+
+func simNow() int64 { return int64(time.Since(simEpoch())) }
 
 // The ways a control exchange with ibsim ends without an answer.
 var (
@@ -587,7 +596,7 @@ func (l *simLink) Transmit(_ *umadmodel.Port, srcQPN uint32, h *abi.MadHdr, mad 
 // socket (SIM_CTL_GET_PORT, which a running ibsim answers at once): if
 // the answer comes, ibsim runs and a try that goes unanswered is lost.
 func (l *simLink) Stalled(_ *umadmodel.Port, since time.Time) bool {
-	if l.heard.Load() >= int64(since.Sub(simEpoch)) || l.gone.Load() {
+	if l.heard.Load() >= int64(since.Sub(simEpoch())) || l.gone.Load() {
 		return false
 	}
 	if l.probing.CompareAndSwap(false, true) {

@@ -380,7 +380,7 @@ func NewMADHeader(class MgmtClass, method Method, attr AttrID, modifier uint32, 
 	}
 }
 
-var errHeaderShort = madError("MAD header needs 24 bytes", ErrShortMAD)
+var errHeaderShort = madError("MAD header needs 24 bytes", &ErrShortMAD)
 
 // put writes h into b[:MADHeaderSize].
 func (h *MADHeader) put(b []byte) {
@@ -502,8 +502,8 @@ type Attribute interface {
 
 // Static errors of the 256-byte MAD decoders.
 var (
-	errMADShort = madError("MAD needs 256 bytes", ErrShortMAD)
-	errMADLong  = madError("MAD", ErrLongMAD)
+	errMADShort = madError("MAD needs 256 bytes", &ErrShortMAD)
+	errMADLong  = madError("MAD", &ErrLongMAD)
 )
 
 // checkMAD checks that b is one 256-byte MAD.

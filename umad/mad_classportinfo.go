@@ -62,7 +62,7 @@ const (
 	PMCap2AdditionalPortCountersExtended = 1 << 1 // PortCountersExtended carries the error counters after PortMulticastRcvPkts
 )
 
-var errClassPortInfoShort = madError("ClassPortInfo needs 72 bytes", ErrShortMAD)
+var errClassPortInfoShort = madError("ClassPortInfo needs 72 bytes", &ErrShortMAD)
 
 // AttributeID returns AttrClassPortInfo.
 func (c *ClassPortInfo) AttributeID() AttrID {

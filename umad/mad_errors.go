@@ -50,22 +50,23 @@ var (
 // madError wraps one of the sentinels above with the structure it concerns.
 // It is called at package initialization for the static decoder errors and
 // on the (allocating, but rare) validation paths.
-func madError(what string, sentinel error) error {
+func madError(what string, sentinel *error) error {
 	return &structError{what, sentinel}
 }
 
-// structError is "umad: what: sentinel's text", wrapping the sentinel; it
-// keeps what apart so that making one at package initialization is one
-// small allocation (no formatting, no concatenation).
+// structError is "umad: what: sentinel's text", wrapping the sentinel. It
+// holds the sentinel variable's address, not its value, so that the
+// compiler lays the static decoder errors out as data: no code builds
+// them when a program starts.
 type structError struct {
 	what     string
-	sentinel error
+	sentinel *error
 }
 
-func (e *structError) Error() string { return "umad: " + e.what + ": " + e.sentinel.Error() }
+func (e *structError) Error() string { return "umad: " + e.what + ": " + (*e.sentinel).Error() }
 
 // Unwrap returns the sentinel.
-func (e *structError) Unwrap() error { return e.sentinel }
+func (e *structError) Unwrap() error { return *e.sentinel }
 
 // rangeError reports a field value that does not fit width bits.
 func rangeError(what, field string, v uint64, width int) error {

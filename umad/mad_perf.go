@@ -40,9 +40,9 @@ type PerfMAD struct {
 
 // Static errors of the PerfMAD codec.
 var (
-	errPerfVersion  = madError("PerfMgmt MAD", ErrBaseVersion)
-	errPerfClass    = madError("PerfMgmt MAD: class is not PerfMgmt", ErrWrongClass)
-	errPerfAttrSize = madError("PerfMgmt MAD", ErrAttributeSize)
+	errPerfVersion  = madError("PerfMgmt MAD", &ErrBaseVersion)
+	errPerfClass    = madError("PerfMgmt MAD: class is not PerfMgmt", &ErrWrongClass)
+	errPerfAttrSize = madError("PerfMgmt MAD", &ErrAttributeSize)
 )
 
 // MADHeader returns &m.Header.
@@ -200,7 +200,7 @@ type PortCounters struct {
 	PortXmitWait                 uint32 // PortXmitWait: 320, 32 (where PMCapPortCountersXmitWait)
 }
 
-var errPortCountersShort = madError("PortCounters needs 44 bytes", ErrShortMAD)
+var errPortCountersShort = madError("PortCounters needs 44 bytes", &ErrShortMAD)
 
 // AttributeID returns PMAttrPortCounters.
 func (p *PortCounters) AttributeID() AttrID {
@@ -386,7 +386,7 @@ type PortCountersExtended struct {
 	QP1Dropped                   uint64 // QP1Dropped: byte 176
 }
 
-var errPortCountersExtShort = madError("PortCountersExtended needs 184 bytes", ErrShortMAD)
+var errPortCountersExtShort = madError("PortCountersExtended needs 184 bytes", &ErrShortMAD)
 
 // AttributeID returns PMAttrPortCountersExtended.
 func (p *PortCountersExtended) AttributeID() AttrID {

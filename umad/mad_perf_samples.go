@@ -2,7 +2,6 @@ package umad
 
 import (
 	"encoding/binary"
-	"strconv"
 )
 
 // PortSamplesControlSize is the size of PortSamplesControl in bytes.
@@ -35,7 +34,7 @@ type PortSamplesControl struct {
 	SamplesOnlyOptionMask uint64
 }
 
-var errPortSamplesControlShort = madError("PortSamplesControl needs 80 bytes", ErrShortMAD)
+var errPortSamplesControlShort = madError("PortSamplesControl needs 80 bytes", &ErrShortMAD)
 
 // AttributeID returns PMAttrPortSamplesControl.
 func (p *PortSamplesControl) AttributeID() AttrID {
@@ -170,7 +169,13 @@ type PortExtendedSpeedsCounters struct {
 	PortFECCorrectedSymbolCtr    uint32
 }
 
-var errPortExtSpeedsShort = madError("PortExtendedSpeedsCounters needs "+strconv.Itoa(PortExtendedSpeedsCountersSize)+" bytes", ErrShortMAD)
+var errPortExtSpeedsShort = madError("PortExtendedSpeedsCounters needs 152 bytes", &ErrShortMAD)
+
+// The text above says PortExtendedSpeedsCountersSize.
+const (
+	_ = uint(PortExtendedSpeedsCountersSize - 152)
+	_ = uint(152 - PortExtendedSpeedsCountersSize)
+)
 
 // AttributeID returns PMAttrPortExtendedSpeedsCounters.
 func (p *PortExtendedSpeedsCounters) AttributeID() AttrID {

@@ -163,7 +163,7 @@ func (p *PerfCounterSet) Decode(b []byte) error {
 		return fmt.Errorf("umad: PerfMgmt attribute %#04x is no counter set: %w", uint16(p.ID), ErrUnknownAttribute)
 	}
 	if size := PerfCounterSetSize(p.ID); len(b) < size {
-		return madError(fmt.Sprintf("PerfCounterSet %#04x needs %d bytes", uint16(p.ID), size), ErrShortMAD)
+		return madError(fmt.Sprintf("PerfCounterSet %#04x needs %d bytes", uint16(p.ID), size), &ErrShortMAD)
 	}
 	p.PortSelect = b[1]
 	p.CounterSelect = binary.BigEndian.Uint16(b[2:4])
@@ -190,7 +190,7 @@ func (p *PerfCounterSet) Validate() error {
 		return fmt.Errorf("umad: PerfMgmt attribute %#04x is no counter set: %w", uint16(p.ID), ErrUnknownAttribute)
 	}
 	if len(p.Counters) > n {
-		return madError(fmt.Sprintf("PerfCounterSet %#04x has %d counters, not %d", uint16(p.ID), n, len(p.Counters)), ErrFieldRange)
+		return madError(fmt.Sprintf("PerfCounterSet %#04x has %d counters, not %d", uint16(p.ID), n, len(p.Counters)), &ErrFieldRange)
 	}
 	for i, c := range p.Counters {
 		if w < 64 && c>>w != 0 {

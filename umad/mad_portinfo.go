@@ -76,7 +76,7 @@ type PortInfo struct {
 	LinkSpeedExtEnabled    uint8  // LinkSpeedExtEnabled: 507, 5
 }
 
-var errPortInfoShort = madError("PortInfo needs 64 bytes", ErrShortMAD)
+var errPortInfoShort = madError("PortInfo needs 64 bytes", &ErrShortMAD)
 
 // AttributeID returns SMAttrPortInfo.
 func (p *PortInfo) AttributeID() AttrID {

@@ -71,10 +71,10 @@ type SMP struct {
 
 // Static errors of the SMP codec.
 var (
-	errSMPVersion  = madError("SMP", ErrBaseVersion)
-	errSMPClass    = madError("SMP: class is not SubnMgmt or SubnMgmtDirectedRoute", ErrWrongClass)
-	errSMPAttrSize = madError("SMP", ErrAttributeSize)
-	errSMPPath     = madError("SMP: a directed route has at most 63 hops", ErrFieldRange)
+	errSMPVersion  = madError("SMP", &ErrBaseVersion)
+	errSMPClass    = madError("SMP: class is not SubnMgmt or SubnMgmtDirectedRoute", &ErrWrongClass)
+	errSMPAttrSize = madError("SMP", &ErrAttributeSize)
+	errSMPPath     = madError("SMP: a directed route has at most 63 hops", &ErrFieldRange)
 )
 
 // MADHeader returns &s.Header.
@@ -287,7 +287,7 @@ type NodeInfo struct {
 	VendorID uint32
 }
 
-var errNodeInfoShort = madError("NodeInfo needs 40 bytes", ErrShortMAD)
+var errNodeInfoShort = madError("NodeInfo needs 40 bytes", &ErrShortMAD)
 
 // AttributeID returns SMAttrNodeInfo.
 func (n *NodeInfo) AttributeID() AttrID {
@@ -383,8 +383,8 @@ const NodeDescriptionSize = 64
 type NodeDescription [NodeDescriptionSize]byte
 
 var (
-	errNodeDescShort = madError("NodeDescription needs 64 bytes", ErrShortMAD)
-	errNodeDescLong  = madError("NodeDescription: text longer than 64 bytes", ErrFieldRange)
+	errNodeDescShort = madError("NodeDescription needs 64 bytes", &ErrShortMAD)
+	errNodeDescLong  = madError("NodeDescription: text longer than 64 bytes", &ErrFieldRange)
 )
 
 // AttributeID returns SMAttrNodeDescription.

@@ -70,7 +70,7 @@ type SwitchInfo struct {
 	MulticastFDBTop uint16
 }
 
-var errSwitchInfoShort = madError("SwitchInfo needs 20 bytes", ErrShortMAD)
+var errSwitchInfoShort = madError("SwitchInfo needs 20 bytes", &ErrShortMAD)
 
 // AttributeID returns SMAttrSwitchInfo.
 func (s *SwitchInfo) AttributeID() AttrID {
@@ -193,7 +193,7 @@ func LFTBlock(lid uint16) (block uint32, index int) {
 	return uint32(lid) / LinearForwardingTableSize, int(lid) % LinearForwardingTableSize
 }
 
-var errLFTShort = madError("LinearForwardingTable needs 64 bytes", ErrShortMAD)
+var errLFTShort = madError("LinearForwardingTable needs 64 bytes", &ErrShortMAD)
 
 // AttributeID returns SMAttrLinearForwardingTable.
 func (t *LinearForwardingTable) AttributeID() AttrID {
@@ -280,7 +280,7 @@ func MFTModifier(mlid uint16, position int) (mod uint32, index int, ok bool) {
 	return off/32 | uint32(position)<<28, int(off % 32), true
 }
 
-var errMFTShort = madError("MulticastForwardingTable needs 64 bytes", ErrShortMAD)
+var errMFTShort = madError("MulticastForwardingTable needs 64 bytes", &ErrShortMAD)
 
 // AttributeID returns SMAttrMulticastForwardingTable.
 func (t *MulticastForwardingTable) AttributeID() AttrID {

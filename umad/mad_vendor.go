@@ -70,7 +70,7 @@ type RMPPHeader struct {
 	Data2 uint32
 }
 
-var errRMPPShort = madError("RMPP header needs 12 bytes", ErrShortMAD)
+var errRMPPShort = madError("RMPP header needs 12 bytes", &ErrShortMAD)
 
 // put writes r into b[:RMPPHeaderSize].
 func (r *RMPPHeader) put(b []byte) {
@@ -178,8 +178,8 @@ type VendorMAD struct {
 
 // Static errors of the VendorMAD codec.
 var (
-	errVendorVersion = madError("vendor MAD", ErrBaseVersion)
-	errVendorClass   = madError("vendor MAD: class is not in vendor range 2 (0x30-0x4f)", ErrWrongClass)
+	errVendorVersion = madError("vendor MAD", &ErrBaseVersion)
+	errVendorClass   = madError("vendor MAD: class is not in vendor range 2 (0x30-0x4f)", &ErrWrongClass)
 )
 
 // MADHeader returns &m.Header.

@@ -69,7 +69,7 @@ func (r *RMPPReassembler) Add(seg []byte) (last bool, err error) {
 	}
 	h.get(seg[MADHeaderSize:])
 	if len(seg) > MADSize {
-		return false, madError("an RMPP segment is one MAD", ErrLongMAD)
+		return false, madError("an RMPP segment is one MAD", &ErrLongMAD)
 	}
 	if h.Type != RMPPTypeData || h.Flags&RMPPFlagActive == 0 || h.Version != 1 {
 		return false, fmt.Errorf("%w (version %d, type %d, flags %#x)", ErrRMPPHeader, h.Version, h.Type, h.Flags)

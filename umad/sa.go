@@ -120,7 +120,7 @@ type SAResponse struct {
 	Data       []byte
 }
 
-var errSAShort = madError("an SA MAD needs 56 bytes", ErrShortMAD)
+var errSAShort = madError("an SA MAD needs 56 bytes", &ErrShortMAD)
 
 // DecodeSAResponse decodes an SA MAD (or a reassembled RMPP message) of
 // at least SAHeaderSize bytes; Data aliases b. It returns an error
@@ -135,7 +135,7 @@ func DecodeSAResponse(b []byte) (*SAResponse, error) {
 		return nil, err
 	}
 	if r.Header.MgmtClass != ClassSubnAdm {
-		return nil, madError(fmt.Sprintf("class %#x is not SubnAdm", uint8(r.Header.MgmtClass)), ErrWrongClass)
+		return nil, madError(fmt.Sprintf("class %#x is not SubnAdm", uint8(r.Header.MgmtClass)), &ErrWrongClass)
 	}
 	r.RMPP.get(b[MADHeaderSize:])
 	be := binary.BigEndian

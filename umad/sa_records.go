@@ -79,12 +79,12 @@ const (
 )
 
 var (
-	errNRShort   = madError("a NodeRecord needs 108 bytes", ErrShortMAD)
-	errPIRShort  = madError("a PortInfoRecord needs 68 bytes", ErrShortMAD)
-	errPRShort   = madError("a PathRecord needs 64 bytes", ErrShortMAD)
-	errLRShort   = madError("a LinkRecord needs 6 bytes", ErrShortMAD)
-	errSMIRShort = madError("an SMInfoRecord needs 28 bytes", ErrShortMAD)
-	errMCRShort  = madError("an MCMemberRecord needs 52 bytes", ErrShortMAD)
+	errNRShort   = madError("a NodeRecord needs 108 bytes", &ErrShortMAD)
+	errPIRShort  = madError("a PortInfoRecord needs 68 bytes", &ErrShortMAD)
+	errPRShort   = madError("a PathRecord needs 64 bytes", &ErrShortMAD)
+	errLRShort   = madError("a LinkRecord needs 6 bytes", &ErrShortMAD)
+	errSMIRShort = madError("an SMInfoRecord needs 28 bytes", &ErrShortMAD)
+	errMCRShort  = madError("an MCMemberRecord needs 52 bytes", &ErrShortMAD)
 )
 
 // NodeRecord is the SA's NodeRecord (IBA 15.2.5.2; ib_node_record_t):
@@ -293,15 +293,15 @@ const (
 )
 
 var (
-	errSL2VLRShort = madError("an SL2VLTableRecord needs 16 bytes", ErrShortMAD)
-	errVLARShort   = madError("a VLArbitrationTableRecord needs 72 bytes", ErrShortMAD)
-	errPKTRShort   = madError("a P_KeyTableRecord needs 72 bytes", ErrShortMAD)
-	errLFTRShort   = madError("an LFTRecord needs 72 bytes", ErrShortMAD)
-	errMFTRShort   = madError("an MFTRecord needs 72 bytes", ErrShortMAD)
-	errGIRShort    = madError("a GUIDInfoRecord needs 72 bytes", ErrShortMAD)
-	errSWIRShort   = madError("a SwitchInfoRecord needs 24 bytes", ErrShortMAD)
-	errSRShort     = madError("a ServiceRecord needs 176 bytes", ErrShortMAD)
-	errIIRShort    = madError("an InformInfoRecord needs 60 bytes", ErrShortMAD)
+	errSL2VLRShort = madError("an SL2VLTableRecord needs 16 bytes", &ErrShortMAD)
+	errVLARShort   = madError("a VLArbitrationTableRecord needs 72 bytes", &ErrShortMAD)
+	errPKTRShort   = madError("a P_KeyTableRecord needs 72 bytes", &ErrShortMAD)
+	errLFTRShort   = madError("an LFTRecord needs 72 bytes", &ErrShortMAD)
+	errMFTRShort   = madError("an MFTRecord needs 72 bytes", &ErrShortMAD)
+	errGIRShort    = madError("a GUIDInfoRecord needs 72 bytes", &ErrShortMAD)
+	errSWIRShort   = madError("a SwitchInfoRecord needs 24 bytes", &ErrShortMAD)
+	errSRShort     = madError("a ServiceRecord needs 176 bytes", &ErrShortMAD)
+	errIIRShort    = madError("an InformInfoRecord needs 60 bytes", &ErrShortMAD)
 )
 
 // SL2VLTableRecord is the SA's SL2VLMappingTableRecord (IBA 15.2.5.4;

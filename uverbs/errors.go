@@ -6,13 +6,14 @@ import (
 
 	"github.com/purerdma/rdma"
 	"github.com/purerdma/rdma/internal/errs"
+	"github.com/purerdma/rdma/internal/errs/model"
 )
 
 // ErrNotSupported is matched, through errors.Is, by every error whose errno
 // says "not supported" (EPROTONOSUPPORT, EOPNOTSUPP, ENOTSUP), and by the
 // errors this package returns for drivers it has no provider for. It is the
 // same value as rdma.ErrNotSupported.
-var ErrNotSupported = rdma.ErrNotSupported
+var ErrNotSupported error = &model.NotSupportedValue
 
 // Error is purerdma's one error type (rdma.Error): the operation, the
 // device or port, and the cause. Match it with errors.As and its cause

@@ -17,7 +17,7 @@ type Error = rdma.Error
 
 // ErrNotSupported is rdma.ErrNotSupported: EPROTONOSUPPORT, EOPNOTSUPP and
 // ENOTSUP match it.
-var ErrNotSupported = model.ErrNotSupported
+var ErrNotSupported error = &model.NotSupportedValue
 
 // NotSupported is a cause without an errno that still means "not
 // supported": it matches ErrNotSupported and errors.ErrUnsupported.
@@ -127,4 +127,28 @@ func (e *Wrapped) Unwrap() error {
 		return nil
 	}
 	return e.Err
+}
+
+// Static is Msg + ": " + the text of the sentinel variable Err points at,
+// wrapping it: Wrap for package-level errors around a sentinel, which the
+// compiler lays out as data (wrapping the variable's value instead is
+// code that every program linking the package runs at start).
+type Static struct {
+	Msg string
+	Err *error
+}
+
+func (e *Static) Error() string {
+	if e == nil || e.Err == nil || *e.Err == nil {
+		return "<nil>"
+	}
+	return e.Msg + ": " + (*e.Err).Error()
+}
+
+// Unwrap returns the sentinel.
+func (e *Static) Unwrap() error {
+	if e == nil || e.Err == nil {
+		return nil
+	}
+	return *e.Err
 }

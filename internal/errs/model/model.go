@@ -15,7 +15,18 @@ import (
 
 // ErrNotSupported is the sentinel that EPROTONOSUPPORT, EOPNOTSUPP and
 // ENOTSUP match. rdma.ErrNotSupported is this value, and every public package re-exports it.
-var ErrNotSupported = errors.New("operation not supported by this kernel or device")
+var ErrNotSupported error = &NotSupportedValue
+
+// NotSupportedValue is what ErrNotSupported points at. The packages that
+// re-export the sentinel point at it too (&model.NotSupportedValue), an
+// address the linker fills in: copying ErrNotSupported instead would be
+// code that every program linking the package runs at start.
+var NotSupportedValue = sentinel{"operation not supported by this kernel or device"}
+
+// sentinel is a fixed error text.
+type sentinel struct{ text string }
+
+func (e *sentinel) Error() string { return e.text }
 
 // Errno returns the errno inside err, or 0 when there is none.
 func Errno(err error) syscall.Errno {

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -113,13 +114,17 @@ func allMethods() umad.MethodMask {
 
 // ibpingTime is ibping.c's time_stamp: seconds in microseconds plus
 // nanoseconds in units of 10 µs, on the monotonic clock (here counted
-// from the process's start).
+// from its first use; the stamps are only ever subtracted).
 func ibpingTime() uint64 {
-	t := time.Since(procStart)
+	pingEpochOnce.Do(func() { pingEpoch = time.Now() })
+	t := time.Since(pingEpoch)
 	return uint64(t/time.Second)*1000000 + uint64(t%time.Second)/10000
 }
 
-var procStart = time.Now()
+var (
+	pingEpochOnce sync.Once
+	pingEpoch     time.Time
+)
 
 // ibpingClient is ibping.c's client loop and report.
 func ibpingClient(c *smpClient, agent umad.AgentID, dest smpDest, p *ibpingOpts, log *madLog, stdout io.Writer) error {

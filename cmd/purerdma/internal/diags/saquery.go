@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 func saUsageArgs() string {
 	var b strings.Builder
 	b.WriteString("[query-name] [<name> | <lid> | <guid>]\n\nSupported query names (and aliases):\n")
-	for _, q := range saQueryCmds {
+	for _, q := range saQueryCmds() {
 		fmt.Fprintf(&b, "  %s (%s) %s\n", q.name, q.alias, q.usage)
 	}
 	b.WriteString("\n  Queries node records by default.")
@@ -110,10 +111,22 @@ type saQueryCmd struct {
 	handler            func(r *saRun, args []string) error
 }
 
-var saQueryCmds []saQueryCmd
+// saQueryCmds returns saquery's query_cmds, made at the first use: the
+// handlers reach the table back (usage), so it cannot be laid out as
+// data, and an init function would build it at every start of every
+// tool of the binary.
+func saQueryCmds() []saQueryCmd {
+	saQueryOnce.Do(func() { saQueryTable = makeSAQueryCmds() })
+	return saQueryTable
+}
 
-func init() {
-	saQueryCmds = []saQueryCmd{
+var (
+	saQueryOnce  sync.Once
+	saQueryTable []saQueryCmd
+)
+
+func makeSAQueryCmds() []saQueryCmd {
+	return []saQueryCmd{
 		{"ClassPortInfo", "CPI", "", umad.SAAttrClassPortInfo, func(r *saRun, _ []string) error { r.dumpCPI(); return nil }},
 		{"NodeRecord", "NR", "[lid]", umad.SAAttrNodeRecord, (*saRun).queryNodeRecords},
 		{"PortInfoRecord", "PIR", "[[lid]/[port]/[options]]", umad.SAAttrPortInfoRecord, (*saRun).queryPortInfoRecords},
@@ -136,8 +149,9 @@ func init() {
 }
 
 func findSAQuery(name string) *saQueryCmd {
-	for i := range saQueryCmds {
-		q := &saQueryCmds[i]
+	cmds := saQueryCmds()
+	for i := range cmds {
+		q := &cmds[i]
 		if strings.EqualFold(name, q.name) || strings.EqualFold(name, q.alias) {
 			return q
 		}
@@ -146,9 +160,10 @@ func findSAQuery(name string) *saQueryCmd {
 }
 
 func findSAQueryByType(attr umad.AttrID) *saQueryCmd {
-	for i := range saQueryCmds {
-		if saQueryCmds[i].attr == attr {
-			return &saQueryCmds[i]
+	cmds := saQueryCmds()
+	for i := range cmds {
+		if cmds[i].attr == attr {
+			return &cmds[i]
 		}
 	}
 	return nil

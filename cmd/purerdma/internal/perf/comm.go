@@ -267,7 +267,8 @@ func (c *comm) versions(p *params) error {
 	return nil
 }
 
-var errVersion = perr("Current implementation is not compatible with versions older than 5.70")
+//lint:ignore ST1005 perftest's own message, byte for byte
+var errVersion = errors.New("Current implementation is not compatible with versions older than 5.70")
 
 // mtu is check_mtu's exchange: the enum ibv_mtu as one ASCII digit and a
 // NUL; each side runs with the smaller.
