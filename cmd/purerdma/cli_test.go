@@ -15,8 +15,8 @@ import (
 // help still exits 0).
 func TestHelpTool(t *testing.T) {
 	tools := registry(defaultEnv())
-	names := make([]string, 0, len(tools))
-	for _, tool := range tools {
+	names := make([]string, 0, len(toolFamilies))
+	for _, tool := range tools.all() {
 		names = append(names, tool.Name)
 	}
 	sort.Strings(names)
@@ -59,7 +59,7 @@ func TestVersionArgs(t *testing.T) {
 // the first).
 func TestToolNamesUnique(t *testing.T) {
 	seen := map[string]bool{}
-	for _, tool := range registry(defaultEnv()) {
+	for _, tool := range registry(defaultEnv()).all() {
 		if seen[tool.Name] {
 			t.Errorf("tool %q registered twice", tool.Name)
 		}
@@ -67,5 +67,27 @@ func TestToolNamesUnique(t *testing.T) {
 	}
 	if len(seen) < 40 {
 		t.Errorf("%d tools registered", len(seen))
+	}
+}
+
+// TestToolFamilies: toolFamilies, by which a run builds only its tool's
+// family, names each family's tools, no more, no fewer.
+func TestToolFamilies(t *testing.T) {
+	ts := registry(defaultEnv())
+	listed := map[string]family{}
+	for _, n := range toolFamilies {
+		listed[n.name] = n.fam
+	}
+	n := 0
+	for f := range numFamilies {
+		for _, tool := range ts.family(f) {
+			n++
+			if got, ok := listed[tool.Name]; !ok || got != f {
+				t.Errorf("tool %q of family %d: toolFamilies has %d (listed: %v)", tool.Name, f, got, ok)
+			}
+		}
+	}
+	if n != len(toolFamilies) {
+		t.Errorf("the families have %d tools, toolFamilies %d", n, len(toolFamilies))
 	}
 }

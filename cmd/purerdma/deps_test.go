@@ -51,9 +51,12 @@ func TestNoTestPackagesLinked(t *testing.T) {
 }
 
 // TestStartupBuildsNoTables: every start of every tool runs the
-// initialization of every package the binary links, so none of the
-// project's packages may build a package-level map (the compiler's
-// PKG.map.init.N functions) and the binary links no regexp (compiled
+// initialization of every package the binary links, and the code of an
+// init function maps its package's pages of text, so none of the
+// project's packages may have initialization code (an init function of
+// more than a RET, or a PKG.map.init.N of a package-level map) except
+// internal/sys, which every tool uses anyway (the page size, the table
+// of open descriptors), and the binary links no regexp (compiled
 // patterns, and the unicode tables regexp/syntax makes reachable, are
 // built at start). docs/performance.md ("Tools") has what they cost.
 func TestStartupBuildsNoTables(t *testing.T) {
@@ -67,20 +70,24 @@ func TestStartupBuildsNoTables(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	out, err := exec.Command(gobin, "tool", "nm", bin).Output()
+	out, err := exec.Command(gobin, "tool", "nm", "-size", bin).Output()
 	if err != nil {
 		t.Fatalf("go tool nm: %v", err)
 	}
 	n := 0
 	for _, l := range strings.Split(string(out), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 3 || (f[1] != "T" && f[1] != "t") {
+		f := strings.Fields(l) // address, size, type, name
+		if len(f) < 4 || (f[2] != "T" && f[2] != "t") {
 			continue
 		}
 		n++
-		sym := f[2]
+		sym := f[3]
 		if strings.HasPrefix(sym, "github.com/purerdma/rdma") && strings.Contains(sym, ".map.init.") {
 			t.Errorf("%s: a package-level map, built at every start of the binary", sym)
+		}
+		if strings.HasPrefix(sym, "github.com/purerdma/rdma") && strings.HasSuffix(sym, ".init") &&
+			f[1] != "1" && sym != "github.com/purerdma/rdma/internal/sys.init" {
+			t.Errorf("%s: %s bytes of initialization code, run at every start of the binary", sym, f[1])
 		}
 		if strings.HasPrefix(sym, "regexp.") {
 			t.Errorf("the binary links regexp (%s)", sym)

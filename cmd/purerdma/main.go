@@ -20,19 +20,67 @@ import (
 
 // env is what the tools reach the system through, one Env a family: the
 // running system in main, doubles in tests (passed in, never swapped
-// package variables).
+// package variables). With system set, a family whose Env is nil gets
+// its DefaultEnv when its tools are first looked up (defaultEnv).
 type env struct {
-	diags *diags.Env
-	verbs *verbs.Env
-	rdma  *rdmatool.Env
+	diags  *diags.Env
+	verbs  *verbs.Env
+	rdma   *rdmatool.Env
+	system bool
 }
 
 // defaultEnv is the running system.
-func defaultEnv() env {
-	return env{diags: diags.DefaultEnv(), verbs: verbs.DefaultEnv(), rdma: rdmatool.DefaultEnv()}
+func defaultEnv() env { return env{system: true} }
+
+// family is one package of tools (and the purerdma command's own).
+type family uint8
+
+const (
+	famOwn family = iota
+	famDiags
+	famVerbs
+	famRdma
+	famPerf
+	numFamilies
+)
+
+// toolFamilies is every tool's name and family, so that a run looks its
+// tool up and builds that family's tools alone: a family's Tools and
+// DefaultEnv are code, data and allocations of its package, which a run
+// of another family's tool then does not touch (docs/performance.md,
+// "Tools"). TestToolFamilies checks it against the families' tools.
+var toolFamilies = [...]struct {
+	name string
+	fam  family
+}{
+	{"version", famOwn}, {"exporter", famOwn},
+	{"ibaddr", famDiags}, {"ibhosts", famDiags}, {"iblinkinfo", famDiags}, {"ibnetdiscover", famDiags},
+	{"ibnodes", famDiags}, {"ibping", famDiags}, {"ibportstate", famDiags}, {"ibqueryerrors", famDiags},
+	{"ibroute", famDiags}, {"ibstat", famDiags}, {"ibstatus", famDiags}, {"ibswitches", famDiags},
+	{"ibtracert", famDiags}, {"perfquery", famDiags}, {"saquery", famDiags}, {"smpquery", famDiags},
+	{"sminfo", famDiags}, {"umad", famDiags},
+	{"asyncwatch", famVerbs}, {"ibv_asyncwatch", famVerbs}, {"counters", famVerbs}, {"devices", famVerbs},
+	{"ibv_devices", famVerbs}, {"devinfo", famVerbs}, {"ibv_devinfo", famVerbs}, {"flowcount", famVerbs},
+	{"rc_pingpong", famVerbs}, {"ibv_rc_pingpong", famVerbs}, {"ud_pingpong", famVerbs},
+	{"ibv_ud_pingpong", famVerbs}, {"rping", famVerbs}, {"ucmatose", famVerbs}, {"cmatose", famVerbs},
+	{"udaddy", famVerbs},
+	{"link", famRdma}, {"resource", famRdma}, {"statistic", famRdma},
+	{"ib_send_bw", famPerf}, {"ib_send_lat", famPerf}, {"ib_write_bw", famPerf}, {"ib_write_lat", famPerf},
+	{"ib_read_bw", famPerf}, {"ib_read_lat", famPerf}, {"ib_atomic_bw", famPerf}, {"ib_atomic_lat", famPerf},
 }
 
-// registry is every tool by name, each family's bound to e.
+// registry is every tool, each family's bound to e, built a family at a
+// time as they are looked up.
+func registry(e env) *toolSet { return &toolSet{e: e} }
+
+// toolSet is the tools of registry: a family's built on first use.
+type toolSet struct {
+	e     env
+	built [numFamilies]bool
+	tools [numFamilies][]cli.Tool
+}
+
+// family returns f's tools.
 //
 // Batch tools (cli.Tool.Batch) print a report and exit: their standard
 // output is buffered and written once at the end (one write(2) for a
@@ -40,33 +88,68 @@ func defaultEnv() env {
 // output is not a terminal), where an unbuffered os.Stdout costs a write
 // per Fprintf. Tools that stream (asyncwatch, exporter, flowcount,
 // rc_pingpong, rping, umad) write as they go.
-func registry(e env) toolSet {
-	own := []cli.Tool{
-		{Name: "version", Batch: true, Run: runVersion,
-			Summary: "print the purerdma version and the Go toolchain"},
-		{Name: "exporter", Run: runExporter,
-			Summary: "serve Prometheus metrics (runs rdma_exporter, installed next to purerdma or on PATH): port counters (node_exporter's infiniband names), hw_counters, netlink statistics, counted flows: [--web.listen-address :9915] [--config.flows FILE]"},
+func (ts *toolSet) family(f family) []cli.Tool {
+	if f >= numFamilies {
+		return nil
 	}
-	var tools toolSet
-	for _, family := range [][]cli.Tool{own, diags.Tools(e.diags), verbs.Tools(e.verbs), rdmatool.Tools(e.rdma), perf.Tools()} {
-		tools = append(tools, family...)
+	if ts.built[f] {
+		return ts.tools[f]
 	}
+	e := &ts.e
+	var tools []cli.Tool
+	switch f {
+	case famOwn:
+		tools = []cli.Tool{
+			{Name: "version", Batch: true, Run: runVersion,
+				Summary: "print the purerdma version and the Go toolchain"},
+			{Name: "exporter", Run: runExporter,
+				Summary: "serve Prometheus metrics (runs rdma_exporter, installed next to purerdma or on PATH): port counters (node_exporter's infiniband names), hw_counters, netlink statistics, counted flows: [--web.listen-address :9915] [--config.flows FILE]"},
+		}
+	case famDiags:
+		if e.diags == nil && e.system {
+			e.diags = diags.DefaultEnv()
+		}
+		tools = diags.Tools(e.diags)
+	case famVerbs:
+		if e.verbs == nil && e.system {
+			e.verbs = verbs.DefaultEnv()
+		}
+		tools = verbs.Tools(e.verbs)
+	case famRdma:
+		if e.rdma == nil && e.system {
+			e.rdma = rdmatool.DefaultEnv()
+		}
+		tools = rdmatool.Tools(e.rdma)
+	case famPerf:
+		tools = perf.Tools()
+	}
+	ts.built[f], ts.tools[f] = true, tools
 	return tools
 }
 
-// toolSet is every tool, looked up by name: a slice searched in order, not
-// a map, which would cost every start of every tool its building (the
-// names are unique: TestToolNamesUnique).
-type toolSet []cli.Tool
-
-// lookup returns the tool called name.
-func (ts toolSet) lookup(name string) (cli.Tool, bool) {
-	for _, t := range ts {
-		if t.Name == name {
-			return t, true
+// lookup returns the tool called name, building its family's tools only.
+func (ts *toolSet) lookup(name string) (cli.Tool, bool) {
+	for _, n := range toolFamilies {
+		if n.name != name {
+			continue
 		}
+		for _, t := range ts.family(n.fam) {
+			if t.Name == name {
+				return t, true
+			}
+		}
+		break
 	}
 	return cli.Tool{}, false
+}
+
+// all returns every tool, family by family.
+func (ts *toolSet) all() []cli.Tool {
+	var out []cli.Tool
+	for f := range numFamilies {
+		out = append(out, ts.family(f)...)
+	}
+	return out
 }
 
 // startTool runs t as name, buffering its standard output when it is a
@@ -117,7 +200,7 @@ func run(argv []string, stdout, stderr io.Writer) error {
 }
 
 // runIn is run among tools.
-func runIn(tools toolSet, argv []string, stdout, stderr io.Writer) error {
+func runIn(tools *toolSet, argv []string, stdout, stderr io.Writer) error {
 	if len(argv) == 0 {
 		return usage(tools, stderr)
 	}
@@ -148,7 +231,7 @@ func runIn(tools toolSet, argv []string, stdout, stderr io.Writer) error {
 // toolHelp is `purerdma help TOOL`: the tool's own -h text on
 // standard output and status 0, whatever status the tool's -h has
 // (ibstatus -h exits 255, as the infiniband-diags script does).
-func toolHelp(tools toolSet, name string, extra []string, stdout, stderr io.Writer) error {
+func toolHelp(tools *toolSet, name string, extra []string, stdout, stderr io.Writer) error {
 	t, ok := tools.lookup(name)
 	if !ok || len(extra) > 0 {
 		if !ok {
@@ -169,14 +252,14 @@ func toolHelp(tools toolSet, name string, extra []string, stdout, stderr io.Writ
 	return err
 }
 
-func usage(tools toolSet, w io.Writer) error {
+func usage(tools *toolSet, w io.Writer) error {
 	fmt.Fprintln(w, "usage: purerdma TOOL [ARGS...]   (or run it through a symlink named TOOL)")
 	listTools(tools, w)
 	return cli.ExitError{Code: 2}
 }
 
-func listTools(tools toolSet, w io.Writer) {
-	sorted := slices.Clone(tools)
+func listTools(tools *toolSet, w io.Writer) {
+	sorted := tools.all()
 	slices.SortFunc(sorted, func(a, b cli.Tool) int { return strings.Compare(a.Name, b.Name) })
 	fmt.Fprintln(w, "tools:")
 	for _, t := range sorted {
