@@ -277,7 +277,9 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 	// without the context's hold or the object's lock, as
 	// ibv_read_counters takes none. No defers: the read is a hot path.
 	k, slot, ok := cs.calls.TryGet()
-	if !ok {
+	if ok {
+		k.Pace() // a loop of reads passes through the scheduler (verbs.Call.Pace)
+	} else {
 		// Closing, closed, or eight reads in flight: hold the context
 		// and the object's lock shared, which wait for a destruction in
 		// progress (it may fail, EBUSY, and the object stay), and make

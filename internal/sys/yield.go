@@ -2,10 +2,11 @@ package sys
 
 import _ "unsafe" // go:linkname
 
-// YieldP gives the processor (the runtime's P) up for a moment: the goroutine goes to the
-// end of its P's run queue and the scheduler runs what is there, or it
-// again. Loops that wait in system calls call it now and then (every
-// eighth blocking read, every 64th ioctl of a verbs.Call). Such a
+// YieldP gives the processor (the runtime's P) up for a moment: the
+// goroutine goes to the end of its P's run queue and the scheduler runs
+// what is there, or it again. Loops that wait in system calls call it now
+// and then (every eighth blocking read; verbs.Call.Pace, every 64th
+// counters read). Such a
 // goroutine never passes through the scheduler otherwise, so the
 // scheduler's tick of its P stands still, and after 10 ms sysmon takes
 // it for one that has run too long (runtime/proc.go, retake:

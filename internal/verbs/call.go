@@ -44,7 +44,7 @@ type Call struct {
 	// nkeep counts keep's entries in use, or is callBad once an
 	// attribute was refused (one byte to test on the hot path for both).
 	nkeep uint8
-	// ticks counts the Call's system calls, for DoCall's yield every 64.
+	// ticks counts Pace's calls, for its yield every 64.
 	ticks uint8
 	// The padding makes a Call callSize bytes, an allocation size class
 	// of whole cache lines: the Calls of a CallList, allocated one by
@@ -235,11 +235,6 @@ func (c *Core) DoCall(call *Call) error {
 		return errCallBad
 	}
 	call.hdr.Length = uint16(abi.IoctlHdrSize + abi.IoctlAttrSize*int(call.hdr.NumAttrs))
-	if call.ticks++; call.ticks&63 == 0 {
-		// A goroutine that loops on system calls passes through the
-		// scheduler here once every 64 of a Call's (sys.YieldP).
-		sys.YieldP()
-	}
 	var err error
 	if c.raw >= 0 { // c.ioctl, by hand: one frame less on the hottest path
 		err = sys.IoctlNumber(c.raw, abi.RDMA_VERBS_IOCTL, unsafe.Pointer(call))
@@ -254,6 +249,19 @@ func (c *Core) DoCall(call *Call) error {
 		call.nkeep = 0
 	}
 	return err
+}
+
+// Pace yields the processor (sys.YieldP) once in 64 of its calls on this
+// Call. A loop of one operation whose goroutine does nothing but system
+// calls (concurrent counters reads) calls it per operation, so that the
+// goroutine passes through the scheduler now and then: otherwise sysmon
+// takes it for one that has run too long and takes its P at every look
+// that finds it in a system call (sys.YieldP says more). Two
+// instructions and a branch, and an inlined call.
+func (call *Call) Pace() {
+	if call.ticks++; call.ticks&63 == 0 {
+		sys.YieldP()
+	}
 }
 
 // CallList hands out Calls without a lock: eight kept for reuse, a busy
