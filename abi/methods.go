@@ -196,36 +196,31 @@ func (a *API) Methods() []*MethodSpec {
 	return out
 }
 
-// apis holds the method trees by driver, built on first use rather than at
-// package init: a program that never issues a verbs command (a tool that
-// only reads sysfs) does not pay for building them.
-// (A sync.Once and a function: sync.OnceValue is itself a call made at
-// package init.)
-func apis() map[uint32]*API {
-	apisOnce.Do(func() {
-		m := map[uint32]*API{}
-		for _, id := range []uint32{RDMA_DRIVER_UNKNOWN, RDMA_DRIVER_MLX5, RDMA_DRIVER_MLX4, RDMA_DRIVER_RXE, RDMA_DRIVER_SIW, RDMA_DRIVER_EFA} {
-			m[id] = buildAPI(id)
-		}
-		apisMap = m
-	})
-	return apisMap
-}
+// apiDrivers are the drivers the table models; apiTrees holds their
+// method trees, each built at its first use rather than at package init:
+// a program builds the trees of the drivers it opens (a tool that only
+// reads sysfs, none).
+var apiDrivers = [...]uint32{RDMA_DRIVER_UNKNOWN, RDMA_DRIVER_MLX5, RDMA_DRIVER_MLX4, RDMA_DRIVER_RXE, RDMA_DRIVER_SIW, RDMA_DRIVER_EFA}
 
-var (
-	apisOnce sync.Once
-	apisMap  map[uint32]*API
-)
+var apiTrees [len(apiDrivers)]struct {
+	once sync.Once
+	api  *API
+}
 
 // APIFor returns the method tree of a Linux 6.12 device whose driver is
 // driverID (enum rdma_driver_id). Drivers the table does not model get the
 // core methods every driver has.
 func APIFor(driverID uint32) *API {
-	m := apis()
-	if a, ok := m[driverID]; ok {
-		return a
+	i := 0 // RDMA_DRIVER_UNKNOWN's
+	for j, id := range apiDrivers {
+		if id == driverID {
+			i = j
+			break
+		}
 	}
-	return m[RDMA_DRIVER_UNKNOWN]
+	t := &apiTrees[i]
+	t.once.Do(func() { t.api = buildAPI(apiDrivers[i]) })
+	return t.api
 }
 
 // Helpers for the table below.
