@@ -406,22 +406,6 @@ func diagUsage(tool, usageArgs string, table []diagOpt, examples ...string) stri
 	return b.String()
 }
 
-// diagUsageExamples is usage (diagUsage's) with ibdiag_show_usage's
-// examples after the options: "  tool example" each.
-func diagUsageExamples(usage, tool string, examples []string) string {
-	if len(examples) == 0 {
-		return usage
-	}
-	var b strings.Builder
-	b.WriteString(strings.TrimSuffix(usage, "\n"))
-	b.WriteString("\nExamples:\n")
-	for _, e := range examples {
-		fmt.Fprintf(&b, "  %s %s\n", tool, e)
-	}
-	b.WriteString("\n")
-	return b.String()
-}
-
 // prettyPrint is ibdiag_common.c's pretty_print: s folded at spaces to
 // fit width, continuation lines indented to start.
 func prettyPrint(b *strings.Builder, start, width int, s string) {

@@ -94,8 +94,7 @@ func portInfoField(name string) ibField {
 }
 
 func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
-	o, usage, err := parseDiagOpts("ibportstate", "", ibportstateArgs, nil, args, stderr)
-	usage = diagUsageExamples(usage, "ibportstate", ibportstateExamples)
+	o, usage, err := parseDiagSpec(diagSpec{tool: "ibportstate", usageArgs: ibportstateArgs, examples: ibportstateExamples}, args, stderr)
 	if err != nil {
 		return diagOptsFailed(stdout, stderr, "ibportstate", usage, o, err)
 	}

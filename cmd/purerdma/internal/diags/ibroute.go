@@ -55,8 +55,8 @@ func (env *Env) runIBRoute(args []string, stdout, stderr io.Writer) error {
 		{"Multicast", 'M', false, "", "show multicast forwarding tables", func(string) error { mcast = true; return nil }},
 		{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
 	}
-	o, usage, err := parseDiagOpts("ibroute", "K", "[<dest dr_path|lid|guid> [<startlid> [<endlid>]]]", custom, args, stderr)
-	usage = diagUsageExamples(usage, "ibroute", ibrouteExamples)
+	o, usage, err := parseDiagSpec(diagSpec{tool: "ibroute", exclude: "K", usageArgs: "[<dest dr_path|lid|guid> [<startlid> [<endlid>]]]",
+		examples: ibrouteExamples, custom: custom}, args, stderr)
 	if err != nil {
 		return diagOptsFailed(stdout, stderr, "ibroute", usage, o, err)
 	}

@@ -98,8 +98,8 @@ func (env *Env) runIBTracert(args []string, stdout, stderr io.Writer) error {
 		{"node-name-map", 1, true, "<file>", "node name map file", func(v string) error { mapFile, mapSet = v, true; return nil }},
 		{"ports-file", 2, true, "<file>", "port pairs file", func(v string) error { portsFile, portsSet = v, true; return nil }},
 	}
-	o, usageText, err := parseDiagOpts("ibtracert", "DK", "<src-addr> <dest-addr>", custom, args, stderr)
-	usageText = diagUsageExamples(usageText, "ibtracert", ibtracertExamples)
+	o, usageText, err := parseDiagSpec(diagSpec{tool: "ibtracert", exclude: "DK", usageArgs: "<src-addr> <dest-addr>",
+		examples: ibtracertExamples, custom: custom}, args, stderr)
 	if err != nil {
 		return diagOptsFailed(stdout, stderr, "ibtracert", usageText, o, err)
 	}
