@@ -3,6 +3,8 @@ package umad
 import (
 	"errors"
 	"fmt"
+
+	"github.com/purerdma/rdma/internal/errs"
 )
 
 // Errors returned by the MAD codecs (the mad*.go files of this package). The
@@ -47,26 +49,15 @@ var (
 	ErrAttributeSize = errors.New("attribute larger than the MAD's data area")
 )
 
-// madError wraps one of the sentinels above with the structure it concerns.
-// It is called at package initialization for the static decoder errors and
-// on the (allocating, but rare) validation paths.
+// madError wraps one of the sentinels above with the structure it
+// concerns: "umad: what: " and the sentinel's text (errs.Static, which
+// holds the sentinel variable's address). The package-level decoder
+// errors made with it are laid out as data by the compiler (no code
+// builds them at start: TestStartupBuildsNoTables); the validation paths
+// call it too (allocating, but rare).
 func madError(what string, sentinel *error) error {
-	return &structError{what, sentinel}
+	return &errs.Static{Msg: "umad: " + what, Err: sentinel}
 }
-
-// structError is "umad: what: sentinel's text", wrapping the sentinel. It
-// holds the sentinel variable's address, not its value, so that the
-// compiler lays the static decoder errors out as data: no code builds
-// them when a program starts.
-type structError struct {
-	what     string
-	sentinel *error
-}
-
-func (e *structError) Error() string { return "umad: " + e.what + ": " + (*e.sentinel).Error() }
-
-// Unwrap returns the sentinel.
-func (e *structError) Unwrap() error { return *e.sentinel }
 
 // rangeError reports a field value that does not fit width bits.
 func rangeError(what, field string, v uint64, width int) error {
