@@ -27,38 +27,6 @@ import (
 	"github.com/purerdma/rdma/umad"
 )
 
-// perfqueryGroupDescs are perfquery.c's descriptions of the counter
-// groups' options, by long name.
-var perfqueryGroupDescs = []struct{ long, desc string }{
-	{"xmtsl", "show Xmt SL port counters"},
-	{"rcvsl", "show Rcv SL port counters"},
-	{"xmtdisc", "show Xmt Discard Details"},
-	{"rcverr", "show Rcv Error Details"},
-	{"extended_speeds", "show port extended speeds counters"},
-	{"oprcvcounters", "show Rcv Counters per Op code"},
-	{"flowctlcounters", "show flow control counters"},
-	{"vloppackets", "show packets received per Op code per VL"},
-	{"vlopdata", "show data received per Op code per VL"},
-	{"vlxmitflowctlerrors", "show flow control update errors per VL"},
-	{"vlxmitcounters", "show ticks waiting to transmit counters per VL"},
-	{"swportvlcong", "show sw port VL congestion"},
-	{"rcvcc", "show Rcv congestion control counters"},
-	{"slrcvfecn", "show SL Rcv FECN counters"},
-	{"slrcvbecn", "show SL Rcv BECN counters"},
-	{"xmitcc", "show Xmit congestion control counters"},
-	{"vlxmittimecc", "show VL Xmit Time congestion control counters"},
-}
-
-// perfqueryGroupDesc is the description of the group with long name long.
-func perfqueryGroupDesc(long string) string {
-	for _, d := range perfqueryGroupDescs {
-		if d.long == long {
-			return d.desc
-		}
-	}
-	return ""
-}
-
 // perfqueryExamples are perfquery.c's usage_examples.
 var perfqueryExamples = []string{
 	"\t\t# read local port's performance counters",
@@ -135,7 +103,7 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 		if letter == 0 {
 			letter = byte(len(custom) - 5) // C numbers the long ones from 1
 		}
-		custom = append(custom, diagOpt{g.long, letter, false, "", perfqueryGroupDesc(g.long), func(string) error { o.groups[i] = true; return nil }})
+		custom = append(custom, diagOpt{g.long, letter, false, "", g.desc, func(string) error { o.groups[i] = true; return nil }})
 	}
 	custom = append(custom,
 		diagOpt{"smplctl", 'c', false, "", "show samples control", flag(&o.smplctl)},

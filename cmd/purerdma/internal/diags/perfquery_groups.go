@@ -21,6 +21,7 @@ import (
 type pmGroup struct {
 	short  byte
 	long   string
+	desc   string // perfquery.c's description of the group's option
 	name   string
 	attr   umad.AttrID
 	prefix string
@@ -65,29 +66,29 @@ func (g *pmGroup) dump(data []byte) ([]string, error) {
 // pmGroups are perfquery's groups in the order perfquery tries them
 // (the first one asked for is the one queried).
 var pmGroups = []pmGroup{
-	{'X', "xmtsl", "PortXmitDataSL", umad.PMAttrPortXmitDataSL, "XmtDataSL", nil},
-	{'S', "rcvsl", "PortRcvDataSL", umad.PMAttrPortRcvDataSL, "RcvDataSL", nil},
-	{'D', "xmtdisc", "PortXmitDiscardDetails", umad.PMAttrPortXmitDiscardDetails, "", []string{
+	{'X', "xmtsl", "show Xmt SL port counters", "PortXmitDataSL", umad.PMAttrPortXmitDataSL, "XmtDataSL", nil},
+	{'S', "rcvsl", "show Rcv SL port counters", "PortRcvDataSL", umad.PMAttrPortRcvDataSL, "RcvDataSL", nil},
+	{'D', "xmtdisc", "show Xmt Discard Details", "PortXmitDiscardDetails", umad.PMAttrPortXmitDiscardDetails, "", []string{
 		"PortInactiveDiscards", "PortNeighborMTUDiscards", "PortSwLifetimeLimitDiscards", "PortSwHOQLifetimeLimitDiscards",
 	}},
-	{'E', "rcverr", "PortRcvErrorDetails", umad.PMAttrPortRcvErrorDetails, "", []string{
+	{'E', "rcverr", "show Rcv Error Details", "PortRcvErrorDetails", umad.PMAttrPortRcvErrorDetails, "", []string{
 		"PortLocalPhysicalErrors", "PortMalformedPktErrors", "PortBufferOverrunErrors",
 		"PortDLIDMappingErrors", "PortVLMappingErrors", "PortLoopingErrors",
 	}},
 	// Its own layout and dumps: pescFields.
-	{'T', "extended_speeds", "PortExtendedSpeedsCounters", umad.PMAttrPortExtendedSpeedsCounters, "", nil},
-	{0, "oprcvcounters", "PortOpRcvCounters", umad.PMAttrPortOpRcvCounters, "", []string{"PortOpRcvPkts", "PortOpRcvData"}},
-	{0, "flowctlcounters", "PortFlowCtlCounters", umad.PMAttrPortFlowCtlCounters, "", []string{"PortXmitFlowPkts", "PortRcvFlowPkts"}},
-	{0, "vloppackets", "PortVLOpPackets", umad.PMAttrPortVLOpPackets, "PortVLOpPackets", nil},
-	{0, "vlopdata", "PortVLOpData", umad.PMAttrPortVLOpData, "PortVLOpData", nil},
-	{0, "vlxmitflowctlerrors", "PortVLXmitFlowCtlUpdateErrors", umad.PMAttrPortVLXmitFlowCtlUpdateErrors, "PortVLXmitFlowCtlUpdateErrors", nil},
-	{0, "vlxmitcounters", "PortVLXmitWaitCounters", umad.PMAttrPortVLXmitWaitCounters, "PortVLXmitWait", nil},
-	{0, "swportvlcong", "SwPortVLCongestion", umad.PMAttrSwPortVLCongestion, "SWPortVLCongestion", nil},
-	{0, "rcvcc", "PortRcvConCtrl", umad.PMAttrPortRcvConCtrl, "", []string{"PortPktRcvFECN", "PortPktRcvBECN"}},
-	{0, "slrcvfecn", "PortSLRcvFECN", umad.PMAttrPortSLRcvFECN, "PortSLRcvFECN", nil},
-	{0, "slrcvbecn", "PortSLRcvBECN", umad.PMAttrPortSLRcvBECN, "PortSLRcvBECN", nil},
-	{0, "xmitcc", "PortXmitConCtrl", umad.PMAttrPortXmitConCtrl, "", []string{"PortXmitTimeCong"}},
-	{0, "vlxmittimecc", "PortVLXmitTimeCong", umad.PMAttrPortVLXmitTimeCong, "PortVLXmitTimeCong", nil},
+	{'T', "extended_speeds", "show port extended speeds counters", "PortExtendedSpeedsCounters", umad.PMAttrPortExtendedSpeedsCounters, "", nil},
+	{0, "oprcvcounters", "show Rcv Counters per Op code", "PortOpRcvCounters", umad.PMAttrPortOpRcvCounters, "", []string{"PortOpRcvPkts", "PortOpRcvData"}},
+	{0, "flowctlcounters", "show flow control counters", "PortFlowCtlCounters", umad.PMAttrPortFlowCtlCounters, "", []string{"PortXmitFlowPkts", "PortRcvFlowPkts"}},
+	{0, "vloppackets", "show packets received per Op code per VL", "PortVLOpPackets", umad.PMAttrPortVLOpPackets, "PortVLOpPackets", nil},
+	{0, "vlopdata", "show data received per Op code per VL", "PortVLOpData", umad.PMAttrPortVLOpData, "PortVLOpData", nil},
+	{0, "vlxmitflowctlerrors", "show flow control update errors per VL", "PortVLXmitFlowCtlUpdateErrors", umad.PMAttrPortVLXmitFlowCtlUpdateErrors, "PortVLXmitFlowCtlUpdateErrors", nil},
+	{0, "vlxmitcounters", "show ticks waiting to transmit counters per VL", "PortVLXmitWaitCounters", umad.PMAttrPortVLXmitWaitCounters, "PortVLXmitWait", nil},
+	{0, "swportvlcong", "show sw port VL congestion", "SwPortVLCongestion", umad.PMAttrSwPortVLCongestion, "SWPortVLCongestion", nil},
+	{0, "rcvcc", "show Rcv congestion control counters", "PortRcvConCtrl", umad.PMAttrPortRcvConCtrl, "", []string{"PortPktRcvFECN", "PortPktRcvBECN"}},
+	{0, "slrcvfecn", "show SL Rcv FECN counters", "PortSLRcvFECN", umad.PMAttrPortSLRcvFECN, "PortSLRcvFECN", nil},
+	{0, "slrcvbecn", "show SL Rcv BECN counters", "PortSLRcvBECN", umad.PMAttrPortSLRcvBECN, "PortSLRcvBECN", nil},
+	{0, "xmitcc", "show Xmit congestion control counters", "PortXmitConCtrl", umad.PMAttrPortXmitConCtrl, "", []string{"PortXmitTimeCong"}},
+	{0, "vlxmittimecc", "show VL Xmit Time congestion control counters", "PortVLXmitTimeCong", umad.PMAttrPortVLXmitTimeCong, "PortVLXmitTimeCong", nil},
 }
 
 // pescLines is PortExtendedSpeedsCounters as perfquery -T dumps it:
