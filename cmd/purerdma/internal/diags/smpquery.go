@@ -17,16 +17,30 @@ import (
 	"github.com/purerdma/rdma/umad"
 )
 
-// smpqueryOps are smpquery.c's match_tbl in its order, for the usage:
-// name, alias, whether a port number follows the address.
+// smpqueryOps are smpquery.c's match_tbl in its order: name, alias,
+// whether a port number follows the address (for the usage), and the
+// operation.
 var smpqueryOps = []struct {
 	name, alias string
 	port        bool
+	op          smpOp
 }{
-	{"NodeInfo", "NI", false}, {"NodeDesc", "ND", false}, {"PortInfo", "PI", true},
-	{"PortInfoExtended", "PIE", true}, {"SwitchInfo", "SI", false}, {"PKeyTable", "PKeys", true},
-	{"SL2VLTable", "SL2VL", true}, {"VLArbitration", "VLArb", true}, {"GUIDInfo", "GI", false},
-	{"MlnxExtPortInfo", "MEPI", true},
+	{"NodeInfo", "NI", false, smpNodeInfo}, {"NodeDesc", "ND", false, smpNodeDesc}, {"PortInfo", "PI", true, smpPortInfo},
+	{"PortInfoExtended", "PIE", true, smpPortInfoExt}, {"SwitchInfo", "SI", false, smpSwitchInfo}, {"PKeyTable", "PKeys", true, smpPKeys},
+	{"SL2VLTable", "SL2VL", true, smpSL2VL}, {"VLArbitration", "VLArb", true, smpVLArb}, {"GUIDInfo", "GI", false, smpGUIDs},
+	{"MlnxExtPortInfo", "MEPI", true, smpMlnxExtPortInfo},
+}
+
+// smpOpNamed is match_op: the operation whose name or alias, lowered, is
+// name lowered; nil when none is.
+func smpOpNamed(name string) smpOp {
+	l := strings.ToLower(name)
+	for _, r := range smpqueryOps {
+		if l == strings.ToLower(r.name) || l == strings.ToLower(r.alias) {
+			return r.op
+		}
+	}
+	return nil
 }
 
 // smpqueryUsageArgs is smpquery's usage_args: the operands and the ops.
@@ -44,44 +58,6 @@ func smpqueryUsageArgs() string {
 }
 
 type smpOp func(c *smpClient, d smpDest, args []string, w io.Writer) error
-
-// smpOps are smpquery.c's operations by name and alias (a slice: a map
-// would be built at every start of the binary).
-var smpOps = []struct {
-	name string
-	op   smpOp
-}{
-	{"nodeinfo", smpNodeInfo},
-	{"ni", smpNodeInfo},
-	{"nodedesc", smpNodeDesc},
-	{"nd", smpNodeDesc},
-	{"portinfo", smpPortInfo},
-	{"pi", smpPortInfo},
-	{"portinfoextended", smpPortInfoExt},
-	{"pie", smpPortInfoExt},
-	{"mlnxextportinfo", smpMlnxExtPortInfo},
-	{"mepi", smpMlnxExtPortInfo},
-	{"switchinfo", smpSwitchInfo},
-	{"si", smpSwitchInfo},
-	{"pkeytable", smpPKeys},
-	{"pkeys", smpPKeys},
-	{"sl2vltable", smpSL2VL},
-	{"sl2vl", smpSL2VL},
-	{"vlarbitration", smpVLArb},
-	{"vlarb", smpVLArb},
-	{"guidinfo", smpGUIDs},
-	{"gi", smpGUIDs},
-}
-
-// smpOpNamed is the operation called name, nil when none is.
-func smpOpNamed(name string) smpOp {
-	for _, o := range smpOps {
-		if o.name == name {
-			return o.op
-		}
-	}
-	return nil
-}
 
 func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
 	var extSpeeds bool
@@ -117,7 +93,7 @@ func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
 	exit := func(fn, format string, args ...any) error {
 		return ibexit(stdout, "smpquery", o.debug, fn, format, args...)
 	}
-	op := smpOpNamed(strings.ToLower(o.pos[0]))
+	op := smpOpNamed(o.pos[0])
 	if op == nil {
 		return exit("main", "operation '%s' not supported", o.pos[0])
 	}
