@@ -104,7 +104,7 @@ func TestFabricPerfqueryOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			sw, hca, local := strconv.Itoa(lids[n.sw]), strconv.Itoa(lids[n.hca]), strconv.Itoa(lids[n.local])
-			hcaGUID, smLID, conf := commonOptArgs(t, f, n.local, hca)
+			o := newOptArgs(t, f, n.local, sw, hca)
 			// The first query of an attribute ibsim's PMA lacks, at
 			// the node OpenSM runs on (the wide net's Wide36), goes
 			// unanswered for a while before ibsim reports it lost
@@ -129,22 +129,15 @@ func TestFabricPerfqueryOptions(t *testing.T) {
 						t.Fatalf("perfquery %v: %+v", x, r)
 					}
 				}
-				args := make([]string, len(c))
+				args := o.subst(c)
 				prepare := func() { reset(local, "1") }
-				for i, a := range c {
+				for _, a := range c {
 					switch a {
 					case "SW":
-						a, prepare = sw, func() { reset("-a", sw) }
-					case "HCA":
-						a, prepare = hca, func() { reset(hca, "1") }
-					case "HCAG":
-						a, prepare = hcaGUID, func() { reset(hca, "1") }
-					case "SM":
-						a = smLID
-					case "CONF":
-						a = conf
+						prepare = func() { reset("-a", sw) }
+					case "HCA", "HCAG":
+						prepare = func() { reset(hca, "1") }
 					}
-					args[i] = a
 				}
 				name := "perfquery " + strings.Join(c, " ")
 				prepare()
@@ -180,10 +173,13 @@ func perfoptsGroup(args []string) bool {
 	return false
 }
 
-// commonOptArgs are the operands of the common options' rows: the port
-// GUID of the HCA at LID hca (its NodeInfo's PortGuid), the LID of the
-// SM (sminfo's) and a config file giving a timeout and an M_Key.
-func commonOptArgs(t *testing.T, f *ibsimtest.Fabric, local, hca string) (guid, smLID, conf string) {
+// optArgs are the operands the option tables name by placeholder: SW
+// and HCA, the LIDs of the switch and the HCA; HCAG, the HCA's port GUID
+// (its NodeInfo's PortGuid); SM, the SM's LID (sminfo's); CONF, a config
+// file giving a timeout and an M_Key.
+type optArgs struct{ sw, hca, hcaGUID, smLID, conf string }
+
+func newOptArgs(t *testing.T, f *ibsimtest.Fabric, local, sw, hca string) optArgs {
 	t.Helper()
 	ni := runC(t, f, local, "smpquery", "nodeinfo", hca)
 	g := regexp.MustCompile(`(?m)^PortGuid:\.+(0x[0-9a-f]+)$`).FindStringSubmatch(ni.stdout)
@@ -191,7 +187,28 @@ func commonOptArgs(t *testing.T, f *ibsimtest.Fabric, local, hca string) (guid, 
 	if g == nil || sm == nil {
 		t.Fatalf("no port GUID or SM LID: %+v", ni)
 	}
-	return g[1], sm[1], diagConf(t)
+	return optArgs{sw: sw, hca: hca, hcaGUID: g[1], smLID: sm[1], conf: diagConf(t)}
+}
+
+// subst is the command line c with its placeholders replaced.
+func (o optArgs) subst(c []string) []string {
+	args := make([]string, len(c))
+	for i, a := range c {
+		switch a {
+		case "SW":
+			a = o.sw
+		case "HCA":
+			a = o.hca
+		case "HCAG":
+			a = o.hcaGUID
+		case "SM":
+			a = o.smLID
+		case "CONF":
+			a = o.conf
+		}
+		args[i] = a
+	}
+	return args
 }
 
 // diagConf writes an ibdiag.conf (read_ibdiag_config's format) giving a
@@ -261,7 +278,7 @@ func TestFabricSMPQueryOptions(t *testing.T) {
 			// HCA's port GUID) through the SA (-s SM: at the SM's
 			// LID), -L, -D and -c overriding one another, -y, -v, -K,
 			// the config file, -V, -h, bad -t, -s and -y.
-			hcaGUID, smLID, conf := commonOptArgs(t, f, n.local, hca)
+			o := newOptArgs(t, f, n.local, sw, hca)
 			cases = append(cases, [][]string{
 				{"-G", "nodeinfo", "HCAG"}, {"-G", "PI", "HCAG", "1"}, {"-G", "-s", "SM", "ND", "HCAG"}, {"-G", "ni", "0x99"},
 				{"-G", "-L", "ni", "HCA"}, {"-L", "-G", "ni", "HCAG"}, {"-c", "-D", "ni", "0,1"}, {"-D", "-c", "-t", "50", "ni", "SW", "0,1"},
@@ -279,21 +296,8 @@ func TestFabricSMPQueryOptions(t *testing.T) {
 				// smpquery's SMPs keep theirs (1 s a try).
 				cases = append(cases, []string{"-z", "CONF", "-e", "SI", "999"})
 			}
-			common := func(args []string) []string {
-				for i, a := range args {
-					switch a {
-					case "HCAG":
-						args[i] = hcaGUID
-					case "SM":
-						args[i] = smLID
-					case "CONF":
-						args[i] = conf
-					}
-				}
-				return args
-			}
 			for _, c := range cases {
-				args := common(perfoptsArgs(c, sw, hca))
+				args := o.subst(c)
 				cr, gr := runC(t, f, n.local, "smpquery", args...), runGo(t, f, n.local, "smpquery", args...)
 				if slices.Contains(c, "-c") {
 					// ibsim drops a combined route without a word
@@ -310,10 +314,6 @@ func TestFabricSMPQueryOptions(t *testing.T) {
 			// route, the Set options without a modifier (a Get), an
 			// unroutable LID; Sets (a modifier): OpenSM refuses
 			// them with an error status, an HCA does not answer.
-			sm := regexp.MustCompile(`sm lid ([0-9]+) `).FindStringSubmatch(runC(t, f, n.local, "sminfo").stdout)
-			if sm == nil {
-				t.Fatal("sminfo names no SM")
-			}
 			for _, c := range [][]string{
 				{}, {"SW"}, {"-D", "0"}, {"-s", "3", "-p", "15", "-a", "7"}, {"--state", "1", "SW", "0"},
 				{"-e", "999"}, {"-d", "SW"}, {"-p", "3", "-s", "2", "-a", "5", "SM", "2"}, {"-d", "SM", "5"},
@@ -322,10 +322,7 @@ func TestFabricSMPQueryOptions(t *testing.T) {
 				{"-G", "HCAG"}, {"-G", "0x99"}, {"-D", "-L", "SM"}, {"-y", "0", "SM"}, {"-y", "zz"}, {"-v"},
 				{"-z", "CONF", "SM"}, {"-z", "CONF", "-e", "999"}, {"-V"}, {"-h"}, {"-t", "0"}, {"-P", "-1"}, {"-P", "-255"}, {"-P", "-1", "SM"},
 			} {
-				args := common(perfoptsArgs(c, sw, hca))
-				if i := slices.Index(c, "SM"); i >= 0 {
-					args[i] = sm[1]
-				}
+				args := o.subst(c)
 				cr, gr := runC(t, f, n.local, "sminfo", args...), runGo(t, f, n.local, "sminfo", args...)
 				sameRun(t, "sminfo "+strings.Join(c, " "), cr, gr, mask)
 			}
@@ -334,18 +331,3 @@ func TestFabricSMPQueryOptions(t *testing.T) {
 }
 
 var recvFailedRE = regexp.MustCompile(`(?m)^ibwarn: \[[0-9]+\] _do_madrpc: recv failed: Connection timed out\n`)
-
-// perfoptsArgs is a command line with SW and HCA replaced by the LIDs.
-func perfoptsArgs(c []string, sw, hca string) []string {
-	args := make([]string, len(c))
-	for i, a := range c {
-		switch a {
-		case "SW":
-			a = sw
-		case "HCA":
-			a = hca
-		}
-		args[i] = a
-	}
-	return args
-}
