@@ -315,6 +315,74 @@ func TestCreateQPAllocatesOnlyTheQP(t *testing.T) {
 	}
 }
 
+// Modify allocates nothing: its request is built in a scratch, and the
+// QP's lock is taken and let go without a closure.
+func TestModifyQPAllocatesNothing(t *testing.T) {
+	c := portOnlyContext(t)
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(CQAttr{CQE: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	init := QPAttr{State: QPStateInit, Port: 1, AccessFlags: AccessLocalWrite}
+	reset := QPAttr{State: QPStateReset}
+	if n := testing.AllocsPerRun(200, func() {
+		if err := qp.Modify(&init, QPAttrState|QPAttrPKeyIndex|QPAttrPort|QPAttrAccessFlags); err != nil {
+			t.Fatal(err)
+		}
+		if err := qp.Modify(&reset, QPAttrState); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("two Modify calls allocate %v times", n)
+	}
+	if err := qp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := qp.Modify(&reset, QPAttrState); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Modify after Close: %v, want os.ErrClosed", err)
+	}
+}
+
+// RegMR and Close allocate the MR and nothing else: the command, its
+// response and the request are written in a scratch, and the
+// deregistration runs without closures.
+func TestRegMRAllocatesOnlyTheMR(t *testing.T) {
+	c := portOnlyContext(t)
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := pd.AllocMR(4096, AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		mr, err := pd.RegMR(buf.Buf(), AccessLocalWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mr.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 1 {
+		t.Errorf("RegMR+Close allocates %v times, want 1 (the MR)", n)
+	}
+	if err := buf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := buf.Close(); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+}
+
 // BenchmarkQueryPort measures the library's side of QueryPort (the kernel
 // is an allocation-free stand-in): 0 allocs/op. The VM benchmark
 // (integration tests) measures it against Linux.

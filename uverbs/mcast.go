@@ -25,11 +25,10 @@ func (qp *QP) DetachMcast(gid rdma.GID, lid uint16) error {
 }
 
 func (qp *QP) mcast(op string, cmd uint32, gid rdma.GID, lid uint16) error {
-	done, err := qp.use(op)
-	if err != nil {
+	if err := qp.begin(op); err != nil {
 		return err
 	}
-	defer done()
+	defer qp.end()
 	req := &abi.IbUverbsAttachMcast{Gid: gid, QpHandle: qp.handle, Mlid: lid}
 	if err := qp.c.invokeWrite(cmd, bytesOf(req), nil, nil, nil); err != nil {
 		return qp.c.err(op, err)

@@ -126,15 +126,27 @@ func (pd *PD) regLocked(op string, buf []byte, access AccessFlags) (*MR, error) 
 	if err := pd.alive(c, op); err != nil {
 		return nil, err
 	}
-	resp := new(abi.IbUverbsRegMrResp)
+	// The command, its response and the ioctl are written in place in a
+	// scratch, as AllocPD's.
+	s := c.scr.get()
+	resp, req := &s.mrResp, &s.mrReq
+	*resp = abi.IbUverbsRegMrResp{}
 	a := addrOf(buf)
-	req := &abi.IbUverbsRegMr{Response: addrOf(bytesOf(resp)), Start: a, Length: uint64(len(buf)),
+	*req = abi.IbUverbsRegMr{Response: addrOf(bytesOf(resp)), Start: a, Length: uint64(len(buf)),
 		HcaVa: a, PdHandle: pd.handle, AccessFlags: uint32(access)}
-	if err := c.invokeWrite(abi.IB_USER_VERBS_CMD_REG_MR, bytesOf(req), bytesOf(resp), nil, nil); err != nil {
+	k := &s.call
+	k.Start(c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
+	k.Inline(abi.UVERBS_ATTR_WRITE_CMD, 8, abi.IB_USER_VERBS_CMD_REG_MR)
+	k.InHeld(abi.UVERBS_ATTR_CORE_IN, bytesOf(req))
+	k.OutHeld(abi.UVERBS_ATTR_CORE_OUT, bytesOf(resp))
+	err := c.core.DoCall(k)
+	r := *resp
+	c.scr.put(s)
+	if err != nil {
 		return nil, c.err(op, memlockHint(err, pinnedBytes(buf)))
 	}
 	pinned.Add(pinnedBytes(buf))
-	mr := &MR{c: c, pd: pd, handle: resp.MrHandle, lkey: resp.Lkey, rkey: resp.Rkey, access: access, buf: buf}
+	mr := &MR{c: c, pd: pd, handle: r.MrHandle, lkey: r.Lkey, rkey: r.Rkey, access: access, buf: buf}
 	mr.seqV = c.core.NextSeq()
 	c.track(mr, 0)
 	return mr, nil
@@ -235,17 +247,26 @@ func (mr *MR) Close() error {
 
 func (mr *MR) destroyLocked(bool) error {
 	c := mr.c
-	return mr.destroyOnce(c, "dereg mr", func() error {
-		return c.do(abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_MR_DESTROY).
-			Handle(abi.UVERBS_ATTR_DESTROY_MR_HANDLE, mr.handle))
-	}, func() {
-		// Only now may the memory go: the device no longer knows it.
-		pinned.Add(-pinnedBytes(mr.buf))
-		if mr.owned {
-			c.maps.Unmap(mr.buf, mr.bufRef)
-		}
-		c.untrack(mr, 0)
-	})
+	if !mr.destroyBegin() {
+		return nil
+	}
+	s := c.scr.get()
+	k := &s.call
+	k.Start(c.drv, abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_MR_DESTROY)
+	k.Handle(abi.UVERBS_ATTR_DESTROY_MR_HANDLE, mr.handle)
+	err := c.core.DoCall(k)
+	c.scr.put(s)
+	if !mr.destroyEnd(err) {
+		return c.err("dereg mr", err)
+	}
+	// Only now may the memory go: the device no longer knows it.
+	pinned.Add(-pinnedBytes(mr.buf))
+	if mr.owned {
+		c.maps.Unmap(mr.buf, mr.bufRef)
+	}
+	c.untrack(mr, 0)
+	mr.destroyDone()
+	return nil
 }
 
 // pinned counts the bytes (whole pages) the live MRs of this process pin:

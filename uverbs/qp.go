@@ -387,24 +387,27 @@ func (qp *QP) destroyLocked(bool) error {
 	return nil
 }
 
-// use starts an operation on the QP: the context's life lock, then the
-// QP's shared lock.
-func (qp *QP) use(op string) (func(), error) {
+// begin starts an operation on the QP: the context's life lock, then the
+// QP's shared lock; end ends it.
+func (qp *QP) begin(op string) error {
 	if qp == nil {
-		return nil, errs.New(op, "", errNil)
+		return errs.New(op, "", errNil)
 	}
 	c := qp.c
 	if err := c.enter(op); err != nil {
-		return nil, err
+		return err
 	}
 	qp.mu.RLock()
 	if qp.destroyed {
 		qp.mu.RUnlock()
 		c.leave()
-		return nil, c.err(op, os.ErrClosed)
+		return c.err(op, os.ErrClosed)
 	}
-	return func() { qp.mu.RUnlock(); c.leave() }, nil
+	return nil
 }
+
+// end ends an operation begin started.
+func (qp *QP) end() { qp.mu.RUnlock(); qp.c.leave() }
 
 // SendCQ returns the CQ the QP's send completions go to, nil for a nil QP.
 func (qp *QP) SendCQ() *CQ {

@@ -149,11 +149,10 @@ type QPAttr struct {
 // past QPAttrDestQPN or states past ERR, os.ErrClosed for a closed QP.
 func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	const op = "modify qp"
-	done, err := qp.use(op)
-	if err != nil {
+	if err := qp.begin(op); err != nil {
 		return err
 	}
-	defer done()
+	defer qp.end()
 	c := qp.c
 	if attr == nil {
 		return c.err(op, errArg("no attributes"))
@@ -169,7 +168,11 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 			return c.err(op, errArg("port %d: port numbers are 1 to %d", p, maxPort))
 		}
 	}
-	m := &abi.IbUverbsModifyQp{
+	// The command and the ioctl are written in place in a scratch (on the
+	// stack the command would escape with the request that points at it).
+	s := c.scr.get()
+	m := &s.qpMod
+	*m = abi.IbUverbsModifyQp{
 		Dest:             qpDest(&attr.AH),
 		AltDest:          qpDest(&attr.AltAH),
 		QpHandle:         qp.handle,
@@ -196,7 +199,13 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		AltPortNum:       uint8(attr.AltPort),
 		AltTimeout:       attr.AltTimeout,
 	}
-	if err := c.invokeWrite(abi.IB_USER_VERBS_CMD_MODIFY_QP, bytesOf(m), nil, nil, nil); err != nil {
+	k := &s.call
+	k.Start(c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE)
+	k.Inline(abi.UVERBS_ATTR_WRITE_CMD, 8, abi.IB_USER_VERBS_CMD_MODIFY_QP)
+	k.InHeld(abi.UVERBS_ATTR_CORE_IN, bytesOf(m))
+	err := c.core.DoCall(k)
+	c.scr.put(s)
+	if err != nil {
 		return c.err(op, qp.modifyHint(attr, mask, err))
 	}
 	return nil
@@ -209,11 +218,10 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 // Errors: an *Error wrapping the errno, os.ErrClosed for a closed QP.
 func (qp *QP) Query(mask QPAttrMask) (QPAttr, QPInitAttr, error) {
 	const op = "query qp"
-	done, err := qp.use(op)
-	if err != nil {
+	if err := qp.begin(op); err != nil {
 		return QPAttr{}, QPInitAttr{}, err
 	}
-	defer done()
+	defer qp.end()
 	c := qp.c
 	resp := new(abi.IbUverbsQueryQpResp)
 	req := &abi.IbUverbsQueryQp{Response: addrOf(bytesOf(resp)), QpHandle: qp.handle, AttrMask: uint32(mask)}

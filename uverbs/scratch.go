@@ -27,6 +27,9 @@ type scratch struct {
 	u32    uint32
 	cqDone abi.IbUverbsDestroyCqResp
 	qpDone abi.IbUverbsDestroyQpResp
+	qpMod  abi.IbUverbsModifyQp
+	mrReq  abi.IbUverbsRegMr
+	mrResp abi.IbUverbsRegMrResp
 	drv    drvScratch
 	slot   int8 // its slot in the Context's scratchList, -1 for none
 }

@@ -208,24 +208,27 @@ func (s *SRQ) Context() *Context {
 func (s *SRQ) stage() verbs.Stage { return verbs.StageSRQ }
 func (s *SRQ) seq() uint64        { return s.seqV }
 
-// use starts an operation on the SRQ: the context's life lock, then the
-// SRQ's shared lock.
-func (s *SRQ) use(op string) (func(), error) {
+// begin starts an operation on the SRQ: the context's life lock, then the
+// SRQ's shared lock; end ends it.
+func (s *SRQ) begin(op string) error {
 	if s == nil || s.c == nil {
-		return nil, errs.New(op, "", errNil)
+		return errs.New(op, "", errNil)
 	}
 	c := s.c
 	if err := c.enter(op); err != nil {
-		return nil, err
+		return err
 	}
 	s.mu.RLock()
 	if s.destroyed {
 		s.mu.RUnlock()
 		c.leave()
-		return nil, c.err(op, os.ErrClosed)
+		return c.err(op, os.ErrClosed)
 	}
-	return func() { s.mu.RUnlock(); c.leave() }, nil
+	return nil
 }
+
+// end ends an operation begin started.
+func (s *SRQ) end() { s.mu.RUnlock(); s.c.leave() }
 
 // Modify changes the attributes mask names, like ibv_modify_srq (the write
 // command IB_USER_VERBS_CMD_MODIFY_SRQ): SRQAttrLimit arms the limit
@@ -242,11 +245,10 @@ func (s *SRQ) use(op string) (func(), error) {
 // (mlx5_ib_modify_srq: EINVAL); os.ErrClosed after Close.
 func (s *SRQ) Modify(attr *SRQAttr, mask SRQAttrMask) error {
 	const op = "modify srq"
-	done, err := s.use(op)
-	if err != nil {
+	if err := s.begin(op); err != nil {
 		return err
 	}
-	defer done()
+	defer s.end()
 	c := s.c
 	if attr == nil || mask&^(SRQAttrMaxWR|SRQAttrLimit) != 0 {
 		return c.err(op, errArg("modify srq with mask %#x (SRQAttrMaxWR, SRQAttrLimit) and attributes %v", uint32(mask), attr))
@@ -295,11 +297,10 @@ func (s *SRQ) Modify(attr *SRQAttr, mask SRQAttrMask) error {
 // Errors: an *Error wrapping the kernel's errno; os.ErrClosed after Close.
 func (s *SRQ) Query() (SRQAttr, error) {
 	const op = "query srq"
-	done, err := s.use(op)
-	if err != nil {
+	if err := s.begin(op); err != nil {
 		return SRQAttr{}, err
 	}
-	defer done()
+	defer s.end()
 	resp := new(abi.IbUverbsQuerySrqResp)
 	req := &abi.IbUverbsQuerySrq{Response: addrOf(bytesOf(resp)), SrqHandle: s.handle}
 	if err := s.c.invokeWrite(abi.IB_USER_VERBS_CMD_QUERY_SRQ, bytesOf(req), bytesOf(resp), nil, nil); err != nil {
