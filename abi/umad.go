@@ -227,26 +227,28 @@ func (h *MadHdr) Decode(b []byte, size int) error {
 	if len(b) < size {
 		return errMadHdrShort
 	}
+	// Field by field into h: a composite literal would be built in a
+	// temporary and copied (b may alias h), twice the instructions.
 	b = b[:size]
+	_ = b[MadHdrSizeOld-1]
 	le, be := binary.LittleEndian, binary.BigEndian
-	*h = MadHdr{
-		AgentID:      le.Uint32(b[0:4]),
-		Status:       le.Uint32(b[4:8]),
-		TimeoutMs:    le.Uint32(b[8:12]),
-		Retries:      le.Uint32(b[12:16]),
-		Length:       le.Uint32(b[16:20]),
-		QPN:          be.Uint32(b[20:24]),
-		QKey:         be.Uint32(b[24:28]),
-		LID:          be.Uint16(b[28:30]),
-		SL:           b[30],
-		PathBits:     b[31],
-		GRHPresent:   b[32] != 0,
-		GIDIndex:     b[33],
-		HopLimit:     b[34],
-		TrafficClass: b[35],
-		GID:          [16]byte(b[36:52]),
-		FlowLabel:    be.Uint32(b[52:56]),
-	}
+	h.AgentID = le.Uint32(b[0:4])
+	h.Status = le.Uint32(b[4:8])
+	h.TimeoutMs = le.Uint32(b[8:12])
+	h.Retries = le.Uint32(b[12:16])
+	h.Length = le.Uint32(b[16:20])
+	h.QPN = be.Uint32(b[20:24])
+	h.QKey = be.Uint32(b[24:28])
+	h.LID = be.Uint16(b[28:30])
+	h.SL = b[30]
+	h.PathBits = b[31]
+	h.GRHPresent = b[32] != 0
+	h.GIDIndex = b[33]
+	h.HopLimit = b[34]
+	h.TrafficClass = b[35]
+	h.GID = [16]byte(b[36:52])
+	h.FlowLabel = be.Uint32(b[52:56])
+	h.PKeyIndex = 0
 	if size == MadHdrSize {
 		h.PKeyIndex = le.Uint16(b[56:58])
 	}

@@ -184,8 +184,8 @@ func (p *Port) Recv(pkt *Packet, timeout time.Duration) (AgentID, error) {
 		if !p.rmu.TryLock() {
 			return 0, errs.New("receive", p.name, ErrWouldBlock)
 		}
-		defer p.rmu.Unlock()
 		id, err := p.recv(pkt, true)
+		p.rmu.Unlock()
 		if err != nil {
 			return 0, errs.New("receive", p.name, err)
 		}

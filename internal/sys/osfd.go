@@ -332,10 +332,10 @@ func (o *osFD) readNonblocking(p []byte) (int, error) {
 	if err := o.acquire(); err != nil {
 		return 0, err
 	}
-	defer o.mu.RUnlock()
-	for {
+	for { // no defer: the hot path of every MAD
 		n, err := unix.Read(o.raw, p)
 		if err != unix.EINTR {
+			o.mu.RUnlock()
 			return n, err
 		}
 	}
@@ -366,10 +366,10 @@ func (o *osFD) write(p []byte) (int, error) {
 	if err := o.acquire(); err != nil {
 		return 0, err
 	}
-	defer o.mu.RUnlock()
-	for {
+	for { // no defer: the hot path of every MAD
 		n, err := unix.Write(o.raw, p)
 		if err != unix.EINTR {
+			o.mu.RUnlock()
 			return n, err
 		}
 	}
