@@ -399,6 +399,15 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 		return 0, errNilPost(op)
 	}
 	cq.mu.Lock()
+	if m := cq.m5; m != nil && !cq.destroyed {
+		// mlx5's CQ, also in line.
+		n, err := m.poll(wc)
+		cq.mu.Unlock()
+		if err != nil {
+			return n, cq.c.err(op, err)
+		}
+		return n, nil
+	}
 	if cq.destroyed || !cq.hasRing || cq.m5 != nil {
 		return cq.pollOther(wc) // unlocks
 	}
@@ -419,20 +428,13 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 	return n, nil
 }
 
-// pollOther is Poll of a closed CQ, an mlx5 CQ or one without a data
-// path; cq.mu is held, and released here.
+// pollOther is Poll of a closed CQ or one without a data path; cq.mu is
+// held, and released here.
 func (cq *CQ) pollOther(wc []WC) (int, error) {
 	const op = "poll cq"
 	defer cq.mu.Unlock()
 	if cq.destroyed {
 		return 0, cq.c.err(op, os.ErrClosed)
-	}
-	if cq.m5 != nil {
-		n, err := cq.m5.poll(wc)
-		if err != nil {
-			return n, cq.c.err(op, err)
-		}
-		return n, nil
 	}
 	return 0, cq.c.err(op, errNoDataPath(cq.c))
 }

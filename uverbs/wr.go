@@ -215,10 +215,12 @@ type WC struct {
 }
 
 // set fills w from the kernel's struct ib_uverbs_wc.
+// Field by field: a composite literal would be built in a temporary and
+// copied (k may alias w), a third more of a poll's instructions.
 func (w *WC) set(k *abi.IbUverbsWc) {
-	*w = WC{ID: k.WrId, Status: WCStatus(k.Status), Opcode: WCOpcode(k.Opcode), VendorErr: k.VendorErr,
-		ByteLen: k.ByteLen, Imm: be32(k.Ex), QPNum: k.QpNum, SrcQP: k.SrcQp, Flags: WCFlags(k.WcFlags),
-		PKeyIndex: k.PkeyIndex, SLID: k.Slid, SL: k.Sl, DLIDPathBits: k.DlidPathBits, Port: int(k.PortNum)}
+	w.ID, w.Status, w.Opcode, w.VendorErr = k.WrId, WCStatus(k.Status), WCOpcode(k.Opcode), k.VendorErr
+	w.ByteLen, w.Imm, w.QPNum, w.SrcQP, w.Flags = k.ByteLen, be32(k.Ex), k.QpNum, k.SrcQp, WCFlags(k.WcFlags)
+	w.PKeyIndex, w.SLID, w.SL, w.DLIDPathBits, w.Port = k.PkeyIndex, k.Slid, k.Sl, k.DlidPathBits, int(k.PortNum)
 }
 
 // be32 swaps between host order and the big-endian order of a __be32 held
