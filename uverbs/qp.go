@@ -375,7 +375,7 @@ func (qp *QP) destroyLocked(bool) error {
 	if qp.mlx5 != nil {
 		// release took the QP out of the provider's table; a poller
 		// of its CQs that found it there before is done once it
-		// gives up the CQ's lock, as mlx5_destroy_qp
+		// gives up the CQ's poll lock, as mlx5_destroy_qp
 		// (providers/mlx5/verbs.c) locks the CQs to clean them.
 		// After this nothing refers to qp.mlx5 but the QP, and
 		// CreateQPInto may reuse it.

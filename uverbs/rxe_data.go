@@ -398,17 +398,17 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 	if cq == nil || cq.c == nil {
 		return 0, errNilPost(op)
 	}
-	cq.mu.Lock()
-	if m := cq.m5; m != nil && !cq.destroyed {
+	cq.pmu.Lock()
+	if m := cq.m5; m != nil && !cq.pdone {
 		// mlx5's CQ, also in line.
 		n, err := m.poll(wc)
-		cq.mu.Unlock()
+		cq.pmu.Unlock()
 		if err != nil {
 			return n, cq.c.err(op, err)
 		}
 		return n, nil
 	}
-	if cq.destroyed || !cq.hasRing || cq.m5 != nil {
+	if cq.pdone || !cq.hasRing || cq.m5 != nil {
 		return cq.pollOther(wc) // unlocks
 	}
 	// rxe's ring, consumed in line (no closure, no defer: the poll loop
@@ -424,16 +424,16 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 	if n > 0 {
 		release(&r.hdr.ConsumerIndex, cons)
 	}
-	cq.mu.Unlock()
+	cq.pmu.Unlock()
 	return n, nil
 }
 
-// pollOther is Poll of a closed CQ or one without a data path; cq.mu is
-// held, and released here.
+// pollOther is Poll of a closed CQ or one without a data path; cq.pmu
+// is held, and released here.
 func (cq *CQ) pollOther(wc []WC) (int, error) {
 	const op = "poll cq"
-	defer cq.mu.Unlock()
-	if cq.destroyed {
+	defer cq.pmu.Unlock()
+	if cq.pdone {
 		return 0, cq.c.err(op, os.ErrClosed)
 	}
 	return 0, cq.c.err(op, errNoDataPath(cq.c))
