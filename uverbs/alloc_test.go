@@ -408,3 +408,64 @@ func BenchmarkQueryPortStrictFake(b *testing.B) {
 		}
 	}
 }
+
+// refuseQPDestroy is the stand-in kernel answering EBUSY to every QP
+// destroy.
+type refuseQPDestroy struct{ portOnly }
+
+func (f refuseQPDestroy) Ioctl(req uint, arg unsafe.Pointer) error {
+	hdr := unsafe.Slice((*byte)(arg), abi.IoctlHdrSize)
+	if req == abi.RDMA_VERBS_IOCTL && binary.LittleEndian.Uint16(hdr[2:]) == abi.UVERBS_OBJECT_QP &&
+		binary.LittleEndian.Uint16(hdr[4:]) == abi.UVERBS_METHOD_QP_DESTROY {
+		return syscall.EBUSY
+	}
+	return f.portOnly.Ioctl(req, arg)
+}
+
+// A QP whose destroy the kernel refuses stays usable after its own
+// Close, but not after its context's: closing the descriptor destroys it
+// in the kernel, and the context unmapped its queues, so its calls answer
+// os.ErrClosed instead of touching them (or a descriptor number that may
+// name another file by then).
+func TestCloseEndsObjectsTheKernelKept(t *testing.T) {
+	b := newBed(t, rxe0())
+	opts := *b.opts
+	opts.Opener = verbs.NewOpener(func(path string) (*sys.FD, error) { return sys.NewFake(path, refuseQPDestroy{}), nil })
+	c, err := Open("rxe0", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(CQAttr{CQE: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := qp.Close(); !errors.Is(err, syscall.EBUSY) {
+		t.Fatalf("QP Close = %v, want EBUSY", err)
+	}
+	if n, err := qp.PostRecv([]RecvWR{{ID: 1, SGL: []SGE{{Addr: 0x1000, Length: 8, LKey: 5}}}}); n != 1 || err != nil {
+		t.Fatalf("PostRecv on the QP the kernel kept = %d, %v", n, err)
+	}
+	if err := c.Close(); !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("context Close = %v, want the QP's EBUSY", err)
+	}
+	if _, err := qp.PostSend([]SendWR{{Opcode: WRSend}}); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("PostSend after the context's Close: %v, want os.ErrClosed", err)
+	}
+	if _, err := qp.PostRecv([]RecvWR{{ID: 2}}); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("PostRecv after the context's Close: %v, want os.ErrClosed", err)
+	}
+	if _, err := cq.Poll(make([]WC, 1)); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Poll after the context's Close: %v, want os.ErrClosed", err)
+	}
+	if err := qp.Close(); err != nil {
+		t.Errorf("QP Close after the context's: %v", err)
+	}
+}

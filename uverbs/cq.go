@@ -357,7 +357,7 @@ func (cq *CQ) Close() error {
 	return closeObject(cq.c, "destroy cq", cq)
 }
 
-func (cq *CQ) destroyLocked(bool) error {
+func (cq *CQ) destroyLocked(closing bool) error {
 	c := cq.c
 	if !cq.destroyBegin() {
 		return nil
@@ -372,7 +372,7 @@ func (cq *CQ) destroyLocked(bool) error {
 	err := c.core.DoCall(k)
 	cq.events = [2]uint32{resp.CompEventsReported, resp.AsyncEventsReported}
 	c.scr.put(s)
-	if !cq.destroyEnd(err) {
+	if !cq.destroyEnd(err, closing) {
 		return c.err("destroy cq", err)
 	}
 	cq.pmu.Lock()
@@ -386,7 +386,7 @@ func (cq *CQ) destroyLocked(bool) error {
 	}
 	c.untrack(cq, cq.uh)
 	cq.destroyDone()
-	return nil
+	return keptErr(c, "destroy cq", err)
 }
 
 // waitPollers returns once no Poll of the CQ is under way: a Poll holds

@@ -77,11 +77,14 @@ func (l *lifecycle) destroyBegin() bool {
 }
 
 // destroyEnd takes err, the kernel's answer to the destroy request: it
-// reports whether the object is destroyed now (a removed device counts),
-// and then marks it so; the caller releases what the object held, then
-// calls destroyDone. Otherwise it unlocks the object, which stays usable.
-func (l *lifecycle) destroyEnd(err error) bool {
-	if err != nil && !isGone(err) {
+// reports whether the object is destroyed now (a removed device counts,
+// and so does any answer while the context closes: closing the descriptor
+// next destroys every object in the kernel, uverbs_destroy_ufile_hw), and
+// then marks it so; the caller releases what the object held, calls
+// destroyDone and returns keptErr's error. Otherwise it unlocks the
+// object, which stays usable.
+func (l *lifecycle) destroyEnd(err error, closing bool) bool {
+	if err != nil && !isGone(err) && !closing {
 		l.mu.Unlock()
 		return false
 	}
@@ -91,6 +94,15 @@ func (l *lifecycle) destroyEnd(err error) bool {
 
 // destroyDone unlocks an object destroyEnd marked destroyed.
 func (l *lifecycle) destroyDone() { l.mu.Unlock() }
+
+// keptErr is the error of a destroy that destroyEnd let through: nil, or
+// the kernel's refusal while the context closes (Close reports its first).
+func keptErr(c *Context, op string, err error) error {
+	if err == nil || isGone(err) {
+		return nil
+	}
+	return c.err(op, err)
+}
 
 // errLive is the error of an Into method offered a live object.
 func errLive(what string) error {

@@ -245,7 +245,7 @@ func (mr *MR) Close() error {
 	return closeObject(mr.c, "dereg mr", mr)
 }
 
-func (mr *MR) destroyLocked(bool) error {
+func (mr *MR) destroyLocked(closing bool) error {
 	c := mr.c
 	if !mr.destroyBegin() {
 		return nil
@@ -256,7 +256,7 @@ func (mr *MR) destroyLocked(bool) error {
 	k.Handle(abi.UVERBS_ATTR_DESTROY_MR_HANDLE, mr.handle)
 	err := c.core.DoCall(k)
 	c.scr.put(s)
-	if !mr.destroyEnd(err) {
+	if !mr.destroyEnd(err, closing) {
 		return c.err("dereg mr", err)
 	}
 	// Only now may the memory go: the device no longer knows it.
@@ -266,7 +266,7 @@ func (mr *MR) destroyLocked(bool) error {
 	}
 	c.untrack(mr, 0)
 	mr.destroyDone()
-	return nil
+	return keptErr(c, "dereg mr", err)
 }
 
 // pinned counts the bytes (whole pages) the live MRs of this process pin:

@@ -134,7 +134,7 @@ func (pd *PD) Close() error {
 	return closeObject(pd.c, "dealloc pd", pd)
 }
 
-func (pd *PD) destroyLocked(bool) error {
+func (pd *PD) destroyLocked(closing bool) error {
 	c := pd.c
 	if !pd.destroyBegin() {
 		return nil
@@ -145,12 +145,12 @@ func (pd *PD) destroyLocked(bool) error {
 	k.Handle(abi.UVERBS_ATTR_DESTROY_PD_HANDLE, pd.handle)
 	err := c.core.DoCall(k)
 	c.scr.put(s)
-	if !pd.destroyEnd(err) {
+	if !pd.destroyEnd(err, closing) {
 		return c.err("dealloc pd", err)
 	}
 	c.untrack(pd, 0)
 	pd.destroyDone()
-	return nil
+	return keptErr(c, "dealloc pd", err)
 }
 
 // alive checks the PD for use by a create call (the caller holds the

@@ -355,7 +355,7 @@ func (qp *QP) Close() error {
 	return closeObject(qp.c, "destroy qp", qp)
 }
 
-func (qp *QP) destroyLocked(bool) error {
+func (qp *QP) destroyLocked(closing bool) error {
 	c := qp.c
 	if !qp.destroyBegin() {
 		return nil
@@ -368,7 +368,7 @@ func (qp *QP) destroyLocked(bool) error {
 	k.OutHeld(abi.UVERBS_ATTR_DESTROY_QP_RESP, bytesOf(&s.qpDone))
 	err := c.core.DoCall(k)
 	c.scr.put(s)
-	if !qp.destroyEnd(err) {
+	if !qp.destroyEnd(err, closing) {
 		return c.err("destroy qp", err)
 	}
 	qp.res.release()
@@ -384,7 +384,7 @@ func (qp *QP) destroyLocked(bool) error {
 	}
 	c.untrack(qp, qp.uh)
 	qp.destroyDone()
-	return nil
+	return keptErr(c, "destroy qp", err)
 }
 
 // begin starts an operation on the QP: the context's life lock, then the

@@ -322,7 +322,7 @@ func (s *SRQ) Close() error {
 	return closeObject(s.c, "destroy srq", s)
 }
 
-func (s *SRQ) destroyLocked(bool) error {
+func (s *SRQ) destroyLocked(closing bool) error {
 	c := s.c
 	if !s.destroyBegin() {
 		return nil
@@ -330,7 +330,7 @@ func (s *SRQ) destroyLocked(bool) error {
 	resp := new(abi.IbUverbsDestroySrqResp)
 	req := &abi.IbUverbsDestroySrq{Response: addrOf(bytesOf(resp)), SrqHandle: s.handle}
 	err := c.invokeWrite(abi.IB_USER_VERBS_CMD_DESTROY_SRQ, bytesOf(req), bytesOf(resp), nil, nil)
-	if !s.destroyEnd(err) {
+	if !s.destroyEnd(err, closing) {
 		return c.err("destroy srq", err)
 	}
 	if x := s.rxe; x != nil {
@@ -341,7 +341,7 @@ func (s *SRQ) destroyLocked(bool) error {
 	s.res.release()
 	c.untrack(s, s.uh)
 	s.destroyDone()
-	return nil
+	return keptErr(c, "destroy srq", err)
 }
 
 // PostRecv posts the receive work requests wrs to the shared receive
