@@ -74,6 +74,11 @@ const (
 // rxeQP is the userspace half of an rxe QP.
 type rxeQP struct {
 	fd *sys.FD
+	// raw is fd's number, -1 for a fake: the doorbell writes to it
+	// directly. The number stays valid while the QP is live, as the
+	// context's ioctls rely on: the context's Close destroys the QP,
+	// under the lock PostSend holds shared, before it closes fd.
+	raw int
 	// db is the doorbell command, written once by rxeInit, and dbResp
 	// where the kernel writes its response. They are the QP's own memory
 	// (the Go heap does not move objects, and the QP is in use, so kept
@@ -110,7 +115,7 @@ func (qp *QP) rxeInit(c *Context, d *driverRes) error {
 			InWords: uint16(rxeDoorbellLen / 4), OutWords: uint16(unsafe.Sizeof(abi.IbUverbsPostSendResp{}) / 4)},
 		cmd: abi.IbUverbsPostSend{Response: addrOf(bytesOf(&x.dbResp)), QpHandle: qp.handle, WqeSize: rxeDoorbellWqeSize},
 	}
-	x.fd, x.ud = c.fd, qp.typ == QPTypeUD
+	x.fd, x.raw, x.ud = c.fd, c.fd.Raw(), qp.typ == QPTypeUD
 	x.sq = newRxeRing(maps[len(maps)-1])
 	if len(maps) == 2 {
 		x.rq, x.hasRQ = newRxeRing(maps[0]), true
@@ -173,15 +178,17 @@ func (qp *QP) PostSend(wrs []SendWR) (int, error) {
 	if qp == nil || qp.c == nil {
 		return 0, errNilPost(op)
 	}
+	// No defer: the data path's hottest call but Poll.
 	qp.mu.RLock()
-	defer qp.mu.RUnlock()
 	if qp.destroyed {
+		qp.mu.RUnlock()
 		return 0, qp.c.err(op, os.ErrClosed)
 	}
 	if m := qp.mlx5; m != nil {
 		m.sqMu.Lock()
 		n, err := m.postSend(wrs)
 		m.sqMu.Unlock()
+		qp.mu.RUnlock()
 		if err != nil {
 			return n, qp.c.err(op, err)
 		}
@@ -189,6 +196,7 @@ func (qp *QP) PostSend(wrs []SendWR) (int, error) {
 	}
 	x := qp.rxe
 	if x == nil {
+		qp.mu.RUnlock()
 		return 0, qp.c.err(op, errNoDataPath(qp.c))
 	}
 	x.sqMu.Lock()
@@ -201,6 +209,7 @@ func (qp *QP) PostSend(wrs []SendWR) (int, error) {
 		}
 	}
 	x.sqMu.Unlock()
+	qp.mu.RUnlock()
 	if err != nil {
 		return n, qp.c.err(op, err)
 	}
@@ -322,7 +331,13 @@ func (x *rxeQP) writeSend(p unsafe.Pointer, wr *SendWR) error {
 // driver's post_send with an empty list, and rxe_post_send for a user QP
 // kicks the requester).
 func (x *rxeQP) doorbell() error {
-	n, err := x.fd.RawWrite(unsafe.Pointer(&x.db), rxeDoorbellLen)
+	var n int
+	var err error
+	if x.raw >= 0 { // no FD check, interface call or descriptor lock: see raw
+		n, err = sys.RawWriteNumber(x.raw, unsafe.Pointer(&x.db), rxeDoorbellLen)
+	} else {
+		n, err = x.fd.RawWrite(unsafe.Pointer(&x.db), rxeDoorbellLen)
+	}
 	if err != nil {
 		return err
 	}

@@ -163,6 +163,24 @@ func IoctlNumber(raw int, req uint, arg unsafe.Pointer) error {
 	}
 }
 
+// RawWriteNumber is RawWrite on raw with no check and no lock, for a
+// caller whose own lock keeps the number open for the call, as
+// IoctlNumber's: the uverbs doorbell of an rxe QP, whose context closes
+// the descriptor only after it destroyed the QP under the lock the post
+// holds. EINTR is retried; the error is the errno.
+func RawWriteNumber(raw int, p unsafe.Pointer, n int) (int, error) {
+	for {
+		r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(raw), uintptr(p), uintptr(n))
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return int(r), e
+		}
+		return int(r), nil
+	}
+}
+
 // Read reads one record. On a pollable descriptor it waits, through the
 // runtime poller, until data arrives, the read deadline passes
 // (os.ErrDeadlineExceeded) or the descriptor is closed (os.ErrClosed). The

@@ -382,17 +382,9 @@ func (o *osFD) rawWrite(p unsafe.Pointer, n int) (int, error) {
 	if err := o.acquire(); err != nil {
 		return 0, err
 	}
-	for {
-		r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(o.raw), uintptr(p), uintptr(n))
-		if e == unix.EINTR {
-			continue
-		}
-		o.mu.RUnlock()
-		if e != 0 {
-			return int(r), e
-		}
-		return int(r), nil
-	}
+	r, err := RawWriteNumber(o.raw, p, n)
+	o.mu.RUnlock()
+	return r, err
 }
 
 func (o *osFD) setReadDeadline(t time.Time) error {
