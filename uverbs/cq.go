@@ -386,7 +386,10 @@ func (cq *CQ) destroyLocked(closing bool) error {
 	}
 	c.untrack(cq, cq.uh)
 	cq.destroyDone()
-	return keptErr(c, "destroy cq", err)
+	if err != nil { // off the hot path: keptErr is a call
+		return keptErr(c, "destroy cq", err)
+	}
+	return nil
 }
 
 // waitPollers returns once no Poll of the CQ is under way: a Poll holds

@@ -266,7 +266,10 @@ func (mr *MR) destroyLocked(closing bool) error {
 	}
 	c.untrack(mr, 0)
 	mr.destroyDone()
-	return keptErr(c, "dereg mr", err)
+	if err != nil { // off the hot path: keptErr is a call
+		return keptErr(c, "dereg mr", err)
+	}
+	return nil
 }
 
 // pinned counts the bytes (whole pages) the live MRs of this process pin:

@@ -150,7 +150,10 @@ func (pd *PD) destroyLocked(closing bool) error {
 	}
 	c.untrack(pd, 0)
 	pd.destroyDone()
-	return keptErr(c, "dealloc pd", err)
+	if err != nil { // off the hot path: keptErr is a call
+		return keptErr(c, "dealloc pd", err)
+	}
+	return nil
 }
 
 // alive checks the PD for use by a create call (the caller holds the

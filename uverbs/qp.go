@@ -384,7 +384,10 @@ func (qp *QP) destroyLocked(closing bool) error {
 	}
 	c.untrack(qp, qp.uh)
 	qp.destroyDone()
-	return keptErr(c, "destroy qp", err)
+	if err != nil { // off the hot path: keptErr is a call
+		return keptErr(c, "destroy qp", err)
+	}
+	return nil
 }
 
 // begin starts an operation on the QP: the context's life lock, then the

@@ -341,7 +341,10 @@ func (s *SRQ) destroyLocked(closing bool) error {
 	s.res.release()
 	c.untrack(s, s.uh)
 	s.destroyDone()
-	return keptErr(c, "destroy srq", err)
+	if err != nil { // off the hot path: keptErr is a call
+		return keptErr(c, "destroy srq", err)
+	}
+	return nil
 }
 
 // PostRecv posts the receive work requests wrs to the shared receive
