@@ -115,7 +115,7 @@ func (qp *QP) rxeInit(c *Context, d *driverRes) error {
 			InWords: uint16(rxeDoorbellLen / 4), OutWords: uint16(unsafe.Sizeof(abi.IbUverbsPostSendResp{}) / 4)},
 		cmd: abi.IbUverbsPostSend{Response: addrOf(bytesOf(&x.dbResp)), QpHandle: qp.handle, WqeSize: rxeDoorbellWqeSize},
 	}
-	x.fd, x.raw, x.ud = c.fd, c.fd.Raw(), qp.typ == QPTypeUD
+	x.fd, x.raw, x.ud = c.fd, c.core.Raw(), qp.typ == QPTypeUD
 	x.sq = newRxeRing(maps[len(maps)-1])
 	if len(maps) == 2 {
 		x.rq, x.hasRQ = newRxeRing(maps[0]), true

@@ -112,6 +112,16 @@ func (c *Core) Init(dev string, fd *sys.FD, api *abi.API, drv uint32) {
 	c.life.init()
 }
 
+// Raw returns the context's descriptor number, -1 for a fake kernel's
+// or a nil or zero Core: valid while the context is open, for calls the
+// caller's own lock keeps from racing its Close (an rxe QP's doorbell).
+func (c *Core) Raw() int {
+	if c == nil || c.fd == nil {
+		return -1
+	}
+	return c.raw
+}
+
 // API returns the method table of the context's device (nil for a nil
 // Core).
 func (c *Core) API() *abi.API {
