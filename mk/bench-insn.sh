@@ -9,7 +9,8 @@
 # integration/.cache/insncount/ (samples-K.txt, report-K.txt).
 #
 # INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 5 3; OP samples goops's
-# operation OP alone, for a profile; OP pp-c or pp-go runs one rc_pingpong
+# operation OP alone, for a profile; OP perop runs the per-operation rows
+# alone; OP pp-c or pp-go runs one rc_pingpong
 # client of N iterations). INSN_PROF=1 also writes profiles of the windows
 # (prof-K.txt, kprof-K.txt; the global ones on CPU 1 too) and lists
 # goops's functions (purerdma's for pp-go) by user-space instructions, and

@@ -3,6 +3,8 @@
  * make the same calls with the same arguments, in the same order).
  *
  *   cops N      N samples of each operation, pinned to CPU 1
+ *   cops warm W W PDs, CQs and QPs created and destroyed on rxe0, no
+ *               windows (see warm)
  *   cops rate T R  T threads each calling ibv_read_counters R times on one
  *               object (the setup of sample 14), unpinned, no windows:
  *               guest.sh counts the whole run on every CPU
@@ -493,8 +495,50 @@ static void mad_ops(int n, union ibv_gid *dgid)
 	umad_close_port(srv);
 }
 
+/* warm allocates and frees w PDs, CQs and QPs on rxe0, outside any
+ * window, before either program's samples: rxe's object pools and the
+ * core's resource tracker number the objects of a device cyclically
+ * (xa_alloc_cyclic in rxe_pool.c and restrack.c), and a create's kernel
+ * work depends on where that number stands (below 64 the xarray is one
+ * node deep). Without it rdma-core's first loops ran in the one-node
+ * range, which the Go loops after them never see. */
+static void warm(int w)
+{
+	struct ibv_context *ctx = open_dev("rxe0");
+	struct ibv_qp_init_attr qa;
+
+	if (!ctx)
+		die("open rxe0");
+	struct ibv_pd *qpd = ibv_alloc_pd(ctx);
+	struct ibv_cq *qcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	if (!qpd || !qcq)
+		die("pd/cq");
+	memset(&qa, 0, sizeof qa);
+	qa.send_cq = qcq;
+	qa.recv_cq = qcq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = 16;
+	qa.cap.max_recv_wr = 16;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	for (int i = 0; i < w; i++) {
+		struct ibv_pd *pd = ibv_alloc_pd(ctx);
+		struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+		struct ibv_qp *qp = ibv_create_qp(qpd, &qa);
+		if (!pd || !cq || !qp || ibv_destroy_qp(qp) || ibv_destroy_cq(cq) || ibv_dealloc_pd(pd))
+			die("warm");
+	}
+	ibv_destroy_cq(qcq);
+	ibv_dealloc_pd(qpd);
+	ibv_close_device(ctx);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "warm")) {
+		warm(atoi(argv[2]));
+		return 0;
+	}
 	if (argc == 4 && !strcmp(argv[1], "rate")) {
 		/* Unpinned: the threads spread over the CPUs, and a window
 		 * around the whole run (marker) counts them all. */

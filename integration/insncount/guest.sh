@@ -21,7 +21,8 @@
 #
 # N samples per operation (40), REPS runs per tool (5), PPREPS pairs of
 # rc_pingpong runs (3); OP, for a profile (mk/bench-insn.sh INSN_PROF=1),
-# runs goops's operation OP alone and nothing else, or, when OP is pp-c or
+# runs goops's operation OP alone and nothing else; perop runs cops and
+# goops and nothing else; when OP is pp-c or
 # pp-go, one rc_pingpong client of N iterations (rdma-core's or ours) in a
 # global window, and copies the guest's /proc/kallsyms to DIR/kallsyms.txt
 # for the kernel profile.
@@ -53,7 +54,10 @@ pp() { # code iterations client...
 	echo "rc_pingpong sample $code: $n iterations, exit $rc: $(tail -1 "$tmp/pp")"
 }
 case "${5:-}" in
-"") ;;
+"" | perop)
+	# past the first 64 numbers of each kind of object (cops.c's warm)
+	"$tmp/cops" warm 100 || echo "cops warm failed: $?"
+	;;
 pp-c | pp-go)
 	cat /proc/kallsyms >"$1/kallsyms.txt"
 	if [ "$5" = pp-c ]; then pp 100 "$N" ibv_rc_pingpong; else pp 102 "$N" $G rc_pingpong; fi
@@ -68,6 +72,10 @@ pp-c | pp-go)
 esac
 "$tmp/cops" "$N" || echo "cops failed: $?"
 "$tmp/goops" "$N" || echo "goops failed: $?"
+if [ "${5:-}" = perop ]; then
+	rm -rf "$tmp"
+	exit 0
+fi
 "$M" pin 0 sh "$(dirname "$0")/tools.sh" "$M" "$G" "$tmp/minigo" "$REPS"
 echo "== rc_pingpong -e: C server on CPU 0, client on CPU 1"
 j=0
