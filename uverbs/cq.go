@@ -302,7 +302,7 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // reqNotifyLocked is ReqNotify's request, under the CQ's lock and the
 // context's.
 func (cq *CQ) reqNotifyLocked(c *Context, solicitedOnly bool) error {
-	if cq.destroyed {
+	if cq.destroyed.Load() {
 		return os.ErrClosed
 	}
 	k := 0

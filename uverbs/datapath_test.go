@@ -399,7 +399,7 @@ func TestDataPathCloseRace(t *testing.T) {
 			_, err := d.qp.PostSend([]SendWR{{Opcode: WRSend, SGL: []SGE{s}}})
 			if err == nil {
 				d.qp.mu.RLock()
-				if !d.qp.destroyed {
+				if !d.qp.destroyed.Load() {
 					consume(&d.qp.rxe.sq)
 				}
 				d.qp.mu.RUnlock()

@@ -3,6 +3,7 @@ package uverbs
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -14,8 +15,10 @@ import (
 // flows) have the same life through owned.
 type lifecycle struct {
 	objLink
-	mu        sync.RWMutex
-	destroyed bool
+	mu sync.RWMutex
+	// destroyed is stored under mu, held for writing; reads that only
+	// look (isDestroyed) load it without the lock.
+	destroyed atomic.Bool
 }
 
 // closeObject is the Close of every built-in object: when the context is
@@ -41,25 +44,24 @@ func closeObject(c *Context, op string, o object) error {
 func (l *lifecycle) destroyOnce(c *Context, op string, destroy func() error, after func()) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.destroyed {
+	if l.destroyed.Load() {
 		return nil
 	}
 	if err := destroy(); err != nil && !isGone(err) {
 		return c.err(op, err)
 	}
-	l.destroyed = true
+	l.destroyed.Store(true)
 	after()
 	return nil
 }
 
 // isDestroyed reports whether the object was destroyed, by its Close or
 // its context's: an Into method may then create it again in place, and a
-// create call must not use it.
+// create call must not use it. It does not wait for a destroy in
+// progress (no lock: an atomic load), which a caller racing the object's
+// Close could not tell from one that had not begun.
 func (l *lifecycle) isDestroyed() bool {
-	l.mu.RLock()
-	d := l.destroyed
-	l.mu.RUnlock()
-	return d
+	return l.destroyed.Load()
 }
 
 // destroyBegin starts destroyOnce's work written out in place (the
@@ -69,7 +71,7 @@ func (l *lifecycle) isDestroyed() bool {
 // false. destroyEnd follows a true.
 func (l *lifecycle) destroyBegin() bool {
 	l.mu.Lock()
-	if l.destroyed {
+	if l.destroyed.Load() {
 		l.mu.Unlock()
 		return false
 	}
@@ -88,7 +90,7 @@ func (l *lifecycle) destroyEnd(err error, closing bool) bool {
 		l.mu.Unlock()
 		return false
 	}
-	l.destroyed = true
+	l.destroyed.Store(true)
 	return true
 }
 

@@ -197,7 +197,7 @@ func (mr *MR) Buf() []byte {
 	}
 	mr.mu.RLock()
 	defer mr.mu.RUnlock()
-	if mr.destroyed {
+	if mr.destroyed.Load() {
 		return nil
 	}
 	return mr.buf

@@ -401,7 +401,7 @@ func (qp *QP) begin(op string) error {
 		return err
 	}
 	qp.mu.RLock()
-	if qp.destroyed {
+	if qp.destroyed.Load() {
 		qp.mu.RUnlock()
 		c.leave()
 		return c.err(op, os.ErrClosed)

@@ -180,7 +180,7 @@ func (qp *QP) PostSend(wrs []SendWR) (int, error) {
 	}
 	// No defer: the data path's hottest call but Poll.
 	qp.mu.RLock()
-	if qp.destroyed {
+	if qp.destroyed.Load() {
 		qp.mu.RUnlock()
 		return 0, qp.c.err(op, os.ErrClosed)
 	}
@@ -364,7 +364,7 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 	}
 	qp.mu.RLock()
 	defer qp.mu.RUnlock()
-	if qp.destroyed {
+	if qp.destroyed.Load() {
 		return 0, qp.c.err(op, os.ErrClosed)
 	}
 	if qp.srq != nil {
@@ -423,7 +423,7 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 		}
 		return n, nil
 	}
-	if cq.pdone || !cq.hasRing || cq.m5 != nil {
+	if cq.pdone || !cq.hasRing { // an mlx5 CQ gets here only once done
 		return cq.pollOther(wc) // unlocks
 	}
 	// rxe's ring, consumed in line (no closure, no defer: the poll loop

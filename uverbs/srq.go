@@ -219,7 +219,7 @@ func (s *SRQ) begin(op string) error {
 		return err
 	}
 	s.mu.RLock()
-	if s.destroyed {
+	if s.destroyed.Load() {
 		s.mu.RUnlock()
 		c.leave()
 		return c.err(op, os.ErrClosed)
@@ -364,7 +364,7 @@ func (s *SRQ) PostRecv(wrs []RecvWR) (int, error) {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.destroyed {
+	if s.destroyed.Load() {
 		return 0, s.c.err(op, os.ErrClosed)
 	}
 	if m := s.m5; m != nil {

@@ -252,7 +252,7 @@ func TestSRQConcurrent(t *testing.T) {
 					return
 				}
 				s.mu.RLock()
-				if x := s.rxe; x != nil && !s.destroyed {
+				if x := s.rxe; x != nil && !s.destroyed.Load() {
 					x.mu.Lock()
 					if x.mapped {
 						consume(&x.rq)
