@@ -34,14 +34,19 @@ const (
 	standInSQOff = 3 << 12 // 8 slots of 256 bytes
 )
 
+// ioctlMethod decodes the header of the RDMA_VERBS_IOCTL request at arg:
+// the object and method it names, and its number of attributes.
+func ioctlMethod(arg unsafe.Pointer) (obj, method uint16, attrs int) {
+	hdr := unsafe.Slice((*byte)(arg), abi.IoctlHdrSize)
+	return binary.LittleEndian.Uint16(hdr[2:]), binary.LittleEndian.Uint16(hdr[4:]), int(binary.LittleEndian.Uint16(hdr[6:]))
+}
+
 func (portOnly) Ioctl(req uint, arg unsafe.Pointer) error {
 	if req != abi.RDMA_VERBS_IOCTL {
 		return syscall.ENOTTY
 	}
-	hdr := unsafe.Slice((*byte)(arg), abi.IoctlHdrSize)
-	n := int(binary.LittleEndian.Uint16(hdr[6:]))
+	obj, method, n := ioctlMethod(arg)
 	all := unsafe.Slice((*byte)(arg), abi.IoctlHdrSize+n*abi.IoctlAttrSize)
-	obj, method := binary.LittleEndian.Uint16(hdr[2:]), binary.LittleEndian.Uint16(hdr[4:])
 	attr := func(i int) (uint16, []byte) {
 		a := all[abi.IoctlHdrSize+i*abi.IoctlAttrSize:][:abi.IoctlAttrSize]
 		return binary.LittleEndian.Uint16(a[0:]), a
@@ -168,15 +173,35 @@ func (portOnly) Write([]byte) (int, error)                 { return 0, syscall.E
 func (portOnly) Close() error                              { return nil }
 
 func portOnlyContext(t testing.TB) *Context {
+	return standInContext(t, portOnly{})
+}
+
+// standInContext opens rxe0 on the stand-in kernel k.
+func standInContext(t testing.TB, k sys.Backend) *Context {
 	b := newBed(t, rxe0())
 	opts := *b.opts
-	opts.Opener = verbs.NewOpener(func(path string) (*sys.FD, error) { return sys.NewFake(path, portOnly{}), nil })
+	opts.Opener = verbs.NewOpener(func(path string) (*sys.FD, error) { return sys.NewFake(path, k), nil })
 	c, err := Open("rxe0", &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// rcQPBed allocates a PD and a CQ on c and returns the PD and the
+// attributes of an RC QP of 4 + 4 WRs and one SGE on that CQ (the
+// stand-in kernel's queues are that size).
+func rcQPBed(t testing.TB, c *Context) (*PD, QPInitAttr) {
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(CQAttr{CQE: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pd, QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
 }
 
 // QueryPort allocates nothing in steady state.
@@ -263,16 +288,7 @@ func TestCreateCQAllocatesOnlyTheCQ(t *testing.T) {
 // memory, the doorbell command in a page the context's QPs share. Nor do
 // they map anything but the two queues once that page exists.
 func TestCreateQPAllocatesOnlyTheQP(t *testing.T) {
-	c := portOnlyContext(t)
-	pd, err := c.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq, err := c.CreateCQ(CQAttr{CQE: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	attr := QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
+	pd, attr := rcQPBed(t, portOnlyContext(t))
 	mapped := sys.Mapped()
 	qp, err := pd.CreateQP(attr)
 	if err != nil || qp.Handle() != standInQP || qp.Num() != standInQPN {
@@ -318,16 +334,8 @@ func TestCreateQPAllocatesOnlyTheQP(t *testing.T) {
 // Modify allocates nothing: its request is built in a scratch, and the
 // QP's lock is taken and let go without a closure.
 func TestModifyQPAllocatesNothing(t *testing.T) {
-	c := portOnlyContext(t)
-	pd, err := c.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq, err := c.CreateCQ(CQAttr{CQE: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	pd, attr := rcQPBed(t, portOnlyContext(t))
+	qp, err := pd.CreateQP(attr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,10 +422,10 @@ func BenchmarkQueryPortStrictFake(b *testing.B) {
 type refuseQPDestroy struct{ portOnly }
 
 func (f refuseQPDestroy) Ioctl(req uint, arg unsafe.Pointer) error {
-	hdr := unsafe.Slice((*byte)(arg), abi.IoctlHdrSize)
-	if req == abi.RDMA_VERBS_IOCTL && binary.LittleEndian.Uint16(hdr[2:]) == abi.UVERBS_OBJECT_QP &&
-		binary.LittleEndian.Uint16(hdr[4:]) == abi.UVERBS_METHOD_QP_DESTROY {
-		return syscall.EBUSY
+	if req == abi.RDMA_VERBS_IOCTL {
+		if obj, method, _ := ioctlMethod(arg); obj == abi.UVERBS_OBJECT_QP && method == abi.UVERBS_METHOD_QP_DESTROY {
+			return syscall.EBUSY
+		}
 	}
 	return f.portOnly.Ioctl(req, arg)
 }
@@ -428,22 +436,10 @@ func (f refuseQPDestroy) Ioctl(req uint, arg unsafe.Pointer) error {
 // os.ErrClosed instead of touching them (or a descriptor number that may
 // name another file by then).
 func TestCloseEndsObjectsTheKernelKept(t *testing.T) {
-	b := newBed(t, rxe0())
-	opts := *b.opts
-	opts.Opener = verbs.NewOpener(func(path string) (*sys.FD, error) { return sys.NewFake(path, refuseQPDestroy{}), nil })
-	c, err := Open("rxe0", &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pd, err := c.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq, err := c.CreateCQ(CQAttr{CQE: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	c := standInContext(t, refuseQPDestroy{})
+	pd, attr := rcQPBed(t, c)
+	cq := attr.SendCQ
+	qp, err := pd.CreateQP(attr)
 	if err != nil {
 		t.Fatal(err)
 	}

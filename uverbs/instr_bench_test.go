@@ -116,24 +116,8 @@ func BenchmarkStandInCreateCQInto(b *testing.B) {
 	}
 }
 
-// standInQPBed is a PD and a CQ on the stand-in kernel for the QP
-// benchmarks, and the attributes of an RC QP of 4/4 WRs and one SGE (the
-// stand-in's queues are that size).
-func standInQPBed(b *testing.B) (*PD, QPInitAttr) {
-	c := portOnlyContext(b)
-	pd, err := c.AllocPD()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cq, err := c.CreateCQ(CQAttr{CQE: 16})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return pd, QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
-}
-
 func BenchmarkStandInCreateQP(b *testing.B) {
-	pd, attr := standInQPBed(b)
+	pd, attr := rcQPBed(b, portOnlyContext(b))
 	op := func() error {
 		qp, err := pd.CreateQP(attr)
 		if err != nil {
@@ -153,7 +137,7 @@ func BenchmarkStandInCreateQP(b *testing.B) {
 }
 
 func BenchmarkStandInCreateQPInto(b *testing.B) {
-	pd, attr := standInQPBed(b)
+	pd, attr := rcQPBed(b, portOnlyContext(b))
 	var qp QP
 	op := func() error {
 		if err := pd.CreateQPInto(&qp, attr); err != nil {
@@ -176,7 +160,7 @@ func BenchmarkStandInCreateQPInto(b *testing.B) {
 // calls) and back to RESET (one more): the stand-in accepts every
 // write command.
 func BenchmarkStandInModifyQP(b *testing.B) {
-	pd, attr := standInQPBed(b)
+	pd, attr := rcQPBed(b, portOnlyContext(b))
 	qp, err := pd.CreateQP(attr)
 	if err != nil {
 		b.Fatal(err)
@@ -212,7 +196,7 @@ func BenchmarkStandInModifyQP(b *testing.B) {
 }
 
 func BenchmarkStandInRegMR(b *testing.B) {
-	pd, _ := standInQPBed(b)
+	pd, _ := rcQPBed(b, portOnlyContext(b))
 	mr, err := pd.AllocMR(4096, AccessLocalWrite)
 	if err != nil {
 		b.Fatal(err)
