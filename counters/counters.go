@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 	"unsafe"
 
@@ -296,10 +297,11 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 	k.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.b.Handle)
 	// More than MaxValues is refused by Out, then by DoCall (EINVAL, no
 	// system call): explainRead says why.
-	k.Out(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*8))
+	k.OutHeld(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*8))
 	k.Inline(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, 4, uint64(flags))
 	err := core.DoCall(k)
-	if slot >= 0 { // TryGet's: -1 on the locked path
+	runtime.KeepAlive(values) // OutHeld's: values stays alive through the call
+	if slot >= 0 {            // TryGet's: -1 on the locked path
 		cs.calls.Put(slot)
 	} else {
 		cs.unlockRead()

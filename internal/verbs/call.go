@@ -168,8 +168,10 @@ func (c *Call) Out(id uint16, b []byte) bool {
 }
 
 // OutHeld is Out for memory the caller holds on the heap, alive, until
-// DoCall returns: a field of the scratch the Call itself is a field of.
-// The Call keeps nothing for it.
+// DoCall returns: a field of the scratch the Call itself is a field of,
+// or a slice the caller names in runtime.KeepAlive after DoCall (its
+// frame then holds it through the system call, and a goroutine's stack
+// does not move while it is in one). The Call keeps nothing for it.
 func (c *Call) OutHeld(id uint16, b []byte) bool {
 	if len(b) > abi.MaxAttrLen {
 		c.nkeep = callBad
