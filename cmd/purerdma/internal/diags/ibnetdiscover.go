@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/purerdma/rdma/cmd/internal/linkspeed"
 	"github.com/purerdma/rdma/cmd/purerdma/internal/cli"
 	"github.com/purerdma/rdma/umad"
 	"github.com/purerdma/rdma/umad/netdisc"
@@ -387,32 +388,15 @@ func compatWidth(w uint64) string {
 	return "??"
 }
 
-func compatSpeed(s uint64) string {
-	switch s {
-	case 1:
-		return "SDR"
-	case 2:
-		return "DDR"
-	case 4:
-		return "QDR"
-	}
-	return "???"
-}
+// compatSpeed and compatSpeedExt are dump_linkspeed_compat and
+// dump_linkspeedext_compat.
+func compatSpeed(s uint64) string { return linkspeed.Name(s) }
 
 func compatSpeedExt(e, s uint64) string {
-	switch e {
-	case 0:
-		return compatSpeed(s)
-	case 1:
-		return "FDR"
-	case 2:
-		return "EDR"
-	case 4:
-		return "HDR"
-	case 8:
-		return "NDR"
+	if e == 0 {
+		return linkspeed.Name(s)
 	}
-	return "???"
+	return linkspeed.ExtName(e)
 }
 
 // linkRate is ibnetdiscover's "4xSDR" of a port, espeed read where the

@@ -32,6 +32,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/purerdma/rdma/cmd/internal/linkspeed"
 	"github.com/purerdma/rdma/umad"
 	"github.com/purerdma/rdma/umad/netdisc"
 )
@@ -504,35 +505,10 @@ func linkSpeedName(pi, ci *umad.PortInfo) string {
 			}
 		}
 	}
-	speed := func() string {
-		switch pi.LinkSpeedActive {
-		case 1:
-			return "SDR"
-		case 2:
-			return "DDR"
-		case 4:
-			return "QDR"
-		}
-		return "???"
+	if espeed == 0 {
+		return linkspeed.Name(uint64(pi.LinkSpeedActive))
 	}
-	if pi.LinkSpeedActive != 4 && espeed == 0 {
-		return speed()
-	}
-	switch espeed {
-	case 0:
-		return speed()
-	case 1:
-		return "FDR"
-	case 2:
-		return "EDR"
-	case 4:
-		return "HDR"
-	case 8:
-		return "NDR"
-	case 32:
-		return "XDR"
-	}
-	return "???"
+	return linkspeed.ExtName(uint64(espeed))
 }
 
 // pmaQuery is one PerfMgmt Get.
