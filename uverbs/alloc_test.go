@@ -189,10 +189,9 @@ func standInContext(t testing.TB, k sys.Backend) *Context {
 	return c
 }
 
-// rcQPBed allocates a PD and a CQ on c and returns the PD and the
-// attributes of an RC QP of 4 + 4 WRs and one SGE on that CQ (the
-// stand-in kernel's queues are that size).
-func rcQPBed(t testing.TB, c *Context) (*PD, QPInitAttr) {
+// pdAndCQ allocates a PD and a CQ of 8 entries on c.
+func pdAndCQ(t testing.TB, c *Context) (*PD, *CQ) {
+	t.Helper()
 	pd, err := c.AllocPD()
 	if err != nil {
 		t.Fatal(err)
@@ -201,6 +200,14 @@ func rcQPBed(t testing.TB, c *Context) (*PD, QPInitAttr) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pd, cq
+}
+
+// rcQPBed allocates a PD and a CQ on c and returns the PD and the
+// attributes of an RC QP of 4 + 4 WRs and one SGE on that CQ (the
+// stand-in kernel's queues are that size).
+func rcQPBed(t testing.TB, c *Context) (*PD, QPInitAttr) {
+	pd, cq := pdAndCQ(t, c)
 	return pd, QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
 }
 

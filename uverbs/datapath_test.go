@@ -115,14 +115,7 @@ type dpBed struct {
 func newDPBed(t testing.TB) *dpBed {
 	b := newBed(t, rxe0())
 	c := b.open(t, "rxe0")
-	pd, err := c.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq, err := c.CreateCQ(CQAttr{CQE: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pd, cq := pdAndCQ(t, c)
 	qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq,
 		Cap: QPCap{MaxSendWR: 3, MaxRecvWR: 3, MaxSendSGE: 2, MaxRecvSGE: 2, MaxInlineData: 32}})
 	if err != nil {
@@ -432,14 +425,7 @@ func TestDataPathCloseRace(t *testing.T) {
 func TestPostSendUDRXE(t *testing.T) {
 	b := newBed(t, rxe0())
 	c := b.open(t, "rxe0")
-	pd, err := c.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq, err := c.CreateCQ(CQAttr{CQE: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pd, cq := pdAndCQ(t, c)
 	qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeUD, SendCQ: cq, RecvCQ: cq, Cap: rcCap()})
 	if err != nil {
 		t.Fatal(err)

@@ -170,14 +170,7 @@ type cycle struct {
 // for good.
 func standInCycles(tb testing.TB, c *Context) (plain, inPlace [3]cycle) {
 	tb.Helper()
-	pd, err := c.AllocPD()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	qcq, err := c.CreateCQ(CQAttr{CQE: 8})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	pd, qcq := pdAndCQ(tb, c)
 	attr := QPInitAttr{Type: QPTypeRC, SendCQ: qcq, RecvCQ: qcq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
 	first, err := pd.CreateQP(attr)
 	if err != nil {

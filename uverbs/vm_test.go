@@ -216,15 +216,8 @@ func rawPacketChild(t *testing.T) {
 		t.Fatal("the child runs as root")
 	}
 	c := vmOpen(t, vmtest.Dev0)
-	pd, err := c.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq, err := c.CreateCQ(CQAttr{CQE: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = pd.CreateQP(QPInitAttr{Type: QPTypeRawPacket, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxRecvWR: 8, MaxRecvSGE: 1}})
+	pd, cq := pdAndCQ(t, c)
+	_, err := pd.CreateQP(QPInitAttr{Type: QPTypeRawPacket, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxRecvWR: 8, MaxRecvSGE: 1}})
 	if !errors.Is(err, os.ErrPermission) || !errors.Is(err, syscall.EPERM) {
 		t.Fatalf("RAW_PACKET as uid %d: %v, want os.ErrPermission", os.Geteuid(), err)
 	}

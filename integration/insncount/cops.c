@@ -103,6 +103,19 @@ static void to_rts(struct ibv_qp *qp, uint32_t remote, union ibv_gid *dgid)
 		die("modify to RTS");
 }
 
+/* rc_attr is the QP of the create samples: RC, 16/16 WRs, one SGE, on cq. */
+static void rc_attr(struct ibv_qp_init_attr *qa, struct ibv_cq *cq)
+{
+	memset(qa, 0, sizeof *qa);
+	qa->send_cq = cq;
+	qa->recv_cq = cq;
+	qa->qp_type = IBV_QPT_RC;
+	qa->cap.max_send_wr = 16;
+	qa->cap.max_recv_wr = 16;
+	qa->cap.max_send_sge = 1;
+	qa->cap.max_recv_sge = 1;
+}
+
 static void verbs_ops(int n)
 {
 	struct ibv_context *ctx;
@@ -127,14 +140,7 @@ static void verbs_ops(int n)
 		die("pd/cq");
 	if (ibv_query_gid(ctx, 1, 0, &gid))
 		die("query gid");
-	memset(&qa, 0, sizeof qa);
-	qa.send_cq = qcq;
-	qa.recv_cq = qcq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = 16;
-	qa.cap.max_recv_wr = 16;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
+	rc_attr(&qa, qcq);
 	for (int i = 0; i < n; i++) {
 		START();
 		int r = ibv_query_port(ctx, 1, &pa);
@@ -513,14 +519,7 @@ static void warm(int w)
 	struct ibv_cq *qcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	if (!qpd || !qcq)
 		die("pd/cq");
-	memset(&qa, 0, sizeof qa);
-	qa.send_cq = qcq;
-	qa.recv_cq = qcq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = 16;
-	qa.cap.max_recv_wr = 16;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
+	rc_attr(&qa, qcq);
 	for (int i = 0; i < w; i++) {
 		struct ibv_pd *pd = ibv_alloc_pd(ctx);
 		struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
