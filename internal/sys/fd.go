@@ -163,6 +163,24 @@ func IoctlNumber(raw int, req uint, arg unsafe.Pointer) error {
 	}
 }
 
+// rwNumber is read(2) or write(2), as trap says, of p on raw, retried on
+// EINTR; the error is the errno. unix.Read and unix.Write written out for
+// the MAD path: their two frames cost a send and a receive 30 user
+// instructions each. A Syscall: ib_umad_write may sleep resolving the
+// destination's address, and ib_umad_read waits for the file's mutex.
+func rwNumber(trap uintptr, raw int, p []byte) (int, error) {
+	ptr := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+	for {
+		r, _, e := syscall.Syscall(trap, uintptr(raw), ptr, uintptr(len(p)))
+		if e == 0 {
+			return int(r), nil
+		}
+		if e != unix.EINTR {
+			return 0, e
+		}
+	}
+}
+
 // RawWriteNumber is RawWrite on raw with no check and no lock, for a
 // caller whose own lock keeps the number open for the call, as
 // IoctlNumber's: the uverbs doorbell of an rxe QP, whose context closes

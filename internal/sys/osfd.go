@@ -332,13 +332,9 @@ func (o *osFD) readNonblocking(p []byte) (int, error) {
 	if err := o.acquire(); err != nil {
 		return 0, err
 	}
-	for { // no defer: the hot path of every MAD
-		n, err := unix.Read(o.raw, p)
-		if err != unix.EINTR {
-			o.mu.RUnlock()
-			return n, err
-		}
-	}
+	n, err := rwNumber(unix.SYS_READ, o.raw, p) // no defer: the hot path of every MAD
+	o.mu.RUnlock()
+	return n, err
 }
 
 func (o *osFD) readable() (bool, error) {
@@ -366,13 +362,9 @@ func (o *osFD) write(p []byte) (int, error) {
 	if err := o.acquire(); err != nil {
 		return 0, err
 	}
-	for { // no defer: the hot path of every MAD
-		n, err := unix.Write(o.raw, p)
-		if err != unix.EINTR {
-			o.mu.RUnlock()
-			return n, err
-		}
-	}
+	n, err := rwNumber(unix.SYS_WRITE, o.raw, p) // no defer: the hot path of every MAD
+	o.mu.RUnlock()
+	return n, err
 }
 
 // rawWrite is RawWrite's system call: the doorbell write never blocks (the
