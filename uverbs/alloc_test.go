@@ -124,6 +124,40 @@ func (portOnly) Ioctl(req uint, arg unsafe.Pointer) error {
 			}
 		}
 		return nil
+	case obj == abi.UVERBS_OBJECT_DEVICE && method == abi.UVERBS_METHOD_QUERY_GID_TABLE:
+		// Two entries of port 1: fe80::1 (RoCE v1) and ::ffff:10.0.0.1
+		// (RoCE v2) on ifindex 3.
+		var entries, num []byte
+		for i := 0; i < n; i++ {
+			switch id, a := attr(i); id {
+			case abi.UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE:
+				if binary.LittleEndian.Uint64(a[8:]) != uint64(gidEntrySize) {
+					return syscall.EINVAL
+				}
+			case abi.UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES:
+				entries = data(a)
+				valid(a)
+			case abi.UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES:
+				num = data(a)
+				valid(a)
+			}
+		}
+		if len(entries) < 2*gidEntrySize || len(num) != 8 {
+			return syscall.EINVAL
+		}
+		for i, g := range [2][16]byte{
+			{0: 0xfe, 1: 0x80, 15: 1},
+			{10: 0xff, 11: 0xff, 12: 10, 15: 1},
+		} {
+			e := entries[i*gidEntrySize:][:gidEntrySize]
+			copy(e, g[:])
+			binary.LittleEndian.PutUint32(e[16:], uint32(i))
+			binary.LittleEndian.PutUint32(e[20:], 1)
+			binary.LittleEndian.PutUint32(e[24:], uint32(i)) // IB_UVERBS_GID_TYPE_ROCE_V1, _V2
+			binary.LittleEndian.PutUint32(e[28:], 3)
+		}
+		binary.LittleEndian.PutUint64(num, 2)
+		return nil
 	case obj != abi.UVERBS_OBJECT_DEVICE || (method != abi.UVERBS_METHOD_QUERY_PORT && method != abi.UVERBS_METHOD_GET_CONTEXT):
 		return syscall.EPROTONOSUPPORT
 	}
@@ -223,6 +257,35 @@ func TestQueryPortAllocatesNothing(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("QueryPort allocates %v times per call", n)
+	}
+}
+
+// QueryGIDTableInto allocates nothing in steady state: the request and
+// the kernel's entries are in a scratch.
+func TestQueryGIDTableIntoAllocatesNothing(t *testing.T) {
+	c := portOnlyContext(t)
+	into := make([]GIDEntry, 64)
+	n, err := c.QueryGIDTableInto(into)
+	want := [2]string{"fe80::1", "::ffff:10.0.0.1"}
+	if err != nil || n != 2 {
+		t.Fatalf("QueryGIDTableInto = %d, %v", n, err)
+	}
+	for i, w := range want {
+		if e := into[i]; e.GID.String() != w || e.Index != i || e.Port != 1 || e.Type != GIDType(i) || e.NetdevIfindex != 3 {
+			t.Errorf("entry %d: %+v, want %s", i, e, w)
+		}
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		if n, err := c.QueryGIDTableInto(into); n != 2 || err != nil {
+			t.Fatal(n, err)
+		}
+	}); n != 0 {
+		t.Errorf("QueryGIDTableInto allocates %v times per call", n)
+	}
+	// Room for more than a scratch keeps: the buffer is the call's.
+	big := make([]GIDEntry, gidTableKept+1)
+	if n, err := c.QueryGIDTableInto(big); n != 2 || err != nil || big[1] != into[1] {
+		t.Errorf("QueryGIDTableInto(%d) = %d, %v: %+v", len(big), n, err, big[:2])
 	}
 }
 

@@ -43,14 +43,22 @@ func decodeCompEventDesc(b []byte) (uint64, error) {
 // gid[2]; __u32 gid_index, port_num, gid_type, netdev_ifindex;}. The GID
 // is in network order, as the kernel stores it.
 func decodeGIDEntry(b []byte) (GIDEntry, error) {
-	var e GIDEntry
 	if len(b) < gidEntrySize {
-		return e, fmt.Errorf("%d bytes of the %d of struct ib_uverbs_gid_entry: %w", len(b), gidEntrySize, syscall.EPROTO)
+		return GIDEntry{}, fmt.Errorf("%d bytes of the %d of struct ib_uverbs_gid_entry: %w", len(b), gidEntrySize, syscall.EPROTO)
+	}
+	return gidEntryAt(b), nil
+}
+
+// gidEntryAt decodes the entry at the start of b, which holds at least
+// gidEntrySize bytes.
+func gidEntryAt(b []byte) GIDEntry {
+	b = b[:gidEntrySize]
+	e := GIDEntry{
+		Index:         int(binary.LittleEndian.Uint32(b[16:])),
+		Port:          int(binary.LittleEndian.Uint32(b[20:])),
+		Type:          GIDType(binary.LittleEndian.Uint32(b[24:])),
+		NetdevIfindex: binary.LittleEndian.Uint32(b[28:]),
 	}
 	copy(e.GID[:], b[:16])
-	e.Index = int(binary.LittleEndian.Uint32(b[16:]))
-	e.Port = int(binary.LittleEndian.Uint32(b[20:]))
-	e.Type = GIDType(binary.LittleEndian.Uint32(b[24:]))
-	e.NetdevIfindex = binary.LittleEndian.Uint32(b[28:])
-	return e, nil
+	return e
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 
 	"github.com/purerdma/rdma"
@@ -401,34 +402,48 @@ func (c *Context) QueryGIDTable() ([]GIDEntry, error) {
 // matches ErrNotSupported, before Linux 5.10); os.ErrClosed after Close.
 func (c *Context) QueryGIDTableInto(entries []GIDEntry) (int, error) {
 	const op = "query GID table"
-	if err := c.enter(op); err != nil {
-		return 0, err
+	if c == nil || !c.core.TryHold() { // enter, inlined
+		return 0, c.enterErr(op)
 	}
-	defer c.leave()
 	total := min(len(entries), abi.MaxAttrLen/gidEntrySize)
 	if total == 0 {
+		c.leave()
 		return 0, c.err(op, errArg("no room for an entry"))
 	}
-	buf := make([]byte, total*gidEntrySize)
-	n := new(uint64)
-	r := abi.NewRequest(c.api, c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_GID_TABLE).
-		Const(abi.UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE, uint64(gidEntrySize)).
-		Out(abi.UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES, buf).
-		Out(abi.UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES, bytesOf(n))
-	if err := c.do(r); err != nil {
+	// The request is written in place in a scratch (verbs.Call), and the
+	// kernel writes the entries into the scratch's buffer: the call
+	// allocates nothing for a table of up to gidTableKept entries.
+	s := c.scr.get()
+	buf := s.gidTable(total)
+	s.u64 = 0
+	k := &s.call
+	k.Start(c.drv, abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_GID_TABLE)
+	k.Inline(abi.UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE, 8, uint64(gidEntrySize))
+	k.OutHeld(abi.UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES, buf)
+	k.OutHeld(abi.UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES, bytesOf(&s.u64))
+	err := c.core.DoCall(k)
+	runtime.KeepAlive(buf) // when not the scratch's own
+	n := s.u64
+	if err == nil && n > uint64(total) {
+		err = gidCountErr(n, total)
+	}
+	if err == nil {
+		for i := range int(n) {
+			entries[i] = gidEntryAt(buf[i*gidEntrySize:])
+		}
+	}
+	c.scr.put(s)
+	c.leave()
+	if err != nil {
 		return 0, c.err(op, err)
 	}
-	if *n > uint64(total) {
-		return 0, c.err(op, fmt.Errorf("kernel reported %d entries for room for %d: %w", *n, total, syscall.EPROTO))
-	}
-	for i := range int(*n) {
-		e, err := decodeGIDEntry(buf[i*gidEntrySize:])
-		if err != nil {
-			return 0, c.err(op, err)
-		}
-		entries[i] = e
-	}
-	return int(*n), nil
+	return int(n), nil
+}
+
+// gidCountErr is kept out of QueryGIDTableInto so the success path does
+// not allocate.
+func gidCountErr(n uint64, total int) error {
+	return fmt.Errorf("kernel reported %d entries for room for %d: %w", n, total, syscall.EPROTO)
 }
 
 // QueryGID returns GID table entry index of port, like ibv_query_gid_ex:

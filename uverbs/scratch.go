@@ -25,6 +25,8 @@ type scratch struct {
 	capIn  abi.IbUverbsQpCap
 	capOut abi.IbUverbsQpCap
 	u32    uint32
+	u64    uint64
+	gids   []byte // GID table responses (gidTable), kept up to gidTableKept entries
 	cqDone abi.IbUverbsDestroyCqResp
 	qpDone abi.IbUverbsDestroyQpResp
 	qpMod  abi.IbUverbsModifyQp
@@ -32,6 +34,26 @@ type scratch struct {
 	mrResp abi.IbUverbsRegMrResp
 	drv    drvScratch
 	slot   int8 // its slot in the Context's scratchList, -1 for none
+}
+
+// gidTableKept is the most GID entries whose response buffer a scratch
+// keeps for the next query (4 KiB); a query with room for more allocates
+// its buffer for the call.
+const gidTableKept = 128
+
+// gidTable returns a buffer for n GID entries (struct
+// ib_uverbs_gid_entry) as the kernel writes them: the scratch's own when
+// it has room, kept for the next call when n is at most gidTableKept.
+func (s *scratch) gidTable(n int) []byte {
+	size := n * gidEntrySize
+	if size <= cap(s.gids) {
+		return s.gids[:size]
+	}
+	b := make([]byte, size)
+	if n <= gidTableKept {
+		s.gids = b
+	}
+	return b
 }
 
 // drvScratch is the driver's part of a CQ or QP create call: what the
