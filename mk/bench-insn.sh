@@ -10,7 +10,8 @@
 #
 # INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 5 3; OP samples goops's
 # operation OP alone, for a profile; OP perop runs the per-operation rows
-# alone; OP pp-c or pp-go runs one rc_pingpong
+# alone; OP tool-ARGS runs purerdma ARGS (commas for spaces) once, for a
+# profile of a tool; OP pp-c or pp-go runs one rc_pingpong
 # client of N iterations). INSN_PROF=1 also writes profiles of the windows
 # (prof-K.txt, kprof-K.txt; the global ones on CPU 1 too) and lists
 # goops's functions (purerdma's for pp-go) by user-space instructions, and
@@ -46,7 +47,7 @@ for k in "$@"; do
 	"$out/report" "$out/samples-$k.txt" | tee "$out/report-$k.txt"
 	if [ "${INSN_PROF:-}" = 1 ]; then
 		bin=$out/goops
-		case "${INSN_ARGS:-}" in *pp-go*) bin=$out/purerdma ;; esac
+		case "${INSN_ARGS:-}" in *pp-go* | *tool-*) bin=$out/purerdma ;; esac
 		echo "== user space, by function of $bin"
 		"$out/report" -prof "$out/prof-$k.txt" -bin "$bin"
 		if [ -s "$out/kallsyms.txt" ]; then

@@ -21,7 +21,8 @@
 #
 # N samples per operation (40), REPS runs per tool (5), PPREPS pairs of
 # rc_pingpong runs (3); OP, for a profile (mk/bench-insn.sh INSN_PROF=1),
-# runs goops's operation OP alone and nothing else; perop runs cops and
+# runs goops's operation OP alone and nothing else (tool-ARGS: one run of
+# purerdma ARGS, commas for spaces); perop runs cops and
 # goops and nothing else; when OP is pp-c or
 # pp-go, one rc_pingpong client of N iterations (rdma-core's or ours) in a
 # global window, and copies the guest's /proc/kallsyms to DIR/kallsyms.txt
@@ -57,6 +58,16 @@ case "${5:-}" in
 "" | perop)
 	# past the first 64 numbers of each kind of object (cops.c's warm)
 	"$tmp/cops" warm 100 || echo "cops warm failed: $?"
+	;;
+tool-*)
+	# a purerdma tool's second run, in a global window on CPU 1 (sample
+	# 3), its arguments after "tool-" with commas for spaces
+	cat /proc/kallsyms >"$1/kallsyms.txt"
+	args=$(echo "${5#tool-}" | tr , ' ')
+	$M pin 1 $G $args >/dev/null 2>&1 # warm: the binary's pages cached
+	$M start; $M pin 1 $G $args >/dev/null 2>&1; $M stop 3
+	rm -rf "$tmp"
+	exit 0
 	;;
 pp-c | pp-go)
 	cat /proc/kallsyms >"$1/kallsyms.txt"
