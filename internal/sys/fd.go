@@ -168,11 +168,20 @@ func IoctlNumber(raw int, req uint, arg unsafe.Pointer) error {
 // the MAD path: their two frames cost a send and a receive 30 user
 // instructions each. A Syscall: ib_umad_write may sleep resolving the
 // destination's address, and ib_umad_read waits for the file's mutex.
+//
+// Under the race detector it reports write(2)'s read of p and read(2)'s
+// write into it, as unix.Write and unix.Read do.
 func rwNumber(trap uintptr, raw int, p []byte) (int, error) {
 	ptr := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+	if raceEnabled && trap == unix.SYS_WRITE && len(p) > 0 {
+		raceReadRange(unsafe.Pointer(unsafe.SliceData(p)), len(p))
+	}
 	for {
 		r, _, e := syscall.Syscall(trap, uintptr(raw), ptr, uintptr(len(p)))
 		if e == 0 {
+			if raceEnabled && trap == unix.SYS_READ && r > 0 {
+				raceWriteRange(unsafe.Pointer(unsafe.SliceData(p)), int(r))
+			}
 			return int(r), nil
 		}
 		if e != unix.EINTR {
