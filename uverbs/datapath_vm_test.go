@@ -51,15 +51,10 @@ func vmConnect(t *testing.T) [2]*vmEnd {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := c.QueryGID(1, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gids[i] = g.GID
+		gids[i] = portGID(t, c).GID
 		e[i] = &vmEnd{c: c, ch: ch, cq: cq, qp: qp, mr: mr}
 	}
-	toRTS(t, e[0].qp, e[1].qp.Num(), gids[1])
-	toRTS(t, e[1].qp, e[0].qp.Num(), gids[0])
+	connectRC(t, e[0].qp, e[1].qp, gids[0], gids[1])
 	return e
 }
 
@@ -330,11 +325,7 @@ func TestVMUD(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := c.QueryGID(1, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e[i] = end{pd, cq, qp, mr, g.GID}
+		e[i] = end{pd, cq, qp, mr, portGID(t, c).GID}
 	}
 	a, b := e[0], e[1]
 	ah, err := a.pd.CreateAH(AHAttr{IsGlobal: true, Port: 1, GRH: GlobalRoute{DGID: b.g, HopLimit: 1}})

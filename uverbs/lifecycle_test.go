@@ -17,6 +17,24 @@ import (
 
 func rcCap() QPCap { return QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1} }
 
+// connectRC drives a and b to RTS against each other: a reaches b at
+// GID gb, b reaches a at ga.
+func connectRC(t testing.TB, a, b *QP, ga, gb rdma.GID) {
+	t.Helper()
+	toRTS(t, a, b.Num(), gb)
+	toRTS(t, b, a.Num(), ga)
+}
+
+// portGID returns GID 0 of port 1 of c, the one the RC tests address.
+func portGID(t testing.TB, c *Context) GIDEntry {
+	t.Helper()
+	g, err := c.QueryGID(1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // toRTS drives qp from RESET to RTS against a peer QP number, the way
 // ibv_rc_pingpong does on RoCE (GRH with source GID index 0).
 func toRTS(t testing.TB, qp *QP, remote uint32, dgid rdma.GID) {
@@ -68,14 +86,9 @@ func TestLifecycleRXE(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := c.QueryGID(1, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gids[i] = g.GID
+		gids[i] = portGID(t, c).GID
 	}
-	toRTS(t, qps[0], qps[1].Num(), gids[1])
-	toRTS(t, qps[1], qps[0].Num(), gids[0])
+	connectRC(t, qps[0], qps[1], gids[0], gids[1])
 	a, init, err := qps[0].Query(QPAttrState | QPAttrDestQPN | QPAttrCap)
 	if err != nil {
 		t.Fatal(err)

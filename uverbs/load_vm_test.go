@@ -79,15 +79,10 @@ func TestVMDataPathLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := c.QueryGID(1, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gids[i] = g.GID
+		gids[i] = portGID(t, c).GID
 		e[i] = &loadEnd{c: c, scq: scq, rcq: rcq, qp: qp, mr: mr}
 	}
-	toRTS(t, e[0].qp, e[1].qp.Num(), gids[1])
-	toRTS(t, e[1].qp, e[0].qp.Num(), gids[0])
+	connectRC(t, e[0].qp, e[1].qp, gids[0], gids[1])
 	for _, x := range e {
 		wrs := make([]RecvWR, loadSlots)
 		for s := range wrs {

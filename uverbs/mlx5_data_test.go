@@ -123,8 +123,7 @@ func m5Pair(t testing.TB, adjust func(v *fakekernel.Verbs), cqe int, cp QPCap) (
 		}
 		e[i] = m5End{cq, qp, mr}
 	}
-	toRTS(t, e[0].qp, e[1].qp.Num(), rdma.GID{})
-	toRTS(t, e[1].qp, e[0].qp.Num(), rdma.GID{})
+	connectRC(t, e[0].qp, e[1].qp, rdma.GID{}, rdma.GID{})
 	return v, c, e
 }
 

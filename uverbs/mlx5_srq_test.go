@@ -64,8 +64,7 @@ func TestMlx5SRQ(t *testing.T) {
 		if receivers[i].mlx5.rqCnt != 0 || receivers[i].mlx5.srq != x {
 			t.Fatalf("receiver %d: %d receive WQEs of its own", i, receivers[i].mlx5.rqCnt)
 		}
-		toRTS(t, senders[i], receivers[i].Num(), rdma.GID{})
-		toRTS(t, receivers[i], senders[i].Num(), rdma.GID{})
+		connectRC(t, senders[i], receivers[i], rdma.GID{}, rdma.GID{})
 	}
 	if _, err := receivers[0].PostRecv([]RecvWR{{ID: 1}}); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("PostRecv on a QP with an SRQ: %v", err)

@@ -24,14 +24,7 @@ import (
 func TestVMSRQ(t *testing.T) {
 	vmtest.Require(t)
 	c0, c1 := vmOpen(t, vmtest.Dev0), vmOpen(t, vmtest.Dev1)
-	g0, err := c0.QueryGID(1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g1, err := c1.QueryGID(1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g0, g1 := portGID(t, c0), portGID(t, c1)
 	pd0, err := c0.AllocPD()
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +73,7 @@ func TestVMSRQ(t *testing.T) {
 		}
 	}
 	for i := range senders {
-		toRTS(t, senders[i], receivers[i].Num(), g1.GID)
-		toRTS(t, receivers[i], senders[i].Num(), g0.GID)
+		connectRC(t, senders[i], receivers[i], g0.GID, g1.GID)
 	}
 	if _, err := receivers[0].PostRecv([]RecvWR{{ID: 1}}); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("PostRecv on a QP with an SRQ: %v", err)

@@ -93,10 +93,7 @@ func newSRQPP(t *testing.T, dev string, numQP, rxDepth, size int) *srqPP {
 	if p.srq, err = pd.CreateSRQ(SRQAttr{MaxWR: uint32(rxDepth), MaxSGE: 1}); err != nil {
 		t.Fatal(err)
 	}
-	g, err := c.QueryGID(1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := portGID(t, c)
 	for i := 0; i < numQP; i++ {
 		qp, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: p.cq, RecvCQ: p.cq, SRQ: p.srq,
 			Cap: QPCap{MaxSendWR: 1, MaxSendSGE: 1}})

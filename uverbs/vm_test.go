@@ -130,17 +130,12 @@ func TestVMLifecycleRC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := c.QueryGID(1, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gids[i] = g.GID
+		gids[i] = portGID(t, c).GID
 		if cq.res.nmaps != 1 || qps[i].res.nmaps != 2 {
 			t.Errorf("mapped queues: CQ %d, QP %d", cq.res.nmaps, qps[i].res.nmaps)
 		}
 	}
-	toRTS(t, qps[0], qps[1].Num(), gids[1])
-	toRTS(t, qps[1], qps[0].Num(), gids[0])
+	connectRC(t, qps[0], qps[1], gids[0], gids[1])
 	for i, qp := range qps {
 		a, init, err := qp.Query(QPAttrState | QPAttrDestQPN | QPAttrAV | QPAttrPathMTU | QPAttrCap)
 		if err != nil {

@@ -52,10 +52,7 @@ func goWCErr(t *testing.T, dev string) string {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	gid, err := c.QueryGID(1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gid := portGID(t, c)
 	pd, err := c.AllocPD()
 	if err != nil {
 		t.Fatal(err)
@@ -249,10 +246,7 @@ func TestVMMlx5DataPathAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	gid, err := c.QueryGID(1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gid := portGID(t, c)
 	pd, err := c.AllocPD()
 	if err != nil {
 		t.Fatal(err)
@@ -318,10 +312,7 @@ func TestVMMlx5UDOnMock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	gid, err := c.QueryGID(1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gid := portGID(t, c)
 	pd, err := c.AllocPD()
 	if err != nil {
 		t.Fatal(err)
