@@ -63,9 +63,9 @@ tool-*)
 	# a purerdma tool's second run, in a global window on CPU 1 (sample
 	# 3), its arguments after "tool-" with commas for spaces
 	cat /proc/kallsyms >"$1/kallsyms.txt"
+	# (the shell on CPU 0, as tools.sh's: the window counts all CPU 1 runs)
 	args=$(echo "${5#tool-}" | tr , ' ')
-	$M pin 1 $G $args >/dev/null 2>&1 # warm: the binary's pages cached
-	$M start; $M pin 1 $G $args >/dev/null 2>&1; $M stop 3
+	$M pin 0 sh -c "$M pin 1 $G $args >/dev/null 2>&1; $M start; $M pin 1 $G $args >/dev/null 2>&1; $M stop 3"
 	rm -rf "$tmp"
 	exit 0
 	;;
