@@ -251,6 +251,15 @@ func TestVMPerftestInterop(t *testing.T) {
 			tc, args := tc, args
 			t.Run(tc.name+strings.Join(args, ""), func(t *testing.T) {
 				refS, refC := calibrated(t, "C↔C", func() (side, side) { return pair(t, tc.name, tc.v, tc.t, false, false, args) })
+				// Now and then, under TCG, rdma-core's client is rejected
+				// for want of a listener (the CM's reject reason 8) though
+				// the server's cm_id was listed LISTEN, and the server
+				// then waits for a client until the pair's timeout. Such
+				// a reference shows nothing of our tools: it is run again.
+				for try := 2; try <= 3 && refC.code != 0 && strings.Contains(refC.err, "RDMA_CM_EVENT_REJECTED; error: 8."); try++ {
+					t.Logf("C↔C: rdma-core's client was rejected with no listener found; run %d", try)
+					refS, refC = calibrated(t, "C↔C", func() (side, side) { return pair(t, tc.name, tc.v, tc.t, false, false, args) })
+				}
 				if refS.code != refC.code {
 					t.Fatalf("C↔C: server exit %d, client exit %d\n%s%s\n%s%s", refS.code, refC.code, refS.out, refS.err, refC.out, refC.err)
 				}
