@@ -28,7 +28,7 @@ var errHelp = errors.New("help")
 // fabricHelp is -h of a fabric tool: ibdiag_show_usage's standard error
 // and exit status 2.
 func fabricHelp(stderr io.Writer, usage string) error {
-	fmt.Fprint(stderr, usage)
+	io.WriteString(stderr, usage)
 	return cli.ExitError{Code: 2}
 }
 
@@ -98,12 +98,12 @@ func retriesOpt(o *fabricOpts) []cli.Option {
 // fabricUsage reports a command line a fabric tool cannot use: err (unless
 // getopt said it already) and the usage, on stderr, status 2, as
 // ibdiag_show_usage does.
-func fabricUsage(stderr io.Writer, tool, usage string, err error) error {
+func fabricUsage(stderr io.Writer, tool string, usage diagUsage, err error) error {
 	var ge cli.GetoptError
 	if errors.As(err, &ge) {
-		fmt.Fprint(stderr, usage)
+		io.WriteString(stderr, usage.String())
 	} else {
-		fmt.Fprintf(stderr, "%s: %v\n%s", tool, err, usage)
+		fmt.Fprintf(stderr, "%s: %v\n%s", tool, err, usage.String())
 	}
 	return cli.ExitError{Code: 2}
 }
@@ -266,7 +266,7 @@ func (o *fabricOpts) commonDiagOpts(tool string) []diagOpt {
 // letters exclude names, with getopt_long's rules, after the default
 // config file. It returns the options, the usage ibdiag_show_usage prints
 // (usageArgs after "[options]"), and an error for diagOptsFailed.
-func parseDiagOpts(tool, exclude, usageArgs string, custom []diagOpt, args []string, stderr io.Writer) (*fabricOpts, string, error) {
+func parseDiagOpts(tool, exclude, usageArgs string, custom []diagOpt, args []string, stderr io.Writer) (*fabricOpts, diagUsage, error) {
 	return parseDiagSpec(diagSpec{tool: tool, exclude: exclude, usageArgs: usageArgs, custom: custom}, args, stderr)
 }
 
@@ -312,7 +312,7 @@ func newFabricOpts() *fabricOpts {
 }
 
 // parseDiagSpec is parseDiagOpts with usage examples and options of ours.
-func parseDiagSpec(s diagSpec, args []string, stderr io.Writer) (*fabricOpts, string, error) {
+func parseDiagSpec(s diagSpec, args []string, stderr io.Writer) (*fabricOpts, diagUsage, error) {
 	tool := s.tool
 	o := s.o
 	if o == nil {
@@ -324,7 +324,7 @@ func parseDiagSpec(s diagSpec, args []string, stderr io.Writer) (*fabricOpts, st
 			table = append(table, d)
 		}
 	}
-	usage := diagUsage(tool, s.usageArgs, table, s.examples...)
+	usage := diagUsage{tool: tool, args: s.usageArgs, table: table, examples: s.examples}
 	o.readConfig(ibdiagConfigPath)
 	var opts []cli.Option
 	for i, d := range table {
@@ -348,7 +348,7 @@ func parseDiagSpec(s diagSpec, args []string, stderr io.Writer) (*fabricOpts, st
 // diagOptsFailed ends a tool whose command line parseDiagOpts refused,
 // as C does: the usage on standard error and status 2 (getopt's refusals,
 // -h, a handler's), the version line and status 0 (-V), or IBEXIT.
-func diagOptsFailed(stdout, stderr io.Writer, tool, usage string, o *fabricOpts, err error) error {
+func diagOptsFailed(stdout, stderr io.Writer, tool string, usage diagUsage, o *fabricOpts, err error) error {
 	var ie ibexitError
 	var re diagRefusedError
 	switch {
@@ -363,19 +363,29 @@ func diagOptsFailed(stdout, stderr io.Writer, tool, usage string, o *fabricOpts,
 		}
 		return ibexit(stdout, tool, o.debug, ie.fn, "%s", ie.msg)
 	}
-	fmt.Fprint(stderr, usage)
+	io.WriteString(stderr, usage.String())
 	return cli.ExitError{Code: 2}
 }
 
-// diagUsage is ibdiag_show_usage's text, examples (the tool's
-// usage_examples) after the options.
-func diagUsage(tool, usageArgs string, table []diagOpt, examples ...string) string {
+// diagUsage is what ibdiag_show_usage prints, kept as its parts: String
+// writes the text only for a tool that shows it (folding every option's
+// description cost a tool's every start some 40 k instructions and the
+// heap they took; docs/performance.md, "Tools").
+type diagUsage struct {
+	tool, args string
+	table      []diagOpt
+	// examples are the tool's usage_examples, after the options.
+	examples []string
+}
+
+// String is ibdiag_show_usage's text.
+func (u diagUsage) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nUsage: %s [options] %s\n\n", tool, usageArgs)
-	if len(table) > 0 {
+	fmt.Fprintf(&b, "\nUsage: %s [options] %s\n\n", u.tool, u.args)
+	if len(u.table) > 0 {
 		b.WriteString("Options:\n")
 	}
-	for _, d := range table {
+	for _, d := range u.table {
 		line := "  --" + d.name
 		if d.letter > ' ' && d.letter < 0x7f {
 			line += ", -" + string(rune(d.letter))
@@ -396,10 +406,10 @@ func diagUsage(tool, usageArgs string, table []diagOpt, examples ...string) stri
 		}
 		b.WriteString("\n")
 	}
-	if examples != nil {
+	if u.examples != nil {
 		b.WriteString("\nExamples:\n")
-		for _, e := range examples {
-			fmt.Fprintf(&b, "  %s %s\n", tool, e)
+		for _, e := range u.examples {
+			fmt.Fprintf(&b, "  %s %s\n", u.tool, e)
 		}
 	}
 	b.WriteString("\n")

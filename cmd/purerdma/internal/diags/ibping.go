@@ -43,7 +43,7 @@ type ibpingOpts struct {
 // ibpingParse reads ibping's command line: ibdiag_common's options but
 // -D, -K and -y (ibping excludes them), and ibping's own; it returns the
 // usage too.
-func ibpingParse(args []string, stderr io.Writer) (*fabricOpts, *ibpingOpts, string, error) {
+func ibpingParse(args []string, stderr io.Writer) (*fabricOpts, *ibpingOpts, diagUsage, error) {
 	p := &ibpingOpts{count: ^uint32(0), oui: ibpingOUI}
 	o, usage, err := parseDiagSpec(diagSpec{
 		tool: "ibping", exclude: "DKy", usageArgs: "<dest lid|guid>",
@@ -63,7 +63,7 @@ func (env *Env) runIBPing(args []string, stdout, stderr io.Writer) error {
 		return diagOptsFailed(stdout, stderr, "ibping", usage, o, err)
 	}
 	if len(o.pos) == 0 && !p.server {
-		return fabricHelp(stderr, usage)
+		return fabricHelp(stderr, usage.String())
 	}
 	log := o.madLog(stderr)
 	open := umadenv.Open

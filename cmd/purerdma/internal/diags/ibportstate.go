@@ -99,7 +99,7 @@ func (env *Env) runIBPortState(args []string, stdout, stderr io.Writer) error {
 		return diagOptsFailed(stdout, stderr, "ibportstate", usage, o, err)
 	}
 	if len(o.pos) < 2 {
-		return fabricHelp(stderr, usage)
+		return fabricHelp(stderr, usage.String())
 	}
 	var out strings.Builder
 	exitIn := func(fn, format string, a ...any) error {

@@ -165,7 +165,7 @@ func (o *iqeOpts) suppress(f int) bool {
 // iqeParse reads ibqueryerrors' command line: ibdiag_common's options
 // but those ibqueryerrors excludes ("cDGKLnRrSs"), and its own; it
 // returns the usage too.
-func iqeParse(args []string, stderr io.Writer) (*iqeOpts, string, error) {
+func iqeParse(args []string, stderr io.Writer) (*iqeOpts, diagUsage, error) {
 	fo := newFabricOpts()
 	o := &iqeOpts{fabricOpts: fo, thresholdFile: iqeThresholdFile}
 	var sup []string

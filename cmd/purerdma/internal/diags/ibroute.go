@@ -61,7 +61,7 @@ func (env *Env) runIBRoute(args []string, stdout, stderr io.Writer) error {
 		return diagOptsFailed(stdout, stderr, "ibroute", usage, o, err)
 	}
 	if len(o.pos) == 0 {
-		return fabricHelp(stderr, usage)
+		return fabricHelp(stderr, usage.String())
 	}
 	r.o = o
 	var start, end int

@@ -103,7 +103,7 @@ func (env *Env) runIBTracert(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return diagOptsFailed(stdout, stderr, "ibtracert", usageText, o, err)
 	}
-	usage := func() error { return fabricHelp(stderr, usageText) }
+	usage := func() error { return fabricHelp(stderr, usageText.String()) }
 	if len(o.pos) < 2 && !portsSet {
 		return usage()
 	}

@@ -50,7 +50,7 @@ type perfqueryOpts struct {
 	// fab are the common options as parseDiagSpec read them (ca ...
 	// debug below are copied from there); usage is the usage it made.
 	fab       *fabricOpts
-	usage     string
+	usage     diagUsage
 	ca        string
 	port      int
 	extended  bool

@@ -313,7 +313,7 @@ func (env *Env) runSAQuery(args []string, stdout, stderr io.Writer) error {
 	}
 	badUsage := func(msg string) error {
 		fmt.Fprintf(stderr, "ERROR: %s\n", msg)
-		fmt.Fprint(stderr, usageText)
+		io.WriteString(stderr, usageText.String())
 		return cli.ExitError{Code: 2}
 	}
 	switch {

@@ -87,7 +87,7 @@ func (env *Env) runSMPQuery(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(o.pos) < 2 {
 		// ibdiag_show_usage, no message.
-		return fabricHelp(stderr, usage)
+		return fabricHelp(stderr, usage.String())
 	}
 	combined := o.common.dest == destDRSLID
 	exit := func(fn, format string, args ...any) error {
