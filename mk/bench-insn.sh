@@ -11,8 +11,9 @@
 # INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 5 3; OP samples goops's
 # operation OP alone, for a profile; OP perop runs the per-operation rows
 # alone; OP tool-ARGS runs purerdma ARGS (commas for spaces) once, for a
-# profile of a tool; OP pp-c or pp-go runs one rc_pingpong
-# client of N iterations). INSN_PROF=1 also writes profiles of the windows
+# profile of a tool; OP run-PROG,ARGS runs PROG the same way, a program
+# in integration/.cache/insncount (minigo) or a guest's C tool; OP pp-c
+# or pp-go runs one rc_pingpong client of N iterations). INSN_PROF=1 also writes profiles of the windows
 # (prof-K.txt, kprof-K.txt; the global ones on CPU 1 too) and lists
 # goops's functions (purerdma's for pp-go) by user-space instructions, and
 # the kernel's by kernel instructions.
@@ -47,9 +48,18 @@ for k in "$@"; do
 	"$out/report" "$out/samples-$k.txt" | tee "$out/report-$k.txt"
 	if [ "${INSN_PROF:-}" = 1 ]; then
 		bin=$out/goops
-		case "${INSN_ARGS:-}" in *pp-go* | *tool-*) bin=$out/purerdma ;; esac
-		echo "== user space, by function of $bin"
-		"$out/report" -prof "$out/prof-$k.txt" -bin "$bin"
+		case "${INSN_ARGS:-}" in
+		*pp-go* | *tool-*) bin=$out/purerdma ;;
+		*run-*)
+			# a program of $out; a guest's C tool's functions go unnamed
+			bin=${INSN_ARGS##*run-}
+			bin=$out/${bin%%,*}
+			;;
+		esac
+		if [ -x "$bin" ]; then
+			echo "== user space, by function of $bin"
+			"$out/report" -prof "$out/prof-$k.txt" -bin "$bin"
+		fi
 		if [ -s "$out/kallsyms.txt" ]; then
 			echo "== kernel, by function"
 			"$out/report" -prof "$out/kprof-$k.txt" -kallsyms "$out/kallsyms.txt"

@@ -22,7 +22,8 @@
 # N samples per operation (40), REPS runs per tool (5), PPREPS pairs of
 # rc_pingpong runs (3); OP, for a profile (mk/bench-insn.sh INSN_PROF=1),
 # runs goops's operation OP alone and nothing else (tool-ARGS: one run of
-# purerdma ARGS, commas for spaces); perop runs cops and
+# purerdma ARGS, commas for spaces; run-PROG,ARGS: of PROG, a program in
+# DIR such as minigo, or a guest's C tool); perop runs cops and
 # goops and nothing else; when OP is pp-c or
 # pp-go, one rc_pingpong client of N iterations (rdma-core's or ours) in a
 # global window, and copies the guest's /proc/kallsyms to DIR/kallsyms.txt
@@ -59,13 +60,20 @@ case "${5:-}" in
 	# past the first 64 numbers of each kind of object (cops.c's warm)
 	"$tmp/cops" warm 100 || echo "cops warm failed: $?"
 	;;
-tool-*)
-	# a purerdma tool's second run, in a global window on CPU 1 (sample
-	# 3), its arguments after "tool-" with commas for spaces
+tool-* | run-*)
+	# a purerdma tool's second run (run-: any program's), in a global
+	# window on CPU 1 (sample 3), its arguments after "tool-" with commas
+	# for spaces
 	cat /proc/kallsyms >"$1/kallsyms.txt"
 	# (the shell on CPU 0, as tools.sh's: the window counts all CPU 1 runs)
-	args=$(echo "${5#tool-}" | tr , ' ')
-	$M pin 0 sh -c "$M pin 1 $G $args >/dev/null 2>&1; $M start; $M pin 1 $G $args >/dev/null 2>&1; $M stop 3"
+	case "$5" in
+	tool-*) args="$G $(echo "${5#tool-}" | tr , ' ')" ;;
+	*) args=$(echo "${5#run-}" | tr , ' ') ;;
+	esac
+	# a program of DIR's (the host's builds) runs from the guest's copy
+	prog=${args%% *}
+	[ "$prog" = "${prog#*/}" ] && [ -x "$1/$prog" ] && cp "$1/$prog" "$tmp/" && args="$tmp/$args"
+	$M pin 0 sh -c "$M pin 1 $args >/dev/null 2>&1; $M start; $M pin 1 $args >/dev/null 2>&1; $M stop 3"
 	rm -rf "$tmp"
 	exit 0
 	;;
