@@ -13,10 +13,11 @@
 # alone; OP tool-ARGS runs purerdma ARGS (commas for spaces) once, for a
 # profile of a tool; OP run-PROG,ARGS runs PROG the same way, a program
 # in integration/.cache/insncount (minigo) or a guest's C tool; OP pp-c
-# or pp-go runs one rc_pingpong client of N iterations). INSN_PROF=1 also writes profiles of the windows
-# (prof-K.txt, kprof-K.txt; the global ones on CPU 1 too) and lists
-# goops's functions (purerdma's for pp-go) by user-space instructions, and
-# the kernel's by kernel instructions.
+# or pp-go runs one rc_pingpong client of N iterations). INSN_PROF=1
+# also writes profiles of the windows (prof-K.txt, kprof-K.txt; the
+# global ones on CPU 1 too) and lists the Go program's functions (goops's;
+# purerdma's for pp-go and tool-, PROG's for run-) by user-space
+# instructions, and the kernel's by kernel instructions.
 set -eu
 vmrun=$1
 shift

@@ -369,8 +369,8 @@ func diagOptsFailed(stdout, stderr io.Writer, tool string, usage diagUsage, o *f
 
 // diagUsage is what ibdiag_show_usage prints, kept as its parts: String
 // writes the text only for a tool that shows it (folding every option's
-// description cost a tool's every start some 40 k instructions and the
-// heap they took; docs/performance.md, "Tools").
+// description at every start cost perfquery 0.2 M instructions, the
+// heap's pages included; docs/performance.md, "Tools").
 type diagUsage struct {
 	tool, args string
 	table      []diagOpt
