@@ -318,15 +318,19 @@ func parseDiagSpec(s diagSpec, args []string, stderr io.Writer) (*fabricOpts, di
 	if o == nil {
 		o = newFabricOpts()
 	}
-	table := append([]diagOpt(nil), s.custom...)
-	for _, d := range o.commonDiagOpts(tool) {
+	// The tables are made at their full size: each slice grown by append
+	// would take memory from a size class of its own, and a fresh size
+	// class is a fresh page of the heap (docs/performance.md, "Tools").
+	common := o.commonDiagOpts(tool)
+	table := append(make([]diagOpt, 0, len(s.custom)+len(common)), s.custom...)
+	for _, d := range common {
 		if !strings.ContainsRune(s.exclude, rune(d.letter)) {
 			table = append(table, d)
 		}
 	}
 	usage := diagUsage{tool: tool, args: s.usageArgs, table: table, examples: s.examples}
 	o.readConfig(ibdiagConfigPath)
-	var opts []cli.Option
+	opts := make([]cli.Option, 0, len(table)+len(s.ours))
 	for i, d := range table {
 		if i == len(s.custom) {
 			opts = append(opts, oursNamed(s.ours, args)...)

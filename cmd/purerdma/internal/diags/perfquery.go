@@ -97,7 +97,8 @@ type perfqueryArgsError struct{ error }
 func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 	o := &perfqueryOpts{lid: -1, groups: map[int]bool{}}
 	flag := func(p *bool) func(string) error { return func(string) error { *p = true; return nil } }
-	custom := []diagOpt{{"extended", 'x', false, "", "show extended port counters", flag(&o.extended)}}
+	custom := make([]diagOpt, 0, 6+len(pmGroups)) // at its full size (parseDiagSpec)
+	custom = append(custom, diagOpt{"extended", 'x', false, "", "show extended port counters", flag(&o.extended)})
 	for i, g := range pmGroups {
 		letter := g.short
 		if letter == 0 {
