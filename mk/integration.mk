@@ -91,7 +91,7 @@ vmrun:
 # The project's C test peers (integration/*/build.sh) are built on the host
 # against Debian's rdma-core development packages, the same rdma-core 44 the
 # guest runs; the VM tests that compare with C need them.
-CPEER_DEBS := gcc libibverbs-dev libibumad-dev librdmacm-dev
+CPEER_DEBS := gcc libibverbs-dev libibumad-dev libibmad-dev librdmacm-dev
 
 integration-cpeers:
 	@cd $(INTEGRATION_ROOT) && missing=$$(for p in $(CPEER_DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done) && \

@@ -31,7 +31,7 @@
 set -u
 N=${2:-40} REPS=${3:-5} PPREPS=${4:-3} N1=100 N2=2000 RD=4 R1=100 R2=1000 PT1=200 PT2=2000
 tmp=$(mktemp -d)
-cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/purerdma" "$tmp/"
+cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/pqroce" "$1/purerdma" "$tmp/"
 M=$tmp/marker G=$tmp/purerdma
 # Transparent huge pages on madvise, not Debian's always: under always
 # the Go runtime's first touches of its heap arena fault in 2 MiB pages,

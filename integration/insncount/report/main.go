@@ -135,7 +135,8 @@ var ops = []struct {
 
 var tools = []string{"ibv_devices | devices", "ibv_devinfo | devinfo", "ibv_devinfo -v | devinfo -v",
 	"ibstat | ibstat", "ibstatus | ibstatus", "perfquery | perfquery", "rdma link | link",
-	"rdma statistic show | statistic show", "rdma resource | resource"}
+	"rdma statistic show | statistic show", "rdma resource | resource",
+	"pqroce (perfquery's work on RoCE) | perfquery"}
 
 func perOp(w io.Writer, s *samples) {
 	fmt.Fprintf(w, "per operation: instructions, the least of the samples after the first %d (spread: (max-min)/min of the totals)\n", drop)
