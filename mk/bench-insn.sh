@@ -33,19 +33,65 @@ if [ -z "$qemu" ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends qemu-system-x86 >/dev/null
 	qemu=$(command -v qemu-system-x86_64)
 fi
+# The tool rows run in a boot of their own under -icount shift=0: the
+# guest's clock advances 1 ns per instruction executed, not with the
+# host's clock. Under plain TCG the guest runs 10-50 times slower per
+# instruction than hardware while its clock keeps the host's time, so a
+# timer of the guest fires after fewer of its instructions the slower the
+# emulator goes (a busy host, a cold translation cache): the Go runtime's
+# sysmon, which polls every 20 us while a program runs, woke 50 to 500
+# times in one tool's run and made the Go rows move by 0.2 from one boot
+# to the next. Tied to the instructions, its wake-ups come every 20,000 of
+# them, whatever the host does (docs/performance.md). The other rows keep
+# plain TCG: under -icount the vCPUs run in turns on one host thread, so a
+# thread that spins waiting for the other CPU (the runtime's spinning Ms,
+# perftest's busy poll) spins for its whole turn, which two CPUs at once
+# never do. Debian 12's qemu 7.2 hangs Linux 6.1's boot-time bring-up of
+# the second CPU under -icount ("x86: Booting SMP configuration"); that
+# boot has maxcpus=1, and guest.sh brings CPU 1 online, which works.
+# INSN_ICOUNT= (empty) runs the tool rows without -icount too.
+icount=${INSN_ICOUNT-shift=0}
 mkdir -p "$out/wrap"
 cat >"$out/wrap/qemu-system-x86_64" <<WRAP
 #!/bin/sh
-exec "$qemu" -plugin "\$INSNMARK_PLUGIN" "\$@"
+# vmrun's qemu, with the plugin, -icount \$INSNMARK_ICOUNT and
+# \$INSNMARK_APPEND on the kernel's command line
+for a in "\$@"; do
+	case "\$a" in console=*) a="\$a\${INSNMARK_APPEND:+ \$INSNMARK_APPEND}" ;; esac
+	set -- "\$@" "\$a"
+	shift
+done
+exec "$qemu" \${INSNMARK_ICOUNT:+-icount \$INSNMARK_ICOUNT} -plugin "\$INSNMARK_PLUGIN" "\$@"
 WRAP
 chmod +x "$out/wrap/qemu-system-x86_64"
 for k in "$@"; do
 	rm -f "$out/samples-$k.txt" "$out/prof-$k.txt" "$out/kprof-$k.txt" "$out/kallsyms.txt"
 	plugin="$out/libinsnmark.so,out=$out/samples-$k.txt"
 	[ "${INSN_PROF:-}" = 1 ] && plugin="$plugin,prof=$out/prof-$k.txt,kprof=$out/kprof-$k.txt,gprof=1"
-	echo "==== instruction counts, Linux $k (qemu TCG with the insnmark plugin)"
-	PATH="$out/wrap:$PATH" INSNMARK_PLUGIN="$plugin" "$vmrun" -kernel "$k" -timeout 40m -- \
-		sh integration/insncount/guest.sh integration/.cache/insncount ${INSN_ARGS:-} || echo "bench-insn: the guest run failed ($?)"
+	# boot KIND ARGS...: guest.sh ARGS in a boot of kernel k, under
+	# -icount for KIND tools
+	boot() {
+		ic= app=
+		if [ "$1" = tools ] && [ -n "$icount" ]; then
+			ic=$icount
+			[ "$k" = 6.1 ] && app=maxcpus=1
+		fi
+		shift
+		echo "==== instruction counts, Linux $k (qemu TCG with the insnmark plugin${ic:+, -icount $ic})"
+		PATH="$out/wrap:$PATH" INSNMARK_PLUGIN="$plugin" INSNMARK_ICOUNT="$ic" INSNMARK_APPEND="$app" "$vmrun" -kernel "$k" -timeout 40m -- \
+			sh integration/insncount/guest.sh integration/.cache/insncount "$@" || echo "bench-insn: the guest run failed ($?)"
+	}
+	# shellcheck disable=SC2086 # INSN_ARGS is words
+	set -- ${INSN_ARGS:-}
+	case "${4:-}" in
+	"")
+		# the plugin appends both boots' samples to one file
+		boot other "${1:-40}" "${2:-5}" "${3:-3}" notools
+		boot tools "${1:-40}" "${2:-5}" "${3:-3}" tools
+		;;
+	tool-* | run-* | tools) boot tools "$@" ;;
+	*) boot other "$@" ;;
+	esac
 	"$out/report" "$out/samples-$k.txt" | tee "$out/report-$k.txt"
 	if [ "${INSN_PROF:-}" = 1 ]; then
 		bin=$out/goops

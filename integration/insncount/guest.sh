@@ -27,9 +27,16 @@
 # goops and nothing else; when OP is pp-c or
 # pp-go, one rc_pingpong client of N iterations (rdma-core's or ours) in a
 # global window, and copies the guest's /proc/kallsyms to DIR/kallsyms.txt
-# for the kernel profile.
+# for the kernel profile. make bench-insn boots each kernel twice: OP
+# notools runs everything but the tool rows, OP tools the tool rows alone
+# (under qemu's -icount: mk/bench-insn.sh).
 set -u
 N=${2:-40} REPS=${3:-5} PPREPS=${4:-3} N1=100 N2=2000 RD=4 R1=100 R2=1000 PT1=200 PT2=2000
+# A kernel booted with maxcpus=1 (6.1 under -icount: mk/bench-insn.sh)
+# gets its other CPUs now.
+for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
+	[ -f "$c" ] && [ "$(cat "$c")" = 0 ] && echo 1 >"$c"
+done
 tmp=$(mktemp -d)
 cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/pqroce" "$1/purerdma" "$tmp/"
 M=$tmp/marker G=$tmp/purerdma
@@ -56,7 +63,13 @@ pp() { # code iterations client...
 	echo "rc_pingpong sample $code: $n iterations, exit $rc: $(tail -1 "$tmp/pp")"
 }
 case "${5:-}" in
-"" | perop)
+tools)
+	"$M" pin 0 sh "$(dirname "$0")/tools.sh" "$M" "$G" "$tmp/minigo" "$REPS"
+	rm -rf "$tmp"
+	echo "== insncount done"
+	exit 0
+	;;
+"" | perop | notools)
 	# past the first 64 numbers of each kind of object (cops.c's warm)
 	"$tmp/cops" warm 100 || echo "cops warm failed: $?"
 	;;
@@ -95,7 +108,7 @@ if [ "${5:-}" = perop ]; then
 	rm -rf "$tmp"
 	exit 0
 fi
-"$M" pin 0 sh "$(dirname "$0")/tools.sh" "$M" "$G" "$tmp/minigo" "$REPS"
+[ "${5:-}" = notools ] || "$M" pin 0 sh "$(dirname "$0")/tools.sh" "$M" "$G" "$tmp/minigo" "$REPS"
 echo "== rc_pingpong -e: C server on CPU 0, client on CPU 1"
 j=0
 while [ $j -lt "$PPREPS" ]; do
