@@ -58,7 +58,7 @@ func TestNoTestPackagesLinked(t *testing.T) {
 // internal/sys, which every tool uses anyway (the page size, the table
 // of open descriptors), and the binary links no regexp (compiled
 // patterns, and the unicode tables regexp/syntax makes reachable, are
-// built at start). docs/performance.md ("Tools") has what they cost.
+// built at start). docs/performance.md ("Per tool") has what they cost.
 func TestStartupBuildsNoTables(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {

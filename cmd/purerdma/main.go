@@ -48,7 +48,7 @@ const (
 // tool up and builds that family's tools alone: a family's Tools and
 // DefaultEnv are code, data and allocations of its package, which a run
 // of another family's tool then does not touch (docs/performance.md,
-// "Tools"). TestToolFamilies checks it against the families' tools.
+// "Per tool"). TestToolFamilies checks it against the families' tools.
 var toolFamilies = [...]struct {
 	name string
 	fam  family
@@ -185,7 +185,7 @@ func main() {
 // tool's whole call chain on it, and every growth walks each frame
 // through the binary's PC tables (runtime.pcvalue), about 30 k
 // instructions each and pages of the tables touched (docs/performance.md,
-// "Tools").
+// "Per tool").
 //
 //go:noinline
 func growStack(i int) byte {

@@ -320,7 +320,7 @@ func parseDiagSpec(s diagSpec, args []string, stderr io.Writer) (*fabricOpts, di
 	}
 	// The tables are made at their full size: each slice grown by append
 	// would take memory from a size class of its own, and a fresh size
-	// class is a fresh page of the heap (docs/performance.md, "Tools").
+	// class is a fresh page of the heap (docs/performance.md, "Per tool").
 	common := o.commonDiagOpts(tool)
 	table := append(make([]diagOpt, 0, len(s.custom)+len(common)), s.custom...)
 	for _, d := range common {
@@ -374,7 +374,7 @@ func diagOptsFailed(stdout, stderr io.Writer, tool string, usage diagUsage, o *f
 // diagUsage is what ibdiag_show_usage prints, kept as its parts: String
 // writes the text only for a tool that shows it (folding every option's
 // description at every start cost perfquery 0.2 M instructions, the
-// heap's pages included; docs/performance.md, "Tools").
+// heap's pages included; docs/performance.md, "Per tool").
 type diagUsage struct {
 	tool, args string
 	table      []diagOpt
