@@ -1,19 +1,22 @@
 #!/bin/sh
 # bench-insn.sh VMRUN KERNEL...: make bench's instruction counts. Builds the
 # qemu TCG plugin integration/insncount/insnmark.c and the programs the
-# guest runs, boots each kernel once with qemu loading the plugin (a
-# qemu-system-x86_64 wrapper first on PATH: vmrun finds qemu there), runs
+# guest runs, boots each kernel twice with qemu loading the plugin (a
+# qemu-system-x86_64 wrapper first on PATH: vmrun finds qemu there: the
+# tool rows in the second boot, under -icount, below), runs
 # integration/insncount/guest.sh in the guest and prints the tables of
 # integration/insncount/report: per operation, per tool, per rc_pingpong
-# iteration, per counters read with four readers at once, Go against C. The samples and tables stay in
-# integration/.cache/insncount/ (samples-K.txt, report-K.txt).
+# iteration, per counters read with four readers at once, Go against C.
+# The samples and tables stay in integration/.cache/insncount/
+# (samples-K.txt, report-K.txt).
 #
 # INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 5 3; OP samples goops's
 # operation OP alone, for a profile; OP perop runs the per-operation rows
 # alone; OP tool-ARGS runs purerdma ARGS (commas for spaces) once, for a
 # profile of a tool; OP run-PROG,ARGS runs PROG the same way, a program
 # in integration/.cache/insncount (minigo) or a guest's C tool; OP pp-c
-# or pp-go runs one rc_pingpong client of N iterations). INSN_PROF=1
+# or pp-go runs one rc_pingpong client of N iterations); with OP, one
+# boot, under -icount for tool- and run-. INSN_PROF=1
 # also writes profiles of the windows (prof-K.txt, kprof-K.txt; the
 # global ones on CPU 1 too) and lists the Go program's functions (goops's;
 # purerdma's for pp-go and tool-, PROG's for run-) by user-space

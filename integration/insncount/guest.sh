@@ -1,7 +1,7 @@
 #!/bin/sh
 # guest.sh DIR [N REPS PPREPS [OP]]: make bench's instruction counts, run in the guest by vmrun
 # with qemu loading the insnmark plugin (mk/bench-insn.sh). DIR holds what
-# the host built: cops, marker (C), goops, minigo, purerdma (Go). The
+# the host built: cops, marker, pqroce (C), goops, minigo, purerdma (Go). The
 # plugin appends the samples to its output file on the host; this script
 # only runs the windows. POSIX sh, for the guest's busybox.
 #
