@@ -128,10 +128,11 @@ bench: bench-tools bench-exporter vmrun integration-cpeers deps-apt
 	$(MAKE) bench-insn
 
 ## bench-insn: instructions per operation, per tool and per rc_pingpong
-## iteration, Go against C, user space and kernel apart: one VM boot per
-## kernel with qemu loading the project's TCG plugin
-## (integration/insncount, mk/bench-insn.sh). Deterministic: a rerun
-## gives rdma-core's figures to the instruction (docs/performance.md).
+## iteration, Go against C, user space and kernel apart: two VM boots per
+## kernel with qemu loading the project's TCG plugin, the tool rows in the
+## second, under -icount (integration/insncount, mk/bench-insn.sh).
+## Deterministic: a rerun gives rdma-core's per-operation figures to the
+## instruction, and every tool ratio within 0.05 (docs/performance.md).
 bench-insn: vmrun integration-cpeers
 	GO=$(GO) mk/bench-insn.sh $(VMRUN) $(INTEGRATION_KERNELS)
 
