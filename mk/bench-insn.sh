@@ -50,8 +50,9 @@ fi
 # thread that spins waiting for the other CPU (the runtime's spinning Ms,
 # perftest's busy poll) spins for its whole turn, which two CPUs at once
 # never do. Debian 12's qemu 7.2 hangs Linux 6.1's boot-time bring-up of
-# the second CPU under -icount ("x86: Booting SMP configuration"); that
-# boot has maxcpus=1, and guest.sh brings CPU 1 online, which works.
+# the second CPU under -icount ("x86: Booting SMP configuration"), while
+# bringing it online later works: an -icount boot has maxcpus=1, whatever
+# the kernel, and guest.sh brings the other CPUs online first.
 # INSN_ICOUNT= (empty) runs the tool rows without -icount too.
 icount=${INSN_ICOUNT-shift=0}
 mkdir -p "$out/wrap"
@@ -67,23 +68,22 @@ done
 exec "$qemu" \${INSNMARK_ICOUNT:+-icount \$INSNMARK_ICOUNT} -plugin "\$INSNMARK_PLUGIN" "\$@"
 WRAP
 chmod +x "$out/wrap/qemu-system-x86_64"
+# boot KIND ARGS...: guest.sh ARGS in a boot of kernel $k, the samples to
+# $plugin; under -icount, with one CPU at boot, for KIND tools
+boot() {
+	ic= app=
+	if [ "$1" = tools ] && [ -n "$icount" ]; then
+		ic=$icount app=maxcpus=1
+	fi
+	shift
+	echo "==== instruction counts, Linux $k (qemu TCG with the insnmark plugin${ic:+, -icount $ic})"
+	PATH="$out/wrap:$PATH" INSNMARK_PLUGIN="$plugin" INSNMARK_ICOUNT="$ic" INSNMARK_APPEND="$app" "$vmrun" -kernel "$k" -timeout 40m -- \
+		sh integration/insncount/guest.sh integration/.cache/insncount "$@" || echo "bench-insn: the guest run failed ($?)"
+}
 for k in "$@"; do
 	rm -f "$out/samples-$k.txt" "$out/prof-$k.txt" "$out/kprof-$k.txt" "$out/kallsyms.txt"
 	plugin="$out/libinsnmark.so,out=$out/samples-$k.txt"
 	[ "${INSN_PROF:-}" = 1 ] && plugin="$plugin,prof=$out/prof-$k.txt,kprof=$out/kprof-$k.txt,gprof=1"
-	# boot KIND ARGS...: guest.sh ARGS in a boot of kernel k, under
-	# -icount for KIND tools
-	boot() {
-		ic= app=
-		if [ "$1" = tools ] && [ -n "$icount" ]; then
-			ic=$icount
-			[ "$k" = 6.1 ] && app=maxcpus=1
-		fi
-		shift
-		echo "==== instruction counts, Linux $k (qemu TCG with the insnmark plugin${ic:+, -icount $ic})"
-		PATH="$out/wrap:$PATH" INSNMARK_PLUGIN="$plugin" INSNMARK_ICOUNT="$ic" INSNMARK_APPEND="$app" "$vmrun" -kernel "$k" -timeout 40m -- \
-			sh integration/insncount/guest.sh integration/.cache/insncount "$@" || echo "bench-insn: the guest run failed ($?)"
-	}
 	# shellcheck disable=SC2086 # INSN_ARGS is words
 	set -- ${INSN_ARGS:-}
 	case "${4:-}" in

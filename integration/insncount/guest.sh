@@ -32,7 +32,7 @@
 # (under qemu's -icount: mk/bench-insn.sh).
 set -u
 N=${2:-40} REPS=${3:-5} PPREPS=${4:-3} N1=100 N2=2000 RD=4 R1=100 R2=1000 PT1=200 PT2=2000
-# A kernel booted with maxcpus=1 (6.1 under -icount: mk/bench-insn.sh)
+# A kernel booted with maxcpus=1 (an -icount boot: mk/bench-insn.sh)
 # gets its other CPUs now.
 for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
 	[ -f "$c" ] && [ "$(cat "$c")" = 0 ] && echo 1 >"$c"
@@ -62,9 +62,11 @@ pp() { # code iterations client...
 	wait $sp
 	echo "rc_pingpong sample $code: $n iterations, exit $rc: $(tail -1 "$tmp/pp")"
 }
+# the tool rows, tools.sh on CPU 0
+tools() { "$M" pin 0 sh "$(dirname "$0")/tools.sh" "$M" "$G" "$tmp/minigo" "$REPS"; }
 case "${5:-}" in
 tools)
-	"$M" pin 0 sh "$(dirname "$0")/tools.sh" "$M" "$G" "$tmp/minigo" "$REPS"
+	tools
 	rm -rf "$tmp"
 	echo "== insncount done"
 	exit 0
@@ -108,7 +110,7 @@ if [ "${5:-}" = perop ]; then
 	rm -rf "$tmp"
 	exit 0
 fi
-[ "${5:-}" = notools ] || "$M" pin 0 sh "$(dirname "$0")/tools.sh" "$M" "$G" "$tmp/minigo" "$REPS"
+[ "${5:-}" = notools ] || tools
 echo "== rc_pingpong -e: C server on CPU 0, client on CPU 1"
 j=0
 while [ $j -lt "$PPREPS" ]; do
