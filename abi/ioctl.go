@@ -29,10 +29,12 @@ const (
 	MaxAttrLen = 0xffff
 )
 
-// Host byte order. purerdma supports little-endian 64-bit Linux (amd64,
-// arm64); the UAPI structs are in host order except the fields marked
-// big-endian.
-var hostOrder = binary.LittleEndian
+// The UAPI structs are in host order except the fields marked big-endian,
+// and purerdma supports little-endian 64-bit Linux (amd64, arm64): the
+// encoders use binary.LittleEndian. Not through a package variable: one
+// holding binary.LittleEndian gives the package an init function, which
+// every program start runs, faulting a page of text in for it
+// (docs/performance.md, "Per tool").
 
 // IoctlHdr is a decoded struct ib_uverbs_ioctl_hdr.
 type IoctlHdr struct {
@@ -65,22 +67,22 @@ func (a IoctlAttr) Inline() bool { return a.Len <= InlineMax }
 
 // AppendIoctlHdr appends the 24-byte wire form of h.
 func AppendIoctlHdr(b []byte, h IoctlHdr) []byte {
-	b = hostOrder.AppendUint16(b, h.Length)
-	b = hostOrder.AppendUint16(b, h.ObjectID)
-	b = hostOrder.AppendUint16(b, h.MethodID)
-	b = hostOrder.AppendUint16(b, h.NumAttrs)
-	b = hostOrder.AppendUint64(b, h.Reserved1)
-	b = hostOrder.AppendUint32(b, h.DriverID)
-	return hostOrder.AppendUint32(b, h.Reserved2)
+	b = binary.LittleEndian.AppendUint16(b, h.Length)
+	b = binary.LittleEndian.AppendUint16(b, h.ObjectID)
+	b = binary.LittleEndian.AppendUint16(b, h.MethodID)
+	b = binary.LittleEndian.AppendUint16(b, h.NumAttrs)
+	b = binary.LittleEndian.AppendUint64(b, h.Reserved1)
+	b = binary.LittleEndian.AppendUint32(b, h.DriverID)
+	return binary.LittleEndian.AppendUint32(b, h.Reserved2)
 }
 
 // AppendIoctlAttr appends the 16-byte wire form of a.
 func AppendIoctlAttr(b []byte, a IoctlAttr) []byte {
-	b = hostOrder.AppendUint16(b, a.ID)
-	b = hostOrder.AppendUint16(b, a.Len)
-	b = hostOrder.AppendUint16(b, a.Flags)
-	b = hostOrder.AppendUint16(b, a.AttrData)
-	return hostOrder.AppendUint64(b, a.Data)
+	b = binary.LittleEndian.AppendUint16(b, a.ID)
+	b = binary.LittleEndian.AppendUint16(b, a.Len)
+	b = binary.LittleEndian.AppendUint16(b, a.Flags)
+	b = binary.LittleEndian.AppendUint16(b, a.AttrData)
+	return binary.LittleEndian.AppendUint64(b, a.Data)
 }
 
 var (
@@ -96,13 +98,13 @@ func DecodeIoctlHdr(b []byte) (IoctlHdr, error) {
 		return IoctlHdr{}, errs.New("decode ioctl header", "", errShortHdr)
 	}
 	return IoctlHdr{
-		Length:    hostOrder.Uint16(b[0:]),
-		ObjectID:  hostOrder.Uint16(b[2:]),
-		MethodID:  hostOrder.Uint16(b[4:]),
-		NumAttrs:  hostOrder.Uint16(b[6:]),
-		Reserved1: hostOrder.Uint64(b[8:]),
-		DriverID:  hostOrder.Uint32(b[16:]),
-		Reserved2: hostOrder.Uint32(b[20:]),
+		Length:    binary.LittleEndian.Uint16(b[0:]),
+		ObjectID:  binary.LittleEndian.Uint16(b[2:]),
+		MethodID:  binary.LittleEndian.Uint16(b[4:]),
+		NumAttrs:  binary.LittleEndian.Uint16(b[6:]),
+		Reserved1: binary.LittleEndian.Uint64(b[8:]),
+		DriverID:  binary.LittleEndian.Uint32(b[16:]),
+		Reserved2: binary.LittleEndian.Uint32(b[20:]),
 	}, nil
 }
 
@@ -117,11 +119,11 @@ func DecodeIoctlAttr(b []byte, i int) (IoctlAttr, error) {
 	off := IoctlHdrSize + i*IoctlAttrSize
 	a := b[off : off+IoctlAttrSize]
 	return IoctlAttr{
-		ID:       hostOrder.Uint16(a[0:]),
-		Len:      hostOrder.Uint16(a[2:]),
-		Flags:    hostOrder.Uint16(a[4:]),
-		AttrData: hostOrder.Uint16(a[6:]),
-		Data:     hostOrder.Uint64(a[8:]),
+		ID:       binary.LittleEndian.Uint16(a[0:]),
+		Len:      binary.LittleEndian.Uint16(a[2:]),
+		Flags:    binary.LittleEndian.Uint16(a[4:]),
+		AttrData: binary.LittleEndian.Uint16(a[6:]),
+		Data:     binary.LittleEndian.Uint64(a[8:]),
 	}, nil
 }
 
@@ -455,7 +457,7 @@ func (r *Request) ptr(b []byte) (uint64, unsafe.Pointer) {
 func inline(b []byte) uint64 {
 	var v [8]byte
 	copy(v[:], b)
-	return hostOrder.Uint64(v[:])
+	return binary.LittleEndian.Uint64(v[:])
 }
 
 func (r *Request) in(k buildKind, id uint16, data []byte, attrData uint16) {
