@@ -271,7 +271,11 @@ func (h *Host) CAPortGUIDs(name string) ([]rdma.GUID, error) {
 
 // resolvedName names a port once resolve has chosen it: "ca/port", port 0
 // (a switch's) included.
-func resolvedName(ca string, port int) string { return fmt.Sprintf("%s/%d", ca, port) }
+//
+// Made with strconv, not fmt: every tool that opens a port names it, and
+// fmt's formatting is code and heap a run need not otherwise touch
+// (docs/performance.md, "Per tool").
+func resolvedName(ca string, port int) string { return ca + "/" + strconv.Itoa(port) }
 
 // portName names what a caller asked for, where port 0 means "any port".
 func portName(ca string, port int) string {
@@ -279,11 +283,11 @@ func portName(ca string, port int) string {
 	case ca == "" && port == 0:
 		return ""
 	case ca == "":
-		return fmt.Sprintf("*/%d", port)
+		return "*/" + strconv.Itoa(port)
 	case port == 0:
 		return ca
 	}
-	return fmt.Sprintf("%s/%d", ca, port)
+	return resolvedName(ca, port)
 }
 
 // LookupCAs reads the devices names (all of CANames when none are given),

@@ -262,7 +262,12 @@ func (s MADStatus) String() string {
 	if s&StatusRedirectRequired != 0 {
 		what += ", redirect required"
 	}
-	return fmt.Sprintf("%#04x (%s)", uint16(s), what)
+	// fmt.Sprintf("%#04x (%s)", uint16(s), what), without fmt: a tool
+	// that fails on a status prints this, and fmt's formatting is code and
+	// heap the run otherwise does not touch (docs/performance.md, "Per
+	// tool").
+	const hex = "0123456789abcdef"
+	return string([]byte{'0', 'x', hex[s>>12&0xf], hex[s>>8&0xf], hex[s>>4&0xf], hex[s&0xf], ' ', '('}) + what + ")"
 }
 
 // AttrID is a MAD's attribute ID (IBA 13.4.2). Attribute IDs are scoped by

@@ -220,15 +220,30 @@ func (r *madRPC) do(agent umad.AgentID, req []byte, addr func(*umad.Packet) erro
 	return failed(e)
 }
 
+// plainArg is args' one string when format is "%s": what Sprintf would
+// make of it.
+func plainArg(format string, args []any) (string, bool) {
+	if format != "%s" || len(args) != 1 {
+		return "", false
+	}
+	s, ok := args[0].(string)
+	return s, ok
+}
+
 // ibexit is infiniband-diags' IBEXIT (ibdiag_common.c, ibexit): the
 // failure on standard output, "[pid N] function: " with -d, and exit
 // status 255.
 func ibexit(stdout io.Writer, tool string, debug bool, fn, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
+	var msg string
+	if s, ok := plainArg(format, args); ok {
+		msg = s // not through fmt: see perfqueryFail
+	} else {
+		msg = fmt.Sprintf(format, args...)
+	}
 	if debug {
 		fmt.Fprintf(stdout, "%s: iberror: [pid %d] %s: failed: %s\n", tool, os.Getpid(), fn, msg)
 	} else {
-		fmt.Fprintf(stdout, "%s: iberror: failed: %s\n", tool, msg)
+		io.WriteString(stdout, tool+": iberror: failed: "+msg+"\n")
 	}
 	return cli.ExitError{Code: 255}
 }

@@ -195,10 +195,25 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 // perfqueryFail prints an error the way the tool reports them: IBEXIT's
 // line on standard output (what failed, fn the C function with -d), our
 // explanation on standard error, exit status 255.
+//
+// It formats nothing with fmt: on a device without a PMA (rxe) this is
+// every run's end, and fmt's formatting and the heap its buffer grows
+// through cost the run about 0.1 M instructions (docs/performance.md,
+// "Per tool").
 func perfqueryFail(stdout, stderr io.Writer, o *perfqueryOpts, fn, what string, err error) error {
-	fmt.Fprintf(stderr, "perfquery: %v\n", err)
+	io.WriteString(stderr, "perfquery: "+err.Error()+"\n")
 	return ibexit(stdout, "perfquery", o.debug, fn, "%s", what)
 }
+
+// prefixError is fmt.Errorf("%s: %w", prefix, err) made without fmt's
+// formatting (perfqueryFail).
+type prefixError struct {
+	prefix string
+	err    error
+}
+
+func (e prefixError) Error() string { return e.prefix + ": " + e.err.Error() }
+func (e prefixError) Unwrap() error { return e.err }
 
 // perfqueryTarget is where the queries go.
 type perfqueryTarget struct {
@@ -293,11 +308,11 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	// are valid.
 	data, err := q.get(umad.AttrClassPortInfo, tgt.port)
 	if err != nil {
-		return ibexit("main", "classportinfo query", fmt.Errorf("classportinfo query: %w", err))
+		return ibexit("main", "classportinfo query", prefixError{"classportinfo query", err})
 	}
 	var cpi umad.ClassPortInfo
 	if err := cpi.Decode(data); err != nil {
-		return ibexit("main", "classportinfo query", fmt.Errorf("classportinfo query: %w", err))
+		return ibexit("main", "classportinfo query", prefixError{"classportinfo query", err})
 	}
 	capMask, capMask2 := cpi.CapabilityMask, cpi.CapabilityMask2
 
@@ -793,7 +808,7 @@ func (q *perfqueryQuerier) query(attr umad.AttrID, method umad.Method, a umad.At
 		if st.status.Code() == umad.StatusMethodAttrUnsupported {
 			hint = "; no PMA took the query, so the kernel's MAD layer answered it: the device has no PMA (rxe and other software devices have none)"
 		}
-		return nil, fmt.Errorf("the PMA of %s answered with MAD status %v%s", tgt.display, st.status, hint)
+		return nil, errors.New("the PMA of " + tgt.display + " answered with MAD status " + st.status.String() + hint)
 	case err != nil:
 		return nil, err
 	}
