@@ -87,12 +87,15 @@ func (o *fabricOpts) tries() int { return o.retries + 1 }
 
 // retriesOpt is --retries, ours (libibmad's tools make MAD_DEF_RETRIES
 // tries, the option changes it): a diagSpec's ours.
-func retriesOpt(o *fabricOpts) []cli.Option {
-	return []cli.Option{{Long: "retries", Arg: true, Set: func(v string) (err error) {
+func retriesOpt(o *fabricOpts) []cli.Option { return []cli.Option{retriesOption(o)} }
+
+// retriesOption is retriesOpt's option, for a table of more.
+func retriesOption(o *fabricOpts) cli.Option {
+	return cli.Option{Long: "retries", Arg: true, Set: func(v string) (err error) {
 		o.retries, err = strtoulArg(v, "retries")
 		o.retriesSet = true
 		return err
-	}}}
+	}}
 }
 
 // fabricUsage reports a command line a fabric tool cannot use: err (unless
@@ -204,61 +207,92 @@ type diagCommon struct {
 	timeoutMSSet bool
 }
 
-// commonDiagOpts is ibdiag_common.c's common_opts bound to o, in its
-// order.
-func (o *fabricOpts) commonDiagOpts(tool string) []diagOpt {
-	c := &o.common
-	return []diagOpt{
-		{"config", 'z', true, "<config>", "use config file, default: " + ibdiagConfigPath, func(v string) error {
-			o.readConfig(v)
-			return nil
-		}},
-		{"Ca", 'C', true, "<ca>", "Ca name to use", func(v string) error { o.ca = v; return nil }},
-		{"Port", 'P', true, "<port>", "Ca port number to use", func(v string) error {
-			o.port = int(int32(cStrtoull(v)))
-			return nil
-		}},
-		{"Direct", 'D', false, "", "use Direct address argument", func(string) error { c.dest, o.dr = destDR, true; return nil }},
-		{"Lid", 'L', false, "", "use LID address argument", func(string) error { c.dest, o.dr = destLID, false; return nil }},
-		{"Guid", 'G', false, "", "use GUID address argument", func(string) error { c.dest, o.dr = destGUID, false; return nil }},
-		{"timeout", 't', true, "<ms>", "timeout in ms", func(v string) error {
-			n, ok := cStrtoullFull(v)
-			if !ok || n == 0 || n > 0x7fffffff {
-				return ibexitError{"process_opt", fmt.Sprintf("Invalid timeout \"%s\".  Timeout requires a positive integer value < %d.", v, 0x7fffffff)}
-			}
-			o.timeout, o.timeoutSet = time.Duration(n)*time.Millisecond, true
-			c.timeoutMS, c.timeoutMSSet = int(n), true
-			return nil
-		}},
-		{"sm_port", 's', true, "<lid>", "SM port lid", func(v string) error {
-			// resolve_portid_str with IB_DEST_LID: strtol, a unicast
-			// LID.
-			lid := cli.CStrtol(v)
-			if lid < 1 || lid > 0xbfff {
-				return ibexitError{"process_opt", "cannot resolve SM destination port " + v}
-			}
-			c.smLID = int(lid)
-			return nil
-		}},
-		{"show_keys", 'K', false, "", "display security keys in output", func(string) error { c.showKeys = true; return nil }},
-		{"m_key", 'y', true, "<key>", "M_Key to use in request", func(v string) error {
-			k, ok := cStrtoullFull(v)
-			if !ok {
-				// C asks with getpass(3) and reads a line; the tools
-				// run with no terminal here, and an empty answer is
-				// refused as well.
-				o.prompted = true
-				return ibexitError{"process_opt", "Bad M_Key"}
-			}
-			c.mkey = k
-			return nil
-		}},
-		{"errors", 'e', false, "", "show send and receive errors", func(string) error { o.errs = true; return nil }},
-		{"verbose", 'v', false, "", "increase verbosity level", func(string) error { c.verbose++; return nil }},
-		{"debug", 'd', false, "", "raise debug level", func(string) error { c.debugN++; o.debug = true; return nil }},
-		{"help", 'h', false, "", "help message", func(string) error { return errHelp }},
-		{"version", 'V', false, "", "show version", func(string) error { return errVersion }},
-	}
+// commonOpt is one of ibdiag_common.c's common_opts: the option as the
+// usage shows it, and what it does to a tool's options.
+type commonOpt struct {
+	name   string
+	letter byte
+	arg    bool
+	tmpl   string
+	desc   string
+	apply  func(o *fabricOpts, v string) error
+}
+
+// commonDiagOpts are ibdiag_common.c's common_opts, in its order: a
+// table in the binary's data, which a run neither builds nor allocates
+// (one []diagOpt of closures bound to the run's options cost every
+// fabric tool's start a fresh heap size class; docs/performance.md, "Per
+// tool"). parseDiagSpec binds each option a tool keeps.
+var commonDiagOpts = [...]commonOpt{
+	{"config", 'z', true, "<config>", "use config file, default: " + ibdiagConfigPath, func(o *fabricOpts, v string) error {
+		o.readConfig(v)
+		return nil
+	}},
+	{"Ca", 'C', true, "<ca>", "Ca name to use", func(o *fabricOpts, v string) error { o.ca = v; return nil }},
+	{"Port", 'P', true, "<port>", "Ca port number to use", func(o *fabricOpts, v string) error {
+		o.port = int(int32(cStrtoull(v)))
+		return nil
+	}},
+	{"Direct", 'D', false, "", "use Direct address argument", func(o *fabricOpts, _ string) error {
+		o.common.dest, o.dr = destDR, true
+		return nil
+	}},
+	{"Lid", 'L', false, "", "use LID address argument", func(o *fabricOpts, _ string) error {
+		o.common.dest, o.dr = destLID, false
+		return nil
+	}},
+	{"Guid", 'G', false, "", "use GUID address argument", func(o *fabricOpts, _ string) error {
+		o.common.dest, o.dr = destGUID, false
+		return nil
+	}},
+	{"timeout", 't', true, "<ms>", "timeout in ms", func(o *fabricOpts, v string) error {
+		n, ok := cStrtoullFull(v)
+		if !ok || n == 0 || n > 0x7fffffff {
+			return ibexitError{"process_opt", fmt.Sprintf("Invalid timeout \"%s\".  Timeout requires a positive integer value < %d.", v, 0x7fffffff)}
+		}
+		o.timeout, o.timeoutSet = time.Duration(n)*time.Millisecond, true
+		o.common.timeoutMS, o.common.timeoutMSSet = int(n), true
+		return nil
+	}},
+	{"sm_port", 's', true, "<lid>", "SM port lid", func(o *fabricOpts, v string) error {
+		// resolve_portid_str with IB_DEST_LID: strtol, a unicast LID.
+		lid := cli.CStrtol(v)
+		if lid < 1 || lid > 0xbfff {
+			return ibexitError{"process_opt", "cannot resolve SM destination port " + v}
+		}
+		o.common.smLID = int(lid)
+		return nil
+	}},
+	{"show_keys", 'K', false, "", "display security keys in output", func(o *fabricOpts, _ string) error {
+		o.common.showKeys = true
+		return nil
+	}},
+	{"m_key", 'y', true, "<key>", "M_Key to use in request", func(o *fabricOpts, v string) error {
+		k, ok := cStrtoullFull(v)
+		if !ok {
+			// C asks with getpass(3) and reads a line; the tools run
+			// with no terminal here, and an empty answer is refused as
+			// well.
+			o.prompted = true
+			return ibexitError{"process_opt", "Bad M_Key"}
+		}
+		o.common.mkey = k
+		return nil
+	}},
+	{"errors", 'e', false, "", "show send and receive errors", func(o *fabricOpts, _ string) error { o.errs = true; return nil }},
+	{"verbose", 'v', false, "", "increase verbosity level", func(o *fabricOpts, _ string) error { o.common.verbose++; return nil }},
+	{"debug", 'd', false, "", "raise debug level", func(o *fabricOpts, _ string) error {
+		o.common.debugN++
+		o.debug = true
+		return nil
+	}},
+	{"help", 'h', false, "", "help message", func(*fabricOpts, string) error { return errHelp }},
+	{"version", 'V', false, "", "show version", func(*fabricOpts, string) error { return errVersion }},
+}
+
+// usage is the option as ibdiag_show_usage lists it.
+func (c *commonOpt) usage() diagOpt {
+	return diagOpt{name: c.name, letter: c.letter, arg: c.arg, tmpl: c.tmpl, desc: c.desc}
 }
 
 // parseDiagOpts reads a command line as ibdiag_process_opts does: the
@@ -318,28 +352,25 @@ func parseDiagSpec(s diagSpec, args []string, stderr io.Writer) (*fabricOpts, di
 	if o == nil {
 		o = newFabricOpts()
 	}
-	// The tables are made at their full size: each slice grown by append
-	// would take memory from a size class of its own, and a fresh size
-	// class is a fresh page of the heap (docs/performance.md, "Per tool").
-	common := o.commonDiagOpts(tool)
-	table := append(make([]diagOpt, 0, len(s.custom)+len(common)), s.custom...)
-	for _, d := range common {
-		if !strings.ContainsRune(s.exclude, rune(d.letter)) {
-			table = append(table, d)
-		}
-	}
-	usage := diagUsage{tool: tool, args: s.usageArgs, table: table, examples: s.examples}
+	// The usage's table is made when it is shown. The getopt table is made
+	// at its full size: a slice grown by append would take memory from a
+	// size class of its own, and a fresh size class is a fresh page of the
+	// heap (docs/performance.md, "Per tool").
+	usage := diagUsage{tool: tool, args: s.usageArgs, custom: s.custom, exclude: s.exclude, examples: s.examples}
 	o.readConfig(ibdiagConfigPath)
-	opts := make([]cli.Option, 0, len(table)+len(s.ours))
-	for i, d := range table {
-		if i == len(s.custom) {
-			opts = append(opts, oursNamed(s.ours, args)...)
+	opts := make([]cli.Option, 0, len(s.custom)+len(s.ours)+len(commonDiagOpts))
+	for _, d := range s.custom {
+		opts = append(opts, cli.Option{Short: shortLetter(d.letter), Long: d.name, Arg: d.arg, Set: d.set})
+	}
+	opts = append(opts, oursNamed(s.ours, args)...)
+	for i := range commonDiagOpts {
+		c := &commonDiagOpts[i]
+		if strings.ContainsRune(s.exclude, rune(c.letter)) {
+			continue
 		}
-		short := d.letter
-		if short < ' ' {
-			short = 0
-		}
-		opts = append(opts, cli.Option{Short: short, Long: d.name, Arg: d.arg, Set: d.set})
+		apply := c.apply
+		opts = append(opts, cli.Option{Short: shortLetter(c.letter), Long: c.name, Arg: c.arg,
+			Set: func(v string) error { return apply(o, v) }})
 	}
 	pos, err := cli.GetoptOperands(tool, args, opts, stderr)
 	if err != nil {
@@ -377,19 +408,43 @@ func diagOptsFailed(stdout, stderr io.Writer, tool string, usage diagUsage, o *f
 // heap's pages included; docs/performance.md, "Per tool").
 type diagUsage struct {
 	tool, args string
-	table      []diagOpt
-	// examples are the tool's usage_examples, after the options.
-	examples []string
+	// custom are the tool's own options; the common ones follow, but
+	// those whose letters are in exclude.
+	custom   []diagOpt
+	exclude  string
+	examples []string // the tool's usage_examples, after the options
+}
+
+// table is the options the usage lists, in ibdiag_process_opts's order.
+func (u diagUsage) table() []diagOpt {
+	t := append([]diagOpt(nil), u.custom...)
+	for i := range commonDiagOpts {
+		if c := &commonDiagOpts[i]; !strings.ContainsRune(u.exclude, rune(c.letter)) {
+			t = append(t, c.usage())
+		}
+	}
+	return t
+}
+
+// shortLetter is a table's letter as getopt's short option: none for
+// the letters below ' ' (perfquery numbers its long-only options 1, 2,
+// ... as C's table does).
+func shortLetter(l byte) byte {
+	if l < ' ' {
+		return 0
+	}
+	return l
 }
 
 // String is ibdiag_show_usage's text.
 func (u diagUsage) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nUsage: %s [options] %s\n\n", u.tool, u.args)
-	if len(u.table) > 0 {
+	table := u.table()
+	if len(table) > 0 {
 		b.WriteString("Options:\n")
 	}
-	for _, d := range u.table {
+	for _, d := range table {
 		line := "  --" + d.name
 		if d.letter > ' ' && d.letter < 0x7f {
 			line += ", -" + string(rune(d.letter))

@@ -71,16 +71,22 @@ type perfqueryOpts struct {
 	guid, badDest string
 	errs          bool // -e
 	debug         bool // -d
-	// groups are the counter groups asked for (-X, -S, ...), by index
-	// in pmGroups; smplctl is -c.
-	groups  map[int]bool
+	// groups are the counter groups asked for (-X, -S, ...), bit i for
+	// pmGroups[i]; smplctl is -c.
+	groups  uint32
 	smplctl bool
 	// ports is the list or range of <port(s)>; rangeBad is a range
 	// whose maximum is not above its minimum (perfquery refuses it
 	// before it opens the port).
 	ports    []int
 	rangeBad bool
+	// custom is perfquery.c's option table, kept here so that the parse
+	// allocates it with the options (perfqueryParse).
+	custom [6 + len(pmGroups)]diagOpt
 }
+
+// wantsGroup is whether the command line asks for pmGroups[i].
+func (o *perfqueryOpts) wantsGroup(i int) bool { return o.groups&(1<<i) != 0 }
 
 // cPort is strtoul(s, NULL, 0) stored in an int, as perfquery keeps a
 // port number.
@@ -95,16 +101,19 @@ type perfqueryArgsError struct{ error }
 // --retries, --dgid and --json are ours. On an error from the options,
 // the result carries fab and usage for diagOptsFailed.
 func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
-	o := &perfqueryOpts{lid: -1, groups: map[int]bool{}}
+	// One allocation holds the options and perfquery's option table; the
+	// table and the getopt table parseDiagSpec makes are at their full
+	// sizes, as a slice grown by append takes a fresh size class, so a
+	// fresh heap page, at each growth (docs/performance.md, "Per tool").
+	o := &perfqueryOpts{lid: -1}
 	flag := func(p *bool) func(string) error { return func(string) error { *p = true; return nil } }
-	custom := make([]diagOpt, 0, 6+len(pmGroups)) // at its full size (parseDiagSpec)
-	custom = append(custom, diagOpt{"extended", 'x', false, "", "show extended port counters", flag(&o.extended)})
+	custom := append(o.custom[:0], diagOpt{"extended", 'x', false, "", "show extended port counters", flag(&o.extended)})
 	for i, g := range pmGroups {
 		letter := g.short
 		if letter == 0 {
 			letter = byte(len(custom) - 5) // C numbers the long ones from 1
 		}
-		custom = append(custom, diagOpt{g.long, letter, false, "", g.desc, func(string) error { o.groups[i] = true; return nil }})
+		custom = append(custom, diagOpt{g.long, letter, false, "", g.desc, func(string) error { o.groups |= 1 << i; return nil }})
 	}
 	custom = append(custom,
 		diagOpt{"smplctl", 'c', false, "", "show samples control", flag(&o.smplctl)},
@@ -117,9 +126,9 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 	fo, usage, err := parseDiagSpec(diagSpec{
 		tool: "perfquery", exclude: "DK", usageArgs: " [<lid|guid> [[port(s)] [reset_mask]]]",
 		examples: perfqueryExamples, custom: custom, o: fo,
-		ours: append(retriesOpt(fo),
-			cli.Option{Long: "json", Set: flag(&o.json)},
-			cli.Option{Long: "dgid", Arg: true, Set: func(v string) error { o.dgid = v; return nil }}),
+		ours: []cli.Option{retriesOption(fo),
+			{Long: "json", Set: flag(&o.json)},
+			{Long: "dgid", Arg: true, Set: func(v string) error { o.dgid = v; return nil }}},
 	}, args, stderr)
 	o.fab, o.usage = fo, usage
 	if err != nil {
@@ -327,7 +336,7 @@ func (env *Env) runPerfquery(args []string, stdout, stderr io.Writer) error {
 	// One counter group other than the port counters: the first asked
 	// for, in perfquery's order.
 	for i, g := range pmGroups {
-		if o.groups[i] {
+		if o.wantsGroup(i) {
 			return perfqueryGroup(q, o, &g, capMask, ibexit, stdout, stderr)
 		}
 	}

@@ -65,7 +65,7 @@ func (g *pmGroup) dump(data []byte) ([]string, error) {
 
 // pmGroups are perfquery's groups in the order perfquery tries them
 // (the first one asked for is the one queried).
-var pmGroups = []pmGroup{
+var pmGroups = [...]pmGroup{
 	{'X', "xmtsl", "show Xmt SL port counters", "PortXmitDataSL", umad.PMAttrPortXmitDataSL, "XmtDataSL", nil},
 	{'S', "rcvsl", "show Rcv SL port counters", "PortRcvDataSL", umad.PMAttrPortRcvDataSL, "RcvDataSL", nil},
 	{'D', "xmtdisc", "show Xmt Discard Details", "PortXmitDiscardDetails", umad.PMAttrPortXmitDiscardDetails, "", []string{
