@@ -88,6 +88,10 @@ type perfqueryOpts struct {
 // wantsGroup is whether the command line asks for pmGroups[i].
 func (o *perfqueryOpts) wantsGroup(i int) bool { return o.groups&(1<<i) != 0 }
 
+// perfqueryOpts.groups has a bit for each group: a 33rd group does not
+// compile.
+var _ [32 - len(pmGroups)]struct{}
+
 // cPort is strtoul(s, NULL, 0) stored in an int, as perfquery keeps a
 // port number.
 func cPort(s string) int { return int(int32(uint32(cli.CStrtol(s)))) }
