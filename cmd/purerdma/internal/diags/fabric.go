@@ -396,7 +396,7 @@ func diagOptsFailed(stdout, stderr io.Writer, tool string, usage diagUsage, o *f
 		if o.prompted {
 			fmt.Fprint(stderr, "M_Key: ")
 		}
-		return ibexit(stdout, tool, o.debug, ie.fn, "%s", ie.msg)
+		return ibexitMsg(stdout, tool, o.debug, ie.fn, ie.msg)
 	}
 	io.WriteString(stderr, usage.String())
 	return cli.ExitError{Code: 2}

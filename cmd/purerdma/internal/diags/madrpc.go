@@ -220,26 +220,16 @@ func (r *madRPC) do(agent umad.AgentID, req []byte, addr func(*umad.Packet) erro
 	return failed(e)
 }
 
-// plainArg is args' one string when format is "%s": what Sprintf would
-// make of it.
-func plainArg(format string, args []any) (string, bool) {
-	if format != "%s" || len(args) != 1 {
-		return "", false
-	}
-	s, ok := args[0].(string)
-	return s, ok
-}
-
 // ibexit is infiniband-diags' IBEXIT (ibdiag_common.c, ibexit): the
 // failure on standard output, "[pid N] function: " with -d, and exit
 // status 255.
 func ibexit(stdout io.Writer, tool string, debug bool, fn, format string, args ...any) error {
-	var msg string
-	if s, ok := plainArg(format, args); ok {
-		msg = s // not through fmt: see perfqueryFail
-	} else {
-		msg = fmt.Sprintf(format, args...)
-	}
+	return ibexitMsg(stdout, tool, debug, fn, fmt.Sprintf(format, args...))
+}
+
+// ibexitMsg is ibexit with its message formatted: the plain path does
+// not go through fmt (see perfqueryFail).
+func ibexitMsg(stdout io.Writer, tool string, debug bool, fn, msg string) error {
 	if debug {
 		fmt.Fprintf(stdout, "%s: iberror: [pid %d] %s: failed: %s\n", tool, os.Getpid(), fn, msg)
 	} else {

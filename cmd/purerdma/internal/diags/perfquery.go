@@ -215,7 +215,7 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 // "Per tool").
 func perfqueryFail(stdout, stderr io.Writer, o *perfqueryOpts, fn, what string, err error) error {
 	io.WriteString(stderr, "perfquery: "+err.Error()+"\n")
-	return ibexit(stdout, "perfquery", o.debug, fn, "%s", what)
+	return ibexitMsg(stdout, "perfquery", o.debug, fn, what)
 }
 
 // prefixError is fmt.Errorf("%s: %w", prefix, err) made without fmt's
