@@ -208,14 +208,11 @@ type diagCommon struct {
 }
 
 // commonOpt is one of ibdiag_common.c's common_opts: the option as the
-// usage shows it, and what it does to a tool's options.
+// usage shows it (a diagOpt with no set: the table is not bound to a
+// run), and what it does to a tool's options.
 type commonOpt struct {
-	name   string
-	letter byte
-	arg    bool
-	tmpl   string
-	desc   string
-	apply  func(o *fabricOpts, v string) error
+	diagOpt
+	apply func(o *fabricOpts, v string) error
 }
 
 // commonDiagOpts are ibdiag_common.c's common_opts, in its order: a
@@ -224,28 +221,28 @@ type commonOpt struct {
 // fabric tool's start a fresh heap size class; docs/performance.md, "Per
 // tool"). parseDiagSpec binds each option a tool keeps.
 var commonDiagOpts = [...]commonOpt{
-	{"config", 'z', true, "<config>", "use config file, default: " + ibdiagConfigPath, func(o *fabricOpts, v string) error {
+	{diagOpt{"config", 'z', true, "<config>", "use config file, default: " + ibdiagConfigPath, nil}, func(o *fabricOpts, v string) error {
 		o.readConfig(v)
 		return nil
 	}},
-	{"Ca", 'C', true, "<ca>", "Ca name to use", func(o *fabricOpts, v string) error { o.ca = v; return nil }},
-	{"Port", 'P', true, "<port>", "Ca port number to use", func(o *fabricOpts, v string) error {
+	{diagOpt{"Ca", 'C', true, "<ca>", "Ca name to use", nil}, func(o *fabricOpts, v string) error { o.ca = v; return nil }},
+	{diagOpt{"Port", 'P', true, "<port>", "Ca port number to use", nil}, func(o *fabricOpts, v string) error {
 		o.port = int(int32(cStrtoull(v)))
 		return nil
 	}},
-	{"Direct", 'D', false, "", "use Direct address argument", func(o *fabricOpts, _ string) error {
+	{diagOpt{"Direct", 'D', false, "", "use Direct address argument", nil}, func(o *fabricOpts, _ string) error {
 		o.common.dest, o.dr = destDR, true
 		return nil
 	}},
-	{"Lid", 'L', false, "", "use LID address argument", func(o *fabricOpts, _ string) error {
+	{diagOpt{"Lid", 'L', false, "", "use LID address argument", nil}, func(o *fabricOpts, _ string) error {
 		o.common.dest, o.dr = destLID, false
 		return nil
 	}},
-	{"Guid", 'G', false, "", "use GUID address argument", func(o *fabricOpts, _ string) error {
+	{diagOpt{"Guid", 'G', false, "", "use GUID address argument", nil}, func(o *fabricOpts, _ string) error {
 		o.common.dest, o.dr = destGUID, false
 		return nil
 	}},
-	{"timeout", 't', true, "<ms>", "timeout in ms", func(o *fabricOpts, v string) error {
+	{diagOpt{"timeout", 't', true, "<ms>", "timeout in ms", nil}, func(o *fabricOpts, v string) error {
 		n, ok := cStrtoullFull(v)
 		if !ok || n == 0 || n > 0x7fffffff {
 			return ibexitError{"process_opt", fmt.Sprintf("Invalid timeout \"%s\".  Timeout requires a positive integer value < %d.", v, 0x7fffffff)}
@@ -254,7 +251,7 @@ var commonDiagOpts = [...]commonOpt{
 		o.common.timeoutMS, o.common.timeoutMSSet = int(n), true
 		return nil
 	}},
-	{"sm_port", 's', true, "<lid>", "SM port lid", func(o *fabricOpts, v string) error {
+	{diagOpt{"sm_port", 's', true, "<lid>", "SM port lid", nil}, func(o *fabricOpts, v string) error {
 		// resolve_portid_str with IB_DEST_LID: strtol, a unicast LID.
 		lid := cli.CStrtol(v)
 		if lid < 1 || lid > 0xbfff {
@@ -263,11 +260,11 @@ var commonDiagOpts = [...]commonOpt{
 		o.common.smLID = int(lid)
 		return nil
 	}},
-	{"show_keys", 'K', false, "", "display security keys in output", func(o *fabricOpts, _ string) error {
+	{diagOpt{"show_keys", 'K', false, "", "display security keys in output", nil}, func(o *fabricOpts, _ string) error {
 		o.common.showKeys = true
 		return nil
 	}},
-	{"m_key", 'y', true, "<key>", "M_Key to use in request", func(o *fabricOpts, v string) error {
+	{diagOpt{"m_key", 'y', true, "<key>", "M_Key to use in request", nil}, func(o *fabricOpts, v string) error {
 		k, ok := cStrtoullFull(v)
 		if !ok {
 			// C asks with getpass(3) and reads a line; the tools run
@@ -279,20 +276,15 @@ var commonDiagOpts = [...]commonOpt{
 		o.common.mkey = k
 		return nil
 	}},
-	{"errors", 'e', false, "", "show send and receive errors", func(o *fabricOpts, _ string) error { o.errs = true; return nil }},
-	{"verbose", 'v', false, "", "increase verbosity level", func(o *fabricOpts, _ string) error { o.common.verbose++; return nil }},
-	{"debug", 'd', false, "", "raise debug level", func(o *fabricOpts, _ string) error {
+	{diagOpt{"errors", 'e', false, "", "show send and receive errors", nil}, func(o *fabricOpts, _ string) error { o.errs = true; return nil }},
+	{diagOpt{"verbose", 'v', false, "", "increase verbosity level", nil}, func(o *fabricOpts, _ string) error { o.common.verbose++; return nil }},
+	{diagOpt{"debug", 'd', false, "", "raise debug level", nil}, func(o *fabricOpts, _ string) error {
 		o.common.debugN++
 		o.debug = true
 		return nil
 	}},
-	{"help", 'h', false, "", "help message", func(*fabricOpts, string) error { return errHelp }},
-	{"version", 'V', false, "", "show version", func(*fabricOpts, string) error { return errVersion }},
-}
-
-// usage is the option as ibdiag_show_usage lists it.
-func (c *commonOpt) usage() diagOpt {
-	return diagOpt{name: c.name, letter: c.letter, arg: c.arg, tmpl: c.tmpl, desc: c.desc}
+	{diagOpt{"help", 'h', false, "", "help message", nil}, func(*fabricOpts, string) error { return errHelp }},
+	{diagOpt{"version", 'V', false, "", "show version", nil}, func(*fabricOpts, string) error { return errVersion }},
 }
 
 // parseDiagOpts reads a command line as ibdiag_process_opts does: the
@@ -420,7 +412,7 @@ func (u diagUsage) table() []diagOpt {
 	t := append([]diagOpt(nil), u.custom...)
 	for i := range commonDiagOpts {
 		if c := &commonDiagOpts[i]; !strings.ContainsRune(u.exclude, rune(c.letter)) {
-			t = append(t, c.usage())
+			t = append(t, c.diagOpt)
 		}
 	}
 	return t
