@@ -33,9 +33,10 @@
 //     of its own) in this process's place.
 //
 // internal/cli holds what the families share: the one getopt_long
-// parser, C's number parsing, glibc's errno texts, the Tool type and
-// ExitError. Each family's Tools(env) binds its tools to an Env (the sysfs
-// root, the uverbs options, the netlink client, the clock...): the
+// parser, C's number parsing, glibc's errno texts, the Tool type, the
+// static tool table (Entry) and ExitError. Each family's Tools(env) binds
+// its tools to an Env (the sysfs root, the uverbs options, the netlink
+// client, the clock...), and Tool(env, name) the one a run starts: the
 // running system in main, doubles in tests.
 //
 // # Options

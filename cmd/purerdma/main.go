@@ -32,6 +32,31 @@ type env struct {
 // defaultEnv is the running system.
 func defaultEnv() env { return env{system: true} }
 
+// diagsEnv is the diags family's Env: the running system's when the env
+// is the system and no double was given.
+func (e *env) diagsEnv() *diags.Env {
+	if e.diags == nil && e.system {
+		e.diags = diags.DefaultEnv()
+	}
+	return e.diags
+}
+
+// verbsEnv is the verbs family's Env (diagsEnv).
+func (e *env) verbsEnv() *verbs.Env {
+	if e.verbs == nil && e.system {
+		e.verbs = verbs.DefaultEnv()
+	}
+	return e.verbs
+}
+
+// rdmaEnv is the rdma family's Env (diagsEnv).
+func (e *env) rdmaEnv() *rdmatool.Env {
+	if e.rdma == nil && e.system {
+		e.rdma = rdmatool.DefaultEnv()
+	}
+	return e.rdma
+}
+
 // family is one package of tools (and the purerdma command's own).
 type family uint8
 
@@ -106,20 +131,11 @@ func (ts *toolSet) family(f family) []cli.Tool {
 				Summary: "serve Prometheus metrics (runs rdma_exporter, installed next to purerdma or on PATH): port counters (node_exporter's infiniband names), hw_counters, netlink statistics, counted flows: [--web.listen-address :9915] [--config.flows FILE]"},
 		}
 	case famDiags:
-		if e.diags == nil && e.system {
-			e.diags = diags.DefaultEnv()
-		}
-		tools = diags.Tools(e.diags)
+		tools = diags.Tools(e.diagsEnv())
 	case famVerbs:
-		if e.verbs == nil && e.system {
-			e.verbs = verbs.DefaultEnv()
-		}
-		tools = verbs.Tools(e.verbs)
+		tools = verbs.Tools(e.verbsEnv())
 	case famRdma:
-		if e.rdma == nil && e.system {
-			e.rdma = rdmatool.DefaultEnv()
-		}
-		tools = rdmatool.Tools(e.rdma)
+		tools = rdmatool.Tools(e.rdmaEnv())
 	case famPerf:
 		tools = perf.Tools()
 	}
@@ -127,11 +143,21 @@ func (ts *toolSet) family(f family) []cli.Tool {
 	return tools
 }
 
-// lookup returns the tool called name, building its family's tools only.
+// lookup returns the tool called name: from its family's static table,
+// bound alone, where the family has one; else from the family's tools.
 func (ts *toolSet) lookup(name string) (cli.Tool, bool) {
 	for _, n := range toolFamilies {
 		if n.name != name {
 			continue
+		}
+		e := &ts.e
+		switch n.fam {
+		case famDiags:
+			return diags.Tool(e.diagsEnv(), name)
+		case famVerbs:
+			return verbs.Tool(e.verbsEnv(), name)
+		case famRdma:
+			return rdmatool.Tool(e.rdmaEnv(), name)
 		}
 		for _, t := range ts.family(n.fam) {
 			if t.Name == name {

@@ -66,3 +66,41 @@ func Atoi(s string) int64 {
 	}
 	return v
 }
+
+// Entry is a tool in a family's static table: what Tool holds, with Run
+// taking the family's environment, which binding supplies. A table of
+// Entries is data in the binary; a run binds the one tool it starts
+// (Find) rather than a slice of every tool (BindAll), a heap size class
+// of its own (docs/performance.md, "Per tool").
+type Entry[E any] struct {
+	Name    string
+	Summary string
+	Batch   bool
+	Run     func(env E, args []string, stdout, stderr io.Writer) error
+}
+
+// Bind is the tool with env.
+func (t *Entry[E]) Bind(env E) Tool {
+	run := t.Run
+	return Tool{Name: t.Name, Summary: t.Summary, Batch: t.Batch,
+		Run: func(args []string, stdout, stderr io.Writer) error { return run(env, args, stdout, stderr) }}
+}
+
+// BindAll is every tool of table, bound to env.
+func BindAll[E any](table []Entry[E], env E) []Tool {
+	tools := make([]Tool, len(table))
+	for i := range table {
+		tools[i] = table[i].Bind(env)
+	}
+	return tools
+}
+
+// Find is table's tool called name, bound to env.
+func Find[E any](table []Entry[E], env E, name string) (Tool, bool) {
+	for i := range table {
+		if table[i].Name == name {
+			return table[i].Bind(env), true
+		}
+	}
+	return Tool{}, false
+}

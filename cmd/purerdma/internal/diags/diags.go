@@ -47,45 +47,49 @@ func DefaultEnv() *Env {
 }
 
 // Tools are the family's tools, bound to env.
-func Tools(env *Env) []cli.Tool {
-	return []cli.Tool{
-		{Name: "ibaddr", Run: env.runIBAddr,
-			Summary: "a port's GID and LID range, like infiniband-diags' ibaddr"},
-		{Name: "ibhosts", Run: env.runIBHosts,
-			Summary: "the fabric's channel adapters, like infiniband-diags' ibhosts"},
-		{Name: "iblinkinfo", Run: env.runIBLinkInfo,
-			Summary: "every port of the fabric and its link, like infiniband-diags' iblinkinfo"},
-		{Name: "ibnetdiscover", Run: env.runIBNetDiscover,
-			Summary: "the fabric's topology from directed-route SMPs, like infiniband-diags' ibnetdiscover"},
-		{Name: "ibnodes", Run: env.runIBNodes,
-			Summary: "the fabric's nodes (ibhosts, then ibswitches), like infiniband-diags' ibnodes"},
-		{Name: "ibping", Run: env.runIBPing,
-			Summary: "ping a port over the vendor class 0x32, or answer pings (-S), like infiniband-diags' ibping"},
-		{Name: "ibportstate", Run: env.runIBPortState,
-			Summary: "a port's state, speed and width, queried or set, like infiniband-diags' ibportstate"},
-		{Name: "ibqueryerrors", Run: env.runIBQueryErrors,
-			Summary: "the fabric's ports with error counters beyond their thresholds, like infiniband-diags' ibqueryerrors"},
-		{Name: "ibroute", Run: env.runIBRoute,
-			Summary: "a switch's unicast or multicast forwarding table, like infiniband-diags' ibroute"},
-		{Name: "ibstat", Batch: true, Run: env.runIbstat,
-			Summary: "RDMA devices and their ports, like infiniband-diags' ibstat (--json too)"},
-		{Name: "ibstatus", Batch: true, Run: env.runIbstatus,
-			Summary: "port status from sysfs, like infiniband-diags' ibstatus (--json too)"},
-		{Name: "ibswitches", Run: env.runIBSwitches,
-			Summary: "the fabric's switches, like infiniband-diags' ibswitches"},
-		{Name: "ibtracert", Run: env.runIBTracert,
-			Summary: "the route between two ports, unicast or multicast, like infiniband-diags' ibtracert"},
-		{Name: "perfquery", Batch: true, Run: env.runPerfquery,
-			Summary: "a port's PortCounters (-x: PortCountersExtended) from its PMA, like infiniband-diags' perfquery"},
-		{Name: "saquery", Run: env.runSAQuery,
-			Summary: "Subnet Administration queries (node, path, port info, link, SM info, multicast records…), like infiniband-diags' saquery"},
-		{Name: "smpquery", Run: env.runSMPQuery,
-			Summary: "SMP queries of a node (nodeinfo, portinfo, nodedesc, switchinfo, pkeys, sl2vl, vlarb, guids), like infiniband-diags' smpquery"},
-		{Name: "sminfo", Run: env.runSMInfo,
-			Summary: "the subnet manager's SMInfo, like infiniband-diags' sminfo"},
-		{Name: "umad", Run: env.runUmadTool,
-			Summary: "send or serve vendor-class MADs (umad send | umad serve)"},
-	}
+func Tools(env *Env) []cli.Tool { return cli.BindAll(tools[:], env) }
+
+// Tool is the family's tool called name, bound to env.
+func Tool(env *Env, name string) (cli.Tool, bool) { return cli.Find(tools[:], env, name) }
+
+// tools are the family's tools, in the order they are listed.
+var tools = [...]cli.Entry[*Env]{
+	{Name: "ibaddr", Run: (*Env).runIBAddr,
+		Summary: "a port's GID and LID range, like infiniband-diags' ibaddr"},
+	{Name: "ibhosts", Run: (*Env).runIBHosts,
+		Summary: "the fabric's channel adapters, like infiniband-diags' ibhosts"},
+	{Name: "iblinkinfo", Run: (*Env).runIBLinkInfo,
+		Summary: "every port of the fabric and its link, like infiniband-diags' iblinkinfo"},
+	{Name: "ibnetdiscover", Run: (*Env).runIBNetDiscover,
+		Summary: "the fabric's topology from directed-route SMPs, like infiniband-diags' ibnetdiscover"},
+	{Name: "ibnodes", Run: (*Env).runIBNodes,
+		Summary: "the fabric's nodes (ibhosts, then ibswitches), like infiniband-diags' ibnodes"},
+	{Name: "ibping", Run: (*Env).runIBPing,
+		Summary: "ping a port over the vendor class 0x32, or answer pings (-S), like infiniband-diags' ibping"},
+	{Name: "ibportstate", Run: (*Env).runIBPortState,
+		Summary: "a port's state, speed and width, queried or set, like infiniband-diags' ibportstate"},
+	{Name: "ibqueryerrors", Run: (*Env).runIBQueryErrors,
+		Summary: "the fabric's ports with error counters beyond their thresholds, like infiniband-diags' ibqueryerrors"},
+	{Name: "ibroute", Run: (*Env).runIBRoute,
+		Summary: "a switch's unicast or multicast forwarding table, like infiniband-diags' ibroute"},
+	{Name: "ibstat", Batch: true, Run: (*Env).runIbstat,
+		Summary: "RDMA devices and their ports, like infiniband-diags' ibstat (--json too)"},
+	{Name: "ibstatus", Batch: true, Run: (*Env).runIbstatus,
+		Summary: "port status from sysfs, like infiniband-diags' ibstatus (--json too)"},
+	{Name: "ibswitches", Run: (*Env).runIBSwitches,
+		Summary: "the fabric's switches, like infiniband-diags' ibswitches"},
+	{Name: "ibtracert", Run: (*Env).runIBTracert,
+		Summary: "the route between two ports, unicast or multicast, like infiniband-diags' ibtracert"},
+	{Name: "perfquery", Batch: true, Run: (*Env).runPerfquery,
+		Summary: "a port's PortCounters (-x: PortCountersExtended) from its PMA, like infiniband-diags' perfquery"},
+	{Name: "saquery", Run: (*Env).runSAQuery,
+		Summary: "Subnet Administration queries (node, path, port info, link, SM info, multicast records…), like infiniband-diags' saquery"},
+	{Name: "smpquery", Run: (*Env).runSMPQuery,
+		Summary: "SMP queries of a node (nodeinfo, portinfo, nodedesc, switchinfo, pkeys, sl2vl, vlarb, guids), like infiniband-diags' smpquery"},
+	{Name: "sminfo", Run: (*Env).runSMInfo,
+		Summary: "the subnet manager's SMInfo, like infiniband-diags' sminfo"},
+	{Name: "umad", Run: (*Env).runUmadTool,
+		Summary: "send or serve vendor-class MADs (umad send | umad serve)"},
 }
 
 // ibJSON writes v as the tools' --json: indented by two spaces.

@@ -28,15 +28,19 @@ func DefaultEnv() *Env {
 }
 
 // Tools are the family's tools, bound to env.
-func Tools(env *Env) []cli.Tool {
-	return []cli.Tool{
-		{Name: "link", Batch: true, Run: env.runLink,
-			Summary: "show ports, add or delete a software RDMA device, like iproute2's rdma link [-j] show / add NAME type rxe netdev DEV / delete NAME"},
-		{Name: "resource", Batch: true, Run: env.runResource,
-			Summary: "tracked objects (pd, cq, qp, cm_id, mr, ctx) per device and process, like iproute2's rdma resource show (-j too)"},
-		{Name: "statistic", Run: env.runStatistic,
-			Summary: "port and QP counter statistics over RDMA netlink, like iproute2's rdma statistic [show [link DEV/PORT]] / qp show [link DEV/PORT] / qp mode [link DEV/PORT]"},
-	}
+func Tools(env *Env) []cli.Tool { return cli.BindAll(tools[:], env) }
+
+// Tool is the family's tool called name, bound to env.
+func Tool(env *Env, name string) (cli.Tool, bool) { return cli.Find(tools[:], env, name) }
+
+// tools are the family's tools, in the order they are listed.
+var tools = [...]cli.Entry[*Env]{
+	{Name: "link", Batch: true, Run: (*Env).runLink,
+		Summary: "show ports, add or delete a software RDMA device, like iproute2's rdma link [-j] show / add NAME type rxe netdev DEV / delete NAME"},
+	{Name: "resource", Batch: true, Run: (*Env).runResource,
+		Summary: "tracked objects (pd, cq, qp, cm_id, mr, ctx) per device and process, like iproute2's rdma resource show (-j too)"},
+	{Name: "statistic", Run: (*Env).runStatistic,
+		Summary: "port and QP counter statistics over RDMA netlink, like iproute2's rdma statistic [show [link DEV/PORT]] / qp show [link DEV/PORT] / qp mode [link DEV/PORT]"},
 }
 
 // keepSocket returns nl, or, where nl is the running system's client (a
