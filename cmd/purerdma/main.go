@@ -108,10 +108,12 @@ type toolSet struct {
 // family returns f's tools.
 //
 // Batch tools (cli.Tool.Batch) print a report and exit: their standard
-// output is buffered and written once at the end (one write(2) for a
-// report up to 64 KiB, as rdma-core's tools do through stdio when the
-// output is not a terminal), where an unbuffered os.Stdout costs a write
-// per Fprintf. Tools that stream (asyncwatch, exporter, flowcount,
+// output is buffered and written a 4 KiB block at a time, as rdma-core's
+// tools write through stdio when the output is not a terminal, where an
+// unbuffered os.Stdout costs a write per Fprintf. The buffer is the size
+// the run's sysfs reads already take from the heap: a larger one is a
+// span of its own and a fresh heap page for every 4 KiB of report
+// (docs/performance.md, "Per tool"). Tools that stream (asyncwatch, exporter, flowcount,
 // rc_pingpong, rping, umad) write as they go.
 func (ts *toolSet) family(f family) []cli.Tool {
 	if f >= numFamilies {
@@ -184,7 +186,7 @@ func startTool(t cli.Tool, args []string, stdout, stderr io.Writer) error {
 	if !t.Batch {
 		return t.Run(args, stdout, stderr)
 	}
-	bw := bufio.NewWriterSize(stdout, 64<<10)
+	bw := bufio.NewWriterSize(stdout, 4<<10)
 	err := t.Run(args, bw, stderr)
 	if ferr := bw.Flush(); err == nil && ferr != nil {
 		err = ferr
