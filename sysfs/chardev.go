@@ -127,9 +127,10 @@ func (f *FS) charDevs() (out []CharDev, bad []error, err error) {
 
 // FindCharDev returns the character device of kind for port of the device
 // ca (port 0 for KindUverbs), found as libibumad's umad_open_port finds its
-// umad node (dev_to_umad_id): only the kind's class directory is listed,
-// and its entries of that kind are read in index order until one names the
-// device and port, where [FS.CharDevs] reads every entry of both classes.
+// umad node (dev_to_umad_id): the kind's entries are read in index order,
+// from 0 until one is missing, then from the kind's class directory's
+// listing, until one names the device and port, where [FS.CharDevs] reads
+// every entry of both classes.
 // Entries that cannot be read are skipped. The error matches
 // os.ErrNotExist when no entry matches (the class does not exist when its
 // module, ib_uverbs or ib_umad, is not loaded).
@@ -143,6 +144,20 @@ func (f *FS) FindCharDev(kind CharDevKind, ca string, port int) (CharDev, error)
 	default:
 		return CharDev{}, errs.New(op, portName(ca, port), fmt.Errorf("kind %q: want %q, %q or %q: %w", kind, KindUverbs, KindUmad, KindISSM, syscall.EINVAL))
 	}
+	// libibumad's dev_to_umad_id reads umad0, umad1, ... in turn: the
+	// port's node among the first costs no listing of the class. A
+	// missing index (past the last entry, or a gap a removed device
+	// left) ends the probe, and the listing finds the entries after it.
+	probed := 0
+	for ; ; probed++ {
+		d, err := f.readCharDev(class, string(kind)+strconv.Itoa(probed), kind, probed)
+		if err == nil && d.CA == ca && d.Port == port {
+			return d, nil
+		}
+		if err != nil && isAbsent(err) {
+			break
+		}
+	}
 	ents, err := f.readNames(class)
 	if err != nil && !isAbsent(err) {
 		return CharDev{}, errs.New(op, portName(ca, port), err)
@@ -153,7 +168,7 @@ func (f *FS) FindCharDev(kind CharDevKind, ca string, port int) (CharDev, error)
 	}
 	var cands []entry
 	for _, e := range ents {
-		if idx, ok := charDevIndex(e, kind); ok {
+		if idx, ok := charDevIndex(e, kind); ok && idx > probed {
 			cands = append(cands, entry{e, idx})
 		}
 	}
@@ -230,18 +245,17 @@ func (f *FS) readCharDev(class, name string, k CharDevKind, idx int) (CharDev, e
 // core ABI (6 since Linux 2.6.x). The error matches os.ErrNotExist when
 // ib_uverbs is not loaded.
 func (f *FS) VerbsABIVersion() (int, error) {
-	return f.abiVersion(classVerbs)
+	return f.abiVersion(classVerbs + "/abi_version")
 }
 
 // MadABIVersion reads /sys/class/infiniband_mad/abi_version, the umad ABI
 // (5); libibumad's umad_init and umad_open_port require at least 5. The
 // error matches os.ErrNotExist when ib_umad is not loaded.
 func (f *FS) MadABIVersion() (int, error) {
-	return f.abiVersion(classMad)
+	return f.abiVersion(classMad + "/abi_version")
 }
 
-func (f *FS) abiVersion(class string) (int, error) {
-	rel := path.Join(class, "abi_version")
+func (f *FS) abiVersion(rel string) (int, error) {
 	v, err := f.optUint(rel, 31, `a decimal ABI version ("%d")`)
 	if err == nil && v == nil {
 		_, err = f.readString(rel) // the "does not exist" error, with its path

@@ -1022,3 +1022,40 @@ func TestCounterSetKeep(t *testing.T) {
 		t.Error("Keep on a zero set succeeded")
 	}
 }
+
+// FindCharDev reads umad0, umad1, ... until one is missing, then the
+// class's listing: a node after a gap (a removed device's) is found, and
+// one before the gap without the listing.
+func TestFindCharDevAfterGap(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []struct{ name, ca, port, dev string }{
+		{"umad0", "a0", "1", "231:0"}, {"umad2", "b0", "1", "231:2"}, {"umad10", "c0", "2", "231:10"},
+	} {
+		dir := filepath.Join(root, "class", "infiniband_mad", n.name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for file, v := range map[string]string{"ibdev": n.ca, "port": n.port, "dev": n.dev} {
+			if err := os.WriteFile(filepath.Join(dir, file), []byte(v+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ca   string
+		port int
+		want string
+	}{{"a0", 1, "umad0"}, {"b0", 1, "umad2"}, {"c0", 2, "umad10"}} {
+		d, err := f.FindCharDev(KindUmad, c.ca, c.port)
+		if err != nil || d.Name != c.want {
+			t.Errorf("FindCharDev(umad, %s, %d) = %+v, %v; want %s", c.ca, c.port, d, err, c.want)
+		}
+	}
+	if _, err := f.FindCharDev(KindUmad, "c0", 1); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("FindCharDev of a port without umad: %v, want os.ErrNotExist", err)
+	}
+}
