@@ -153,7 +153,9 @@ func (e *errMADStatus) Error() string {
 func (r *madRPC) do(agent umad.AgentID, req []byte, addr func(*umad.Packet) error, dest string) ([]byte, error) {
 	tid := uint32(binary.BigEndian.Uint64(req[8:16]))
 	ms := r.timeout.Milliseconds()
-	e := &errNoAnswer{dest: dest, of: r.tries, timeout: r.timeout, sim: r.sim}
+	// The tries' account, on the stack: the error is made from it only
+	// when no try is answered (noAnswer).
+	e := errNoAnswer{dest: dest, of: r.tries, timeout: r.timeout, sim: r.sim}
 	failed := func(err error) ([]byte, error) {
 		fn := r.fn
 		if fn == "" {
@@ -187,7 +189,7 @@ func (r *madRPC) do(agent umad.AgentID, req []byte, addr func(*umad.Packet) erro
 			if left <= 0 || errors.Is(err, umad.ErrTimeout) {
 				r.log.warn("_do_madrpc", "recv failed: %s", cli.Strerror(syscall.ETIMEDOUT))
 				e.silent = true
-				return failed(e)
+				return failed(e.noAnswer())
 			}
 			if err != nil {
 				r.log.warn("_do_madrpc", "recv failed: %s", cli.Strerror(cli.ErrnoOf(err)))
@@ -217,8 +219,11 @@ func (r *madRPC) do(agent umad.AgentID, req []byte, addr func(*umad.Packet) erro
 		}
 	}
 	r.log.err("_do_madrpc", "timeout after %d retries, %d ms", r.tries, ms*int64(r.tries))
-	return failed(e)
+	return failed(e.noAnswer())
 }
+
+// noAnswer is the error of e, the account of a request's tries.
+func (e errNoAnswer) noAnswer() *errNoAnswer { return &e }
 
 // ibexit is infiniband-diags' IBEXIT (ibdiag_common.c, ibexit): the
 // failure on standard output, "[pid N] function: " with -d, and exit

@@ -727,28 +727,14 @@ type perfqueryQuerier struct {
 	out   io.Writer // standard output, for IBEXIT's line
 }
 
-// rawAttr is an attribute given as its bytes: ClassPortInfo with
-// pma_query_via's PortSelect byte set.
-type rawAttr struct {
-	id umad.AttrID
-	b  []byte
-}
-
-func (a rawAttr) AttributeID() umad.AttrID       { return a.id }
-func (a rawAttr) Append(b []byte) []byte         { return append(b, a.b...) }
-func (a rawAttr) Decode(b []byte) error          { copy(a.b, b); return nil }
-func (a rawAttr) Validate() error                { return nil }
-func (a rawAttr) MarshalBinary() ([]byte, error) { return a.Append(nil), nil }
-func (a rawAttr) UnmarshalBinary(b []byte) error { return a.Decode(b) }
-
 // get is libibmad's pma_query_via: a Get of attr for port (its
 // PortSelect byte set in data otherwise zero); it returns the response's
 // data area.
 func (q *perfqueryQuerier) get(attr umad.AttrID, port int) ([]byte, error) {
 	q.rpc.log.dbg("pma_query_via", "lid %d port %d", q.tgt.lid, port)
-	a := rawAttr{attr, make([]byte, umad.PerfDataSize)}
-	a.b[1] = byte(port)
-	return q.query(attr, umad.MethodGet, a)
+	var data [umad.PerfDataSize]byte
+	data[1] = byte(port)
+	return q.query(attr, umad.MethodGet, &data)
 }
 
 // reset is libibmad's performance_reset_via: a Set of attr for port with
@@ -760,15 +746,15 @@ func (q *perfqueryQuerier) reset(attr umad.AttrID, port int, mask uint32) error 
 	if mask == 0 {
 		mask = ^uint32(0)
 	}
-	a := rawAttr{attr, make([]byte, umad.PerfDataSize)}
-	a.b[1] = byte(port)
-	binary.BigEndian.PutUint16(a.b[2:], uint16(mask))
+	var data [umad.PerfDataSize]byte
+	data[1] = byte(port)
+	binary.BigEndian.PutUint16(data[2:], uint16(mask))
 	if attr == umad.PMAttrPortCountersExtended {
-		binary.BigEndian.PutUint32(a.b[4:], mask>>16)
+		binary.BigEndian.PutUint32(data[4:], mask>>16)
 	} else {
-		a.b[18] = byte(mask >> 16)
+		data[18] = byte(mask >> 16)
 	}
-	_, err := q.query(attr, umad.MethodSet, a)
+	_, err := q.query(attr, umad.MethodSet, &data)
 	return err
 }
 
@@ -779,22 +765,22 @@ func (q *perfqueryQuerier) resetExtSpeeds(port int, mask uint64) ([]byte, error)
 	if mask == 0 {
 		mask = ^uint64(0)
 	}
-	a := rawAttr{umad.PMAttrPortExtendedSpeedsCounters, make([]byte, umad.PerfDataSize)}
-	a.b[1] = byte(port)
-	binary.BigEndian.PutUint64(a.b[8:], mask)
-	return q.query(a.id, umad.MethodSet, a)
+	var data [umad.PerfDataSize]byte
+	data[1] = byte(port)
+	binary.BigEndian.PutUint64(data[8:], mask)
+	return q.query(umad.PMAttrPortExtendedSpeedsCounters, umad.MethodSet, &data)
 }
 
-// query sends method (Get or Set) of attr with the attribute a and
-// returns the response's data area. A response with a non-zero status
+// query sends method (Get or Set) of attr with data, the attribute's
+// bytes, and returns the response's data area. The request is built on
+// the stack: through umad.Attribute's interface it took three heap
+// allocations, each of a size class of its own (docs/performance.md,
+// "Per tool"). A response with a non-zero status
 // and no response after the tries (or no timeout either: a stopped
 // ibsim) fail.
-func (q *perfqueryQuerier) query(attr umad.AttrID, method umad.Method, a umad.Attribute) ([]byte, error) {
+func (q *perfqueryQuerier) query(attr umad.AttrID, method umad.Method, data *[umad.PerfDataSize]byte) ([]byte, error) {
 	q.tid++
-	m := umad.PerfMAD{Header: umad.NewMADHeader(umad.ClassPerfMgmt, method, attr, 0, uint64(q.tid))}
-	if err := m.SetAttribute(a); err != nil {
-		return nil, err
-	}
+	m := umad.PerfMAD{Header: umad.NewMADHeader(umad.ClassPerfMgmt, method, attr, 0, uint64(q.tid)), Data: *data}
 	req := m.Append(make([]byte, 0, umad.MADSize))
 	tgt := q.tgt
 	addr := func(p *umad.Packet) error {
