@@ -329,12 +329,22 @@ type diagSpec struct {
 	custom                   []diagOpt
 	ours                     []cli.Option
 	o                        *fabricOpts
+	// getopt, where its capacity holds it, keeps the getopt table, so
+	// that a tool's options allocation can hold it (perfqueryOpts).
+	getopt []cli.Option
 }
 
 // newFabricOpts are the common options' defaults: libibmad's timeout
 // and tries.
 func newFabricOpts() *fabricOpts {
-	return &fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}
+	o := defaultFabricOpts()
+	return &o
+}
+
+// defaultFabricOpts is newFabricOpts's value, for a tool whose options
+// hold the common ones.
+func defaultFabricOpts() fabricOpts {
+	return fabricOpts{timeout: madDefTimeout, retries: madDefTries - 1}
 }
 
 // parseDiagSpec is parseDiagOpts with usage examples and options of ours.
@@ -350,7 +360,10 @@ func parseDiagSpec(s diagSpec, args []string, stderr io.Writer) (*fabricOpts, di
 	// heap (docs/performance.md, "Per tool").
 	usage := diagUsage{tool: tool, args: s.usageArgs, custom: s.custom, exclude: s.exclude, examples: s.examples}
 	o.readConfig(ibdiagConfigPath)
-	opts := make([]cli.Option, 0, len(s.custom)+len(s.ours)+len(commonDiagOpts))
+	opts := s.getopt[:0]
+	if n := len(s.custom) + len(s.ours) + len(commonDiagOpts); cap(opts) < n {
+		opts = make([]cli.Option, 0, n)
+	}
 	for _, d := range s.custom {
 		opts = append(opts, cli.Option{Short: shortLetter(d.letter), Long: d.name, Arg: d.arg, Set: d.set})
 	}

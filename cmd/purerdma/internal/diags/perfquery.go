@@ -80,9 +80,14 @@ type perfqueryOpts struct {
 	// before it opens the port).
 	ports    []int
 	rangeBad bool
-	// custom is perfquery.c's option table, kept here so that the parse
-	// allocates it with the options (perfqueryParse).
+	// custom is perfquery.c's option table; fabv, ours and getopt are
+	// the common options, ours and the getopt table parseDiagSpec makes
+	// of them all. They are kept here so that the parse allocates them
+	// with the options, in one size class (perfqueryParse).
 	custom [6 + len(pmGroups)]diagOpt
+	fabv   fabricOpts
+	ours   [3]cli.Option
+	getopt [6 + len(pmGroups) + 3 + len(commonDiagOpts)]cli.Option
 }
 
 // wantsGroup is whether the command line asks for pmGroups[i].
@@ -105,10 +110,10 @@ type perfqueryArgsError struct{ error }
 // --retries, --dgid and --json are ours. On an error from the options,
 // the result carries fab and usage for diagOptsFailed.
 func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
-	// One allocation holds the options and perfquery's option table; the
-	// table and the getopt table parseDiagSpec makes are at their full
-	// sizes, as a slice grown by append takes a fresh size class, so a
-	// fresh heap page, at each growth (docs/performance.md, "Per tool").
+	// One allocation holds the options and the tables the parse makes,
+	// each at its full size: a slice grown by append takes a fresh size
+	// class, so a fresh heap page, at each growth, and each table
+	// allocated apart one of its own (docs/performance.md, "Per tool").
 	o := &perfqueryOpts{lid: -1}
 	flag := func(p *bool) func(string) error { return func(string) error { *p = true; return nil } }
 	custom := append(o.custom[:0], diagOpt{"extended", 'x', false, "", "show extended port counters", flag(&o.extended)})
@@ -126,13 +131,13 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 		diagOpt{"reset_after_read", 'r', false, "", "reset counters after read", flag(&o.reset)},
 		diagOpt{"Reset_only", 'R', false, "", "only reset counters", flag(&o.resetOnly)},
 	)
-	fo := newFabricOpts()
+	o.fabv = defaultFabricOpts()
+	o.ours = [...]cli.Option{retriesOption(&o.fabv),
+		{Long: "json", Set: flag(&o.json)},
+		{Long: "dgid", Arg: true, Set: func(v string) error { o.dgid = v; return nil }}}
 	fo, usage, err := parseDiagSpec(diagSpec{
 		tool: "perfquery", exclude: "DK", usageArgs: " [<lid|guid> [[port(s)] [reset_mask]]]",
-		examples: perfqueryExamples, custom: custom, o: fo,
-		ours: []cli.Option{retriesOption(fo),
-			{Long: "json", Set: flag(&o.json)},
-			{Long: "dgid", Arg: true, Set: func(v string) error { o.dgid = v; return nil }}},
+		examples: perfqueryExamples, custom: custom, o: &o.fabv, ours: o.ours[:], getopt: o.getopt[:0],
 	}, args, stderr)
 	o.fab, o.usage = fo, usage
 	if err != nil {
@@ -213,9 +218,44 @@ func perfqueryParse(args []string, stderr io.Writer) (*perfqueryOpts, error) {
 // every run's end, and fmt's formatting and the heap its buffer grows
 // through cost the run about 0.1 M instructions (docs/performance.md,
 // "Per tool").
+//
+// The line is made in one buffer (appendError) where the error chain's
+// Error methods would make a string at each level, each a heap size
+// class of its own. The buffer's 320 bytes hold the failure on rxe, and
+// are the size of a umad packet's, whose span the run has open.
 func perfqueryFail(stdout, stderr io.Writer, o *perfqueryOpts, fn, what string, err error) error {
-	io.WriteString(stderr, "perfquery: "+err.Error()+"\n")
+	line := append(make([]byte, 0, 320), "perfquery: "...)
+	stderr.Write(append(appendError(line, err), '\n'))
 	return ibexitMsg(stdout, "perfquery", o.debug, fn, what)
+}
+
+// appendError appends err's text to b: a prefixError's and a
+// pmaStatusError's parts in place, others' Error.
+func appendError(b []byte, err error) []byte {
+	switch e := err.(type) {
+	case prefixError:
+		return appendError(append(append(b, e.prefix...), ": "...), e.err)
+	case *pmaStatusError:
+		return e.append(b)
+	}
+	return append(b, err.Error()...)
+}
+
+// pmaStatusError is a PMA's answer with a MAD status other than 0.
+type pmaStatusError struct {
+	display string // portid2str's text of the PMA's port
+	status  umad.MADStatus
+}
+
+func (e *pmaStatusError) Error() string { return string(e.append(nil)) }
+
+func (e *pmaStatusError) append(b []byte) []byte {
+	b = append(append(append(b, "the PMA of "...), e.display...), " answered with MAD status "...)
+	b = append(b, e.status.String()...)
+	if e.status.Code() == umad.StatusMethodAttrUnsupported {
+		b = append(b, "; no PMA took the query, so the kernel's MAD layer answered it: the device has no PMA (rxe and other software devices have none)"...)
+	}
+	return b
 }
 
 // prefixError is fmt.Errorf("%s: %w", prefix, err) made without fmt's
@@ -803,11 +843,7 @@ func (q *perfqueryQuerier) query(attr umad.AttrID, method umad.Method, data *[um
 		na.hint = " (the port has no PMA answering, or nothing is at that address)"
 		return nil, err
 	case errors.As(err, &st):
-		hint := ""
-		if st.status.Code() == umad.StatusMethodAttrUnsupported {
-			hint = "; no PMA took the query, so the kernel's MAD layer answered it: the device has no PMA (rxe and other software devices have none)"
-		}
-		return nil, errors.New("the PMA of " + tgt.display + " answered with MAD status " + st.status.String() + hint)
+		return nil, &pmaStatusError{display: tgt.display, status: st.status}
 	case err != nil:
 		return nil, err
 	}

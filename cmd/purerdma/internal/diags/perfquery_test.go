@@ -234,3 +234,17 @@ func TestPerfqueryGroupDump(t *testing.T) {
 		t.Errorf("%d bytes:\n%s", len(got), got)
 	}
 }
+
+// BenchmarkPerfqueryParse is perfquery's command-line parse, which every
+// run pays before it opens the port: its allocations (-benchmem) are
+// what docs/performance.md's "Per tool" counts by size class.
+func BenchmarkPerfqueryParse(b *testing.B) {
+	b.ReportAllocs()
+	args := []string{"-C", "rxe0", "-P", "1"}
+	for b.Loop() {
+		o, err := perfqueryParse(args, io.Discard)
+		if err != nil || o.ca != "rxe0" || o.port != 1 {
+			b.Fatalf("perfqueryParse = %+v, %v", o, err)
+		}
+	}
+}
