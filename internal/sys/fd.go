@@ -402,11 +402,18 @@ func unwrapPathError(err error) error {
 type tracked struct {
 	name  string
 	stack string
+	// prev and next link the record into live while its descriptor is
+	// open.
+	prev, next *tracked
 }
 
 var (
 	liveMu sync.Mutex
-	live   = map[*tracked]struct{}{}
+	// live lists the open descriptors' records, the latest first: a list
+	// the record links itself into, where a map's first insert allocated
+	// its table, a heap size class of its own, in every program's first
+	// open (docs/performance.md, "Per tool").
+	live *tracked
 	// TraceStacks makes Live report the stack that opened each descriptor.
 	// Set it in TestMain before anything is opened.
 	TraceStacks bool
@@ -419,14 +426,28 @@ func track(name string) *tracked {
 		t.stack = string(buf[:runtime.Stack(buf, false)])
 	}
 	liveMu.Lock()
-	live[t] = struct{}{}
+	t.next = live
+	if live != nil {
+		live.prev = t
+	}
+	live = t
 	liveMu.Unlock()
 	return t
 }
 
+// untrack unlinks t from live; again, it does nothing.
 func untrack(t *tracked) {
 	liveMu.Lock()
-	delete(live, t)
+	switch {
+	case t.prev != nil:
+		t.prev.next = t.next
+	case live == t:
+		live = t.next
+	}
+	if t.next != nil {
+		t.next.prev = t.prev
+	}
+	t.prev, t.next = nil, nil
 	liveMu.Unlock()
 }
 
@@ -435,8 +456,8 @@ func untrack(t *tracked) {
 func Live() []string {
 	liveMu.Lock()
 	defer liveMu.Unlock()
-	out := make([]string, 0, len(live))
-	for t := range live {
+	var out []string
+	for t := live; t != nil; t = t.next {
 		s := t.name
 		if t.stack != "" {
 			s += "\n" + t.stack

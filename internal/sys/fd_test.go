@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -362,5 +364,36 @@ func TestIoctlNumber(t *testing.T) {
 	tio := new(unix.Termios)
 	if err := IoctlNumber(fd.Raw(), unix.TCGETS, unsafe.Pointer(tio)); !errors.Is(err, syscall.ENOTTY) {
 		t.Errorf("IoctlNumber = %v, want ENOTTY", err)
+	}
+}
+
+// Live lists the tracked records still linked, whatever order they are
+// untracked in, and untracking one twice changes nothing.
+func TestTrackList(t *testing.T) {
+	before := len(Live())
+	a, b, c := track("track-a"), track("track-b"), track("track-c")
+	has := func(want ...string) {
+		t.Helper()
+		var got []string
+		for _, s := range Live() {
+			if name, _, _ := strings.Cut(s, "\n"); strings.HasPrefix(name, "track-") {
+				got = append(got, name) // the name, without TraceStacks' stack
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Live = %v, want %v", got, want)
+		}
+	}
+	has("track-a", "track-b", "track-c")
+	untrack(b) // the middle
+	has("track-a", "track-c")
+	untrack(c) // the head
+	untrack(c)
+	has("track-a")
+	untrack(a) // the last
+	untrack(b)
+	has()
+	if n := len(Live()); n != before {
+		t.Errorf("%d records live, %d before", n, before)
 	}
 }
