@@ -106,7 +106,7 @@ func (f *FS) charDevs() (out []CharDev, bad []error, err error) {
 				if !ok {
 					continue
 				}
-				d, err := f.readCharDev(c.class, e, k, idx)
+				d, err := f.readCharDev(c.class, e, k, idx, true)
 				if err != nil {
 					bad = append(bad, errs.New("read character device", e, err))
 					continue
@@ -135,6 +135,20 @@ func (f *FS) charDevs() (out []CharDev, bad []error, err error) {
 // os.ErrNotExist when no entry matches (the class does not exist when its
 // module, ib_uverbs or ib_umad, is not loaded).
 func (f *FS) FindCharDev(kind CharDevKind, ca string, port int) (CharDev, error) {
+	return f.findCharDev(kind, ca, port, true)
+}
+
+// FindCharDevName is the Name of the character device [FS.FindCharDev]
+// returns ("umad0"), found the same way from each entry's ibdev and port
+// alone, without its dev and abi_version: what libibumad's dev_to_umad_id
+// reads to open a umad port.
+func (f *FS) FindCharDevName(kind CharDevKind, ca string, port int) (string, error) {
+	d, err := f.findCharDev(kind, ca, port, false)
+	return d.Name, err
+}
+
+// findCharDev is FindCharDev, reading each entry whole when full is set.
+func (f *FS) findCharDev(kind CharDevKind, ca string, port int, full bool) (CharDev, error) {
 	const op = "find character device"
 	class := classMad
 	switch kind {
@@ -150,7 +164,7 @@ func (f *FS) FindCharDev(kind CharDevKind, ca string, port int) (CharDev, error)
 	// left) ends the probe, and the listing finds the entries after it.
 	probed := 0
 	for ; ; probed++ {
-		d, err := f.readCharDev(class, string(kind)+strconv.Itoa(probed), kind, probed)
+		d, err := f.readCharDev(class, string(kind)+strconv.Itoa(probed), kind, probed, full)
 		if err == nil && d.CA == ca && d.Port == port {
 			return d, nil
 		}
@@ -174,7 +188,7 @@ func (f *FS) FindCharDev(kind CharDevKind, ca string, port int) (CharDev, error)
 	}
 	slices.SortFunc(cands, func(a, b entry) int { return a.idx - b.idx })
 	for _, c := range cands {
-		d, err := f.readCharDev(class, c.name, kind, c.idx)
+		d, err := f.readCharDev(class, c.name, kind, c.idx, full)
 		if err == nil && d.CA == ca && d.Port == port {
 			return d, nil
 		}
@@ -192,7 +206,9 @@ func charDevIndex(name string, k CharDevKind) (int, bool) {
 	return n, true
 }
 
-func (f *FS) readCharDev(class, name string, k CharDevKind, idx int) (CharDev, error) {
+// readCharDev reads the entry name of class: its device and port, and
+// with full its ABI version (uverbs) and device number.
+func (f *FS) readCharDev(class, name string, k CharDevKind, idx int, full bool) (CharDev, error) {
 	dir := path.Join(class, name)
 	d := CharDev{Kind: k, Name: name, Index: idx, Path: DevDir + "/" + name}
 	rel := path.Join(dir, "ibdev")
@@ -215,7 +231,7 @@ func (f *FS) readCharDev(class, name string, k CharDevKind, idx int) (CharDev, e
 			return d, f.inFile(err, rel)
 		}
 		d.Port = n
-	} else {
+	} else if full {
 		v, err := f.optUint(path.Join(dir, "abi_version"), 31, `"%d"`)
 		if err != nil {
 			return d, err
@@ -224,6 +240,9 @@ func (f *FS) readCharDev(class, name string, k CharDevKind, idx int) (CharDev, e
 			x := int(*v)
 			d.ABIVersion = &x
 		}
+	}
+	if !full {
+		return d, nil
 	}
 	dev, err := f.optString(path.Join(dir, "dev"))
 	if err != nil {

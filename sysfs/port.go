@@ -86,34 +86,57 @@ func (f *FS) Port(ca string, n int) (*Port, error) { return f.ReadPort(ca, n, Pa
 // [Port.Umad] and [Port.ISSM] are nil (a caller that finds its umad node
 // with [FS.FindCharDev] reads one class's entries, not both classes').
 func (f *FS) ReadPort(ca string, n int, parts Parts) (*Port, error) {
+	p := new(Port)
+	if err := f.ReadPortInto(p, ca, n, parts); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ReadPortInto is [FS.ReadPort] into p, which it overwrites: for a
+// caller that keeps the record in an allocation of its own (umad's open
+// port). The error matches syscall.EINVAL when p is nil.
+func (f *FS) ReadPortInto(p *Port, ca string, n int, parts Parts) error {
+	if p == nil {
+		return errNil("read port")
+	}
 	if !validName(ca) {
-		return nil, errs.New("read port", portName(ca, n), f.noSuchDevice(classInfiniBand, ca))
+		return errs.New("read port", portName(ca, n), f.noSuchDevice(classInfiniBand, ca))
 	}
 	var devs []CharDev
 	if parts&PartCharDevs != 0 {
 		var err error
 		if devs, _, err = f.charDevs(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	pd, err := f.openDir(classInfiniBand + "/" + ca + "/ports")
 	if err != nil {
-		return nil, errs.New("read port", portName(ca, n), err)
+		return errs.New("read port", portName(ca, n), err)
 	}
 	defer pd.close()
-	return f.readPortIn(&pd, ca, n, devs)
+	return f.readPortInto(&pd, p, ca, n, devs)
 }
 
 // readPortIn reads port n of ca, whose ports directory is pd.
 func (f *FS) readPortIn(pd *dir, ca string, n int, devs []CharDev) (*Port, error) {
-	p := &Port{CA: ca, Number: n, fs: f}
+	p := new(Port)
+	if err := f.readPortInto(pd, p, ca, n, devs); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// readPortInto is readPortIn into p.
+func (f *FS) readPortInto(pd *dir, p *Port, ca string, n int, devs []CharDev) error {
+	*p = Port{CA: ca, Number: n, fs: f}
 	d, err := pd.sub(strconv.Itoa(n))
 	if err == nil {
 		err = f.readPortAttrs(&d, p)
 		d.close()
 	}
 	if err != nil {
-		return nil, errs.New("read port", p.Name(), err)
+		return errs.New("read port", p.Name(), err)
 	}
 	for i := range devs {
 		d := &devs[i]
@@ -127,7 +150,7 @@ func (f *FS) readPortIn(pd *dir, ca string, n int, devs []CharDev) (*Port, error
 			p.ISSM = &c
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // readPortAttrs reads p's attributes and P_Keys in its directory d.

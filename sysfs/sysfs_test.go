@@ -1059,3 +1059,45 @@ func TestFindCharDevAfterGap(t *testing.T) {
 		t.Errorf("FindCharDev of a port without umad: %v, want os.ErrNotExist", err)
 	}
 }
+
+// FindCharDevName names what FindCharDev finds, for each node of the
+// fixture, and fails where it fails.
+func TestFindCharDevName(t *testing.T) {
+	f := fixture(t, "rxe-6.1")
+	devs, err := f.CharDevs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devs {
+		name, err := f.FindCharDevName(d.Kind, d.CA, d.Port)
+		if err != nil || name != d.Name {
+			t.Errorf("FindCharDevName(%s, %s, %d) = %q, %v; want %q", d.Kind, d.CA, d.Port, name, err, d.Name)
+		}
+	}
+	if _, err := f.FindCharDevName(KindUmad, "rxe0", 2); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("FindCharDevName of a port without umad: %v, want os.ErrNotExist", err)
+	}
+}
+
+// ReadPortInto reads what ReadPort reads, over whatever p held; a nil p
+// is EINVAL.
+func TestReadPortInto(t *testing.T) {
+	f := fixture(t, "rxe-6.1")
+	want, err := f.ReadPort("rxe0", 1, PartsAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Port{CA: "stale", Number: 9}
+	if err := f.ReadPortInto(p, "rxe0", 1, PartsAll); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, p, cmpopts.IgnoreUnexported(Port{})); d != "" || p.fs != want.fs {
+		t.Errorf("ReadPortInto (-ReadPort +Into):\n%s", d)
+	}
+	if err := f.ReadPortInto(nil, "rxe0", 1, 0); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("ReadPortInto(nil): %v, want EINVAL", err)
+	}
+	if err := f.ReadPortInto(p, "rxe0", 5, 0); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadPortInto of no port: %v, want os.ErrNotExist", err)
+	}
+}

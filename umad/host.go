@@ -358,21 +358,40 @@ func (h *Host) gone(f *sysfs.FS, name string) bool {
 // needs the port). The error matches ErrNoDevice when there is no such
 // device and ErrInvalidPort when it has no such port.
 func (h *Host) readPort(name string, num int) (*CAPort, error) {
+	cp := new(CAPort)
+	if err := h.readPortInto(cp, name, num); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// readPortInto is readPort into cp: OpenPort reads into its Port's own
+// record, not into two records copied there.
+func (h *Host) readPortInto(cp *CAPort, name string, num int) error {
 	if !validCAName(name) {
-		return nil, invalidCAName(name)
+		return invalidCAName(name)
 	}
 	f := h.fs()
-	sp, err := f.ReadPort(name, num, 0)
-	if err != nil {
+	if err := f.ReadPortInto(&cp.Port, name, num, 0); err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			return nil, err
+			return err
 		}
 		if h.gone(f, name) {
-			return nil, detail(ErrNoDevice, "", err)
+			return detail(ErrNoDevice, "", err)
 		}
-		return nil, detail(ErrInvalidPort, fmt.Sprintf("%s has no port %d", name, num), nil)
+		return detail(ErrInvalidPort, fmt.Sprintf("%s has no port %d", name, num), nil)
 	}
-	return convertPort(sp), nil
+	cp.setGID0()
+	return nil
+}
+
+// setGID0 sets GIDPrefix and PortGUID from the port's GID 0, to zero
+// when it cannot be read.
+func (cp *CAPort) setGID0() {
+	cp.GIDPrefix, cp.PortGUID = 0, 0
+	if g, err := cp.Port.GIDValue(0); err == nil {
+		cp.GIDPrefix, cp.PortGUID = g.Prefix(), rdma.GUID(g.InterfaceID())
+	}
 }
 
 // UmadNode returns the umad device node of port port of the device ca
@@ -394,9 +413,10 @@ func (h *Host) UmadNode(ca string, port int) (string, error) {
 
 func (h *Host) umadNode(ca string, port int) (string, error) {
 	// Only class/infiniband_mad's umadN entries, in order, until the
-	// port's (entries it cannot read belong to no port).
-	if d, err := h.fs().FindCharDev(sysfs.KindUmad, ca, port); err == nil {
-		return filepath.Join(h.devDir(), d.Name), nil
+	// port's (entries it cannot read belong to no port); their ibdev and
+	// port alone, as dev_to_umad_id reads them.
+	if name, err := h.fs().FindCharDevName(sysfs.KindUmad, ca, port); err == nil {
+		return filepath.Join(h.devDir(), name), nil
 	}
 	return "", detail(ErrInvalidPort, "the port has no umad device (is the ib_umad module loaded? modprobe ib_umad)", nil)
 }
@@ -418,9 +438,7 @@ func convertCA(sc *sysfs.CA) *CA {
 // halves of GID 0.
 func convertPort(sp *sysfs.Port) *CAPort {
 	p := &CAPort{Port: *sp}
-	if g, err := sp.GIDValue(0); err == nil {
-		p.GIDPrefix, p.PortGUID = g.Prefix(), rdma.GUID(g.InterfaceID())
-	}
+	p.setGID0()
 	return p
 }
 

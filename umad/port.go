@@ -89,8 +89,9 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 		return fail(err)
 	}
 	name = resolvedName(caName, num)
-	cp, err := h.readPort(caName, num)
-	if err != nil {
+	// The port is read into the Port's own record.
+	p := new(Port)
+	if err := h.readPortInto(&p.info, caName, num); err != nil {
 		return fail(err)
 	}
 	node, err := h.umadNode(caName, num)
@@ -106,7 +107,7 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 		}
 		return fail(detail(ErrOpenFailed, text, err))
 	}
-	p := &Port{fd: fd, ca: caName, num: num, dev: node, name: name, linkLayer: cp.LinkLayer, info: *cp}
+	p.fd, p.ca, p.num, p.dev, p.name, p.linkLayer = fd, caName, num, node, name, p.info.LinkLayer
 	p.hdr.Store(abi.MadHdrSizeOld)
 	if err := fd.Ioctl(abi.IB_USER_MAD_ENABLE_PKEY, nil); err == nil {
 		p.hdr.Store(abi.MadHdrSize)
@@ -115,7 +116,7 @@ func (h *Host) OpenPort(ca string, port int) (*Port, error) {
 	}
 	if debugOn(1) {
 		logDebug("umad: opened port", slog.String("port", name), slog.String("device", node),
-			slog.Int("fd", fd.Raw()), slog.Int("header", p.HeaderSize()), slog.String("link_layer", cp.LinkLayer.String()))
+			slog.Int("fd", fd.Raw()), slog.Int("header", p.HeaderSize()), slog.String("link_layer", p.info.LinkLayer.String()))
 	}
 	return p, nil
 }
