@@ -353,20 +353,11 @@ func (h *Host) gone(f *sysfs.FS, name string) bool {
 	return err != nil || !slices.Contains(names, name)
 }
 
-// readPort reads port num of the device name, what umad_get_port reads
-// (without the device's own files or the character devices: OpenPort
-// needs the port). The error matches ErrNoDevice when there is no such
-// device and ErrInvalidPort when it has no such port.
-func (h *Host) readPort(name string, num int) (*CAPort, error) {
-	cp := new(CAPort)
-	if err := h.readPortInto(cp, name, num); err != nil {
-		return nil, err
-	}
-	return cp, nil
-}
-
-// readPortInto is readPort into cp: OpenPort reads into its Port's own
-// record, not into two records copied there.
+// readPortInto reads port num of the device name into cp, what
+// umad_get_port reads (without the device's own files or the character
+// devices: OpenPort needs the port), into the Port OpenPort returns. The
+// error matches ErrNoDevice when there is no such device and
+// ErrInvalidPort when it has no such port.
 func (h *Host) readPortInto(cp *CAPort, name string, num int) error {
 	if !validCAName(name) {
 		return invalidCAName(name)
