@@ -113,8 +113,8 @@ type toolSet struct {
 // unbuffered os.Stdout costs a write per Fprintf. The buffer is the size
 // the run's sysfs reads already take from the heap: a larger one is a
 // span of its own and a fresh heap page for every 4 KiB of report
-// (docs/performance.md, "Per tool"). Tools that stream (asyncwatch, exporter, flowcount,
-// rc_pingpong, rping, umad) write as they go.
+// (docs/performance.md, "Per tool"). Tools that stream (asyncwatch,
+// exporter, flowcount, rc_pingpong, rping, umad) write as they go.
 func (ts *toolSet) family(f family) []cli.Tool {
 	if f >= numFamilies {
 		return nil
