@@ -193,6 +193,12 @@ func (p *Port) Recv(pkt *Packet, timeout time.Duration) (AgentID, error) {
 	}
 	p.rmu.Lock()
 	defer p.rmu.Unlock()
+	if id, done, err := p.recvQueued(pkt); done {
+		if err != nil {
+			return 0, errs.New("receive", p.name, err)
+		}
+		return id, nil
+	}
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
@@ -222,6 +228,12 @@ func (p *Port) RecvContext(ctx context.Context, pkt *Packet) (AgentID, error) {
 	defer p.rmu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return 0, errs.New("receive", p.name, err)
+	}
+	if id, done, err := p.recvQueued(pkt); done {
+		if err != nil {
+			return 0, errs.New("receive", p.name, err)
+		}
+		return id, nil
 	}
 	deadline, _ := ctx.Deadline()
 	p.setDeadline(deadline)
@@ -262,6 +274,30 @@ func (p *Port) RecvContext(ctx context.Context, pkt *Packet) (AgentID, error) {
 		return 0, errs.New("receive", p.name, err)
 	}
 	return id, nil
+}
+
+// recvQueued reads a MAD already queued, until a receive of the port
+// first has to wait; done is false when it did not read (nothing queued,
+// or the port has waited before). Caller holds rmu.
+//
+// A waiting read joins the descriptor to the runtime poller: at a
+// program's first wait that is the poller's epoll set and eventfd, then
+// the descriptor's epoll_ctl ADD, and DEL at Close. A MAD is often queued
+// before the receive starts (the kernel's MAD layer answers a class no
+// agent serves during the send), and a tool that sends one request never
+// needs the poller then: ib_umad_read gives the MAD, as umad_recv's read
+// after its poll(2) does. Once a receive has waited, reads go through the
+// poller, which tries the read before it waits.
+func (p *Port) recvQueued(pkt *Packet) (id AgentID, done bool, err error) {
+	if p.waits {
+		return 0, false, nil
+	}
+	id, err = p.recv(pkt, true)
+	if err == ErrWouldBlock {
+		p.waits = true
+		return 0, false, nil
+	}
+	return id, true, err
 }
 
 // setDeadline sets the descriptor's read deadline for the receive about

@@ -278,6 +278,44 @@ func TestRecvTimeouts(t *testing.T) {
 	}
 }
 
+// TestRecvQueuedFirst: a MAD already queued is read without waiting, so
+// a port that never had to wait stays out of the runtime poller; once a
+// receive waited, queued MADs still arrive, through the poller.
+func TestRecvQueuedFirst(t *testing.T) {
+	_, cli, ca, srv, sa, gid1 := rxeSetup(t)
+	out, in := NewPacket(), NewPacket()
+	for i, recv := range []func() (AgentID, error){
+		func() (AgentID, error) { return srv.Recv(in, time.Second) },
+		func() (AgentID, error) { return srv.Recv(in, -1) },
+		func() (AgentID, error) { return srv.RecvContext(context.Background(), in) },
+	} {
+		tRequest(t, out, 0x01, uint32(10+i), &gid1, 0)
+		if err := cli.Send(ca, out, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		id, err := recv()
+		if err != nil || id != sa || tid(in)&0xffffffff != uint64(10+i) {
+			t.Fatalf("receive %d of a queued MAD: agent %d, TID %#x, %v", i, id, tid(in), err)
+		}
+		if srv.waits {
+			t.Fatalf("receive %d of a queued MAD waited", i)
+		}
+	}
+	if _, err := srv.Recv(in, 10*time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("empty queue: %v", err)
+	}
+	if !srv.waits {
+		t.Fatal("a receive that timed out did not wait")
+	}
+	tRequest(t, out, 0x01, 20, &gid1, 0)
+	if err := cli.Send(ca, out, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := srv.Recv(in, time.Second); err != nil || id != sa || tid(in)&0xffffffff != 20 {
+		t.Fatalf("queued MAD after a wait: agent %d, TID %#x, %v", id, tid(in), err)
+	}
+}
+
 func TestRecvContext(t *testing.T) {
 	_, cli, ca, srv, _, gid1 := rxeSetup(t)
 	pkt := NewPacket()

@@ -42,6 +42,7 @@ type Port struct {
 
 	rmu   sync.Mutex // held by the receive in progress
 	dlSet bool       // (rmu) a read deadline may be set on fd
+	waits bool       // (rmu) a receive has waited: fd is in the runtime poller
 	dlMu  sync.Mutex // orders context wake-ups against the end of a receive
 	dlGen uint64     // (dlMu) the receive a context wake-up may interrupt
 }
