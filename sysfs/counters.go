@@ -91,7 +91,7 @@ func (p *Port) Counters() (Counters, error) {
 		}
 		return nil, errs.New("read PMA counters", p.Name(), err)
 	}
-	buf := bufPool.Get().(*[maxAttr]byte)
+	buf := bufPool.Get()
 	defer bufPool.Put(buf)
 	c := make(Counters, len(ents))
 	for _, e := range ents {

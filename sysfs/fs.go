@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/purerdma/rdma/internal/errs"
@@ -180,7 +179,7 @@ func (f *FS) readInto(rel string, buf []byte) ([]byte, error) {
 }
 
 // bufPool holds attribute-sized read buffers.
-var bufPool = sync.Pool{New: func() any { return new([maxAttr]byte) }}
+var bufPool sys.Spare[[maxAttr]byte]
 
 // readString reads a whole attribute file, minus one trailing newline.
 func (f *FS) readString(rel string) (string, error) {
@@ -320,7 +319,7 @@ func (d *dir) readConfined(name string, buf []byte) ([]byte, error) {
 // readString reads the whole attribute file name in d, minus one trailing
 // newline.
 func (d *dir) readString(name string) (string, error) {
-	buf := bufPool.Get().(*[maxAttr]byte)
+	buf := bufPool.Get()
 	defer bufPool.Put(buf)
 	b, err := d.readInto(name, buf[:])
 	if err != nil {

@@ -128,7 +128,7 @@ func (d *Dir) Names() ([]string, error) {
 		}
 	}
 	d.listed = true
-	bp := direntPool.Get().(*[]byte)
+	bp := direntPool.Get()
 	defer direntPool.Put(bp)
 	recs, err := direntsFD(int(at), *bp, func() string { return "." })
 	*bp = recs[:0]

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io/fs"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -90,7 +89,9 @@ func forEachRecord(b []byte, fn func(name, pad []byte, typ byte)) {
 }
 
 // direntPool holds the record buffers of DirNames.
-var direntPool = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}
+var direntPool = Spare[[]byte]{New: newDirentBuf}
+
+func newDirentBuf() *[]byte { b := make([]byte, 0, 8192); return &b }
 
 // DirNames returns the names in the directory dir+"/"+name (name alone
 // when dir is empty), sorted, without "." and "..": what fs.ReadDir's
@@ -111,7 +112,7 @@ func dirNames(dir, name string, skipDirs bool) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	bp := direntPool.Get().(*[]byte)
+	bp := direntPool.Get()
 	defer direntPool.Put(bp)
 	recs, err := Dirents(pathz, *bp)
 	*bp = recs[:0]

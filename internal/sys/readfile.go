@@ -74,12 +74,12 @@ func (e *TooLargeError) Error() string {
 func (e *TooLargeError) Unwrap() error { return syscall.EFBIG }
 
 // attrPool holds AttrMax-sized buffers for ReadString.
-var attrPool = sync.Pool{New: func() any { return new([AttrMax]byte) }}
+var attrPool Spare[[AttrMax]byte]
 
 // ReadString reads the whole file at path as [ReadFile] does with an
 // AttrMax buffer (taken from a pool) and returns its text.
 func ReadString(path string) (string, error) {
-	buf := attrPool.Get().(*[AttrMax]byte)
+	buf := attrPool.Get()
 	defer attrPool.Put(buf)
 	b, err := ReadFile(path, buf[:])
 	if err != nil {
