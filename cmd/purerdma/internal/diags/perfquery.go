@@ -750,10 +750,14 @@ func perfqueryResolve(o *perfqueryOpts, local *umad.CAPort) (*perfqueryTarget, e
 	default:
 		t.lid = uint16(ibU32(local.LID))
 	}
-	t.display = fmt.Sprintf("Lid %d", t.lid)
+	// "Lid N[ Gid G]", built in one buffer: fmt's first use in a run
+	// costs its printer pool's per-P array, a fresh heap span.
+	var b [64]byte
+	d := strconv.AppendUint(append(b[:0], "Lid "...), uint64(t.lid), 10)
 	if t.grh {
-		t.display += " Gid " + netip.AddrFrom16(t.gid).String()
+		d = netip.AddrFrom16(t.gid).AppendTo(append(d, " Gid "...))
 	}
+	t.display = string(d)
 	return t, nil
 }
 
