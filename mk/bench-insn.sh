@@ -10,7 +10,7 @@
 # The samples and tables stay in integration/.cache/insncount/
 # (samples-K.txt, report-K.txt).
 #
-# INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 11 3; OP samples goops's
+# INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 11 5; OP samples goops's
 # operation OP alone, for a profile; OP perop runs the per-operation rows
 # alone; OP tool-ARGS runs purerdma ARGS (commas for spaces) once, for a
 # profile of a tool; OP run-PROG,ARGS runs PROG the same way, a program
@@ -89,8 +89,8 @@ for k in "$@"; do
 	case "${4:-}" in
 	"")
 		# the plugin appends both boots' samples to one file
-		boot other "${1:-40}" "${2:-11}" "${3:-3}" notools
-		boot tools "${1:-40}" "${2:-11}" "${3:-3}" tools
+		boot other "${1:-40}" "${2:-11}" "${3:-5}" notools
+		boot tools "${1:-40}" "${2:-11}" "${3:-5}" tools
 		;;
 	tool-* | run-* | tools) boot tools "$@" ;;
 	*) boot other "$@" ;;

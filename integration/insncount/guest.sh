@@ -20,18 +20,19 @@
 #                  contention, with whatever the threads' scheduling costs
 #
 # N samples per operation (40), REPS runs per tool (11), PPREPS pairs of
-# rc_pingpong runs (3); OP, for a profile (mk/bench-insn.sh INSN_PROF=1),
-# runs goops's operation OP alone and nothing else (tool-ARGS: one run of
-# purerdma ARGS, commas for spaces; run-PROG,ARGS: of PROG, a program in
-# DIR such as minigo, or a guest's C tool); perop runs cops and
-# goops and nothing else; when OP is pp-c or
-# pp-go, one rc_pingpong client of N iterations (rdma-core's or ours) in a
-# global window, and copies the guest's /proc/kallsyms to DIR/kallsyms.txt
-# for the kernel profile. make bench-insn boots each kernel twice: OP
+# rc_pingpong, perftest and concurrent-read runs (5: C's least 2,000-
+# iteration rc_pingpong run moved by 14 % among three pairs on 6.12); OP,
+# for a profile (mk/bench-insn.sh INSN_PROF=1), runs goops's operation OP
+# alone and nothing else (tool-ARGS: one run of purerdma ARGS, commas for
+# spaces; run-PROG,ARGS: of PROG, a program in DIR such as minigo, or a
+# guest's C tool); perop runs cops and goops and nothing else; when OP is
+# pp-c or pp-go, one rc_pingpong client of N iterations (rdma-core's or
+# ours) in a global window, and copies the guest's /proc/kallsyms to
+# DIR/kallsyms.txt for the kernel profile. make bench-insn boots each kernel twice: OP
 # notools runs everything but the tool rows, OP tools the tool rows alone
 # (under qemu's -icount: mk/bench-insn.sh).
 set -u
-N=${2:-40} REPS=${3:-11} PPREPS=${4:-3} N1=100 N2=2000 RD=4 R1=100 R2=1000 PT1=200 PT2=2000
+N=${2:-40} REPS=${3:-11} PPREPS=${4:-5} N1=100 N2=2000 RD=4 R1=100 R2=1000 PT1=200 PT2=2000
 # A kernel booted with maxcpus=1 (an -icount boot: mk/bench-insn.sh)
 # gets its other CPUs now.
 for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
