@@ -180,7 +180,7 @@ func perTool(w io.Writer, s *samples) {
 	if !ok1 || !ok2 {
 		return
 	}
-	fmt.Fprintf(w, "\nper tool: instructions of a whole run on CPU 1 (fork to exit, the tool pinned there), the least of %d runs\n", len(cpu1(s, 2)))
+	fmt.Fprintf(w, "\nper tool: instructions of a whole run on CPU 1 (fork to exit, the tool pinned there), the least of %d runs (start-ups: of %d)\n", len(cpu1(s, 4)), len(cpu1(s, 2)))
 	fmt.Fprintf(w, "start-up: /bin/true %d, a minimal Go program %d; work = run - start-up\n", tru, mini)
 	fmt.Fprintf(w, "%-40s %10s %10s | %10s %10s | %s\n", "C tool | purerdma", "C run", "Go run", "C work", "Go work", "Go/C work")
 	for k, name := range tools {
