@@ -19,15 +19,17 @@ func TestSpare(t *testing.T) {
 	b := s.Get()
 	s.Put(a)
 	s.Put(b) // the slot is full: b goes to the pool
-	if s.pool.Get() != b {
-		t.Fatal("the second buffer given back is not in the pool")
+	if !s.more.Load() || s.one.Load() != a {
+		t.Fatalf("after two Puts: pool used %v, slot %p, want true and %p", s.more.Load(), s.one.Load(), a)
 	}
 	s.Put(nil)
 	if s.Get() != a {
 		t.Fatal("Put(nil) replaced the spare")
 	}
-	if s.more.Load() != true {
-		t.Fatal("the pool was used but more is false")
+	// The pool may have dropped b (a collection does; under -race, Put
+	// drops some on purpose), so the next Get is b or a new buffer.
+	if c := s.Get(); c == a || c == nil {
+		t.Fatalf("Get with the slot empty gave %p (the spare taken: %p)", c, a)
 	}
 
 	var z Spare[[8]byte] // nil New: new(T)
