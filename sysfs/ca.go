@@ -262,8 +262,8 @@ func (f *FS) readCA(name string, devs []CharDev, parts Parts) (*CA, error) {
 		if err != nil {
 			return nil, errs.New("read CA", name, err)
 		}
-		p, err := f.readPortIn(&pd, name, n, devs)
-		if err != nil {
+		p := new(Port)
+		if err := f.readPortInto(&pd, p, name, n, devs); err != nil {
 			return nil, err
 		}
 		ca.Ports = append(ca.Ports, p)

@@ -118,16 +118,7 @@ func (f *FS) ReadPortInto(p *Port, ca string, n int, parts Parts) error {
 	return f.readPortInto(&pd, p, ca, n, devs)
 }
 
-// readPortIn reads port n of ca, whose ports directory is pd.
-func (f *FS) readPortIn(pd *dir, ca string, n int, devs []CharDev) (*Port, error) {
-	p := new(Port)
-	if err := f.readPortInto(pd, p, ca, n, devs); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// readPortInto is readPortIn into p.
+// readPortInto reads port n of ca, whose ports directory is pd, into p.
 func (f *FS) readPortInto(pd *dir, p *Port, ca string, n int, devs []CharDev) error {
 	*p = Port{CA: ca, Number: n, fs: f}
 	d, err := pd.sub(strconv.Itoa(n))
