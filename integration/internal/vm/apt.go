@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -101,13 +102,24 @@ func Download(ctx context.Context, dir string, a *Arch, pkgs []Package, logf fun
 		}
 		logf("downloading %d Debian packages with apt-get download (cached in %s)", len(missing), dir)
 		if err := aptDownload(ctx, dir, names); err != nil {
-			logf("apt-get download failed; running apt-get update and trying again")
-			if _, uerr := aptGet(ctx, "", "apt-get", "update"); uerr != nil {
-				return nil, fmt.Errorf("%v; apt-get update also failed: %v", err, uerr)
+			// A pin may be gone, its revision replaced (downloadRevised):
+			// first with apt's lists as they are, which is all a later
+			// run needs once the replacement is in dir.
+			revised, rerr := downloadRevised(ctx, dir, a, pkgs, logf)
+			if rerr != nil {
+				logf("apt-get download failed; running apt-get update and trying again")
+				if _, uerr := aptGet(ctx, "", "apt-get", "update"); uerr != nil {
+					return nil, fmt.Errorf("%v; apt-get update also failed: %v", err, uerr)
+				}
+				if err := aptDownload(ctx, dir, names); err != nil {
+					if revised, err = downloadRevised(ctx, dir, a, pkgs, logf); err != nil {
+						return nil, fmt.Errorf("%v\nIf a pinned version is gone from the archive, update the pins in "+
+							"integration/internal/vm/packages.go (see apt-cache policy NAME)", err)
+					}
+				}
 			}
-			if err := aptDownload(ctx, dir, names); err != nil {
-				return nil, fmt.Errorf("%v\nIf a pinned version is gone from the archive, update the pins in "+
-					"integration/internal/vm/packages.go (see apt-cache policy NAME)", err)
+			if revised != nil {
+				pkgs = revised
 			}
 		}
 	}
@@ -119,6 +131,84 @@ func Download(ctx context.Context, dir string, a *Arch, pkgs []Package, logf fun
 		}
 	}
 	return paths, nil
+}
+
+// downloadRevised is Download's last resort when a pin is gone from the
+// archive: Debian's security archive keeps one version of each package,
+// and a new Debian revision of the same upstream release (6.1.192-2 to
+// 6.1.192-3, a rebuild or a packaging fix) replaces the old one, one
+// package at a time. Each pinned package the archive no longer offers is
+// taken at the archive's newest version of the same upstream release,
+// with a line in the log; a package whose upstream release is gone too
+// is an error, and its pin needs bumping by hand. It returns pkgs with
+// the versions now in dir.
+func downloadRevised(ctx context.Context, dir string, a *Arch, pkgs []Package, logf func(string, ...any)) ([]Package, error) {
+	out := slices.Clone(pkgs)
+	var names []string
+	for i, p := range out {
+		if debFile(dir, p) != "" {
+			continue
+		}
+		avail, err := aptGet(ctx, "", "apt-cache", "madison", strings.SplitN(a.aptName(p), "=", 2)[0])
+		if err != nil {
+			return nil, err
+		}
+		v, ok := sameUpstream(p.Version, madisonVersions(string(avail)))
+		if !ok {
+			return nil, fmt.Errorf("%s: the archive has no version of upstream release %s (apt-cache madison %s)", p, upstream(p.Version), p.Name)
+		}
+		if v != p.Version {
+			logf("%s is gone from the archive; taking %s, the same upstream release", p, v)
+			out[i].Version = v
+		}
+		if debFile(dir, out[i]) == "" {
+			names = append(names, a.aptName(out[i]))
+		}
+	}
+	if len(names) > 0 {
+		if err := aptDownload(ctx, dir, names); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// madisonVersions returns the versions apt-cache madison lists, one a
+// line as "NAME | VERSION | SOURCE", in its order (newest first).
+func madisonVersions(out string) []string {
+	var vs []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Split(line, "|")
+		if len(f) >= 3 {
+			vs = append(vs, strings.TrimSpace(f[1]))
+		}
+	}
+	return vs
+}
+
+// sameUpstream picks, from versions listed newest first, the pinned
+// version itself if it is there, else the first of the same upstream
+// release (epoch and upstream version equal, Debian revision not).
+func sameUpstream(pinned string, versions []string) (string, bool) {
+	if slices.Contains(versions, pinned) {
+		return pinned, true
+	}
+	for _, v := range versions {
+		if upstream(v) == upstream(pinned) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// upstream is a Debian version without its revision: "1:2.66-4+deb12u3"
+// is "1:2.66", "6.1.192-2" is "6.1.192" (Debian policy 5.6.12: the
+// revision follows the last hyphen).
+func upstream(v string) string {
+	if i := strings.LastIndexByte(v, '-'); i >= 0 {
+		return v[:i]
+	}
+	return v
 }
 
 // aptDownload downloads into a temporary directory next to dir and moves

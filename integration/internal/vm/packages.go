@@ -53,7 +53,7 @@ var (
 		"6.1": {
 			{"linux-headers-6.1.0-56-amd64", "6.1.192-2"},
 			{"linux-headers-6.1.0-56-common", "6.1.192-2"},
-			{"linux-kbuild-6.1", "6.1.192-2"},
+			{"linux-kbuild-6.1", "6.1.192-3"}, // the archive replaced -2
 		},
 		"6.12": {
 			{"linux-headers-6.12.117+deb12-amd64", "6.12.117-1~deb12u1"},

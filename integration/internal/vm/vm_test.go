@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,5 +174,34 @@ func TestArches(t *testing.T) {
 	}
 	if amd.Mock != true || arm.Mock != false || !amd.PVH || arm.PVH {
 		t.Error("mock0 and the PVH boot are amd64's only")
+	}
+}
+
+// TestSameUpstream checks the fallback for a pin whose Debian revision
+// the archive replaced: the pin when listed, else the newest listed
+// version of the same upstream release, never another release.
+func TestSameUpstream(t *testing.T) {
+	madison := ` linux-kbuild-6.1 | 6.1.192-3 | http://deb.debian.org/debian-security bookworm-security/main amd64 Packages
+ linux-kbuild-6.1 | 6.1.176-1 | http://deb.debian.org/debian bookworm/main amd64 Packages
+`
+	vs := madisonVersions(madison)
+	if want := []string{"6.1.192-3", "6.1.176-1"}; !slices.Equal(vs, want) {
+		t.Fatalf("madisonVersions = %q, want %q", vs, want)
+	}
+	for _, c := range []struct {
+		pinned, want string
+		ok           bool
+	}{
+		{"6.1.192-2", "6.1.192-3", true},
+		{"6.1.176-1", "6.1.176-1", true},
+		{"6.1.190-1", "", false},
+	} {
+		got, ok := sameUpstream(c.pinned, vs)
+		if got != c.want || ok != c.ok {
+			t.Errorf("sameUpstream(%s) = %q, %v; want %q, %v", c.pinned, got, ok, c.want, c.ok)
+		}
+	}
+	if got, want := upstream("1:2.66-4+deb12u3+b1"), "1:2.66"; got != want {
+		t.Errorf("upstream = %q, want %q", got, want)
 	}
 }
