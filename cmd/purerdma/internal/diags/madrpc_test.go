@@ -63,3 +63,28 @@ func TestErrNoAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestReportedLost: only an ibsim port reports a try lost; a kernel
+// port's status before the timeout measured after the send is still the
+// kernel's timeout (TestVMPerfqueryNothingAnswers once read "1 reported
+// lost by ibsim" on rxe).
+func TestReportedLost(t *testing.T) {
+	kernel := &madRPC{timeout: 100 * time.Millisecond}
+	sim := &madRPC{timeout: 100 * time.Millisecond, sim: true}
+	for _, c := range []struct {
+		r      *madRPC
+		waited time.Duration
+		want   bool
+	}{
+		{kernel, 0, false},
+		{kernel, 95 * time.Millisecond, false},
+		{kernel, 150 * time.Millisecond, false},
+		{sim, 0, true},
+		{sim, 95 * time.Millisecond, true},
+		{sim, 150 * time.Millisecond, false},
+	} {
+		if got := c.r.reportedLost(c.waited); got != c.want {
+			t.Errorf("sim %v, after %v: reportedLost = %v, want %v", c.r.sim, c.waited, got, c.want)
+		}
+	}
+}
