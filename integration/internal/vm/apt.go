@@ -104,23 +104,20 @@ func Download(ctx context.Context, dir string, a *Arch, pkgs []Package, logf fun
 		if err := aptDownload(ctx, dir, names); err != nil {
 			// A pin may be gone, its revision replaced (downloadRevised):
 			// first with apt's lists as they are, which is all a later
-			// run needs once the replacement is in dir.
+			// run needs once the replacement is in dir, then with fresh
+			// ones.
 			revised, rerr := downloadRevised(ctx, dir, a, pkgs, logf)
 			if rerr != nil {
 				logf("apt-get download failed; running apt-get update and trying again")
 				if _, uerr := aptGet(ctx, "", "apt-get", "update"); uerr != nil {
 					return nil, fmt.Errorf("%v; apt-get update also failed: %v", err, uerr)
 				}
-				if err := aptDownload(ctx, dir, names); err != nil {
-					if revised, err = downloadRevised(ctx, dir, a, pkgs, logf); err != nil {
-						return nil, fmt.Errorf("%v\nIf a pinned version is gone from the archive, update the pins in "+
-							"integration/internal/vm/packages.go (see apt-cache policy NAME)", err)
-					}
+				if revised, rerr = downloadRevised(ctx, dir, a, pkgs, logf); rerr != nil {
+					return nil, fmt.Errorf("%v\nIf a pinned version is gone from the archive, update the pins in "+
+						"integration/internal/vm/packages.go (see apt-cache policy NAME)", rerr)
 				}
 			}
-			if revised != nil {
-				pkgs = revised
-			}
+			pkgs = revised
 		}
 	}
 	paths := make([]string, len(pkgs))
@@ -133,15 +130,16 @@ func Download(ctx context.Context, dir string, a *Arch, pkgs []Package, logf fun
 	return paths, nil
 }
 
-// downloadRevised is Download's last resort when a pin is gone from the
-// archive: Debian's security archive keeps one version of each package,
+// downloadRevised is Download's second try, for when a pin is gone from
+// the archive: Debian's security archive keeps one version of each package,
 // and a new Debian revision of the same upstream release (6.1.192-2 to
 // 6.1.192-3, a rebuild or a packaging fix) replaces the old one, one
 // package at a time. Each pinned package the archive no longer offers is
 // taken at the archive's newest version of the same upstream release,
 // with a line in the log; a package whose upstream release is gone too
-// is an error, and its pin needs bumping by hand. It returns pkgs with
-// the versions now in dir.
+// is an error, and its pin needs bumping by hand. The pins still offered
+// are downloaded as they are. It returns pkgs with the versions now in
+// dir.
 func downloadRevised(ctx context.Context, dir string, a *Arch, pkgs []Package, logf func(string, ...any)) ([]Package, error) {
 	out := slices.Clone(pkgs)
 	var names []string
@@ -149,7 +147,7 @@ func downloadRevised(ctx context.Context, dir string, a *Arch, pkgs []Package, l
 		if debFile(dir, p) != "" {
 			continue
 		}
-		avail, err := aptGet(ctx, "", "apt-cache", "madison", strings.SplitN(a.aptName(p), "=", 2)[0])
+		avail, err := aptGet(ctx, "", "apt-cache", "madison", a.aptPackage(p.Name))
 		if err != nil {
 			return nil, err
 		}

@@ -114,10 +114,16 @@ func (a *Arch) Kernel(label string) (Package, error) {
 // plain name for amd64 (the host's own architecture), NAME:arm64 for
 // arm64 (dpkg --add-architecture arm64 makes apt see those).
 func (a *Arch) aptName(p Package) string {
+	return a.aptPackage(p.Name) + "=" + p.Version
+}
+
+// aptPackage is how apt names package name for this architecture,
+// without a version (apt-cache madison's argument).
+func (a *Arch) aptPackage(name string) string {
 	if a.Name == DefaultArch {
-		return p.String()
+		return name
 	}
-	return p.Name + ":" + a.Name + "=" + p.Version
+	return name + ":" + a.Name
 }
 
 // cacheName names a per-architecture directory or file under the cache:
