@@ -269,11 +269,7 @@ func gaveUp(s side) bool {
 func rxeRetries() uint64 {
 	var n uint64
 	for _, dev := range []string{vmtest.Dev0, vmtest.Dev1} {
-		b, err := os.ReadFile("/sys/class/infiniband/" + dev + "/ports/1/hw_counters/completer_retry_err")
-		if err != nil {
-			continue
-		}
-		v, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		v, _ := vmtest.HWCounter(dev, "completer_retry_err") // unread: 0, no rerun
 		n += v
 	}
 	return n
