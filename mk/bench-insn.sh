@@ -10,7 +10,7 @@
 # The samples and tables stay in integration/.cache/insncount/
 # (samples-K.txt, report-K.txt).
 #
-# INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 11 5; OP samples goops's
+# INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 21 5; OP samples goops's
 # operation OP alone, for a profile; OP perop runs the per-operation rows
 # alone; OP tool-ARGS runs purerdma ARGS (commas for spaces) once, for a
 # profile of a tool; OP run-PROG,ARGS runs PROG the same way, a program
@@ -54,7 +54,19 @@ fi
 # bringing it online later works: an -icount boot has maxcpus=1, whatever
 # the kernel, and guest.sh brings the other CPUs online first.
 # INSN_ICOUNT= (empty) runs the tool rows without -icount too.
+#
+# The tool boot also keeps CPU 1, where the tools run, to them:
+# norandmaps lays every run's mappings out alike (with ASLR, ld.so puts a
+# C tool's libraries at a random page, and how many 64 KiB fault-around
+# windows and page tables a run touches moved /bin/true by 10 % and
+# pqroce by 2 %, run to run), isolcpus=1 keeps the scheduler's load
+# balancing and unbound kworkers off it, rcu_nocbs=1 runs its RCU
+# callbacks (the frees of earlier runs) on CPU 0's kthreads, and
+# irqaffinity=0 sends the devices' interrupts to CPU 0. With them,
+# /bin/true's runs are within 1.4 % of each other, not 30 %, and pqroce's
+# within 0.9 %; the C tools' user counts repeat to the instruction.
 icount=${INSN_ICOUNT-shift=0}
+tooliso="norandmaps isolcpus=1 rcu_nocbs=1 irqaffinity=0"
 mkdir -p "$out/wrap"
 cat >"$out/wrap/qemu-system-x86_64" <<WRAP
 #!/bin/sh
@@ -69,11 +81,13 @@ exec "$qemu" \${INSNMARK_ICOUNT:+-icount \$INSNMARK_ICOUNT} -plugin "\$INSNMARK_
 WRAP
 chmod +x "$out/wrap/qemu-system-x86_64"
 # boot KIND ARGS...: guest.sh ARGS in a boot of kernel $k, the samples to
-# $plugin; under -icount, with one CPU at boot, for KIND tools
+# $plugin; for KIND tools with CPU 1 kept to the tools and, under
+# -icount, one CPU at boot
 boot() {
 	ic= app=
-	if [ "$1" = tools ] && [ -n "$icount" ]; then
-		ic=$icount app=maxcpus=1
+	if [ "$1" = tools ]; then
+		app=$tooliso
+		[ -n "$icount" ] && ic=$icount app="maxcpus=1 $tooliso"
 	fi
 	shift
 	echo "==== instruction counts, Linux $k (qemu TCG with the insnmark plugin${ic:+, -icount $ic})"
@@ -89,8 +103,8 @@ for k in "$@"; do
 	case "${4:-}" in
 	"")
 		# the plugin appends both boots' samples to one file
-		boot other "${1:-40}" "${2:-11}" "${3:-5}" notools
-		boot tools "${1:-40}" "${2:-11}" "${3:-5}" tools
+		boot other "${1:-40}" "${2:-21}" "${3:-5}" notools
+		boot tools "${1:-40}" "${2:-21}" "${3:-5}" tools
 		;;
 	tool-* | run-* | tools) boot tools "$@" ;;
 	*) boot other "$@" ;;

@@ -19,7 +19,7 @@
 #                  (RD * (R2 - R1)) over every CPU: one read under
 #                  contention, with whatever the threads' scheduling costs
 #
-# N samples per operation (40), REPS runs per tool (11), PPREPS pairs of
+# N samples per operation (40), REPS runs per tool (21), PPREPS pairs of
 # rc_pingpong, perftest and concurrent-read runs (5: C's least 2,000-
 # iteration rc_pingpong run moved by 14 % among three pairs on 6.12); OP,
 # for a profile (mk/bench-insn.sh INSN_PROF=1), runs goops's operation OP
@@ -32,7 +32,7 @@
 # notools runs everything but the tool rows, OP tools the tool rows alone
 # (under qemu's -icount: mk/bench-insn.sh).
 set -u
-N=${2:-40} REPS=${3:-11} PPREPS=${4:-5} N1=100 N2=2000 RD=4 R1=100 R2=1000 PT1=200 PT2=2000
+N=${2:-40} REPS=${3:-21} PPREPS=${4:-5} N1=100 N2=2000 RD=4 R1=100 R2=1000 PT1=200 PT2=2000
 # A kernel booted with maxcpus=1 (an -icount boot: mk/bench-insn.sh)
 # gets its other CPUs now.
 for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
@@ -49,7 +49,7 @@ M=$tmp/marker G=$tmp/purerdma
 # that cost apart.
 thp=/sys/kernel/mm/transparent_hugepage/enabled
 [ -w $thp ] && echo madvise >$thp
-echo "== insncount on Linux $(uname -r): $N samples per operation, $REPS runs per tool, THP $(cat $thp 2>/dev/null)"
+echo "== insncount on Linux $(uname -r): $N samples per operation, $REPS runs per tool, THP $(cat $thp 2>/dev/null), ASLR $(cat /proc/sys/kernel/randomize_va_space), CPUs isolated: $(cat /sys/devices/system/cpu/isolated)"
 P=18800
 pp() { # code iterations client...
 	code=$1 n=$2

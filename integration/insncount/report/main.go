@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -167,35 +168,50 @@ func cpu1(s *samples, code int) []sample {
 }
 
 func perTool(w io.Writer, s *samples) {
-	run := func(code int) (uint64, bool) {
+	// run returns the least and the median of code's runs on CPU 1.
+	run := func(code int) (least, med uint64, ok bool) {
 		xs := cpu1(s, code)
 		if len(xs) == 0 {
-			return 0, false
+			return 0, 0, false
 		}
-		_, t, _ := minOf(xs)
-		return t, true
+		_, least, _ = minOf(xs)
+		return least, medianTotal(xs), true
 	}
-	tru, ok1 := run(2)
-	mini, ok2 := run(3)
+	tru, truMed, ok1 := run(2)
+	mini, miniMed, ok2 := run(3)
 	if !ok1 || !ok2 {
 		return
 	}
-	fmt.Fprintf(w, "\nper tool: instructions of a whole run on CPU 1 (fork to exit, the tool pinned there), the least of %d runs (start-ups: of %d)\n", len(cpu1(s, 4)), len(cpu1(s, 2)))
-	fmt.Fprintf(w, "start-up: /bin/true %d, a minimal Go program %d; work = run - start-up\n", tru, mini)
-	fmt.Fprintf(w, "%-40s %10s %10s | %10s %10s | %s\n", "C tool | purerdma", "C run", "Go run", "C work", "Go work", "Go/C work")
+	fmt.Fprintf(w, "\nper tool: instructions of a whole run on CPU 1 (fork to exit, the tool pinned there), the least of %d runs (start-ups: of %d); the last column from the medians\n", len(cpu1(s, 4)), len(cpu1(s, 2)))
+	fmt.Fprintf(w, "start-up: /bin/true %d, a minimal Go program %d (medians %d, %d); work = run - start-up\n", tru, mini, truMed, miniMed)
+	fmt.Fprintf(w, "%-40s %10s %10s | %10s %10s | %9s | %s\n", "C tool | purerdma", "C run", "Go run", "C work", "Go work", "Go/C work", "medians")
+	ratio := func(c, g, cStart, gStart uint64) string {
+		cw, gw := int64(c)-int64(cStart), int64(g)-int64(gStart)
+		if cw <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", float64(gw)/float64(cw))
+	}
 	for k, name := range tools {
-		c, ok1 := run(2*(k+1) + 2)
-		g, ok2 := run(2*(k+1) + 3)
+		c, cMed, ok1 := run(2*(k+1) + 2)
+		g, gMed, ok2 := run(2*(k+1) + 3)
 		if !ok1 || !ok2 {
 			continue
 		}
 		cw, gw := int64(c)-int64(tru), int64(g)-int64(mini)
-		r := "-"
-		if cw > 0 {
-			r = fmt.Sprintf("%.2f", float64(gw)/float64(cw))
-		}
-		fmt.Fprintf(w, "%-40s %10d %10d | %10d %10d | %s\n", name, c, g, cw, gw, r)
+		fmt.Fprintf(w, "%-40s %10d %10d | %10d %10d | %9s | %s\n", name, c, g, cw, gw, ratio(c, g, tru, mini), ratio(cMed, gMed, truMed, miniMed))
 	}
+}
+
+// medianTotal returns the median of xs's totals (the lower of the middle
+// two for an even count); xs is not empty.
+func medianTotal(xs []sample) uint64 {
+	t := make([]uint64, len(xs))
+	for i, x := range xs {
+		t[i] = x.total()
+	}
+	slices.Sort(t)
+	return t[(len(t)-1)/2]
 }
 
 // leastGlobal returns the least of code's global windows on cpu, or
