@@ -10,7 +10,7 @@
 # The samples and tables stay in integration/.cache/insncount/
 # (samples-K.txt, report-K.txt).
 #
-# INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 21 5; OP samples goops's
+# INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 41 5; OP samples goops's
 # operation OP alone, for a profile; OP perop runs the per-operation rows
 # alone; OP tool-ARGS runs purerdma ARGS (commas for spaces) once, for a
 # profile of a tool; OP run-PROG,ARGS runs PROG the same way, a program
@@ -27,9 +27,19 @@ shift
 GO=${GO:-go}
 out=$(pwd)/integration/.cache/insncount
 sh integration/insncount/build.sh >/dev/null
+# The Go programs are built without Go 1.26's randomized heap base, as the
+# tool boot runs every program without ASLR (norandmaps, below): with it,
+# the runtime reserves its heap at a random address each run, and the page
+# allocator's first searches cost 0 to 80 k user instructions more, at
+# random (runtime.(*pageAlloc).find), which moved the minimal Go program's
+# user count by 8 k to 100 k from run to run (docs/performance.md).
+exp=${GOEXPERIMENT:+$GOEXPERIMENT,}norandomizedheapbase64
+GOEXPERIMENT=$exp $GO env GOEXPERIMENT >/dev/null 2>&1 || exp=${GOEXPERIMENT:-} # before Go 1.26
+export GOEXPERIMENT=$exp
 CGO_ENABLED=0 $GO build -o "$out/goops" ./integration/insncount/goops
 CGO_ENABLED=0 $GO build -o "$out/minigo" ./integration/insncount/minigo
 CGO_ENABLED=0 $GO build -o "$out/purerdma" ./cmd/purerdma
+unset GOEXPERIMENT
 $GO build -o "$out/report" ./integration/insncount/report
 qemu=$(command -v qemu-system-x86_64 || true)
 if [ -z "$qemu" ]; then
@@ -103,8 +113,8 @@ for k in "$@"; do
 	case "${4:-}" in
 	"")
 		# the plugin appends both boots' samples to one file
-		boot other "${1:-40}" "${2:-21}" "${3:-5}" notools
-		boot tools "${1:-40}" "${2:-21}" "${3:-5}" tools
+		boot other "${1:-40}" "${2:-41}" "${3:-5}" notools
+		boot tools "${1:-40}" "${2:-41}" "${3:-5}" tools
 		;;
 	tool-* | run-* | tools) boot tools "$@" ;;
 	*) boot other "$@" ;;

@@ -19,7 +19,7 @@
 #                  (RD * (R2 - R1)) over every CPU: one read under
 #                  contention, with whatever the threads' scheduling costs
 #
-# N samples per operation (40), REPS runs per tool (21), PPREPS pairs of
+# N samples per operation (40), REPS runs per tool (41), PPREPS pairs of
 # rc_pingpong, perftest and concurrent-read runs (5: C's least 2,000-
 # iteration rc_pingpong run moved by 14 % among three pairs on 6.12); OP,
 # for a profile (mk/bench-insn.sh INSN_PROF=1), runs goops's operation OP
@@ -32,7 +32,7 @@
 # notools runs everything but the tool rows, OP tools the tool rows alone
 # (under qemu's -icount: mk/bench-insn.sh).
 set -u
-N=${2:-40} REPS=${3:-21} PPREPS=${4:-5} N1=100 N2=2000 RD=4 R1=100 R2=1000 PT1=200 PT2=2000
+N=${2:-40} REPS=${3:-41} PPREPS=${4:-5} N1=100 N2=2000 RD=4 R1=100 R2=1000 PT1=200 PT2=2000
 # A kernel booted with maxcpus=1 (an -icount boot: mk/bench-insn.sh)
 # gets its other CPUs now.
 for c in /sys/devices/system/cpu/cpu[1-9]*/online; do

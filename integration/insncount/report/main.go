@@ -168,23 +168,23 @@ func cpu1(s *samples, code int) []sample {
 }
 
 func perTool(w io.Writer, s *samples) {
-	// run returns the least and the median of code's runs on CPU 1.
-	run := func(code int) (least, med uint64, ok bool) {
+	// run returns the median and the least of code's runs on CPU 1.
+	run := func(code int) (med, least uint64, ok bool) {
 		xs := cpu1(s, code)
 		if len(xs) == 0 {
 			return 0, 0, false
 		}
 		_, least, _ = minOf(xs)
-		return least, medianTotal(xs), true
+		return medianTotal(xs), least, true
 	}
-	tru, truMed, ok1 := run(2)
-	mini, miniMed, ok2 := run(3)
+	tru, truLeast, ok1 := run(2)
+	mini, miniLeast, ok2 := run(3)
 	if !ok1 || !ok2 {
 		return
 	}
-	fmt.Fprintf(w, "\nper tool: instructions of a whole run on CPU 1 (fork to exit, the tool pinned there), the least of %d runs (start-ups: of %d); the last column from the medians\n", len(cpu1(s, 4)), len(cpu1(s, 2)))
-	fmt.Fprintf(w, "start-up: /bin/true %d, a minimal Go program %d (medians %d, %d); work = run - start-up\n", tru, mini, truMed, miniMed)
-	fmt.Fprintf(w, "%-40s %10s %10s | %10s %10s | %9s | %s\n", "C tool | purerdma", "C run", "Go run", "C work", "Go work", "Go/C work", "medians")
+	fmt.Fprintf(w, "\nper tool: instructions of a whole run on CPU 1 (fork to exit, the tool pinned there), the median of %d runs (start-ups: of %d); the last column from the least\n", len(cpu1(s, 4)), len(cpu1(s, 2)))
+	fmt.Fprintf(w, "start-up: /bin/true %d, a minimal Go program %d (least %d, %d); work = run - start-up\n", tru, mini, truLeast, miniLeast)
+	fmt.Fprintf(w, "%-40s %10s %10s | %10s %10s | %9s | %s\n", "C tool | purerdma", "C run", "Go run", "C work", "Go work", "Go/C work", "least")
 	ratio := func(c, g, cStart, gStart uint64) string {
 		cw, gw := int64(c)-int64(cStart), int64(g)-int64(gStart)
 		if cw <= 0 {
@@ -193,13 +193,13 @@ func perTool(w io.Writer, s *samples) {
 		return fmt.Sprintf("%.2f", float64(gw)/float64(cw))
 	}
 	for k, name := range tools {
-		c, cMed, ok1 := run(2*(k+1) + 2)
-		g, gMed, ok2 := run(2*(k+1) + 3)
+		c, cLeast, ok1 := run(2*(k+1) + 2)
+		g, gLeast, ok2 := run(2*(k+1) + 3)
 		if !ok1 || !ok2 {
 			continue
 		}
 		cw, gw := int64(c)-int64(tru), int64(g)-int64(mini)
-		fmt.Fprintf(w, "%-40s %10d %10d | %10d %10d | %9s | %s\n", name, c, g, cw, gw, ratio(c, g, tru, mini), ratio(cMed, gMed, truMed, miniMed))
+		fmt.Fprintf(w, "%-40s %10d %10d | %10d %10d | %9s | %s\n", name, c, g, cw, gw, ratio(c, g, tru, mini), ratio(cLeast, gLeast, truLeast, miniLeast))
 	}
 }
 
