@@ -131,8 +131,8 @@ bench: bench-tools bench-exporter vmrun integration-cpeers deps-apt
 ## iteration, Go against C, user space and kernel apart: two VM boots per
 ## kernel with qemu loading the project's TCG plugin, the tool rows in the
 ## second, under -icount (integration/insncount, mk/bench-insn.sh).
-## Deterministic: a rerun gives rdma-core's per-operation figures to the
-## instruction, and every tool ratio within 0.1 (docs/performance.md).
+## Deterministic: a rerun gives the per-operation user counts to the
+## instruction, and every tool row's median within 1 % (docs/performance.md).
 bench-insn: vmrun integration-cpeers
 	GO=$(GO) mk/bench-insn.sh $(VMRUN) $(INTEGRATION_KERNELS)
 

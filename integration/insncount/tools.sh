@@ -5,9 +5,9 @@
 # report counts CPU 1). Sample 2 is /bin/true, 3 a minimal Go program,
 # then C tool 2k+2 and its purerdma twin 2k+3 for pair k, REPS times
 # interleaved. The two start-ups run three times a round: every row
-# subtracts one of them, and the minimal Go program's least of 11 moved
-# by 2.7 % between two benches of the same code, where perfquery's moved
-# by 0.1 %. The last pair's C tool is pqroce (beside MINIGO): the work
+# subtracts one of them (the report takes each row's median), and the
+# minimal Go program's runs spread wider than a tool's. The last pair's
+# C tool is pqroce (beside MINIGO): the work
 # our perfquery does on RoCE, through libibmad, which rdma-core's
 # perfquery cannot do there (pqroce.c). POSIX sh, for the guest's busybox.
 set -u
