@@ -73,8 +73,9 @@ fi
 # balancing and unbound kworkers off it, rcu_nocbs=1 runs its RCU
 # callbacks (the frees of earlier runs) on CPU 0's kthreads, and
 # irqaffinity=0 sends the devices' interrupts to CPU 0. With them,
-# /bin/true's runs are within 1.4 % of each other, not 30 %, and pqroce's
-# within 0.9 %; the C tools' user counts repeat to the instruction.
+# /bin/true's runs are within 1.4 % of each other (10 % without), and
+# pqroce's within 0.9 %; the C tools' user counts repeat to the
+# instruction.
 icount=${INSN_ICOUNT-shift=0}
 tooliso="norandmaps isolcpus=1 rcu_nocbs=1 irqaffinity=0"
 mkdir -p "$out/wrap"
