@@ -35,11 +35,9 @@ sh integration/insncount/build.sh >/dev/null
 # user count by 8 k to 100 k from run to run (docs/performance.md).
 exp=${GOEXPERIMENT:+$GOEXPERIMENT,}norandomizedheapbase64
 GOEXPERIMENT=$exp $GO env GOEXPERIMENT >/dev/null 2>&1 || exp=${GOEXPERIMENT:-} # before Go 1.26
-export GOEXPERIMENT=$exp
-CGO_ENABLED=0 $GO build -o "$out/goops" ./integration/insncount/goops
-CGO_ENABLED=0 $GO build -o "$out/minigo" ./integration/insncount/minigo
-CGO_ENABLED=0 $GO build -o "$out/purerdma" ./cmd/purerdma
-unset GOEXPERIMENT
+GOEXPERIMENT=$exp CGO_ENABLED=0 $GO build -o "$out/goops" ./integration/insncount/goops
+GOEXPERIMENT=$exp CGO_ENABLED=0 $GO build -o "$out/minigo" ./integration/insncount/minigo
+GOEXPERIMENT=$exp CGO_ENABLED=0 $GO build -o "$out/purerdma" ./cmd/purerdma
 $GO build -o "$out/report" ./integration/insncount/report
 qemu=$(command -v qemu-system-x86_64 || true)
 if [ -z "$qemu" ]; then
