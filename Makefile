@@ -112,14 +112,16 @@ unit: deps-apt $(NODE_EXPORTER)
 ## against C per uverbs operation (bare ioctl, QueryPort, PD, CQ, QP
 ## create+destroy), per MAD exchange and per connection set up and torn
 ## down through the RDMA CM (rdmacm against librdmacm's) in interleaved
-## chunks, rc_pingpong's message rate, Go client against C client, and
-## rping's ping rate, a Go pair against a C pair; last bench-insn.
+## chunks, reads of one counters object by 1 and 4 threads on mock0 (Go
+## against libmlx5), rc_pingpong's message rate, Go client against C
+## client, and rping's ping rate, a Go pair against a C pair (the VM tests
+## that measure take their full rounds: vmtest.Bench); last bench-insn.
 ## Logged, never a failure (except an allocation count).
 bench: bench-tools bench-exporter vmrun integration-cpeers deps-apt
 	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll|Create(PD|CQ|QP)Fake' -benchmem ./uverbs/
 	$(GO) test -run '^$$' -bench Discovery -benchmem ./sysfs/
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFabricScan1k$$' -benchtime 5x ./cmd/purerdma/internal/diags/ | grep -E 'scan|Benchmark|differ|^(ok|FAIL)'
-	for p in uverbs umad rdmacm cmd/purerdma/internal/verbs; do \
+	for p in uverbs umad rdmacm counters cmd/purerdma/internal/verbs; do \
 		CGO_ENABLED=0 $(GO) test -c -tags integration -o $(CACHE)/bench/$$(basename $$p).test ./$$p || exit; \
 	done
 	@for k in $(INTEGRATION_KERNELS); do \

@@ -1,15 +1,19 @@
 #!/bin/sh
 # bench-vm.sh DIR: make bench's guest half, run by vmrun in one boot per
 # kernel. DIR holds what the host built: purerdma (the tools) and the
-# test binaries uverbs.test, umad.test, rdmacm.test and verbs.test (go test -c -tags
-# integration). In order: the tools against rdma-core's
-# (bench-tools-live.sh); Go against C per uverbs operation (bare ioctl,
-# QueryPort, PD, CQ, QP create+destroy) and per MAD exchange, in
-# interleaved chunks; rc_pingpong's message rate, Go client against C
-# client; rping's ping rate, Go pair against C pair; perftest's eight
-# tools, Go client against C client. POSIX sh, for the
-# guest's busybox. It reports; it never fails on a figure.
+# test binaries uverbs.test, umad.test, rdmacm.test, counters.test and
+# verbs.test (go test -c -tags integration). In order: the tools against
+# rdma-core's (bench-tools-live.sh); Go against C per uverbs operation
+# (bare ioctl, QueryPort, PD, CQ, QP create+destroy) and per MAD exchange,
+# in interleaved chunks; reads of one counters object on mock0, libmlx5's
+# threads against goroutines; rc_pingpong's message rate, Go client
+# against C client; rping's ping rate, Go pair against C pair; perftest's
+# eight tools, Go client against C client. POSIX sh, for the guest's
+# busybox. It reports; it never fails on a figure.
 set -u
+# The measuring tests take their full rounds (vmtest.Bench); under make
+# test they take one short round.
+export PURERDMA_BENCH=1
 dir=$(cd "$1" && pwd)
 root=$(pwd)
 echo "==== Linux ${VMRUN_KERNEL:-?} (TCG): only the ratios mean anything"
@@ -31,6 +35,9 @@ echo
 echo "== rdmacm: Go against C (librdmacm) per connection set up and torn down"
 run rdmacm rdmacm.test TestVMBenchmarkGoVsC '^ {8}|^(--- |FAIL|ok|PASS)' | grep -v '^=== '
 (cd "$root/rdmacm" && "$dir/rdmacm.test" -test.run '^$' -test.bench '^BenchmarkVMGetEvent$' -test.benchmem 2>&1) | grep -E '^Benchmark|FAIL'
+echo
+echo "== counters: reads of one object on mock0, libmlx5 (C threads) against Go (goroutines)"
+run counters counters.test TestVMReadRate 'read rate|^ {8}|^(--- |FAIL|ok)'
 echo
 echo "== rc_pingpong: Go client (yielding, and with --spin) against C client, same C server"
 export PURERDMA_PP_ROUNDS=21

@@ -116,6 +116,19 @@ func Count(name string, def int) int {
 	return def
 }
 
+// Bench reports whether the test runs for make bench (mk/bench-vm.sh sets
+// PURERDMA_BENCH=1). The tests that measure, Go against C, take their
+// full rounds then; under make test they take one short round, which
+// shows that the measurement still works and costs the suite little.
+func Bench() bool { return os.Getenv("PURERDMA_BENCH") == "1" }
+
+// Slice reports whether this kernel runs make test's slice of the VM
+// tests (vmrun -env VMRUN_SLICE=1: mk/integration.mk's
+// INTEGRATION_SLICE_ENV, for 6.1): a matrix that the other kernel runs
+// whole runs a named part here, and the test logs which. make
+// integration-full runs every kernel whole.
+func Slice() bool { return os.Getenv("VMRUN_SLICE") == "1" }
+
 // RequireAmd64Peer skips the test on a guest other than amd64 (vmrun -arch
 // arm64) when it needs one of the project's C test peers (integration/NAME,
 // built on the host by integration/NAME/build.sh, for amd64 only). The

@@ -21,8 +21,8 @@ import (
 )
 
 // ppIters is the number of messages each VM ping-pong exchanges: 10,000,
-// or VMRUN_PP_ITERS (make integration-arm64 runs fewer on the emulated
-// arm64 guest).
+// or VMRUN_PP_ITERS (make test's slice kernel and make integration-arm64
+// run fewer).
 var ppIters = vmtest.Count("VMRUN_PP_ITERS", 10000)
 
 var ppIterLine = regexp.MustCompile(`(\d+) iters in ([0-9.]+) seconds = ([0-9.]+) usec/iter`)
@@ -172,9 +172,13 @@ func TestVMRCPingpongGoGo(t *testing.T) {
 // is emulated and shares the host).
 func TestVMRCPingpongRate(t *testing.T) {
 	vmtest.Require(t)
-	// make bench asks for more rounds (PURERDMA_PP_ROUNDS): single rounds
-	// under TCG spread twofold.
-	rounds, iters := 11, 2000
+	// make bench asks for 21 rounds (PURERDMA_PP_ROUNDS): single rounds
+	// under TCG spread twofold. make test runs one, which shows that the
+	// three clients still run and print their rate (vmtest.Bench).
+	rounds, iters := 1, 2000
+	if vmtest.Bench() {
+		rounds = 11
+	}
 	if n, err := strconv.Atoi(os.Getenv("PURERDMA_PP_ROUNDS")); err == nil && n > 0 {
 		rounds = n
 	}
