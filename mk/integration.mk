@@ -13,9 +13,10 @@
 #                        kernel in INTEGRATION_KERNELS, then the arm64 slice
 #                        (integration-arm64); fails if any fails
 #   integration-6.1      the VM tests on one kernel (likewise integration-6.12);
-#                        on the kernels in INTEGRATION_SLICE_KERNELS the
-#                        ping-pong tests send fewer messages
-#                        (INTEGRATION_SLICE_ENV)
+#                        the kernels in INTEGRATION_SLICE_KERNELS run a
+#                        slice (INTEGRATION_SLICE_ENV): the ping-pong tests
+#                        send fewer messages and the perftest interop runs
+#                        each tool's two exchanges only
 #   integration-full     integration with every kernel's full message counts
 #   integration-arm64    the arm64 guest's slice, on ARM64_KERNEL (6.12): the
 #                        side-by-side tool checks (devices, devinfo -v,
@@ -39,9 +40,11 @@
 #   VMRUN_FLAGS          extra vmrun flags, e.g. -v
 #   INTEGRATION_SLICE_KERNELS  kernels whose VM tests run INTEGRATION_SLICE_ENV's
 #                        counts (default: 6.1; empty in integration-full)
-#   INTEGRATION_SLICE_ENV  the counts: rc_pingpong 2,000 messages instead of
-#                        10,000, rping 200 instead of 1,000 (make test's
-#                        45-minute budget; 6.12 runs the full counts)
+#   INTEGRATION_SLICE_ENV  the slice: the ping-pongs (rc, mock0's, UD) 2,000
+#                        messages instead of 10,000, rping 200 instead of
+#                        1,000, perftest without -a, -D, SRQ, UD and two
+#                        QPs (VMRUN_SLICE=1, vmtest.Slice) (make test's
+#                        45-minute budget; 6.12 runs the whole)
 #   VMRUN_TIMEOUT        limit for one VM run (default: 20m; cmd/purerdma's VM
 #                        tests, the MAD loss and rc_pingpong runs among them,
 #                        take 2 to 3 minutes under TCG, more on a loaded host)
@@ -62,7 +65,7 @@ GO                  ?= go
 INTEGRATION_KERNELS ?= 6.1 6.12
 VMRUN_FLAGS         ?=
 INTEGRATION_SLICE_KERNELS ?= 6.1
-INTEGRATION_SLICE_ENV     ?= -env VMRUN_PP_ITERS=2000 -env VMRUN_RPING_COUNT=200
+INTEGRATION_SLICE_ENV     ?= -env VMRUN_PP_ITERS=2000 -env VMRUN_RPING_COUNT=200 -env VMRUN_SLICE=1
 VMRUN_TIMEOUT       ?= 20m
 DEMO_KERNEL         ?= 6.1
 ARM64_KERNEL        ?= 6.12

@@ -20,14 +20,16 @@ import (
 // against itself first (the model's calibration: libmlx5 has run on
 // millions of ConnectX ports, so where it and the model disagree, the
 // model is wrong), then purerdma's mlx5 provider against libmlx5 both
-// ways, and against itself. 10,000 messages of 4 KiB each where Go is a
-// side, 1,000 where libmlx5 meets itself; the Go side checks every byte
+// ways, and against itself. mockIters messages of 4 KiB each where Go is
+// a side (10,000; 2,000 on make test's slice kernel), 1,000 where libmlx5
+// meets itself; the Go side checks every byte
 // of what comes back (--verify), the C side validates its buffer as
 // ibv_*_pingpong -c does.
 
 // mockIters is the number of messages of each mock0 ping-pong with a Go
-// side.
-const mockIters = 10000
+// side, and of ud_pingpong's on rxe: ppIters, 10,000 or VMRUN_PP_ITERS as
+// for the rxe ping-pongs (make test's slice kernel runs 2,000).
+var mockIters = ppIters
 
 // ccIters is the number of messages of libmlx5 against itself on mock0
 // (RC, UC and UD): enough to wrap the receive queue (500) and the CQs. Two C
