@@ -203,14 +203,15 @@ var (
 	duration = []string{"-D", "2"}
 )
 
-// sliceAll are the tools whose -a runs make test runs: -a costs 20-50 s
+// sliceAll are the tools whose -a runs make test runs (on 6.12: 6.1 is
+// its slice kernel, vmtest.Slice): -a costs 20-50 s
 // a run under TCG (messages up to 8 MiB), the whole matrix 9 minutes a
 // kernel, more than make test's budget has.
 // PURERDMA_PERFTEST_ALL=1 (make perftest-matrix) runs them for every
 // tool.
 var sliceAll = map[string]bool{"ib_write_bw": true}
 
-// sliceDuration are the tools whose -D runs make test runs.
+// sliceDuration are the tools whose -D runs make test runs (on 6.12).
 var sliceDuration = map[string]bool{"ib_write_bw": true, "ib_send_lat": true}
 
 // settled runs a pair again, up to four runs in all, when what ended it
