@@ -116,7 +116,7 @@ unit: deps-apt $(NODE_EXPORTER)
 ## chunks, reads of one counters object by 1 and 4 threads on mock0 (Go
 ## against libmlx5), rc_pingpong's message rate, Go client against C
 ## client, and rping's ping rate, a Go pair against a C pair (the VM tests
-## that measure take their full rounds: vmtest.Bench); last bench-insn.
+## that measure take their full rounds: vmtest.Rounds); last bench-insn.
 ## Logged, never a failure (except an allocation count).
 bench: bench-tools bench-exporter vmrun integration-cpeers deps-apt
 	$(GO) test -run '^$$' -bench 'PostSend|PostRecv|Poll|Create(PD|CQ|QP)Fake' -benchmem ./uverbs/

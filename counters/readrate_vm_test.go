@@ -133,11 +133,7 @@ func TestVMReadRate(t *testing.T) {
 	cRates := map[int][]float64{}
 	var log strings.Builder
 	fmt.Fprintf(&log, "\n%-5s %-7s %14s %14s %7s\n", "round", "threads", "C reads/s", "Go reads/s", "Go/C")
-	rounds := 1
-	if vmtest.Bench() {
-		rounds = 3
-	}
-	for round := range rounds {
+	for round := range vmtest.Rounds(1, 3) {
 		for _, threads := range rateThreads {
 			// The device records every read: clear the record between
 			// runs so that it does not grow for the whole test.

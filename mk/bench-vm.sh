@@ -11,7 +11,7 @@
 # eight tools, Go client against C client. POSIX sh, for the guest's
 # busybox. It reports; it never fails on a figure.
 set -u
-# The measuring tests take their full rounds (vmtest.Bench); under make
+# The measuring tests take their full rounds (vmtest.Rounds); under make
 # test they take one short round.
 export PURERDMA_BENCH=1
 dir=$(cd "$1" && pwd)
@@ -40,11 +40,9 @@ echo "== counters: reads of one object on mock0, libmlx5 (C threads) against Go 
 run counters counters.test TestVMReadRate 'read rate|^ {8}|^(--- |FAIL|ok)'
 echo
 echo "== rc_pingpong: Go client (yielding, and with --spin) against C client, same C server"
-export PURERDMA_PP_ROUNDS=21
 run cmd/purerdma/internal/verbs verbs.test TestVMRCPingpongRate 'rate on|^ {10}|^(--- |FAIL|ok)'
 echo
 echo "== rping: a Go pair against a C pair, alternating rounds"
-export PURERDMA_RPING_ROUNDS=7
 run cmd/purerdma/internal/verbs verbs.test TestVMRpingRate 'rping rate|pings/s|^(--- |FAIL|ok)'
 echo
 echo "== perftest: Go client against C client, the same C server, interleaved rounds; each line a result row"

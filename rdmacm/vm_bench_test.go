@@ -102,12 +102,8 @@ func ack(ev *rdmacm.Event, err error) error {
 // ratios mean something. It reports; it never fails on a figure.
 func TestVMBenchmarkGoVsC(t *testing.T) {
 	vmtest.Require(t)
-	// make bench takes 11 chunks; make test 3 (vmtest.Bench).
 	const per = 20
-	chunks := 3
-	if vmtest.Bench() {
-		chunks = 11
-	}
+	chunks := vmtest.Rounds(3, 11)
 	cport, gport := uint16(7490), uint16(7491)
 	peer := vmtest.StartPeer(t, cmbench(t), "serve", vmtest.Addr0, strconv.Itoa(int(cport)))
 	sch, cch := newChannel(t), newChannel(t)

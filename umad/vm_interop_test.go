@@ -246,12 +246,8 @@ func BenchmarkVMSendRecv(b *testing.B) {
 // allocate nothing (0 B/op, 0 allocs/op, as -benchmem reports them).
 func TestVMBenchmarkGoVsC(t *testing.T) {
 	vmtest.Require(t)
-	// make bench takes 60 chunks; make test 6 (vmtest.Bench).
 	const per = 10
-	chunks := 6
-	if vmtest.Bench() {
-		chunks = 60
-	}
+	chunks := vmtest.Rounds(6, 60)
 	peer := startPeer(t, "bench", vmtest.Dev0, vmtest.Dev1, vmGIDString(t, vmtest.Dev1))
 	if l := peer.line(t); l != "ready" {
 		t.Fatalf("umadpeer said %q", l)

@@ -25,12 +25,8 @@ import (
 // allocation count.
 func TestVMBenchmarkGoVsC(t *testing.T) {
 	vmtest.Require(t)
-	// make bench takes 21 chunks; make test 3 (vmtest.Bench).
 	const per = 200
-	chunks := 3
-	if vmtest.Bench() {
-		chunks = 21
-	}
+	chunks := vmtest.Rounds(3, 21)
 	peer := vmtest.StartPeer(t, verbsbench(t), "serve", vmtest.Dev0)
 	runC := func(op string, n int) float64 { return peer.Ask(t, fmt.Sprintf("%s %d", op, n)) }
 

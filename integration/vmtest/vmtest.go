@@ -116,11 +116,16 @@ func Count(name string, def int) int {
 	return def
 }
 
-// Bench reports whether the test runs for make bench (mk/bench-vm.sh sets
-// PURERDMA_BENCH=1). The tests that measure, Go against C, take their
-// full rounds then; under make test they take one short round, which
-// shows that the measurement still works and costs the suite little.
-func Bench() bool { return os.Getenv("PURERDMA_BENCH") == "1" }
+// Rounds returns how many rounds (or chunks) a test that measures, Go
+// against C, takes: bench when it runs for make bench (mk/bench-vm.sh
+// sets PURERDMA_BENCH=1), test under make test, where a short run shows
+// that the measurement still works and costs the suite little.
+func Rounds(test, bench int) int {
+	if os.Getenv("PURERDMA_BENCH") == "1" {
+		return bench
+	}
+	return test
+}
 
 // Slice reports whether this kernel runs make test's slice of the VM
 // tests (vmrun -env VMRUN_SLICE=1: mk/integration.mk's

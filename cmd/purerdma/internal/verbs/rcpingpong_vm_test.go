@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -172,16 +171,10 @@ func TestVMRCPingpongGoGo(t *testing.T) {
 // is emulated and shares the host).
 func TestVMRCPingpongRate(t *testing.T) {
 	vmtest.Require(t)
-	// make bench asks for 21 rounds (PURERDMA_PP_ROUNDS): single rounds
-	// under TCG spread twofold. make test runs one, which shows that the
-	// three clients still run and print their rate (vmtest.Bench).
-	rounds, iters := 1, 2000
-	if vmtest.Bench() {
-		rounds = 11
-	}
-	if n, err := strconv.Atoi(os.Getenv("PURERDMA_PP_ROUNDS")); err == nil && n > 0 {
-		rounds = n
-	}
+	// make bench runs 21 rounds: single rounds under TCG spread twofold.
+	// make test runs one, which shows that the three clients still run
+	// and print their rate.
+	rounds, iters := vmtest.Rounds(1, 21), 2000
 	bin, err := exec.LookPath("purerdma")
 	if err != nil {
 		t.Skip("the guest has no purerdma command (vmrun -cmds=false): " + err.Error())
@@ -248,9 +241,6 @@ func TestVMRCPingpongRate(t *testing.T) {
 		report += fmt.Sprintf("  %-10s %8.2f (%6.0f)  %.2f  %v\n", cl.name, m, 1e6/m, cm/m, us[k])
 	}
 	t.Log(report)
-	var mu sync.Mutex
-	mu.Lock()
-	defer mu.Unlock()
 	if dir := os.Getenv("VMRUN_REPO"); dir != "" {
 		os.MkdirAll(dir+"/integration/.cache/reports", 0o755)
 		os.WriteFile(dir+"/integration/.cache/reports/rc_pingpong-rate-"+vmtest.Kernel()+".txt", []byte(report), 0o644)

@@ -242,7 +242,7 @@ func rpingRun(t *testing.T, impl string, port, count int) time.Duration {
 }
 
 // TestVMRpingRate times rping's ping rate, a Go pair against a C pair in
-// alternating rounds (make bench: PURERDMA_RPING_ROUNDS; make test: one),
+// alternating rounds (make bench: seven; make test: one),
 // and reports the pings a second of each and the median Go/C time ratio
 // of the rounds. Each ping is a SEND, an RDMA READ, a SEND, an RDMA WRITE and
 // a SEND, each waited for through a completion channel. The numbers are
@@ -250,13 +250,7 @@ func rpingRun(t *testing.T, impl string, port, count int) time.Duration {
 // figure.
 func TestVMRpingRate(t *testing.T) {
 	vmtest.Require(t)
-	rounds, count := 1, 300 // make test: one round (vmtest.Bench)
-	if vmtest.Bench() {
-		rounds = 3
-	}
-	if n, err := strconv.Atoi(os.Getenv("PURERDMA_RPING_ROUNDS")); err == nil && n > 0 {
-		rounds = n
-	}
+	rounds, count := vmtest.Rounds(1, 7), 300
 	var gos, cs, ratios []float64
 	for i := 0; i < rounds; i++ {
 		order := []string{"C", "Go"}
