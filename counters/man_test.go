@@ -611,6 +611,11 @@ func TestManRead_PreferCachedFlag(t *testing.T) {
 		if last := ev[len(ev)-1]; last != "read flags "+strconv.Itoa(int(fl)) {
 			t.Errorf("the driver got %q, want flags %d", last, fl)
 		}
+		// Flags 0 travel as no FLAGS attribute, which the kernel reads
+		// as 0 (uverbs_get_flags32) and does not look up.
+		if st, ok := e.state(cs.Handle()); ok && st.LastFlagsSent != (fl != 0) {
+			t.Errorf("flags %d: FLAGS attribute sent %v", fl, st.LastFlagsSent)
+		}
 	}
 	// mlx5 accepts the flag and queries the device anyway: both reads
 	// reached it.

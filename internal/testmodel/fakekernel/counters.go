@@ -38,8 +38,10 @@ type countersVal struct {
 	packets, bytes uint64
 	// reads counts the firmware queries (every READ is one).
 	reads int
-	// lastFlags are the flags of the last READ.
-	lastFlags uint32
+	// lastFlags are the flags of the last READ; lastFlagsSent whether
+	// it carried the (optional) FLAGS attribute.
+	lastFlags     uint32
+	lastFlagsSent bool
 }
 
 // IB_COUNTER_PACKETS and IB_COUNTER_BYTES (enum ib_counters_description).
@@ -82,7 +84,7 @@ func (v *Verbs) readCounters(c *Call) error {
 	if o.Users == 0 {
 		return syscall.EINVAL
 	}
-	flags, _ := c.Value(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS)
+	flags, sent := c.Value(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS)
 	n := c.OutLen(abi.UVERBS_ATTR_READ_COUNTERS_BUFF) / 8
 	cv := o.Value.(*countersVal)
 	v.mu.Lock()
@@ -98,6 +100,7 @@ func (v *Verbs) readCounters(c *Call) error {
 	}
 	cv.reads++
 	cv.lastFlags = uint32(flags)
+	cv.lastFlagsSent = sent
 	v.log = append(v.log, fmt.Sprintf("read counters %d flags %d", o.Handle, flags))
 	buf := make([]byte, n*8)
 	hw := [2]uint64{cv.packets, cv.bytes}
@@ -194,9 +197,11 @@ type CountersState struct {
 	HW             bool
 	Packets, Bytes uint64
 	// Reads counts READ calls that reached the firmware; LastFlags are
-	// the flags of the last one.
-	Reads     int
-	LastFlags uint32
+	// the flags of the last one, LastFlagsSent whether it named them (a
+	// missing FLAGS attribute is 0).
+	Reads         int
+	LastFlags     uint32
+	LastFlagsSent bool
 }
 
 // Counters returns the state of the counters object with handle h on any
@@ -211,7 +216,7 @@ func (v *Verbs) Counters(h uint32) (CountersState, bool) {
 			cv := o.Value.(*countersVal)
 			v.mu.Lock()
 			st = CountersState{Users: o.Users, Described: cv.described, Desc: append([]abi.Mlx5IbFlowCountersDesc(nil), cv.desc...),
-				MaxIndex: cv.maxIndex, HW: cv.hw, Packets: cv.packets, Bytes: cv.bytes, Reads: cv.reads, LastFlags: cv.lastFlags}
+				MaxIndex: cv.maxIndex, HW: cv.hw, Packets: cv.packets, Bytes: cv.bytes, Reads: cv.reads, LastFlags: cv.lastFlags, LastFlagsSent: cv.lastFlagsSent}
 			v.mu.Unlock()
 		}
 		f.mu.Unlock()
