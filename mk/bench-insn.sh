@@ -1,22 +1,24 @@
 #!/bin/sh
 # bench-insn.sh VMRUN KERNEL...: make bench's instruction counts. Builds the
 # qemu TCG plugin integration/insncount/insnmark.c and the programs the
-# guest runs, boots each kernel twice with qemu loading the plugin (a
-# qemu-system-x86_64 wrapper first on PATH: vmrun finds qemu there: the
-# tool rows in the second boot, under -icount, below), runs
+# guest runs, boots each kernel three times with qemu loading the plugin
+# (a qemu-system-x86_64 wrapper first on PATH: vmrun finds qemu there: the
+# tool rows in the second boot and the counters read rate in the third,
+# both under -icount, below), runs
 # integration/insncount/guest.sh in the guest and prints the tables of
 # integration/insncount/report: per operation, per tool, per rc_pingpong
 # iteration, per counters read with four readers at once, Go against C.
 # The samples and tables stay in integration/.cache/insncount/
-# (samples-K.txt, report-K.txt).
+# (samples-K.txt, report-K.txt; the read rate in rate-K.txt).
 #
 # INSN_ARGS="N REPS PPREPS [OP]" are guest.sh's (40 41 5; OP samples goops's
 # operation OP alone, for a profile; OP perop runs the per-operation rows
 # alone; OP tool-ARGS runs purerdma ARGS (commas for spaces) once, for a
 # profile of a tool; OP run-PROG,ARGS runs PROG the same way, a program
 # in integration/.cache/insncount (minigo) or a guest's C tool; OP pp-c
-# or pp-go runs one rc_pingpong client of N iterations); with OP, one
-# boot, under -icount for tool- and run-. INSN_PROF=1
+# or pp-go runs one rc_pingpong client of N iterations; OP rate runs
+# counters' read rate alone); with OP, one boot, under -icount for tool-,
+# run- and rate. INSN_PROF=1
 # also writes profiles of the windows (prof-K.txt, kprof-K.txt; the
 # global ones on CPU 1 too) and lists the Go program's functions (goops's;
 # purerdma's for pp-go and tool-, PROG's for run-) by user-space
@@ -38,6 +40,7 @@ GOEXPERIMENT=$exp $GO env GOEXPERIMENT >/dev/null 2>&1 || exp=${GOEXPERIMENT:-} 
 GOEXPERIMENT=$exp CGO_ENABLED=0 $GO build -o "$out/goops" ./integration/insncount/goops
 GOEXPERIMENT=$exp CGO_ENABLED=0 $GO build -o "$out/minigo" ./integration/insncount/minigo
 GOEXPERIMENT=$exp CGO_ENABLED=0 $GO build -o "$out/purerdma" ./cmd/purerdma
+CGO_ENABLED=0 $GO test -c -tags integration -o "$out/counters.test" ./counters
 $GO build -o "$out/report" ./integration/insncount/report
 qemu=$(command -v qemu-system-x86_64 || true)
 if [ -z "$qemu" ]; then
@@ -62,6 +65,16 @@ fi
 # bringing it online later works: an -icount boot has maxcpus=1, whatever
 # the kernel, and guest.sh brings the other CPUs online first.
 # INSN_ICOUNT= (empty) runs the tool rows without -icount too.
+#
+# A third boot, under -icount with every CPU and no isolation, runs
+# counters' TestVMReadRate (libmlx5's threads against goroutines reading
+# one object on mock0, as make bench's plain TCG run does): there a
+# second of the guest's clock is 10^9 instructions over both CPUs, so the
+# reads a second are the inverse of all the instructions a read costs,
+# the threads' scheduling and the runtime's sysmon included, and repeat
+# from boot to boot. Under plain TCG a read's system call lasts tens of
+# us of the guest's clock, long enough for sysmon to hand the
+# goroutine's P off; under -icount it lasts what its instructions do.
 #
 # The tool boot also keeps CPU 1, where the tools run, to them:
 # norandmaps lays every run's mappings out alike (with ASLR, ld.so puts a
@@ -94,10 +107,13 @@ chmod +x "$out/wrap/qemu-system-x86_64"
 # -icount, one CPU at boot
 boot() {
 	ic= app=
-	if [ "$1" = tools ]; then
+	case $1 in
+	tools)
 		app=$tooliso
 		[ -n "$icount" ] && ic=$icount app="maxcpus=1 $tooliso"
-	fi
+		;;
+	rate) [ -n "$icount" ] && ic=$icount app="maxcpus=1" ;;
+	esac
 	shift
 	echo "==== instruction counts, Linux $k (qemu TCG with the insnmark plugin${ic:+, -icount $ic})"
 	PATH="$out/wrap:$PATH" INSNMARK_PLUGIN="$plugin" INSNMARK_ICOUNT="$ic" INSNMARK_APPEND="$app" "$vmrun" -kernel "$k" -timeout 40m -- \
@@ -114,10 +130,13 @@ for k in "$@"; do
 		# the plugin appends both boots' samples to one file
 		boot other "${1:-40}" "${2:-41}" "${3:-5}" notools
 		boot tools "${1:-40}" "${2:-41}" "${3:-5}" tools
+		boot rate "${1:-40}" "${2:-41}" "${3:-5}" rate | tee "$out/rate-$k.txt"
 		;;
 	tool-* | run-* | tools) boot tools "$@" ;;
+	rate) boot rate "$@" | tee "$out/rate-$k.txt" ;;
 	*) boot other "$@" ;;
 	esac
+	[ "${4:-}" = rate ] && continue
 	"$out/report" "$out/samples-$k.txt" | tee "$out/report-$k.txt"
 	if [ "${INSN_PROF:-}" = 1 ]; then
 		bin=$out/goops

@@ -28,9 +28,11 @@
 # guest's C tool); perop runs cops and goops and nothing else; when OP is
 # pp-c or pp-go, one rc_pingpong client of N iterations (rdma-core's or
 # ours) in a global window, and copies the guest's /proc/kallsyms to
-# DIR/kallsyms.txt for the kernel profile. make bench-insn boots each kernel twice: OP
+# DIR/kallsyms.txt for the kernel profile, as a single operation does
+# (OP a number). make bench-insn boots each kernel three times: OP
 # notools runs everything but the tool rows, OP tools the tool rows alone
-# (under qemu's -icount: mk/bench-insn.sh).
+# (under qemu's -icount: mk/bench-insn.sh), OP rate counters'
+# TestVMReadRate alone (DIR/counters.test; -icount too).
 set -u
 N=${2:-40} REPS=${3:-41} PPREPS=${4:-5} N1=100 N2=2000 RD=4 R1=100 R2=1000 PT1=200 PT2=2000
 # A kernel booted with maxcpus=1 (an -icount boot: mk/bench-insn.sh)
@@ -99,7 +101,18 @@ pp-c | pp-go)
 	rm -rf "$tmp"
 	exit 0
 	;;
+rate)
+	# counters' TestVMReadRate alone, in an -icount boot of every CPU
+	# (mk/bench-insn.sh), from counters/ as go test runs it
+	rm -rf "$tmp"
+	echo "== counters read rate under -icount: a guest second is 10^9 instructions over both CPUs"
+	d=$(cd "$1" && pwd)
+	(cd counters && PURERDMA_BENCH=1 "$d/counters.test" -test.run '^TestVMReadRate$' -test.v -test.count=1 2>&1) |
+		grep -E 'read rate|^ {8}|^(--- |FAIL|ok|PASS)' | sed 's/^        //'
+	exit 0
+	;;
 *)
+	cat /proc/kallsyms >"$1/kallsyms.txt"
 	"$tmp/goops" "$N" "$5" || echo "goops failed: $?"
 	rm -rf "$tmp"
 	exit 0
