@@ -137,7 +137,7 @@ bench: bench-tools bench-exporter vmrun integration-cpeers deps-apt
 ## counters read rate of one and four readers, libmlx5 against Go, in a
 ## guest clock that follows the instructions (integration/insncount,
 ## mk/bench-insn.sh). Deterministic: a rerun gives the per-operation user
-## counts to the instruction, every tool row's median within 1 % and the
+## counts to the instruction, the tool rows' medians within 1-2 % and the
 ## read rates within 0.5 % (docs/performance.md).
 bench-insn: vmrun integration-cpeers
 	GO=$(GO) mk/bench-insn.sh $(VMRUN) $(INTEGRATION_KERNELS)

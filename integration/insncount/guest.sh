@@ -105,7 +105,7 @@ rate)
 	# counters' TestVMReadRate alone, in an -icount boot of every CPU
 	# (mk/bench-insn.sh), from counters/ as go test runs it
 	rm -rf "$tmp"
-	echo "== counters read rate under -icount: a guest second is 10^9 instructions over both CPUs"
+	echo "== counters read rate (under -icount a guest second is 10^9 instructions over both CPUs)"
 	d=$(cd "$1" && pwd)
 	(cd counters && PURERDMA_BENCH=1 "$d/counters.test" -test.run '^TestVMReadRate$' -test.v -test.count=1 2>&1) |
 		grep -E 'read rate|^ {8}|^(--- |FAIL|ok|PASS)' | sed 's/^        //'
