@@ -294,8 +294,8 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 	// COUNTERS_READ written in place (verbs.Call): the attributes
 	// rdma-core's ibv_read_counters sends, less FLAGS when it is 0.
 	// The kernel takes a missing FLAGS for 0 (uverbs_get_flags32), and
-	// not looking up and checking one attribute saves it about 4 % of a
-	// read.
+	// not looking up and checking one attribute saves it about 115 of a
+	// read's 4.3 k kernel instructions (3 %).
 	k.Start(core.Driver(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
 	k.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.b.Handle)
 	// More than MaxValues is refused by Out, then by DoCall (EINVAL, no
