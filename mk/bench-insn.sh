@@ -1,10 +1,10 @@
 #!/bin/sh
 # bench-insn.sh VMRUN KERNEL...: make bench's instruction counts. Builds the
 # qemu TCG plugin integration/insncount/insnmark.c and the programs the
-# guest runs, boots each kernel three times with qemu loading the plugin
-# (a qemu-system-x86_64 wrapper first on PATH: vmrun finds qemu there: the
-# tool rows in the second boot and the counters read rate in the third,
-# both under -icount, below), runs
+# guest runs, boots each kernel three times (a qemu-system-x86_64
+# wrapper first on PATH: vmrun finds qemu there), the first two with qemu
+# loading the plugin (the tool rows in the second, under -icount), the
+# third under -icount alone (the counters read rate, below), runs
 # integration/insncount/guest.sh in the guest and prints the tables of
 # integration/insncount/report: per operation, per tool, per rc_pingpong
 # iteration, per counters read with four readers at once, Go against C.
@@ -92,31 +92,37 @@ tooliso="norandmaps isolcpus=1 rcu_nocbs=1 irqaffinity=0"
 mkdir -p "$out/wrap"
 cat >"$out/wrap/qemu-system-x86_64" <<WRAP
 #!/bin/sh
-# vmrun's qemu, with the plugin, -icount \$INSNMARK_ICOUNT and
-# \$INSNMARK_APPEND on the kernel's command line
+# vmrun's qemu, with the plugin \$INSNMARK_PLUGIN (none when empty),
+# -icount \$INSNMARK_ICOUNT and \$INSNMARK_APPEND on the kernel's
+# command line
 for a in "\$@"; do
 	case "\$a" in console=*) a="\$a\${INSNMARK_APPEND:+ \$INSNMARK_APPEND}" ;; esac
 	set -- "\$@" "\$a"
 	shift
 done
-exec "$qemu" \${INSNMARK_ICOUNT:+-icount \$INSNMARK_ICOUNT} -plugin "\$INSNMARK_PLUGIN" "\$@"
+exec "$qemu" \${INSNMARK_ICOUNT:+-icount \$INSNMARK_ICOUNT} \${INSNMARK_PLUGIN:+-plugin "\$INSNMARK_PLUGIN"} "\$@"
 WRAP
 chmod +x "$out/wrap/qemu-system-x86_64"
 # boot KIND ARGS...: guest.sh ARGS in a boot of kernel $k, the samples to
 # $plugin; for KIND tools with CPU 1 kept to the tools and, under
-# -icount, one CPU at boot
+# -icount, one CPU at boot; for KIND rate without the plugin, which would
+# count nothing there (the rate is in the guest's time) but cost the host
+# its callback on every instruction
 boot() {
-	ic= app=
+	ic= app= pl=$plugin
 	case $1 in
 	tools)
 		app=$tooliso
 		[ -n "$icount" ] && ic=$icount app="maxcpus=1 $tooliso"
 		;;
-	rate) [ -n "$icount" ] && ic=$icount app="maxcpus=1" ;;
+	rate)
+		pl=
+		[ -n "$icount" ] && ic=$icount app="maxcpus=1"
+		;;
 	esac
 	shift
-	echo "==== instruction counts, Linux $k (qemu TCG with the insnmark plugin${ic:+, -icount $ic})"
-	PATH="$out/wrap:$PATH" INSNMARK_PLUGIN="$plugin" INSNMARK_ICOUNT="$ic" INSNMARK_APPEND="$app" "$vmrun" -kernel "$k" -timeout 40m -- \
+	echo "==== instruction counts, Linux $k (qemu TCG${pl:+ with the insnmark plugin}${ic:+, -icount $ic})"
+	PATH="$out/wrap:$PATH" INSNMARK_PLUGIN="$pl" INSNMARK_ICOUNT="$ic" INSNMARK_APPEND="$app" "$vmrun" -kernel "$k" -timeout 40m -- \
 		sh integration/insncount/guest.sh integration/.cache/insncount "$@" || echo "bench-insn: the guest run failed ($?)"
 }
 for k in "$@"; do

@@ -20,11 +20,8 @@ echo "==== Linux ${VMRUN_KERNEL:-?} (TCG): only the ratios mean anything"
 echo
 echo "== the tools against rdma-core's on this machine's devices"
 sh "$root/mk/bench-tools-live.sh" "$dir/purerdma"
-# run PKG BINARY TEST FILTER: one VM test, in its package's directory as
-# go test would run it, keeping the lines FILTER matches.
-run() {
-	(cd "$root/$1" && "$dir/$2" -test.run "^$3\$" -test.v -test.count=1 2>&1) | grep -E "$4" | sed 's/^        //'
-}
+# run PKG BINARY TEST FILTER: one VM test (mk/guest-run.sh)
+. "$root/mk/guest-run.sh"
 echo
 echo "== uverbs: Go against C (rdma-core 44) per operation"
 run uverbs uverbs.test TestVMBenchmarkGoVsC '^ {8}|^(--- |FAIL|ok|PASS)' | grep -v '^=== '

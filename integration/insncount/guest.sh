@@ -40,9 +40,6 @@ N=${2:-40} REPS=${3:-41} PPREPS=${4:-5} N1=100 N2=2000 RD=4 R1=100 R2=1000 PT1=2
 for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
 	[ -f "$c" ] && [ "$(cat "$c")" = 0 ] && echo 1 >"$c"
 done
-tmp=$(mktemp -d)
-cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/pqroce" "$1/purerdma" "$tmp/"
-M=$tmp/marker G=$tmp/purerdma
 # Transparent huge pages on madvise, not Debian's always: under always
 # the Go runtime's first touches of its heap arena fault in 2 MiB pages,
 # 2 M instructions of zeroing each, and how many depends on how many free
@@ -52,6 +49,20 @@ M=$tmp/marker G=$tmp/purerdma
 thp=/sys/kernel/mm/transparent_hugepage/enabled
 [ -w $thp ] && echo madvise >$thp
 echo "== insncount on Linux $(uname -r): $N samples per operation, $REPS runs per tool, THP $(cat $thp 2>/dev/null), ASLR $(cat /proc/sys/kernel/randomize_va_space), CPUs isolated: $(cat /sys/devices/system/cpu/isolated)"
+if [ "${5:-}" = rate ]; then
+	# counters' TestVMReadRate alone, in an -icount boot of every CPU
+	# (mk/bench-insn.sh), from counters/ as go test runs it, at its
+	# full rounds (make bench's); none of the programs below
+	echo "== counters read rate (under -icount a guest second is 10^9 instructions over both CPUs)"
+	root=$(pwd) dir=$(cd "$1" && pwd)
+	. "$root/mk/guest-run.sh"
+	export PURERDMA_BENCH=1
+	run counters counters.test TestVMReadRate 'read rate|^ {8}|^(--- |FAIL|ok|PASS)'
+	exit 0
+fi
+tmp=$(mktemp -d)
+cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/pqroce" "$1/purerdma" "$tmp/"
+M=$tmp/marker G=$tmp/purerdma
 P=18800
 pp() { # code iterations client...
 	code=$1 n=$2
@@ -99,16 +110,6 @@ pp-c | pp-go)
 	cat /proc/kallsyms >"$1/kallsyms.txt"
 	if [ "$5" = pp-c ]; then pp 100 "$N" ibv_rc_pingpong; else pp 102 "$N" $G rc_pingpong; fi
 	rm -rf "$tmp"
-	exit 0
-	;;
-rate)
-	# counters' TestVMReadRate alone, in an -icount boot of every CPU
-	# (mk/bench-insn.sh), from counters/ as go test runs it
-	rm -rf "$tmp"
-	echo "== counters read rate (under -icount a guest second is 10^9 instructions over both CPUs)"
-	d=$(cd "$1" && pwd)
-	(cd counters && PURERDMA_BENCH=1 "$d/counters.test" -test.run '^TestVMReadRate$' -test.v -test.count=1 2>&1) |
-		grep -E 'read rate|^ {8}|^(--- |FAIL|ok|PASS)' | sed 's/^        //'
 	exit 0
 	;;
 *)
