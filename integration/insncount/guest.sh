@@ -63,6 +63,14 @@ fi
 tmp=$(mktemp -d)
 cp "$1/cops" "$1/goops" "$1/marker" "$1/minigo" "$1/pqroce" "$1/purerdma" "$tmp/"
 M=$tmp/marker G=$tmp/purerdma
+# mock0's executor, the kernel thread mockrdma-dp that plays the
+# device's hardware, on CPU 0: a SCHED_FIFO thread woken by a doorbell
+# runs on the CPU it last ran on, which is CPU 1 in some boots, and then
+# its whole turn (15 k instructions a PostSend) fell inside the mlx5
+# PostSend window there, in others not.
+for p in /proc/[0-9]*; do
+	[ "$(cat "$p/comm" 2>/dev/null)" = mockrdma-dp ] && { $M pinpid 0 "${p#/proc/}" || echo "guest.sh: mockrdma-dp not pinned"; }
+done
 P=18800
 pp() { # code iterations client...
 	code=$1 n=$2

@@ -6,6 +6,7 @@
  *   marker vstart         open a window on this vCPU (0x0001; pin it)
  *   marker vstop N        close it as sample N (0x0100|N)
  *   marker pin CPU CMD... run CMD pinned to CPU
+ *   marker pinpid CPU PID pin the running task PID (a kernel thread) to CPU
  * The marker instruction is written into an executable page and called, so
  * one binary serves every N. Static: it runs before and after anything. */
 #define _GNU_SOURCE
@@ -39,6 +40,16 @@ int main(int argc, char **argv)
 		return mark(0x0001);
 	if (argc == 3 && !strcmp(argv[1], "vstop"))
 		return mark(0x0100 | (atoi(argv[2]) & 0xff));
+	if (argc == 4 && !strcmp(argv[1], "pinpid")) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(atoi(argv[2]), &set);
+		if (sched_setaffinity(atoi(argv[3]), sizeof set, &set)) {
+			perror("marker: sched_setaffinity");
+			return 1;
+		}
+		return 0;
+	}
 	if (argc >= 4 && !strcmp(argv[1], "pin")) {
 		cpu_set_t set;
 		CPU_ZERO(&set);
@@ -51,6 +62,6 @@ int main(int argc, char **argv)
 		perror(argv[3]);
 		return 127;
 	}
-	fprintf(stderr, "usage: marker start | stop N | vstart | vstop N | pin CPU CMD [ARG...]\n");
+	fprintf(stderr, "usage: marker start | stop N | vstart | vstop N | pin CPU CMD [ARG...] | pinpid CPU PID\n");
 	return 2;
 }
