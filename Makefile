@@ -132,13 +132,14 @@ bench: bench-tools bench-exporter vmrun integration-cpeers deps-apt
 
 ## bench-insn: instructions per operation, per tool and per rc_pingpong
 ## iteration, Go against C, user space and kernel apart: three VM boots per
-## kernel with qemu loading the project's TCG plugin, the tool rows in the
-## second, under -icount, and in the third, also under -icount, the
-## counters read rate of one and four readers, libmlx5 against Go, in a
-## guest clock that follows the instructions (integration/insncount,
-## mk/bench-insn.sh). Deterministic: a rerun gives the per-operation user
-## counts to the instruction, the tool rows' medians within 1-2 % and the
-## read rates within 0.5 % (docs/performance.md).
+## kernel, the first two with qemu loading the project's TCG plugin, the
+## tool rows in the second, under -icount, and in the third, also under
+## -icount, the counters read rate of one and four readers, libmlx5
+## against Go, in a guest clock that follows the instructions
+## (integration/insncount, mk/bench-insn.sh). Deterministic: a rerun gives
+## the per-operation user counts to the instruction, the tool rows' means
+## within 1 % of a run and the read rates within 0.5 %
+## (docs/performance.md).
 bench-insn: vmrun integration-cpeers
 	GO=$(GO) mk/bench-insn.sh $(VMRUN) $(INTEGRATION_KERNELS)
 

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -168,21 +167,28 @@ func cpu1(s *samples, code int) []sample {
 }
 
 func perTool(w io.Writer, s *samples) {
-	// run returns the median and the least of code's runs on CPU 1.
-	run := func(code int) (med, least uint64, ok bool) {
+	// run returns the mean and the least of code's runs on CPU 1. The
+	// mean, not the median: a Go program's runs on Linux 6.12 fall in
+	// two groups 4 % apart, one more thread started or not (most likely
+	// the runtime's sysmon handing the only P off while the program is
+	// in a system call), half to two thirds of them in the upper one, so
+	// the median jumped between the groups from bench to bench (2.6 %
+	// of a run), while the mean moves only with how many runs fell in
+	// each (under 1 % in three benches).
+	run := func(code int) (mean, least uint64, ok bool) {
 		xs := cpu1(s, code)
 		if len(xs) == 0 {
 			return 0, 0, false
 		}
 		_, least, _ = minOf(xs)
-		return medianTotal(xs), least, true
+		return meanTotal(xs), least, true
 	}
 	tru, truLeast, ok1 := run(2)
 	mini, miniLeast, ok2 := run(3)
 	if !ok1 || !ok2 {
 		return
 	}
-	fmt.Fprintf(w, "\nper tool: instructions of a whole run on CPU 1 (fork to exit, the tool pinned there), the median of %d runs (start-ups: of %d); the last column from the least\n", len(cpu1(s, 4)), len(cpu1(s, 2)))
+	fmt.Fprintf(w, "\nper tool: instructions of a whole run on CPU 1 (fork to exit, the tool pinned there), the mean of %d runs (start-ups: of %d); the last column from the least\n", len(cpu1(s, 4)), len(cpu1(s, 2)))
 	fmt.Fprintf(w, "start-up: /bin/true %d, a minimal Go program %d (least %d, %d); work = run - start-up\n", tru, mini, truLeast, miniLeast)
 	fmt.Fprintf(w, "%-40s %10s %10s | %10s %10s | %9s | %s\n", "C tool | purerdma", "C run", "Go run", "C work", "Go work", "Go/C work", "least")
 	ratio := func(c, g, cStart, gStart uint64) string {
@@ -203,15 +209,14 @@ func perTool(w io.Writer, s *samples) {
 	}
 }
 
-// medianTotal returns the median of xs's totals (the lower of the middle
-// two for an even count); xs is not empty.
-func medianTotal(xs []sample) uint64 {
-	t := make([]uint64, len(xs))
-	for i, x := range xs {
-		t[i] = x.total()
+// meanTotal returns the mean of xs's totals, rounded down; xs is not
+// empty.
+func meanTotal(xs []sample) uint64 {
+	var sum uint64
+	for _, x := range xs {
+		sum += x.total()
 	}
-	slices.Sort(t)
-	return t[(len(t)-1)/2]
+	return sum / uint64(len(xs))
 }
 
 // leastGlobal returns the least of code's global windows on cpu, or
