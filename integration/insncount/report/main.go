@@ -169,12 +169,12 @@ func cpu1(s *samples, code int) []sample {
 func perTool(w io.Writer, s *samples) {
 	// run returns the mean and the least of code's runs on CPU 1. The
 	// mean, not the median: a Go program's runs on Linux 6.12 fall in
-	// two groups 4 % apart, one more thread started or not (most likely
-	// the runtime's sysmon handing the only P off while the program is
-	// in a system call), half to two thirds of them in the upper one, so
-	// the median jumped between the groups from bench to bench (2.6 %
-	// of a run), while the mean moves only with how many runs fell in
-	// each (under 1 % in three benches).
+	// two groups 4 % apart, one more thread started or not (sysmon
+	// handing the only P off while the program is in a system call
+	// would do it; not confirmed), half to two thirds of them in the
+	// upper one, so the median jumped between the groups from bench to
+	// bench (2.6 % of a run), while the mean moves only with how many
+	// runs fell in each (under 1 % in three benches).
 	run := func(code int) (mean, least uint64, ok bool) {
 		xs := cpu1(s, code)
 		if len(xs) == 0 {
