@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"syscall"
 	"unsafe"
 
@@ -298,15 +297,16 @@ func (cs *Object) Read(values []uint64, flags ReadFlags) error {
 	// read's 4.3 k kernel instructions (3 %).
 	k.Start(core.Driver(), abi.UVERBS_OBJECT_COUNTERS, abi.UVERBS_METHOD_COUNTERS_READ)
 	k.Handle(abi.UVERBS_ATTR_READ_COUNTERS_HANDLE, cs.b.Handle)
-	// More than MaxValues is refused by Out, then by DoCall (EINVAL, no
-	// system call): explainRead says why.
-	k.OutHeld(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*8))
+	// values may be on the caller's stack, which may move before the
+	// system call: its address is written in the ioctl's own frame
+	// (verbs.Call.OutLate). More than MaxValues is refused by OutLate,
+	// then by DoCallLate (EINVAL, no system call): explainRead says why.
+	k.OutLate(abi.UVERBS_ATTR_READ_COUNTERS_BUFF, len(values)*8)
 	if flags != 0 {
 		k.Inline(abi.UVERBS_ATTR_READ_COUNTERS_FLAGS, 4, uint64(flags))
 	}
-	err := core.DoCall(k)
-	runtime.KeepAlive(values) // OutHeld's: values stays alive through the call
-	if slot >= 0 {            // TryGet's: -1 on the locked path
+	err := core.DoCallLate(k, unsafe.Pointer(unsafe.SliceData(values)))
+	if slot >= 0 { // TryGet's: -1 on the locked path
 		cs.calls.Put(slot)
 	} else {
 		cs.unlockRead()

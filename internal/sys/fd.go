@@ -163,6 +163,31 @@ func IoctlNumber(raw int, req uint, arg unsafe.Pointer) error {
 	}
 }
 
+// IoctlAt is IoctlNumber for a request that names, by address, memory
+// of the caller's that may be on its goroutine's stack: it writes p's
+// address into *at, the request's word for it, and makes the system
+// call, in one nosplit frame. A goroutine's stack moves only in a
+// function's prologue (growing, or shrunk at a preemption), which a
+// nosplit function and syscall.Syscall lack, and never while it is in a
+// system call; an address written before a call with a prologue may name
+// the stack's old place by the time the kernel writes there. p is kept
+// alive until the kernel is done.
+//
+//go:nosplit
+func IoctlAt(raw int, req uint, arg unsafe.Pointer, at *uint64, p unsafe.Pointer) error {
+	*at = uint64(uintptr(p))
+	for {
+		_, _, errno := syscall.Syscall(unix.SYS_IOCTL, uintptr(raw), uintptr(req), uintptr(arg))
+		if errno != unix.EINTR {
+			runtime.KeepAlive(p)
+			if errno == 0 {
+				return nil
+			}
+			return errno
+		}
+	}
+}
+
 // rwNumber is read(2) or write(2), as trap says, of p on raw, retried on
 // EINTR; the error is the errno. unix.Read and unix.Write written out for
 // the MAD path: their two frames cost a send and a receive 30 user

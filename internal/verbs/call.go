@@ -41,16 +41,21 @@ type Call struct {
 	// alive, and kept off the stack by escape analysis, until DoCall
 	// returns.
 	keep [callKeep]unsafe.Pointer
+	// bounce is where a fake kernel writes an OutLate attribute
+	// (fakeLate), kept for the next call.
+	bounce []byte
 	// nkeep counts keep's entries in use, or is callBad once an
 	// attribute was refused (one byte to test on the hot path for both).
 	nkeep uint8
 	// ticks counts Pace's calls, for its yield every 64.
 	ticks uint8
+	// late is 1 + the index of the OutLate attribute, 0 for none.
+	late uint8
 	// The padding makes a Call callSize bytes, an allocation size class
 	// of whole cache lines: the Calls of a CallList, allocated one by
 	// one, then never share a line, which readers on different CPUs
 	// would each write.
-	_ [callSize - abi.IoctlHdrSize - callAttrs*abi.IoctlAttrSize - callKeep*8 - 2]byte
+	_ [callSize - abi.IoctlHdrSize - callAttrs*abi.IoctlAttrSize - callKeep*8 - 24 - 3]byte
 }
 
 // callSize is a Call's size: six 64-byte cache lines, one of the
@@ -85,7 +90,7 @@ func (c *Call) drop() {
 	for i := range min(c.nkeep, callKeep) {
 		c.keep[i] = nil // a loop: clear of a pointer array is a bulk-barrier call
 	}
-	c.nkeep = 0
+	c.nkeep, c.late = 0, 0
 }
 
 // add appends an attribute. It reports false when the Call is full.
@@ -169,15 +174,34 @@ func (c *Call) Out(id uint16, b []byte) bool {
 
 // OutHeld is Out for memory the caller holds on the heap, alive, until
 // DoCall returns: a field of the scratch the Call itself is a field of,
-// or a slice the caller names in runtime.KeepAlive after DoCall (its
-// frame then holds it through the system call, and a goroutine's stack
-// does not move while it is in one). The Call keeps nothing for it.
+// or a heap slice the caller names in runtime.KeepAlive after DoCall.
+// The Call keeps nothing for it. Never memory that may be on a
+// goroutine's stack (a slice the caller was given): OutLate is for that.
 func (c *Call) OutHeld(id uint16, b []byte) bool {
 	if len(b) > abi.MaxAttrLen {
 		c.nkeep = callBad
 		return false
 	}
 	return c.add(id, uint16(len(b)), uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))))
+}
+
+// OutLate adds a PTR_OUT attribute of n bytes, at most abi.MaxAttrLen,
+// at memory of the caller's that may be on its goroutine's stack (a
+// counters read's values): DoCallLate writes its address, given as a
+// pointer, as its last step before the system call. A goroutine's stack
+// moves (it grows, or shrinks at a preemption) in the prologue of a
+// function it calls; an address written here, before DoCall's and the
+// ioctl's own prologues, could name the stack's old place by the time the
+// kernel writes there, which is freed memory. A Call holds one OutLate.
+func (c *Call) OutLate(id uint16, n int) bool {
+	i := uint(c.hdr.NumAttrs)
+	if uint(n) > abi.MaxAttrLen || i >= callAttrs || c.late != 0 {
+		c.nkeep = callBad
+		return false
+	}
+	putAttr(&c.attrs[i], id, uint16(n), 0)
+	c.hdr.NumAttrs, c.late = uint16(i)+1, uint8(i)+1
+	return true
 }
 
 // dataWord is b, at most 8 bytes, as the data word of an attribute that
@@ -226,7 +250,8 @@ var errCallBad = errArg("a request with an attribute it could not take")
 // DoCall runs call on the context's descriptor; the caller holds the
 // context (Hold, or Close's teardown). It drops the call's references to
 // the caller's memory afterwards, so that a pooled Call keeps nothing
-// alive. The error is the errno.
+// alive. The error is the errno. A Call with an OutLate attribute goes
+// to DoCallLate instead (here the kernel would be given address 0).
 func (c *Core) DoCall(call *Call) error {
 	if c == nil || c.fd == nil || call == nil {
 		return errArg("nil context or call")
@@ -250,6 +275,49 @@ func (c *Core) DoCall(call *Call) error {
 		}
 		call.nkeep = 0
 	}
+	return err
+}
+
+// DoCallLate is DoCall for a Call with an OutLate attribute, at p, and
+// no other attribute by address (Out, a long In): p's address is written
+// into the request in the system call's own frame (sys.IoctlAt), and p
+// is kept alive until the kernel is done with it.
+func (c *Core) DoCallLate(call *Call, p unsafe.Pointer) error {
+	if c == nil || c.fd == nil || call == nil {
+		return errArg("nil context or call")
+	}
+	late := uint(call.late) - 1 // the attribute's index
+	if call.nkeep != 0 || late >= callAttrs {
+		call.drop()
+		return errCallBad
+	}
+	call.late = 0
+	call.hdr.Length = uint16(abi.IoctlHdrSize + abi.IoctlAttrSize*int(call.hdr.NumAttrs))
+	if c.raw < 0 {
+		return c.fakeLate(call, &call.attrs[late], p)
+	}
+	return sys.IoctlAt(c.raw, abi.RDMA_VERBS_IOCTL, unsafe.Pointer(call), &call.attrs[late].Data, p)
+}
+
+// fakeLate runs call, whose OutLate attribute is a, at p, on a fake
+// kernel's descriptor. The fake is Go code on this goroutine, whose
+// stack may move while it runs: it writes into the Call's bounce buffer,
+// on the heap, which is copied to p afterwards (through dst, which the
+// runtime moves with the stack).
+func (c *Core) fakeLate(call *Call, a *abi.IoctlAttr, p unsafe.Pointer) error {
+	n := int(a.Len)
+	if cap(call.bounce) < n {
+		call.bounce = make([]byte, n)
+	}
+	b := call.bounce[:n]
+	var dst []byte
+	if p != nil {
+		dst = unsafe.Slice((*byte)(p), n)
+	}
+	copy(b, dst) // what the kernel does not write stays the caller's
+	a.Data = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+	err := c.fd.Ioctl(abi.RDMA_VERBS_IOCTL, unsafe.Pointer(call))
+	copy(dst, b)
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/purerdma/rdma/abi"
+	"github.com/purerdma/rdma/internal/sys"
 )
 
 // A Call's first bytes are the request abi.Request sends for the same
@@ -187,5 +188,83 @@ func TestCallInAsRequest(t *testing.T) {
 	c.hdr.Length = uint16(abi.IoctlHdrSize + abi.IoctlAttrSize*int(c.hdr.NumAttrs))
 	if got := unsafe.Slice((*byte)(unsafe.Pointer(c)), len(want)); string(got) != string(want) {
 		t.Errorf("Call bytes\n%x\nwant abi.Request's\n%x", got, want)
+	}
+}
+
+// writer is a fake kernel that writes fill into the one PTR_OUT attribute
+// of a request, through the address the request holds, as the kernel's
+// copy_to_user does.
+type writer struct {
+	answer
+	fill byte
+}
+
+func (w *writer) Ioctl(_ uint, arg unsafe.Pointer) error {
+	w.calls++
+	hdr := (*abi.IoctlHdr)(arg)
+	attrs := unsafe.Slice((*abi.IoctlAttr)(unsafe.Add(arg, abi.IoctlHdrSize)), hdr.NumAttrs)
+	for _, a := range attrs {
+		if a.ID == 7 {
+			addr := a.Data // an address in this process, as fakekernel's userBytes reads one
+			b := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), a.Len)
+			for i := range b {
+				b[i] = w.fill
+			}
+		}
+	}
+	return w.errno
+}
+
+// OutLate takes one attribute of at most MaxAttrLen bytes; DoCallLate
+// writes its address at the call, refuses a Call without one or with
+// another attribute by address, and leaves the Call ready for the next.
+func TestCallOutLate(t *testing.T) {
+	w := &writer{fill: 0xab}
+	fd := sys.NewFake("uverbs0", w)
+	t.Cleanup(func() { fd.Close() })
+	core := new(Core)
+	core.Init("dev0", fd, abi.APIFor(abi.RDMA_DRIVER_MLX5), abi.RDMA_DRIVER_MLX5)
+
+	c := new(Call)
+	for _, n := range []int{-1, abi.MaxAttrLen + 1} {
+		c.Start(0, 1, 2)
+		if c.OutLate(7, n) {
+			t.Errorf("OutLate(%d bytes) was taken", n)
+		}
+		if err := core.DoCallLate(c, nil); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("DoCallLate after OutLate(%d bytes) refused: %v", n, err)
+		}
+	}
+	c.Start(0, 1, 2)
+	if !c.OutLate(7, 8) || c.OutLate(8, 8) {
+		t.Error("OutLate: the first refused or a second taken")
+	}
+	c.drop()
+	c.Start(0, 1, 2)
+	c.Out(9, make([]byte, 8))
+	c.OutLate(7, 8)
+	if err := core.DoCallLate(c, nil); !errors.Is(err, syscall.EINVAL) || c.nkeep != 0 || c.late != 0 {
+		t.Errorf("DoCallLate of a Call with an Out: %v, nkeep %d, late %d", err, c.nkeep, c.late)
+	}
+	c.Start(0, 1, 2)
+	if err := core.DoCallLate(c, nil); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("DoCallLate of a Call without OutLate: %v", err)
+	}
+	calls := w.calls
+	var got [3]byte // the third is past the attribute: not written
+	c.Start(0, 1, 2)
+	c.Handle(1, 5)
+	c.OutLate(7, 2)
+	if err := core.DoCallLate(c, unsafe.Pointer(&got)); err != nil || got != [3]byte{0xab, 0xab, 0} || w.calls != calls+1 {
+		t.Errorf("DoCallLate = %v, wrote %x, %d calls", err, got, w.calls-calls)
+	}
+	if c.late != 0 || c.attrs[1].Data == uint64(uintptr(unsafe.Pointer(&got))) {
+		t.Error("DoCallLate left the Call holding the attribute, or gave the fake the caller's address")
+	}
+	w.errno = syscall.EFAULT
+	c.Start(0, 1, 2)
+	c.OutLate(7, 2)
+	if err := core.DoCallLate(c, unsafe.Pointer(&got)); !errors.Is(err, syscall.EFAULT) {
+		t.Errorf("DoCallLate of a failing call: %v", err)
 	}
 }
