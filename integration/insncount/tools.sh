@@ -5,7 +5,7 @@
 # report counts CPU 1). Sample 2 is /bin/true, 3 a minimal Go program,
 # then C tool 2k+2 and its purerdma twin 2k+3 for pair k, REPS times
 # interleaved. The two start-ups run three times a round: every row
-# subtracts one of them (the report takes each row's mean), and the
+# subtracts one of them (the report takes each row's trimmed mean), and the
 # minimal Go program's runs spread wider than a tool's. The last pair's
 # C tool is pqroce (beside MINIGO): the work
 # our perfquery does on RoCE, through libibmad, which rdma-core's

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -167,28 +168,29 @@ func cpu1(s *samples, code int) []sample {
 }
 
 func perTool(w io.Writer, s *samples) {
-	// run returns the mean and the least of code's runs on CPU 1. The
-	// mean, not the median: a Go program's runs on Linux 6.12 fall in
-	// two groups 4 % apart, one more thread started or not (sysmon
-	// handing the only P off while the program is in a system call
-	// would do it; not confirmed), half to two thirds of them in the
-	// upper one, so the median jumped between the groups from bench to
-	// bench (2.6 % of a run), while the mean moves only with how many
-	// runs fell in each (under 1 % in three benches).
+	// run returns the trimmed mean and the least of code's runs on CPU
+	// 1: the mean of the runs left when the tenth above and the tenth
+	// below are set aside. Not the mean: a run that an interrupt or a
+	// kernel thread lengthened (one of 41 pqroce runs on 6.1 took 4.9 M
+	// against 2.9 M) moved it by 1.7 %. Not the median, which moved by
+	// up to 1 % of a Go tool's work on 6.12, where the runs spread evenly
+	// over 3 %; the trimmed mean moved under 0.7 % in two benches. (The Go
+	// runs fell in two groups 4 % apart there, until guest.sh turned the
+	// scheduler's wakeup preemption off for the tool rows: its wakeups.)
 	run := func(code int) (mean, least uint64, ok bool) {
 		xs := cpu1(s, code)
 		if len(xs) == 0 {
 			return 0, 0, false
 		}
 		_, least, _ = minOf(xs)
-		return meanTotal(xs), least, true
+		return trimmedMean(xs), least, true
 	}
 	tru, truLeast, ok1 := run(2)
 	mini, miniLeast, ok2 := run(3)
 	if !ok1 || !ok2 {
 		return
 	}
-	fmt.Fprintf(w, "\nper tool: instructions of a whole run on CPU 1 (fork to exit, the tool pinned there), the mean of %d runs (start-ups: of %d); the last column from the least\n", len(cpu1(s, 4)), len(cpu1(s, 2)))
+	fmt.Fprintf(w, "\nper tool: instructions of a whole run on CPU 1 (fork to exit, the tool pinned there), the mean of %d runs but the highest and lowest tenth (start-ups: of %d); the last column from the least\n", len(cpu1(s, 4)), len(cpu1(s, 2)))
 	fmt.Fprintf(w, "start-up: /bin/true %d, a minimal Go program %d (least %d, %d); work = run - start-up\n", tru, mini, truLeast, miniLeast)
 	fmt.Fprintf(w, "%-40s %10s %10s | %10s %10s | %9s | %s\n", "C tool | purerdma", "C run", "Go run", "C work", "Go work", "Go/C work", "least")
 	ratio := func(c, g, cStart, gStart uint64) string {
@@ -209,14 +211,20 @@ func perTool(w io.Writer, s *samples) {
 	}
 }
 
-// meanTotal returns the mean of xs's totals, rounded down; xs is not
-// empty.
-func meanTotal(xs []sample) uint64 {
-	var sum uint64
-	for _, x := range xs {
-		sum += x.total()
+// trimmedMean returns the mean of xs's totals, rounded down, less the
+// highest and the lowest len(xs)/10 of them; xs is not empty.
+func trimmedMean(xs []sample) uint64 {
+	t := make([]uint64, len(xs))
+	for i, x := range xs {
+		t[i] = x.total()
 	}
-	return sum / uint64(len(xs))
+	slices.Sort(t)
+	k := len(t) / 10
+	var sum uint64
+	for _, v := range t[k : len(t)-k] {
+		sum += v
+	}
+	return sum / uint64(len(t)-2*k)
 }
 
 // leastGlobal returns the least of code's global windows on cpu, or
