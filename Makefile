@@ -137,8 +137,8 @@ bench: bench-tools bench-exporter vmrun integration-cpeers deps-apt
 ## -icount, the counters read rate of one and four readers, libmlx5
 ## against Go, in a guest clock that follows the instructions
 ## (integration/insncount, mk/bench-insn.sh). Deterministic: a rerun gives
-## the per-operation user counts to the instruction, the tool rows' means
-## within 1 % of a run and the read rates within 0.5 %
+## the per-operation user counts to the instruction, the tool rows
+## within 0.3 % and the read rates within 0.5 %
 ## (docs/performance.md).
 bench-insn: vmrun integration-cpeers
 	GO=$(GO) mk/bench-insn.sh $(VMRUN) $(INTEGRATION_KERNELS)
