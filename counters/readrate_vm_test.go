@@ -16,9 +16,7 @@ import (
 	"time"
 
 	"github.com/purerdma/rdma/counters"
-	"github.com/purerdma/rdma/flow"
 	"github.com/purerdma/rdma/integration/vmtest"
-	"github.com/purerdma/rdma/internal/testmodel/verbstest"
 )
 
 // The read rate of one counters object bound to a flow on mock0, read by
@@ -94,23 +92,7 @@ func TestVMReadRate(t *testing.T) {
 
 	// Each side keeps its context, its flow (on a MAC of its own) and its
 	// object for the whole test; the rounds take turns.
-	_, c := verbstest.MLX5Device(t)
-	qp := verbstest.RawQP(t, c)
-	cs, err := counters.Create(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	for _, p := range []counters.AttachAttr{pkts(0), bytesAt(1)} {
-		if err := cs.Attach(p, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f, err := flow.Create(qp, l2(macA, cs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
+	cs := mock0Counters(t)
 
 	step := cSide(t)
 	for _, s := range []string{"create a", "attach a 0 0", "attach a 1 1", "flow f a " + macB.String()} {

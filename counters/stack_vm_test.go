@@ -17,6 +17,17 @@ import (
 // every depth, wherever the stack has moved to before the system call.
 func TestVMReadIntoStackAtEveryDepth(t *testing.T) {
 	vmtest.RequireMock(t)
+	cs := mock0Counters(t)
+	if bad := readsAtEveryDepth(cs, 600, [2]uint64{}); bad != "" {
+		t.Fatal(bad)
+	}
+}
+
+// mock0Counters returns a counters object on mock0 with packets at 0 and
+// bytes at 1, bound to an L2 flow on macA of a raw QP of its own; the
+// test's cleanup destroys them.
+func mock0Counters(t *testing.T) *counters.Object {
+	t.Helper()
 	_, c := verbstest.MLX5Device(t)
 	qp := verbstest.RawQP(t, c)
 	cs, err := counters.Create(c, nil)
@@ -34,7 +45,5 @@ func TestVMReadIntoStackAtEveryDepth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	if bad := readsAtEveryDepth(cs, 600, [2]uint64{}); bad != "" {
-		t.Fatal(bad)
-	}
+	return cs
 }
