@@ -48,9 +48,11 @@ func TestPerTool(t *testing.T) {
 		row(2, 1000) // /bin/true
 		row(3, 3000) // the minimal Go program
 	}
+	// Each row its own counts, C's apart from Go's: C's work 4,000 + k
+	// thousand, Go's 2,000 + k hundred.
 	for k := range tools {
-		row(2*(k+1)+2, 5000) // C: work 4,000
-		row(2*(k+1)+3, 5000) // Go: work 2,000
+		row(2*(k+1)+2, uint64(5000+1000*k))
+		row(2*(k+1)+3, uint64(5000+100*k))
 	}
 	s, err := parse(strings.NewReader(in.String()))
 	if err != nil {
@@ -62,7 +64,8 @@ func TestPerTool(t *testing.T) {
 	for _, want := range []string{
 		"start-up: /bin/true 1000, a minimal Go program 3000 (least 1000, 3000)",
 		fmt.Sprintf("%-40s %10d %10d | %10d %10d | %9s | %s\n", tools[0], 5000, 5000, 4000, 2000, "0.50", "0.50"),
-		fmt.Sprintf("%-40s %10d %10d | %10d %10d | %9s | %s\n", tools[len(tools)-1], 5000, 5000, 4000, 2000, "0.50", "0.50"),
+		fmt.Sprintf("%-40s %10d %10d | %10d %10d | %9s | %s\n", tools[1], 6000, 5100, 5000, 2100, "0.42", "0.42"),
+		fmt.Sprintf("%-40s %10d %10d | %10d %10d | %9s | %s\n", tools[9], 14000, 5900, 13000, 2900, "0.22", "0.22"),
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("perTool's output lacks %q:\n%s", want, got)
